@@ -1,0 +1,282 @@
+"""Configuration dataclasses, one per layer of the system, each validated once in `__post_init__`.
+
+`ModelConfig` describes a target (Qwen3 or Llama family) and is parsed from a Hugging Face
+config.json dict; `DraftConfig` describes a DFlash drafter in the z-lab format; `EngineConfig` holds
+the mechanisms a tuner may switch (block size, CUDA graphs, kernels). Values are resolved before
+construction: no "auto" survives into a constructed config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from specpilot.errors import CheckpointError, ConfigError
+
+SUPPORTED_TARGETS = ("qwen3", "llama")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """Rotary scaling: `default`, `linear` or `llama3` (Llama-3.1 frequency-dependent scaling)."""
+
+    rope_type: str = "default"
+    factor: float = 1.0
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_position_embeddings: int = 8192
+
+    def __post_init__(self) -> None:
+        if self.rope_type not in ("default", "linear", "llama3"):
+            raise ConfigError(
+                f"unsupported rope_scaling type {self.rope_type!r} (supported: default, linear, llama3)"
+            )
+        if self.factor <= 0:
+            raise ConfigError(f"rope_scaling factor must be > 0, got {self.factor}")
+
+
+def _rope_from_hf(hf: dict[str, Any]) -> tuple[float, RopeScaling]:
+    """Read rope theta and scaling from either config style (transformers 4 or 5)."""
+    params = hf.get("rope_parameters") or {}
+    scaling = hf.get("rope_scaling") or {}
+    merged = {**params, **scaling}
+    theta = float(merged.get("rope_theta", hf.get("rope_theta", 10000.0)))
+    rope_type = merged.get("rope_type", merged.get("type", "default")) or "default"
+    if rope_type == "default":
+        return theta, RopeScaling()
+    return theta, RopeScaling(
+        rope_type=rope_type,
+        factor=float(merged.get("factor", 1.0)),
+        low_freq_factor=float(merged.get("low_freq_factor", 1.0)),
+        high_freq_factor=float(merged.get("high_freq_factor", 4.0)),
+        original_max_position_embeddings=int(merged.get("original_max_position_embeddings", 8192)),
+    )
+
+
+def _require(hf: dict[str, Any], key: str, where: str) -> Any:
+    if key not in hf:
+        raise CheckpointError(f"{where}: config is missing {key!r}")
+    return hf[key]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A decoder-only target: Qwen3 dense (q/k RMSNorm) or Llama-3 family."""
+
+    arch: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: RopeScaling = field(default_factory=RopeScaling)
+    max_position_embeddings: int = 4096
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    eos_token_ids: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.arch not in SUPPORTED_TARGETS:
+            raise ConfigError(f"unsupported target architecture {self.arch!r} (supported: qwen3, llama)")
+        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads",
+                     "num_kv_heads", "head_dim", "max_position_embeddings"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.num_heads % self.num_kv_heads:
+            raise ConfigError(
+                f"num_attention_heads ({self.num_heads}) must be a multiple of "
+                f"num_key_value_heads ({self.num_kv_heads})"
+            )
+        if self.head_dim % 2:
+            raise ConfigError(f"head_dim must be even for rotary embeddings, got {self.head_dim}")
+
+    @property
+    def qk_norm(self) -> bool:
+        return self.arch == "qwen3"
+
+    @classmethod
+    def from_hf(cls, hf: dict[str, Any], where: str = "config.json") -> ModelConfig:
+        model_type = hf.get("model_type", "")
+        if model_type not in SUPPORTED_TARGETS:
+            raise CheckpointError(
+                f"{where}: unsupported model_type {model_type!r} (supported: qwen3, llama)"
+            )
+        hidden = int(_require(hf, "hidden_size", where))
+        heads = int(_require(hf, "num_attention_heads", where))
+        theta, scaling = _rope_from_hf(hf)
+        eos = hf.get("eos_token_id")
+        eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (int(eos),))
+        return cls(
+            arch=model_type,
+            vocab_size=int(_require(hf, "vocab_size", where)),
+            hidden_size=hidden,
+            intermediate_size=int(_require(hf, "intermediate_size", where)),
+            num_layers=int(_require(hf, "num_hidden_layers", where)),
+            num_heads=heads,
+            num_kv_heads=int(hf.get("num_key_value_heads") or heads),
+            head_dim=int(hf.get("head_dim") or hidden // heads),
+            rms_norm_eps=float(hf.get("rms_norm_eps", 1e-6)),
+            rope_theta=theta,
+            rope_scaling=scaling,
+            max_position_embeddings=int(hf.get("max_position_embeddings", 4096)),
+            tie_word_embeddings=bool(hf.get("tie_word_embeddings", False)),
+            attention_bias=bool(hf.get("attention_bias", False)),
+            mlp_bias=bool(hf.get("mlp_bias", False)),
+            eos_token_ids=eos_ids,
+        )
+
+
+@dataclass(frozen=True)
+class DraftConfig:
+    """A DFlash drafter (z-lab format): a few Qwen3-style layers fed by target hidden states."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    block_size: int
+    num_target_layers: int
+    target_layer_ids: tuple[int, ...]
+    mask_token_id: int
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: RopeScaling = field(default_factory=RopeScaling)
+    attention_bias: bool = False
+    layer_types: tuple[str, ...] = ()
+    sliding_window: int | None = None
+    is_causal: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.block_size < 2:
+            raise ConfigError(f"drafter block_size must be >= 2, got {self.block_size}")
+        if not self.target_layer_ids:
+            raise ConfigError("drafter config has no dflash_config.target_layer_ids")
+        if self.num_heads % self.num_kv_heads:
+            raise ConfigError("drafter num_attention_heads must be a multiple of num_key_value_heads")
+        if self.layer_types and len(self.layer_types) != self.num_layers:
+            raise ConfigError(
+                f"drafter layer_types has {len(self.layer_types)} entries for {self.num_layers} layers"
+            )
+        for kind in self.layer_types:
+            if kind not in ("full_attention", "sliding_attention"):
+                raise ConfigError(f"unsupported drafter layer type {kind!r}")
+        if "sliding_attention" in self.layer_types and not self.sliding_window:
+            raise ConfigError("drafter has sliding_attention layers but no sliding_window")
+
+    def layer_window(self, layer: int) -> int | None:
+        """Sliding window of one drafter layer, or None for full attention."""
+        if self.layer_types and self.layer_types[layer] == "sliding_attention":
+            return self.sliding_window
+        return None
+
+    def layer_is_causal(self, layer: int) -> bool:
+        """Whether the block attends causally in one layer (z-lab: only sliding layers, by default)."""
+        if self.is_causal is not None:
+            return self.is_causal
+        return self.layer_window(layer) is not None
+
+    @classmethod
+    def from_hf(cls, hf: dict[str, Any], where: str = "config.json") -> DraftConfig:
+        dflash = hf.get("dflash_config") or {}
+        hidden = int(_require(hf, "hidden_size", where))
+        heads = int(_require(hf, "num_attention_heads", where))
+        ids = dflash.get("target_layer_ids", hf.get("target_layer_ids"))
+        if ids is None:
+            raise CheckpointError(f"{where}: drafter config is missing dflash_config.target_layer_ids")
+        mask = dflash.get("mask_token_id", hf.get("mask_token_id"))
+        if mask is None:
+            raise CheckpointError(f"{where}: drafter config is missing dflash_config.mask_token_id")
+        theta, scaling = _rope_from_hf(hf)
+        return cls(
+            hidden_size=hidden,
+            intermediate_size=int(_require(hf, "intermediate_size", where)),
+            num_layers=int(_require(hf, "num_hidden_layers", where)),
+            num_heads=heads,
+            num_kv_heads=int(hf.get("num_key_value_heads") or heads),
+            head_dim=int(hf.get("head_dim") or hidden // heads),
+            vocab_size=int(_require(hf, "vocab_size", where)),
+            block_size=int(dflash.get("block_size", hf.get("block_size", 16))),
+            num_target_layers=int(_require(hf, "num_target_layers", where)),
+            target_layer_ids=tuple(int(i) for i in ids),
+            mask_token_id=int(mask),
+            rms_norm_eps=float(hf.get("rms_norm_eps", 1e-6)),
+            rope_theta=theta,
+            rope_scaling=scaling,
+            attention_bias=bool(hf.get("attention_bias", False)),
+            layer_types=tuple(hf.get("layer_types") or ()),
+            sliding_window=hf.get("sliding_window"),
+            is_causal=hf.get("is_causal"),
+        )
+
+    def check_fits(self, target: ModelConfig, where: str = "drafter") -> None:
+        """Raise a one-line error when this drafter cannot run against `target`."""
+        if self.hidden_size != target.hidden_size:
+            raise CheckpointError(
+                f"{where}: hidden size {self.hidden_size} does not match the target's "
+                f"{target.hidden_size}"
+            )
+        if self.vocab_size != target.vocab_size:
+            raise CheckpointError(
+                f"{where}: vocabulary size {self.vocab_size} does not match the target's "
+                f"{target.vocab_size}"
+            )
+        if self.num_target_layers != target.num_layers:
+            raise CheckpointError(
+                f"{where}: trained for a target with {self.num_target_layers} layers, "
+                f"the target has {target.num_layers}"
+            )
+        bad = [i for i in self.target_layer_ids if not 0 <= i < target.num_layers]
+        if bad:
+            raise CheckpointError(
+                f"{where}: target_layer_ids {bad} are outside the target's {target.num_layers} layers"
+            )
+        if not 0 <= self.mask_token_id < target.vocab_size:
+            raise CheckpointError(
+                f"{where}: mask_token_id {self.mask_token_id} is outside the target's vocabulary "
+                f"({target.vocab_size})"
+            )
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Mechanisms of the engine, each a knob a tuner can set.
+
+    block_size: tokens per speculative block (anchor + block_size - 1 drafts); 0 means the drafter's own.
+    attention: "sdpa" (torch's scaled_dot_product_attention).
+    """
+
+    block_size: int = 0
+    attention: str = "sdpa"
+
+    def __post_init__(self) -> None:
+        if self.block_size < 0 or self.block_size == 1:
+            raise ConfigError(f"block_size must be 0 (drafter's own) or >= 2, got {self.block_size}")
+        if self.attention not in ("sdpa",):
+            raise ConfigError(f"unknown attention backend {self.attention!r} (available: sdpa)")
+
+
+def resolve_dtype(name: str) -> torch.dtype:
+    if name not in DTYPES:
+        raise ConfigError(f"unknown dtype {name!r} (choose from {', '.join(DTYPES)})")
+    return DTYPES[name]
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name.split(":")[0] not in ("cpu", "cuda"):
+        raise ConfigError(f"unknown device {name!r} (choose cpu or cuda)")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device {name!r} requested but CUDA is not available on this machine")
+    return torch.device(name)

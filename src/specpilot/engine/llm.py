@@ -1,0 +1,188 @@
+"""`LLM`: the Python entry point. Loads a target (and a drafter), tokenizes, generates, reports.
+
+    llm = LLM("path/to/target", draft="path/to/drafter", device="cuda", dtype="bfloat16")
+    out = llm.generate("Why is the sky blue?", max_new_tokens=128, chat=True)[0]
+    out.output_ids, out.text, out.acceptance_lengths, out.tokens_per_s
+
+`draft` may also be `replay:TAU` (replayed acceptance, no drafter compute); with a real drafter,
+`replay=` substitutes replayed proposals after the drafter's real forward (honest timings,
+chosen acceptance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from specpilot.config import EngineConfig, resolve_device, resolve_dtype
+from specpilot.engine.generator import Generator
+from specpilot.engine.sequence import Sequence
+from specpilot.errors import ConfigError
+from specpilot.models.loader import load_drafter, load_target, load_tokenizer
+from specpilot.spec.forcing import ForcingReport, token_forcing
+from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
+
+REPLAY_PREFIX = "replay:"
+
+
+@dataclass
+class GenerationOutput:
+    prompt_ids: list[int]
+    output_ids: list[int]
+    text: str | None
+    num_steps: int
+    acceptance_lengths: list[int]
+    tokens_per_s: float  # output tokens after the first / decode time (prefill excluded)
+    time_to_first_token_s: float
+    decode_time_s: float
+    drafter: str  # "none" (AR), "dflash" or "replay"
+    finish_reason: str
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        steps = self.acceptance_lengths
+        return sum(steps) / len(steps) if steps else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "mean_acceptance_length": self.mean_acceptance_length}
+
+
+class LLM:
+    def __init__(
+        self,
+        target: str | Path,
+        draft: str | Path | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        engine: EngineConfig | None = None,
+        replay: str | float | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.device = resolve_device(device)
+        if dtype == "auto":
+            dtype = "bfloat16" if self.device.type == "cuda" else "float32"
+        self.dtype = resolve_dtype(dtype)
+        self.engine_config = engine or EngineConfig()
+        self.target, self.target_checkpoint = load_target(target, self.device, self.dtype)
+        self.tokenizer = load_tokenizer(self.target_checkpoint)
+        self.drafter = None
+        replay_text = None if replay is None else str(replay)
+        draft_text = None if draft is None else str(draft)
+        if draft_text is not None and draft_text.startswith(REPLAY_PREFIX):
+            if replay_text is not None:
+                raise ConfigError("give the replay profile once: draft='replay:TAU' or replay=TAU")
+            replay_text = draft_text[len(REPLAY_PREFIX):]
+        elif draft_text is not None:
+            self.drafter, _ = load_drafter(draft_text, self.target.config, self.device, self.dtype)
+        self.generator = Generator(
+            self.target, self.drafter, self.engine_config, self.device, self.dtype
+        )
+        block = self.generator.block_size
+        self.replay = None if replay_text is None else AcceptanceProfile.parse(replay_text, block)
+        self.seed = seed
+
+    @property
+    def drafter_kind(self) -> str:
+        if self.replay is not None:
+            return "replay"
+        return "dflash" if self.drafter is not None else "none"
+
+    # ----------------------------------------------------------------------------------------
+
+    def encode(self, prompt: str, chat: bool = False) -> list[int]:
+        if self.tokenizer is None:
+            raise ConfigError("this checkpoint ships no tokenizer: pass token ids instead of text")
+        if chat:
+            if not getattr(self.tokenizer, "chat_template", None):
+                raise ConfigError("this checkpoint's tokenizer has no chat template")
+            text = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+            )
+            return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return self.tokenizer(prompt)["input_ids"]
+
+    def decode(self, ids: list[int]) -> str | None:
+        if self.tokenizer is None:
+            return None
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def default_stop_ids(self) -> frozenset[int]:
+        ids = set(self.target.config.eos_token_ids)
+        if self.tokenizer is not None and self.tokenizer.eos_token_id is not None:
+            ids.add(int(self.tokenizer.eos_token_id))
+        return frozenset(ids)
+
+    def _check_prompt(self, ids: list[int], max_new_tokens: int) -> None:
+        cfg = self.target.config
+        if not ids:
+            raise ConfigError("the prompt is empty")
+        bad = [t for t in ids if not 0 <= t < cfg.vocab_size]
+        if bad:
+            raise ConfigError(f"prompt token ids {bad[:3]} are outside the vocabulary ({cfg.vocab_size})")
+        if len(ids) + max_new_tokens > cfg.max_position_embeddings:
+            raise ConfigError(
+                f"prompt ({len(ids)} tokens) + max_new_tokens ({max_new_tokens}) exceeds the "
+                f"context length ({cfg.max_position_embeddings})"
+            )
+
+    def generate(
+        self,
+        prompts: str | list[int] | list[str] | list[list[int]],
+        max_new_tokens: int = 128,
+        chat: bool = False,
+        stop_token_ids: list[int] | None = None,
+        ignore_eos: bool = False,
+    ) -> list[GenerationOutput]:
+        """Greedy generation for one prompt or a batch (text or token ids)."""
+        if max_new_tokens <= 0:
+            raise ConfigError(f"max_new_tokens must be > 0, got {max_new_tokens}")
+        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+            prompts = [prompts]  # type: ignore[list-item]
+        if not prompts:
+            raise ConfigError("no prompts given")
+        ids_list = [p if isinstance(p, list) else self.encode(p, chat) for p in prompts]
+        for ids in ids_list:
+            self._check_prompt(ids, max_new_tokens)
+        stops = frozenset() if ignore_eos else (
+            frozenset(stop_token_ids) if stop_token_ids is not None else self.default_stop_ids()
+        )
+
+        def fresh() -> list[Sequence]:
+            return [Sequence(list(ids), max_new_tokens, stops) for ids in ids_list]
+
+        proposer = None
+        if self.replay is not None:
+            # the target's own greedy continuation, from an AR run of this same engine
+            reference = fresh()
+            self.generator.run(reference, speculative=False)
+            proposer = ReplayProposer(
+                [s.output_ids for s in reference], self.replay, self.target.config.vocab_size,
+                self.seed,
+            )
+        seqs = fresh()
+        speculative = self.drafter is not None or proposer is not None
+        self.generator.run(seqs, speculative=speculative, proposer=proposer)
+        return [self._output(s) for s in seqs]
+
+    def _output(self, s: Sequence) -> GenerationOutput:
+        after_first = len(s.output_ids) - 1
+        return GenerationOutput(
+            prompt_ids=s.prompt_ids,
+            output_ids=s.output_ids,
+            text=self.decode(s.output_ids),
+            num_steps=len(s.acceptance_lengths),
+            acceptance_lengths=s.acceptance_lengths,
+            tokens_per_s=after_first / s.decode_time_s if s.decode_time_s > 0 else 0.0,
+            time_to_first_token_s=s.time_to_first_token_s,
+            decode_time_s=s.decode_time_s,
+            drafter=self.drafter_kind,
+            finish_reason=s.finish_reason or "length",
+        )
+
+    def validate(
+        self, prompt_ids: list[int], output_ids: list[int], threshold: float | None = None
+    ) -> ForcingReport:
+        """Token forcing of one output against this LLM's target."""
+        return token_forcing(self.target, prompt_ids, output_ids, threshold)
+

@@ -1,0 +1,105 @@
+"""Attention projections and attention over a KV cache.
+
+The cache layout is [batch, kv_heads, max_len, head_dim] per layer; a forward writes the keys and
+values of its tokens at their absolute positions, and a query at position p sees exactly the keys at
+positions <= p. Because every forward writes all positions from the first uncached one onward, any
+stale entry (from a rejected draft) at a position <= p has been overwritten before it is read, so
+rolling a cache back is only a matter of the caller's lengths.
+"""
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from specpilot.layers.norm import RMSNorm
+from specpilot.layers.rotary import apply_rotary
+
+
+@dataclass
+class AttentionMeta:
+    """What every attention layer of one forward needs, built once per forward."""
+
+    positions: torch.Tensor  # [B, T] absolute positions of the new tokens
+    cos: torch.Tensor  # [B, 1, T, head_dim]
+    sin: torch.Tensor  # [B, 1, T, head_dim]
+    mask: torch.Tensor  # [B, 1, T, kv_len] bool, True where a key is visible
+    kv_len: int  # keys read from the cache: positions [0, kv_len)
+
+
+class KVCache:
+    """Preallocated keys and values for every layer of one model."""
+
+    def __init__(
+        self, num_layers: int, batch: int, num_kv_heads: int, max_len: int, head_dim: int,
+        device: torch.device, dtype: torch.dtype,
+    ) -> None:
+        shape = (num_layers, batch, num_kv_heads, max_len, head_dim)
+        self.k = torch.zeros(shape, device=device, dtype=dtype)
+        self.v = torch.zeros(shape, device=device, dtype=dtype)
+        self.max_len = max_len
+        self.rows = torch.arange(batch, device=device)[:, None]  # [B, 1] for scatter indexing
+
+    def write(self, layer: int, positions: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Store k, v [B, kv_heads, T, head_dim] at positions [B, T]."""
+        # NOTE: advanced indices on dims 0 and 2 around a slice put [B, T] first: [B, T, Hkv, D].
+        self.k[layer][self.rows, :, positions] = k.transpose(1, 2)
+        self.v[layer][self.rows, :, positions] = v.transpose(1, 2)
+
+    def read(self, layer: int, kv_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.k[layer, :, :, :kv_len], self.v[layer, :, :, :kv_len]
+
+
+def causal_mask(positions: torch.Tensor, kv_len: int) -> torch.Tensor:
+    """[B, 1, T, kv_len]: query at position p sees keys 0..p."""
+    keys = torch.arange(kv_len, device=positions.device)
+    return (keys[None, None, :] <= positions[:, :, None]).unsqueeze(1)
+
+
+def attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, scale: float
+) -> torch.Tensor:
+    """q [B, H, T, D], k/v [B, Hkv, L, D], mask [B, 1, T, L] -> [B, T, H * D]."""
+    groups = q.shape[1] // k.shape[1]
+    if groups > 1:
+        k = k.repeat_interleave(groups, dim=1)
+        v = v.repeat_interleave(groups, dim=1)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+    return out.transpose(1, 2).flatten(2)
+
+
+class AttentionProjections(nn.Module):
+    """q/k/v/o projections with optional per-head q/k RMSNorm (Qwen3), named as in HF checkpoints."""
+
+    def __init__(
+        self, hidden: int, heads: int, kv_heads: int, head_dim: int, bias: bool, qk_norm: bool,
+        eps: float,
+    ) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        self.scale = head_dim**-0.5
+        self.q_proj = nn.Linear(hidden, heads * head_dim, bias=bias)
+        self.k_proj = nn.Linear(hidden, kv_heads * head_dim, bias=bias)
+        self.v_proj = nn.Linear(hidden, kv_heads * head_dim, bias=bias)
+        self.o_proj = nn.Linear(heads * head_dim, hidden, bias=bias)
+        self.q_norm = RMSNorm(head_dim, eps) if qk_norm else None
+        self.k_norm = RMSNorm(head_dim, eps) if qk_norm else None
+
+    def query(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """x [B, T, hidden] -> rotated queries [B, heads, T, head_dim]."""
+        q = self.q_proj(x).unflatten(-1, (self.heads, self.head_dim))
+        if self.q_norm is not None:
+            q = self.q_norm(q)
+        return apply_rotary(q.transpose(1, 2), cos, sin)
+
+    def key_value(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x [B, T, hidden] -> rotated keys and values [B, kv_heads, T, head_dim]."""
+        k = self.k_proj(x).unflatten(-1, (self.kv_heads, self.head_dim))
+        if self.k_norm is not None:
+            k = self.k_norm(k)
+        v = self.v_proj(x).unflatten(-1, (self.kv_heads, self.head_dim))
+        return apply_rotary(k.transpose(1, 2), cos, sin), v.transpose(1, 2)
+

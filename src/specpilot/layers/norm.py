@@ -1,0 +1,19 @@
+"""RMSNorm, computed in float32 and cast back, as the reference implementations do."""
+
+import torch
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # NOTE: the order (normalise in fp32, cast to the input dtype, then scale) matches
+        # Hugging Face's Llama/Qwen3 so that bf16 outputs agree bit for bit where possible.
+        dtype = x.dtype
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(dtype)

@@ -1,0 +1,77 @@
+"""Token forcing: re-run the target over prompt + output and check every output token.
+
+One teacher-forced forward gives, for each output position, the target's logits given everything
+before it. A token that is the argmax passes. A token that is not is a failure, unless its logit is
+within `threshold` of the maximum (in fp32): then the two choices are a near-tie, whose outcome
+legitimately depends on summation order (batching, block size, kernels), and it is reported as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from specpilot.layers.attention import AttentionMeta, KVCache, causal_mask
+from specpilot.layers.rotary import RotaryTable
+from specpilot.models.target import TargetModel
+
+DEFAULT_THRESHOLDS = {torch.float32: 1e-3, torch.float16: 0.05, torch.bfloat16: 0.25}
+
+
+@dataclass
+class ForcedToken:
+    index: int  # position in the output
+    token: int  # the emitted token
+    argmax: int  # the target's choice under teacher forcing
+    margin: float  # logit[argmax] - logit[token], fp32, >= 0
+
+
+@dataclass
+class ForcingReport:
+    num_checked: int
+    threshold: float
+    failures: list[ForcedToken] = field(default_factory=list)
+    near_ties: list[ForcedToken] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def to_dict(self) -> dict:
+        return {
+            "passed": self.passed, "num_checked": self.num_checked, "threshold": self.threshold,
+            "num_failures": len(self.failures), "num_near_ties": len(self.near_ties),
+            "failures": [asdict(f) for f in self.failures],
+            "near_ties": [asdict(t) for t in self.near_ties],
+        }
+
+
+@torch.inference_mode()
+def token_forcing(
+    target: TargetModel, prompt_ids: list[int], output_ids: list[int],
+    threshold: float | None = None,
+) -> ForcingReport:
+    param = target.lm_head.weight
+    device, dtype = param.device, param.dtype
+    if threshold is None:
+        threshold = DEFAULT_THRESHOLDS.get(dtype, 1e-3)
+    report = ForcingReport(num_checked=len(output_ids), threshold=threshold)
+    if not output_ids:
+        return report
+    ids = torch.tensor([prompt_ids + output_ids[:-1]], device=device)
+    length = ids.shape[1]
+    cfg = target.config
+    cache = KVCache(cfg.num_layers, 1, cfg.num_kv_heads, length, cfg.head_dim, device, dtype)
+    table = RotaryTable(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, length, device, dtype)
+    positions = torch.arange(length, device=device)[None, :]
+    cos, sin = table.lookup(positions)
+    meta = AttentionMeta(positions, cos, sin, causal_mask(positions, length), length)
+    logits = target(ids, meta, cache).logits[0, len(prompt_ids) - 1 :].float()
+    emitted = torch.tensor(output_ids, device=device)
+    best = logits.argmax(dim=-1)
+    margins = logits.max(dim=-1).values - logits.gather(1, emitted[:, None])[:, 0]
+    for i in (best != emitted).nonzero()[:, 0].tolist():
+        entry = ForcedToken(i, output_ids[i], int(best[i]), float(margins[i]))
+        (report.near_ties if entry.margin < threshold else report.failures).append(entry)
+    return report

@@ -1,0 +1,95 @@
+"""Replayed acceptance for benchmarks: a proposer that drafts the target's known greedy continuation.
+
+The replay proposer knows each sequence's greedy continuation from an earlier AR run of the same
+engine. At every step it draws an acceptance length L from an `AcceptanceProfile` and proposes the
+next L - 1 continuation tokens followed by a token that is certainly wrong, so the target accepts
+exactly L - 1 drafts and adds its own next token: acceptance length L. Outputs stay the target's own
+(verification is unchanged); only the acceptance pattern is chosen. Every result that used it says
+`"drafter": "replay"`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+import torch
+
+from specpilot.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class AcceptanceProfile:
+    """A distribution of acceptance lengths 1..block_size: weights[L - 1] is P(L)."""
+
+    weights: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.weights or any(w < 0 for w in self.weights) or sum(self.weights) <= 0:
+            raise ConfigError("acceptance profile needs non-negative weights with a positive sum")
+
+    @property
+    def mean(self) -> float:
+        total = sum(self.weights)
+        return sum((i + 1) * w for i, w in enumerate(self.weights)) / total
+
+    @classmethod
+    def from_mean(cls, tau: float, block_size: int) -> AcceptanceProfile:
+        """Two neighbouring lengths, floor(tau) and ceil(tau), mixed to reach mean tau exactly."""
+        if not 1.0 <= tau <= block_size:
+            raise ConfigError(f"replay tau must be in [1, {block_size}] (the block size), got {tau}")
+        low = math.floor(tau)
+        weights = [0.0] * block_size
+        weights[low - 1] = 1.0 - (tau - low)
+        if tau > low:
+            weights[low] = tau - low
+        return cls(tuple(weights))
+
+    @classmethod
+    def parse(cls, text: str, block_size: int) -> AcceptanceProfile:
+        """`6.55` (a mean) or a histogram `1:0.2,2:0.3,16:0.5` (length:weight)."""
+        text = text.strip()
+        try:
+            if ":" not in text:
+                return cls.from_mean(float(text), block_size)
+            weights = [0.0] * block_size
+            for item in text.split(","):
+                length, weight = item.split(":")
+                if not 1 <= int(length) <= block_size:
+                    raise ConfigError(f"replay length {length} outside 1..{block_size}")
+                weights[int(length) - 1] += float(weight)
+            return cls(tuple(weights))
+        except ValueError:
+            raise ConfigError(
+                f"bad replay profile {text!r}: give a mean like 6.55 or a histogram like 1:0.5,8:0.5"
+            ) from None
+
+    def sample(self, rng: random.Random) -> int:
+        return rng.choices(range(1, len(self.weights) + 1), weights=self.weights)[0]
+
+
+class ReplayProposer:
+    """Proposes drafts from known continuations so that acceptance follows a profile."""
+
+    def __init__(
+        self, continuations: list[list[int]], profile: AcceptanceProfile, vocab_size: int,
+        seed: int = 0,
+    ) -> None:
+        self.continuations = continuations
+        self.profile = profile
+        self.vocab_size = vocab_size
+        self.rng = random.Random(seed)
+
+    def propose(self, num_emitted: list[int], num_drafts: int) -> torch.Tensor:
+        """Drafts [B, num_drafts] (CPU) for sequences that have emitted num_emitted[b] tokens."""
+        drafts = torch.empty(len(num_emitted), num_drafts, dtype=torch.long)
+        for b, emitted in enumerate(num_emitted):
+            cont = self.continuations[b]
+            length = min(self.profile.sample(self.rng), num_drafts + 1)
+            for j in range(num_drafts):
+                known = cont[emitted + j] if emitted + j < len(cont) else 0
+                # NOTE: the (length - 1)-th draft must be wrong so that exactly length - 1 are
+                # accepted; later drafts are never looked at, so any wrong token will do.
+                drafts[b, j] = known if j < length - 1 else (known + 1) % self.vocab_size
+        return drafts

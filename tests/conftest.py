@@ -1,0 +1,59 @@
+"""Shared fixtures: tiny random checkpoints of both target families and DFlash drafters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from specpilot.models.synth import draft_hf_config, synth_drafter, synth_target, target_hf_config
+
+# Shapes that exercise every knob: tied/untied, GQA 1:1, 2:1, 4:1, head_dim != hidden/heads,
+# llama3 rope scaling, odd vocabulary sizes.
+SHAPES: dict[str, dict] = {
+    "qwen3-tied-gqa2-hd24": dict(arch="qwen3", vocab_size=301, num_attention_heads=4,
+                                 num_key_value_heads=2, head_dim=24, tie_word_embeddings=True),
+    "qwen3-untied-mha": dict(arch="qwen3", vocab_size=263, num_attention_heads=4,
+                             num_key_value_heads=4, head_dim=16, tie_word_embeddings=False,
+                             rope_theta=1000000.0),
+    "llama-untied-gqa4-llama3rope": dict(
+        arch="llama", vocab_size=317, num_attention_heads=4, num_key_value_heads=1, head_dim=16,
+        tie_word_embeddings=False, num_hidden_layers=3,
+        rope_scaling=dict(rope_type="llama3", factor=4.0, low_freq_factor=1.0,
+                          high_freq_factor=4.0, original_max_position_embeddings=32)),
+    "llama-tied-gqa4-hd12": dict(arch="llama", vocab_size=293, num_attention_heads=8,
+                                 num_key_value_heads=2, head_dim=12, tie_word_embeddings=True),
+}
+INIT_STD = 0.3  # large enough that greedy outputs vary from token to token
+
+
+def make_target(out: Path, shape: str, seed: int = 0) -> Path:
+    spec = dict(SHAPES[shape])
+    arch = spec.pop("arch")
+    hf = target_hf_config(arch, "tiny", eos_token_id=None, **spec)
+    synth_target(out, hf, seed=seed, dtype=torch.float32, std=INIT_STD)
+    return out
+
+
+def make_drafter(out: Path, target: Path, seed: int = 1, **overrides) -> Path:
+    import json
+
+    hf = draft_hf_config("tiny", json.loads((target / "config.json").read_text()), **overrides)
+    synth_drafter(out, hf, seed=seed, dtype=torch.float32, std=INIT_STD)
+    return out
+
+
+@pytest.fixture(scope="session", params=list(SHAPES))
+def target_dir(request, tmp_path_factory) -> Path:
+    return make_target(tmp_path_factory.mktemp(request.param), request.param)
+
+
+@pytest.fixture(scope="session")
+def qwen_dir(tmp_path_factory) -> Path:
+    return make_target(tmp_path_factory.mktemp("qwen"), "qwen3-tied-gqa2-hd24")
+
+
+@pytest.fixture(scope="session")
+def qwen_drafter_dir(tmp_path_factory, qwen_dir) -> Path:
+    return make_drafter(tmp_path_factory.mktemp("qwen-draft"), qwen_dir)
