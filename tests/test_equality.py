@@ -18,9 +18,15 @@ NEW_TOKENS = 40
 
 def hf_greedy(path, prompt: list[int], n: int = NEW_TOKENS, eos: int | None = None) -> list[int]:
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    out = model.generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False,
-                         eos_token_id=eos, pad_token_id=0, attention_mask=torch.ones(1, len(prompt)))
-    return out[0, len(prompt):].tolist()
+    out = model.generate(
+        torch.tensor([prompt]),
+        max_new_tokens=n,
+        do_sample=False,
+        eos_token_id=eos,
+        pad_token_id=0,
+        attention_mask=torch.ones(1, len(prompt)),
+    )
+    return out[0, len(prompt) :].tolist()
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +72,13 @@ def test_dflash_drafter_matches_transformers(target_dir, references, tmp_path):
 @pytest.mark.parametrize("profile", ["7.5", "1:0.1,4:0.3,8:0.6"])
 def test_replay_high_acceptance_matches_transformers(target_dir, references, profile):
     """Multi-token accepts and cache rollback in every step, batched with unequal acceptances."""
-    llm = LLM(target_dir, draft=f"replay:{profile}", device="cpu", dtype="float32",
-              engine=__import__("specpilot.config").config.EngineConfig(block_size=8))
+    llm = LLM(
+        target_dir,
+        draft=f"replay:{profile}",
+        device="cpu",
+        dtype="float32",
+        engine=__import__("specpilot.config").config.EngineConfig(block_size=8),
+    )
     outs = llm.generate(PROMPTS, max_new_tokens=NEW_TOKENS, ignore_eos=True)
     for i, out in enumerate(outs):
         assert out.output_ids == references[i], f"prompt {i}"

@@ -37,9 +37,14 @@ def _parser() -> argparse.ArgumentParser:
 
     gen = sub.add_parser("generate", help="greedy generation, AR or speculative")
     gen.add_argument("--target", required=True, help="checkpoint dir, .gguf file or hub id[@rev]")
-    gen.add_argument("--draft", help="DFlash drafter checkpoint, or replay:TAU (no drafter compute)")
-    gen.add_argument("--replay", help="with --draft PATH: substitute replayed proposals (TAU or "
-                                      "a histogram like 1:0.2,16:0.8) after the real draft")
+    gen.add_argument(
+        "--draft", help="DFlash drafter checkpoint, or replay:TAU (no drafter compute)"
+    )
+    gen.add_argument(
+        "--replay",
+        help="with --draft PATH: substitute replayed proposals (TAU or "
+        "a histogram like 1:0.2,16:0.8) after the real draft",
+    )
     src = gen.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt", help="prompt text (needs the checkpoint's tokenizer)")
     src.add_argument("--prompt-ids", help="prompt token ids, comma-separated")
@@ -54,8 +59,9 @@ def _parser() -> argparse.ArgumentParser:
 
     syn = sub.add_parser("synth", help="write a random-weight checkpoint at a real shape")
     syn.add_argument("--arch", required=True, choices=["qwen3", "llama", "dflash"])
-    syn.add_argument("--preset", required=True,
-                     choices=["tiny", "qwen3-8b", "llama3.1-8b", "dflash-b16"])
+    syn.add_argument(
+        "--preset", required=True, choices=["tiny", "qwen3-8b", "llama3.1-8b", "dflash-b16"]
+    )
     syn.add_argument("--out", required=True, type=Path)
     syn.add_argument("--target", type=Path, help="(dflash) the target checkpoint to size it to")
     syn.add_argument("--seed", type=int, default=0)
@@ -89,7 +95,9 @@ def _load_results(path: Path) -> list[dict[str, Any]]:
                     records.append(json.loads(line))
                 except json.JSONDecodeError:
                     continue
-    records = [r for r in records if isinstance(r, dict) and "output_ids" in r and "prompt_ids" in r]
+    records = [
+        r for r in records if isinstance(r, dict) and "output_ids" in r and "prompt_ids" in r
+    ]
     if not records:
         raise ConfigError(f"{path}: no JSON object with prompt_ids and output_ids found")
     return records
@@ -103,25 +111,44 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-new-tokens must be > 0, got {args.max_new_tokens}")
     if args.replay and not args.draft:
         raise ConfigError("--replay needs --draft PATH (or use --draft replay:TAU)")
-    llm = LLM(args.target, draft=args.draft, device=args.device, dtype=args.dtype,
-              engine=EngineConfig(block_size=args.block_size), replay=args.replay, seed=args.seed)
+    llm = LLM(
+        args.target,
+        draft=args.draft,
+        device=args.device,
+        dtype=args.dtype,
+        engine=EngineConfig(block_size=args.block_size),
+        replay=args.replay,
+        seed=args.seed,
+    )
     prompt = _ids(args.prompt_ids, "--prompt-ids") if args.prompt_ids else args.prompt
-    out = llm.generate(prompt, max_new_tokens=args.max_new_tokens, chat=args.chat,
-                       ignore_eos=args.ignore_eos)[0]
+    out = llm.generate(
+        prompt, max_new_tokens=args.max_new_tokens, chat=args.chat, ignore_eos=args.ignore_eos
+    )[0]
     record = out.to_dict()
-    record.update(target=str(args.target), draft=args.draft, device=str(llm.device),
-                  dtype=str(llm.dtype).removeprefix("torch."), block_size=llm.generator.block_size)
+    record.update(
+        target=str(args.target),
+        draft=args.draft,
+        device=str(llm.device),
+        dtype=str(llm.dtype).removeprefix("torch."),
+        block_size=llm.generator.block_size,
+    )
     if args.validate:
         record["validation"] = llm.validate(out.prompt_ids, out.output_ids).to_dict()
     if out.text is not None:
         print(out.text)
-    print(f"[{len(out.output_ids)} tokens, {out.tokens_per_s:.1f} tok/s, "
-          f"TTFT {out.time_to_first_token_s * 1e3:.1f} ms, drafter {out.drafter}, "
-          f"mean acceptance length {out.mean_acceptance_length:.2f}]", file=sys.stderr)
+    print(
+        f"[{len(out.output_ids)} tokens, {out.tokens_per_s:.1f} tok/s, "
+        f"TTFT {out.time_to_first_token_s * 1e3:.1f} ms, drafter {out.drafter}, "
+        f"mean acceptance length {out.mean_acceptance_length:.2f}]",
+        file=sys.stderr,
+    )
     if args.validate:
         v = record["validation"]
-        print(f"[token forcing: {'PASS' if v['passed'] else 'FAIL'}, {v['num_failures']} failures, "
-              f"{v['num_near_ties']} near-ties]", file=sys.stderr)
+        print(
+            f"[token forcing: {'PASS' if v['passed'] else 'FAIL'}, {v['num_failures']} failures, "
+            f"{v['num_near_ties']} near-ties]",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(record))
     return 0 if not args.validate or record["validation"]["passed"] else 1
@@ -148,13 +175,21 @@ def cmd_synth(args: argparse.Namespace) -> int:
             raise ConfigError(f"{config_file}: file not found")
         hf = draft_hf_config(args.preset, json.loads(config_file.read_text()))
         cfg = synth_drafter(args.out, hf, args.seed, dtype, device, args.init_std)
-        summary = {"arch": "dflash", "layers": cfg.num_layers, "block_size": cfg.block_size,
-                   "target_layer_ids": list(cfg.target_layer_ids)}
+        summary = {
+            "arch": "dflash",
+            "layers": cfg.num_layers,
+            "block_size": cfg.block_size,
+            "target_layer_ids": list(cfg.target_layer_ids),
+        }
     else:
         hf = target_hf_config(args.arch, args.preset)
         cfg = synth_target(args.out, hf, args.seed, dtype, device, args.init_std)
-        summary = {"arch": cfg.arch, "layers": cfg.num_layers, "hidden": cfg.hidden_size,
-                   "vocab": cfg.vocab_size}
+        summary = {
+            "arch": cfg.arch,
+            "layers": cfg.num_layers,
+            "hidden": cfg.hidden_size,
+            "vocab": cfg.vocab_size,
+        }
     print(json.dumps({"out": str(args.out), **summary}))
     return 0
 
@@ -173,22 +208,34 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         raise ConfigError("validate needs --results FILE or both --prompt-ids and --output-ids")
     device = resolve_device(args.device)
-    dtype_name = args.dtype if args.dtype != "auto" else (
-        "bfloat16" if device.type == "cuda" else "float32")
+    dtype_name = (
+        args.dtype if args.dtype != "auto" else ("bfloat16" if device.type == "cuda" else "float32")
+    )
     target, _ = load_target(args.target, device, resolve_dtype(dtype_name))
     reports = [token_forcing(target, p, o, args.threshold).to_dict() for p, o in pairs]
     passed = all(r["passed"] for r in reports)
     for i, r in enumerate(reports):
-        print(f"output {i}: {'PASS' if r['passed'] else 'FAIL'} ({r['num_checked']} tokens, "
-              f"{r['num_failures']} failures, {r['num_near_ties']} near-ties)")
+        print(
+            f"output {i}: {'PASS' if r['passed'] else 'FAIL'} ({r['num_checked']} tokens, "
+            f"{r['num_failures']} failures, {r['num_near_ties']} near-ties)"
+        )
         for f in r["failures"][:10]:
-            print(f"  token {f['index']}: emitted {f['token']}, target argmax {f['argmax']}, "
-                  f"margin {f['margin']:.4f}")
-    print(json.dumps({"passed": passed, "num_outputs": len(reports),
-                      "num_checked": sum(r["num_checked"] for r in reports),
-                      "num_failures": sum(r["num_failures"] for r in reports),
-                      "num_near_ties": sum(r["num_near_ties"] for r in reports),
-                      "reports": reports}))
+            print(
+                f"  token {f['index']}: emitted {f['token']}, target argmax {f['argmax']}, "
+                f"margin {f['margin']:.4f}"
+            )
+    print(
+        json.dumps(
+            {
+                "passed": passed,
+                "num_outputs": len(reports),
+                "num_checked": sum(r["num_checked"] for r in reports),
+                "num_failures": sum(r["num_failures"] for r in reports),
+                "num_near_ties": sum(r["num_near_ties"] for r in reports),
+                "reports": reports,
+            }
+        )
+    )
     return 0 if passed else 1
 
 

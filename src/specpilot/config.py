@@ -32,7 +32,8 @@ class RopeScaling:
     def __post_init__(self) -> None:
         if self.rope_type not in ("default", "linear", "llama3"):
             raise ConfigError(
-                f"unsupported rope_scaling type {self.rope_type!r} (supported: default, linear, llama3)"
+                f"unsupported rope_scaling type {self.rope_type!r} "
+                "(supported: default, linear, llama3)"
             )
         if self.factor <= 0:
             raise ConfigError(f"rope_scaling factor must be > 0, got {self.factor}")
@@ -85,9 +86,19 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if self.arch not in SUPPORTED_TARGETS:
-            raise ConfigError(f"unsupported target architecture {self.arch!r} (supported: qwen3, llama)")
-        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads",
-                     "num_kv_heads", "head_dim", "max_position_embeddings"):
+            raise ConfigError(
+                f"unsupported target architecture {self.arch!r} (supported: qwen3, llama)"
+            )
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "intermediate_size",
+            "num_layers",
+            "num_heads",
+            "num_kv_heads",
+            "head_dim",
+            "max_position_embeddings",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.num_heads % self.num_kv_heads:
@@ -163,10 +174,13 @@ class DraftConfig:
         if not self.target_layer_ids:
             raise ConfigError("drafter config has no dflash_config.target_layer_ids")
         if self.num_heads % self.num_kv_heads:
-            raise ConfigError("drafter num_attention_heads must be a multiple of num_key_value_heads")
+            raise ConfigError(
+                "drafter num_attention_heads must be a multiple of num_key_value_heads"
+            )
         if self.layer_types and len(self.layer_types) != self.num_layers:
             raise ConfigError(
-                f"drafter layer_types has {len(self.layer_types)} entries for {self.num_layers} layers"
+                f"drafter layer_types has {len(self.layer_types)} entries "
+                f"for {self.num_layers} layers"
             )
         for kind in self.layer_types:
             if kind not in ("full_attention", "sliding_attention"):
@@ -181,7 +195,7 @@ class DraftConfig:
         return None
 
     def layer_is_causal(self, layer: int) -> bool:
-        """Whether the block attends causally in one layer (z-lab: only sliding layers, by default)."""
+        """Whether the block attends causally in one layer (z-lab default: sliding layers only)."""
         if self.is_causal is not None:
             return self.is_causal
         return self.layer_window(layer) is not None
@@ -193,7 +207,9 @@ class DraftConfig:
         heads = int(_require(hf, "num_attention_heads", where))
         ids = dflash.get("target_layer_ids", hf.get("target_layer_ids"))
         if ids is None:
-            raise CheckpointError(f"{where}: drafter config is missing dflash_config.target_layer_ids")
+            raise CheckpointError(
+                f"{where}: drafter config is missing dflash_config.target_layer_ids"
+            )
         mask = dflash.get("mask_token_id", hf.get("mask_token_id"))
         if mask is None:
             raise CheckpointError(f"{where}: drafter config is missing dflash_config.mask_token_id")
@@ -239,7 +255,8 @@ class DraftConfig:
         bad = [i for i in self.target_layer_ids if not 0 <= i < target.num_layers]
         if bad:
             raise CheckpointError(
-                f"{where}: target_layer_ids {bad} are outside the target's {target.num_layers} layers"
+                f"{where}: target_layer_ids {bad} are outside the target's "
+                f"{target.num_layers} layers"
             )
         if not 0 <= self.mask_token_id < target.vocab_size:
             raise CheckpointError(
@@ -252,7 +269,7 @@ class DraftConfig:
 class EngineConfig:
     """Mechanisms of the engine, each a knob a tuner can set.
 
-    block_size: tokens per speculative block (anchor + block_size - 1 drafts); 0 means the drafter's own.
+    block_size: tokens per speculative block (anchor + block_size - 1 drafts); 0: the drafter's.
     attention: "sdpa" (torch's scaled_dot_product_attention).
     """
 
@@ -261,7 +278,9 @@ class EngineConfig:
 
     def __post_init__(self) -> None:
         if self.block_size < 0 or self.block_size == 1:
-            raise ConfigError(f"block_size must be 0 (drafter's own) or >= 2, got {self.block_size}")
+            raise ConfigError(
+                f"block_size must be 0 (drafter's own) or >= 2, got {self.block_size}"
+            )
         if self.attention not in ("sdpa",):
             raise ConfigError(f"unknown attention backend {self.attention!r} (available: sdpa)")
 

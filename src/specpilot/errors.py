@@ -1,8 +1,8 @@
 """User-facing errors.
 
-Every error a user can cause (a bad path, a checkpoint that does not fit, a bad argument) is raised as
-a `SpecPilotError` with a one-line message; the CLI prints it and exits with code 2. Anything else is a
-bug and keeps its traceback.
+Every error a user can cause (a bad path, a checkpoint that does not fit, a bad argument) is
+raised as a `SpecPilotError` with a one-line message; the CLI prints it and exits with code 2.
+Anything else is a bug and keeps its traceback.
 """
 
 

@@ -67,7 +67,11 @@ class Generator:
         if table is None or table.max_positions < max_len:
             cfg = self.target.config if which == "target" else self.drafter.config
             table = RotaryTable(
-                cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, max(max_len, 256), self.device,
+                cfg.head_dim,
+                cfg.rope_theta,
+                cfg.rope_scaling,
+                max(max_len, 256),
+                self.device,
                 self.dtype,
             )
             self._rotary[which] = table
@@ -182,8 +186,13 @@ class Generator:
                 block = torch.full((batch, k), mask_id, device=self.device)
                 block[:, 0] = anchors
                 draft_hidden = drafter(
-                    hidden, ctx_pos, self.target.embed(block), block_pos, draft_cache,
-                    draft_table, kv_len=max(st - n for st, n in zip(starts, ctx_counts)) + width,
+                    hidden,
+                    ctx_pos,
+                    self.target.embed(block),
+                    block_pos,
+                    draft_cache,
+                    draft_table,
+                    kv_len=max(st - n for st, n in zip(starts, ctx_counts)) + width,
                 )
                 drafts = self.target.lm_head(draft_hidden[:, 1:]).argmax(dim=-1)
             if proposer is not None:
@@ -196,7 +205,9 @@ class Generator:
             accepted = accept_greedy(drafts, posterior)
             # the one host synchronisation of a step: tokens and counts for bookkeeping
             drafts_h, posterior_h, accepted_h = (
-                drafts.tolist(), posterior.tolist(), accepted.tolist()
+                drafts.tolist(),
+                posterior.tolist(),
+                accepted.tolist(),
             )
             new_counts = []
             for b, s in enumerate(seqs):

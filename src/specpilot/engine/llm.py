@@ -72,7 +72,7 @@ class LLM:
         if draft_text is not None and draft_text.startswith(REPLAY_PREFIX):
             if replay_text is not None:
                 raise ConfigError("give the replay profile once: draft='replay:TAU' or replay=TAU")
-            replay_text = draft_text[len(REPLAY_PREFIX):]
+            replay_text = draft_text[len(REPLAY_PREFIX) :]
         elif draft_text is not None:
             self.drafter, _ = load_drafter(draft_text, self.target.config, self.device, self.dtype)
         self.generator = Generator(
@@ -119,7 +119,9 @@ class LLM:
             raise ConfigError("the prompt is empty")
         bad = [t for t in ids if not 0 <= t < cfg.vocab_size]
         if bad:
-            raise ConfigError(f"prompt token ids {bad[:3]} are outside the vocabulary ({cfg.vocab_size})")
+            raise ConfigError(
+                f"prompt token ids {bad[:3]} are outside the vocabulary ({cfg.vocab_size})"
+            )
         if len(ids) + max_new_tokens > cfg.max_position_embeddings:
             raise ConfigError(
                 f"prompt ({len(ids)} tokens) + max_new_tokens ({max_new_tokens}) exceeds the "
@@ -144,8 +146,12 @@ class LLM:
         ids_list = [p if isinstance(p, list) else self.encode(p, chat) for p in prompts]
         for ids in ids_list:
             self._check_prompt(ids, max_new_tokens)
-        stops = frozenset() if ignore_eos else (
-            frozenset(stop_token_ids) if stop_token_ids is not None else self.default_stop_ids()
+        stops = (
+            frozenset()
+            if ignore_eos
+            else (
+                frozenset(stop_token_ids) if stop_token_ids is not None else self.default_stop_ids()
+            )
         )
 
         def fresh() -> list[Sequence]:
@@ -157,7 +163,9 @@ class LLM:
             reference = fresh()
             self.generator.run(reference, speculative=False)
             proposer = ReplayProposer(
-                [s.output_ids for s in reference], self.replay, self.target.config.vocab_size,
+                [s.output_ids for s in reference],
+                self.replay,
+                self.target.config.vocab_size,
                 self.seed,
             )
         seqs = fresh()
@@ -185,4 +193,3 @@ class LLM:
     ) -> ForcingReport:
         """Token forcing of one output against this LLM's target."""
         return token_forcing(self.target, prompt_ids, output_ids, threshold)
-

@@ -32,8 +32,14 @@ class KVCache:
     """Preallocated keys and values for every layer of one model."""
 
     def __init__(
-        self, num_layers: int, batch: int, num_kv_heads: int, max_len: int, head_dim: int,
-        device: torch.device, dtype: torch.dtype,
+        self,
+        num_layers: int,
+        batch: int,
+        num_kv_heads: int,
+        max_len: int,
+        head_dim: int,
+        device: torch.device,
+        dtype: torch.dtype,
     ) -> None:
         shape = (num_layers, batch, num_kv_heads, max_len, head_dim)
         self.k = torch.zeros(shape, device=device, dtype=dtype)
@@ -70,10 +76,16 @@ def attend(
 
 
 class AttentionProjections(nn.Module):
-    """q/k/v/o projections with optional per-head q/k RMSNorm (Qwen3), named as in HF checkpoints."""
+    """q/k/v/o projections, optional per-head q/k RMSNorm (Qwen3); names as in HF checkpoints."""
 
     def __init__(
-        self, hidden: int, heads: int, kv_heads: int, head_dim: int, bias: bool, qk_norm: bool,
+        self,
+        hidden: int,
+        heads: int,
+        kv_heads: int,
+        head_dim: int,
+        bias: bool,
+        qk_norm: bool,
         eps: float,
     ) -> None:
         super().__init__()
@@ -102,4 +114,3 @@ class AttentionProjections(nn.Module):
             k = self.k_norm(k)
         v = self.v_proj(x).unflatten(-1, (self.kv_heads, self.head_dim))
         return apply_rotary(k.transpose(1, 2), cos, sin), v.transpose(1, 2)
-

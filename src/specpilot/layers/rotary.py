@@ -33,8 +33,13 @@ class RotaryTable:
     """cos/sin for every position up to `max_positions`, looked up by position ids."""
 
     def __init__(
-        self, head_dim: int, theta: float, scaling: RopeScaling, max_positions: int,
-        device: torch.device, dtype: torch.dtype,
+        self,
+        head_dim: int,
+        theta: float,
+        scaling: RopeScaling,
+        max_positions: int,
+        device: torch.device,
+        dtype: torch.dtype,
     ) -> None:
         inv_freq = inverse_frequencies(head_dim, theta, scaling)
         positions = torch.arange(max_positions, dtype=torch.float32)

@@ -48,8 +48,13 @@ class DraftLayer(nn.Module):
     def __init__(self, cfg: DraftConfig) -> None:
         super().__init__()
         self.self_attn = AttentionProjections(
-            cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.attention_bias,
-            True, cfg.rms_norm_eps,
+            cfg.hidden_size,
+            cfg.num_heads,
+            cfg.num_kv_heads,
+            cfg.head_dim,
+            cfg.attention_bias,
+            True,
+            cfg.rms_norm_eps,
         )
         self.mlp = MLP(cfg.hidden_size, cfg.intermediate_size)
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
@@ -61,7 +66,9 @@ class DFlashDrafter(nn.Module):
         super().__init__()
         self.config = cfg
         self.layers = nn.ModuleList(DraftLayer(cfg) for _ in range(cfg.num_layers))
-        self.fc = nn.Linear(len(cfg.target_layer_ids) * cfg.hidden_size, cfg.hidden_size, bias=False)
+        self.fc = nn.Linear(
+            len(cfg.target_layer_ids) * cfg.hidden_size, cfg.hidden_size, bias=False
+        )
         self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 

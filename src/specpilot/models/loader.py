@@ -4,8 +4,8 @@ A checkpoint spec is one of
 - a local directory with config.json and model.safetensors (or shards named by
   model.safetensors.index.json, or any *.safetensors files),
 - a local *.gguf file (dequantized through the `gguf` package),
-- a hub id `org/name`, optionally pinned as `org/name@revision`, fetched by huggingface_hub (or found
-  in its cache when offline).
+- a hub id `org/name`, optionally pinned as `org/name@revision`, fetched by huggingface_hub
+  (or found in its cache when offline).
 Every failure a user can cause is a one-line `CheckpointError` that names the file.
 """
 
@@ -123,8 +123,12 @@ def read_tensors(ckpt: Checkpoint) -> dict[str, torch.Tensor]:
 
 
 def _populate(
-    module: nn.Module, tensors: dict[str, torch.Tensor], where: Path,
-    device: torch.device, dtype: torch.dtype, optional: tuple[str, ...] = (),
+    module: nn.Module,
+    tensors: dict[str, torch.Tensor],
+    where: Path,
+    device: torch.device,
+    dtype: torch.dtype,
+    optional: tuple[str, ...] = (),
 ) -> None:
     """Copy tensors into a module built on the meta device, checking names and shapes."""
     expected = dict(module.named_parameters())
@@ -146,9 +150,9 @@ def _populate(
     module.load_state_dict(loaded, strict=False, assign=True)
 
 
-def load_target(spec: str | Path, device: torch.device, dtype: torch.dtype) -> tuple[
-    TargetModel, Checkpoint
-]:
+def load_target(
+    spec: str | Path, device: torch.device, dtype: torch.dtype
+) -> tuple[TargetModel, Checkpoint]:
     ckpt = resolve(spec)
     cfg = ModelConfig.from_hf(ckpt.hf_config, where=str(ckpt.path))
     with torch.device("meta"):

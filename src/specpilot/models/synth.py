@@ -29,22 +29,55 @@ CHATML = (
 )
 
 TARGET_PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": dict(model_type="qwen3", vocab_size=301, hidden_size=64, intermediate_size=160,
-                 num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=24,
-                 rope_theta=10000.0, max_position_embeddings=2048, tie_word_embeddings=True,
-                 rms_norm_eps=1e-6),
-    "qwen3-8b": dict(model_type="qwen3", vocab_size=151936, hidden_size=4096,
-                     intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
-                     num_key_value_heads=8, head_dim=128, rope_theta=1000000.0,
-                     max_position_embeddings=40960, tie_word_embeddings=False, rms_norm_eps=1e-6),
-    "llama3.1-8b": dict(model_type="llama", vocab_size=128256, hidden_size=4096,
-                        intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-                        num_key_value_heads=8, head_dim=128, rope_theta=500000.0,
-                        rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
-                                          high_freq_factor=4.0,
-                                          original_max_position_embeddings=8192),
-                        max_position_embeddings=131072, tie_word_embeddings=False,
-                        rms_norm_eps=1e-5),
+    "tiny": dict(
+        model_type="qwen3",
+        vocab_size=301,
+        hidden_size=64,
+        intermediate_size=160,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        rope_theta=10000.0,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        rms_norm_eps=1e-6,
+    ),
+    "qwen3-8b": dict(
+        model_type="qwen3",
+        vocab_size=151936,
+        hidden_size=4096,
+        intermediate_size=12288,
+        num_hidden_layers=36,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        rope_theta=1000000.0,
+        max_position_embeddings=40960,
+        tie_word_embeddings=False,
+        rms_norm_eps=1e-6,
+    ),
+    "llama3.1-8b": dict(
+        model_type="llama",
+        vocab_size=128256,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        rope_theta=500000.0,
+        rope_scaling=dict(
+            rope_type="llama3",
+            factor=8.0,
+            low_freq_factor=1.0,
+            high_freq_factor=4.0,
+            original_max_position_embeddings=8192,
+        ),
+        max_position_embeddings=131072,
+        tie_word_embeddings=False,
+        rms_norm_eps=1e-5,
+    ),
 }
 DRAFT_PRESETS: dict[str, dict[str, Any]] = {
     "tiny": dict(num_hidden_layers=2, block_size=8),
@@ -55,7 +88,9 @@ DRAFT_PRESETS: dict[str, dict[str, Any]] = {
 def target_hf_config(arch: str, preset: str, **overrides: Any) -> dict[str, Any]:
     """A Hugging Face config.json dict for a synthetic target."""
     if preset not in TARGET_PRESETS:
-        raise ConfigError(f"unknown target preset {preset!r} (choose from {', '.join(TARGET_PRESETS)})")
+        raise ConfigError(
+            f"unknown target preset {preset!r} (choose from {', '.join(TARGET_PRESETS)})"
+        )
     hf = dict(TARGET_PRESETS[preset])
     if arch not in ("qwen3", "llama"):
         raise ConfigError(f"--arch {arch} cannot use target preset {preset!r}")
@@ -64,7 +99,9 @@ def target_hf_config(arch: str, preset: str, **overrides: Any) -> dict[str, Any]
             raise ConfigError(f"preset {preset!r} is a {hf['model_type']} model, not {arch}")
         hf["model_type"] = arch
     hf.update(overrides)
-    hf["architectures"] = ["Qwen3ForCausalLM" if hf["model_type"] == "qwen3" else "LlamaForCausalLM"]
+    hf["architectures"] = [
+        "Qwen3ForCausalLM" if hf["model_type"] == "qwen3" else "LlamaForCausalLM"
+    ]
     hf.setdefault("eos_token_id", 2)  # <|im_end|> of the synthetic tokenizer
     hf.setdefault("bos_token_id", 0)
     hf.setdefault("hidden_act", "silu")
@@ -75,20 +112,28 @@ def target_hf_config(arch: str, preset: str, **overrides: Any) -> dict[str, Any]
 def draft_hf_config(preset: str, target: dict[str, Any], **overrides: Any) -> dict[str, Any]:
     """A z-lab DFlash config.json dict for a synthetic drafter sized to `target`."""
     if preset not in DRAFT_PRESETS:
-        raise ConfigError(f"unknown drafter preset {preset!r} (choose from {', '.join(DRAFT_PRESETS)})")
+        raise ConfigError(
+            f"unknown drafter preset {preset!r} (choose from {', '.join(DRAFT_PRESETS)})"
+        )
     spec = {**DRAFT_PRESETS[preset], **overrides}
     layers = spec.pop("num_hidden_layers")
     block_size = spec.pop("block_size")
     heads, kv_heads = target["num_attention_heads"], target["num_key_value_heads"]
     hf = dict(
-        architectures=["DFlashDraftModel"], model_type="qwen3",
-        hidden_size=target["hidden_size"], intermediate_size=target["intermediate_size"],
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+        architectures=["DFlashDraftModel"],
+        model_type="qwen3",
+        hidden_size=target["hidden_size"],
+        intermediate_size=target["intermediate_size"],
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
         head_dim=target.get("head_dim", target["hidden_size"] // heads),
-        vocab_size=target["vocab_size"], rms_norm_eps=target.get("rms_norm_eps", 1e-6),
+        vocab_size=target["vocab_size"],
+        rms_norm_eps=target.get("rms_norm_eps", 1e-6),
         rope_theta=target.get("rope_theta", 10000.0),
         max_position_embeddings=target.get("max_position_embeddings", 4096),
-        block_size=block_size, num_target_layers=target["num_hidden_layers"],
+        block_size=block_size,
+        num_target_layers=target["num_hidden_layers"],
         dflash_config=dict(
             target_layer_ids=default_target_layer_ids(target["num_hidden_layers"], layers),
             mask_token_id=3,  # <|MASK|> of the synthetic tokenizer
@@ -129,27 +174,41 @@ def write_tokenizer(out: Path) -> None:
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens(SPECIAL_TOKENS)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", bos_token="<|endoftext|>",
-        pad_token="<|endoftext|>", mask_token="<|MASK|>",
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        bos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        mask_token="<|MASK|>",
     )
     fast.chat_template = CHATML
     fast.save_pretrained(str(out))
 
 
-def _save(module: torch.nn.Module, hf: dict[str, Any], out: Path, dtype: torch.dtype,
-          skip: tuple[str, ...] = ()) -> None:
+def _save(
+    module: torch.nn.Module,
+    hf: dict[str, Any],
+    out: Path,
+    dtype: torch.dtype,
+    skip: tuple[str, ...] = (),
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tensors = {
         name: t.detach().to(dtype).contiguous()
-        for name, t in module.state_dict().items() if name not in skip
+        for name, t in module.state_dict().items()
+        if name not in skip
     }
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "config.json").write_text(json.dumps(hf, indent=2) + "\n")
 
 
-def synth_target(out: Path, hf: dict[str, Any], seed: int = 0,
-                 dtype: torch.dtype = torch.bfloat16, device: str = "cpu",
-                 std: float = 0.02) -> ModelConfig:
+def synth_target(
+    out: Path,
+    hf: dict[str, Any],
+    seed: int = 0,
+    dtype: torch.dtype = torch.bfloat16,
+    device: str = "cpu",
+    std: float = 0.02,
+) -> ModelConfig:
     cfg = ModelConfig.from_hf(hf)
     if cfg.vocab_size < len(SPECIAL_TOKENS) + 256:
         raise ConfigError("synthetic targets need vocab_size >= 260 (the byte tokenizer)")
@@ -162,9 +221,14 @@ def synth_target(out: Path, hf: dict[str, Any], seed: int = 0,
     return cfg
 
 
-def synth_drafter(out: Path, hf: dict[str, Any], seed: int = 0,
-                  dtype: torch.dtype = torch.bfloat16, device: str = "cpu",
-                  std: float = 0.02) -> DraftConfig:
+def synth_drafter(
+    out: Path,
+    hf: dict[str, Any],
+    seed: int = 0,
+    dtype: torch.dtype = torch.bfloat16,
+    device: str = "cpu",
+    std: float = 0.02,
+) -> DraftConfig:
     cfg = DraftConfig.from_hf(hf)
     with torch.device(device):
         model = DFlashDrafter(cfg).to(torch.float32 if device == "cpu" else dtype)

@@ -40,8 +40,11 @@ class ForcingReport:
 
     def to_dict(self) -> dict:
         return {
-            "passed": self.passed, "num_checked": self.num_checked, "threshold": self.threshold,
-            "num_failures": len(self.failures), "num_near_ties": len(self.near_ties),
+            "passed": self.passed,
+            "num_checked": self.num_checked,
+            "threshold": self.threshold,
+            "num_failures": len(self.failures),
+            "num_near_ties": len(self.near_ties),
             "failures": [asdict(f) for f in self.failures],
             "near_ties": [asdict(t) for t in self.near_ties],
         }
@@ -49,7 +52,9 @@ class ForcingReport:
 
 @torch.inference_mode()
 def token_forcing(
-    target: TargetModel, prompt_ids: list[int], output_ids: list[int],
+    target: TargetModel,
+    prompt_ids: list[int],
+    output_ids: list[int],
     threshold: float | None = None,
 ) -> ForcingReport:
     param = target.lm_head.weight

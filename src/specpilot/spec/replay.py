@@ -1,4 +1,4 @@
-"""Replayed acceptance for benchmarks: a proposer that drafts the target's known greedy continuation.
+"""Replayed acceptance for benchmarks: drafts from the target's known greedy continuation.
 
 The replay proposer knows each sequence's greedy continuation from an earlier AR run of the same
 engine. At every step it draws an acceptance length L from an `AcceptanceProfile` and proposes the
@@ -38,7 +38,9 @@ class AcceptanceProfile:
     def from_mean(cls, tau: float, block_size: int) -> AcceptanceProfile:
         """Two neighbouring lengths, floor(tau) and ceil(tau), mixed to reach mean tau exactly."""
         if not 1.0 <= tau <= block_size:
-            raise ConfigError(f"replay tau must be in [1, {block_size}] (the block size), got {tau}")
+            raise ConfigError(
+                f"replay tau must be in [1, {block_size}] (the block size), got {tau}"
+            )
         low = math.floor(tau)
         weights = [0.0] * block_size
         weights[low - 1] = 1.0 - (tau - low)
@@ -62,7 +64,8 @@ class AcceptanceProfile:
             return cls(tuple(weights))
         except ValueError:
             raise ConfigError(
-                f"bad replay profile {text!r}: give a mean like 6.55 or a histogram like 1:0.5,8:0.5"
+                f"bad replay profile {text!r}: "
+                "give a mean like 6.55 or a histogram like 1:0.5,8:0.5"
             ) from None
 
     def sample(self, rng: random.Random) -> int:
@@ -73,7 +76,10 @@ class ReplayProposer:
     """Proposes drafts from known continuations so that acceptance follows a profile."""
 
     def __init__(
-        self, continuations: list[list[int]], profile: AcceptanceProfile, vocab_size: int,
+        self,
+        continuations: list[list[int]],
+        profile: AcceptanceProfile,
+        vocab_size: int,
         seed: int = 0,
     ) -> None:
         self.continuations = continuations
