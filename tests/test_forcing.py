@@ -1,0 +1,89 @@
+"""Token forcing and the replay acceptance profile."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specpilot import LLM
+from specpilot.cli import main
+from specpilot.errors import ConfigError
+from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
+
+
+@pytest.fixture(scope="module")
+def llm(qwen_dir) -> LLM:
+    return LLM(qwen_dir, device="cpu", dtype="float32")
+
+
+def test_forcing_passes_on_greedy_output(llm):
+    out = llm.generate([4, 8, 15, 16, 23, 42], max_new_tokens=30, ignore_eos=True)[0]
+    report = llm.validate(out.prompt_ids, out.output_ids)
+    assert report.passed and report.num_checked == 30 and not report.near_ties
+
+
+def test_forcing_catches_corrupted_output(llm):
+    out = llm.generate([4, 8, 15, 16, 23, 42], max_new_tokens=30, ignore_eos=True)[0]
+    bad = list(out.output_ids)
+    bad[11] = (bad[11] + 1) % llm.target.config.vocab_size
+    report = llm.validate(out.prompt_ids, bad)
+    assert not report.passed
+    assert report.failures[0].index == 11
+    assert report.failures[0].token == bad[11] and report.failures[0].argmax == out.output_ids[11]
+    assert report.failures[0].margin > report.threshold
+
+
+def test_forcing_reports_near_tie_not_failure(llm):
+    out = llm.generate([4, 8, 15, 16, 23, 42], max_new_tokens=10, ignore_eos=True)[0]
+    bad = list(out.output_ids)
+    bad[3] = (bad[3] + 1) % llm.target.config.vocab_size
+    huge = llm.validate(out.prompt_ids, bad, threshold=1e9)
+    assert huge.passed and huge.near_ties and huge.near_ties[0].index == 3
+
+
+def test_validate_cli_results_file(qwen_dir, tmp_path, capsys):
+    code = main(["generate", "--target", str(qwen_dir), "--prompt-ids", "1,2,3,4",
+                 "--max-new-tokens", "12", "--ignore-eos", "--json", "--device", "cpu"])
+    assert code == 0
+    results = tmp_path / "out.jsonl"
+    results.write_text(capsys.readouterr().out)
+    assert main(["validate", "--target", str(qwen_dir), "--results", str(results),
+                 "--device", "cpu"]) == 0
+    import json
+
+    record = json.loads(results.read_text().strip().splitlines()[-1])
+    record["output_ids"][5] = (record["output_ids"][5] + 1) % 301
+    results.write_text(json.dumps(record) + "\n")
+    capsys.readouterr()
+    assert main(["validate", "--target", str(qwen_dir), "--results", str(results),
+                 "--device", "cpu"]) == 1
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["passed"] is False
+
+
+@settings(max_examples=50, deadline=None)
+@given(tau=st.floats(1.0, 16.0))
+def test_profile_mean_is_exact(tau):
+    assert AcceptanceProfile.from_mean(tau, 16).mean == pytest.approx(tau)
+
+
+def test_profile_parse_and_errors():
+    hist = AcceptanceProfile.parse("1:1,4:1", 8)
+    assert hist.mean == pytest.approx(2.5)
+    for bad in ("0.5", "9", "x", "9:1", "1:-1", "1:0"):
+        with pytest.raises(ConfigError):
+            AcceptanceProfile.parse(bad, 8)
+
+
+def test_replay_proposer_follows_profile():
+    cont = list(range(10, 200))
+    proposer = ReplayProposer([cont], AcceptanceProfile.from_mean(5.0, 8), 1000, seed=0)
+    drafts = proposer.propose([3], 7)[0].tolist()
+    # emitted 3 tokens (cont[0..2]); the next 4 continuation tokens, then a wrong one
+    assert drafts[:4] == cont[3:7] and drafts[4] != cont[7]
+    rng = random.Random(1)
+    profile = AcceptanceProfile.from_mean(6.55, 16)
+    samples = [profile.sample(rng) for _ in range(4000)]
+    assert sum(samples) / len(samples) == pytest.approx(6.55, abs=0.05)
