@@ -100,6 +100,11 @@ def _load_results(path: Path) -> list[dict[str, Any]]:
     ]
     if not records:
         raise ConfigError(f"{path}: no JSON object with prompt_ids and output_ids found")
+    for i, r in enumerate(records):
+        for key in ("prompt_ids", "output_ids"):
+            ids = r[key]
+            if not isinstance(ids, list) or not all(type(t) is int for t in ids):
+                raise ConfigError(f"{path}: record {i}: {key} must be a list of integers")
     return records
 
 
@@ -212,6 +217,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         args.dtype if args.dtype != "auto" else ("bfloat16" if device.type == "cuda" else "float32")
     )
     target, _ = load_target(args.target, device, resolve_dtype(dtype_name))
+    vocab = target.config.vocab_size
+    for prompt_ids, output_ids in pairs:
+        if not prompt_ids:
+            raise ConfigError("prompt_ids is empty")
+        bad = [t for t in prompt_ids + output_ids if not 0 <= t < vocab]
+        if bad:
+            raise ConfigError(f"token ids {bad[:3]} are outside the vocabulary ({vocab})")
     reports = [token_forcing(target, p, o, args.threshold).to_dict() for p, o in pairs]
     passed = all(r["passed"] for r in reports)
     for i, r in enumerate(reports):

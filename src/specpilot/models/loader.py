@@ -150,11 +150,20 @@ def _populate(
     module.load_state_dict(loaded, strict=False, assign=True)
 
 
+def _parse_config(parse: Any, hf: dict[str, Any], where: str) -> Any:
+    """`ModelConfig.from_hf` / `DraftConfig.from_hf`, with a bad value (a string where a number
+    belongs, a list where a dict belongs) reported as one line instead of a traceback."""
+    try:
+        return parse(hf, where=where)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(f"{where}: bad value in config ({exc})") from None
+
+
 def load_target(
     spec: str | Path, device: torch.device, dtype: torch.dtype
 ) -> tuple[TargetModel, Checkpoint]:
     ckpt = resolve(spec)
-    cfg = ModelConfig.from_hf(ckpt.hf_config, where=str(ckpt.path))
+    cfg = _parse_config(ModelConfig.from_hf, ckpt.hf_config, str(ckpt.path))
     with torch.device("meta"):
         model = TargetModel(cfg)
     tensors = read_tensors(ckpt)
@@ -171,7 +180,7 @@ def load_drafter(
     ckpt = resolve(spec)
     if ckpt.is_gguf:
         raise CheckpointError(f"{ckpt.path}: a DFlash drafter must be a safetensors directory")
-    cfg = DraftConfig.from_hf(ckpt.hf_config, where=str(ckpt.path / "config.json"))
+    cfg = _parse_config(DraftConfig.from_hf, ckpt.hf_config, str(ckpt.path / "config.json"))
     cfg.check_fits(target, where=f"drafter {ckpt.path}")
     with torch.device("meta"):
         drafter = DFlashDrafter(cfg)

@@ -1,0 +1,58 @@
+"""The equality checks on CUDA (skipped without it): fp32 exact, bf16 exact up to near-ties."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from specpilot import LLM
+from specpilot.config import EngineConfig
+from tests.conftest import make_drafter
+from tests.test_equality import NEW_TOKENS, PROMPTS
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+]
+
+
+def hf_cuda_greedy(path, dtype: torch.dtype) -> tuple[list[list[int]], torch.nn.Module]:
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).cuda()
+    outs = []
+    for prompt in PROMPTS:
+        ids = torch.tensor([prompt], device="cuda")
+        out = model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False, eos_token_id=None,
+                             pad_token_id=0, attention_mask=torch.ones_like(ids))
+        outs.append(out[0, len(prompt):].tolist())
+    return outs, model
+
+
+def test_cuda_fp32_equal_to_transformers(target_dir, tmp_path):
+    expected, _ = hf_cuda_greedy(target_dir, torch.float32)
+    drafter = make_drafter(tmp_path / "draft", target_dir)
+    for draft in (None, drafter, "replay:7.5"):
+        llm = LLM(target_dir, draft=draft, device="cuda", dtype="float32",
+                  engine=EngineConfig(block_size=8))
+        outs = llm.generate(PROMPTS, max_new_tokens=NEW_TOKENS, ignore_eos=True)
+        assert [o.output_ids for o in outs] == expected, f"draft={draft}"
+
+
+def test_cuda_bf16_equal_to_transformers_up_to_near_ties(target_dir, tmp_path):
+    """bf16: identical, or the first divergence is a near-tie of the target's own logits."""
+    expected, hf = hf_cuda_greedy(target_dir, torch.bfloat16)
+    drafter = make_drafter(tmp_path / "draft", target_dir)
+    for draft in (None, drafter, "replay:7.5"):
+        llm = LLM(target_dir, draft=draft, device="cuda", dtype="bfloat16",
+                  engine=EngineConfig(block_size=8))
+        outs = llm.generate(PROMPTS, max_new_tokens=NEW_TOKENS, ignore_eos=True)
+        for prompt, out, ref in zip(PROMPTS, outs, expected):
+            if out.output_ids == ref:
+                continue
+            first = next(i for i, (a, b) in enumerate(zip(out.output_ids, ref)) if a != b)
+            ids = torch.tensor([prompt + ref[:first]], device="cuda")
+            logits = hf(ids).logits[0, -1].float()
+            margin = (logits[ref[first]] - logits[out.output_ids[first]]).abs().item()
+            assert margin < 0.25, f"draft={draft}: divergence at {first} with margin {margin}"
+            # and every token we emitted is still the target's own choice (token forcing)
+            assert llm.validate(prompt, out.output_ids).passed
