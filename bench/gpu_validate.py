@@ -18,8 +18,9 @@ from pathlib import Path
 
 def run(cmd: list[str]) -> tuple[dict, float]:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "specpilot.cli", *cmd], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "specpilot.cli", *cmd], capture_output=True, text=True
+    )
     elapsed = time.perf_counter() - t0
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -40,53 +41,121 @@ def main() -> None:
     draft = args.work / f"draft-{args.draft_preset}"
     timings = {}
     if not (target / "model.safetensors").exists():
-        _, timings["synth_target_s"] = run(["synth", "--arch", "qwen3", "--preset", args.target_preset,
-                                            "--out", str(target), "--device", args.device])
+        _, timings["synth_target_s"] = run(
+            [
+                "synth",
+                "--arch",
+                "qwen3",
+                "--preset",
+                args.target_preset,
+                "--out",
+                str(target),
+                "--device",
+                args.device,
+            ]
+        )
     if not (draft / "model.safetensors").exists():
-        _, timings["synth_draft_s"] = run(["synth", "--arch", "dflash", "--preset", args.draft_preset,
-                                           "--target", str(target), "--out", str(draft),
-                                           "--device", args.device])
+        _, timings["synth_draft_s"] = run(
+            [
+                "synth",
+                "--arch",
+                "dflash",
+                "--preset",
+                args.draft_preset,
+                "--target",
+                str(target),
+                "--out",
+                str(draft),
+                "--device",
+                args.device,
+            ]
+        )
     arms = {"ar": [], "dflash": ["--draft", str(draft)], "replay-6.55": ["--draft", "replay:6.55"]}
     prompt = "1,85,214,99,41,77,3,60,123,100,42,42,7"
     gens, gen_walls = {}, {}
     for name, extra in arms.items():
-        gens[name], gen_walls[name] = run([
-            "generate", "--target", str(target), *extra, "--prompt-ids", prompt,
-            "--max-new-tokens", str(args.new_tokens), "--ignore-eos", "--json",
-            "--device", args.device, "--dtype", args.dtype])
+        gens[name], gen_walls[name] = run(
+            [
+                "generate",
+                "--target",
+                str(target),
+                *extra,
+                "--prompt-ids",
+                prompt,
+                "--max-new-tokens",
+                str(args.new_tokens),
+                "--ignore-eos",
+                "--json",
+                "--device",
+                args.device,
+                "--dtype",
+                args.dtype,
+            ]
+        )
     # one validate call over all outputs (one load of the target)
     results = args.work / "outputs.jsonl"
     results.write_text("".join(json.dumps(g) + "\n" for g in gens.values()))
-    val, val_s = run(["validate", "--target", str(target), "--results", str(results),
-                      "--device", args.device, "--dtype", args.dtype])
+    val, val_s = run(
+        [
+            "validate",
+            "--target",
+            str(target),
+            "--results",
+            str(results),
+            "--device",
+            args.device,
+            "--dtype",
+            args.dtype,
+        ]
+    )
     rows = []
     for (name, gen), report in zip(gens.items(), val["reports"]):
-        rows.append({
-            "arm": name, "drafter": gen["drafter"], "new_tokens": len(gen["output_ids"]),
-            "distinct_tokens": len(set(gen["output_ids"])), "steps": gen["num_steps"],
-            "mean_acceptance_length": gen["mean_acceptance_length"],
-            "tokens_per_s": gen["tokens_per_s"], "ttft_s": gen["time_to_first_token_s"],
-            "validate_passed": report["passed"], "failures": report["num_failures"],
-            "near_ties": report["num_near_ties"],
-            "near_tie_margins": [t["margin"] for t in report["near_ties"]],
-            "generate_wall_s": gen_walls[name], "output_ids": gen["output_ids"],
-        })
+        rows.append(
+            {
+                "arm": name,
+                "drafter": gen["drafter"],
+                "new_tokens": len(gen["output_ids"]),
+                "distinct_tokens": len(set(gen["output_ids"])),
+                "steps": gen["num_steps"],
+                "mean_acceptance_length": gen["mean_acceptance_length"],
+                "tokens_per_s": gen["tokens_per_s"],
+                "ttft_s": gen["time_to_first_token_s"],
+                "validate_passed": report["passed"],
+                "failures": report["num_failures"],
+                "near_ties": report["num_near_ties"],
+                "near_tie_margins": [t["margin"] for t in report["near_ties"]],
+                "generate_wall_s": gen_walls[name],
+                "output_ids": gen["output_ids"],
+            }
+        )
     timings["validate_wall_s"] = val_s
     ar_ids = rows[0]["output_ids"]
     for row in rows:
         row["identical_to_ar"] = row["output_ids"] == ar_ids
-    print(f"{'arm':<12} {'tokens':>6} {'distinct':>8} {'steps':>5} {'tau':>5} {'tok/s':>8} "
-          f"{'valid':>5} {'fail':>4} {'ties':>4} {'=AR':>4}")
+    print(
+        f"{'arm':<12} {'tokens':>6} {'distinct':>8} {'steps':>5} {'tau':>5} {'tok/s':>8} "
+        f"{'valid':>5} {'fail':>4} {'ties':>4} {'=AR':>4}"
+    )
     for r in rows:
-        print(f"{r['arm']:<12} {r['new_tokens']:>6} {r['distinct_tokens']:>8} {r['steps']:>5} "
-              f"{r['mean_acceptance_length']:>5.2f} {r['tokens_per_s']:>8.1f} "
-              f"{str(r['validate_passed']):>5} {r['failures']:>4} {r['near_ties']:>4} "
-              f"{str(r['identical_to_ar']):>4}")
-    summary = {"bench": "gpu_validate", "timings": timings, "rows": rows,
-               "all_passed": all(r["validate_passed"] for r in rows)}
+        print(
+            f"{r['arm']:<12} {r['new_tokens']:>6} {r['distinct_tokens']:>8} {r['steps']:>5} "
+            f"{r['mean_acceptance_length']:>5.2f} {r['tokens_per_s']:>8.1f} "
+            f"{str(r['validate_passed']):>5} {r['failures']:>4} {r['near_ties']:>4} "
+            f"{str(r['identical_to_ar']):>4}"
+        )
+    summary = {
+        "bench": "gpu_validate",
+        "timings": timings,
+        "rows": rows,
+        "all_passed": all(r["validate_passed"] for r in rows),
+    }
     args.out.write_text(json.dumps(summary, indent=1))
-    print(json.dumps({k: v for k, v in summary.items() if k != "rows"} |
-                     {"rows": [{k: v for k, v in r.items() if k != "output_ids"} for r in rows]}))
+    print(
+        json.dumps(
+            {k: v for k, v in summary.items() if k != "rows"}
+            | {"rows": [{k: v for k, v in r.items() if k != "output_ids"} for r in rows]}
+        )
+    )
 
 
 if __name__ == "__main__":
