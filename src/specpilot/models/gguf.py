@@ -348,12 +348,14 @@ def _llama3_rope_scaling(
 ) -> dict[str, Any] | None:
     """Recover HF ``rope_type: llama3`` parameters from llama.cpp's ``rope_freqs`` tensor.
 
-    The tensor holds, per rotary frequency, 1 (short wavelengths), ``factor`` (long wavelengths) and
-    ``1 / ((1 - s) / factor + s)`` in between, with ``s = original / wavelen / (high - low) -
-    low / (high - low)`` linear in ``1 / wavelen``. Only that line and ``factor`` matter, so we fit
-    them and express the line with ``low_freq_factor = 1`` (Llama 3.x's own value), which gives
-    ``original = -slope / intercept`` and ``high = 1 - 1 / intercept``. The result is checked
-    against the tensor; anything that is not of this form is refused rather than guessed.
+    For each rotary frequency the tensor holds ``1 / ((1 - s) / factor + s)`` with ``s`` clipped to
+    [0, 1] and linear in ``u = 1 / wavelength``; with ``low_freq_factor = 1`` (Llama 3.x's value,
+    and no loss of generality) ``s = (original * u - 1) / (high - 1)``. The model depends only on
+    ``factor`` and the values of ``s`` at its own frequencies, so any ``(high, original)`` that
+    reproduces the tensor is exact. With two or more blended (unclipped) frequencies the line is
+    fitted; with fewer it is underdetermined and we pick round values that keep the clipped
+    frequencies clipped. Every candidate is verified against the tensor; a tensor of another form
+    is refused rather than guessed.
     """
     factors = factors.astype(np.float64)
     inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
@@ -364,37 +366,60 @@ def _llama3_rope_scaling(
         )
     if np.allclose(factors, 1.0, rtol=0, atol=1e-6):
         return None
-    factor = float(factors.max())
     fail = CheckpointError(
         f"unsupported rope_freqs tensor in GGUF file {file} (not Llama-3 style rope scaling)"
     )
+    factor = float(factors.max())
     if factor <= 1.0:
         raise fail
+    u = inv_freq / (2 * math.pi)  # 1 / wavelength, decreasing with the frequency index
     smooth = (1.0 / factors - 1.0 / factor) / (1.0 - 1.0 / factor)
-    between = (smooth > 1e-4) & (smooth < 1 - 1e-4)
-    if between.sum() < 2:
+    tol = 1e-5
+    ones, full = smooth >= 1 - tol, smooth <= tol
+    mid = ~ones & ~full
+    # s must be >= 1 at u_hi and <= 0 at u_lo; blended frequencies lie strictly in between.
+    u_hi = float(u[ones].min()) if ones.any() else 2 * float(u.max())
+    u_lo = float(u[full].max()) if full.any() else 0.5 * float(u.min())
+    if u_lo >= u_hi or np.any(u[mid] <= u_lo) or np.any(u[mid] >= u_hi):
         raise fail
-    # smooth = original / (high - low) / wavelen - low / (high - low), and 1 / wavelen = f / (2 pi).
-    slope, intercept = np.polyfit(inv_freq[between] / (2 * math.pi), smooth[between], 1)
-    if intercept >= 0 or slope <= 0:
-        raise fail
-    original = -slope / intercept
-    high = 1.0 - 1.0 / intercept
-    # Prefer the round values a config would state; keep the raw fit only if rounding breaks the
-    # match (an unusual low_freq_factor can make the equivalent original length fractional).
-    for cand_factor, cand_high, cand_original in (
-        (round(factor, 4), round(high, 4), round(original)),
-        (factor, high, original),
-    ):
-        expected = _llama3_factors(inv_freq, cand_factor, 1.0, cand_high, cand_original)
-        if np.allclose(expected, factors, rtol=1e-4, atol=0):
-            return {
-                "rope_type": "llama3",
-                "factor": cand_factor,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": cand_high,
-                "original_max_position_embeddings": cand_original,
-            }
+
+    candidates: list[tuple[float, float]] = []  # (high_freq_factor, original_max_position)
+    if mid.sum() >= 2:
+        slope, intercept = (float(c) for c in np.polyfit(u[mid], smooth[mid], 1))
+        if slope <= 0 or intercept >= 0:
+            raise fail
+        original, high = -slope / intercept, 1.0 - 1.0 / intercept
+        candidates += [(round(high, 4), round(original)), (high, original)]
+    elif mid.sum() == 1:
+        u1, s1 = float(u[mid][0]), float(smooth[mid][0])
+        # Llama 3's own high_freq_factor first; the line through (u1, s1) then fixes original.
+        candidates.append((4.0, round((3.0 * s1 + 1.0) / u1)))
+        # Otherwise the largest original that keeps s(u_lo) <= 0 and s(u_hi) >= 1, with high
+        # from the line through (u1, s1).
+        limit = 1.0 / u_lo
+        if u1 / s1 > u_hi:
+            limit = min(limit, (1.0 / s1 - 1.0) / (u1 / s1 - u_hi))
+        for original in (math.floor(limit), limit):
+            candidates.append((1.0 + (original * u1 - 1.0) / s1, original))
+    else:
+        original = math.floor(1.0 / u_lo)  # largest integer with s(u_lo) <= 0
+        candidates += [(4.0, original), (original * u_hi, original)]
+
+    for cand_factor in (round(factor, 4), factor):
+        for high, original in candidates:
+            if high <= 1.0 or original <= 0:
+                continue
+            expected = _llama3_factors(inv_freq, cand_factor, 1.0, high, original)
+            if np.allclose(expected, factors, rtol=1e-5, atol=0):
+                return {
+                    "rope_type": "llama3",
+                    "factor": float(cand_factor),
+                    "low_freq_factor": 1.0,
+                    "high_freq_factor": float(high),
+                    "original_max_position_embeddings": (
+                        int(original) if float(original).is_integer() else float(original)
+                    ),
+                }
     raise fail
 
 
