@@ -49,6 +49,8 @@ class GenerationOutput:
 
 
 class LLM:
+    MAX_REPLAY_PASSES = 8
+
     def __init__(
         self,
         target: str | Path,
@@ -157,20 +159,27 @@ class LLM:
         def fresh() -> list[Sequence]:
             return [Sequence(list(ids), max_new_tokens, stops) for ids in ids_list]
 
-        proposer = None
-        if self.replay is not None:
-            # the target's own greedy continuation, from an AR run of this same engine
-            reference = fresh()
-            self.generator.run(reference, speculative=False)
+        if self.replay is None:
+            seqs = fresh()
+            self.generator.run(seqs, speculative=self.drafter is not None)
+            return [self._output(s) for s in seqs]
+        # Replay: continuations start as the AR output of this engine. In low precision a verify
+        # block can break a near-tie differently from a one-token step, and acceptance would then
+        # collapse after that point; so the speculative run's own output becomes the next
+        # continuation until a run reproduces it (then acceptance followed the profile exactly).
+        # Only the last run is reported.
+        reference = fresh()
+        self.generator.run(reference, speculative=False)
+        continuations = [s.output_ids for s in reference]
+        for _ in range(self.MAX_REPLAY_PASSES):
             proposer = ReplayProposer(
-                [s.output_ids for s in reference],
-                self.replay,
-                self.target.config.vocab_size,
-                self.seed,
+                continuations, self.replay, self.target.config.vocab_size, self.seed
             )
-        seqs = fresh()
-        speculative = self.drafter is not None or proposer is not None
-        self.generator.run(seqs, speculative=speculative, proposer=proposer)
+            seqs = fresh()
+            self.generator.run(seqs, speculative=True, proposer=proposer)
+            if [s.output_ids for s in seqs] == continuations:
+                break
+            continuations = [s.output_ids for s in seqs]
         return [self._output(s) for s in seqs]
 
     def _output(self, s: Sequence) -> GenerationOutput:

@@ -24,7 +24,9 @@ def default_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> l
     """Evenly spaced target layers from 1 to num_target_layers - 3 (one per draft layer)."""
     if num_draft_layers == 1:
         return [num_target_layers // 2]
-    first, last = 1, max(1, num_target_layers - 3)
+    first, last = 1, num_target_layers - 3
+    if last <= first:  # tiny targets: spread over all layers instead
+        first, last = 0, num_target_layers - 1
     step = (last - first) / (num_draft_layers - 1)
     return [int(round(first + i * step)) for i in range(num_draft_layers)]
 
