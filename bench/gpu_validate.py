@@ -70,7 +70,12 @@ def main() -> None:
                 args.device,
             ]
         )
-    arms = {"ar": [], "dflash": ["--draft", str(draft)], "replay-6.55": ["--draft", "replay:6.55"]}
+    arms = {
+        "ar": [],
+        "dflash": ["--draft", str(draft)],
+        "replay-6.55": ["--draft", "replay:6.55"],
+        "dflash+replay-6.55": ["--draft", str(draft), "--replay", "6.55"],
+    }
     prompt = "1,85,214,99,41,77,3,60,123,100,42,42,7"
     gens, gen_walls = {}, {}
     for name, extra in arms.items():
@@ -92,7 +97,7 @@ def main() -> None:
                 args.dtype,
             ]
         )
-    # one validate call over all outputs (one load of the target)
+    # one validate call over all outputs (one load of the target), in the run's dtype and in fp32
     results = args.work / "outputs.jsonl"
     results.write_text("".join(json.dumps(g) + "\n" for g in gens.values()))
     val, val_s = run(
@@ -108,8 +113,24 @@ def main() -> None:
             args.dtype,
         ]
     )
+    val32, val32_s = run(
+        [
+            "validate",
+            "--target",
+            str(target),
+            "--results",
+            str(results),
+            "--device",
+            args.device,
+            "--dtype",
+            "float32",
+            "--threshold",
+            "0.25",
+        ]
+    )
+    timings["validate_fp32_wall_s"] = val32_s
     rows = []
-    for (name, gen), report in zip(gens.items(), val["reports"]):
+    for (name, gen), report, report32 in zip(gens.items(), val["reports"], val32["reports"]):
         rows.append(
             {
                 "arm": name,
@@ -124,6 +145,12 @@ def main() -> None:
                 "failures": report["num_failures"],
                 "near_ties": report["num_near_ties"],
                 "near_tie_margins": [t["margin"] for t in report["near_ties"]],
+                "failure_margins": [f["margin"] for f in report["failures"]],
+                "fp32_validate_passed": report32["passed"],
+                "fp32_failures": report32["num_failures"],
+                "fp32_near_ties": report32["num_near_ties"],
+                "fp32_failure_margins": [f["margin"] for f in report32["failures"]],
+                "fp32_near_tie_margins": [t["margin"] for t in report32["near_ties"]],
                 "generate_wall_s": gen_walls[name],
                 "output_ids": gen["output_ids"],
             }
@@ -133,12 +160,12 @@ def main() -> None:
     for row in rows:
         row["identical_to_ar"] = row["output_ids"] == ar_ids
     print(
-        f"{'arm':<12} {'tokens':>6} {'distinct':>8} {'steps':>5} {'tau':>5} {'tok/s':>8} "
+        f"{'arm':<18} {'tokens':>6} {'distinct':>8} {'steps':>5} {'tau':>5} {'tok/s':>8} "
         f"{'valid':>5} {'fail':>4} {'ties':>4} {'=AR':>4}"
     )
     for r in rows:
         print(
-            f"{r['arm']:<12} {r['new_tokens']:>6} {r['distinct_tokens']:>8} {r['steps']:>5} "
+            f"{r['arm']:<18} {r['new_tokens']:>6} {r['distinct_tokens']:>8} {r['steps']:>5} "
             f"{r['mean_acceptance_length']:>5.2f} {r['tokens_per_s']:>8.1f} "
             f"{str(r['validate_passed']):>5} {r['failures']:>4} {r['near_ties']:>4} "
             f"{str(r['identical_to_ar']):>4}"
