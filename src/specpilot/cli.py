@@ -74,8 +74,16 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("--prompt-ids")
     val.add_argument("--output-ids")
     val.add_argument("--results", type=Path, help="JSON / JSON-lines file(s) of generate --json")
-    val.add_argument("--threshold", type=float, help="near-tie logit margin (default by dtype)")
-    _engine_args(val)
+    val.add_argument(
+        "--threshold",
+        type=float,
+        help="near-tie logit margin; default by the dtype the output was generated in "
+        "(float32 1e-3, bfloat16 0.5)",
+    )
+    val.add_argument("--device", default="auto", help="cpu, cuda or auto (default)")
+    val.add_argument(
+        "--dtype", default="float32", help="precision of the reference forward (default float32)"
+    )
     return parser
 
 
@@ -207,9 +215,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.results is not None:
         if args.prompt_ids or args.output_ids:
             raise ConfigError("give either --results or --prompt-ids with --output-ids")
-        pairs = [(r["prompt_ids"], r["output_ids"]) for r in _load_results(args.results)]
+        records = _load_results(args.results)
+        pairs = [(r["prompt_ids"], r["output_ids"]) for r in records]
+        generated = [r.get("dtype") for r in records]
     elif args.prompt_ids and args.output_ids:
         pairs = [(_ids(args.prompt_ids, "--prompt-ids"), _ids(args.output_ids, "--output-ids"))]
+        generated = [None]
     else:
         raise ConfigError("validate needs --results FILE or both --prompt-ids and --output-ids")
     device = resolve_device(args.device)
@@ -224,7 +235,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         bad = [t for t in prompt_ids + output_ids if not 0 <= t < vocab]
         if bad:
             raise ConfigError(f"token ids {bad[:3]} are outside the vocabulary ({vocab})")
-    reports = [token_forcing(target, p, o, args.threshold).to_dict() for p, o in pairs]
+    reports = [
+        token_forcing(target, p, o, args.threshold, gen_dtype).to_dict()
+        for (p, o), gen_dtype in zip(pairs, generated)
+    ]
     passed = all(r["passed"] for r in reports)
     for i, r in enumerate(reports):
         print(
