@@ -31,8 +31,11 @@ def rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
 
 
 def reference_draft_logits(
-    drafter: DFlashDrafter, embed: torch.Tensor, lm_head: torch.Tensor,
-    ctx_hidden: torch.Tensor, block_ids: torch.Tensor,
+    drafter: DFlashDrafter,
+    embed: torch.Tensor,
+    lm_head: torch.Tensor,
+    ctx_hidden: torch.Tensor,
+    block_ids: torch.Tensor,
 ) -> torch.Tensor:
     """Published DFlash step for one sequence: the context is every token before the block.
 
@@ -61,8 +64,11 @@ def reference_draft_logits(
         x = x + out @ a.o_proj.weight.T
         hh = rms(x, layer.post_attention_layernorm.weight, eps)
         m = layer.mlp
-        x = x + (torch.nn.functional.silu(hh @ m.gate_proj.weight.T) * (hh @ m.up_proj.weight.T)) \
+        x = (
+            x
+            + (torch.nn.functional.silu(hh @ m.gate_proj.weight.T) * (hh @ m.up_proj.weight.T))
             @ m.down_proj.weight.T
+        )
     x = rms(x, drafter.norm.weight, eps)
     return x[1:] @ lm_head.T
 
@@ -71,10 +77,23 @@ def test_target_hidden_capture_matches_transformers(qwen_dir):
     target, _ = load_target(qwen_dir, CPU, torch.float32)
     ids = torch.tensor([[3, 14, 15, 92, 65, 35, 89, 79]])
     layers = tuple(range(target.config.num_layers))  # includes the last (normed) layer
-    cache = KVCache(target.config.num_layers, 1, target.config.num_kv_heads, 8,
-                    target.config.head_dim, CPU, torch.float32)
-    table = RotaryTable(target.config.head_dim, target.config.rope_theta,
-                        target.config.rope_scaling, 8, CPU, torch.float32)
+    cache = KVCache(
+        target.config.num_layers,
+        1,
+        target.config.num_kv_heads,
+        8,
+        target.config.head_dim,
+        CPU,
+        torch.float32,
+    )
+    table = RotaryTable(
+        target.config.head_dim,
+        target.config.rope_theta,
+        target.config.rope_scaling,
+        8,
+        CPU,
+        torch.float32,
+    )
     pos = torch.arange(8)[None]
     cos, sin = table.lookup(pos)
     out = target(ids, AttentionMeta(pos, cos, sin, causal_mask(pos, 8), 8), cache, layers)
@@ -121,8 +140,13 @@ def test_sliding_window_layers_restrict_context(qwen_dir, tmp_path):
     """A sliding layer with a window smaller than the context sees less: drafts change."""
     target, _ = load_target(qwen_dir, CPU, torch.float32)
     full_dir = make_drafter(tmp_path / "full", qwen_dir, seed=5)
-    slide_dir = make_drafter(tmp_path / "slide", qwen_dir, seed=5,
-                             layer_types=["sliding_attention", "full_attention"], sliding_window=4)
+    slide_dir = make_drafter(
+        tmp_path / "slide",
+        qwen_dir,
+        seed=5,
+        layer_types=["sliding_attention", "full_attention"],
+        sliding_window=4,
+    )
     full, _ = load_drafter(full_dir, target.config, CPU, torch.float32)
     slide, _ = load_drafter(slide_dir, target.config, CPU, torch.float32)
     assert slide.config.layer_window(0) == 4 and slide.config.layer_is_causal(0)
@@ -131,11 +155,18 @@ def test_sliding_window_layers_restrict_context(qwen_dir, tmp_path):
     ctx = torch.randn(1, 12, width, generator=torch.Generator().manual_seed(1))
     outs = []
     for model in (full, slide):
-        table = RotaryTable(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, 32, CPU,
-                            torch.float32)
-        cache = KVCache(cfg.num_layers, 1, cfg.num_kv_heads, 32, cfg.head_dim, CPU,
-                        torch.float32)
+        table = RotaryTable(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, 32, CPU, torch.float32)
+        cache = KVCache(cfg.num_layers, 1, cfg.num_kv_heads, 32, cfg.head_dim, CPU, torch.float32)
         block = torch.full((1, cfg.block_size), cfg.mask_token_id)
-        outs.append(model(ctx, torch.arange(12)[None], target.embed(block),
-                          12 + torch.arange(cfg.block_size)[None], cache, table, 12))
+        outs.append(
+            model(
+                ctx,
+                torch.arange(12)[None],
+                target.embed(block),
+                12 + torch.arange(cfg.block_size)[None],
+                cache,
+                table,
+                12,
+            )
+        )
     assert not torch.allclose(outs[0], outs[1])

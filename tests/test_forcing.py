@@ -45,21 +45,38 @@ def test_forcing_reports_near_tie_not_failure(llm):
 
 
 def test_validate_cli_results_file(qwen_dir, tmp_path, capsys):
-    code = main(["generate", "--target", str(qwen_dir), "--prompt-ids", "1,2,3,4",
-                 "--max-new-tokens", "12", "--ignore-eos", "--json", "--device", "cpu"])
+    code = main(
+        [
+            "generate",
+            "--target",
+            str(qwen_dir),
+            "--prompt-ids",
+            "1,2,3,4",
+            "--max-new-tokens",
+            "12",
+            "--ignore-eos",
+            "--json",
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 0
     results = tmp_path / "out.jsonl"
     results.write_text(capsys.readouterr().out)
-    assert main(["validate", "--target", str(qwen_dir), "--results", str(results),
-                 "--device", "cpu"]) == 0
+    assert (
+        main(["validate", "--target", str(qwen_dir), "--results", str(results), "--device", "cpu"])
+        == 0
+    )
     import json
 
     record = json.loads(results.read_text().strip().splitlines()[-1])
     record["output_ids"][5] = (record["output_ids"][5] + 1) % 301
     results.write_text(json.dumps(record) + "\n")
     capsys.readouterr()
-    assert main(["validate", "--target", str(qwen_dir), "--results", str(results),
-                 "--device", "cpu"]) == 1
+    assert (
+        main(["validate", "--target", str(qwen_dir), "--results", str(results), "--device", "cpu"])
+        == 1
+    )
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["passed"] is False
 
 

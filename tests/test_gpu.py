@@ -22,29 +22,48 @@ def hf_cuda_greedy(path, dtype: torch.dtype) -> tuple[list[list[int]], torch.nn.
     outs = []
     for prompt in PROMPTS:
         ids = torch.tensor([prompt], device="cuda")
-        out = model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False, eos_token_id=None,
-                             pad_token_id=0, attention_mask=torch.ones_like(ids))
-        outs.append(out[0, len(prompt):].tolist())
+        out = model.generate(
+            ids,
+            max_new_tokens=NEW_TOKENS,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+            attention_mask=torch.ones_like(ids),
+        )
+        outs.append(out[0, len(prompt) :].tolist())
     return outs, model
 
 
-def test_cuda_fp32_equal_to_transformers(target_dir, tmp_path):
+@pytest.mark.parametrize("graphs", [False, True])
+def test_cuda_fp32_equal_to_transformers(target_dir, tmp_path, graphs):
     expected, _ = hf_cuda_greedy(target_dir, torch.float32)
     drafter = make_drafter(tmp_path / "draft", target_dir)
     for draft in (None, drafter, "replay:7.5"):
-        llm = LLM(target_dir, draft=draft, device="cuda", dtype="float32",
-                  engine=EngineConfig(block_size=8))
-        outs = llm.generate(PROMPTS, max_new_tokens=NEW_TOKENS, ignore_eos=True)
-        assert [o.output_ids for o in outs] == expected, f"draft={draft}"
+        llm = LLM(
+            target_dir,
+            draft=draft,
+            device="cuda",
+            dtype="float32",
+            engine=EngineConfig(block_size=8, cuda_graphs=graphs),
+        )
+        for _ in range(2):  # the second call replays graphs captured by the first
+            outs = llm.generate(PROMPTS, max_new_tokens=NEW_TOKENS, ignore_eos=True)
+            assert [o.output_ids for o in outs] == expected, f"draft={draft}"
 
 
-def test_cuda_bf16_equal_to_transformers_up_to_near_ties(target_dir, tmp_path):
+@pytest.mark.parametrize("graphs", [False, True])
+def test_cuda_bf16_equal_to_transformers_up_to_near_ties(target_dir, tmp_path, graphs):
     """bf16: identical, or the first divergence is a near-tie of the target's own logits."""
     expected, hf = hf_cuda_greedy(target_dir, torch.bfloat16)
     drafter = make_drafter(tmp_path / "draft", target_dir)
     for draft in (None, drafter, "replay:7.5"):
-        llm = LLM(target_dir, draft=draft, device="cuda", dtype="bfloat16",
-                  engine=EngineConfig(block_size=8))
+        llm = LLM(
+            target_dir,
+            draft=draft,
+            device="cuda",
+            dtype="bfloat16",
+            engine=EngineConfig(block_size=8, cuda_graphs=graphs),
+        )
         outs = llm.generate(PROMPTS, max_new_tokens=NEW_TOKENS, ignore_eos=True)
         for prompt, out, ref in zip(PROMPTS, outs, expected):
             if out.output_ids == ref:

@@ -270,10 +270,12 @@ class EngineConfig:
     """Mechanisms of the engine, each a knob a tuner can set.
 
     block_size: tokens per speculative block (anchor + block_size - 1 drafts); 0: the drafter's.
+    cuda_graphs: replay decode, verify and draft forwards as CUDA graphs (CUDA only; no-op on CPU)
     attention: "sdpa" (torch's scaled_dot_product_attention).
     """
 
     block_size: int = 0
+    cuda_graphs: bool = False
     attention: str = "sdpa"
 
     def __post_init__(self) -> None:

@@ -23,11 +23,12 @@ from dataclasses import dataclass
 import torch
 
 from specpilot.config import EngineConfig
+from specpilot.engine.graphs import GraphCache
 from specpilot.engine.sequence import Sequence
 from specpilot.layers.attention import AttentionMeta, KVCache, causal_mask
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
-from specpilot.models.target import TargetModel
+from specpilot.models.target import TargetModel, TargetOutput
 from specpilot.spec.accept import accept_greedy
 from specpilot.spec.replay import ReplayProposer
 
@@ -57,25 +58,31 @@ class Generator:
         self.target, self.drafter, self.config = target, drafter, config
         self.device, self.dtype = device, dtype
         self.block_size = config.block_size or (drafter.config.block_size if drafter else 16)
-        self._rotary: dict[str, RotaryTable] = {}
+        self.use_graphs = config.cuda_graphs and device.type == "cuda"
+        self.graphs = GraphCache()
+        # persistent buffers, reused across runs (graphs capture their addresses)
+        self._buffers: dict[str, tuple[KVCache, RotaryTable]] = {}
 
     # ----------------------------------------------------------------------------------------
-    # shared pieces
+    # buffers and forwards
 
-    def _table(self, which: str, max_len: int) -> RotaryTable:
-        table = self._rotary.get(which)
-        if table is None or table.max_positions < max_len:
-            cfg = self.target.config if which == "target" else self.drafter.config
-            table = RotaryTable(
-                cfg.head_dim,
-                cfg.rope_theta,
-                cfg.rope_scaling,
-                max(max_len, 256),
-                self.device,
-                self.dtype,
-            )
-            self._rotary[which] = table
-        return table
+    def _buffers_for(self, which: str, batch: int, max_len: int) -> tuple[KVCache, RotaryTable]:
+        """The KV cache and rotary table of the target or the drafter, grown when too small."""
+        held = self._buffers.get(which)
+        if held is not None and held[0].k.shape[1] == batch and held[0].max_len >= max_len:
+            return held
+        cfg = self.target.config if which == "target" else self.drafter.config
+        length = -(-max_len // 256) * 256  # round up: fewer reallocations, fewer recaptures
+        self._buffers.pop(which, None)  # free the old cache before allocating the new one
+        self.graphs.clear()
+        cache = KVCache(
+            cfg.num_layers, batch, cfg.num_kv_heads, length, cfg.head_dim, self.device, self.dtype
+        )
+        table = RotaryTable(
+            cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, length, self.device, self.dtype
+        )
+        self._buffers[which] = (cache, table)
+        return cache, table
 
     def _meta(self, positions: torch.Tensor, kv_len: int, table: RotaryTable) -> AttentionMeta:
         cos, sin = table.lookup(positions)
@@ -85,22 +92,63 @@ class Generator:
         base = torch.tensor(starts, device=self.device)[:, None]
         return base + torch.arange(width, device=self.device)[None, :]
 
-    def _new_cache(self, cfg, batch: int, max_len: int) -> KVCache:
-        return KVCache(
-            cfg.num_layers, batch, cfg.num_kv_heads, max_len, cfg.head_dim, self.device, self.dtype
+    def _target_forward(
+        self, ids: torch.Tensor, positions: torch.Tensor, kv_len: int, capture: tuple[int, ...]
+    ) -> TargetOutput:
+        """Decode or verify forward (all rows' logits); graphed per (batch, width) on CUDA."""
+        cache, table = self._buffers["target"]
+        if not self.use_graphs:
+            return self.target(ids, self._meta(positions, kv_len, table), cache, capture)
+
+        def forward(ids: torch.Tensor, positions: torch.Tensor) -> TargetOutput:
+            # NOTE: graphs read the whole cache (static shape); the mask hides unwritten slots.
+            return self.target(ids, self._meta(positions, cache.max_len, table), cache, capture)
+
+        key = ("target", *ids.shape, capture)
+        return self.graphs.get(key, forward)(ids=ids, positions=positions)
+
+    def _draft_forward(
+        self,
+        hidden: torch.Tensor,
+        ctx_pos: torch.Tensor,
+        anchors: torch.Tensor,
+        block_pos: torch.Tensor,
+        kv_len: int,
+    ) -> torch.Tensor:
+        """Drafts [B, block_size - 1]; graphed on CUDA when the context is one block wide."""
+        cache, table = self._buffers["draft"]
+        k, mask_id = self.block_size, self.drafter.config.mask_token_id
+
+        def draft(
+            hidden: torch.Tensor,
+            ctx_pos: torch.Tensor,
+            anchors: torch.Tensor,
+            block_pos: torch.Tensor,
+            kv_len: int = cache.max_len,
+        ) -> torch.Tensor:
+            block = torch.full((anchors.shape[0], k), mask_id, device=anchors.device)
+            block[:, 0] = anchors
+            embeds = self.target.embed(block)
+            out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
+            return self.target.lm_head(out[:, 1:]).argmax(dim=-1)
+
+        if not self.use_graphs or hidden.shape[1] != k:
+            return draft(hidden, ctx_pos, anchors, block_pos, kv_len)
+        key = ("draft", *hidden.shape[:2])
+        return self.graphs.get(key, draft)(
+            hidden=hidden, ctx_pos=ctx_pos, anchors=anchors, block_pos=block_pos
         )
 
-    def _prefill(
-        self, seqs: list[Sequence], cache: KVCache, capture: tuple[int, ...]
-    ) -> torch.Tensor | None:
+    def _prefill(self, seqs: list[Sequence], capture: tuple[int, ...]) -> torch.Tensor | None:
         """Run the prompts, emit each sequence's first token; return captured hidden [B, T, *]."""
+        cache, table = self._buffers["target"]
         lens = [len(s.prompt_ids) for s in seqs]
         width = max(lens)
         ids = torch.zeros(len(seqs), width, dtype=torch.long)
         for b, s in enumerate(seqs):
             ids[b, : lens[b]] = torch.tensor(s.prompt_ids)
         positions = self._positions([0] * len(seqs), width)
-        meta = self._meta(positions, width, self._table("target", cache.max_len))
+        meta = self._meta(positions, width, table)
         rows = torch.tensor(lens, device=self.device) - 1
         out = self.target(ids.to(self.device), meta, cache, capture, logit_rows=rows)
         first = out.logits[:, 0].argmax(dim=-1).tolist()
@@ -119,33 +167,34 @@ class Generator:
         """Generate for every sequence in place. speculative=False is plain greedy AR decoding."""
         if speculative and self.drafter is None and proposer is None:
             raise ValueError("speculative decoding needs a drafter or a replay proposer")
-        extra = self.block_size + 1 if speculative else 1
+        extra = 2 * self.block_size + 1 if speculative else 1
         max_len = max(len(s.prompt_ids) + s.max_new_tokens for s in seqs) + extra
-        cache = self._new_cache(self.target.config, len(seqs), max_len)
-        capture = self.drafter.config.target_layer_ids if (speculative and self.drafter) else ()
+        self._buffers_for("target", len(seqs), max_len)
+        use_drafter = speculative and self.drafter is not None
+        if use_drafter:
+            self._buffers_for("draft", len(seqs), max_len)
+        capture = self.drafter.config.target_layer_ids if use_drafter else ()
         t0 = _sync(self.device)
-        hidden = self._prefill(seqs, cache, capture)
+        hidden = self._prefill(seqs, capture)
         t1 = _sync(self.device)
         for s in seqs:
             s.time_to_first_token_s = t1 - t0
         if speculative:
-            steps = self._speculate(seqs, cache, hidden, max_len, proposer)
+            steps = self._speculate(seqs, hidden, proposer)
         else:
-            steps = self._decode(seqs, cache)
+            steps = self._decode(seqs)
         t2 = _sync(self.device)
         for s in seqs:
             s.decode_time_s = t2 - t1
         return RunStats(prefill_s=t1 - t0, decode_s=t2 - t1, num_steps=steps)
 
-    def _decode(self, seqs: list[Sequence], cache: KVCache) -> int:
-        table = self._table("target", cache.max_len)
+    def _decode(self, seqs: list[Sequence]) -> int:
         steps = 0
         while not all(s.finished for s in seqs):
             starts = [s.num_cached_tokens for s in seqs]
             ids = torch.tensor([[s.last_token] for s in seqs], device=self.device)
-            meta = self._meta(self._positions(starts, 1), max(starts) + 1, table)
-            logits = self.target(ids, meta, cache).logits[:, -1]
-            tokens = logits.argmax(dim=-1).tolist()
+            out = self._target_forward(ids, self._positions(starts, 1), max(starts) + 1, ())
+            tokens = out.logits[:, -1].argmax(dim=-1).tolist()
             for s, token in zip(seqs, tokens):
                 if not s.finished:
                     s.num_cached_tokens += 1
@@ -154,24 +203,13 @@ class Generator:
         return steps
 
     def _speculate(
-        self,
-        seqs: list[Sequence],
-        cache: KVCache,
-        hidden: torch.Tensor | None,
-        max_len: int,
-        proposer: ReplayProposer | None,
+        self, seqs: list[Sequence], hidden: torch.Tensor | None, proposer: ReplayProposer | None
     ) -> int:
         k = self.block_size
-        batch = len(seqs)
-        table = self._table("target", max_len)
         drafter = self.drafter
-        if drafter is not None:
-            draft_cache = self._new_cache(drafter.config, batch, max_len + k)
-            draft_table = self._table("draft", max_len + k)
-            mask_id = drafter.config.mask_token_id
-            capture = drafter.config.target_layer_ids
-            # context of the first draft: the whole prompt, positions [0, prompt_len)
-            ctx_counts = [len(s.prompt_ids) for s in seqs]
+        capture = drafter.config.target_layer_ids if drafter is not None else ()
+        # context of the first draft: the whole prompt, positions [0, prompt_len)
+        ctx_counts = [len(s.prompt_ids) for s in seqs]
         steps = 0
         while not all(s.finished for s in seqs):
             starts = [s.num_cached_tokens for s in seqs]
@@ -182,25 +220,15 @@ class Generator:
                 width = hidden.shape[1]
                 # NOTE: padding context rows land at positions >= start, which the drafter masks
                 # and the next step overwrites.
-                ctx_pos = self._positions([st - n for st, n in zip(starts, ctx_counts)], width)
-                block = torch.full((batch, k), mask_id, device=self.device)
-                block[:, 0] = anchors
-                draft_hidden = drafter(
-                    hidden,
-                    ctx_pos,
-                    self.target.embed(block),
-                    block_pos,
-                    draft_cache,
-                    draft_table,
-                    kv_len=max(st - n for st, n in zip(starts, ctx_counts)) + width,
-                )
-                drafts = self.target.lm_head(draft_hidden[:, 1:]).argmax(dim=-1)
+                ctx_first = [st - n for st, n in zip(starts, ctx_counts)]
+                ctx_pos = self._positions(ctx_first, width)
+                kv_len = max(ctx_first) + width
+                drafts = self._draft_forward(hidden, ctx_pos, anchors, block_pos, kv_len)
             if proposer is not None:
                 emitted = [len(s.output_ids) for s in seqs]
                 drafts = proposer.propose(emitted, k - 1).to(self.device)
             block_ids = torch.cat([anchors[:, None], drafts], dim=1)
-            meta = self._meta(block_pos, max(starts) + k, table)
-            out = self.target(block_ids, meta, cache, capture if drafter else ())
+            out = self._target_forward(block_ids, block_pos, max(starts) + k, capture)
             posterior = out.logits.argmax(dim=-1)
             accepted = accept_greedy(drafts, posterior)
             # the one host synchronisation of a step: tokens and counts for bookkeeping
@@ -221,6 +249,8 @@ class Generator:
                 new_counts.append(taken)
             if drafter is not None:
                 ctx_counts = new_counts
-                hidden = out.hidden[:, : max(max(new_counts), 1)]
+                # the full block of hidden states (rows past each count are masked padding):
+                # one static width, so the draft forward can be replayed as a graph
+                hidden = out.hidden
             steps += 1
         return steps
