@@ -18,6 +18,7 @@ which is not yet in the cache and sits at position `start`):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -30,7 +31,7 @@ from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.target import TargetModel, TargetOutput
 from specpilot.spec.accept import accept_greedy
-from specpilot.spec.replay import ReplayProposer
+from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
 
 
 @dataclass
@@ -187,6 +188,37 @@ class Generator:
         for s in seqs:
             s.decode_time_s = t2 - t1
         return RunStats(prefill_s=t1 - t0, decode_s=t2 - t1, num_steps=steps)
+
+    def run_replay(
+        self,
+        fresh: Callable[[], list[Sequence]],
+        profile: AcceptanceProfile,
+        seed: int,
+        max_passes: int = 8,
+    ) -> tuple[list[Sequence], int]:
+        """Speculative run with replayed proposals; returns the sequences and the passes used.
+
+        Continuations start as this engine's AR output. In low precision a verify block can break
+        a near-tie differently from a one-token step, after which acceptance would collapse; so
+        the speculative run's own output becomes the next continuation until a run reproduces it
+        (then acceptance followed the profile). GEMM rows and causal attention make the agreed
+        prefix bitwise stable, so each pass extends it. Only the last run counts.
+        """
+        reference = fresh()
+        self.run(reference, speculative=False)
+        continuations = [s.output_ids for s in reference]
+        vocab = self.target.config.vocab_size
+        passes = 0
+        while True:
+            passes += 1
+            seqs = fresh()
+            proposer = ReplayProposer(continuations, profile, vocab, seed)
+            self.run(seqs, speculative=True, proposer=proposer)
+            outputs = [s.output_ids for s in seqs]
+            if outputs == continuations or passes == max_passes:
+                break
+            continuations = outputs
+        return seqs, passes
 
     def _decode(self, seqs: list[Sequence]) -> int:
         steps = 0

@@ -21,7 +21,7 @@ from specpilot.engine.sequence import Sequence
 from specpilot.errors import ConfigError
 from specpilot.models.loader import load_drafter, load_target, load_tokenizer
 from specpilot.spec.forcing import ForcingReport, token_forcing
-from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
+from specpilot.spec.replay import AcceptanceProfile
 
 REPLAY_PREFIX = "replay:"
 
@@ -163,23 +163,7 @@ class LLM:
             seqs = fresh()
             self.generator.run(seqs, speculative=self.drafter is not None)
             return [self._output(s) for s in seqs]
-        # Replay: continuations start as the AR output of this engine. In low precision a verify
-        # block can break a near-tie differently from a one-token step, and acceptance would then
-        # collapse after that point; so the speculative run's own output becomes the next
-        # continuation until a run reproduces it (then acceptance followed the profile exactly).
-        # Only the last run is reported.
-        reference = fresh()
-        self.generator.run(reference, speculative=False)
-        continuations = [s.output_ids for s in reference]
-        for _ in range(self.MAX_REPLAY_PASSES):
-            proposer = ReplayProposer(
-                continuations, self.replay, self.target.config.vocab_size, self.seed
-            )
-            seqs = fresh()
-            self.generator.run(seqs, speculative=True, proposer=proposer)
-            if [s.output_ids for s in seqs] == continuations:
-                break
-            continuations = [s.output_ids for s in seqs]
+        seqs, _ = self.generator.run_replay(fresh, self.replay, self.seed, self.MAX_REPLAY_PASSES)
         return [self._output(s) for s in seqs]
 
     def _output(self, s: Sequence) -> GenerationOutput:
