@@ -1,0 +1,267 @@
+"""Batch-1 engine speed on one GPU: AR, forward time per block width, draft, replayed speculation.
+
+One process: measures HBM copy bandwidth, builds a synthetic Qwen3-8B-shaped target (and, with
+--llama, a Llama-3.1-8B-shaped one) plus a DFlash-b16-shaped drafter directly on the GPU (random
+bf16 weights), then at each context length measures
+- target forward time for K = 1, 2, 4, 8, 16, 32, 64 tokens (CUDA events over graph replays);
+- draft forward time (one block, context one block wide);
+- AR decode tok/s through the engine (prefill excluded);
+- speculative tok/s with the drafter's real forward and replayed proposals at each tau (the
+  acceptance is replayed, labeled "replay");
+- each time as a fraction of its bandwidth floor (bytes it must read / measured copy bandwidth);
+and transformers eager AR on the same weights as the side-by-side baseline. Prints a table; the
+last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+from specpilot.config import DraftConfig, EngineConfig, ModelConfig
+from specpilot.engine.generator import Generator
+from specpilot.engine.sequence import Sequence
+from specpilot.models.dflash import DFlashDrafter
+from specpilot.models.synth import TARGET_PRESETS, draft_hf_config, randomize
+from specpilot.models.target import TargetModel
+from specpilot.spec.replay import AcceptanceProfile
+
+TAUS = (3.0, 4.25, 6.55, 7.87)
+WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def copy_bandwidth() -> float:
+    """Bytes/s of a 2 GiB device-to-device copy (read + write), median of 10."""
+    src = torch.randn(2**30 // 2, device="cuda", dtype=torch.bfloat16).repeat(2)
+    dst = torch.empty_like(src)
+    times = []
+    for _ in range(13):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        dst.copy_(src)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    del src, dst
+    return 2 * 2**31 / statistics.median(times[3:])
+
+
+def timed(fn, reps: int = 20) -> float:
+    """Median seconds of fn() measured with CUDA events, after 3 warm-up calls."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(times)
+
+
+def build(hf: dict, kind: str, seed: int):
+    cfg = ModelConfig.from_hf(hf) if kind == "target" else DraftConfig.from_hf(hf)
+    with torch.device("cuda"):
+        model = (TargetModel(cfg) if kind == "target" else DFlashDrafter(cfg)).to(torch.bfloat16)
+    randomize(model, seed)
+    return model.eval().requires_grad_(False)
+
+
+def linear_bytes(model: torch.nn.Module, skip_embedding: bool = True) -> int:
+    return sum(
+        p.numel() * p.element_size()
+        for n, p in model.named_parameters()
+        if not (skip_embedding and "embed_tokens" in n)
+    )
+
+
+def kv_bytes(cfg, context: int) -> int:
+    return context * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * 2
+
+
+def prompt(context: int, vocab: int, seed: int = 0) -> list[int]:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (context,), generator=gen).tolist()
+
+
+def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) -> dict:
+    target, drafter = gen.target, gen.drafter
+    tcfg = target.config
+    ids = prompt(context, tcfg.vocab_size)
+    weight_bytes = linear_bytes(target)
+    result: dict = {"context": context}
+
+    def fresh() -> list[Sequence]:
+        return [Sequence(list(ids), new_tokens, frozenset())]
+
+    # AR through the engine (graphs captured by the warm-up run)
+    gen.run(fresh(), speculative=False)
+    seqs = fresh()
+    stats = gen.run(seqs, speculative=False)
+    ar_step = stats.decode_s / (new_tokens - 1)
+    floor = (weight_bytes + kv_bytes(tcfg, context)) / bw
+    result["ar"] = {
+        "tok_s": 1 / ar_step,
+        "step_ms": ar_step * 1e3,
+        "floor_ms": floor * 1e3,
+        "fraction_of_floor": floor / ar_step,
+    }
+    ar_ids = seqs[0].output_ids
+
+    # forward time per width K at this context (positions right after the prompt)
+    forwards = {}
+    for k in WIDTHS:
+        block = torch.tensor([ar_ids[:1] * k], device="cuda")
+        pos = context + torch.arange(k, device="cuda")[None]
+        t = timed(lambda b=block, p=pos, n=context + k: gen._target_forward(b, p, n, ()))
+        forwards[k] = {"ms": t * 1e3, "ratio_to_k1": None}
+    for k in WIDTHS:
+        forwards[k]["ratio_to_k1"] = forwards[k]["ms"] / forwards[1]["ms"]
+    result["forward"] = forwards
+
+    # draft forward: one block, a one-block context
+    k = gen.block_size
+    width = len(drafter.config.target_layer_ids) * drafter.config.hidden_size
+    hidden = torch.randn(1, k, width, device="cuda", dtype=torch.bfloat16)
+    ctx_pos = context - k + torch.arange(k, device="cuda")[None]
+    anchors = torch.tensor([ar_ids[0]], device="cuda")
+    block_pos = context + torch.arange(k, device="cuda")[None]
+    gen._buffers_for("draft", 1, context + 2 * k + 1)
+    t_draft = timed(lambda: gen._draft_forward(hidden, ctx_pos, anchors, block_pos, context + k))
+    draft_bytes = linear_bytes(drafter) + target.lm_head.weight.numel() * 2
+    result["draft"] = {
+        "ms": t_draft * 1e3,
+        "ratio_to_ar_step": t_draft / ar_step,
+        "floor_ms": draft_bytes / bw * 1e3,
+    }
+
+    # speculative decoding: real drafter compute, replayed proposals (labeled "replay")
+    spec = {}
+    verify_floor = (weight_bytes + kv_bytes(tcfg, context)) / bw
+    for tau in TAUS:
+        profile = AcceptanceProfile.from_mean(tau, k)
+        gen.run_replay(fresh, profile, seed=0)  # warm-up (captures graphs)
+        seqs, passes = gen.run_replay(fresh, profile, seed=0)
+        s = seqs[0]
+        steps = len(s.acceptance_lengths)
+        step_time = s.decode_time_s / steps
+        measured_tau = (len(s.output_ids) - 1) / steps
+        spec[str(tau)] = {
+            "drafter": "replay",
+            "tok_s": (len(s.output_ids) - 1) / s.decode_time_s,
+            "measured_tau": measured_tau,
+            "step_ms": step_time * 1e3,
+            "replay_passes": passes,
+            "speedup_vs_ar": ((len(s.output_ids) - 1) / s.decode_time_s) * ar_step,
+            "step_floor_ms": (verify_floor + draft_bytes / bw) * 1e3,
+            "host_and_other_ms": (step_time - t_draft - forwards[16]["ms"] / 1e3) * 1e3,
+        }
+    result["speculative"] = spec
+    return result
+
+
+def transformers_ar(target: TargetModel, hf: dict, new_tokens: int) -> float:
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    fields = {k: v for k, v in hf.items() if k != "model_type"}
+    config = AutoConfig.for_model(hf["model_type"], **fields)
+    with torch.device("cuda"):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    model.load_state_dict(target.state_dict(), strict=False)
+    model.eval()
+    ids = torch.tensor([prompt(1024, hf["vocab_size"])], device="cuda")
+    kwargs = dict(
+        do_sample=False, eos_token_id=None, pad_token_id=0, attention_mask=torch.ones_like(ids)
+    )
+    model.generate(ids, max_new_tokens=4, **kwargs)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    out = model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, **kwargs)
+    torch.cuda.synchronize()
+    n = out.shape[1] - ids.shape[1]
+    del model
+    torch.cuda.empty_cache()
+    return n / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--contexts", default="1024,8192,32768")
+    parser.add_argument("--new-tokens", type=int, default=128)
+    parser.add_argument("--graphs", type=int, default=1)
+    parser.add_argument("--llama", action="store_true")
+    parser.add_argument("--hf-baseline", type=int, default=1)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    bw = copy_bandwidth()
+    report: dict = {
+        "bench": "engine_speed",
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "copy_bandwidth_tb_s": bw / 1e12,
+        "cuda_graphs": bool(args.graphs),
+        "new_tokens": args.new_tokens,
+        "acceptance": "replayed (drafter forward real, proposals replayed)",
+    }
+    presets = ["qwen3-8b"] + (["llama3.1-8b"] if args.llama else [])
+    for preset in presets:
+        hf = dict(TARGET_PRESETS[preset], eos_token_id=None)
+        hf["architectures"] = [
+            "Qwen3ForCausalLM" if hf["model_type"] == "qwen3" else "LlamaForCausalLM"
+        ]
+        target = build(hf, "target", 0)
+        drafter = build(draft_hf_config("dflash-b16", hf), "draft", 1)
+        gen = Generator(
+            target,
+            drafter,
+            EngineConfig(cuda_graphs=bool(args.graphs)),
+            torch.device("cuda"),
+            torch.bfloat16,
+        )
+        entry = {"weight_bytes": linear_bytes(target), "contexts": []}
+        for context in [int(c) for c in args.contexts.split(",")]:
+            entry["contexts"].append(measure_context(gen, context, args.new_tokens, bw))
+            c = entry["contexts"][-1]
+            print(
+                f"{preset} ctx {context}: AR {c['ar']['tok_s']:.1f} tok/s "
+                f"({c['ar']['fraction_of_floor']:.0%} of floor), verify16/AR "
+                f"{c['forward'][16]['ms'] / c['ar']['step_ms']:.2f}, draft/AR "
+                f"{c['draft']['ratio_to_ar_step']:.2f}, spec@6.55 "
+                f"{c['speculative']['6.55']['tok_s']:.0f} tok/s",
+                flush=True,
+            )
+        if args.hf_baseline:
+            entry["transformers_eager_ar_tok_s"] = transformers_ar(target, hf, 32)
+        report[preset] = entry
+        del gen, target, drafter
+        torch.cuda.empty_cache()
+    print(
+        f"{'model':<12} {'ctx':>6} {'AR tok/s':>9} {'%floor':>7} {'K=16/K=1':>9} "
+        f"{'draft/AR':>9} " + " ".join(f"{'tau' + str(t):>9}" for t in TAUS)
+    )
+    for preset in presets:
+        for c in report[preset]["contexts"]:
+            print(
+                f"{preset:<12} {c['context']:>6} {c['ar']['tok_s']:>9.1f} "
+                f"{c['ar']['fraction_of_floor']:>7.0%} {c['forward'][16]['ratio_to_k1']:>9.2f} "
+                f"{c['draft']['ratio_to_ar_step']:>9.2f} "
+                + " ".join(f"{c['speculative'][str(t)]['tok_s']:>9.0f}" for t in TAUS)
+            )
+        if "transformers_eager_ar_tok_s" in report[preset]:
+            hf_tok_s = report[preset]["transformers_eager_ar_tok_s"]
+            print(f"{preset}: transformers eager AR {hf_tok_s:.1f} tok/s")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
