@@ -90,6 +90,7 @@ def prompt(context: int, vocab: int, seed: int = 0) -> list[int]:
     return torch.randint(0, vocab, (context,), generator=gen).tolist()
 
 
+@torch.inference_mode()
 def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) -> dict:
     target, drafter = gen.target, gen.drafter
     tcfg = target.config
@@ -166,6 +167,7 @@ def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) ->
     return result
 
 
+@torch.inference_mode()
 def transformers_ar(target: TargetModel, hf: dict, new_tokens: int) -> float:
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -229,6 +231,9 @@ def main() -> None:
         for context in [int(c) for c in args.contexts.split(",")]:
             entry["contexts"].append(measure_context(gen, context, args.new_tokens, bw))
             c = entry["contexts"][-1]
+            if args.out:  # partial results survive a timeout
+                with open(args.out, "w") as f:
+                    json.dump(report | {preset: entry}, f, indent=1)
             print(
                 f"{preset} ctx {context}: AR {c['ar']['tok_s']:.1f} tok/s "
                 f"({c['ar']['fraction_of_floor']:.0%} of floor), verify16/AR "
