@@ -58,4 +58,7 @@ class GraphCache:
         return self.graphs[key]
 
     def clear(self) -> None:
+        # NOTE: a new pool too: capturing into a pool whose graphs were all freed trips an
+        # allocator assertion in torch 2.11.
         self.graphs.clear()
+        self.pool = None
