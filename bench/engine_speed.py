@@ -133,7 +133,7 @@ def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) ->
     ctx_pos = context - k + torch.arange(k, device="cuda")[None]
     anchors = torch.tensor([ar_ids[0]], device="cuda")
     block_pos = context + torch.arange(k, device="cuda")[None]
-    gen._buffers_for("draft", 1, context + 2 * k + 1)
+    gen._buffers_for("draft", 1, context + new_tokens + 2 * k + 1)
     t_draft = timed(lambda: gen._draft_forward(hidden, ctx_pos, anchors, block_pos, context + k))
     draft_bytes = linear_bytes(drafter) + target.lm_head.weight.numel() * 2
     result["draft"] = {
