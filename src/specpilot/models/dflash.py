@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from specpilot.config import DraftConfig
-from specpilot.layers.attention import AttentionProjections, KVCache, attend
-from specpilot.layers.mlp import MLP
+from specpilot.layers.attention import KVCache, attend
+from specpilot.layers.block import DecoderBlock
 from specpilot.layers.norm import RMSNorm
 from specpilot.layers.rotary import RotaryTable
 
@@ -46,28 +46,25 @@ def block_visibility(
     return visible.unsqueeze(1)
 
 
-class DraftLayer(nn.Module):
-    def __init__(self, cfg: DraftConfig) -> None:
-        super().__init__()
-        self.self_attn = AttentionProjections(
-            cfg.hidden_size,
-            cfg.num_heads,
-            cfg.num_kv_heads,
-            cfg.head_dim,
-            cfg.attention_bias,
-            True,
-            cfg.rms_norm_eps,
-        )
-        self.mlp = MLP(cfg.hidden_size, cfg.intermediate_size)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+def draft_layer(cfg: DraftConfig) -> DecoderBlock:
+    """One drafter layer: Qwen3-style (q/k norm) parameters; its forward is in the drafter."""
+    return DecoderBlock(
+        cfg.hidden_size,
+        cfg.intermediate_size,
+        cfg.num_heads,
+        cfg.num_kv_heads,
+        cfg.head_dim,
+        eps=cfg.rms_norm_eps,
+        qk_norm=True,
+        attention_bias=cfg.attention_bias,
+    )
 
 
 class DFlashDrafter(nn.Module):
     def __init__(self, cfg: DraftConfig) -> None:
         super().__init__()
         self.config = cfg
-        self.layers = nn.ModuleList(DraftLayer(cfg) for _ in range(cfg.num_layers))
+        self.layers = nn.ModuleList(draft_layer(cfg) for _ in range(cfg.num_layers))
         self.fc = nn.Linear(
             len(cfg.target_layer_ids) * cfg.hidden_size, cfg.hidden_size, bias=False
         )

@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 from specpilot.config import ModelConfig
-from specpilot.layers.attention import AttentionMeta, AttentionProjections, KVCache, attend
-from specpilot.layers.mlp import MLP
+from specpilot.layers.attention import AttentionMeta, KVCache, attend
+from specpilot.layers.block import DecoderBlock
 from specpilot.layers.norm import RMSNorm
 
 
@@ -24,21 +24,19 @@ class TargetOutput:
     hidden: torch.Tensor | None  # [B, T, len(capture) * hidden]: outputs of the captured layers
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(DecoderBlock):
     def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.self_attn = AttentionProjections(
+        super().__init__(
             cfg.hidden_size,
+            cfg.intermediate_size,
             cfg.num_heads,
             cfg.num_kv_heads,
             cfg.head_dim,
-            cfg.attention_bias,
-            cfg.qk_norm,
-            cfg.rms_norm_eps,
+            eps=cfg.rms_norm_eps,
+            qk_norm=cfg.qk_norm,
+            attention_bias=cfg.attention_bias,
+            mlp_bias=cfg.mlp_bias,
         )
-        self.mlp = MLP(cfg.hidden_size, cfg.intermediate_size, cfg.mlp_bias)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
     def forward(
         self, x: torch.Tensor, meta: AttentionMeta, cache: KVCache, index: int
