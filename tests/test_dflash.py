@@ -7,7 +7,7 @@ import math
 import torch
 from transformers import AutoModelForCausalLM
 
-from specpilot.layers.attention import AttentionMeta, KVCache, causal_mask
+from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.loader import load_drafter, load_target
@@ -95,8 +95,7 @@ def test_target_hidden_capture_matches_transformers(qwen_dir):
         torch.float32,
     )
     pos = torch.arange(8)[None]
-    cos, sin = table.lookup(pos)
-    out = target(ids, AttentionMeta(pos, cos, sin, causal_mask(pos, 8), 8), cache, layers)
+    out = target(ids, AttentionMeta.causal(pos, 8, table), cache, layers)
     hf = AutoModelForCausalLM.from_pretrained(qwen_dir, dtype=torch.float32)
     ref = hf(ids, output_hidden_states=True)
     expected = torch.cat([ref.hidden_states[i + 1] for i in layers], -1)

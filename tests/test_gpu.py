@@ -34,18 +34,18 @@ def hf_cuda_greedy(path, dtype: torch.dtype) -> tuple[list[list[int]], torch.nn.
     return outs, model
 
 
+def cuda_llms(target_dir, tmp_path, dtype: str, graphs: bool):
+    """(draft, LLM) for AR, a random DFlash drafter and replay at tau 7.5, block size 8."""
+    drafter = make_drafter(tmp_path / "draft", target_dir)
+    for draft in (None, drafter, "replay:7.5"):
+        engine = EngineConfig(block_size=8, cuda_graphs=graphs)
+        yield draft, LLM(target_dir, draft=draft, device="cuda", dtype=dtype, engine=engine)
+
+
 @pytest.mark.parametrize("graphs", [False, True])
 def test_cuda_fp32_equal_to_transformers(target_dir, tmp_path, graphs):
     expected, _ = hf_cuda_greedy(target_dir, torch.float32)
-    drafter = make_drafter(tmp_path / "draft", target_dir)
-    for draft in (None, drafter, "replay:7.5"):
-        llm = LLM(
-            target_dir,
-            draft=draft,
-            device="cuda",
-            dtype="float32",
-            engine=EngineConfig(block_size=8, cuda_graphs=graphs),
-        )
+    for draft, llm in cuda_llms(target_dir, tmp_path, "float32", graphs):
         for _ in range(2):  # the second call replays graphs captured by the first
             outs = llm.generate(PROMPTS, max_new_tokens=NEW_TOKENS, ignore_eos=True)
             assert [o.output_ids for o in outs] == expected, f"draft={draft}"
@@ -55,15 +55,7 @@ def test_cuda_fp32_equal_to_transformers(target_dir, tmp_path, graphs):
 def test_cuda_bf16_equal_to_transformers_up_to_near_ties(target_dir, tmp_path, graphs):
     """bf16: identical, or the first divergence is a near-tie of the target's own logits."""
     expected, hf = hf_cuda_greedy(target_dir, torch.bfloat16)
-    drafter = make_drafter(tmp_path / "draft", target_dir)
-    for draft in (None, drafter, "replay:7.5"):
-        llm = LLM(
-            target_dir,
-            draft=draft,
-            device="cuda",
-            dtype="bfloat16",
-            engine=EngineConfig(block_size=8, cuda_graphs=graphs),
-        )
+    for draft, llm in cuda_llms(target_dir, tmp_path, "bfloat16", graphs):
         outs = llm.generate(PROMPTS, max_new_tokens=NEW_TOKENS, ignore_eos=True)
         for prompt, out, ref in zip(PROMPTS, outs, expected):
             if out.output_ids == ref:

@@ -26,7 +26,7 @@ import torch
 from specpilot.config import EngineConfig
 from specpilot.engine.graphs import GraphCache
 from specpilot.engine.sequence import Sequence
-from specpilot.layers.attention import AttentionMeta, KVCache, causal_mask
+from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.target import TargetModel, TargetOutput
@@ -85,10 +85,6 @@ class Generator:
         self._buffers[which] = (cache, table)
         return cache, table
 
-    def _meta(self, positions: torch.Tensor, kv_len: int, table: RotaryTable) -> AttentionMeta:
-        cos, sin = table.lookup(positions)
-        return AttentionMeta(positions, cos, sin, causal_mask(positions, kv_len), kv_len)
-
     def _positions(self, starts: list[int], width: int) -> torch.Tensor:
         base = torch.tensor(starts, device=self.device)[:, None]
         return base + torch.arange(width, device=self.device)[None, :]
@@ -99,11 +95,13 @@ class Generator:
         """Decode or verify forward (all rows' logits); graphed per (batch, width) on CUDA."""
         cache, table = self._buffers["target"]
         if not self.use_graphs:
-            return self.target(ids, self._meta(positions, kv_len, table), cache, capture)
+            return self.target(ids, AttentionMeta.causal(positions, kv_len, table), cache, capture)
 
         def forward(ids: torch.Tensor, positions: torch.Tensor) -> TargetOutput:
             # NOTE: graphs read the whole cache (static shape); the mask hides unwritten slots.
-            return self.target(ids, self._meta(positions, cache.max_len, table), cache, capture)
+            return self.target(
+                ids, AttentionMeta.causal(positions, cache.max_len, table), cache, capture
+            )
 
         key = ("target", *ids.shape, capture)
         return self.graphs.get(key, forward)(ids=ids, positions=positions)
@@ -149,7 +147,7 @@ class Generator:
         for b, s in enumerate(seqs):
             ids[b, : lens[b]] = torch.tensor(s.prompt_ids)
         positions = self._positions([0] * len(seqs), width)
-        meta = self._meta(positions, width, table)
+        meta = AttentionMeta.causal(positions, width, table)
         rows = torch.tensor(lens, device=self.device) - 1
         out = self.target(ids.to(self.device), meta, cache, capture, logit_rows=rows)
         first = out.logits[:, 0].argmax(dim=-1).tolist()

@@ -7,6 +7,8 @@ stale entry (from a rejected draft) at a position <= p has been overwritten befo
 rolling a cache back is only a matter of the caller's lengths.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 import torch
@@ -14,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from specpilot.layers.norm import RMSNorm
-from specpilot.layers.rotary import apply_rotary
+from specpilot.layers.rotary import RotaryTable, apply_rotary
 
 
 @dataclass
@@ -26,6 +28,12 @@ class AttentionMeta:
     sin: torch.Tensor  # [B, 1, T, head_dim]
     mask: torch.Tensor  # [B, 1, T, kv_len] bool, True where a key is visible
     kv_len: int  # keys read from the cache: positions [0, kv_len)
+
+    @classmethod
+    def causal(cls, positions: torch.Tensor, kv_len: int, table: RotaryTable) -> AttentionMeta:
+        """Causal attention over cache positions [0, kv_len) for tokens at `positions`."""
+        cos, sin = table.lookup(positions)
+        return cls(positions, cos, sin, causal_mask(positions, kv_len), kv_len)
 
 
 class KVCache:

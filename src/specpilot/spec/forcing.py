@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from specpilot.layers.attention import AttentionMeta, KVCache, causal_mask
+from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.target import TargetModel
 
@@ -84,8 +84,7 @@ def token_forcing(
     cache = KVCache(cfg.num_layers, 1, cfg.num_kv_heads, length, cfg.head_dim, device, dtype)
     table = RotaryTable(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, length, device, dtype)
     positions = torch.arange(length, device=device)[None, :]
-    cos, sin = table.lookup(positions)
-    meta = AttentionMeta(positions, cos, sin, causal_mask(positions, length), length)
+    meta = AttentionMeta.causal(positions, length, table)
     logits = target(ids, meta, cache).logits[0, len(prompt_ids) - 1 :].float()
     emitted = torch.tensor(output_ids, device=device)
     best = logits.argmax(dim=-1)
