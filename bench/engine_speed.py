@@ -149,6 +149,10 @@ def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) ->
         profile = AcceptanceProfile.from_mean(tau, k)
         gen.run_replay(fresh, profile, seed=0)  # warm-up (captures graphs)
         seqs, passes = gen.run_replay(fresh, profile, seed=0)
+        gen.profile_steps = True  # one more run with CUDA events per step, not timed
+        gen.run_replay(fresh, profile, seed=0)
+        gen.profile_steps = False
+        breakdown = gen.step_breakdown()
         s = seqs[0]
         steps = len(s.acceptance_lengths)
         step_time = s.decode_time_s / steps
@@ -162,6 +166,7 @@ def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) ->
             "speedup_vs_ar": ((len(s.output_ids) - 1) / s.decode_time_s) * ar_step,
             "step_floor_ms": (verify_floor + draft_bytes / bw) * 1e3,
             "host_and_other_ms": (step_time - t_draft - forwards[16]["ms"] / 1e3) * 1e3,
+            "breakdown_ms": breakdown,
         }
     result["speculative"] = spec
     return result
@@ -199,6 +204,10 @@ def main() -> None:
     parser.add_argument("--graphs", type=int, default=1)
     parser.add_argument("--llama", action="store_true")
     parser.add_argument("--hf-baseline", type=int, default=1)
+    parser.add_argument("--kernels", default="auto", help="auto, triton or torch (EngineConfig)")
+    parser.add_argument(
+        "--torch-baseline", type=int, default=1, help="also AR with kernels=torch (first context)"
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -209,6 +218,7 @@ def main() -> None:
         "torch": torch.__version__,
         "copy_bandwidth_tb_s": bw / 1e12,
         "cuda_graphs": bool(args.graphs),
+        "kernels": args.kernels,
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }
@@ -223,7 +233,7 @@ def main() -> None:
         gen = Generator(
             target,
             drafter,
-            EngineConfig(cuda_graphs=bool(args.graphs)),
+            EngineConfig(cuda_graphs=bool(args.graphs), kernels=args.kernels),
             torch.device("cuda"),
             torch.bfloat16,
         )
@@ -242,6 +252,22 @@ def main() -> None:
                 f"{c['speculative']['6.55']['tok_s']:.0f} tok/s",
                 flush=True,
             )
+        if args.torch_baseline:
+            context = int(args.contexts.split(",")[0])
+            base = Generator(
+                target,
+                None,
+                EngineConfig(cuda_graphs=bool(args.graphs), kernels="torch"),
+                torch.device("cuda"),
+                torch.bfloat16,
+            )
+            ids = prompt(context, target.config.vocab_size)
+            base.run([Sequence(list(ids), args.new_tokens, frozenset())], speculative=False)
+            stats = base.run([Sequence(list(ids), args.new_tokens, frozenset())], False)
+            entry["torch_path_ar_tok_s"] = (args.new_tokens - 1) / stats.decode_s
+            entry["torch_path_context"] = context
+            del base
+            torch.cuda.empty_cache()
         if args.hf_baseline:
             entry["transformers_eager_ar_tok_s"] = transformers_ar(target, hf, 32)
         report[preset] = entry
@@ -259,6 +285,18 @@ def main() -> None:
                 f"{c['draft']['ratio_to_ar_step']:>9.2f} "
                 + " ".join(f"{c['speculative'][str(t)]['tok_s']:>9.0f}" for t in TAUS)
             )
+        if "torch_path_ar_tok_s" in report[preset]:
+            print(
+                f"{preset}: our engine, PyTorch path (kernels=torch) AR "
+                f"{report[preset]['torch_path_ar_tok_s']:.1f} tok/s"
+            )
+        for c in report[preset]["contexts"]:
+            b = c["speculative"]["6.55"]["breakdown_ms"]
+            if b:
+                print(
+                    f"{preset} ctx {c['context']} step @6.55: draft {b['draft_ms']:.2f} ms, "
+                    f"verify+accept {b['verify_ms']:.2f} ms, host {b['host_ms']:.2f} ms"
+                )
         if "transformers_eager_ar_tok_s" in report[preset]:
             hf_tok_s = report[preset]["transformers_eager_ar_tok_s"]
             print(f"{preset}: transformers eager AR {hf_tok_s:.1f} tok/s")

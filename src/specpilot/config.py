@@ -271,20 +271,22 @@ class EngineConfig:
 
     block_size: tokens per speculative block (anchor + block_size - 1 drafts); 0: the drafter's.
     cuda_graphs: replay decode, verify and draft forwards as CUDA graphs (CUDA only; no-op on CPU)
-    attention: "sdpa" (torch's scaled_dot_product_attention).
+    kernels: "auto" runs decode/verify/draft forwards of <= 64 tokens through our Triton kernels
+        on CUDA in bf16/fp16 (models/fused.py) and everything else through the PyTorch modules;
+        "triton" insists (an error where they cannot run); "torch" never uses them.
     """
 
     block_size: int = 0
     cuda_graphs: bool = False
-    attention: str = "sdpa"
+    kernels: str = "auto"
 
     def __post_init__(self) -> None:
         if self.block_size < 0 or self.block_size == 1:
             raise ConfigError(
                 f"block_size must be 0 (drafter's own) or >= 2, got {self.block_size}"
             )
-        if self.attention not in ("sdpa",):
-            raise ConfigError(f"unknown attention backend {self.attention!r} (available: sdpa)")
+        if self.kernels not in ("auto", "triton", "torch"):
+            raise ConfigError(f"kernels must be auto, triton or torch, got {self.kernels!r}")
 
 
 def resolve_dtype(name: str) -> torch.dtype:

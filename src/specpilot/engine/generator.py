@@ -20,18 +20,30 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from specpilot import kernels
 from specpilot.config import EngineConfig
 from specpilot.engine.graphs import GraphCache
 from specpilot.engine.sequence import Sequence
+from specpilot.errors import ConfigError
 from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
-from specpilot.models.target import TargetModel, TargetOutput
+from specpilot.models.target import TargetModel
 from specpilot.spec.accept import accept_greedy
 from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
+
+MAX_FUSED_ROWS = 64  # the skinny kernels' limit (kernels/linear.py MAX_ROWS)
+
+
+@dataclass
+class StepOutput:
+    tokens: torch.Tensor  # [B, T] the target's argmax at every row
+    accepted: torch.Tensor | None  # [B] drafts accepted (verify blocks only)
+    hidden: torch.Tensor | None  # [B, T, *] captured target hidden states
 
 
 @dataclass
@@ -63,6 +75,32 @@ class Generator:
         self.graphs = GraphCache()
         # persistent buffers, reused across runs (graphs capture their addresses)
         self._buffers: dict[str, tuple[KVCache, RotaryTable]] = {}
+        self.fused_target, self.fused_drafter = self._fused_models()
+        # per-step CUDA events of the last speculative run, when profile_steps is set
+        self.profile_steps = False
+        self.step_events: list[tuple[torch.cuda.Event, ...]] = []
+
+    def _fused_models(self) -> tuple[Any, Any]:
+        """The Triton-kernel forwards (models/fused.py) this configuration uses, if any."""
+        if self.config.kernels == "torch":
+            return None, None
+        reason = None if kernels.available() else "Triton is not installed or there is no GPU"
+        fused_target = fused_drafter = None
+        if reason is None:
+            from specpilot.models import fused
+
+            reason = fused.unsupported_reason(self.target, self.dtype, self.device)
+            if reason is None:
+                fused_target = fused.FusedTarget(self.target)
+                if self.drafter is not None:
+                    why = fused.unsupported_reason(self.drafter, self.dtype, self.device)
+                    if why is None:
+                        fused_drafter = fused.FusedDrafter(self.drafter, self.target)
+                    elif self.config.kernels == "triton":
+                        reason = f"drafter: {why}"
+        if reason is not None and self.config.kernels == "triton":
+            raise ConfigError(f"kernels=triton cannot run here: {reason}")
+        return fused_target, fused_drafter
 
     # ----------------------------------------------------------------------------------------
     # buffers and forwards
@@ -91,20 +129,31 @@ class Generator:
 
     def _target_forward(
         self, ids: torch.Tensor, positions: torch.Tensor, kv_len: int, capture: tuple[int, ...]
-    ) -> TargetOutput:
-        """Decode or verify forward (all rows' logits); graphed per (batch, width) on CUDA."""
+    ) -> StepOutput:
+        """Decode or verify forward: the target's argmax at every row and, for a verify block
+        (ids = [anchor, drafts]), the accepted draft count; graphed per (batch, width) on CUDA."""
         cache, table = self._buffers["target"]
+        fused = self.fused_target if ids.numel() <= MAX_FUSED_ROWS else None
+
+        def forward(ids: torch.Tensor, positions: torch.Tensor, kv_len: int) -> StepOutput:
+            if fused is not None:
+                out = fused(ids, positions, cache, table, capture)
+            else:
+                meta = AttentionMeta.causal(positions, kv_len, table)
+                out = self.target(ids, meta, cache, capture)
+            tokens = out.logits.argmax(dim=-1)
+            accepted = accept_greedy(ids[:, 1:], tokens) if ids.shape[1] > 1 else None
+            return StepOutput(tokens, accepted, out.hidden)
+
         if not self.use_graphs:
-            return self.target(ids, AttentionMeta.causal(positions, kv_len, table), cache, capture)
-
-        def forward(ids: torch.Tensor, positions: torch.Tensor) -> TargetOutput:
-            # NOTE: graphs read the whole cache (static shape); the mask hides unwritten slots.
-            return self.target(
-                ids, AttentionMeta.causal(positions, cache.max_len, table), cache, capture
-            )
-
+            return forward(ids, positions, kv_len)
+        # NOTE: a graph reads the whole cache in the PyTorch path (static shape; the mask hides
+        # unwritten slots); the fused attention reads each row's own length on the device.
         key = ("target", *ids.shape, capture)
-        return self.graphs.get(key, forward)(ids=ids, positions=positions)
+        graphed = self.graphs.get(
+            key, lambda ids, positions: forward(ids, positions, cache.max_len)
+        )
+        return graphed(ids=ids, positions=positions)
 
     def _draft_forward(
         self,
@@ -117,6 +166,8 @@ class Generator:
         """Drafts [B, block_size - 1]; graphed on CUDA when the context is one block wide."""
         cache, table = self._buffers["draft"]
         k, mask_id = self.block_size, self.drafter.config.mask_token_id
+        rows = hidden.shape[0] * max(hidden.shape[1], k)
+        fused = self.fused_drafter if rows <= MAX_FUSED_ROWS else None
 
         def draft(
             hidden: torch.Tensor,
@@ -127,6 +178,8 @@ class Generator:
         ) -> torch.Tensor:
             block = torch.full((anchors.shape[0], k), mask_id, device=anchors.device)
             block[:, 0] = anchors
+            if fused is not None:
+                return fused(hidden, ctx_pos, block, block_pos, cache, table)
             embeds = self.target.embed(block)
             out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
             return self.target.lm_head(out[:, 1:]).argmax(dim=-1)
@@ -224,7 +277,7 @@ class Generator:
             starts = [s.num_cached_tokens for s in seqs]
             ids = torch.tensor([[s.last_token] for s in seqs], device=self.device)
             out = self._target_forward(ids, self._positions(starts, 1), max(starts) + 1, ())
-            tokens = out.logits[:, -1].argmax(dim=-1).tolist()
+            tokens = out.tokens[:, -1].tolist()
             for s, token in zip(seqs, tokens):
                 if not s.finished:
                     s.num_cached_tokens += 1
@@ -241,7 +294,9 @@ class Generator:
         # context of the first draft: the whole prompt, positions [0, prompt_len)
         ctx_counts = [len(s.prompt_ids) for s in seqs]
         steps = 0
+        self.step_events = []
         while not all(s.finished for s in seqs):
+            events = self._event() if self.profile_steps else None
             starts = [s.num_cached_tokens for s in seqs]
             anchors = torch.tensor([s.last_token for s in seqs], device=self.device)
             block_pos = self._positions(starts, k)
@@ -257,16 +312,18 @@ class Generator:
             if proposer is not None:
                 emitted = [len(s.output_ids) for s in seqs]
                 drafts = proposer.propose(emitted, k - 1).to(self.device)
+            if events is not None:
+                events += self._event()
             block_ids = torch.cat([anchors[:, None], drafts], dim=1)
             out = self._target_forward(block_ids, block_pos, max(starts) + k, capture)
-            posterior = out.logits.argmax(dim=-1)
-            accepted = accept_greedy(drafts, posterior)
-            # the one host synchronisation of a step: tokens and counts for bookkeeping
-            drafts_h, posterior_h, accepted_h = (
-                drafts.tolist(),
-                posterior.tolist(),
-                accepted.tolist(),
-            )
+            if events is not None:
+                events += self._event()
+            # the one host synchronisation of a step: the block, the target's tokens and the
+            # accepted counts, in one copy, for stop checks and bookkeeping
+            packed = torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1).tolist()
+            drafts_h = [row[1:k] for row in packed]
+            posterior_h = [row[k : 2 * k] for row in packed]
+            accepted_h = [row[2 * k] for row in packed]
             new_counts = []
             for b, s in enumerate(seqs):
                 if s.finished:
@@ -282,5 +339,35 @@ class Generator:
                 # the full block of hidden states (rows past each count are masked padding):
                 # one static width, so the draft forward can be replayed as a graph
                 hidden = out.hidden
+            if events is not None:
+                self.step_events.append(events)
             steps += 1
+        if self.profile_steps:
+            self.step_events.append(self._event())
         return steps
+
+    def _event(self) -> tuple[torch.cuda.Event, ...]:
+        if self.device.type != "cuda":
+            return ()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return (event,)
+
+    def step_breakdown(self) -> dict[str, float]:
+        """Mean GPU milliseconds per speculative step of the last profiled run: draft, verify
+        (target forward + accept, one graph), and host (from the end of the verify to the start
+        of the next step: the copy of the results, the bookkeeping, the next launches)."""
+        rows = [e for e in self.step_events if len(e) == 3]
+        if not rows:
+            return {}
+        ends = [e[0] for e in self.step_events[1:]]
+        draft = [a.elapsed_time(b) for a, b, _ in rows]
+        verify = [b.elapsed_time(c) for _, b, c in rows]
+        host = [c.elapsed_time(nxt) for (_, _, c), nxt in zip(rows, ends)]
+        n = len(rows)
+        return {
+            "draft_ms": sum(draft) / n,
+            "verify_ms": sum(verify) / n,
+            "host_ms": sum(host) / n,
+            "steps": n,
+        }

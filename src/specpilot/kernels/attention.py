@@ -1,0 +1,235 @@
+"""Decode and verify attention over the KV cache: split-K (flash-decoding) with GQA in the kernel.
+
+Queries are B sequences of T consecutive tokens; the token at position p sees cache keys 0..p. One
+program takes one KV head of one sequence and one slice of the keys, and handles all of that head's
+query heads and tokens at once (GROUP * T query rows), so each key and value is read once per step
+from HBM. The keys read stop at the sequence's own last position + 1, read on the device, so CUDA
+graphs stay valid while contexts grow. A second kernel merges the slices' partial softmaxes.
+The number of slices is fixed per launch shape (grid) and the slice length follows each sequence's
+length, so long contexts spread over every SM and short ones waste nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+BLOCK_KV = 64
+# NOTE: Triton's CPU interpreter (tests) multiplies bf16 operands of tl.dot wrongly (numpy has no
+# bf16), so there the operands are widened to fp32 first.
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@triton.jit
+def _split_kernel(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    pos_ptr,
+    part_ptr,
+    stats_ptr,
+    stride_kb,
+    stride_kh,
+    stride_kl,
+    T,
+    scale_log2,
+    HEADS: tl.constexpr,
+    GROUP: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    NUM_SPLITS: tl.constexpr,
+    BLOCK_Q: tl.constexpr,
+    BLOCK_KV: tl.constexpr,
+    F32_DOT: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):
+    bh = tl.program_id(0)
+    split = tl.program_id(1)
+    kv_heads = HEADS // GROUP
+    b = bh // kv_heads
+    kvh = bh % kv_heads
+    rows = tl.arange(0, BLOCK_Q)  # row = t * GROUP + g
+    t = rows // GROUP
+    g = rows % GROUP
+    row_ok = t < T
+    d = tl.arange(0, HEAD_DIM)
+    q_pos = tl.load(pos_ptr + b * T + t, mask=row_ok, other=-1)
+    kv_end = tl.load(pos_ptr + b * T + T - 1) + 1
+    per_split = tl.cdiv(tl.cdiv(kv_end, NUM_SPLITS), BLOCK_KV) * BLOCK_KV
+    lo = split * per_split
+    hi = tl.minimum(lo + per_split, kv_end)
+    q_rows = (b * T + t) * HEADS + kvh * GROUP + g
+    q = tl.load(q_ptr + q_rows[:, None] * HEAD_DIM + d[None, :], mask=row_ok[:, None], other=0.0)
+    m_i = tl.full([BLOCK_Q], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_Q], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_Q, HEAD_DIM], dtype=tl.float32)
+    base = b * stride_kb + kvh * stride_kh
+    for start in range(lo, hi, BLOCK_KV):
+        keys = start + tl.arange(0, BLOCK_KV)
+        k_ok = keys < hi
+        k = tl.load(
+            k_ptr + base + keys[:, None] * stride_kl + d[None, :], mask=k_ok[:, None], other=0.0
+        )
+        if F32_DOT:
+            s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32))) * scale_log2
+        else:
+            s = tl.dot(q, tl.trans(k)) * scale_log2
+        if CAUSAL:
+            visible = (keys[None, :] <= q_pos[:, None]) & k_ok[None, :]
+        else:
+            visible = (q_pos[:, None] >= 0) & k_ok[None, :]
+        s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(
+            v_ptr + base + keys[:, None] * stride_kl + d[None, :], mask=k_ok[:, None], other=0.0
+        )
+        if F32_DOT:
+            pv = tl.dot(p.to(v.dtype).to(tl.float32), v.to(tl.float32))
+        else:
+            pv = tl.dot(p.to(v.dtype), v)
+        acc = acc * alpha[:, None] + pv
+        m_i = m_new
+    slot = (bh * NUM_SPLITS + split) * BLOCK_Q + rows
+    tl.store(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], acc)
+    tl.store(stats_ptr + slot * 2, m_i)
+    tl.store(stats_ptr + slot * 2 + 1, l_i)
+
+
+@triton.jit
+def _merge_kernel(
+    part_ptr,
+    stats_ptr,
+    out_ptr,
+    T,
+    HEADS: tl.constexpr,
+    GROUP: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    NUM_SPLITS: tl.constexpr,
+    SPLITS_P2: tl.constexpr,
+    BLOCK_Q: tl.constexpr,
+):
+    bh = tl.program_id(0)
+    row = tl.program_id(1)  # row = t * GROUP + g
+    t = row // GROUP
+    if t >= T:
+        return
+    kv_heads = HEADS // GROUP
+    b = bh // kv_heads
+    kvh = bh % kv_heads
+    sp = tl.arange(0, SPLITS_P2)
+    sp_ok = sp < NUM_SPLITS
+    slot = (bh * NUM_SPLITS + sp) * BLOCK_Q + row
+    m = tl.load(stats_ptr + slot * 2, mask=sp_ok, other=float("-inf"))
+    l_s = tl.load(stats_ptr + slot * 2 + 1, mask=sp_ok, other=0.0)
+    m_max = tl.max(m, axis=0)
+    w = tl.where(m == float("-inf"), 0.0, tl.exp2(m - m_max))
+    d = tl.arange(0, HEAD_DIM)
+    part = tl.load(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], mask=sp_ok[:, None], other=0.0)
+    out = tl.sum(part * w[:, None], axis=0) / tl.sum(l_s * w, axis=0)
+    head = kvh * GROUP + row % GROUP
+    tl.store(
+        out_ptr + ((b * T + t) * HEADS + head) * HEAD_DIM + d, out.to(out_ptr.dtype.element_ty)
+    )
+
+
+def num_splits_for(batch: int, kv_heads: int, max_len: int, num_sms: int = 132) -> int:
+    """Enough key slices to give every SM about two programs, no more than the keys allow."""
+    want = max(1, (2 * num_sms) // (batch * kv_heads))
+    return max(1, min(want, triton.cdiv(max_len, BLOCK_KV)))
+
+
+def decode_attention(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    positions: torch.Tensor,
+    num_splits: int,
+    causal: bool = True,
+) -> torch.Tensor:
+    """q [B*T, heads, D] at positions [B, T] (consecutive per row), k/v_cache [B, kv_heads, L, D]
+    (one layer, already holding these tokens' keys) -> [B*T, heads * D].
+
+    causal: the token at position p sees keys 0..p; otherwise every token of a row sees keys
+    0..(its row's last position), as a DFlash block does (context plus the whole block)."""
+    batch, t = positions.shape
+    _, kv_heads, length, head_dim = k_cache.shape
+    heads = q.shape[1]
+    if q.shape != (batch * t, heads, head_dim) or not q.is_contiguous():
+        raise ValueError(
+            f"q {tuple(q.shape)} must be a contiguous [{batch * t}, heads, {head_dim}]"
+        )
+    if heads % kv_heads or k_cache.shape[0] != batch or v_cache.stride() != k_cache.stride():
+        raise ValueError(f"cache {tuple(k_cache.shape)} does not fit q {tuple(q.shape)}")
+    if k_cache.stride(3) != 1 or head_dim & (head_dim - 1) or head_dim < 16:
+        raise ValueError("head_dim must be a power of two >= 16, contiguous in the cache")
+    group = heads // kv_heads
+    block_q = max(16, triton.next_power_of_2(group * t))
+    pos = positions.contiguous()
+    part = torch.empty(
+        batch * kv_heads * num_splits * block_q, head_dim, device=q.device, dtype=torch.float32
+    )
+    stats = torch.empty(
+        batch * kv_heads * num_splits * block_q, 2, device=q.device, dtype=torch.float32
+    )
+    _split_kernel[(batch * kv_heads, num_splits)](
+        q,
+        k_cache,
+        v_cache,
+        pos,
+        part,
+        stats,
+        k_cache.stride(0),
+        k_cache.stride(1),
+        k_cache.stride(2),
+        t,
+        head_dim**-0.5 * math.log2(math.e),
+        HEADS=heads,
+        GROUP=group,
+        HEAD_DIM=head_dim,
+        NUM_SPLITS=num_splits,
+        BLOCK_Q=block_q,
+        BLOCK_KV=BLOCK_KV,
+        F32_DOT=INTERPRETED,
+        CAUSAL=causal,
+    )
+    out = torch.empty(batch * t, heads * head_dim, device=q.device, dtype=q.dtype)
+    _merge_kernel[(batch * kv_heads, group * t)](
+        part,
+        stats,
+        out,
+        t,
+        HEADS=heads,
+        GROUP=group,
+        HEAD_DIM=head_dim,
+        NUM_SPLITS=num_splits,
+        SPLITS_P2=triton.next_power_of_2(num_splits),
+        BLOCK_Q=block_q,
+    )
+    return out
+
+
+def decode_attention_reference(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    positions: torch.Tensor,
+    num_splits: int = 1,
+    causal: bool = True,
+) -> torch.Tensor:
+    batch, t = positions.shape
+    heads, head_dim = q.shape[1], q.shape[2]
+    kv_len = int(positions.max()) + 1
+    k, v = k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
+    last = positions if causal else positions[:, -1:].expand(-1, t)
+    mask = torch.arange(kv_len, device=q.device)[None, None, :] <= last[:, :, None]
+    qh = q.view(batch, t, heads, head_dim).transpose(1, 2)
+    out = F.scaled_dot_product_attention(qh, k, v, attn_mask=mask.unsqueeze(1), enable_gqa=True)
+    return out.transpose(1, 2).reshape(batch * t, heads * head_dim)

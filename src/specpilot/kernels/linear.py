@@ -1,0 +1,207 @@
+"""Skinny matrix multiply for decode, verify and draft forwards: y = x @ W^T with M <= 64 rows.
+
+Batch-1 decoding reads every weight once per step, so these multiplies are bound by memory
+bandwidth; the kernel streams each weight tile once and folds the small element-wise steps around
+it into the same pass, which removes a launch (and a round trip of the activations) each:
+- `norm_weight`: RMSNorm of x in the prologue (each program recomputes the row statistics; the
+  rows are a few KB and sit in L2);
+- `glu=True`: x is [M, 2 * K] = [gate | up] and the input is silu(gate) * up (SwiGLU);
+- `residual`: y = residual + x @ W^T (the decoder's skip connection) in the epilogue.
+Each step rounds to the activation dtype where the reference modules do (norm output, scaled
+norm, silu, product, matmul output, sum), so only the summation order of the dot products
+differs from the PyTorch path.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+MAX_ROWS = 64
+# NOTE: Triton's CPU interpreter (tests) multiplies bf16 operands of tl.dot wrongly (numpy has no
+# bf16), so there the operands are widened to fp32 first; same values, exact products.
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@triton.jit
+def _skinny_kernel(
+    x_ptr,
+    w_ptr,
+    y_ptr,
+    res_ptr,
+    nw_ptr,
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_wn,
+    stride_ym,
+    stride_rm,
+    eps,
+    NORM: tl.constexpr,
+    GLU: tl.constexpr,
+    RESIDUAL: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    USE_DOT: tl.constexpr,
+    F32_DOT: tl.constexpr,
+):
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    dtype = y_ptr.dtype.element_ty
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk0 = tl.arange(0, BLOCK_K)
+    m_ok = rm < M
+    n_ok = rn < N
+    x_rows = x_ptr + rm[:, None] * stride_xm
+    if NORM:
+        sum_sq = tl.zeros([BLOCK_M], dtype=tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            rk = k0 + rk0
+            xk = tl.load(x_rows + rk[None, :], mask=m_ok[:, None] & (rk[None, :] < K), other=0.0)
+            xk = xk.to(tl.float32)
+            sum_sq += tl.sum(xk * xk, axis=1)
+        rstd = tl.math.rsqrt(sum_sq / K + eps)
+    # NOTE: without tensor cores (M < 16 rows) the products accumulate element-wise in a
+    # [BLOCK_M, BLOCK_N, BLOCK_K] tile and are reduced once at the end: a cross-lane reduction
+    # per step would stall the loads.
+    if USE_DOT:
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    else:
+        acc3 = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        rk = k0 + rk0
+        k_ok = rk < K
+        xm = m_ok[:, None] & k_ok[None, :]
+        a = tl.load(x_rows + rk[None, :], mask=xm, other=0.0)
+        if GLU:
+            g = a.to(tl.float32)
+            u = tl.load(x_rows + K + rk[None, :], mask=xm, other=0.0).to(tl.float32)
+            s = (g / (1.0 + tl.exp(-g))).to(dtype).to(tl.float32)
+            a = (s * u).to(dtype)
+        if NORM:
+            nw = tl.load(nw_ptr + rk, mask=k_ok, other=0.0).to(tl.float32)
+            a = (a.to(tl.float32) * rstd[:, None]).to(dtype).to(tl.float32)
+            a = (a * nw[None, :]).to(dtype)
+        w = tl.load(
+            w_ptr + rn[:, None] * stride_wn + rk[None, :],
+            mask=n_ok[:, None] & k_ok[None, :],
+            other=0.0,
+        )
+        if USE_DOT and F32_DOT:
+            acc += tl.dot(a.to(tl.float32), tl.trans(w.to(tl.float32)))
+        elif USE_DOT:
+            acc += tl.dot(a, tl.trans(w))
+        else:
+            acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
+    if not USE_DOT:
+        acc = tl.sum(acc3, axis=2)
+    out = acc.to(dtype)
+    om = m_ok[:, None] & n_ok[None, :]
+    if RESIDUAL:
+        r = tl.load(res_ptr + rm[:, None] * stride_rm + rn[None, :], mask=om, other=0.0)
+        out = (out.to(tl.float32) + r.to(tl.float32)).to(dtype)
+    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], out, mask=om)
+
+
+def _config(m: int, n: int, k: int) -> dict:
+    """Tile sizes by shape, from bench/kernel_sweep.py on the H200 (bench/results/, LOG run 8)."""
+    common = dict(num_warps=4, num_stages=3)
+    if m <= 4:  # element-wise products: 8 rows x 1024 columns of weights per step
+        block_m = 1 if m == 1 else (2 if m == 2 else 4)
+        return dict(BLOCK_M=block_m, BLOCK_N=8, BLOCK_K=1024 // block_m, USE_DOT=False, **common)
+    block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
+    block_n = 64 if n >= 8192 else 32
+    return dict(
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        BLOCK_K=256 if m <= 16 else 128,
+        USE_DOT=True,
+        num_warps=4,
+        num_stages=4,
+    )
+
+
+def skinny_linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    *,
+    norm_weight: torch.Tensor | None = None,
+    eps: float = 1e-6,
+    glu: bool = False,
+    residual: torch.Tensor | None = None,
+    config: dict | None = None,
+) -> torch.Tensor:
+    """x [M, K] (or [M, 2K] with glu) @ weight [N, K]^T -> [M, N] in x's dtype; see module doc."""
+    if x.dim() != 2 or weight.dim() != 2:
+        raise ValueError(
+            f"skinny_linear wants 2-D x and weight, got {tuple(x.shape)}, {tuple(weight.shape)}"
+        )
+    m, n, k = x.shape[0], weight.shape[0], weight.shape[1]
+    if x.shape[1] != (2 * k if glu else k):
+        raise ValueError(f"x has {x.shape[1]} columns; weight {tuple(weight.shape)} glu={glu}")
+    if m > MAX_ROWS:
+        raise ValueError(f"skinny_linear handles at most {MAX_ROWS} rows, got {m}")
+    if x.dtype != weight.dtype or x.dtype not in (torch.bfloat16, torch.float16):
+        raise ValueError(
+            f"skinny_linear wants bf16/fp16 x and weight, got {x.dtype}, {weight.dtype}"
+        )
+    if x.stride(1) != 1 or weight.stride(1) != 1:
+        raise ValueError("skinny_linear wants unit stride along K")
+    if glu and norm_weight is not None:
+        raise ValueError("norm prologue and glu prologue are exclusive")
+    if norm_weight is not None and norm_weight.shape != (k,):
+        raise ValueError(f"norm_weight {tuple(norm_weight.shape)} != ({k},)")
+    if residual is not None and (residual.shape != (m, n) or residual.stride(1) != 1):
+        raise ValueError(f"residual {tuple(residual.shape)} must be a row-major [{m}, {n}]")
+    y = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    cfg = dict(config or _config(m, n, k))
+    grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]))
+    _skinny_kernel[grid](
+        x,
+        weight,
+        y,
+        residual if residual is not None else y,
+        norm_weight if norm_weight is not None else weight,
+        m,
+        n,
+        k,
+        x.stride(0),
+        weight.stride(0),
+        y.stride(0),
+        residual.stride(0) if residual is not None else 0,
+        eps,
+        NORM=norm_weight is not None,
+        GLU=glu,
+        RESIDUAL=residual is not None,
+        F32_DOT=INTERPRETED,
+        **cfg,
+    )
+    return y
+
+
+def skinny_linear_reference(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    *,
+    norm_weight: torch.Tensor | None = None,
+    eps: float = 1e-6,
+    glu: bool = False,
+    residual: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The same contract in plain PyTorch, step by step as the model's modules compute it."""
+    if glu:
+        gate, up = x.chunk(2, dim=-1)
+        x = F.silu(gate) * up
+    if norm_weight is not None:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+        x = norm_weight * h.to(x.dtype)
+    y = F.linear(x, weight)
+    return y if residual is None else residual + y

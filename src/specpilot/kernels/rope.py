@@ -1,0 +1,182 @@
+"""Per-head q/k RMSNorm, rotary embedding and the KV-cache write, fused into one pass.
+
+Input is the output of the fused q|k|v projection, [M, (heads + 2 * kv_heads) * head_dim] for M
+tokens (B sequences of T consecutive tokens, row m = b * T + t). One program handles all heads
+of one token: query heads are normalised (Qwen3), rotated and returned as [M, heads, head_dim];
+key heads are normalised, rotated and stored in the cache at the token's position; value heads
+are stored as they are. Rounding follows the PyTorch modules step by step (norm, scale, each
+rotary product, their sum); only the norm's fp32 sum of squares runs in another order, so an
+output may differ from the reference by one bf16 rounding, and without q/k norm not at all.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _qk_rope_kernel(
+    qkv_ptr,
+    q_out_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    pos_ptr,
+    cos_ptr,
+    sin_ptr,
+    qn_ptr,
+    kn_ptr,
+    stride_qkv,
+    stride_cb,
+    stride_ch,
+    stride_cl,
+    T,
+    eps,
+    HEADS: tl.constexpr,
+    KV_HEADS: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    ROWS: tl.constexpr,
+    QK_NORM: tl.constexpr,
+):
+    m = tl.program_id(0)
+    dtype = qkv_ptr.dtype.element_ty
+    half: tl.constexpr = HEAD_DIM // 2
+    head = tl.arange(0, ROWS)  # q heads, then k heads, then v heads of this token
+    r = tl.arange(0, half)
+    is_q = head < HEADS
+    is_k = (head >= HEADS) & (head < HEADS + KV_HEADS)
+    is_v = (head >= HEADS + KV_HEADS) & (head < HEADS + 2 * KV_HEADS)
+    pos = tl.load(pos_ptr + m)
+    b = m // T
+    src = qkv_ptr + m * stride_qkv + head[:, None] * HEAD_DIM + r[None, :]
+    valid = (is_q | is_k | is_v)[:, None]
+    x1 = tl.load(src, mask=valid, other=0.0)
+    x2 = tl.load(src + half, mask=valid, other=0.0)
+    kvh = tl.where(is_v, head - HEADS - KV_HEADS, head - HEADS)
+    cache_row = b * stride_cb + kvh[:, None] * stride_ch + pos * stride_cl + r[None, :]
+    tl.store(v_cache_ptr + cache_row, x1, mask=is_v[:, None])
+    tl.store(v_cache_ptr + cache_row + half, x2, mask=is_v[:, None])
+    x1 = x1.to(tl.float32)
+    x2 = x2.to(tl.float32)
+    if QK_NORM:
+        sum_sq = tl.sum(x1 * x1, axis=1) + tl.sum(x2 * x2, axis=1)
+        rstd = tl.math.rsqrt(sum_sq / HEAD_DIM + eps)
+        x1 = (x1 * rstd[:, None]).to(dtype).to(tl.float32)
+        x2 = (x2 * rstd[:, None]).to(dtype).to(tl.float32)
+        w1 = tl.where(is_q[:, None], tl.load(qn_ptr + r)[None, :], tl.load(kn_ptr + r)[None, :])
+        w2 = tl.where(
+            is_q[:, None], tl.load(qn_ptr + half + r)[None, :], tl.load(kn_ptr + half + r)[None, :]
+        )
+        x1 = (x1 * w1.to(tl.float32)).to(dtype).to(tl.float32)
+        x2 = (x2 * w2.to(tl.float32)).to(dtype).to(tl.float32)
+    c1 = tl.load(cos_ptr + pos * HEAD_DIM + r).to(tl.float32)[None, :]
+    c2 = tl.load(cos_ptr + pos * HEAD_DIM + half + r).to(tl.float32)[None, :]
+    s1 = tl.load(sin_ptr + pos * HEAD_DIM + r).to(tl.float32)[None, :]
+    s2 = tl.load(sin_ptr + pos * HEAD_DIM + half + r).to(tl.float32)[None, :]
+    # x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1]; each product rounded first
+    o1 = ((x1 * c1).to(dtype).to(tl.float32) + (-x2 * s1).to(dtype).to(tl.float32)).to(dtype)
+    o2 = ((x2 * c2).to(dtype).to(tl.float32) + (x1 * s2).to(dtype).to(tl.float32)).to(dtype)
+    q_dst = q_out_ptr + (m * HEADS + head[:, None]) * HEAD_DIM + r[None, :]
+    tl.store(q_dst, o1, mask=is_q[:, None])
+    tl.store(q_dst + half, o2, mask=is_q[:, None])
+    tl.store(k_cache_ptr + cache_row, o1, mask=is_k[:, None])
+    tl.store(k_cache_ptr + cache_row + half, o2, mask=is_k[:, None])
+
+
+def qk_rope_write(
+    qkv: torch.Tensor,
+    positions: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    heads: int,
+    q_norm: torch.Tensor | None,
+    k_norm: torch.Tensor | None,
+    eps: float,
+) -> torch.Tensor:
+    """qkv [B*T, (heads + 2 kv_heads) * D], positions [B, T], cos/sin [max_pos, D],
+    k_cache/v_cache [B, kv_heads, L, D] (one layer) -> rotated queries [B*T, heads, D]."""
+    batch, t = positions.shape
+    _, kv_heads, length, head_dim = k_cache.shape
+    if qkv.shape != (batch * t, (heads + 2 * kv_heads) * head_dim) or qkv.stride(1) != 1:
+        raise ValueError(
+            f"qkv {tuple(qkv.shape)} does not match positions {tuple(positions.shape)}"
+            f" and cache {tuple(k_cache.shape)} with {heads} heads"
+        )
+    if (
+        k_cache.shape[0] != batch
+        or v_cache.shape != k_cache.shape
+        or v_cache.stride() != k_cache.stride()
+    ):
+        raise ValueError("k_cache and v_cache must have the same shape, strides and batch")
+    if (
+        k_cache.stride(3) != 1
+        or cos.shape[1] != head_dim
+        or not cos.is_contiguous()
+        or not sin.is_contiguous()
+    ):
+        raise ValueError("cache rows and cos/sin tables must be contiguous along head_dim")
+    if head_dim % 2 or head_dim & (head_dim - 1):
+        raise ValueError(f"head_dim must be a power of two, got {head_dim}")
+    if (q_norm is None) != (k_norm is None):
+        raise ValueError("q_norm and k_norm come together")
+    pos = positions.reshape(-1).contiguous()
+    q = torch.empty(batch * t, heads, head_dim, device=qkv.device, dtype=qkv.dtype)
+    _qk_rope_kernel[(batch * t,)](
+        qkv,
+        q,
+        k_cache,
+        v_cache,
+        pos,
+        cos,
+        sin,
+        q_norm if q_norm is not None else cos,
+        k_norm if k_norm is not None else cos,
+        qkv.stride(0),
+        k_cache.stride(0),
+        k_cache.stride(1),
+        k_cache.stride(2),
+        t,
+        eps,
+        HEADS=heads,
+        KV_HEADS=kv_heads,
+        HEAD_DIM=head_dim,
+        ROWS=triton.next_power_of_2(heads + 2 * kv_heads),
+        QK_NORM=q_norm is not None,
+    )
+    return q
+
+
+def qk_rope_write_reference(
+    qkv: torch.Tensor,
+    positions: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    heads: int,
+    q_norm: torch.Tensor | None,
+    k_norm: torch.Tensor | None,
+    eps: float,
+) -> torch.Tensor:
+    from specpilot.layers.rotary import apply_rotary
+
+    batch, t = positions.shape
+    kv_heads, head_dim = k_cache.shape[1], k_cache.shape[3]
+    q, k, v = qkv.view(batch, t, -1, head_dim).split([heads, kv_heads, kv_heads], dim=2)
+
+    def norm(x: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
+        if w is None:
+            return x
+        h = x.float()
+        return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+
+    c, s = cos[positions].unsqueeze(2), sin[positions].unsqueeze(2)  # [B, T, 1, D]
+    q = apply_rotary(norm(q, q_norm), c, s)
+    k = apply_rotary(norm(k, k_norm), c, s)
+    rows = torch.arange(batch, device=qkv.device)[:, None]
+    k_cache[rows, :, positions] = k
+    v_cache[rows, :, positions] = v
+    return q.reshape(batch * t, heads, head_dim)

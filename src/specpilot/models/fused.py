@@ -1,0 +1,210 @@
+"""Decode, verify and draft forwards through the Triton kernels (CUDA, bf16/fp16, <= 64 tokens).
+
+The PyTorch modules in target.py and dflash.py define the models; these classes run the same
+parameters with fewer, fused launches: per layer one q|k|v multiply with the input norm in its
+prologue, one kernel for q/k norm + rotary + cache write, split-K attention, the output
+projection with the residual add in its epilogue, one gate|up multiply with the norm in its
+prologue, and the down projection with SwiGLU in its prologue and the residual add in its
+epilogue. q|k|v and gate|up weights are concatenated once; the modules' own parameters become
+views of the concatenation, so no memory is duplicated and the PyTorch path (prefill, first
+draft) keeps working on the same storage.
+
+Numerics: every element-wise step rounds where the modules round; only the summation order of
+dot products and of attention differs, which in bf16 can break exact near-ties differently (the
+same latitude as any change of kernel; token forcing checks it).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from torch import nn
+
+from specpilot.kernels.attention import decode_attention, num_splits_for
+from specpilot.kernels.linear import MAX_ROWS, skinny_linear
+from specpilot.kernels.rope import qk_rope_write
+from specpilot.layers.attention import KVCache
+from specpilot.layers.block import DecoderBlock
+from specpilot.layers.rotary import RotaryTable
+from specpilot.models.dflash import DFlashDrafter
+from specpilot.models.target import TargetModel, TargetOutput
+
+
+def unsupported_reason(model: nn.Module, dtype: torch.dtype, device: torch.device) -> str | None:
+    """Why the fused path cannot run this model, or None when it can."""
+    from specpilot import kernels
+
+    if not kernels.available():
+        return "Triton is not installed or there is no GPU"
+    if device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        return f"device {device} (the kernels run on CUDA, or in Triton's interpreter for tests)"
+    if dtype not in (torch.bfloat16, torch.float16):
+        return f"dtype {dtype} (the kernels take bf16/fp16)"
+    cfg = model.config
+    if cfg.head_dim & (cfg.head_dim - 1) or cfg.head_dim < 16:
+        return f"head_dim {cfg.head_dim} (the kernels take powers of two >= 16)"
+    if any(name.endswith("bias") for name, _ in model.named_parameters()):
+        return "linear biases"
+    if isinstance(model, DFlashDrafter):
+        layers = range(cfg.num_layers)
+        if any(cfg.layer_window(i) is not None or cfg.layer_is_causal(i) for i in layers):
+            return "sliding-window or causal drafter layers"
+    return None
+
+
+def _concat_rows(*linears: nn.Linear) -> torch.Tensor:
+    """One weight [sum of out features, in] whose row slices become the linears' weights."""
+    fused = torch.cat([lin.weight.detach() for lin in linears], dim=0)
+    row = 0
+    for lin in linears:
+        n = lin.weight.shape[0]
+        lin.weight.data = fused[row : row + n]
+        row += n
+    return fused
+
+
+class _FusedBlock:
+    """The concatenated weights of one DecoderBlock and the launches of its layer forward."""
+
+    def __init__(self, block: DecoderBlock) -> None:
+        attn = block.self_attn
+        self.heads, self.kv_heads, self.head_dim = attn.heads, attn.kv_heads, attn.head_dim
+        self.qkv = _concat_rows(attn.q_proj, attn.k_proj, attn.v_proj)
+        self.kv = self.qkv[attn.heads * attn.head_dim :]  # k|v rows (drafter context)
+        self.o = attn.o_proj.weight
+        self.gate_up = _concat_rows(block.mlp.gate_proj, block.mlp.up_proj)
+        self.down = block.mlp.down_proj.weight
+        self.in_norm = block.input_layernorm.weight
+        self.post_norm = block.post_attention_layernorm.weight
+        self.eps = block.input_layernorm.eps
+        self.q_norm = attn.q_norm.weight if attn.q_norm is not None else None
+        self.k_norm = attn.k_norm.weight if attn.k_norm is not None else None
+
+    def write_kv(
+        self,
+        qkv: torch.Tensor,
+        heads: int,
+        positions: torch.Tensor,
+        table: RotaryTable,
+        cache: KVCache,
+        index: int,
+    ) -> torch.Tensor:
+        return qk_rope_write(
+            qkv,
+            positions,
+            table.cos,
+            table.sin,
+            cache.k[index],
+            cache.v[index],
+            heads,
+            self.q_norm,
+            self.k_norm,
+            self.eps,
+        )
+
+    def finish(self, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
+        """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden]."""
+        x = skinny_linear(attn_out, self.o, residual=x)
+        gate_up = skinny_linear(x, self.gate_up, norm_weight=self.post_norm, eps=self.eps)
+        return skinny_linear(gate_up, self.down, glu=True, residual=x)
+
+
+class FusedTarget:
+    """TargetModel decode/verify forward over at most 64 tokens per step."""
+
+    def __init__(self, model: TargetModel) -> None:
+        self.model = model
+        self.blocks = [_FusedBlock(layer) for layer in model.model.layers]
+
+    def __call__(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        cache: KVCache,
+        table: RotaryTable,
+        capture: tuple[int, ...] = (),
+    ) -> TargetOutput:
+        """input_ids, positions [B, T] (consecutive per row) -> logits for every row."""
+        num_splits = attention_splits(cache)
+        batch, t = input_ids.shape
+        if batch * t > MAX_ROWS:
+            raise ValueError(f"fused forward takes at most {MAX_ROWS} tokens, got {batch * t}")
+        model = self.model.model
+        x = model.embed_tokens(input_ids).view(batch * t, -1)
+        last = len(self.blocks) - 1
+        captured: dict[int, torch.Tensor] = {}
+        for i, blk in enumerate(self.blocks):
+            qkv = skinny_linear(x, blk.qkv, norm_weight=blk.in_norm, eps=blk.eps)
+            q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
+            attn = decode_attention(q, cache.k[i], cache.v[i], positions, num_splits)
+            x = blk.finish(x, attn)
+            if i in capture and i != last:
+                captured[i] = x
+        if last in capture:  # the last layer is captured after the final norm
+            captured[last] = model.norm(x)
+        logits = skinny_linear(
+            x, self.model.lm_head.weight, norm_weight=model.norm.weight, eps=model.norm.eps
+        )
+        hidden = None
+        if capture:
+            hidden = torch.cat([captured[i] for i in capture], dim=-1).view(batch, t, -1)
+        return TargetOutput(logits=logits.view(batch, t, -1), hidden=hidden)
+
+
+class FusedDrafter:
+    """DFlashDrafter forward for one step whose new context is at most 64 tokens.
+
+    Unlike the PyTorch forward, the block's own keys and values are written into the drafter's
+    cache at the block's positions: the block then attends, non-causally, to cache positions
+    [0, last block position], which is exactly context plus block. The next step's context
+    writes overwrite them (positions below the next block's start) or they lie beyond what the
+    next block reads, so the cache invariant of the PyTorch path holds.
+    """
+
+    def __init__(self, drafter: DFlashDrafter, target: TargetModel) -> None:
+        self.drafter, self.target = drafter, target
+        self.blocks = [_FusedBlock(layer) for layer in drafter.layers]
+
+    def __call__(
+        self,
+        target_hidden: torch.Tensor,
+        ctx_positions: torch.Tensor,
+        block_ids: torch.Tensor,
+        block_positions: torch.Tensor,
+        cache: KVCache,
+        table: RotaryTable,
+    ) -> torch.Tensor:
+        """Drafts [B, block - 1]: the argmax of the target's lm_head on block rows 1.."""
+        batch, n = ctx_positions.shape
+        k = block_ids.shape[1]
+        if batch * max(n, k) > MAX_ROWS:
+            raise ValueError(f"fused draft takes at most {MAX_ROWS} rows, got {batch} x {n}, {k}")
+        num_splits = attention_splits(cache)
+        d = self.drafter
+        ctx = skinny_linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
+        ctx = d.hidden_norm(ctx)
+        x = self.target.embed(block_ids).view(batch * k, -1)
+        for i, blk in enumerate(self.blocks):
+            blk.write_kv(skinny_linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
+            qkv = skinny_linear(x, blk.qkv, norm_weight=blk.in_norm, eps=blk.eps)
+            q = blk.write_kv(qkv, blk.heads, block_positions, table, cache, i)
+            attn = decode_attention(
+                q, cache.k[i], cache.v[i], block_positions, num_splits, causal=False
+            )
+            x = blk.finish(x, attn)
+        rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
+        logits = skinny_linear(
+            rows, self.target.lm_head.weight, norm_weight=d.norm.weight, eps=d.norm.eps
+        )
+        return logits.argmax(dim=-1).view(batch, k - 1)
+
+
+def attention_splits(cache: KVCache) -> int:
+    """Key slices per attention launch for this cache (fixed per cache, so graphs stay valid)."""
+    device = cache.k.device
+    sms = 8
+    if device.type == "cuda":
+        sms = torch.cuda.get_device_properties(device).multi_processor_count
+    _, batch, kv_heads, length, _ = cache.k.shape
+    return num_splits_for(batch, kv_heads, length, sms)
