@@ -136,23 +136,27 @@ async def _run_all(cfg: BenchConfig, problems: list[Problem]) -> tuple[str, list
 
     client = openai.AsyncOpenAI(base_url=cfg.base_url, api_key=cfg.api_key, max_retries=0)
     try:
-        model = cfg.model or await _default_model(client)
+        listed = await _default_model(client)  # also checks that the server answers at all
+        model = cfg.model or listed
         for problem in problems[: cfg.warmup]:
-            await _guarded(_request(client, cfg, model, problem, -1), cfg)
+            try:
+                await _guarded(_request(client, cfg, model, problem, -1), cfg)
+            except openai.APIStatusError:
+                pass  # warmup answers are thrown away, refusals too
         limit = asyncio.Semaphore(cfg.concurrency)
-        bar = tqdm(total=len(problems), desc="bench", unit="req", file=sys.stderr)
+        with tqdm(total=len(problems), desc="bench", unit="req", file=sys.stderr) as bar:
 
-        async def one(i: int, problem: Problem) -> RequestRecord:
-            async with limit:
-                try:
-                    record = await _guarded(_request(client, cfg, model, problem, i), cfg)
-                except openai.APIStatusError as exc:  # the server refused this one request
-                    record = RequestRecord(i, problem.to_dict(), error=f"HTTP {exc.status_code}")
-                bar.update(1)
-                return record
+            async def one(i: int, problem: Problem) -> RequestRecord:
+                async with limit:
+                    try:
+                        record = await _guarded(_request(client, cfg, model, problem, i), cfg)
+                    except openai.APIStatusError as exc:  # the server refused this request
+                        record = RequestRecord(i, problem.to_dict())
+                        record.error = f"HTTP {exc.status_code}"
+                    bar.update(1)
+                    return record
 
-        records = await asyncio.gather(*(one(i, p) for i, p in enumerate(problems)))
-        bar.close()
+            records = await asyncio.gather(*(one(i, p) for i, p in enumerate(problems)))
         return model, list(records)
     finally:
         await client.close()
