@@ -62,7 +62,7 @@ def normalize(answer: str) -> str:
     """A canonical spelling of an answer, for string comparison."""
     s = answer.strip()
     s = s.replace("\\!", "").replace("\\,", "").replace("\\;", "").replace("\\ ", "")
-    s = s.replace("\\left", "").replace("\\right", "").replace("$", "")
+    s = s.replace("\\left", "").replace("\\right", "").replace("\\$", "").replace("$", "")
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     s = re.sub(r"\^\s*\{?\\circ\}?", "", s)  # degrees
     s = s.replace("\\%", "").replace("%", "")

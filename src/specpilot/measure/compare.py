@@ -71,7 +71,9 @@ def bootstrap_speedup(
     idx = np.random.default_rng(seed).integers(0, n, size=(samples, n))  # [samples, n]
     resampled = ratio(tokens_new[idx], time_new[idx], tokens_base[idx], time_base[idx])
     low, high = np.percentile(resampled, [2.5, 97.5])
-    return SpeedUp(float(ratio(tokens_new, time_new, tokens_base, time_base)), low, high)
+    return SpeedUp(
+        float(ratio(tokens_new, time_new, tokens_base, time_base)), float(low), float(high)
+    )
 
 
 def first_divergence(a: list | str, b: list | str) -> int | None:
@@ -187,8 +189,10 @@ def plot(results: list[DatasetComparison], path: Path) -> None:
             [[r.speedup[key].ratio - r.speedup[key].low for r in results],
              [r.speedup[key].high - r.speedup[key].ratio for r in results]]
         )  # fmt: skip
-        ax.bar(x + (j - (len(bases) - 1) / 2) * width, ratios, width, yerr=errs, capsize=3,
-               label=f"{key} (95% CI)")  # fmt: skip
+        pos = x + (j - (len(bases) - 1) / 2) * width
+        ax.bar(pos, ratios, width, label=f"{key} (95% CI)")
+        # NOTE: error bars drawn apart from bar(): bar(yerr=[2, n]) trips a numpy deprecation
+        ax.errorbar(pos, ratios, yerr=errs, fmt="none", ecolor="black", capsize=3)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(x, [r.dataset for r in results])
     ax.set_ylabel("speed-up (tokens/s ratio)")

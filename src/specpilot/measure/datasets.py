@@ -23,6 +23,7 @@ import io
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -150,6 +151,17 @@ def _humaneval(i: int, row: dict) -> Problem:
     )  # fmt: skip
 
 
+def _mbpp_entry_point(test: str) -> str | None:
+    """The function an MBPP test calls: the first called name that is not a builtin."""
+    for name in re.findall(r"([A-Za-z_][\w.]*)\s*\(", test):
+        if name not in _NOT_ENTRY_POINTS:
+            return name
+    return None
+
+
+_NOT_ENTRY_POINTS = {"set", "sorted", "list", "tuple", "abs", "round", "math.isclose", "len"}
+
+
 def _mbpp(i: int, row: dict) -> Problem:
     tests = list(row["test_list"])
     prompt = f"{row['text']}\nYour code should pass these tests:\n" + "\n".join(tests)
@@ -157,6 +169,7 @@ def _mbpp(i: int, row: dict) -> Problem:
     return Problem(
         "mbpp", f"mbpp/{row['task_id']}", prompt,
         test_code="\n".join(tests), code_prompt=row.get("test_setup_code") or "",
+        entry_point=_mbpp_entry_point(tests[0]) if tests else None,
     )  # fmt: skip
 
 
