@@ -194,13 +194,14 @@ def _hub_rows(name: str) -> list[dict]:
     if cached.is_file():
         return _read_jsonl(cached.read_text())
     src = SOURCES[name]
+    # imported before the level is set: its (lazy) import configures its logger
+    from huggingface_hub import hf_hub_download
+
     # NOTE: the hub client logs each retry as a warning; the user gets our one line instead.
     hub_log = logging.getLogger("huggingface_hub")
     level = hub_log.level
     hub_log.setLevel(logging.ERROR)
     try:
-        from huggingface_hub import hf_hub_download
-
         local = hf_hub_download(
             src.repo, src.path, repo_type="dataset", revision=src.revision, etag_timeout=5
         )
