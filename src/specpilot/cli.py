@@ -1,4 +1,4 @@
-"""The `specpilot` command line: generate, synth, validate.
+"""The `specpilot` command line: generate, synth, validate, train-drafter.
 
 Every command that measures or checks ends its output with one JSON line (with --json for
 generate) so that other programs can read it. User errors print one line and exit with code 2;
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from specpilot.errors import ConfigError, SpecPilotError
+from specpilot.train import command as train_command
 
 
 def _ids(text: str, flag: str) -> list[int]:
@@ -85,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument(
         "--dtype", default="float32", help="precision of the reference forward (default float32)"
     )
+
+    trn = sub.add_parser("train-drafter", help="train a DFlash drafter by self-distillation")
+    train_command.add_arguments(trn)
     return parser
 
 
@@ -266,7 +270,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if passed else 1
 
 
-COMMANDS = {"generate": cmd_generate, "synth": cmd_synth, "validate": cmd_validate}
+COMMANDS = {
+    "generate": cmd_generate,
+    "synth": cmd_synth,
+    "validate": cmd_validate,
+    "train-drafter": train_command.run,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
