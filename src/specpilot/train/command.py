@@ -39,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", type=Path, help="default: $SPECPILOT_CACHE/train-data")
     p.add_argument("--wheel-dir", type=Path, help="default: $SPECPILOT_CACHE/wheels")
     p.add_argument("--save-dtype", default="bfloat16", choices=["float32", "bfloat16"])
+    p.add_argument("--shard-mb", type=float, default=0, help="> 0: safetensors shards of <= MB")
     p.add_argument("--device", default="auto", help="cpu, cuda or auto (default)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     llm = LLM(args.target, device=args.device, dtype="auto")
     target = llm.target
     if args.prompts is not None:
-        prompt_key = f"file:{args.prompts.resolve()}:{hash_file(args.prompts)}"
+        prompt_key = f"file:{hash_file(args.prompts)}"  # the content, not where it lies
 
         def load_prompts() -> prompt_sources.PromptSet:
             return prompt_sources.read_prompt_file(args.prompts)
@@ -142,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     eval_start = trainer.eval_loss()
     summary = trainer.run(args.out, progress=not args.no_progress)
     eval_end = trainer.eval_loss()
-    trainer.save_drafter(args.out, resolve_dtype(args.save_dtype))
+    trainer.save_drafter(args.out, resolve_dtype(args.save_dtype), args.shard_mb)
     record = {
         **summary,
         "eval_loss_start": eval_start,

@@ -77,10 +77,12 @@ def draft_blocks(
         q = attn.query(h, blk_cos, blk_sin)
         k_ctx, v_ctx = attn.key_value(ctx, ctx_cos, ctx_sin)
         k_blk, v_blk = attn.key_value(h, blk_cos, blk_sin)
-        keys = torch.cat([k_ctx, k_blk], dim=2)
         values = torch.cat([v_ctx, v_blk], dim=2)
+        # NOTE: under autocast q/k leave the fp32 norms and rotary in fp32 while v is bf16; attend
+        # in the projections' dtype (a no-op in fp32).
+        keys = torch.cat([k_ctx, k_blk], dim=2).to(values.dtype)
         mask = masks[cfg.layer_window(i), cfg.layer_is_causal(i)]
-        x = x + attn.o_proj(attend(q, keys, values, mask, attn.scale))
+        x = x + attn.o_proj(attend(q.to(values.dtype), keys, values, mask, attn.scale))
         x = x + layer.mlp(layer.post_attention_layernorm(x))
     return drafter.norm(x).unflatten(1, (anchors, block_size))
 

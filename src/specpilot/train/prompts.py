@@ -290,3 +290,33 @@ def read_prompt_file(path: Path) -> PromptSet:
     if not prompts:
         raise ConfigError(f"{path}: no prompts")
     return PromptSet(prompts, str(path), {"prompts": len(prompts)})
+
+
+def write_prompt_file(prompt_set: PromptSet, path: Path) -> None:
+    """One JSON list of messages per line: what `read_prompt_file` (and --prompts) reads."""
+    path.write_text("".join(json.dumps(chat) + "\n" for chat in prompt_set.prompts))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m specpilot.train.prompts OUT.jsonl`: write the training prompts to a file (for a
+    machine that cannot read the wheels, e.g. a GPU box without the network)."""
+    import argparse
+
+    from specpilot.cache import cache_dir
+
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--num-prompts", type=int, default=0, help="0: all")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--wheel-dir", type=Path, help="default: $SPECPILOT_CACHE/wheels")
+    args = parser.parse_args(argv)
+    prompt_set = training_prompts(
+        args.wheel_dir or cache_dir() / "wheels", args.num_prompts, args.seed
+    )
+    write_prompt_file(prompt_set, args.out)
+    print(json.dumps({"out": str(args.out), "source": prompt_set.source, **prompt_set.counts}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

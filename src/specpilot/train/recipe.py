@@ -323,14 +323,37 @@ class Trainer:
         if rng["cuda"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(rng["cuda"])
 
-    def save_drafter(self, out: Path, dtype: torch.dtype) -> None:
-        """config.json + model.safetensors (z-lab DFlash format)."""
+    def save_drafter(self, out: Path, dtype: torch.dtype, shard_mb: float = 0) -> None:
+        """config.json + model.safetensors (z-lab DFlash format); with shard_mb > 0, shards of at
+        most that size + model.safetensors.index.json (Hugging Face layout; the loader reads
+        both), for transports that limit file sizes."""
         out.mkdir(parents=True, exist_ok=True)
         tensors = {
             n: t.detach().to(dtype).contiguous() for n, t in self.drafter.state_dict().items()
         }
-        save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+        for old in [*out.glob("model*.safetensors"), out / "model.safetensors.index.json"]:
+            old.unlink(missing_ok=True)
         (out / "config.json").write_text(json.dumps(self.hf_config, indent=2) + "\n")
+        limit = int(shard_mb * 2**20)
+        shards: list[dict[str, torch.Tensor]] = [{}]
+        size = 0
+        for name, tensor in tensors.items():
+            nbytes = tensor.numel() * tensor.element_size()
+            if limit and shards[-1] and size + nbytes > limit:
+                shards.append({})
+                size = 0
+            shards[-1][name] = tensor
+            size += nbytes
+        if len(shards) == 1:
+            save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+            return
+        weight_map = {}
+        for i, shard in enumerate(shards):
+            file = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+            save_file(shard, str(out / file), metadata={"format": "pt"})
+            weight_map.update(dict.fromkeys(shard, file))
+        index = {"metadata": {}, "weight_map": weight_map}
+        (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
 
     # ----------------------------------------------------------------------------------------
 
