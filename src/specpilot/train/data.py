@@ -71,6 +71,23 @@ def _read_records(path: Path) -> list[Example]:
     return examples
 
 
+def _complete_records(partial: Path) -> int:
+    """Records of an interrupted generation; a last line cut off mid-write is removed."""
+    lines = partial.read_text().splitlines(keepends=True)
+    complete = []
+    for line in lines:
+        if not line.endswith("\n"):
+            break
+        try:
+            json.loads(line)
+        except json.JSONDecodeError:
+            break
+        complete.append(line)
+    if len(complete) != len(lines):
+        partial.write_text("".join(complete))
+    return len(complete)
+
+
 def self_distill(
     llm: LLM,
     prompts: Callable[[], PromptSet],
@@ -91,7 +108,7 @@ def self_distill(
     encoded = [ids for ids in encoded if len(ids) <= max_prompt_tokens]
     encoded.sort(key=len)  # similar lengths per batch: less padding
     partial = path.with_suffix(".partial")
-    done = _read_records(partial) if partial.is_file() else []
+    num_done = _complete_records(partial) if partial.is_file() else 0
     meta: dict[str, Any] = {
         "key": key,
         "target": str(llm.target_checkpoint.path),
@@ -103,7 +120,7 @@ def self_distill(
         "num_examples": len(encoded),
     }
     with partial.open("a") as out:
-        todo = range(len(done), len(encoded), batch_size)
+        todo = range(num_done, len(encoded), batch_size)
         for start in tqdm(todo, desc="self-distillation", unit="batch", dynamic_ncols=True):
             batch = encoded[start : start + batch_size]
             for result in llm.generate(batch, max_new_tokens=max_new_tokens):
