@@ -88,6 +88,22 @@ def run(args: argparse.Namespace) -> int:
 
     llm = LLM(args.target, device=args.device, dtype="auto")
     target = llm.target
+    # the drafter's shape is checked before any data is generated
+    mask_id = (
+        args.mask_token_id
+        if args.mask_token_id is not None
+        else default_mask_token_id(llm.tokenizer)
+    )
+    hf = drafter_hf_config(
+        target.config,
+        args.layers,
+        args.block_size,
+        mask_id,
+        intermediate_size=args.intermediate_size,
+        hidden_size=args.hidden_size,
+    )
+    draft_cfg = DraftConfig.from_hf(hf)
+    draft_cfg.check_fits(target.config)
     if args.prompts is not None:
         prompt_key = f"file:{hash_file(args.prompts)}"  # the content, not where it lies
 
@@ -118,21 +134,6 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
 
-    mask_id = (
-        args.mask_token_id
-        if args.mask_token_id is not None
-        else default_mask_token_id(llm.tokenizer)
-    )
-    hf = drafter_hf_config(
-        target.config,
-        args.layers,
-        args.block_size,
-        mask_id,
-        intermediate_size=args.intermediate_size,
-        hidden_size=args.hidden_size,
-    )
-    draft_cfg = DraftConfig.from_hf(hf)
-    draft_cfg.check_fits(target.config)
     drafter = init_drafter(draft_cfg, llm.device, args.seed)
     trainer = Trainer(target, drafter, hf, data.examples, cfg, llm.device)
     if args.resume and checkpoint.exists():
