@@ -7,6 +7,7 @@ imported when the command runs. The last line printed is one JSON object.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -162,8 +163,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def hash_file(path: Path) -> str:
-    import hashlib
-
     if not path.is_file():
         raise ConfigError(f"{path}: file not found")
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
