@@ -28,6 +28,7 @@ from specpilot.engine.sequence import Sequence
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.synth import TARGET_PRESETS, draft_hf_config, randomize
 from specpilot.models.target import TargetModel
+from specpilot.spec.forcing import token_forcing
 from specpilot.spec.replay import AcceptanceProfile
 
 TAUS = (3.0, 4.25, 6.55, 7.87)
@@ -90,6 +91,21 @@ def prompt(context: int, vocab: int, seed: int = 0) -> list[int]:
     return torch.randint(0, vocab, (context,), generator=gen).tolist()
 
 
+def forcing(target: TargetModel, prompt_ids: list[int], output_ids: list[int]) -> dict:
+    """Token forcing of an engine output against the same bf16 weights through the PyTorch
+    modules (teacher-forced, SDPA): a different code path from the fused kernels."""
+    report = token_forcing(target, prompt_ids, output_ids, generated_dtype=torch.bfloat16)
+    margins = [t.margin for t in report.near_ties + report.failures]
+    return {
+        "reference": "bf16 PyTorch path",
+        "passed": report.passed,
+        "checked": report.num_checked,
+        "failures": len(report.failures),
+        "near_ties": len(report.near_ties),
+        "max_margin": max(margins, default=0.0),
+    }
+
+
 @torch.inference_mode()
 def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) -> dict:
     target, drafter = gen.target, gen.drafter
@@ -114,6 +130,8 @@ def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) ->
         "fraction_of_floor": floor / ar_step,
     }
     ar_ids = seqs[0].output_ids
+    if context <= 8192:
+        result["ar"]["token_forcing"] = forcing(target, ids, ar_ids)
 
     # forward time per width K at this context (positions right after the prompt)
     forwards = {}
@@ -154,6 +172,7 @@ def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) ->
         gen.profile_steps = False
         breakdown = gen.step_breakdown()
         s = seqs[0]
+        check = forcing(target, ids, s.output_ids) if context <= 8192 and tau == 6.55 else None
         steps = len(s.acceptance_lengths)
         step_time = s.decode_time_s / steps
         measured_tau = (len(s.output_ids) - 1) / steps
@@ -167,9 +186,47 @@ def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) ->
             "step_floor_ms": (verify_floor + draft_bytes / bw) * 1e3,
             "host_and_other_ms": (step_time - t_draft - forwards[16]["ms"] / 1e3) * 1e3,
             "breakdown_ms": breakdown,
+            "token_forcing": check,
+            "identical_to_ar": s.output_ids == ar_ids,
         }
     result["speculative"] = spec
     return result
+
+
+@torch.inference_mode()
+def kernel_profile(gen: Generator, context: int) -> dict:
+    """GPU microseconds per forward by kernel name (torch.profiler over eager forwards, so
+    names are resolved): decode (K=1), verify (K=16) and draft, at `context`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    k = gen.block_size
+    width = len(gen.drafter.config.target_layer_ids) * gen.drafter.config.hidden_size
+    hidden = torch.randn(1, k, width, device="cuda", dtype=torch.bfloat16)
+    ctx_pos = context - k + torch.arange(k, device="cuda")[None]
+    block_pos = context + torch.arange(k, device="cuda")[None]
+    anchors = torch.tensor([1], device="cuda")
+    use_graphs, gen.use_graphs = gen.use_graphs, False
+    forwards = {
+        "decode": lambda: gen._target_forward(block_pos[:, :1] * 0 + 1, block_pos[:, :1], 0, ()),
+        "verify": lambda: gen._target_forward(block_pos * 0 + 1, block_pos, 0, ()),
+        "draft": lambda: gen._draft_forward(hidden, ctx_pos, anchors, block_pos, context + k),
+    }
+    out = {}
+    for name, fn in forwards.items():
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+        rows = {}
+        for e in prof.key_averages():
+            us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+            if us > 0:
+                rows[e.key[:60]] = {"us_per_forward": us / 3, "calls_per_forward": e.count / 3}
+        out[name] = dict(sorted(rows.items(), key=lambda kv: -kv[1]["us_per_forward"]))
+    gen.use_graphs = use_graphs
+    return out
 
 
 @torch.inference_mode()
@@ -203,7 +260,9 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=128)
     parser.add_argument("--graphs", type=int, default=1)
     parser.add_argument("--llama", action="store_true")
+    parser.add_argument("--llama-contexts", default="1024")
     parser.add_argument("--hf-baseline", type=int, default=1)
+    parser.add_argument("--profile", type=int, default=1, help="per-kernel GPU time per forward")
     parser.add_argument("--kernels", default="auto", help="auto, triton or torch (EngineConfig)")
     parser.add_argument(
         "--torch-baseline", type=int, default=1, help="also AR with kernels=torch (first context)"
@@ -223,6 +282,7 @@ def main() -> None:
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }
     presets = ["qwen3-8b"] + (["llama3.1-8b"] if args.llama else [])
+    contexts = {"qwen3-8b": args.contexts, "llama3.1-8b": args.llama_contexts}
     for preset in presets:
         hf = dict(TARGET_PRESETS[preset], eos_token_id=None)
         hf["architectures"] = [
@@ -238,7 +298,19 @@ def main() -> None:
             torch.bfloat16,
         )
         entry = {"weight_bytes": linear_bytes(target), "contexts": []}
-        for context in [int(c) for c in args.contexts.split(",")]:
+        if args.profile:
+            context = int(args.contexts.split(",")[0])
+            gen._buffers_for("target", 1, context + 64)
+            gen._buffers_for("draft", 1, context + 64)
+            entry["kernel_profile"] = kernel_profile(gen, context)
+            for name, rows in entry["kernel_profile"].items():
+                total = sum(r["us_per_forward"] for r in rows.values())
+                top = ", ".join(
+                    f"{k} {r['us_per_forward']:.0f}us/{r['calls_per_forward']:.0f}"
+                    for k, r in list(rows.items())[:6]
+                )
+                print(f"{preset} {name} forward (eager, ctx {context}): {total:.0f} us: {top}")
+        for context in [int(c) for c in contexts[preset].split(",")]:
             entry["contexts"].append(measure_context(gen, context, args.new_tokens, bw))
             c = entry["contexts"][-1]
             if args.out:  # partial results survive a timeout
@@ -249,7 +321,9 @@ def main() -> None:
                 f"({c['ar']['fraction_of_floor']:.0%} of floor), verify16/AR "
                 f"{c['forward'][16]['ms'] / c['ar']['step_ms']:.2f}, draft/AR "
                 f"{c['draft']['ratio_to_ar_step']:.2f}, spec@6.55 "
-                f"{c['speculative']['6.55']['tok_s']:.0f} tok/s",
+                f"{c['speculative']['6.55']['tok_s']:.0f} tok/s, forcing AR/spec "
+                f"{(c['ar'].get('token_forcing') or {}).get('passed')}/"
+                f"{(c['speculative']['6.55']['token_forcing'] or {}).get('passed')}",
                 flush=True,
             )
         if args.torch_baseline:
@@ -294,8 +368,9 @@ def main() -> None:
             b = c["speculative"]["6.55"]["breakdown_ms"]
             if b:
                 print(
-                    f"{preset} ctx {c['context']} step @6.55: draft {b['draft_ms']:.2f} ms, "
-                    f"verify+accept {b['verify_ms']:.2f} ms, host {b['host_ms']:.2f} ms"
+                    f"{preset} ctx {c['context']} step @6.55: host before {b['host_before_ms']:.2f}"
+                    f" ms, draft+verify+accept graph {b['step_ms']:.2f} ms, host after "
+                    f"{b['host_after_ms']:.2f} ms"
                 )
         if "transformers_eager_ar_tok_s" in report[preset]:
             hf_tok_s = report[preset]["transformers_eager_ar_tok_s"]

@@ -127,33 +127,56 @@ class Generator:
         base = torch.tensor(starts, device=self.device)[:, None]
         return base + torch.arange(width, device=self.device)[None, :]
 
+    def _verify_fn(
+        self, ids: torch.Tensor, positions: torch.Tensor, kv_len: int, capture: tuple[int, ...]
+    ) -> StepOutput:
+        """Target forward over ids [B, T] at positions [B, T]: the argmax at every row and, for
+        a verify block (ids = [anchor, drafts]), the accepted draft count."""
+        cache, table = self._buffers["target"]
+        if self.fused_target is not None and ids.numel() <= MAX_FUSED_ROWS:
+            out = self.fused_target(ids, positions, cache, table, capture)
+        else:
+            out = self.target(ids, AttentionMeta.causal(positions, kv_len, table), cache, capture)
+        tokens = out.logits.argmax(dim=-1)
+        accepted = accept_greedy(ids[:, 1:], tokens) if ids.shape[1] > 1 else None
+        return StepOutput(tokens, accepted, out.hidden)
+
+    def _draft_fn(
+        self,
+        hidden: torch.Tensor,
+        ctx_pos: torch.Tensor,
+        anchors: torch.Tensor,
+        block_pos: torch.Tensor,
+        kv_len: int,
+    ) -> torch.Tensor:
+        """Drafts [B, block_size - 1] from the new context's hidden states and the anchors."""
+        cache, table = self._buffers["draft"]
+        k, mask_id = self.block_size, self.drafter.config.mask_token_id
+        block = torch.full((anchors.shape[0], k), mask_id, device=anchors.device)
+        block[:, 0] = anchors
+        rows = hidden.shape[0] * max(hidden.shape[1], k)
+        if self.fused_drafter is not None and rows <= MAX_FUSED_ROWS:
+            return self.fused_drafter(hidden, ctx_pos, block, block_pos, cache, table)
+        embeds = self.target.embed(block)
+        out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
+        return self.target.lm_head(out[:, 1:]).argmax(dim=-1)
+
+    # NOTE: in a graph the PyTorch path reads the whole cache (static shape; the mask hides
+    # unwritten slots); the fused attention reads each row's own length on the device.
+
     def _target_forward(
         self, ids: torch.Tensor, positions: torch.Tensor, kv_len: int, capture: tuple[int, ...]
     ) -> StepOutput:
-        """Decode or verify forward: the target's argmax at every row and, for a verify block
-        (ids = [anchor, drafts]), the accepted draft count; graphed per (batch, width) on CUDA."""
-        cache, table = self._buffers["target"]
-        fused = self.fused_target if ids.numel() <= MAX_FUSED_ROWS else None
-
-        def forward(ids: torch.Tensor, positions: torch.Tensor, kv_len: int) -> StepOutput:
-            if fused is not None:
-                out = fused(ids, positions, cache, table, capture)
-            else:
-                meta = AttentionMeta.causal(positions, kv_len, table)
-                out = self.target(ids, meta, cache, capture)
-            tokens = out.logits.argmax(dim=-1)
-            accepted = accept_greedy(ids[:, 1:], tokens) if ids.shape[1] > 1 else None
-            return StepOutput(tokens, accepted, out.hidden)
-
+        """`_verify_fn`, graphed per (batch, width) on CUDA (decode steps, benchmarks)."""
         if not self.use_graphs:
-            return forward(ids, positions, kv_len)
-        # NOTE: a graph reads the whole cache in the PyTorch path (static shape; the mask hides
-        # unwritten slots); the fused attention reads each row's own length on the device.
+            return self._verify_fn(ids, positions, kv_len, capture)
+        max_len = self._buffers["target"][0].max_len
+
+        def forward(ids: torch.Tensor, positions: torch.Tensor) -> StepOutput:
+            return self._verify_fn(ids, positions, max_len, capture)
+
         key = ("target", *ids.shape, capture)
-        graphed = self.graphs.get(
-            key, lambda ids, positions: forward(ids, positions, cache.max_len)
-        )
-        return graphed(ids=ids, positions=positions)
+        return self.graphs.get(key, forward)(ids=ids, positions=positions)
 
     def _draft_forward(
         self,
@@ -163,29 +186,14 @@ class Generator:
         block_pos: torch.Tensor,
         kv_len: int,
     ) -> torch.Tensor:
-        """Drafts [B, block_size - 1]; graphed on CUDA when the context is one block wide."""
-        cache, table = self._buffers["draft"]
-        k, mask_id = self.block_size, self.drafter.config.mask_token_id
-        rows = hidden.shape[0] * max(hidden.shape[1], k)
-        fused = self.fused_drafter if rows <= MAX_FUSED_ROWS else None
+        """`_draft_fn`, graphed on CUDA when the context is one block wide (benchmarks)."""
+        if not self.use_graphs or hidden.shape[1] != self.block_size:
+            return self._draft_fn(hidden, ctx_pos, anchors, block_pos, kv_len)
+        max_len = self._buffers["draft"][0].max_len
 
-        def draft(
-            hidden: torch.Tensor,
-            ctx_pos: torch.Tensor,
-            anchors: torch.Tensor,
-            block_pos: torch.Tensor,
-            kv_len: int = cache.max_len,
-        ) -> torch.Tensor:
-            block = torch.full((anchors.shape[0], k), mask_id, device=anchors.device)
-            block[:, 0] = anchors
-            if fused is not None:
-                return fused(hidden, ctx_pos, block, block_pos, cache, table)
-            embeds = self.target.embed(block)
-            out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
-            return self.target.lm_head(out[:, 1:]).argmax(dim=-1)
+        def draft(hidden, ctx_pos, anchors, block_pos):  # noqa: ANN001, ANN202
+            return self._draft_fn(hidden, ctx_pos, anchors, block_pos, max_len)
 
-        if not self.use_graphs or hidden.shape[1] != k:
-            return draft(hidden, ctx_pos, anchors, block_pos, kv_len)
         key = ("draft", *hidden.shape[:2])
         return self.graphs.get(key, draft)(
             hidden=hidden, ctx_pos=ctx_pos, anchors=anchors, block_pos=block_pos
@@ -285,6 +293,62 @@ class Generator:
             steps += 1
         return steps
 
+    def _spec_step(
+        self,
+        hidden: torch.Tensor | None,
+        meta: torch.Tensor,
+        replay: torch.Tensor | None,
+        draft_kv: int,
+        target_kv: int,
+        capture: tuple[int, ...],
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One speculative step on the device: draft, verify, accept.
+
+        meta [B, 3] = (start, first context position, anchor token) per sequence; replay
+        [B, block_size - 1] replaces the drafts when given. Returns packed [B, 2 * block_size + 1]
+        = (block, the target's argmax at each block row, accepted count) and the captured hidden
+        states of the block. On CUDA with graphs the whole step is one graph once the context is
+        one block wide, so a step costs the host one input copy, one replay and one output copy.
+        """
+        k = self.block_size
+        graphable = self.use_graphs and (hidden is None or hidden.shape[1] == k)
+
+        def step(
+            hidden: torch.Tensor | None,
+            meta: torch.Tensor,
+            replay: torch.Tensor | None,
+            draft_kv: int,
+            target_kv: int,
+        ) -> tuple[torch.Tensor, torch.Tensor | None]:
+            starts, ctx_first, anchors = meta.unbind(dim=1)
+            block_pos = starts[:, None] + torch.arange(k, device=meta.device)
+            drafts = replay
+            if hidden is not None:
+                width = torch.arange(hidden.shape[1], device=meta.device)
+                ctx_pos = ctx_first[:, None] + width
+                drafted = self._draft_fn(hidden, ctx_pos, anchors, block_pos, draft_kv)
+                drafts = drafted if replay is None else replay
+            block_ids = torch.cat([anchors[:, None], drafts], dim=1)
+            out = self._verify_fn(block_ids, block_pos, target_kv, capture)
+            packed = torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1)
+            return packed, out.hidden
+
+        if not graphable:
+            return step(hidden, meta, replay, draft_kv, target_kv)
+        draft_len = self._buffers["draft"][0].max_len if hidden is not None else 0
+        target_len = self._buffers["target"][0].max_len
+        inputs = {"meta": meta}
+        if hidden is not None:
+            inputs["hidden"] = hidden
+        if replay is not None:
+            inputs["replay"] = replay
+        key = ("step", *meta.shape, hidden is not None, replay is not None, capture)
+
+        def graphed(meta, hidden=None, replay=None):  # noqa: ANN001, ANN202 - graph signature
+            return step(hidden, meta, replay, draft_len, target_len)
+
+        return self.graphs.get(key, graphed)(**inputs)
+
     def _speculate(
         self, seqs: list[Sequence], hidden: torch.Tensor | None, proposer: ReplayProposer | None
     ) -> int:
@@ -298,47 +362,41 @@ class Generator:
         while not all(s.finished for s in seqs):
             events = self._event() if self.profile_steps else None
             starts = [s.num_cached_tokens for s in seqs]
-            anchors = torch.tensor([s.last_token for s in seqs], device=self.device)
-            block_pos = self._positions(starts, k)
-            drafts = None
-            if drafter is not None:
-                width = hidden.shape[1]
-                # NOTE: padding context rows land at positions >= start, which the drafter masks
-                # and the next step overwrites.
-                ctx_first = [st - n for st, n in zip(starts, ctx_counts)]
-                ctx_pos = self._positions(ctx_first, width)
-                kv_len = max(ctx_first) + width
-                drafts = self._draft_forward(hidden, ctx_pos, anchors, block_pos, kv_len)
+            # NOTE: padding context rows land at positions >= start, which the drafter masks
+            # and the next step overwrites.
+            ctx_first = [st - n for st, n in zip(starts, ctx_counts)]
+            rows = [[st, c, s.last_token] for st, c, s in zip(starts, ctx_first, seqs)]
+            meta = torch.tensor(rows).to(self.device, non_blocking=True)
+            replay = None
             if proposer is not None:
                 emitted = [len(s.output_ids) for s in seqs]
-                drafts = proposer.propose(emitted, k - 1).to(self.device)
+                replay = proposer.propose(emitted, k - 1).to(self.device, non_blocking=True)
+            draft_kv = max(ctx_first) + hidden.shape[1] if hidden is not None else 0
             if events is not None:
                 events += self._event()
-            block_ids = torch.cat([anchors[:, None], drafts], dim=1)
-            out = self._target_forward(block_ids, block_pos, max(starts) + k, capture)
+            packed_d, hidden_out = self._spec_step(
+                hidden, meta, replay, draft_kv, max(starts) + k, capture
+            )
             if events is not None:
                 events += self._event()
             # the one host synchronisation of a step: the block, the target's tokens and the
             # accepted counts, in one copy, for stop checks and bookkeeping
-            packed = torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1).tolist()
-            drafts_h = [row[1:k] for row in packed]
-            posterior_h = [row[k : 2 * k] for row in packed]
-            accepted_h = [row[2 * k] for row in packed]
+            packed = packed_d.tolist()
             new_counts = []
-            for b, s in enumerate(seqs):
+            for row, s in zip(packed, seqs):
                 if s.finished:
                     new_counts.append(0)
                     continue
-                n = accepted_h[b]
-                taken = s.append(drafts_h[b][:n] + [posterior_h[b][n]])
+                n = row[2 * k]
+                taken = s.append(row[1 : 1 + n] + [row[k + n]])
                 s.acceptance_lengths.append(taken)
                 s.num_cached_tokens += taken
                 new_counts.append(taken)
             if drafter is not None:
                 ctx_counts = new_counts
                 # the full block of hidden states (rows past each count are masked padding):
-                # one static width, so the draft forward can be replayed as a graph
-                hidden = out.hidden
+                # one static width, so the next step can be replayed as a graph
+                hidden = hidden_out
             if events is not None:
                 self.step_events.append(events)
             steps += 1
@@ -354,20 +412,21 @@ class Generator:
         return (event,)
 
     def step_breakdown(self) -> dict[str, float]:
-        """Mean GPU milliseconds per speculative step of the last profiled run: draft, verify
-        (target forward + accept, one graph), and host (from the end of the verify to the start
-        of the next step: the copy of the results, the bookkeeping, the next launches)."""
+        """Mean milliseconds per speculative step of the last profiled run, on the GPU's clock:
+        host_before (inputs built and copied while the GPU waits), step (draft + verify +
+        accept, one graph once the context is one block wide), host_after (the copy of the
+        results, the bookkeeping, until the next step begins)."""
         rows = [e for e in self.step_events if len(e) == 3]
         if not rows:
             return {}
         ends = [e[0] for e in self.step_events[1:]]
-        draft = [a.elapsed_time(b) for a, b, _ in rows]
-        verify = [b.elapsed_time(c) for _, b, c in rows]
-        host = [c.elapsed_time(nxt) for (_, _, c), nxt in zip(rows, ends)]
+        before = [a.elapsed_time(b) for a, b, _ in rows]
+        step = [b.elapsed_time(c) for _, b, c in rows]
+        after = [c.elapsed_time(nxt) for (_, _, c), nxt in zip(rows, ends)]
         n = len(rows)
         return {
-            "draft_ms": sum(draft) / n,
-            "verify_ms": sum(verify) / n,
-            "host_ms": sum(host) / n,
+            "host_before_ms": sum(before) / n,
+            "step_ms": sum(step) / n,
+            "host_after_ms": sum(after) / n,
             "steps": n,
         }

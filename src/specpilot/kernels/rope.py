@@ -4,9 +4,10 @@ Input is the output of the fused q|k|v projection, [M, (heads + 2 * kv_heads) * 
 tokens (B sequences of T consecutive tokens, row m = b * T + t). One program handles all heads
 of one token: query heads are normalised (Qwen3), rotated and returned as [M, heads, head_dim];
 key heads are normalised, rotated and stored in the cache at the token's position; value heads
-are stored as they are. Rounding follows the PyTorch modules step by step (norm, scale, each
-rotary product, their sum); only the norm's fp32 sum of squares runs in another order, so an
-output may differ from the reference by one bf16 rounding, and without q/k norm not at all.
+are stored as they are. The code rounds where the PyTorch modules round (norm, scale, each
+rotary product, their sum) and is bit-identical to the reference in Triton's interpreter;
+compiled, the norm's sum runs in another order and the compiler may keep an intermediate in
+fp32, so a few outputs differ by a bf16 rounding or two (tests/test_kernels.py).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from specpilot.kernels.attention import decode_attention, num_splits_for
+from specpilot.kernels.elementwise import rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS, skinny_linear
 from specpilot.kernels.rope import qk_rope_write
 from specpilot.layers.attention import KVCache
@@ -51,6 +52,31 @@ def unsupported_reason(model: nn.Module, dtype: torch.dtype, device: torch.devic
         if any(cfg.layer_window(i) is not None or cfg.layer_is_causal(i) for i in layers):
             return "sliding-window or causal drafter layers"
     return None
+
+
+# NOTE: up to this many rows the multiplies recompute the norm / SwiGLU of their input in the
+# prologue (cheaper than a launch); above it every program would redo the whole block's work.
+PROLOGUE_ROWS = 4
+
+
+def normed_linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    norm: torch.Tensor,
+    eps: float,
+    residual: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """(RMSNorm(x) * norm) @ weight^T [+ residual]."""
+    if x.shape[0] <= PROLOGUE_ROWS:
+        return skinny_linear(x, weight, norm_weight=norm, eps=eps, residual=residual)
+    return skinny_linear(rmsnorm(x, norm, eps), weight, residual=residual)
+
+
+def glu_linear(gate_up: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    """(silu(gate) * up) @ weight^T + residual."""
+    if gate_up.shape[0] <= PROLOGUE_ROWS:
+        return skinny_linear(gate_up, weight, glu=True, residual=residual)
+    return skinny_linear(silu_mul(gate_up), weight, residual=residual)
 
 
 def _concat_rows(*linears: nn.Linear) -> torch.Tensor:
@@ -106,8 +132,8 @@ class _FusedBlock:
     def finish(self, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
         """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden]."""
         x = skinny_linear(attn_out, self.o, residual=x)
-        gate_up = skinny_linear(x, self.gate_up, norm_weight=self.post_norm, eps=self.eps)
-        return skinny_linear(gate_up, self.down, glu=True, residual=x)
+        gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps)
+        return glu_linear(gate_up, self.down, residual=x)
 
 
 class FusedTarget:
@@ -135,7 +161,7 @@ class FusedTarget:
         last = len(self.blocks) - 1
         captured: dict[int, torch.Tensor] = {}
         for i, blk in enumerate(self.blocks):
-            qkv = skinny_linear(x, blk.qkv, norm_weight=blk.in_norm, eps=blk.eps)
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
             q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
             attn = decode_attention(q, cache.k[i], cache.v[i], positions, num_splits)
             x = blk.finish(x, attn)
@@ -143,9 +169,7 @@ class FusedTarget:
                 captured[i] = x
         if last in capture:  # the last layer is captured after the final norm
             captured[last] = model.norm(x)
-        logits = skinny_linear(
-            x, self.model.lm_head.weight, norm_weight=model.norm.weight, eps=model.norm.eps
-        )
+        logits = normed_linear(x, self.model.lm_head.weight, model.norm.weight, model.norm.eps)
         hidden = None
         if capture:
             hidden = torch.cat([captured[i] for i in capture], dim=-1).view(batch, t, -1)
@@ -183,20 +207,18 @@ class FusedDrafter:
         num_splits = attention_splits(cache)
         d = self.drafter
         ctx = skinny_linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
-        ctx = d.hidden_norm(ctx)
+        ctx = rmsnorm(ctx, d.hidden_norm.weight, d.hidden_norm.eps)
         x = self.target.embed(block_ids).view(batch * k, -1)
         for i, blk in enumerate(self.blocks):
             blk.write_kv(skinny_linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
-            qkv = skinny_linear(x, blk.qkv, norm_weight=blk.in_norm, eps=blk.eps)
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
             q = blk.write_kv(qkv, blk.heads, block_positions, table, cache, i)
             attn = decode_attention(
                 q, cache.k[i], cache.v[i], block_positions, num_splits, causal=False
             )
             x = blk.finish(x, attn)
         rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
-        logits = skinny_linear(
-            rows, self.target.lm_head.weight, norm_weight=d.norm.weight, eps=d.norm.eps
-        )
+        logits = normed_linear(rows, self.target.lm_head.weight, d.norm.weight, d.norm.eps)
         return logits.argmax(dim=-1).view(batch, k - 1)
 
 

@@ -1,0 +1,84 @@
+"""Row-wise RMSNorm and SwiGLU for blocks of more than a few tokens.
+
+For one to four rows the skinny linear folds these steps into its prologue (kernels/linear.py);
+for verify and draft blocks (16 rows) every program of the following multiply would recompute
+them over the whole block, so there they run once here and the multiply reads the result.
+Rounding follows the PyTorch modules step by step.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rmsnorm_kernel(x_ptr, w_ptr, y_ptr, K, stride_x, stride_y, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    dtype = y_ptr.dtype.element_ty
+    cols = tl.arange(0, BLOCK)
+    ok = cols < K
+    x = tl.load(x_ptr + row * stride_x + cols, mask=ok, other=0.0).to(tl.float32)
+    rstd = tl.math.rsqrt(tl.sum(x * x, axis=0) / K + eps)
+    h = (x * rstd).to(dtype).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=ok, other=0.0).to(tl.float32)
+    tl.store(y_ptr + row * stride_y + cols, (h * w).to(dtype), mask=ok)
+
+
+@triton.jit
+def _silu_mul_kernel(x_ptr, y_ptr, K, stride_x, stride_y, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    chunk = tl.program_id(1)
+    dtype = y_ptr.dtype.element_ty
+    cols = chunk * BLOCK + tl.arange(0, BLOCK)
+    ok = cols < K
+    g = tl.load(x_ptr + row * stride_x + cols, mask=ok, other=0.0).to(tl.float32)
+    u = tl.load(x_ptr + row * stride_x + K + cols, mask=ok, other=0.0).to(tl.float32)
+    s = (g / (1.0 + tl.exp(-g))).to(dtype).to(tl.float32)
+    tl.store(y_ptr + row * stride_y + cols, (s * u).to(dtype), mask=ok)
+
+
+def _check_rows(x: torch.Tensor, name: str) -> None:
+    if x.dim() != 2 or x.stride(1) != 1:
+        raise ValueError(f"{name} wants a 2-D tensor with unit column stride, got {tuple(x.shape)}")
+    if x.dtype not in (torch.bfloat16, torch.float16):
+        raise ValueError(f"{name} wants bf16/fp16, got {x.dtype}")
+
+
+def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """x [M, K] -> weight * normalised x, [M, K] in x's dtype."""
+    _check_rows(x, "rmsnorm")
+    if weight.shape != (x.shape[1],):
+        raise ValueError(f"weight {tuple(weight.shape)} does not match x {tuple(x.shape)}")
+    y = torch.empty_like(x)
+    k = x.shape[1]
+    _rmsnorm_kernel[(x.shape[0],)](
+        x, weight, y, k, x.stride(0), y.stride(0), eps, BLOCK=triton.next_power_of_2(k)
+    )
+    return y
+
+
+def silu_mul(x: torch.Tensor) -> torch.Tensor:
+    """x [M, 2K] = [gate | up] -> silu(gate) * up, [M, K]."""
+    _check_rows(x, "silu_mul")
+    if x.shape[1] % 2:
+        raise ValueError(f"silu_mul wants an even number of columns, got {x.shape[1]}")
+    k = x.shape[1] // 2
+    y = torch.empty(x.shape[0], k, device=x.device, dtype=x.dtype)
+    block = 1024
+    _silu_mul_kernel[(x.shape[0], triton.cdiv(k, block))](
+        x, y, k, x.stride(0), y.stride(0), BLOCK=block
+    )
+    return y
+
+
+def rmsnorm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    h = x.float()
+    return weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+
+
+def silu_mul_reference(x: torch.Tensor) -> torch.Tensor:
+    gate, up = x.chunk(2, dim=-1)
+    return F.silu(gate) * up
