@@ -274,11 +274,15 @@ class EngineConfig:
     kernels: "auto" runs decode/verify/draft forwards of <= 64 tokens through our Triton kernels
         on CUDA in bf16/fp16 (models/fused.py) and everything else through the PyTorch modules;
         "triton" insists (an error where they cannot run); "torch" never uses them.
+    step_graph: with cuda_graphs, capture a whole speculative step (draft, verify, accept) as
+        one graph instead of one graph each for draft and verify. Off by default: on the H200
+        the single graph measured slower (854 vs 967 tok/s at tau 6.55, docs/LOG.md runs 10-11).
     """
 
     block_size: int = 0
     cuda_graphs: bool = False
     kernels: str = "auto"
+    step_graph: bool = False
 
     def __post_init__(self) -> None:
         if self.block_size < 0 or self.block_size == 1:

@@ -307,11 +307,22 @@ class Generator:
         meta [B, 3] = (start, first context position, anchor token) per sequence; replay
         [B, block_size - 1] replaces the drafts when given. Returns packed [B, 2 * block_size + 1]
         = (block, the target's argmax at each block row, accepted count) and the captured hidden
-        states of the block. On CUDA with graphs the whole step is one graph once the context is
-        one block wide, so a step costs the host one input copy, one replay and one output copy.
+        states of the block. On CUDA with graphs, once the context is one block wide, the draft
+        and the verify each replay a graph (or, with `step_graph`, the whole step is one graph).
         """
         k = self.block_size
         graphable = self.use_graphs and (hidden is None or hidden.shape[1] == k)
+        if graphable and not self.config.step_graph:  # two graphs: draft, then verify
+            starts, ctx_first, anchors = meta.unbind(dim=1)
+            block_pos = starts[:, None] + torch.arange(k, device=meta.device)
+            drafts = replay
+            if hidden is not None:
+                ctx_pos = ctx_first[:, None] + torch.arange(k, device=meta.device)
+                drafted = self._draft_forward(hidden, ctx_pos, anchors, block_pos, draft_kv)
+                drafts = drafted if replay is None else replay
+            block_ids = torch.cat([anchors[:, None], drafts], dim=1)
+            out = self._target_forward(block_ids, block_pos, target_kv, capture)
+            return torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1), out.hidden
 
         def step(
             hidden: torch.Tensor | None,
