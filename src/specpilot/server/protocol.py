@@ -273,7 +273,8 @@ def parse_generate(body: dict[str, Any]) -> ParsedRequest:
         raise RequestError(
             "text must be a string (one prompt per request)", param="text", code="invalid_type"
         )
-    sampling = body.get("sampling_params") or {}
+    sampling = body.get("sampling_params")
+    sampling = {} if sampling is None else sampling
     if not isinstance(sampling, dict):
         raise RequestError("sampling_params must be an object", param="sampling_params")
     params = _sampling(sampling, ("max_new_tokens",), prefix="sampling_params.")
