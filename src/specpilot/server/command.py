@@ -148,7 +148,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port,
     )
     sys.stderr.flush()
-    # NOTE: after a graceful shutdown uvicorn re-raises the signal it caught, so the process
-    # ends the way the signal says (exit status -15 for SIGTERM)
-    run_server(create_app(engine, args.api_key), sock, args.log_level, args.shutdown_timeout)
+    # NOTE: after a graceful shutdown uvicorn re-raises the signal it caught: SIGINT comes back
+    # as KeyboardInterrupt (caught here: the shutdown is done), SIGTERM ends the process with -15
+    try:
+        run_server(create_app(engine, args.api_key), sock, args.log_level, args.shutdown_timeout)
+    except KeyboardInterrupt:
+        log.info("stopped")
     return 0
