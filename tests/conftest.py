@@ -86,3 +86,16 @@ def qwen_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def qwen_drafter_dir(tmp_path_factory, qwen_dir) -> Path:
     return make_drafter(tmp_path_factory.mktemp("qwen-draft"), qwen_dir)
+
+
+@pytest.fixture(scope="session")
+def spec_server(tmp_path_factory, qwen_dir, qwen_drafter_dir):
+    """`specpilot serve` with the tiny target and drafter: 8 slots, a queue of 64."""
+    from tests.serving import start_server
+
+    server = start_server(
+        "--target", str(qwen_dir), "--draft", str(qwen_drafter_dir),
+        "--max-running", "8", "--max-queue", "64", "--served-model-name", "tiny-spec",
+    )  # fmt: skip
+    yield server
+    server.stop()

@@ -1,78 +1,75 @@
-"""`specpilot bench` against a real HTTP server.
+"""`specpilot bench` against our own server (`specpilot serve`, a real process), and the measuring
+chain end to end: bench (AR and speculative arms) -> compare speed -> score.
 
-NOTE: the server here is `tests/standin_server.py` (FastAPI + uvicorn in a subprocess), a stand-in
-until `specpilot serve` lands; then these tests should also run against our own server.
+The model is the tiny synthetic target + drafter of tests/conftest.py (random weights, fp32 CPU):
+its answers are noise, so accuracy is 0, but every step is the real one.
 """
 
 from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from specpilot.cli import main
 from specpilot.measure.datasets import load_problems
-from tests.standin_server import answer_words
+from tests.serving import start_server
 
 
 @pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    # The listening socket is made here and handed to uvicorn (--fd): no port is guessed.
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--fd", str(sock.fileno()), "--log-level", "warning",
-         "standin_server:app"],
-        cwd=Path(__file__).parent,
-        pass_fds=[sock.fileno()],
-    )  # fmt: skip
-    sock.close()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            time.sleep(0.1)
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+def ar_server(qwen_dir):
+    server = start_server("--target", str(qwen_dir), "--served-model-name", "tiny-ar")
+    yield server
+    server.stop()
 
 
-def test_bench_records_stream(server_url: str, tmp_path: Path, capsys) -> None:
-    out = tmp_path / "run.json"
-    argv = ["bench", "--url", server_url, "--dataset", "humaneval", "--num-prompts", "4"]
-    argv += ["--concurrency", "2", "--warmup", "1", "--max-tokens", "64", "--out", str(out)]
+def _bench(url: str, out: Path, capsys, *extra: str) -> dict:
+    argv = ["bench", "--url", url, "--dataset", "humaneval", "--num-prompts", "3"]
+    argv += ["--max-tokens", "24", "--out", str(out), *extra]
     assert main(argv) == 0
-    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert last["num_requests"] == 4 and last["num_errors"] == 0
-    assert last["model"] == "standin-model" and last["mean_acceptance_length"] == 2.5
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_bench_records_stream(spec_server, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run.json"
+    last = _bench(spec_server.url, out, capsys, "--concurrency", "2", "--warmup", "1")
+    assert last["num_requests"] == 3 and last["num_errors"] == 0
+    assert last["model"] == "tiny-spec" and last["mean_acceptance_length"] >= 1.0
 
     data = json.loads(out.read_text())
     meta = data["metadata"]
     assert meta["dataset"] == "humaneval" and meta["revision"] == "1.0.3"
-    assert meta["url"] == server_url + "/v1" and "api_key" not in meta["args"]
-    problems = load_problems("humaneval", 4)
+    assert meta["url"] == spec_server.url + "/v1" and "api_key" not in meta["args"]
+    problems = load_problems("humaneval", 3)
     assert [r["problem"]["problem_id"] for r in data["records"]] == [p.problem_id for p in problems]
-    for rec, problem in zip(data["records"], problems):
-        words = answer_words(problem.prompt)
-        assert rec["output_text"] == " ".join(words)
-        assert rec["output_ids"] == list(range(100, 100 + len(words)))
-        assert rec["num_output_tokens"] == len(words)
-        assert rec["acceptance_length"] == 2.5 and rec["num_spec_steps"] == 3
-        assert rec["finish_reason"] == "stop" and rec["error"] is None
-        assert 0 < rec["ttft_s"] < rec["latency_s"]
+    for rec in data["records"]:
+        assert rec["error"] is None and rec["finish_reason"] in ("stop", "length")
+        assert 0 < len(rec["output_ids"]) == rec["num_output_tokens"] <= 24
+        assert rec["acceptance_length"] >= 1.0 and rec["num_spec_steps"] >= 1
+        assert 0 < rec["ttft_s"] <= rec["latency_s"]
+
+
+def test_bench_compare_score_end_to_end(spec_server, ar_server, tmp_path: Path, capsys) -> None:
+    ar = _bench(ar_server.url, tmp_path / "ar.json", capsys)
+    final = _bench(spec_server.url, tmp_path / "final.json", capsys, "--concurrency", "3")
+    assert ar["num_errors"] == final["num_errors"] == 0
+    assert ar["model"] == "tiny-ar" and final["model"] == "tiny-spec"
+
+    argv = ["compare", "speed", "--ar", str(tmp_path / "ar.json")]
+    argv += ["--final", str(tmp_path / "final.json"), "--out-md", str(tmp_path / "speed.md")]
+    assert main(argv) == 0
+    comparison = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["comparisons"][0]
+    assert comparison["dataset"] == "humaneval" and comparison["num_prompts"] == 3
+    # same target, greedy, fp32: speculative (batched, concurrency 3) == AR token for token
+    assert comparison["identity"]["final vs ar"]["identical_share"] == 1.0
+    assert comparison["speedup"]["final/ar"]["ratio"] > 0
+    assert (tmp_path / "speed.md").read_text().startswith("|")
+
+    assert main(["score", str(tmp_path / "final.json"), "--jobs", "2"]) == 0
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["scores"]
+    assert scores[0]["dataset"] == "humaneval" and scores[0]["num_scored"] == 3
 
 
 def test_bench_unreachable_server_is_one_line(tmp_path: Path, capsys) -> None:

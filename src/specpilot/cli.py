@@ -1,4 +1,5 @@
-"""The `specpilot` command line: generate, synth, validate, train-drafter; bench, compare, score.
+"""The `specpilot` command line: generate, synth, validate, train-drafter; bench, compare, score;
+serve.
 
 Every command that measures or checks ends its output with one JSON line (with --json for
 generate) so that other programs can read it. User errors print one line and exit with code 2;
@@ -15,6 +16,7 @@ from typing import Any
 
 from specpilot.errors import ConfigError, SpecPilotError
 from specpilot.measure import bench, compare, score
+from specpilot.server import command as serve_command
 from specpilot.train import command as train_command
 
 
@@ -90,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_parser(sub)
     compare.add_parser(sub)
     score.add_parser(sub)
+    serve_command.add_parser(sub)
 
     trn = sub.add_parser("train-drafter", help="train a DFlash drafter by self-distillation")
     train_command.add_arguments(trn)
@@ -281,6 +284,7 @@ COMMANDS = {
     "bench": bench.cmd_bench,
     "compare": compare.cmd_compare,
     "score": score.cmd_score,
+    "serve": serve_command.cmd_serve,
     "train-drafter": train_command.run,
 }
 

@@ -64,6 +64,18 @@ class KVCache:
     def read(self, layer: int, kv_len: int) -> tuple[torch.Tensor, torch.Tensor]:
         return self.k[layer, :, :, :kv_len], self.v[layer, :, :, :kv_len]
 
+    def rows_view(self, start: int, stop: int) -> KVCache:
+        """Batch rows [start, stop) as a cache of their own that shares this one's memory.
+
+        Each layer's slice stays contiguous ([rows, kv_heads, max_len, head_dim]), so every
+        forward, kernel and CUDA graph that takes a cache takes a view as well.
+        """
+        view = KVCache.__new__(KVCache)
+        view.k, view.v = self.k[:, start:stop], self.v[:, start:stop]
+        view.max_len = self.max_len
+        view.rows = self.rows[: stop - start]
+        return view
+
 
 def causal_mask(positions: torch.Tensor, kv_len: int) -> torch.Tensor:
     """[B, 1, T, kv_len]: query at position p sees keys 0..p."""

@@ -1,0 +1,275 @@
+"""Server throughput on one GPU: the `specpilot serve` stack at concurrency 1, 8, 32, spec vs AR.
+
+For each arm a child process (this script with --child) builds a synthetic Qwen3-8B-shaped target
+(random bf16 weights drawn directly on the GPU, as bench/engine_speed.py does; byte-level tokenizer
+with a ChatML template from models/synth.py) and serves it through the same code as `specpilot
+serve` (Scheduler + ServingEngine + the FastAPI app under uvicorn):
+- spec: the DFlash-b16-shaped drafter runs its real forward, proposals are replayed at mean
+  acceptance tau (default 6.55; labelled "replay"): the server draws them from the last output it
+  gave for the same prompt, so every concurrency level first sends its prompts twice unmeasured
+  (the second pass also captures the CUDA graphs of every batch size it meets);
+- ar: the same target with speculation off.
+The parent drives each server with the official openai client (streaming chat completions, greedy,
+ignore_eos so every request emits exactly --max-tokens) and measures output throughput = completion
+tokens / wall time of the measured pass. Prints a table; the last line is one JSON object.
+
+    python bench/server_speed.py --out bench/results/DATE-server-speed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+READY = re.compile(r"serving .* at (http://127\.0\.0\.1:\d+)")
+MODEL = "synthetic-qwen3-8b"
+
+
+# ------------------------------------------------------------------------------------------------
+# child: one server
+
+
+def child(args: argparse.Namespace) -> None:
+    import torch
+    from transformers import AutoTokenizer
+
+    from specpilot.config import DraftConfig, EngineConfig, ModelConfig
+    from specpilot.engine.generator import Generator
+    from specpilot.engine.scheduler import Scheduler
+    from specpilot.models.dflash import DFlashDrafter
+    from specpilot.models.synth import TARGET_PRESETS, draft_hf_config, randomize, write_tokenizer
+    from specpilot.models.target import TargetModel
+    from specpilot.server.app import create_app
+    from specpilot.server.command import bind, run_server
+    from specpilot.server.engine import ServingEngine
+    from specpilot.spec.replay import AcceptanceProfile
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    device = torch.device(args.device)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    hf = dict(TARGET_PRESETS[args.preset], eos_token_id=None)
+    hf["architectures"] = ["Qwen3ForCausalLM"]
+    draft_preset = "dflash-b16" if args.preset != "tiny" else "tiny"
+
+    def build(cfg, cls, seed: int) -> torch.nn.Module:
+        with device:
+            model = cls(cfg).to(dtype)
+        randomize(model, seed)
+        return model.eval().requires_grad_(False)
+
+    target = build(ModelConfig.from_hf(hf), TargetModel, 0)
+    drafter = replay = None
+    if args.arm == "spec":
+        drafter = build(DraftConfig.from_hf(draft_hf_config(draft_preset, hf)), DFlashDrafter, 1)
+    engine_cfg = EngineConfig(cuda_graphs=bool(args.graphs), kernels=args.kernels)
+    gen = Generator(target, drafter, engine_cfg, device, dtype)
+    if args.arm == "spec":
+        replay = AcceptanceProfile.from_mean(args.tau, gen.block_size)
+    tok_dir = Path(tempfile.mkdtemp(prefix="sp-tok-"))
+    write_tokenizer(tok_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(tok_dir))
+    engine = ServingEngine(
+        Scheduler(gen, args.max_running, args.context_length, replay=replay),
+        tokenizer,
+        model_name=MODEL,
+        drafter_kind="replay" if replay is not None else "none",
+        context_length=args.context_length,
+        max_queue=4096,
+        default_stop_ids=frozenset(),
+    )
+    sock = bind("127.0.0.1", 0)
+    print(f"serving {MODEL} at http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr)
+    sys.stderr.flush()
+    run_server(create_app(engine), sock, "warning", 10.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# parent: start servers, drive them
+
+
+def start_child(arm: str, args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
+    cmd = [sys.executable, __file__, "--child", "--arm", arm, "--tau", str(args.tau)]
+    cmd += ["--max-running", str(args.max_running), "--context-length", str(args.context_length)]
+    cmd += ["--graphs", str(args.graphs), "--kernels", args.kernels]
+    cmd += ["--device", args.device, "--preset", args.preset]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    found: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:
+            sys.stderr.write(f"[{arm} server] {line}")
+            match = READY.search(line)
+            if match and not ready.is_set():
+                found.append(match.group(1))
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    while not ready.wait(0.5):
+        if proc.poll() is not None:
+            raise SystemExit(f"{arm} server exited with {proc.returncode}")
+    url = found[0]
+    import urllib.request
+
+    for _ in range(600):  # model build + warm start
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit(f"{arm} server did not answer /health")
+
+
+def prompts(n: int, words: int) -> list[str]:
+    filler = " ".join(f"w{j}" for j in range(words))
+    return [f"Request {i}. Continue this text: {filler}" for i in range(n)]
+
+
+async def drive(url: str, texts: list[str], concurrency: int, max_tokens: int) -> dict:
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=600)
+    limit = asyncio.Semaphore(concurrency)
+    records: list[dict] = []
+
+    async def one(text: str) -> None:
+        async with limit:
+            start = time.perf_counter()
+            ttft = None
+            meta: dict = {}
+            tokens = 0
+            stream = await client.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": text}],
+                max_tokens=max_tokens,
+                temperature=0,
+                stream=True,
+                stream_options={"include_usage": True},
+                extra_body={"ignore_eos": True},
+            )
+            async for chunk in stream:
+                if ttft is None and chunk.choices and chunk.choices[0].delta.content:
+                    ttft = time.perf_counter() - start
+                meta = chunk.model_extra.get("meta_info") or meta
+                if chunk.usage is not None:
+                    tokens = chunk.usage.completion_tokens
+            records.append(
+                {
+                    "tokens": tokens,
+                    "latency_s": time.perf_counter() - start,
+                    "ttft_s": ttft,
+                    "accept": meta.get("spec_accept_length"),
+                }
+            )
+
+    t0 = time.perf_counter()
+    try:
+        await asyncio.gather(*(one(t) for t in texts))
+    finally:
+        await client.close()
+    wall = time.perf_counter() - t0
+    tokens = sum(r["tokens"] for r in records)
+    accepts = [r["accept"] for r in records if r["accept"] is not None]
+    ttfts = [r["ttft_s"] for r in records if r["ttft_s"] is not None]
+    return {
+        "concurrency": concurrency,
+        "requests": len(records),
+        "output_tokens": tokens,
+        "wall_s": wall,
+        "throughput_tok_s": tokens / wall,
+        "per_request_tok_s": sum(r["tokens"] / r["latency_s"] for r in records) / len(records),
+        "mean_acceptance_length": sum(accepts) / len(accepts) if accepts else None,
+        "mean_ttft_s": sum(ttfts) / len(ttfts) if ttfts else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--arm", default="spec", choices=["spec", "ar"], help=argparse.SUPPRESS)
+    parser.add_argument("--arms", default="spec,ar")
+    parser.add_argument("--concurrency", default="1,8,32")
+    parser.add_argument("--requests-per-slot", type=int, default=2, help="requests = this x conc")
+    parser.add_argument("--min-requests", type=int, default=4)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--prompt-words", type=int, default=100)
+    parser.add_argument("--tau", type=float, default=6.55)
+    parser.add_argument("--max-running", type=int, default=32)
+    parser.add_argument("--context-length", type=int, default=1024)
+    parser.add_argument("--graphs", type=int, default=1)
+    parser.add_argument("--kernels", default="auto")
+    parser.add_argument("--device", default="cuda", help="cpu only for a smoke run (tiny preset)")
+    parser.add_argument("--preset", default="qwen3-8b", choices=["qwen3-8b", "tiny"])
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    levels = [int(c) for c in args.concurrency.split(",")]
+    report: dict = {
+        "bench": "server_speed",
+        "model": f"synthetic {args.preset} shape, random weights ({args.device})",
+        "acceptance": f"replayed at tau {args.tau} (DFlash-b16 drafter forward real)",
+        "max_tokens": args.max_tokens,
+        "max_running": args.max_running,
+        "cuda_graphs": bool(args.graphs),
+        "kernels": args.kernels,
+        "arms": {},
+    }
+    for arm in args.arms.split(","):
+        proc, url = start_child(arm, args)
+        results = []
+        try:
+            for conc in levels:
+                texts = prompts(
+                    max(args.min_requests, args.requests_per_slot * conc), args.prompt_words
+                )
+                warmups = 2 if arm == "spec" else 1  # replay learns continuations; graphs
+                for _ in range(warmups):
+                    asyncio.run(drive(url, texts, conc, args.max_tokens))
+                results.append(asyncio.run(drive(url, texts, conc, args.max_tokens)))
+                r = results[-1]
+                print(
+                    f"{arm} c={conc}: {r['throughput_tok_s']:.0f} tok/s, accept "
+                    f"{r['mean_acceptance_length']}, TTFT {r['mean_ttft_s']:.3f} s",
+                    flush=True,
+                )
+                report["arms"][arm] = results
+                if args.out:  # partial results survive a timeout
+                    Path(args.out).write_text(json.dumps(report, indent=1))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    header = f"{'arm':<6} {'conc':>5} {'reqs':>5} {'tokens':>7} {'wall s':>8} {'tok/s':>8} "
+    print(header + f"{'req tok/s':>9} {'accept':>7} {'TTFT s':>7}")
+    for arm, results in report["arms"].items():
+        for r in results:
+            accept = r["mean_acceptance_length"]
+            print(
+                f"{arm:<6} {r['concurrency']:>5} {r['requests']:>5} {r['output_tokens']:>7} "
+                f"{r['wall_s']:>8.2f} {r['throughput_tok_s']:>8.0f} {r['per_request_tok_s']:>9.1f} "
+                f"{accept if accept is None else round(accept, 2)!s:>7} {r['mean_ttft_s']:>7.3f}"
+            )
+    if "spec" in report["arms"] and "ar" in report["arms"]:
+        report["speedup_spec_over_ar"] = {
+            str(s["concurrency"]): s["throughput_tok_s"] / a["throughput_tok_s"]
+            for s, a in zip(report["arms"]["spec"], report["arms"]["ar"])
+        }
+        for conc, ratio in report["speedup_spec_over_ar"].items():
+            print(f"speculative / AR at concurrency {conc}: {ratio:.2f}x")
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1))
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

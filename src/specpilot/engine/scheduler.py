@@ -1,0 +1,245 @@
+"""Continuous batching over one `Generator`: a step-level API (add / step / abort).
+
+Slots are the rows of the generator's KV caches, allocated once for `max_running` rows and
+`max_len` positions. `add(seq)` prefills one sequence alone into a free row (its first token comes
+from that prefill); every `step()` then runs one decode forward (AR) or one draft + verify
+(speculative) for rows [0, n), n - 1 being the highest occupied slot, so the requests running at
+the same time share their forwards. Free rows inside that range are padding: anchor 0 at position
+0, writing only into their own free cache rows, which the next prefill of that slot overwrites.
+Slots are handed out lowest first, so a lone request runs at batch 1.
+
+Each row keeps its own acceptance and implicit rollback exactly as in `Generator._speculate`:
+`num_cached_tokens` advances by the tokens emitted, and stale cache entries past it are masked
+until overwritten. A sequence that finishes (stop token, token limit) or is aborted leaves its slot
+at once; the others never wait for it. The drafter's context for a row is its whole prompt on the
+first step after joining and the accepted part of the last verify block afterwards.
+
+NOTE: the scheduler owns its generator: before each forward it points the generator's buffers at
+row-prefix views of its own caches (`KVCache.rows_view`). Not thread-safe: one thread drives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from specpilot.engine.generator import Generator
+from specpilot.engine.sequence import Sequence
+from specpilot.layers.attention import AttentionMeta, KVCache
+from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
+
+
+@dataclass
+class StepResult:
+    num_rows: int  # batch rows the forwards ran over (active + padding)
+    acceptance_lengths: list[int]  # tokens emitted by each active row this step
+    finished: list[Sequence]  # sequences that finished this step (their slots are free again)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        generator: Generator,
+        max_running: int,
+        max_len: int,
+        replay: AcceptanceProfile | None = None,
+    ) -> None:
+        if max_running <= 0:
+            raise ValueError(f"max_running must be > 0, got {max_running}")
+        self.gen = generator
+        self.replay = replay
+        self.speculative = generator.drafter is not None or replay is not None
+        self.block_size = generator.block_size
+        # room for a block past the last token (verify writes up to 2 * block_size ahead)
+        self.extra = 2 * self.block_size + 1 if self.speculative else 1
+        self.max_len = max_len
+        drafter = generator.drafter
+        self.capture = drafter.config.target_layer_ids if drafter is not None else ()
+        self.target_cache, self.target_table = generator._buffers_for(
+            "target", max_running, max_len + self.extra
+        )
+        self.draft_cache = self.draft_table = None
+        if drafter is not None:
+            self.draft_cache, self.draft_table = generator._buffers_for(
+                "draft", max_running, max_len + self.extra
+            )
+        self.views: dict[int, tuple[KVCache, KVCache | None]] = {}
+        self.seqs: list[Sequence | None] = [None] * max_running
+        self.proposers: list[ReplayProposer | None] = [None] * max_running
+        # drafter context per row: the prompt's hidden states [T, *] until the row's first step,
+        # then None (the row's part of `block_hidden`, with `ctx_counts[row]` valid rows)
+        self.prompt_hidden: list[torch.Tensor | None] = [None] * max_running
+        self.ctx_counts = [0] * max_running
+        self.block_hidden: torch.Tensor | None = None  # [rows of the last step, block, *]
+
+    # ----------------------------------------------------------------------------------------
+    # slots
+
+    @property
+    def max_running(self) -> int:
+        return len(self.seqs)
+
+    @property
+    def running(self) -> list[Sequence]:
+        return [s for s in self.seqs if s is not None]
+
+    @property
+    def num_free(self) -> int:
+        return sum(s is None for s in self.seqs)
+
+    def fits(self, prompt_len: int, max_new_tokens: int) -> bool:
+        return prompt_len + max_new_tokens <= self.max_len
+
+    @torch.inference_mode()
+    def add(self, seq: Sequence, continuation: list[int] | None = None, seed: int = 0) -> None:
+        """Prefill `seq` into the lowest free slot; it emits its first token (and may already be
+        finished, in which case it never takes a slot). continuation: the known greedy output
+        that replayed proposals draw from (replay only; empty or wrong ones only cost speed)."""
+        if not seq.prompt_ids or not self.fits(len(seq.prompt_ids), seq.max_new_tokens):
+            raise ValueError("the prompt and max_new_tokens do not fit the scheduler's max_len")
+        slot = self.seqs.index(None)  # ValueError when full: callers check num_free
+        hidden = self._prefill(slot, seq)
+        if seq.finished:
+            return
+        self.seqs[slot] = seq
+        self.prompt_hidden[slot] = hidden
+        self.ctx_counts[slot] = len(seq.prompt_ids)
+        if self.replay is not None:
+            vocab = self.gen.target.config.vocab_size
+            self.proposers[slot] = ReplayProposer([continuation or []], self.replay, vocab, seed)
+
+    def abort(self, seq: Sequence) -> bool:
+        """Free the slot of a running sequence; False when it is not running."""
+        for slot, held in enumerate(self.seqs):
+            if held is seq:
+                self._free(slot)
+                return True
+        return False
+
+    def _free(self, slot: int) -> None:
+        self.seqs[slot] = None
+        self.proposers[slot] = None
+        self.prompt_hidden[slot] = None
+        self.ctx_counts[slot] = 0
+
+    def _num_rows(self) -> int:
+        return max((i + 1 for i, s in enumerate(self.seqs) if s is not None), default=0)
+
+    def _use_rows(self, n: int) -> None:
+        """Point the generator's buffers at rows [0, n) of the slot caches (views cached per n,
+        so a CUDA graph captured for batch n always sees the same memory)."""
+        if n not in self.views:
+            draft = self.draft_cache.rows_view(0, n) if self.draft_cache is not None else None
+            self.views[n] = (self.target_cache.rows_view(0, n), draft)
+        target, draft = self.views[n]
+        self.gen._buffers["target"] = (target, self.target_table)
+        if draft is not None:
+            self.gen._buffers["draft"] = (draft, self.draft_table)
+
+    def _prefill(self, slot: int, seq: Sequence) -> torch.Tensor | None:
+        """The prompt alone into its slot's cache row; returns the captured hidden [T, *]."""
+        gen, n = self.gen, len(seq.prompt_ids)
+        cache = self.target_cache.rows_view(slot, slot + 1)
+        ids = torch.tensor([seq.prompt_ids], device=gen.device)
+        meta = AttentionMeta.causal(gen._positions([0], n), n, self.target_table)
+        last = torch.tensor([n - 1], device=gen.device)
+        out = gen.target(ids, meta, cache, self.capture, logit_rows=last)
+        seq.num_cached_tokens = n
+        seq.append([int(out.logits[0, 0].argmax())])
+        return out.hidden[0] if out.hidden is not None else None
+
+    # ----------------------------------------------------------------------------------------
+    # steps
+
+    @torch.inference_mode()
+    def step(self) -> StepResult:
+        """One forward (AR) or one draft + verify (speculative) for every running sequence."""
+        n = self._num_rows()
+        if n == 0:
+            return StepResult(0, [], [])
+        self._use_rows(n)
+        rows = self.seqs[:n]
+        taken = self._speculate(rows) if self.speculative else self._decode(rows)
+        finished = []
+        for slot, seq in enumerate(rows):
+            if seq is not None and seq.finished:
+                finished.append(seq)
+                self._free(slot)
+        return StepResult(n, taken, finished)
+
+    def _decode(self, rows: list[Sequence | None]) -> list[int]:
+        gen = self.gen
+        starts = [s.num_cached_tokens if s else 0 for s in rows]
+        ids = torch.tensor([[s.last_token if s else 0] for s in rows], device=gen.device)
+        out = gen._target_forward(ids, gen._positions(starts, 1), max(starts) + 1, ())
+        taken = []
+        for seq, token in zip(rows, out.tokens[:, -1].tolist()):
+            if seq is not None:
+                seq.num_cached_tokens += 1
+                seq.acceptance_lengths.append(seq.append([token]))
+                taken.append(seq.acceptance_lengths[-1])
+        return taken
+
+    def _draft_context(self, rows: list[Sequence | None]) -> tuple[torch.Tensor, list[int]]:
+        """Hidden states [n, width, *] of every row's new context and each row's count."""
+        n, k = len(rows), self.block_size
+        joined = [
+            b for b, s in enumerate(rows) if s is not None and self.prompt_hidden[b] is not None
+        ]
+        counts = [self.ctx_counts[b] if s is not None else 0 for b, s in enumerate(rows)]
+        last = self.block_hidden
+        if not joined and last is not None and last.shape[0] >= n:
+            return last[:n], counts  # the steady state: one static width, graph-friendly
+        width = max([k] + [self.prompt_hidden[b].shape[0] for b in joined])
+        dim = self.gen.drafter.config.hidden_size * len(self.capture)
+        hidden = torch.zeros(n, width, dim, device=self.gen.device, dtype=self.gen.dtype)
+        if last is not None:
+            m = min(n, last.shape[0])
+            hidden[:m, :k] = last[:m]
+        for b in joined:
+            prompt = self.prompt_hidden[b]
+            hidden[b, : prompt.shape[0]] = prompt
+            self.prompt_hidden[b] = None
+        return hidden, counts
+
+    def _speculate(self, rows: list[Sequence | None]) -> list[int]:
+        gen, k = self.gen, self.block_size
+        starts = [s.num_cached_tokens if s else 0 for s in rows]
+        anchors = torch.tensor([s.last_token if s else 0 for s in rows], device=gen.device)
+        block_pos = gen._positions(starts, k)
+        drafts = None
+        if gen.drafter is not None:
+            hidden, counts = self._draft_context(rows)
+            # NOTE: padding context rows land at positions >= start, which the drafter masks
+            # and a later step overwrites (as in Generator._speculate).
+            ctx_first = [st - c for st, c in zip(starts, counts)]
+            ctx_pos = gen._positions(ctx_first, hidden.shape[1])
+            kv_len = max(ctx_first) + hidden.shape[1]
+            drafts = gen._draft_forward(hidden, ctx_pos, anchors, block_pos, kv_len)
+        if self.replay is not None:
+            proposals = [
+                p.propose([len(s.output_ids)], k - 1)
+                if s is not None
+                else torch.zeros(1, k - 1, dtype=torch.long)
+                for s, p in zip(rows, self.proposers)
+            ]
+            drafts = torch.cat(proposals).to(gen.device)
+        block_ids = torch.cat([anchors[:, None], drafts], dim=1)
+        out = gen._target_forward(block_ids, block_pos, max(starts) + k, self.capture)
+        # the one host synchronisation of a step (as in Generator._speculate)
+        packed = torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1).tolist()
+        taken_all = []
+        for b, seq in enumerate(rows):
+            if seq is None:
+                continue
+            row = packed[b]
+            n = row[2 * k]
+            taken = seq.append(row[1 : 1 + n] + [row[k + n]])
+            seq.acceptance_lengths.append(taken)
+            seq.num_cached_tokens += taken
+            self.ctx_counts[b] = taken
+            taken_all.append(taken)
+        if gen.drafter is not None:
+            self.block_hidden = out.hidden
+        return taken_all

@@ -1,0 +1,157 @@
+"""`specpilot serve`: the OpenAI-compatible / SGLang server, started with one command.
+
+    specpilot serve [--target PATH] [--draft PATH|replay:TAU] [--host 127.0.0.1] [--port 30000]
+                    [--api-key KEY] [--max-running N] [--max-queue N] [--context-length N]
+                    [--device cpu|cuda] [--dtype float32|bfloat16] [--cuda-graphs]
+
+Without --target it serves the embedded default target (SmolLM2-135M-Instruct); no trained drafter
+is shipped for it yet, so it decodes autoregressively unless --draft is given (the startup log and
+/v1/models say so). The socket is bound before the model loads (a busy port is a one-line error);
+--port 0 picks a free port, printed in the "serving" line. SIGINT/SIGTERM stop it gracefully:
+new connections are refused, running requests get --shutdown-timeout seconds to finish, then
+they are cancelled (streams end, slots are freed) and the engine thread stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+import sys
+from pathlib import Path
+
+from specpilot.errors import ConfigError
+
+DEFAULT_CONTEXT = 8192  # cache rows are allocated for max_running x context positions up front
+log = logging.getLogger("specpilot.server")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="OpenAI-compatible and SGLang HTTP server (greedy)")
+    p.add_argument("--target", help="checkpoint dir, .gguf or hub id (default: embedded SmolLM2)")
+    p.add_argument("--draft", help="DFlash drafter checkpoint, or replay:TAU (benchmarks only)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000, help="0 picks a free port")
+    p.add_argument("--api-key", help="require Authorization: Bearer KEY (all routes but /health)")
+    p.add_argument("--max-running", type=int, default=32, help="batch slots (running requests)")
+    p.add_argument("--max-queue", type=int, default=256, help="waiting requests before HTTP 429")
+    p.add_argument(
+        "--context-length",
+        type=int,
+        default=0,
+        help=f"prompt + output tokens per request (0: the model's, at most {DEFAULT_CONTEXT})",
+    )
+    p.add_argument("--served-model-name", help="model id in the API (default: the target's name)")
+    p.add_argument("--block-size", type=int, default=0, help="0: the drafter's own")
+    p.add_argument("--cuda-graphs", action="store_true", help="replay forwards as CUDA graphs")
+    p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
+    p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--device", default="auto", help="cpu, cuda or auto (default)")
+    p.add_argument("--dtype", default="auto", help="float32, bfloat16 or auto (bf16 on cuda)")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port must be in 0..65535, got {port}")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def run_server(app: object, sock: socket.socket, log_level: str, shutdown_timeout: float) -> None:
+    """uvicorn on an already bound socket; returns after a graceful shutdown (SIGINT/SIGTERM)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        timeout_graceful_shutdown=shutdown_timeout,
+        access_log=log_level == "debug",
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from specpilot.config import EngineConfig
+    from specpilot.engine.llm import LLM
+    from specpilot.engine.scheduler import Scheduler
+    from specpilot.server.app import create_app
+    from specpilot.server.engine import ServingEngine
+
+    for flag in ("max_running", "max_queue"):
+        if getattr(args, flag) <= 0:
+            flag_name = "--" + flag.replace("_", "-")
+            raise ConfigError(f"{flag_name} must be > 0, got {getattr(args, flag)}")
+    if args.context_length < 0:
+        raise ConfigError(f"--context-length must be >= 0, got {args.context_length}")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    sock = bind(args.host, args.port)
+    note = None
+    target = args.target
+    if target is None:
+        from specpilot.models.embedded import default_target
+
+        target = default_target()
+        if args.draft is None:
+            note = (
+                "no trained drafter is shipped for the embedded target yet: decoding is "
+                "autoregressive (pass --draft PATH or --draft replay:TAU)"
+            )
+    llm = LLM(
+        target,
+        draft=args.draft,
+        device=args.device,
+        dtype=args.dtype,
+        engine=EngineConfig(block_size=args.block_size, cuda_graphs=args.cuda_graphs),
+        seed=args.seed,
+    )
+    limit = llm.target.config.max_position_embeddings
+    context = args.context_length or min(limit, DEFAULT_CONTEXT)
+    if context > limit:
+        raise ConfigError(f"--context-length {context} exceeds the model's {limit} positions")
+    name = args.served_model_name or Path(str(target).rstrip("/")).name
+    engine = ServingEngine(
+        Scheduler(llm.generator, args.max_running, context, replay=llm.replay),
+        llm.tokenizer,
+        model_name=name,
+        drafter_kind=llm.drafter_kind,
+        context_length=context,
+        max_queue=args.max_queue,
+        default_stop_ids=llm.default_stop_ids(),
+        seed=args.seed,
+        note=note,
+    )
+    host, port = sock.getsockname()[:2]
+    if note:
+        log.warning(note)
+    log.info(
+        "serving %s (drafter %s, block %d, %d slots x %d tokens, %s %s) at http://%s:%d",
+        name,
+        llm.drafter_kind,
+        llm.generator.block_size,
+        args.max_running,
+        context,
+        llm.device,
+        str(llm.dtype).removeprefix("torch."),
+        host,
+        port,
+    )
+    sys.stderr.flush()
+    # NOTE: after a graceful shutdown uvicorn re-raises the signal it caught: SIGINT comes back
+    # as KeyboardInterrupt (caught here: the shutdown is done), SIGTERM ends the process with -15
+    try:
+        run_server(create_app(engine, args.api_key), sock, args.log_level, args.shutdown_timeout)
+    except KeyboardInterrupt:
+        log.info("stopped")
+    return 0
