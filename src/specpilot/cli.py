@@ -1,4 +1,5 @@
-"""The `specpilot` command line: generate, synth, validate, train-drafter; bench, compare, score.
+"""The `specpilot` command line: generate, synth, validate, train-drafter; bench, compare, score;
+w12 convert | stats.
 
 Every command that measures or checks ends its output with one JSON line (with --json for
 generate) so that other programs can read it. User errors print one line and exit with code 2;
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from specpilot.errors import ConfigError, SpecPilotError
+from specpilot.formats import w12_checkpoint
 from specpilot.measure import bench, compare, score
 from specpilot.train import command as train_command
 
@@ -90,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_parser(sub)
     compare.add_parser(sub)
     score.add_parser(sub)
+    w12_checkpoint.add_parser(sub)
 
     trn = sub.add_parser("train-drafter", help="train a DFlash drafter by self-distillation")
     train_command.add_arguments(trn)
@@ -282,6 +285,7 @@ COMMANDS = {
     "compare": compare.cmd_compare,
     "score": score.cmd_score,
     "train-drafter": train_command.run,
+    "w12": w12_checkpoint.cmd_w12,
 }
 
 

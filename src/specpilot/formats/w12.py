@@ -100,6 +100,13 @@ class W12Weight:
             self.group_size,
         )
 
+    def __getitem__(self, rows: slice) -> W12Weight:
+        """`w[a:b]` = `w.rows(a, b)`, so code that slices bf16 weights by rows works as is."""
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise TypeError("a W12 weight can only be sliced by a range of rows")
+        start, stop, _ = rows.indices(self.shape[0])
+        return self.rows(start, max(start, stop))
+
     def to(self, device: torch.device | str) -> W12Weight:
         return W12Weight(
             *(t.to(device) for t in self.tensors().values()), group_size=self.group_size
