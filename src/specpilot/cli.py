@@ -1,5 +1,5 @@
 """The `specpilot` command line: generate, synth, validate, train-drafter; bench, compare, score;
-serve.
+serve; w12 convert | stats.
 
 Every command that measures or checks ends its output with one JSON line (with --json for
 generate) so that other programs can read it. User errors print one line and exit with code 2;
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from specpilot.errors import ConfigError, SpecPilotError
+from specpilot.formats import w12_checkpoint
 from specpilot.measure import bench, compare, score
 from specpilot.server import command as serve_command
 from specpilot.train import command as train_command
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_parser(sub)
     score.add_parser(sub)
     serve_command.add_parser(sub)
+    w12_checkpoint.add_parser(sub)
 
     trn = sub.add_parser("train-drafter", help="train a DFlash drafter by self-distillation")
     train_command.add_arguments(trn)
@@ -286,6 +288,7 @@ COMMANDS = {
     "score": score.cmd_score,
     "serve": serve_command.cmd_serve,
     "train-drafter": train_command.run,
+    "w12": w12_checkpoint.cmd_w12,
 }
 
 

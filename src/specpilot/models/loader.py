@@ -119,6 +119,10 @@ def read_tensors(ckpt: Checkpoint) -> dict[str, torch.Tensor]:
                     tensors[name] = handle.get_tensor(name)
         except (SafetensorError, OSError, ValueError) as exc:
             raise CheckpointError(f"{file}: cannot read safetensors ({exc})") from None
+    if "w12" in ckpt.hf_config:  # a W12 checkpoint: its projection weights decode exactly
+        from specpilot.formats.w12_checkpoint import decode_tensors
+
+        decode_tensors(tensors, ckpt.hf_config["w12"])
     return tensors
 
 

@@ -1,0 +1,161 @@
+"""W12 kernel speed at Qwen3-8B's layer shapes, against the bf16 skinny_linear and cuBLAS (H200).
+
+For each (M, N, K) it times, inside a CUDA graph of 20 back-to-back calls (bench/kernel_sweep.py's
+`graph_time`): F.linear (cuBLAS, bf16), skinny_linear (bf16, its default tiles), w12_linear with
+its default tiles and with each tile of a small sweep. Weights are random normal (std 0.02), so
+the escape rate is that of normal weights (~1e-4). Bandwidth is reported two ways: the bytes each
+kernel actually reads (bf16: 2 per weight; W12: its arrays, ~1.51 per weight), and "bf16-equivalent"
+(2 bytes per weight / time: the speed-up over a bf16 kernel at the same fraction of HBM). Before
+timing, each W12 output is checked against the reference (decode, then F.linear). Prints a table;
+the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+
+import torch
+import torch.nn.functional as F
+
+from specpilot.formats import w12
+from specpilot.kernels.linear import skinny_linear
+from specpilot.kernels.w12_linear import _config, w12_linear, w12_linear_reference
+
+SHAPES = {  # name: (N, K) of Qwen3-8B (hidden 4096, intermediate 12288, 32/8 heads of 128)
+    "qkv": (6144, 4096),
+    "o": (4096, 4096),
+    "gate_up": (24576, 4096),
+    "down": (4096, 12288),
+    "lm_head": (151936, 4096),
+}
+
+
+def graph_time(fn, reps: int = 20) -> float:
+    """Seconds per call: `reps` calls captured in one graph, replayed 5 times, median."""
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(reps):
+            fn()
+    times = []
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / reps)
+    return sorted(times)[2]
+
+
+def candidates(m: int) -> list[dict]:
+    """A small tile sweep around the default (the decode adds registers per weight)."""
+    out = []
+    if m <= 4:
+        block_m = 1 if m == 1 else (2 if m == 2 else 4)
+        for bn, bk, warps, stages in itertools.product(
+            (4, 8, 16), (256, 512, 1024), (4, 8), (2, 3)
+        ):
+            if block_m * bn * bk > 64 * 32 * warps:  # fp32 accumulator: <= 64 per thread
+                continue
+            out.append(
+                dict(BLOCK_M=block_m, BLOCK_N=bn, BLOCK_K=bk, USE_DOT=False, num_warps=warps,
+                     num_stages=stages)
+            )  # fmt: skip
+    else:
+        block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
+        for bn, bk, warps, stages in itertools.product((32, 64, 128), (128, 256), (4, 8), (3, 4)):
+            out.append(
+                dict(BLOCK_M=block_m, BLOCK_N=bn, BLOCK_K=bk, USE_DOT=True, num_warps=warps,
+                     num_stages=stages)
+            )  # fmt: skip
+    return out
+
+
+def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
+    w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    packed = w12.encode(w)
+    s = w12.stats(packed)
+    ref = w12_linear_reference(x, packed)
+    err = (w12_linear(x, packed).float() - ref.float()).abs().max().item()
+    scale = ref.float().abs().max().item()
+    if not err <= 2**-6 * scale:
+        raise AssertionError(f"{name} M={m}: W12 kernel off by {err} (scale {scale})")
+    bf16_bytes = 2 * n * k
+    t_cublas = graph_time(lambda: F.linear(x, w))
+    t_skinny = graph_time(lambda: skinny_linear(x, w))
+    t_w12 = graph_time(lambda: w12_linear(x, packed))
+    best, best_t = _config(m, n, k), t_w12
+    if sweep:
+        for cfg in candidates(m):
+            try:
+                t = graph_time(lambda c=cfg: w12_linear(x, packed, config=c))
+            except Exception as exc:  # noqa: BLE001 - a configuration that does not compile or fit
+                print(f"skip {cfg}: {type(exc).__name__}")
+                continue
+            if t < best_t:
+                best, best_t = cfg, t
+    return dict(
+        m=m,
+        shape=name,
+        n=n,
+        k=k,
+        w12_bits_per_weight=s.bits_per_weight,
+        escape_rate=s.escape_rate,
+        us=dict(
+            cublas=t_cublas * 1e6, skinny=t_skinny * 1e6, w12=t_w12 * 1e6, w12_best=best_t * 1e6
+        ),
+        tb_s=dict(  # bytes actually read / time
+            cublas=bf16_bytes / t_cublas / 1e12,
+            skinny=bf16_bytes / t_skinny / 1e12,
+            w12=s.nbytes / t_w12 / 1e12,
+            w12_best=s.nbytes / best_t / 1e12,
+        ),
+        bf16_equivalent_tb_s=dict(
+            w12=bf16_bytes / t_w12 / 1e12, w12_best=bf16_bytes / best_t / 1e12
+        ),
+        speedup_vs_cublas=t_cublas / best_t,
+        speedup_vs_skinny=t_skinny / best_t,
+        default=_config(m, n, k),
+        best=best,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", default="1,16")
+    parser.add_argument("--no-sweep", action="store_true", help="default tiles only")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    results = []
+    print(
+        f"{'M':>3} {'shape':<8} {'cuBLAS':>7} {'skinny':>7} {'W12':>7} {'W12best':>8} TB/s read   "
+        f"{'W12 bf16-eq':>11}  speed-up vs cuBLAS / skinny   best tile"
+    )
+    for m in [int(r) for r in args.rows.split(",")]:
+        for name, (n, k) in SHAPES.items():
+            r = bench_shape(m, name, n, k, not args.no_sweep)
+            results.append(r)
+            t = r["tb_s"]
+            print(
+                f"{m:>3} {name:<8} {t['cublas']:7.2f} {t['skinny']:7.2f} {t['w12']:7.2f} "
+                f"{t['w12_best']:8.2f}             {r['bf16_equivalent_tb_s']['w12_best']:11.2f}  "
+                f"{r['speedup_vs_cublas']:6.2f}x / {r['speedup_vs_skinny']:.2f}x          "
+                f"{r['best']}",
+                flush=True,
+            )
+    report = {"bench": "w12_speed", "gpu": torch.cuda.get_device_name(), "results": results}
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

