@@ -70,3 +70,26 @@ def test_bad_cache_variable_is_a_one_line_error(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("SPECPILOT_CACHE", str(file))
     with pytest.raises(ConfigError, match="SPECPILOT_CACHE"):
         embedded.default_target()
+
+
+def test_shipped_drafter_accepts_drafts_and_stays_lossless() -> None:
+    """The drafter we trained (package data) loads with the embedded target and gets drafts
+    accepted on chat prompts, with outputs identical to AR. A random drafter of this vocabulary
+    (49,152) would almost never match: tau would be 1.0."""
+    from specpilot.engine.llm import LLM
+
+    llm = LLM(
+        embedded.default_target(),
+        draft=str(embedded.default_drafter()),
+        device="cpu",
+        dtype="float32",
+    )
+    prompts = ["Write a Python function that returns the sum of a list.", "What is 12 times 7?"]
+    ids = [llm.encode(p, chat=True) for p in prompts]
+    spec = llm.generate(ids, max_new_tokens=48)
+    ar = llm.generate(ids, max_new_tokens=48, speculative=False)
+    assert [s.output_ids for s in spec] == [a.output_ids for a in ar]
+    steps = sum(s.num_steps for s in spec)
+    emitted = sum(sum(s.acceptance_lengths) for s in spec)
+    assert emitted > steps  # at least one draft token accepted
+    assert all(s.drafter == "dflash" for s in spec) and all(a.drafter == "none" for a in ar)

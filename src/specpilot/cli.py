@@ -41,9 +41,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     gen = sub.add_parser("generate", help="greedy generation, AR or speculative")
-    gen.add_argument("--target", required=True, help="checkpoint dir, .gguf file or hub id[@rev]")
+    gen.add_argument(
+        "--target",
+        help="checkpoint dir, .gguf file or hub id[@rev]; default: the embedded SmolLM2-135M-"
+        "Instruct with the DFlash drafter we trained for it",
+    )
     gen.add_argument(
         "--draft", help="DFlash drafter checkpoint, or replay:TAU (no drafter compute)"
+    )
+    gen.add_argument(
+        "--compare-ar",
+        action="store_true",
+        help="also decode without the drafter and report AR tok/s and whether outputs match",
     )
     gen.add_argument(
         "--replay",
@@ -138,6 +147,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-new-tokens must be > 0, got {args.max_new_tokens}")
     if args.replay and not args.draft:
         raise ConfigError("--replay needs --draft PATH (or use --draft replay:TAU)")
+    if args.target is None:  # the embedded default pair
+        from specpilot.models.embedded import default_drafter, default_target
+
+        args.target = default_target()
+        args.draft = args.draft or str(default_drafter())
     llm = LLM(
         args.target,
         draft=args.draft,
@@ -161,6 +175,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
     )
     if args.validate:
         record["validation"] = llm.validate(out.prompt_ids, out.output_ids).to_dict()
+    if args.compare_ar:
+        ar = llm.generate(
+            out.prompt_ids, args.max_new_tokens, ignore_eos=args.ignore_eos, speculative=False
+        )[0]
+        record["ar"] = {
+            "tokens_per_s": ar.tokens_per_s,
+            "identical": ar.output_ids == out.output_ids,
+            "speedup": ar.decode_time_s / out.decode_time_s if out.decode_time_s else None,
+        }
     if out.text is not None:
         print(out.text)
     print(
@@ -169,6 +192,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         f"mean acceptance length {out.mean_acceptance_length:.2f}]",
         file=sys.stderr,
     )
+    if args.compare_ar:
+        a = record["ar"]
+        print(
+            f"[AR (same engine, no drafter): {a['tokens_per_s']:.1f} tok/s; speculative "
+            f"{out.tokens_per_s:.1f} tok/s = {a['speedup']:.2f}x; outputs identical: "
+            f"{a['identical']}]",
+            file=sys.stderr,
+        )
     if args.validate:
         v = record["validation"]
         print(

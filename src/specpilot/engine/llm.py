@@ -137,8 +137,10 @@ class LLM:
         chat: bool = False,
         stop_token_ids: list[int] | None = None,
         ignore_eos: bool = False,
+        speculative: bool = True,
     ) -> list[GenerationOutput]:
-        """Greedy generation for one prompt or a batch (text or token ids)."""
+        """Greedy generation for one prompt or a batch (text or token ids); speculative=False
+        decodes without the drafter (the AR baseline of the same engine)."""
         if max_new_tokens <= 0:
             raise ConfigError(f"max_new_tokens must be > 0, got {max_new_tokens}")
         if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
@@ -159,14 +161,15 @@ class LLM:
         def fresh() -> list[Sequence]:
             return [Sequence(list(ids), max_new_tokens, stops) for ids in ids_list]
 
-        if self.replay is None:
+        if self.replay is None or not speculative:
             seqs = fresh()
-            self.generator.run(seqs, speculative=self.drafter is not None)
-            return [self._output(s) for s in seqs]
+            self.generator.run(seqs, speculative=speculative and self.drafter is not None)
+            kind = self.drafter_kind if speculative else "none"
+            return [self._output(s, kind) for s in seqs]
         seqs, _ = self.generator.run_replay(fresh, self.replay, self.seed, self.MAX_REPLAY_PASSES)
-        return [self._output(s) for s in seqs]
+        return [self._output(s, self.drafter_kind) for s in seqs]
 
-    def _output(self, s: Sequence) -> GenerationOutput:
+    def _output(self, s: Sequence, drafter: str) -> GenerationOutput:
         after_first = len(s.output_ids) - 1
         return GenerationOutput(
             prompt_ids=s.prompt_ids,
@@ -177,7 +180,7 @@ class LLM:
             tokens_per_s=after_first / s.decode_time_s if s.decode_time_s > 0 else 0.0,
             time_to_first_token_s=s.time_to_first_token_s,
             decode_time_s=s.decode_time_s,
-            drafter=self.drafter_kind,
+            drafter=drafter,
             finish_reason=s.finish_reason or "length",
         )
 

@@ -60,3 +60,13 @@ def default_target() -> Path:
         out.parent.mkdir(parents=True, exist_ok=True)
         convert_gguf(gguf, out)
     return out
+
+
+DRAFTER_DIR = Path(__file__).resolve().parent.parent / "data" / "smollm2-dflash-b16"
+
+
+def default_drafter() -> Path:
+    """The DFlash drafter we trained for the embedded target, shipped with the package."""
+    if not (DRAFTER_DIR / "config.json").is_file():
+        raise CheckpointError(f"{DRAFTER_DIR}: the shipped drafter is missing (reinstall)")
+    return DRAFTER_DIR

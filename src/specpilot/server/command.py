@@ -4,12 +4,12 @@
                     [--api-key KEY] [--max-running N] [--max-queue N] [--context-length N]
                     [--device cpu|cuda] [--dtype float32|bfloat16] [--cuda-graphs]
 
-Without --target it serves the embedded default target (SmolLM2-135M-Instruct); no trained drafter
-is shipped for it yet, so it decodes autoregressively unless --draft is given (the startup log and
-/v1/models say so). The socket is bound before the model loads (a busy port is a one-line error);
---port 0 picks a free port, printed in the "serving" line. SIGINT/SIGTERM stop it gracefully:
-new connections are refused, running requests get --shutdown-timeout seconds to finish, then
-they are cancelled (streams end, slots are freed) and the engine thread stops.
+Without --target it serves the embedded default pair: SmolLM2-135M-Instruct with the DFlash
+drafter we trained for it (package data; --draft overrides it). The socket is bound before the
+model loads (a busy port is a one-line error); --port 0 picks a free port, printed in the
+"serving" line. SIGINT/SIGTERM stop it gracefully: new connections are refused, running requests
+get --shutdown-timeout seconds to finish, then they are cancelled (streams end, slots are freed)
+and the engine thread stops.
 """
 
 from __future__ import annotations
@@ -100,14 +100,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     note = None
     target = args.target
     if target is None:
-        from specpilot.models.embedded import default_target
+        from specpilot.models.embedded import default_drafter, default_target
 
         target = default_target()
         if args.draft is None:
-            note = (
-                "no trained drafter is shipped for the embedded target yet: decoding is "
-                "autoregressive (pass --draft PATH or --draft replay:TAU)"
-            )
+            args.draft = str(default_drafter())
     llm = LLM(
         target,
         draft=args.draft,

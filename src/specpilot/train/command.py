@@ -32,6 +32,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seq-len", type=int, default=2048, help="prompt + answer tokens used")
     p.add_argument("--anchors-per-seq", type=int, default=16)
     p.add_argument("--save-every", type=int, default=500, help="checkpoint interval (steps)")
+    p.add_argument(
+        "--max-train-minutes",
+        type=float,
+        default=0.0,
+        help="stop training after this long and write the drafter (0: no limit)",
+    )
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint/")
     p.add_argument("--max-new-tokens", type=int, default=512, help="answer length (data)")
     p.add_argument("--num-prompts", type=int, default=0, help="0: every prompt of the source")
@@ -106,10 +112,15 @@ def run(args: argparse.Namespace) -> int:
     draft_cfg = DraftConfig.from_hf(hf)
     draft_cfg.check_fits(target.config)
     if args.prompts is not None:
-        prompt_key = f"file:{hash_file(args.prompts)}"  # the content, not where it lies
+        # the content, not where it lies
+        prompt_key = f"file:{hash_file(args.prompts)}:n={args.num_prompts}"
 
         def load_prompts() -> prompt_sources.PromptSet:
-            return prompt_sources.read_prompt_file(args.prompts)
+            prompt_set = prompt_sources.read_prompt_file(args.prompts)
+            if args.num_prompts > 0:  # the first N of the file
+                prompt_set.prompts = prompt_set.prompts[: args.num_prompts]
+                prompt_set.counts["prompts"] = len(prompt_set.prompts)
+            return prompt_set
     else:
         src = prompt_sources
         prompt_key = (
@@ -143,7 +154,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.resume:
         print(f"[no {checkpoint}: starting at step 0]", file=sys.stderr)
     eval_start = trainer.eval_loss()
-    summary = trainer.run(args.out, progress=not args.no_progress)
+    summary = trainer.run(
+        args.out, progress=not args.no_progress, max_seconds=60 * args.max_train_minutes
+    )
     eval_end = trainer.eval_loss()
     trainer.save_drafter(args.out, resolve_dtype(args.save_dtype), args.shard_mb)
     record = {

@@ -357,8 +357,10 @@ class Trainer:
 
     # ----------------------------------------------------------------------------------------
 
-    def run(self, out: Path, progress: bool = True) -> dict[str, Any]:
-        """Train up to cfg.steps (from the current step), checkpointing on the way."""
+    def run(self, out: Path, progress: bool = True, max_seconds: float = 0.0) -> dict[str, Any]:
+        """Train up to cfg.steps (from the current step), checkpointing on the way; with
+        max_seconds > 0, stop after the step that crosses that much training time (the schedule
+        still follows cfg.steps, so a stopped run ends at a higher learning rate)."""
         start_step = self.step
         tokens, losses = 0, []
         t0 = time.perf_counter()
@@ -377,8 +379,11 @@ class Trainer:
             elapsed = time.perf_counter() - t0
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.4f}", tok_s=f"{tokens / elapsed:.0f}")
-            if self.step % self.cfg.save_every == 0 or self.step == self.cfg.steps:
+            stop = 0 < max_seconds <= elapsed
+            if self.step % self.cfg.save_every == 0 or self.step == self.cfg.steps or stop:
                 self.save_checkpoint(out)
+            if stop:
+                break
         bar.close()
         elapsed = time.perf_counter() - t0
         tail = losses[-10:]
@@ -388,4 +393,5 @@ class Trainer:
             "final_loss": sum(tail) / len(tail) if tail else None,
             "tokens_per_s": tokens / elapsed if elapsed > 0 else 0.0,
             "train_time_s": elapsed,
+            "stopped_at_time_limit": self.step < self.cfg.steps,
         }

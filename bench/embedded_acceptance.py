@@ -1,0 +1,103 @@
+"""The embedded pair (SmolLM2-135M-Instruct + our trained DFlash drafter) on held-out prompts.
+
+For the first N HumanEval prompts and MT-Bench first turns (never seen in training), greedy, chat
+template: speculative decoding with the shipped drafter and AR decoding with the same engine,
+mean acceptance length (tau), tokens/s of both, output identity and token forcing of every
+speculative output. Runs on CPU or CUDA. Prints a table; the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+
+import torch
+
+from specpilot.config import EngineConfig
+from specpilot.engine.llm import LLM
+from specpilot.measure.datasets import load_problems
+from specpilot.models.embedded import default_drafter, default_target
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--datasets", default="humaneval,mt-bench")
+    parser.add_argument("--num-prompts", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--cuda-graphs", action="store_true")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    engine = EngineConfig(cuda_graphs=args.cuda_graphs)
+    target, drafter = default_target(), default_drafter()
+    spec = LLM(target, draft=str(drafter), device=args.device, dtype=args.dtype, engine=engine)
+    ar = LLM(target, device=args.device, dtype=args.dtype, engine=engine)
+    warm = spec.encode("Hello", chat=True)
+    spec.generate(warm, max_new_tokens=8)
+    ar.generate(warm, max_new_tokens=8)
+    report: dict = {
+        "bench": "embedded_acceptance",
+        "device": str(spec.device),
+        "dtype": str(spec.dtype).removeprefix("torch."),
+        "machine": platform.processor() or platform.machine(),
+        "max_new_tokens": args.max_new_tokens,
+        "drafter": str(drafter),
+        "datasets": {},
+    }
+    for name in args.datasets.split(","):
+        rows = []
+        for problem in load_problems(name, args.num_prompts):
+            ids = spec.encode(problem.prompt, chat=True)
+            s = spec.generate(ids, max_new_tokens=args.max_new_tokens)[0]
+            a = ar.generate(ids, max_new_tokens=args.max_new_tokens)[0]
+            check = spec.validate(s.prompt_ids, s.output_ids)
+            rows.append(
+                {
+                    "id": problem.problem_id,
+                    "tokens": len(s.output_ids),
+                    "steps": s.num_steps,
+                    "tau": s.mean_acceptance_length,
+                    "spec_decode_s": s.decode_time_s,
+                    "ar_decode_s": a.decode_time_s,
+                    "identical_to_ar": s.output_ids == a.output_ids,
+                    "token_forcing_passed": check.passed,
+                }
+            )
+            print(
+                f"{name} {problem.problem_id}: tau {s.mean_acceptance_length:.2f}, spec "
+                f"{s.tokens_per_s:.1f} tok/s, AR {a.tokens_per_s:.1f} tok/s, identical "
+                f"{s.output_ids == a.output_ids}, forcing {'PASS' if check.passed else 'FAIL'}",
+                flush=True,
+            )
+        tokens = sum(r["tokens"] - 1 for r in rows)
+        steps = sum(len(r) and r["steps"] for r in rows)
+        spec_s = sum(r["spec_decode_s"] for r in rows)
+        ar_s = sum(r["ar_decode_s"] for r in rows)
+        report["datasets"][name] = {
+            "prompts": len(rows),
+            "tau": sum(r["tau"] * r["steps"] for r in rows) / max(steps, 1),
+            "spec_tok_s": tokens / spec_s,
+            "ar_tok_s": tokens / ar_s,
+            "speedup": ar_s / spec_s,
+            "identical": sum(r["identical_to_ar"] for r in rows),
+            "token_forcing_passed": sum(r["token_forcing_passed"] for r in rows),
+            "rows": rows,
+        }
+    print(f"{'dataset':<10} {'n':>3} {'tau':>6} {'spec tok/s':>11} {'AR tok/s':>9} {'speedup':>8}")
+    for name, d in report["datasets"].items():
+        print(
+            f"{name:<10} {d['prompts']:>3} {d['tau']:>6.2f} {d['spec_tok_s']:>11.1f} "
+            f"{d['ar_tok_s']:>9.1f} {d['speedup']:>7.2f}x  identical {d['identical']}/"
+            f"{d['prompts']}, forcing passed {d['token_forcing_passed']}/{d['prompts']}"
+        )
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
