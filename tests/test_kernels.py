@@ -160,9 +160,11 @@ def _sequences(vocab: int, new_tokens: int) -> list[Sequence]:
     ]
 
 
-def test_fused_engine_passes_token_forcing(tmp_path) -> None:
-    """AR and speculative decoding through the kernels (bf16) pass token forcing against the
-    fp32 PyTorch model, and the drafter's fused forward is exercised for steps after the first."""
+@pytest.mark.parametrize("weights", ["bf16", "w12"])
+def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
+    """AR and speculative decoding through the kernels (bf16, or W12 weights converted on load)
+    pass token forcing against the fp32 PyTorch model, and the drafter's fused forward is
+    exercised for steps after the first."""
     from specpilot.models.loader import load_drafter, load_target
     from specpilot.models.synth import synth_target, target_hf_config
     from specpilot.spec.forcing import token_forcing
@@ -177,11 +179,17 @@ def test_fused_engine_passes_token_forcing(tmp_path) -> None:
     draft_dir = make_drafter(tmp_path / "d", target_dir)
     target, _ = load_target(target_dir, DEVICE, BF16)
     drafter, _ = load_drafter(draft_dir, target.config, DEVICE, BF16)
+    if weights == "w12":
+        from specpilot.formats.w12_engine import W12Linear, convert_model
+
+        convert_model(target)
+        convert_model(drafter)
+        assert isinstance(target.model.layers[0].mlp.down_proj, W12Linear)
     gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
     assert gen.fused_target is not None and gen.fused_drafter is not None
     reference, _ = load_target(target_dir, DEVICE, torch.float32)
     vocab = target.config.vocab_size
-    for speculative in (False, True):
+    for speculative in (False, True) if weights == "bf16" else (True,):
         seqs = _sequences(vocab, 8)
         gen.run(seqs, speculative=speculative)
         assert all(len(s.output_ids) == 8 for s in seqs)

@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--max-new-tokens", type=int, default=128)
     gen.add_argument("--block-size", type=int, default=0, help="0: the drafter's own")
     gen.add_argument("--cuda-graphs", action="store_true", help="replay forwards as CUDA graphs")
+    gen.add_argument(
+        "--weights", default="bf16", choices=["bf16", "w12"], help="w12: convert on load"
+    )
     gen.add_argument("--ignore-eos", action="store_true", help="do not stop at end-of-sequence")
     gen.add_argument("--validate", action="store_true", help="token-force the output afterwards")
     gen.add_argument("--seed", type=int, default=0, help="seed of the replay profile")
@@ -157,7 +160,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         draft=args.draft,
         device=args.device,
         dtype=args.dtype,
-        engine=EngineConfig(block_size=args.block_size, cuda_graphs=args.cuda_graphs),
+        engine=EngineConfig(
+            block_size=args.block_size, cuda_graphs=args.cuda_graphs, weights=args.weights
+        ),
         replay=args.replay,
         seed=args.seed,
     )

@@ -277,18 +277,23 @@ class EngineConfig:
     step_graph: with cuda_graphs, capture a whole speculative step (draft, verify, accept) as
         one graph instead of one graph each for draft and verify. Off by default: on the H200
         the single graph measured slower (854 vs 967 tok/s at tau 6.55, docs/LOG.md runs 10-11).
+    weights: "bf16" keeps the checkpoint's weights; "w12" converts the decoder layers' linear
+        weights to the lossless 12-bit format on load (formats/w12.py; needs bf16).
     """
 
     block_size: int = 0
     cuda_graphs: bool = False
     kernels: str = "auto"
     step_graph: bool = False
+    weights: str = "bf16"
 
     def __post_init__(self) -> None:
         if self.block_size < 0 or self.block_size == 1:
             raise ConfigError(
                 f"block_size must be 0 (drafter's own) or >= 2, got {self.block_size}"
             )
+        if self.weights not in ("bf16", "w12"):
+            raise ConfigError(f"weights must be bf16 or w12, got {self.weights!r}")
         if self.kernels not in ("auto", "triton", "torch"):
             raise ConfigError(f"kernels must be auto, triton or torch, got {self.kernels!r}")
 

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from specpilot.config import EngineConfig, resolve_device, resolve_dtype
 from specpilot.engine.generator import Generator
 from specpilot.engine.sequence import Sequence
@@ -77,6 +79,14 @@ class LLM:
             replay_text = draft_text[len(REPLAY_PREFIX) :]
         elif draft_text is not None:
             self.drafter, _ = load_drafter(draft_text, self.target.config, self.device, self.dtype)
+        if self.engine_config.weights == "w12":  # convert on load, before the fused forwards
+            from specpilot.formats.w12_engine import convert_model
+
+            if self.dtype != torch.bfloat16:
+                raise ConfigError(f"weights=w12 needs dtype bfloat16, not {dtype}")
+            for model in (self.target, self.drafter):
+                if model is not None:
+                    convert_model(model)
         self.generator = Generator(
             self.target, self.drafter, self.engine_config, self.device, self.dtype
         )

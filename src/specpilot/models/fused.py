@@ -7,7 +7,8 @@ projection with the residual add in its epilogue, one gate|up multiply with the 
 prologue, and the down projection with SwiGLU in its prologue and the residual add in its
 epilogue. q|k|v and gate|up weights are concatenated once; the modules' own parameters become
 views of the concatenation, so no memory is duplicated and the PyTorch path (prefill, first
-draft) keeps working on the same storage.
+draft) keeps working on the same storage. Weights converted to W12 (formats/w12_engine.py) go
+through the same code: `linear` sends them to the W12 kernel.
 
 Numerics: every element-wise step rounds where the modules round; only the summation order of
 dot products and of attention differs, which in bf16 can break exact near-ties differently (the
@@ -21,9 +22,10 @@ import os
 import torch
 from torch import nn
 
+from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
-from specpilot.kernels.linear import MAX_ROWS, skinny_linear
+from specpilot.kernels.linear import MAX_ROWS
 from specpilot.kernels.rope import qk_rope_write
 from specpilot.layers.attention import KVCache
 from specpilot.layers.block import DecoderBlock
@@ -47,6 +49,8 @@ def unsupported_reason(model: nn.Module, dtype: torch.dtype, device: torch.devic
         return f"head_dim {cfg.head_dim} (the kernels take powers of two >= 16)"
     if any(name.endswith("bias") for name, _ in model.named_parameters()):
         return "linear biases"
+    if dtype != torch.bfloat16 and any(isinstance(m, W12Linear) for m in model.modules()):
+        return f"W12 weights with dtype {dtype} (W12 holds bf16)"
     if isinstance(model, DFlashDrafter):
         layers = range(cfg.num_layers)
         if any(cfg.layer_window(i) is not None or cfg.layer_is_causal(i) for i in layers):
@@ -68,26 +72,15 @@ def normed_linear(
 ) -> torch.Tensor:
     """(RMSNorm(x) * norm) @ weight^T [+ residual]."""
     if x.shape[0] <= PROLOGUE_ROWS:
-        return skinny_linear(x, weight, norm_weight=norm, eps=eps, residual=residual)
-    return skinny_linear(rmsnorm(x, norm, eps), weight, residual=residual)
+        return linear(x, weight, norm_weight=norm, eps=eps, residual=residual)
+    return linear(rmsnorm(x, norm, eps), weight, residual=residual)
 
 
 def glu_linear(gate_up: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
     """(silu(gate) * up) @ weight^T + residual."""
     if gate_up.shape[0] <= PROLOGUE_ROWS:
-        return skinny_linear(gate_up, weight, glu=True, residual=residual)
-    return skinny_linear(silu_mul(gate_up), weight, residual=residual)
-
-
-def _concat_rows(*linears: nn.Linear) -> torch.Tensor:
-    """One weight [sum of out features, in] whose row slices become the linears' weights."""
-    fused = torch.cat([lin.weight.detach() for lin in linears], dim=0)
-    row = 0
-    for lin in linears:
-        n = lin.weight.shape[0]
-        lin.weight.data = fused[row : row + n]
-        row += n
-    return fused
+        return linear(gate_up, weight, glu=True, residual=residual)
+    return linear(silu_mul(gate_up), weight, residual=residual)
 
 
 class _FusedBlock:
@@ -96,10 +89,10 @@ class _FusedBlock:
     def __init__(self, block: DecoderBlock) -> None:
         attn = block.self_attn
         self.heads, self.kv_heads, self.head_dim = attn.heads, attn.kv_heads, attn.head_dim
-        self.qkv = _concat_rows(attn.q_proj, attn.k_proj, attn.v_proj)
+        self.qkv = concat_rows(attn.q_proj, attn.k_proj, attn.v_proj)
         self.kv = self.qkv[attn.heads * attn.head_dim :]  # k|v rows (drafter context)
         self.o = attn.o_proj.weight
-        self.gate_up = _concat_rows(block.mlp.gate_proj, block.mlp.up_proj)
+        self.gate_up = concat_rows(block.mlp.gate_proj, block.mlp.up_proj)
         self.down = block.mlp.down_proj.weight
         self.in_norm = block.input_layernorm.weight
         self.post_norm = block.post_attention_layernorm.weight
@@ -131,7 +124,7 @@ class _FusedBlock:
 
     def finish(self, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
         """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden]."""
-        x = skinny_linear(attn_out, self.o, residual=x)
+        x = linear(attn_out, self.o, residual=x)
         gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps)
         return glu_linear(gate_up, self.down, residual=x)
 
@@ -206,11 +199,11 @@ class FusedDrafter:
             raise ValueError(f"fused draft takes at most {MAX_ROWS} rows, got {batch} x {n}, {k}")
         num_splits = attention_splits(cache)
         d = self.drafter
-        ctx = skinny_linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
+        ctx = linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
         ctx = rmsnorm(ctx, d.hidden_norm.weight, d.hidden_norm.eps)
         x = self.target.embed(block_ids).view(batch * k, -1)
         for i, blk in enumerate(self.blocks):
-            blk.write_kv(skinny_linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
+            blk.write_kv(linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
             qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
             q = blk.write_kv(qkv, blk.heads, block_positions, table, cache, i)
             attn = decode_attention(
