@@ -19,37 +19,12 @@ import json
 import torch
 import torch.nn.functional as F
 
+# run as a script from the repository root: bench/ is on sys.path
+from kernel_sweep import SHAPES, graph_time  # noqa: E402
+
 from specpilot.formats import w12
 from specpilot.kernels.linear import skinny_linear
 from specpilot.kernels.w12_linear import _config, w12_linear, w12_linear_reference
-
-SHAPES = {  # name: (N, K) of Qwen3-8B (hidden 4096, intermediate 12288, 32/8 heads of 128)
-    "qkv": (6144, 4096),
-    "o": (4096, 4096),
-    "gate_up": (24576, 4096),
-    "down": (4096, 12288),
-    "lm_head": (151936, 4096),
-}
-
-
-def graph_time(fn, reps: int = 20) -> float:
-    """Seconds per call: `reps` calls captured in one graph, replayed 5 times, median."""
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(reps):
-            fn()
-    times = []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / reps)
-    return sorted(times)[2]
 
 
 def candidates(m: int) -> list[dict]:

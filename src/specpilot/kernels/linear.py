@@ -21,6 +21,8 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from specpilot.kernels.prologue import input_tile, row_rstd
+
 MAX_ROWS = 64
 # NOTE: Triton's CPU interpreter (tests) multiplies bf16 operands of tl.dot wrongly (numpy has no
 # bf16), so there the operands are widened to fp32 first; same values, exact products.
@@ -60,14 +62,9 @@ def _skinny_kernel(
     m_ok = rm < M
     n_ok = rn < N
     x_rows = x_ptr + rm[:, None] * stride_xm
+    rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
-        sum_sq = tl.zeros([BLOCK_M], dtype=tl.float32)
-        for k0 in range(0, K, BLOCK_K):
-            rk = k0 + rk0
-            xk = tl.load(x_rows + rk[None, :], mask=m_ok[:, None] & (rk[None, :] < K), other=0.0)
-            xk = xk.to(tl.float32)
-            sum_sq += tl.sum(xk * xk, axis=1)
-        rstd = tl.math.rsqrt(sum_sq / K + eps)
+        rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
     # NOTE: without tensor cores (M < 16 rows) the products accumulate element-wise in a
     # [BLOCK_M, BLOCK_N, BLOCK_K] tile and are reduced once at the end: a cross-lane reduction
     # per step would stall the loads.
@@ -79,16 +76,7 @@ def _skinny_kernel(
         rk = k0 + rk0
         k_ok = rk < K
         xm = m_ok[:, None] & k_ok[None, :]
-        a = tl.load(x_rows + rk[None, :], mask=xm, other=0.0)
-        if GLU:
-            g = a.to(tl.float32)
-            u = tl.load(x_rows + K + rk[None, :], mask=xm, other=0.0).to(tl.float32)
-            s = (g / (1.0 + tl.exp(-g))).to(dtype).to(tl.float32)
-            a = (s * u).to(dtype)
-        if NORM:
-            nw = tl.load(nw_ptr + rk, mask=k_ok, other=0.0).to(tl.float32)
-            a = (a.to(tl.float32) * rstd[:, None]).to(dtype).to(tl.float32)
-            a = (a * nw[None, :]).to(dtype)
+        a = input_tile(x_rows, rk[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
         w = tl.load(
             w_ptr + rn[:, None] * stride_wn + rk[None, :],
             mask=n_ok[:, None] & k_ok[None, :],

@@ -24,28 +24,12 @@ import triton
 import triton.language as tl
 
 from specpilot.formats.w12 import ESCAPE, W12Weight, decode
+from specpilot.kernels.prologue import input_tile, row_rstd
 
 MAX_ROWS = 64
 # NOTE: as in kernels/linear.py, the CPU interpreter multiplies bf16 tl.dot operands wrongly,
 # so there they are widened to fp32 first (same values, exact products).
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-
-
-@triton.jit
-def _input(x_rows, cols, mask, nw_ptr, rstd, K, dtype, NORM: tl.constexpr, GLU: tl.constexpr):
-    """The multiply's input at columns `cols` (any shape broadcasting with x_rows [BLOCK_M, 1]):
-    x, silu(gate) * up, or the RMSNorm of x, rounded where the PyTorch modules round."""
-    a = tl.load(x_rows + cols, mask=mask, other=0.0)
-    if GLU:
-        g = a.to(tl.float32)
-        u = tl.load(x_rows + K + cols, mask=mask, other=0.0).to(tl.float32)
-        s = (g / (1.0 + tl.exp(-g))).to(dtype).to(tl.float32)
-        a = (s * u).to(dtype)
-    if NORM:
-        nw = tl.load(nw_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-        a = (a.to(tl.float32) * rstd[:, None]).to(dtype).to(tl.float32)
-        a = (a * nw).to(dtype)
-    return a
 
 
 @triton.jit
@@ -93,13 +77,7 @@ def _w12_kernel(
     x_rows = x_ptr + rm[:, None] * stride_xm
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
-        sum_sq = tl.zeros([BLOCK_M], dtype=tl.float32)
-        for k0 in range(0, K, BLOCK_K):
-            rk = k0 + rk0
-            xk = tl.load(x_rows + rk[None, :], mask=m_ok[:, None] & (rk[None, :] < K), other=0.0)
-            xk = xk.to(tl.float32)
-            sum_sq += tl.sum(xk * xk, axis=1)
-        rstd = tl.math.rsqrt(sum_sq / K + eps)
+        rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
     if USE_DOT:
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     else:
@@ -109,7 +87,7 @@ def _w12_kernel(
         rk = k0 + rk0
         k_ok = rk < K
         xm = m_ok[:, None] & k_ok[None, :]
-        a = _input(x_rows, rk[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
+        a = input_tile(x_rows, rk[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
         wm = n_ok[:, None] & k_ok[None, :]
         sm = tl.load(sm_ptr + rn[:, None] * stride_sm + rk[None, :], mask=wm, other=0)
         sm = sm.to(tl.int32)
@@ -142,7 +120,7 @@ def _w12_kernel(
         wbits = tl.load(esc_bits_ptr + first + j, mask=has, other=0)
         w = wbits.to(tl.bfloat16, bitcast=True).to(tl.float32)
         xm = m_ok[:, None] & has[None, :]
-        a = _input(x_rows, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
+        a = input_tile(x_rows, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
         acc += tl.where(xm, a.to(tl.float32) * w[None, :], 0.0)
     out = acc.to(dtype)
     om = m_ok[:, None] & n_ok[None, :]

@@ -113,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
     draft_cfg.check_fits(target.config)
     if args.prompts is not None:
         # the content, not where it lies
-        prompt_key = f"file:{hash_file(args.prompts)}:n={args.num_prompts}"
+        prompt_key = f"file:{hash_file(args.prompts)}"
+        if args.num_prompts > 0:
+            prompt_key += f":n={args.num_prompts}"
 
         def load_prompts() -> prompt_sources.PromptSet:
             prompt_set = prompt_sources.read_prompt_file(args.prompts)
