@@ -1,0 +1,83 @@
+"""Compile every Triton kernel for the H200 (sm_90) without a GPU, at the engine's configurations.
+
+Run by tests/test_kernels_compile.py in a fresh process (the kernel tests put Triton in interpreter
+mode, where kernels cannot be compiled). Prints one line per kernel and exits 1 if any fails: it
+catches code that runs in the interpreter but does not compile for the GPU.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from specpilot.kernels import attention, elementwise, linear, rope, w12_linear
+
+HOPPER = GPUTarget("cuda", 90, 32)
+
+
+def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
+    signature = {
+        name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
+    }
+    constexprs = {(fn.arg_names.index(k),): v for k, v in consts.items()}
+    triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs), target=HOPPER)
+
+
+def cases() -> list[tuple[str, object, dict, dict]]:
+    bf16 = "*bf16"
+    out = []
+    lin = {n: bf16 for n in ("x_ptr", "w_ptr", "y_ptr", "res_ptr", "nw_ptr")} | {"eps": "fp32"}
+    w12 = {
+        "x_ptr": bf16, "sm_ptr": "*u8", "code_ptr": "*u8", "base_ptr": "*u8",
+        "row_ptr": "*i32", "esc_col_ptr": "*i32", "esc_bits_ptr": "*i16", "y_ptr": bf16,
+        "res_ptr": bf16, "nw_ptr": bf16, "eps": "fp32",
+    }  # fmt: skip
+    for m in (1, 16, 64):
+        for norm, glu, res in ((True, False, False), (False, True, True), (False, False, True)):
+            flags = dict(NORM=norm, GLU=glu, RESIDUAL=res, F32_DOT=False)
+            cfg = {k: v for k, v in linear._config(m, 24576, 4096).items() if k.isupper()}
+            out.append((f"skinny_linear M={m} {flags}", linear._skinny_kernel, lin, flags | cfg))
+            cfg = {k: v for k, v in w12_linear._config(m, 24576, 4096).items() if k.isupper()}
+            consts = flags | cfg | dict(GROUP=128, ESC=15)
+            out.append((f"w12_linear M={m} {flags}", w12_linear._w12_kernel, w12, consts))
+    ptrs = ("qkv_ptr", "q_out_ptr", "k_cache_ptr", "v_cache_ptr", "cos_ptr", "sin_ptr", "qn_ptr")
+    rope_types = {n: bf16 for n in (*ptrs, "kn_ptr")} | {"pos_ptr": "*i64", "eps": "fp32"}
+    for heads in (32, 0):  # target q|k|v, drafter context k|v
+        consts = dict(HEADS=heads, KV_HEADS=8, HEAD_DIM=128, QK_NORM=True)
+        consts["ROWS"] = triton.next_power_of_2(heads + 16)
+        out.append((f"qk_rope_write heads={heads}", rope._qk_rope_kernel, rope_types, consts))
+    split_types = {"q_ptr": bf16, "k_ptr": bf16, "v_ptr": bf16, "pos_ptr": "*i64"}
+    split_types |= {"part_ptr": "*fp32", "stats_ptr": "*fp32", "scale_log2": "fp32"}
+    for t, causal in ((1, True), (16, True), (16, False)):
+        block_q = max(16, triton.next_power_of_2(4 * t))
+        consts = dict(HEADS=32, GROUP=4, HEAD_DIM=128, NUM_SPLITS=33, BLOCK_Q=block_q)
+        consts |= dict(BLOCK_KV=attention.BLOCK_KV, F32_DOT=False, CAUSAL=causal)
+        out.append((f"attention split T={t}", attention._split_kernel, split_types, consts))
+        merge = {k: consts[k] for k in ("HEADS", "GROUP", "HEAD_DIM", "NUM_SPLITS", "BLOCK_Q")}
+        merge["SPLITS_P2"] = 64
+        types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": bf16}
+        out.append((f"attention merge T={t}", attention._merge_kernel, types, merge))
+    norm_types = {"x_ptr": bf16, "w_ptr": bf16, "y_ptr": bf16, "eps": "fp32"}
+    out.append(("rmsnorm", elementwise._rmsnorm_kernel, norm_types, dict(BLOCK=4096)))
+    glu_types = {"x_ptr": bf16, "y_ptr": bf16}
+    out.append(("silu_mul", elementwise._silu_mul_kernel, glu_types, dict(BLOCK=1024)))
+    return out
+
+
+def main() -> int:
+    failed = 0
+    for label, fn, types, consts in cases():
+        try:
+            compile_for_hopper(fn, types, consts)
+            print(f"ok   {label}")
+        except Exception as exc:  # noqa: BLE001 - report every kernel, then fail
+            failed += 1
+            print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[:300]}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
