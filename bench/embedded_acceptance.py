@@ -86,6 +86,9 @@ def main() -> None:
             "token_forcing_passed": sum(r["token_forcing_passed"] for r in rows),
             "rows": rows,
         }
+        if args.out:  # partial results survive a timeout
+            with open(args.out, "w") as f:
+                json.dump(report, f, indent=1)
     print(f"{'dataset':<10} {'n':>3} {'tau':>6} {'spec tok/s':>11} {'AR tok/s':>9} {'speedup':>8}")
     for name, d in report["datasets"].items():
         print(

