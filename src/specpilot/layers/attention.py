@@ -86,12 +86,12 @@ def causal_mask(positions: torch.Tensor, kv_len: int) -> torch.Tensor:
 def attend(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, scale: float
 ) -> torch.Tensor:
-    """q [B, H, T, D], k/v [B, Hkv, L, D], mask [B, 1, T, L] -> [B, T, H * D]."""
-    groups = q.shape[1] // k.shape[1]
-    if groups > 1:
-        k = k.repeat_interleave(groups, dim=1)
-        v = v.repeat_interleave(groups, dim=1)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+    """q [B, H, T, D], k/v [B, Hkv, L, D], mask [B, 1, T, L] -> [B, T, H * D].
+
+    GQA without copying the keys and values per query head (`enable_gqa`)."""
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, scale=scale, enable_gqa=q.shape[1] != k.shape[1]
+    )
     return out.transpose(1, 2).flatten(2)
 
 
