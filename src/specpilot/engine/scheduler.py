@@ -206,17 +206,14 @@ class Scheduler:
     def _speculate(self, rows: list[Sequence | None]) -> list[int]:
         gen, k = self.gen, self.block_size
         starts = [s.num_cached_tokens if s else 0 for s in rows]
-        anchors = torch.tensor([s.last_token if s else 0 for s in rows], device=gen.device)
-        block_pos = gen._positions(starts, k)
-        drafts = None
+        hidden, counts = None, [0] * len(rows)
         if gen.drafter is not None:
             hidden, counts = self._draft_context(rows)
-            # NOTE: padding context rows land at positions >= start, which the drafter masks
-            # and a later step overwrites (as in Generator._speculate).
-            ctx_first = [st - c for st, c in zip(starts, counts)]
-            ctx_pos = gen._positions(ctx_first, hidden.shape[1])
-            kv_len = max(ctx_first) + hidden.shape[1]
-            drafts = gen._draft_forward(hidden, ctx_pos, anchors, block_pos, kv_len)
+        # NOTE: padding context rows land at positions >= start, which the drafter masks and a
+        # later step overwrites (as in Generator._speculate).
+        ctx_first = [st - c for st, c in zip(starts, counts)]
+        meta = [[st, c, s.last_token if s else 0] for st, c, s in zip(starts, ctx_first, rows)]
+        replay = None
         if self.replay is not None:
             proposals = [
                 p.propose([len(s.output_ids)], k - 1)
@@ -224,11 +221,18 @@ class Scheduler:
                 else torch.zeros(1, k - 1, dtype=torch.long)
                 for s, p in zip(rows, self.proposers)
             ]
-            drafts = torch.cat(proposals).to(gen.device)
-        block_ids = torch.cat([anchors[:, None], drafts], dim=1)
-        out = gen._target_forward(block_ids, block_pos, max(starts) + k, self.capture)
+            replay = torch.cat(proposals).to(gen.device)
+        draft_kv = max(ctx_first) + hidden.shape[1] if hidden is not None else 0
+        packed_d, block_hidden = gen._spec_step(
+            hidden,
+            torch.tensor(meta).to(gen.device),
+            replay,
+            draft_kv,
+            max(starts) + k,
+            self.capture,
+        )
         # the one host synchronisation of a step (as in Generator._speculate)
-        packed = torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1).tolist()
+        packed = packed_d.tolist()
         taken_all = []
         for b, seq in enumerate(rows):
             if seq is None:
@@ -241,5 +245,5 @@ class Scheduler:
             self.ctx_counts[b] = taken
             taken_all.append(taken)
         if gen.drafter is not None:
-            self.block_hidden = out.hidden
+            self.block_hidden = block_hidden
         return taken_all
