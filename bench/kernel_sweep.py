@@ -14,7 +14,7 @@ import json
 import torch
 import torch.nn.functional as F
 
-from specpilot.kernels.linear import _config, skinny_linear
+from specpilot.kernels.linear import skinny_linear, tile_config
 
 SHAPES = {  # name: (N, K) of Qwen3-8B (hidden 4096, intermediate 12288, 32/8 heads of 128)
     "qkv": (6144, 4096),
@@ -45,40 +45,52 @@ def graph_time(fn, reps: int = 20) -> float:
     return sorted(times)[2]
 
 
-def candidates(m: int) -> list[dict]:
-    out = []
-    if m <= 4:
-        block_m = 1 if m == 1 else (2 if m == 2 else 4)
-        grid = itertools.product((4, 8, 16, 32), (128, 256, 512, 1024), (4, 8), (2, 3, 4))
-        for bn, bk, warps, stages in grid:
-            # the element-wise accumulator lives in registers: at most 64 fp32 per thread
-            if block_m * bn * bk > 64 * 32 * warps:
-                continue
-            out.append(
-                dict(
-                    BLOCK_M=block_m,
-                    BLOCK_N=bn,
-                    BLOCK_K=bk,
-                    USE_DOT=False,
-                    num_warps=warps,
-                    num_stages=stages,
-                )
-            )
-    else:
+# tile grids: (BLOCK_N, BLOCK_K, num_warps, num_stages) without and with tensor cores
+ELEMENTWISE_GRID = ((4, 8, 16, 32), (128, 256, 512, 1024), (4, 8), (2, 3, 4))
+DOT_GRID = ((32, 64, 128), (64, 128, 256), (4, 8), (3, 4))
+
+
+def candidates(
+    m: int, elementwise_grid: tuple = ELEMENTWISE_GRID, dot_grid: tuple = DOT_GRID
+) -> list[dict]:
+    """Tile configurations for M rows: element-wise products up to 4 rows, tl.dot above."""
+    use_dot = m > 4
+    if use_dot:
         block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
-        grid = itertools.product((32, 64, 128), (64, 128, 256), (4, 8), (3, 4))
-        for bn, bk, warps, stages in grid:
-            out.append(
-                dict(
-                    BLOCK_M=block_m,
-                    BLOCK_N=bn,
-                    BLOCK_K=bk,
-                    USE_DOT=True,
-                    num_warps=warps,
-                    num_stages=stages,
-                )
+    else:
+        block_m = 1 if m == 1 else (2 if m == 2 else 4)
+    out = []
+    for bn, bk, warps, stages in itertools.product(*(dot_grid if use_dot else elementwise_grid)):
+        # the element-wise accumulator lives in registers: at most 64 fp32 per thread
+        if not use_dot and block_m * bn * bk > 64 * 32 * warps:
+            continue
+        out.append(
+            dict(
+                BLOCK_M=block_m,
+                BLOCK_N=bn,
+                BLOCK_K=bk,
+                USE_DOT=use_dot,
+                num_warps=warps,
+                num_stages=stages,
             )
+        )
     return out
+
+
+def fastest(
+    launch, configs: list[dict], best: dict | None = None, best_t: float = float("inf")
+) -> tuple[dict | None, float]:
+    """The configuration whose `launch(config)` takes least time (and that time), starting from
+    `best` / `best_t`; configurations that do not compile or fit are reported and skipped."""
+    for cfg in configs:
+        try:
+            t = graph_time(lambda c=cfg: launch(c))
+        except Exception as exc:  # noqa: BLE001 - a configuration that does not compile or fit
+            print(f"skip {cfg}: {type(exc).__name__}")
+            continue
+        if t < best_t:
+            best, best_t = cfg, t
+    return best, best_t
 
 
 def sweep_shape(m: int, name: str, n: int, k: int) -> dict:
@@ -87,15 +99,7 @@ def sweep_shape(m: int, name: str, n: int, k: int) -> dict:
     nbytes = w.numel() * 2
     t_cublas = graph_time(lambda: F.linear(x, w))
     t_default = graph_time(lambda: skinny_linear(x, w))
-    best, best_t = None, float("inf")
-    for cfg in candidates(m):
-        try:
-            t = graph_time(lambda c=cfg: skinny_linear(x, w, config=c))
-        except Exception as exc:  # noqa: BLE001 - a configuration that does not compile or fit
-            print(f"skip {cfg}: {type(exc).__name__}")
-            continue
-        if t < best_t:
-            best, best_t = cfg, t
+    best, best_t = fastest(lambda c: skinny_linear(x, w, config=c), candidates(m))
     return dict(
         m=m,
         shape=name,
@@ -103,7 +107,7 @@ def sweep_shape(m: int, name: str, n: int, k: int) -> dict:
         k=k,
         cublas_tb_s=nbytes / t_cublas / 1e12,
         default_tb_s=nbytes / t_default / 1e12,
-        default=_config(m, n, k),
+        default=tile_config(m, n, k),
         best_tb_s=nbytes / best_t / 1e12,
         best=best,
     )

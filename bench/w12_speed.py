@@ -13,42 +13,21 @@ the last line is one JSON object.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 
 import torch
 import torch.nn.functional as F
 
 # run as a script from the repository root: bench/ is on sys.path
-from kernel_sweep import SHAPES, graph_time  # noqa: E402
+from kernel_sweep import SHAPES, candidates, fastest, graph_time  # noqa: E402
 
 from specpilot.formats import w12
-from specpilot.kernels.linear import skinny_linear
-from specpilot.kernels.w12_linear import _config, w12_linear, w12_linear_reference
+from specpilot.kernels.linear import skinny_linear, tile_config
+from specpilot.kernels.w12_linear import w12_linear, w12_linear_reference
 
-
-def candidates(m: int) -> list[dict]:
-    """A small tile sweep around the default (the decode adds registers per weight)."""
-    out = []
-    if m <= 4:
-        block_m = 1 if m == 1 else (2 if m == 2 else 4)
-        for bn, bk, warps, stages in itertools.product(
-            (4, 8, 16), (256, 512, 1024), (4, 8), (2, 3)
-        ):
-            if block_m * bn * bk > 64 * 32 * warps:  # fp32 accumulator: <= 64 per thread
-                continue
-            out.append(
-                dict(BLOCK_M=block_m, BLOCK_N=bn, BLOCK_K=bk, USE_DOT=False, num_warps=warps,
-                     num_stages=stages)
-            )  # fmt: skip
-    else:
-        block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
-        for bn, bk, warps, stages in itertools.product((32, 64, 128), (128, 256), (4, 8), (3, 4)):
-            out.append(
-                dict(BLOCK_M=block_m, BLOCK_N=bn, BLOCK_K=bk, USE_DOT=True, num_warps=warps,
-                     num_stages=stages)
-            )  # fmt: skip
-    return out
+# a small tile sweep around the default (the decode adds registers per weight)
+W12_ELEMENTWISE_GRID = ((4, 8, 16), (256, 512, 1024), (4, 8), (2, 3))
+W12_DOT_GRID = ((32, 64, 128), (128, 256), (4, 8), (3, 4))
 
 
 def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
@@ -65,16 +44,10 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
     t_cublas = graph_time(lambda: F.linear(x, w))
     t_skinny = graph_time(lambda: skinny_linear(x, w))
     t_w12 = graph_time(lambda: w12_linear(x, packed))
-    best, best_t = _config(m, n, k), t_w12
+    best, best_t = tile_config(m, n, k), t_w12
     if sweep:
-        for cfg in candidates(m):
-            try:
-                t = graph_time(lambda c=cfg: w12_linear(x, packed, config=c))
-            except Exception as exc:  # noqa: BLE001 - a configuration that does not compile or fit
-                print(f"skip {cfg}: {type(exc).__name__}")
-                continue
-            if t < best_t:
-                best, best_t = cfg, t
+        configs = candidates(m, W12_ELEMENTWISE_GRID, W12_DOT_GRID)
+        best, best_t = fastest(lambda c: w12_linear(x, packed, config=c), configs, best, best_t)
     return dict(
         m=m,
         shape=name,
@@ -96,7 +69,7 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
         ),
         speedup_vs_cublas=t_cublas / best_t,
         speedup_vs_skinny=t_skinny / best_t,
-        default=_config(m, n, k),
+        default=tile_config(m, n, k),
         best=best,
     )
 

@@ -38,9 +38,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
     for m in (1, 16, 64):
         for norm, glu, res in ((True, False, False), (False, True, True), (False, False, True)):
             flags = dict(NORM=norm, GLU=glu, RESIDUAL=res, F32_DOT=False)
-            cfg = {k: v for k, v in linear._config(m, 24576, 4096).items() if k.isupper()}
+            cfg = {k: v for k, v in linear.tile_config(m, 24576, 4096).items() if k.isupper()}
             out.append((f"skinny_linear M={m} {flags}", linear._skinny_kernel, lin, flags | cfg))
-            cfg = {k: v for k, v in w12_linear._config(m, 24576, 4096).items() if k.isupper()}
             consts = flags | cfg | dict(GROUP=128, ESC=15)
             out.append((f"w12_linear M={m} {flags}", w12_linear._w12_kernel, w12, consts))
     ptrs = ("qkv_ptr", "q_out_ptr", "k_cache_ptr", "v_cache_ptr", "cos_ptr", "sin_ptr", "qn_ptr")

@@ -11,10 +11,15 @@ import importlib.util
 import os
 
 
+def interpreted() -> bool:
+    """Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1, the tests)."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
 def available() -> bool:
     """Triton importable and able to launch here (a GPU, or the interpreter for tests)."""
     if importlib.util.find_spec("triton") is None:
         return False
     import torch
 
-    return torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1"
+    return torch.cuda.is_available() or interpreted()

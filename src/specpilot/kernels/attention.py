@@ -12,17 +12,15 @@ length, so long contexts spread over every SM and short ones waste nothing.
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from specpilot.kernels.common import INTERPRETED, dot
+
 BLOCK_KV = 64
-# NOTE: Triton's CPU interpreter (tests) multiplies bf16 operands of tl.dot wrongly (numpy has no
-# bf16), so there the operands are widened to fp32 first.
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 @triton.jit
@@ -74,10 +72,7 @@ def _split_kernel(
         k = tl.load(
             k_ptr + base + keys[:, None] * stride_kl + d[None, :], mask=k_ok[:, None], other=0.0
         )
-        if F32_DOT:
-            s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32))) * scale_log2
-        else:
-            s = tl.dot(q, tl.trans(k)) * scale_log2
+        s = dot(q, tl.trans(k), F32_DOT) * scale_log2
         if CAUSAL:
             visible = (keys[None, :] <= q_pos[:, None]) & k_ok[None, :]
         else:
@@ -91,11 +86,7 @@ def _split_kernel(
         v = tl.load(
             v_ptr + base + keys[:, None] * stride_kl + d[None, :], mask=k_ok[:, None], other=0.0
         )
-        if F32_DOT:
-            pv = tl.dot(p.to(v.dtype).to(tl.float32), v.to(tl.float32))
-        else:
-            pv = tl.dot(p.to(v.dtype), v)
-        acc = acc * alpha[:, None] + pv
+        acc = acc * alpha[:, None] + dot(p.to(v.dtype), v, F32_DOT)
         m_i = m_new
     slot = (bh * NUM_SPLITS + split) * BLOCK_Q + rows
     tl.store(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], acc)

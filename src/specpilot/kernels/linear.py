@@ -14,19 +14,14 @@ differs from the PyTorch path.
 
 from __future__ import annotations
 
-import os
-
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from specpilot.kernels.prologue import input_tile, row_rstd
+from specpilot.kernels.common import INTERPRETED, dot, input_tile, row_rstd, store_output
 
 MAX_ROWS = 64
-# NOTE: Triton's CPU interpreter (tests) multiplies bf16 operands of tl.dot wrongly (numpy has no
-# bf16), so there the operands are widened to fp32 first; same values, exact products.
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 @triton.jit
@@ -82,23 +77,16 @@ def _skinny_kernel(
             mask=n_ok[:, None] & k_ok[None, :],
             other=0.0,
         )
-        if USE_DOT and F32_DOT:
-            acc += tl.dot(a.to(tl.float32), tl.trans(w.to(tl.float32)))
-        elif USE_DOT:
-            acc += tl.dot(a, tl.trans(w))
+        if USE_DOT:
+            acc += dot(a, tl.trans(w), F32_DOT)
         else:
             acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
     if not USE_DOT:
         acc = tl.sum(acc3, axis=2)
-    out = acc.to(dtype)
-    om = m_ok[:, None] & n_ok[None, :]
-    if RESIDUAL:
-        r = tl.load(res_ptr + rm[:, None] * stride_rm + rn[None, :], mask=om, other=0.0)
-        out = (out.to(tl.float32) + r.to(tl.float32)).to(dtype)
-    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], out, mask=om)
+    store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
 
-def _config(m: int, n: int, k: int) -> dict:
+def tile_config(m: int, n: int, k: int) -> dict:
     """Tile sizes by shape, from bench/kernel_sweep.py on the H200 (bench/results/, LOG run 8)."""
     common = dict(num_warps=4, num_stages=3)
     if m <= 4:  # element-wise products: 8 rows x 1024 columns of weights per step
@@ -149,7 +137,7 @@ def skinny_linear(
     if residual is not None and (residual.shape != (m, n) or residual.stride(1) != 1):
         raise ValueError(f"residual {tuple(residual.shape)} must be a row-major [{m}, {n}]")
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
-    cfg = dict(config or _config(m, n, k))
+    cfg = dict(config or tile_config(m, n, k))
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]))
     _skinny_kernel[grid](
         x,

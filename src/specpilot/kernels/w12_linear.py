@@ -16,20 +16,16 @@ NaN where the decoded weight would give +-inf; activations are finite in the mod
 
 from __future__ import annotations
 
-import os
-
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
 
 from specpilot.formats.w12 import ESCAPE, W12Weight, decode
-from specpilot.kernels.prologue import input_tile, row_rstd
+from specpilot.kernels.common import INTERPRETED, dot, input_tile, row_rstd, store_output
+from specpilot.kernels.linear import tile_config
 
 MAX_ROWS = 64
-# NOTE: as in kernels/linear.py, the CPU interpreter multiplies bf16 tl.dot operands wrongly,
-# so there they are widened to fp32 first (same values, exact products).
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 @triton.jit
@@ -103,10 +99,8 @@ def _w12_kernel(
         bits = ((sm & 0x80) << 8) | ((base.to(tl.int32) + code) << 7) | (sm & 0x7F)
         bits = tl.where(code == ESC, 0, bits)  # escapes (and padding) weigh 0 here
         w = bits.to(tl.int16).to(tl.bfloat16, bitcast=True)
-        if USE_DOT and F32_DOT:
-            acc += tl.dot(a.to(tl.float32), tl.trans(w.to(tl.float32)))
-        elif USE_DOT:
-            acc += tl.dot(a, tl.trans(w))
+        if USE_DOT:
+            acc += dot(a, tl.trans(w), F32_DOT)
         else:
             acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
     if not USE_DOT:
@@ -122,31 +116,7 @@ def _w12_kernel(
         xm = m_ok[:, None] & has[None, :]
         a = input_tile(x_rows, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
         acc += tl.where(xm, a.to(tl.float32) * w[None, :], 0.0)
-    out = acc.to(dtype)
-    om = m_ok[:, None] & n_ok[None, :]
-    if RESIDUAL:
-        r = tl.load(res_ptr + rm[:, None] * stride_rm + rn[None, :], mask=om, other=0.0)
-        out = (out.to(tl.float32) + r.to(tl.float32)).to(dtype)
-    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], out, mask=om)
-
-
-def _config(m: int, n: int, k: int) -> dict:
-    """Tile sizes by shape: skinny_linear's choice (kernels/linear.py) until bench/w12_speed.py
-    has swept W12 on the H200."""
-    common = dict(num_warps=4, num_stages=3)
-    if m <= 4:  # element-wise products: 8 rows x 1024 columns of weights per step
-        block_m = 1 if m == 1 else (2 if m == 2 else 4)
-        return dict(BLOCK_M=block_m, BLOCK_N=8, BLOCK_K=1024 // block_m, USE_DOT=False, **common)
-    block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
-    block_n = 64 if n >= 8192 else 32
-    return dict(
-        BLOCK_M=block_m,
-        BLOCK_N=block_n,
-        BLOCK_K=256 if m <= 16 else 128,
-        USE_DOT=True,
-        num_warps=4,
-        num_stages=4,
-    )
+    store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
 
 def _check(w: W12Weight, m: int, x: torch.Tensor, glu: bool) -> None:
@@ -194,7 +164,8 @@ def w12_linear(
     if residual is not None and (residual.shape != (m, n) or residual.stride(1) != 1):
         raise ValueError(f"residual {tuple(residual.shape)} must be a row-major [{m}, {n}]")
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
-    cfg = dict(config or _config(m, n, k))
+    # NOTE: skinny_linear's tiles until bench/w12_speed.py has swept W12 on the H200
+    cfg = dict(config or tile_config(m, n, k))
     if cfg["BLOCK_K"] % 2:
         raise ValueError(f"BLOCK_K must be even (codes come in pairs), got {cfg['BLOCK_K']}")
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]))

@@ -17,11 +17,10 @@ same latitude as any change of kernel; token forcing checks it).
 
 from __future__ import annotations
 
-import os
-
 import torch
 from torch import nn
 
+from specpilot import kernels
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
@@ -35,12 +34,9 @@ from specpilot.models.target import TargetModel, TargetOutput
 
 
 def unsupported_reason(model: nn.Module, dtype: torch.dtype, device: torch.device) -> str | None:
-    """Why the fused path cannot run this model, or None when it can."""
-    from specpilot import kernels
-
-    if not kernels.available():
-        return "Triton is not installed or there is no GPU"
-    if device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+    """Why the fused path cannot run this model, or None when it can (importing this module
+    already needs Triton; `kernels.available()` says whether it can launch here)."""
+    if device.type != "cuda" and not kernels.interpreted():
         return f"device {device} (the kernels run on CUDA, or in Triton's interpreter for tests)"
     if dtype not in (torch.bfloat16, torch.float16):
         return f"dtype {dtype} (the kernels take bf16/fp16)"
