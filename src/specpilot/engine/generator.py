@@ -59,6 +59,25 @@ def _sync(device: torch.device) -> float:
     return time.perf_counter()
 
 
+def take_token(seq: Sequence, token: int) -> int:
+    """Book one decode step's token into `seq`; returns the tokens it took (0 or 1)."""
+    seq.num_cached_tokens += 1
+    taken = seq.append([token])
+    seq.acceptance_lengths.append(taken)
+    return taken
+
+
+def take_block(seq: Sequence, row: list[int], block_size: int) -> int:
+    """Book one speculative step into `seq` from its row of `_spec_step`'s packed result
+    (block, the target's argmax per block row, accepted count): the accepted drafts and the
+    target's own next token. Returns the tokens taken (the cache advances by as many)."""
+    n = row[2 * block_size]
+    taken = seq.append(row[1 : 1 + n] + [row[block_size + n]])
+    seq.acceptance_lengths.append(taken)
+    seq.num_cached_tokens += taken
+    return taken
+
+
 class Generator:
     def __init__(
         self,
@@ -288,8 +307,7 @@ class Generator:
             tokens = out.tokens[:, -1].tolist()
             for s, token in zip(seqs, tokens):
                 if not s.finished:
-                    s.num_cached_tokens += 1
-                    s.acceptance_lengths.append(s.append([token]))
+                    take_token(s, token)
             steps += 1
         return steps
 
@@ -311,18 +329,6 @@ class Generator:
         and the verify each replay a graph (or, with `step_graph`, the whole step is one graph).
         """
         k = self.block_size
-        graphable = self.use_graphs and (hidden is None or hidden.shape[1] == k)
-        if graphable and not self.config.step_graph:  # two graphs: draft, then verify
-            starts, ctx_first, anchors = meta.unbind(dim=1)
-            block_pos = starts[:, None] + torch.arange(k, device=meta.device)
-            drafts = replay
-            if hidden is not None:
-                ctx_pos = ctx_first[:, None] + torch.arange(k, device=meta.device)
-                drafted = self._draft_forward(hidden, ctx_pos, anchors, block_pos, draft_kv)
-                drafts = drafted if replay is None else replay
-            block_ids = torch.cat([anchors[:, None], drafts], dim=1)
-            out = self._target_forward(block_ids, block_pos, target_kv, capture)
-            return torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1), out.hidden
 
         def step(
             hidden: torch.Tensor | None,
@@ -330,22 +336,27 @@ class Generator:
             replay: torch.Tensor | None,
             draft_kv: int,
             target_kv: int,
+            draft: Callable[..., torch.Tensor],
+            verify: Callable[..., StepOutput],
         ) -> tuple[torch.Tensor, torch.Tensor | None]:
             starts, ctx_first, anchors = meta.unbind(dim=1)
             block_pos = starts[:, None] + torch.arange(k, device=meta.device)
             drafts = replay
             if hidden is not None:
-                width = torch.arange(hidden.shape[1], device=meta.device)
-                ctx_pos = ctx_first[:, None] + width
-                drafted = self._draft_fn(hidden, ctx_pos, anchors, block_pos, draft_kv)
+                ctx_pos = ctx_first[:, None] + torch.arange(hidden.shape[1], device=meta.device)
+                drafted = draft(hidden, ctx_pos, anchors, block_pos, draft_kv)
                 drafts = drafted if replay is None else replay
             block_ids = torch.cat([anchors[:, None], drafts], dim=1)
-            out = self._verify_fn(block_ids, block_pos, target_kv, capture)
+            out = verify(block_ids, block_pos, target_kv, capture)
             packed = torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1)
             return packed, out.hidden
 
+        graphable = self.use_graphs and (hidden is None or hidden.shape[1] == k)
         if not graphable:
-            return step(hidden, meta, replay, draft_kv, target_kv)
+            return step(hidden, meta, replay, draft_kv, target_kv, self._draft_fn, self._verify_fn)
+        if not self.config.step_graph:  # two graphs: draft, then verify
+            draft, verify = self._draft_forward, self._target_forward
+            return step(hidden, meta, replay, draft_kv, target_kv, draft, verify)
         draft_len = self._buffers["draft"][0].max_len if hidden is not None else 0
         target_len = self._buffers["target"][0].max_len
         inputs = {"meta": meta}
@@ -356,7 +367,9 @@ class Generator:
         key = ("step", *meta.shape, hidden is not None, replay is not None, capture)
 
         def graphed(meta, hidden=None, replay=None):  # noqa: ANN001, ANN202 - graph signature
-            return step(hidden, meta, replay, draft_len, target_len)
+            return step(
+                hidden, meta, replay, draft_len, target_len, self._draft_fn, self._verify_fn
+            )
 
         return self.graphs.get(key, graphed)(**inputs)
 
@@ -393,16 +406,9 @@ class Generator:
             # the one host synchronisation of a step: the block, the target's tokens and the
             # accepted counts, in one copy, for stop checks and bookkeeping
             packed = packed_d.tolist()
-            new_counts = []
-            for row, s in zip(packed, seqs):
-                if s.finished:
-                    new_counts.append(0)
-                    continue
-                n = row[2 * k]
-                taken = s.append(row[1 : 1 + n] + [row[k + n]])
-                s.acceptance_lengths.append(taken)
-                s.num_cached_tokens += taken
-                new_counts.append(taken)
+            new_counts = [
+                0 if s.finished else take_block(s, row, k) for row, s in zip(packed, seqs)
+            ]
             if drafter is not None:
                 ctx_counts = new_counts
                 # the full block of hidden states (rows past each count are masked padding):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specpilot.engine.generator import Generator
+from specpilot.engine.generator import Generator, take_block, take_token
 from specpilot.engine.sequence import Sequence
 from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
@@ -173,13 +173,8 @@ class Scheduler:
         starts = [s.num_cached_tokens if s else 0 for s in rows]
         ids = torch.tensor([[s.last_token if s else 0] for s in rows], device=gen.device)
         out = gen._target_forward(ids, gen._positions(starts, 1), max(starts) + 1, ())
-        taken = []
-        for seq, token in zip(rows, out.tokens[:, -1].tolist()):
-            if seq is not None:
-                seq.num_cached_tokens += 1
-                seq.acceptance_lengths.append(seq.append([token]))
-                taken.append(seq.acceptance_lengths[-1])
-        return taken
+        tokens = out.tokens[:, -1].tolist()
+        return [take_token(seq, token) for seq, token in zip(rows, tokens) if seq is not None]
 
     def _draft_context(self, rows: list[Sequence | None]) -> tuple[torch.Tensor, list[int]]:
         """Hidden states [n, width, *] of every row's new context and each row's count."""
@@ -235,15 +230,9 @@ class Scheduler:
         packed = packed_d.tolist()
         taken_all = []
         for b, seq in enumerate(rows):
-            if seq is None:
-                continue
-            row = packed[b]
-            n = row[2 * k]
-            taken = seq.append(row[1 : 1 + n] + [row[k + n]])
-            seq.acceptance_lengths.append(taken)
-            seq.num_cached_tokens += taken
-            self.ctx_counts[b] = taken
-            taken_all.append(taken)
+            if seq is not None:
+                self.ctx_counts[b] = take_block(seq, packed[b], k)
+                taken_all.append(self.ctx_counts[b])
         if gen.drafter is not None:
             self.block_hidden = block_hidden
         return taken_all
