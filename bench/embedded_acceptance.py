@@ -34,10 +34,9 @@ def main() -> None:
     engine = EngineConfig(cuda_graphs=args.cuda_graphs)
     target, drafter = default_target(), default_drafter()
     spec = LLM(target, draft=str(drafter), device=args.device, dtype=args.dtype, engine=engine)
-    ar = LLM(target, device=args.device, dtype=args.dtype, engine=engine)
     warm = spec.encode("Hello", chat=True)
     spec.generate(warm, max_new_tokens=8)
-    ar.generate(warm, max_new_tokens=8)
+    spec.generate(warm, max_new_tokens=8, speculative=False)
     report: dict = {
         "bench": "embedded_acceptance",
         "device": str(spec.device),
@@ -52,7 +51,7 @@ def main() -> None:
         for problem in load_problems(name, args.num_prompts):
             ids = spec.encode(problem.prompt, chat=True)
             s = spec.generate(ids, max_new_tokens=args.max_new_tokens)[0]
-            a = ar.generate(ids, max_new_tokens=args.max_new_tokens)[0]
+            a = spec.generate(ids, max_new_tokens=args.max_new_tokens, speculative=False)[0]
             check = spec.validate(s.prompt_ids, s.output_ids)
             rows.append(
                 {
