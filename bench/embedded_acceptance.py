@@ -23,7 +23,9 @@ from specpilot.models.embedded import default_drafter, default_target
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--datasets", default="humaneval,mt-bench")
-    parser.add_argument("--num-prompts", type=int, default=8)
+    parser.add_argument("--num-prompts", type=int, default=8, help="per dataset; 0: all")
+    parser.add_argument("--target", help="default: the embedded SmolLM2 (a .gguf or a dir)")
+    parser.add_argument("--draft", help="default: the shipped drafter")
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
@@ -32,7 +34,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     engine = EngineConfig(cuda_graphs=args.cuda_graphs)
-    target, drafter = default_target(), default_drafter()
+    target = args.target or default_target()
+    drafter = args.draft or default_drafter()
     spec = LLM(target, draft=str(drafter), device=args.device, dtype=args.dtype, engine=engine)
     warm = spec.encode("Hello", chat=True)
     spec.generate(warm, max_new_tokens=8)
@@ -48,7 +51,7 @@ def main() -> None:
     }
     for name in args.datasets.split(","):
         rows = []
-        for problem in load_problems(name, args.num_prompts):
+        for problem in load_problems(name, args.num_prompts or None):
             ids = spec.encode(problem.prompt, chat=True)
             s = spec.generate(ids, max_new_tokens=args.max_new_tokens)[0]
             a = spec.generate(ids, max_new_tokens=args.max_new_tokens, speculative=False)[0]

@@ -75,7 +75,11 @@ def build(hf: dict, kind: str, seed: int):
 
 
 def linear_bytes(model: torch.nn.Module, skip_embedding: bool = True) -> int:
-    return sum(
+    """Bytes of weights a forward reads: parameters (bf16) plus W12 linears' packed arrays."""
+    from specpilot.formats.w12_engine import W12Linear
+
+    w12 = sum(m.weight.nbytes() for m in model.modules() if isinstance(m, W12Linear))
+    return w12 + sum(
         p.numel() * p.element_size()
         for n, p in model.named_parameters()
         if not (skip_embedding and "embed_tokens" in n)
@@ -107,8 +111,18 @@ def forcing(target: TargetModel, prompt_ids: list[int], output_ids: list[int]) -
 
 
 @torch.inference_mode()
-def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) -> dict:
+def measure_context(
+    gen: Generator,
+    context: int,
+    new_tokens: int,
+    bw: float,
+    reference: TargetModel | None = None,
+    taus: tuple = TAUS,
+) -> dict:
+    """reference: the bf16 target that token forcing checks outputs against (default: the
+    engine's own target, run through the PyTorch modules)."""
     target, drafter = gen.target, gen.drafter
+    reference = target if reference is None else reference
     tcfg = target.config
     ids = prompt(context, tcfg.vocab_size)
     weight_bytes = linear_bytes(target)
@@ -131,7 +145,7 @@ def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) ->
     }
     ar_ids = seqs[0].output_ids
     if context <= 8192:
-        result["ar"]["token_forcing"] = forcing(target, ids, ar_ids)
+        result["ar"]["token_forcing"] = forcing(reference, ids, ar_ids)
 
     # forward time per width K at this context (positions right after the prompt)
     forwards = {}
@@ -163,7 +177,7 @@ def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) ->
     # speculative decoding: real drafter compute, replayed proposals (labeled "replay")
     spec = {}
     verify_floor = (weight_bytes + kv_bytes(tcfg, context)) / bw
-    for tau in TAUS:
+    for tau in taus:
         profile = AcceptanceProfile.from_mean(tau, k)
         gen.run_replay(fresh, profile, seed=0)  # warm-up (captures graphs)
         seqs, passes = gen.run_replay(fresh, profile, seed=0)
@@ -172,7 +186,7 @@ def measure_context(gen: Generator, context: int, new_tokens: int, bw: float) ->
         gen.profile_steps = False
         breakdown = gen.step_breakdown()
         s = seqs[0]
-        check = forcing(target, ids, s.output_ids) if context <= 8192 and tau == 6.55 else None
+        check = forcing(reference, ids, s.output_ids) if context <= 8192 and tau == 6.55 else None
         steps = len(s.acceptance_lengths)
         step_time = s.decode_time_s / steps
         measured_tau = (len(s.output_ids) - 1) / steps

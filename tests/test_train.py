@@ -262,7 +262,39 @@ def test_interrupted_generation_continues(setup, trained, tmp_path) -> None:
     assert data.path.name == cached.name and not data.reused
     assert not partial.exists()
     got = data.path.read_text().splitlines(keepends=True)
-    assert got[:3] == lines[:3] and len(got) == len(lines)
-    assert [json.loads(g)["prompt_ids"] for g in got] == [
-        json.loads(x)["prompt_ids"] for x in lines
-    ]
+    assert got[:3] == lines[:3] and sorted(got) == sorted(lines)  # each prompt answered once
+
+
+def test_data_time_limit_keeps_a_resumable_sample(setup, trained, tmp_path, monkeypatch) -> None:
+    """--max-data-minutes: generation stops between batches, the records so far are returned
+    (complete=False) and kept in .partial, and the next run finishes the same list."""
+    from specpilot.train import data as data_module
+    from specpilot.train.command import hash_file
+
+    _, record = trained
+    cached = Path(record["data"])
+    llm = LLM(setup["target"], device="cpu", dtype="float32")
+    prompt_key = f"file:{hash_file(setup['prompts'])}"
+    clock = iter(range(10**6))  # each deadline check advances one "second"
+    monkeypatch.setattr(data_module.time, "monotonic", lambda: float(next(clock)))
+
+    def distill(max_seconds: float):
+        return data_module.self_distill(
+            llm,
+            lambda: P.read_prompt_file(setup["prompts"]),
+            prompt_key,
+            tmp_path,
+            max_prompt_tokens=62,
+            max_new_tokens=24,
+            batch_size=2,
+            max_seconds=max_seconds,
+        )
+
+    cut = distill(max_seconds=1.5)  # start at 0, deadline 1.5: one batch (check at 1), then stop
+    assert not cut.complete and cut.path.suffix == ".partial" and len(cut.examples) == 2
+    full = distill(max_seconds=0)
+    assert full.complete and full.path.name == cached.name
+    assert sorted(map(str, (e.ids for e in full.examples))) == sorted(
+        map(str, (e.ids for e in data_module._read_records(cached)))
+    )
+    assert [e.ids for e in full.examples[:2]] == [e.ids for e in cut.examples]

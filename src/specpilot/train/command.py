@@ -43,6 +43,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-prompts", type=int, default=0, help="0: every prompt of the source")
     p.add_argument("--prompts", type=Path, help="JSONL prompt file instead of the evals source")
     p.add_argument("--gen-batch-size", type=int, default=64, help="prompts per generate batch")
+    p.add_argument(
+        "--max-data-minutes",
+        type=float,
+        default=0,
+        help="> 0: stop generating data after this long and train on what is there",
+    )
     p.add_argument("--data-dir", type=Path, help="default: $SPECPILOT_CACHE/train-data")
     p.add_argument("--wheel-dir", type=Path, help="default: $SPECPILOT_CACHE/wheels")
     p.add_argument("--save-dtype", default="bfloat16", choices=["float32", "bfloat16"])
@@ -143,10 +149,13 @@ def run(args: argparse.Namespace) -> int:
         max_prompt_tokens=cfg.seq_len - 2,
         max_new_tokens=args.max_new_tokens,
         batch_size=args.gen_batch_size,
+        max_seconds=60 * args.max_data_minutes,
     )
+    if not data.examples:
+        raise ConfigError("no training data: --max-data-minutes ran out before the first batch")
     print(
-        f"[data: {len(data.examples)} sequences, {'reused' if data.reused else 'generated'} "
-        f"{data.path}]",
+        f"[data: {len(data.examples)} sequences, {'reused' if data.reused else 'generated'}"
+        f"{'' if data.complete else ' (cut by --max-data-minutes)'} {data.path}]",
         file=sys.stderr,
     )
 
@@ -170,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         "num_sequences": len(trainer.examples),
         "data": str(data.path),
         "data_reused": data.reused,
+        "data_complete": data.complete,
         "target_layer_ids": list(draft_cfg.target_layer_ids),
         "mask_token_id": mask_id,
         "device": str(llm.device),

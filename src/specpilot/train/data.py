@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
+import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +41,7 @@ class DistillData:
     examples: list[Example]
     path: Path
     reused: bool  # True when every record came from an earlier run's cache
+    complete: bool = True  # False when a time limit stopped generation part-way
 
 
 def cache_key(llm: LLM, prompt_key: str, max_prompt_tokens: int, max_new_tokens: int) -> str:
@@ -96,8 +100,14 @@ def self_distill(
     max_prompt_tokens: int,
     max_new_tokens: int,
     batch_size: int,
+    max_seconds: float = 0.0,
 ) -> DistillData:
-    """Load the cached answers, or generate (and cache) them; `prompts` is only called then."""
+    """Load the cached answers, or generate (and cache) them; `prompts` is only called then.
+
+    Prompts are sorted by length and cut into batches (little padding), and the batches run in a
+    seeded random order, so that a run stopped by `max_seconds` (> 0) trains on a sample of all
+    lengths; its records stay in the `.partial` file and the next run with the same inputs
+    answers only the prompts not found there."""
     key = cache_key(llm, prompt_key, max_prompt_tokens, max_new_tokens)
     path = data_dir / f"selfdistill-{key}.jsonl"
     if path.is_file():
@@ -106,9 +116,20 @@ def self_distill(
     prompt_set = prompts()
     encoded = [encode_chat(llm, chat) for chat in prompt_set.prompts]
     encoded = [ids for ids in encoded if len(ids) <= max_prompt_tokens]
-    encoded.sort(key=len)  # similar lengths per batch: less padding
     partial = path.with_suffix(".partial")
-    num_done = _complete_records(partial) if partial.is_file() else 0
+    done: Counter = Counter()
+    if partial.is_file():
+        _complete_records(partial)  # drops a last line cut off mid-write
+        done.update(tuple(e.prompt_ids) for e in _read_records(partial))
+    todo = []
+    for ids in encoded:  # what an interrupted run has not answered yet (by content)
+        if done[tuple(ids)] > 0:
+            done[tuple(ids)] -= 1
+        else:
+            todo.append(ids)
+    todo.sort(key=len)  # similar lengths per batch: less padding
+    batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
+    random.Random(0).shuffle(batches)  # a time-limited run still samples every length
     meta: dict[str, Any] = {
         "key": key,
         "target": str(llm.target_checkpoint.path),
@@ -119,10 +140,11 @@ def self_distill(
         "max_new_tokens": max_new_tokens,
         "num_examples": len(encoded),
     }
+    deadline = time.monotonic() + max_seconds if max_seconds > 0 else float("inf")
     with partial.open("a") as out:
-        todo = range(num_done, len(encoded), batch_size)
-        for start in tqdm(todo, desc="self-distillation", unit="batch", dynamic_ncols=True):
-            batch = encoded[start : start + batch_size]
+        for batch in tqdm(batches, desc="self-distillation", unit="batch", dynamic_ncols=True):
+            if time.monotonic() >= deadline:
+                return DistillData(_read_records(partial), partial, reused=False, complete=False)
             for result in llm.generate(batch, max_new_tokens=max_new_tokens):
                 record = {"prompt_ids": result.prompt_ids, "output_ids": result.output_ids}
                 out.write(json.dumps(record) + "\n")
