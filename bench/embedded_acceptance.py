@@ -20,6 +20,23 @@ from specpilot.measure.datasets import load_problems
 from specpilot.models.embedded import default_drafter, default_target
 
 
+def summary(rows: list[dict]) -> dict:
+    tokens = sum(r["tokens"] - 1 for r in rows)
+    steps = sum(r["steps"] for r in rows)
+    spec_s = sum(r["spec_decode_s"] for r in rows)
+    ar_s = sum(r["ar_decode_s"] for r in rows)
+    return {
+        "prompts": len(rows),
+        "tau": sum(r["tau"] * r["steps"] for r in rows) / max(steps, 1),
+        "spec_tok_s": tokens / spec_s,
+        "ar_tok_s": tokens / ar_s,
+        "speedup": ar_s / spec_s,
+        "identical": sum(r["identical_to_ar"] for r in rows),
+        "token_forcing_passed": sum(r["token_forcing_passed"] for r in rows),
+        "rows": rows,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--datasets", default="humaneval,mt-bench")
@@ -74,23 +91,10 @@ def main() -> None:
                 f"{s.output_ids == a.output_ids}, forcing {'PASS' if check.passed else 'FAIL'}",
                 flush=True,
             )
-        tokens = sum(r["tokens"] - 1 for r in rows)
-        steps = sum(len(r) and r["steps"] for r in rows)
-        spec_s = sum(r["spec_decode_s"] for r in rows)
-        ar_s = sum(r["ar_decode_s"] for r in rows)
-        report["datasets"][name] = {
-            "prompts": len(rows),
-            "tau": sum(r["tau"] * r["steps"] for r in rows) / max(steps, 1),
-            "spec_tok_s": tokens / spec_s,
-            "ar_tok_s": tokens / ar_s,
-            "speedup": ar_s / spec_s,
-            "identical": sum(r["identical_to_ar"] for r in rows),
-            "token_forcing_passed": sum(r["token_forcing_passed"] for r in rows),
-            "rows": rows,
-        }
-        if args.out:  # partial results survive a timeout
-            with open(args.out, "w") as f:
-                json.dump(report, f, indent=1)
+            report["datasets"][name] = summary(rows)
+            if args.out:  # partial results survive a timeout
+                with open(args.out, "w") as f:
+                    json.dump(report, f, indent=1)
     print(f"{'dataset':<10} {'n':>3} {'tau':>6} {'spec tok/s':>11} {'AR tok/s':>9} {'speedup':>8}")
     for name, d in report["datasets"].items():
         print(

