@@ -238,9 +238,11 @@ def main() -> None:
                     asyncio.run(drive(url, texts, conc, args.max_tokens))
                 results.append(asyncio.run(drive(url, texts, conc, args.max_tokens)))
                 r = results[-1]
+                ttft = r["mean_ttft_s"]  # None when no chunk carried text (random weights)
                 print(
                     f"{arm} c={conc}: {r['throughput_tok_s']:.0f} tok/s, accept "
-                    f"{r['mean_acceptance_length']}, TTFT {r['mean_ttft_s']:.3f} s",
+                    f"{r['mean_acceptance_length']}, TTFT "
+                    f"{'n/a' if ttft is None else f'{ttft:.3f} s'}",
                     flush=True,
                 )
                 report["arms"][arm] = results
@@ -257,7 +259,8 @@ def main() -> None:
             print(
                 f"{arm:<6} {r['concurrency']:>5} {r['requests']:>5} {r['output_tokens']:>7} "
                 f"{r['wall_s']:>8.2f} {r['throughput_tok_s']:>8.0f} {r['per_request_tok_s']:>9.1f} "
-                f"{accept if accept is None else round(accept, 2)!s:>7} {r['mean_ttft_s']:>7.3f}"
+                f"{accept if accept is None else round(accept, 2)!s:>7} "
+                f"{'n/a' if r['mean_ttft_s'] is None else round(r['mean_ttft_s'], 3)!s:>7}"
             )
     if "spec" in report["arms"] and "ar" in report["arms"]:
         report["speedup_spec_over_ar"] = {

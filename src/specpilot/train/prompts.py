@@ -277,6 +277,27 @@ def training_prompts(
     return PromptSet(prompts, EVALS.requirement, counts)
 
 
+def with_synthetic(prompt_set: PromptSet, held_out: HeldOut, seed: int = 0) -> PromptSet:
+    """`prompt_set` plus train/synthetic.py's code and writing prompts (held-out filtered),
+    shuffled together."""
+    from specpilot.train import synthetic
+
+    counts = dict(prompt_set.counts)
+    prompts = list(prompt_set.prompts)
+    for name, extra in (
+        ("code", synthetic.code_prompts()),
+        ("writing", synthetic.writing_prompts(seed)),
+    ):
+        kept = [c for c in extra if not held_out.matches(c[-1]["content"])]
+        counts[f"{name}_held_out"] = len(extra) - len(kept)
+        counts[name] = len(kept)
+        prompts += kept
+    random.Random(f"mix:{seed}").shuffle(prompts)
+    counts["prompts"] = len(prompts)
+    source = f"{prompt_set.source}+synthetic({synthetic.python_version()} stdlib)"
+    return PromptSet(prompts, source, counts)
+
+
 def read_prompt_file(path: Path) -> PromptSet:
     """A JSONL file of prompts: each line a string (one user message) or a list of messages."""
     if not path.is_file():
@@ -317,10 +338,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-prompts", type=int, default=0, help="0: all")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--wheel-dir", type=Path, help="default: $SPECPILOT_CACHE/wheels")
-    args = parser.parse_args(argv)
-    prompt_set = training_prompts(
-        args.wheel_dir or cache_dir() / "wheels", args.num_prompts, args.seed
+    parser.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="add the code (stdlib stubs) and writing prompts of train/synthetic.py",
     )
+    args = parser.parse_args(argv)
+    wheel_dir = args.wheel_dir or cache_dir() / "wheels"
+    prompt_set = training_prompts(wheel_dir, args.num_prompts, args.seed)
+    if args.synthetic:
+        prompt_set = with_synthetic(prompt_set, HeldOut(held_out_texts(wheel_dir)), args.seed)
     write_prompt_file(prompt_set, args.out)
     print(json.dumps({"out": str(args.out), "source": prompt_set.source, **prompt_set.counts}))
     return 0

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Device call: bench/server_speed.py (Qwen3-8B shape, concurrency 1/8/32, spec vs AR through
+# `specpilot serve`'s stack). Also parks the first half of the SmolLM2 GGUF (.carry/c1/p1) in ~/sp
+# for train_embedded.sh, which must follow while the machine is warm.
+set -u
+# the H200 image lacks fastapi, uvicorn, pydantic and openai: wheels in .carry/srv (pip download
+# --python-version 3.12 of the versions pinned here; see docs/LOG.md run 16)
+if [ -d .carry/srv ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site \
+        .carry/srv/*.whl || exit 5
+fi
+export PYTHONPATH=/tmp/site:$PWD/src:$PWD
+[ -f .carry/c1/p1 ] && mkdir -p ~/sp && cp .carry/c1/p1 ~/sp/p1
+timeout "${SERVE_S:-300}" python3 bench/server_speed.py --out "$OUT/server-speed.json" \
+    >"$OUT/server-speed.log" 2>&1
+echo "server_speed rc=$?"; grep -v '^{' "$OUT/server-speed.log" | tail -12
