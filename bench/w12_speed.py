@@ -101,7 +101,9 @@ def end_to_end(context: int, new_tokens: int) -> dict:
                 dict(bits_per_weight=8 * r.w12_bytes / r.num_weights, escape_rate=r.escape_rate)
                 for r in reports
             ]
-        gen = Generator(target, drafter, EngineConfig(), torch.device("cuda"), torch.bfloat16)
+        gen = Generator(
+            target, drafter, EngineConfig(cuda_graphs=True), torch.device("cuda"), torch.bfloat16
+        )
         r = measure_context(gen, context, new_tokens, bw, reference=bf16_target, taus=(6.55,))
         r["weight_bytes"] = linear_bytes(target)
         out["arms"][weights] = r

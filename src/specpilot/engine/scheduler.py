@@ -11,8 +11,9 @@ Slots are handed out lowest first, so a lone request runs at batch 1.
 Each row keeps its own acceptance and implicit rollback exactly as in `Generator._speculate`:
 `num_cached_tokens` advances by the tokens emitted, and stale cache entries past it are masked
 until overwritten. A sequence that finishes (stop token, token limit) or is aborted leaves its slot
-at once; the others never wait for it. The drafter's context for a row is its whole prompt on the
-first step after joining and the accepted part of the last verify block afterwards.
+at once; the others never wait for it. The drafter's context for a row is its whole
+prompt, whose keys and values `add` writes into the row's draft cache (so a joining request
+never widens the step), and the accepted part of the last verify block afterwards.
 
 NOTE: the scheduler owns its generator: before each forward it points the generator's buffers at
 row-prefix views of its own caches (`KVCache.rows_view`). Not thread-safe: one thread drives it.
@@ -67,9 +68,8 @@ class Scheduler:
         self.views: dict[int, tuple[KVCache, KVCache | None]] = {}
         self.seqs: list[Sequence | None] = [None] * max_running
         self.proposers: list[ReplayProposer | None] = [None] * max_running
-        # drafter context per row: the prompt's hidden states [T, *] until the row's first step,
-        # then None (the row's part of `block_hidden`, with `ctx_counts[row]` valid rows)
-        self.prompt_hidden: list[torch.Tensor | None] = [None] * max_running
+        # drafter context per row: its part of `block_hidden`, `ctx_counts[row]` valid rows (0
+        # for a row that just joined: its prompt's context was written at `add`)
         self.ctx_counts = [0] * max_running
         self.block_hidden: torch.Tensor | None = None  # [rows of the last step, block, *]
 
@@ -103,8 +103,9 @@ class Scheduler:
         if seq.finished:
             return
         self.seqs[slot] = seq
-        self.prompt_hidden[slot] = hidden
-        self.ctx_counts[slot] = len(seq.prompt_ids)
+        if hidden is not None:  # the drafter's context K/V of the prompt, written now
+            self._draft_prefill(slot, seq, hidden)
+        self.ctx_counts[slot] = 0
         if self.replay is not None:
             vocab = self.gen.target.config.vocab_size
             self.proposers[slot] = ReplayProposer([continuation or []], self.replay, vocab, seed)
@@ -120,7 +121,6 @@ class Scheduler:
     def _free(self, slot: int) -> None:
         self.seqs[slot] = None
         self.proposers[slot] = None
-        self.prompt_hidden[slot] = None
         self.ctx_counts[slot] = 0
 
     def _num_rows(self) -> int:
@@ -148,6 +148,26 @@ class Scheduler:
         seq.num_cached_tokens = n
         seq.append([int(out.logits[0, 0].argmax())])
         return out.hidden[0] if out.hidden is not None else None
+
+    def _draft_prefill(self, slot: int, seq: Sequence, hidden: torch.Tensor) -> None:
+        """Write the drafter's context keys and values of the prompt into the slot's draft cache
+        row (one eager draft forward of that row alone, its drafts discarded). The row then joins
+        the next step with no new context (count 0), so every step's context stays one block
+        wide and the step replays its CUDA graphs; a joining row's whole prompt as context would
+        make that step eager for every row (docs/LOG.md run 17)."""
+        gen, n, k = self.gen, hidden.shape[0], self.block_size
+        held = gen._buffers["draft"]
+        gen._buffers["draft"] = (self.draft_cache.rows_view(slot, slot + 1), self.draft_table)
+        try:
+            gen._draft_fn(
+                hidden[None],
+                gen._positions([0], n),
+                torch.tensor([seq.last_token], device=gen.device),
+                gen._positions([n], k),
+                n + k,
+            )
+        finally:
+            gen._buffers["draft"] = held
 
     # ----------------------------------------------------------------------------------------
     # steps
@@ -177,25 +197,18 @@ class Scheduler:
         return [take_token(seq, token) for seq, token in zip(rows, tokens) if seq is not None]
 
     def _draft_context(self, rows: list[Sequence | None]) -> tuple[torch.Tensor, list[int]]:
-        """Hidden states [n, width, *] of every row's new context and each row's count."""
+        """Hidden states [n, block, *] of every row's new context (the accepted part of its last
+        verify block; none for a row that just joined) and each row's count: one static width,
+        so the step replays its graphs."""
         n, k = len(rows), self.block_size
-        joined = [
-            b for b, s in enumerate(rows) if s is not None and self.prompt_hidden[b] is not None
-        ]
         counts = [self.ctx_counts[b] if s is not None else 0 for b, s in enumerate(rows)]
         last = self.block_hidden
-        if not joined and last is not None and last.shape[0] >= n:
-            return last[:n], counts  # the steady state: one static width, graph-friendly
-        width = max([k] + [self.prompt_hidden[b].shape[0] for b in joined])
+        if last is not None and last.shape[0] >= n:
+            return last[:n], counts
         dim = self.gen.drafter.config.hidden_size * len(self.capture)
-        hidden = torch.zeros(n, width, dim, device=self.gen.device, dtype=self.gen.dtype)
+        hidden = torch.zeros(n, k, dim, device=self.gen.device, dtype=self.gen.dtype)
         if last is not None:
-            m = min(n, last.shape[0])
-            hidden[:m, :k] = last[:m]
-        for b in joined:
-            prompt = self.prompt_hidden[b]
-            hidden[b, : prompt.shape[0]] = prompt
-            self.prompt_hidden[b] = None
+            hidden[: last.shape[0]] = last
         return hidden, counts
 
     def _speculate(self, rows: list[Sequence | None]) -> list[int]:

@@ -1,0 +1,72 @@
+"""The continuous-batching scheduler (engine/scheduler.py) on the tiny target + drafter, fp32 CPU:
+requests joining mid-run give the same tokens as one-at-a-time AR decoding, and a join never
+widens the speculative step (the drafter context of a joining prompt is written at `add`)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specpilot.engine.llm import LLM
+from specpilot.engine.scheduler import Scheduler
+from specpilot.engine.sequence import Sequence
+
+PROMPTS = ("Hello there", "The quick brown fox jumps over", "1 2 3 4 5 6 7 8 9")
+
+
+@pytest.fixture(scope="module")
+def llm(qwen_dir, qwen_drafter_dir) -> LLM:
+    return LLM(qwen_dir, draft=str(qwen_drafter_dir), device="cpu", dtype="float32")
+
+
+def test_joins_mid_run_equal_ar_and_keep_the_step_one_block_wide(llm) -> None:
+    prompts = [llm.encode(t) for t in PROMPTS]
+    expected = []
+    for ids in prompts:
+        seq = Sequence(list(ids), 24, frozenset())
+        llm.generator.run([seq], speculative=False)
+        expected.append(seq.output_ids)
+    sched = Scheduler(llm.generator, max_running=4, max_len=128)
+    widths: list[int] = []
+    context = sched._draft_context
+
+    def spy(rows):  # noqa: ANN001, ANN202
+        hidden, counts = context(rows)
+        widths.append(hidden.shape[1])
+        return hidden, counts
+
+    sched._draft_context = spy
+    seqs = [Sequence(list(ids), 24, frozenset()) for ids in prompts]
+    sched.add(seqs[0])
+    sched.step()
+    sched.step()
+    sched.add(seqs[1])  # joins a running batch
+    sched.step()
+    sched.add(seqs[2])
+    while sched.running:
+        sched.step()
+    assert [s.output_ids for s in seqs] == expected
+    assert widths and set(widths) == {llm.generator.block_size}
+
+
+def test_draft_prefill_gives_the_drafts_of_the_whole_prompt_as_context(llm) -> None:
+    gen = llm.generator
+    k = gen.block_size
+    sched = Scheduler(gen, max_running=3, max_len=128)
+    seq = Sequence(list(llm.encode(PROMPTS[1])), 8, frozenset())
+    hidden = sched._prefill(0, seq)
+    n = hidden.shape[0]
+    anchors = torch.tensor([seq.last_token])
+
+    def drafts(slot: int, context: torch.Tensor, ctx_first: int) -> torch.Tensor:
+        gen._buffers["draft"] = (sched.draft_cache.rows_view(slot, slot + 1), sched.draft_table)
+        ctx_pos = gen._positions([ctx_first], context.shape[1])
+        return gen._draft_fn(context, ctx_pos, anchors, gen._positions([n], k), n + k)
+
+    sched._draft_prefill(0, seq, hidden)
+    padding = torch.zeros(1, k, hidden.shape[1])
+    got = drafts(0, padding, n)  # no new context: everything from the cache
+    reference = drafts(1, hidden[None], 0)  # the whole prompt as the step's context
+    assert torch.equal(got, reference)
+    # the cached context matters: slot 2 never saw the prompt
+    assert not torch.equal(drafts(2, padding, n), reference)

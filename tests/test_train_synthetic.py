@@ -1,0 +1,58 @@
+"""The offline code and writing prompt sources (train/synthetic.py) and their held-out filter."""
+
+from __future__ import annotations
+
+import textwrap
+
+from specpilot.train import prompts as P
+from specpilot.train import synthetic as S
+
+MODULE = textwrap.dedent(
+    '''
+    def public(a, b=2, *args, key=None):
+        """Return the sum of a and b, scaled by key when key is given; a long enough docstring."""
+
+    def _private(x):
+        """Private helpers are skipped even with a docstring long enough to count as one."""
+
+    def short(x):
+        """Too short."""
+
+    class Box:
+        def fill(self, items, limit=3):
+            """Put at most limit items into the box and return the ones that did not fit."""
+    '''
+)
+
+
+def test_code_prompts_are_stubs_of_documented_public_functions(tmp_path) -> None:
+    (tmp_path / "mod.py").write_text(MODULE)
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_mod.py").write_text(MODULE.replace("public", "from_tests"))
+    (tmp_path / "broken.py").write_text("def (:\n")
+    prompts = S.code_prompts(tmp_path)
+    texts = [p[0]["content"] for p in prompts]
+    assert len(texts) == 2, texts
+    assert all(t.startswith(S.CODE_INSTRUCTION) and "```python\n" in t for t in texts)
+    assert "def public(a, b=2, *args, key=None):" in texts[0]
+    assert "def fill(items, limit=3):" in texts[1]  # self dropped, default kept on its argument
+    assert "from_tests" not in "".join(texts) and "_private" not in "".join(texts)
+
+
+def test_writing_prompts_cover_every_template_and_are_seeded() -> None:
+    a, b, c = S.writing_prompts(0), S.writing_prompts(0), S.writing_prompts(1)
+    assert a == b and a != c
+    assert len(a) == len(S.TEMPLATES) * len(S.SUBJECTS) + 4 * len(S.SUBJECTS)
+    texts = {p[0]["content"] for p in a}
+    assert S.TEMPLATES[0].format(s=S.SUBJECTS[0]) in texts
+
+
+def test_synthetic_prompts_go_through_the_held_out_filter(tmp_path, monkeypatch) -> None:
+    banned = S.TEMPLATES[1].format(s=S.SUBJECTS[2])
+    monkeypatch.setattr(S, "code_prompts", lambda: [[{"role": "user", "content": "code task"}]])
+    base = P.PromptSet([[{"role": "user", "content": "an evals prompt"}]], "evals", {})
+    mixed = P.with_synthetic(base, P.HeldOut([banned]), seed=0)
+    texts = [p[-1]["content"] for p in mixed.prompts]
+    assert banned not in texts and "code task" in texts and "an evals prompt" in texts
+    assert mixed.counts["writing_held_out"] == 1 and mixed.counts["code"] == 1
+    assert mixed.counts["prompts"] == len(texts) == 2 + mixed.counts["writing"]
