@@ -192,6 +192,47 @@ async def drive(url: str, texts: list[str], concurrency: int, max_tokens: int) -
     }
 
 
+ENGINE_SERIES = (
+    "specpilot_engine_steps_total",
+    "specpilot_step_seconds_sum",
+    "specpilot_step_batch_rows_sum",
+    "specpilot_prefill_seconds_sum",
+    "specpilot_prefill_seconds_count",
+)
+
+
+def engine_counters(url: str) -> dict[str, float]:
+    """The engine-side totals of the server's /metrics (steps, step time, rows, prefills)."""
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ENGINE_SERIES:
+            values[name] = float(value)
+    return values
+
+
+def engine_breakdown(before: dict[str, float], after: dict[str, float], wall: float) -> dict:
+    """Where the engine thread's time went during a measured pass: decode / speculative steps
+    (host + device, synchronised by the step's one read-back) and prefills."""
+    d = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in ENGINE_SERIES}
+    steps, prefills = d["specpilot_engine_steps_total"], d["specpilot_prefill_seconds_count"]
+    return {
+        "steps": int(steps),
+        "mean_step_ms": 1e3 * d["specpilot_step_seconds_sum"] / steps if steps else None,
+        "mean_rows": d["specpilot_step_batch_rows_sum"] / steps if steps else None,
+        "step_time_fraction": d["specpilot_step_seconds_sum"] / wall,
+        "prefills": int(prefills),
+        "mean_prefill_ms": (
+            1e3 * d["specpilot_prefill_seconds_sum"] / prefills if prefills else None
+        ),
+        "prefill_time_fraction": d["specpilot_prefill_seconds_sum"] / wall,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -236,13 +277,15 @@ def main() -> None:
                 warmups = 2 if arm == "spec" else 1  # replay learns continuations; graphs
                 for _ in range(warmups):
                     asyncio.run(drive(url, texts, conc, args.max_tokens))
+                before = engine_counters(url)
                 results.append(asyncio.run(drive(url, texts, conc, args.max_tokens)))
                 r = results[-1]
+                r["engine"] = engine_breakdown(before, engine_counters(url), r["wall_s"])
                 ttft = r["mean_ttft_s"]  # None when no chunk carried text (random weights)
                 print(
                     f"{arm} c={conc}: {r['throughput_tok_s']:.0f} tok/s, accept "
                     f"{r['mean_acceptance_length']}, TTFT "
-                    f"{'n/a' if ttft is None else f'{ttft:.3f} s'}",
+                    f"{'n/a' if ttft is None else f'{ttft:.3f} s'}; engine: {r['engine']}",
                     flush=True,
                 )
                 report["arms"][arm] = results

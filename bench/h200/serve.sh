@@ -11,6 +11,6 @@ if [ -d .carry/srv ]; then
 fi
 export PYTHONPATH=/tmp/site:$PWD/src:$PWD
 [ -f .carry/c1/p1 ] && mkdir -p ~/sp && cp .carry/c1/p1 ~/sp/p1
-timeout "${SERVE_S:-300}" python3 bench/server_speed.py --out "$OUT/server-speed.json" \
+timeout "${SERVE_S:-300}" python3 bench/server_speed.py ${SERVE_ARGS:-} --out "$OUT/server-speed.json" \
     >"$OUT/server-speed.log" 2>&1
 echo "server_speed rc=$?"; grep -v '^{' "$OUT/server-speed.log" | tail -12

@@ -201,8 +201,10 @@ class EngineLoop:
         continuation = None
         if self.scheduler.replay is not None:
             continuation = self.continuations.get(self._replay_key(seq))
+        t0 = time.perf_counter()
         self.scheduler.add(seq, continuation, req.seed)
-        self.metrics.observe_prefill(len(seq.prompt_ids), time.perf_counter() - req.arrival)
+        now = time.perf_counter()
+        self.metrics.observe_prefill(len(seq.prompt_ids), now - req.arrival, now - t0)
         self.active.append(req)
         self._post(req)
         if seq.finished:

@@ -53,6 +53,7 @@ class Metrics:
         self.step_seconds = Histogram(STEP_BUCKETS)
         self.batch_rows = Histogram((1, 2, 4, 8, 16, 32, 64, 128))
         self.ttft = Histogram(TTFT_BUCKETS)
+        self.prefill_seconds = Histogram(STEP_BUCKETS)
         self.max_running, self.max_queue = max_running, max_queue
         self.gauges: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (running, queued)
 
@@ -69,8 +70,11 @@ class Metrics:
                 self.acceptance.observe(length)
             self.generation_tokens += sum(acceptance_lengths)
 
-    def observe_prefill(self, prompt_tokens: int, ttft: float) -> None:
+    def observe_prefill(self, prompt_tokens: int, ttft: float, seconds: float = 0.0) -> None:
+        """A request admitted: its prompt tokens, time to first token, and the engine time its
+        prefill took (the other requests' steps wait for it)."""
         with self.lock:
+            self.prefill_seconds.observe(seconds)
             self.prompt_tokens += prompt_tokens
             self.generation_tokens += 1  # the prefill's first token
             self.ttft.observe(ttft)
@@ -146,6 +150,12 @@ class Metrics:
                 "histogram",
                 "From the request's arrival to its first token (queue wait + prefill).",
                 self.ttft.lines("specpilot_time_to_first_token_seconds"),
+            )
+            family(
+                "specpilot_prefill_seconds",
+                "histogram",
+                "Engine time of each request's prefill (the running requests wait for it).",
+                self.prefill_seconds.lines("specpilot_prefill_seconds"),
             )
             family(
                 "specpilot_num_requests_running",
