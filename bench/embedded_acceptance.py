@@ -83,6 +83,15 @@ def main() -> None:
                     "ar_decode_s": a.decode_time_s,
                     "identical_to_ar": s.output_ids == a.output_ids,
                     "token_forcing_passed": check.passed,
+                    "forcing": {
+                        "reference": check.reference,
+                        "threshold": check.threshold,
+                        "near_ties": len(check.near_ties),
+                        "failures": [(f.index, round(f.margin, 4)) for f in check.failures],
+                        "max_margin": max(
+                            (t.margin for t in check.near_ties + check.failures), default=0.0
+                        ),
+                    },
                 }
             )
             print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +43,26 @@ def test_forcing_reports_near_tie_not_failure(llm):
     bad[3] = (bad[3] + 1) % llm.target.config.vocab_size
     huge = llm.validate(out.prompt_ids, bad, threshold=1e9)
     assert huge.passed and huge.near_ties and huge.near_ties[0].index == 3
+
+
+@pytest.mark.parametrize("weights", ["bf16", "w12"])
+def test_bf16_outputs_are_checked_against_a_float32_reference(qwen_dir, weights):
+    """validate's default reference is a float32 copy of the target (W12 linears decoded), not
+    the bf16 target itself; a corrupted token still fails against it."""
+    from specpilot.config import EngineConfig
+
+    bf16 = LLM(qwen_dir, device="cpu", dtype="bfloat16", engine=EngineConfig(weights=weights))
+    out = bf16.generate([4, 8, 15, 16, 23, 42], max_new_tokens=20, ignore_eos=True)[0]
+    report = bf16.validate(out.prompt_ids, out.output_ids)
+    assert report.passed and report.reference == "float32" and report.threshold == 0.5
+    same = bf16.validate(out.prompt_ids, out.output_ids, reference_dtype=None)
+    assert same.reference == "bfloat16"
+    reference = bf16._forcing_reference("float32")
+    assert all(p.dtype == torch.float32 for p in reference.parameters())
+    assert next(bf16.target.parameters()).dtype == torch.bfloat16  # the engine's is untouched
+    bad = list(out.output_ids)
+    bad[5] = (bad[5] + 1) % bf16.target.config.vocab_size
+    assert bf16.validate(out.prompt_ids, bad).failures[0].index == 5
 
 
 def test_validate_cli_results_file(qwen_dir, tmp_path, capsys):

@@ -195,7 +195,32 @@ class LLM:
         )
 
     def validate(
-        self, prompt_ids: list[int], output_ids: list[int], threshold: float | None = None
+        self,
+        prompt_ids: list[int],
+        output_ids: list[int],
+        threshold: float | None = None,
+        reference_dtype: str | None = "float32",
     ) -> ForcingReport:
-        """Token forcing of one output against this LLM's target."""
-        return token_forcing(self.target, prompt_ids, output_ids, threshold)
+        """Token forcing of one output against this LLM's target, teacher-forced through the
+        PyTorch modules. reference_dtype "float32" (default): a float32 copy of the target, made
+        once, so that an output generated in bf16 is measured against exact-as-possible
+        arithmetic rather than against a second bf16 run with its own rounding (on the embedded
+        SmolLM2 on the H200, bf16 vs bf16 left one margin above the bf16 threshold: docs/LOG.md
+        run 16); None: the target as loaded."""
+        reference = self._forcing_reference(reference_dtype)
+        return token_forcing(reference, prompt_ids, output_ids, threshold, self.dtype)
+
+    def _forcing_reference(self, dtype_name: str | None) -> torch.nn.Module:
+        dtype = None if dtype_name is None else resolve_dtype(dtype_name)
+        if dtype is None or dtype == self.dtype:
+            return self.target
+        held = getattr(self, "_reference", None)
+        if held is None or held[0] != dtype:
+            import copy
+
+            from specpilot.formats.w12_engine import dequantize_model
+
+            model = dequantize_model(copy.deepcopy(self.target))  # W12 linears -> nn.Linear
+            held = (dtype, model.to(dtype))
+            self._reference = held
+        return held[1]

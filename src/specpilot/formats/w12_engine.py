@@ -113,6 +113,20 @@ def convert_model(
     return report
 
 
+@torch.no_grad()
+def dequantize_model(model: nn.Module) -> nn.Module:
+    """Replace every W12Linear by an nn.Linear holding its decoded bf16 weight, in place."""
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, W12Linear):
+                lin = nn.Linear(
+                    child.in_features, child.out_features, bias=False, device=child.weight.device
+                )
+                lin.weight = nn.Parameter(w12.decode(child.weight), requires_grad=False)
+                setattr(parent, name, lin)
+    return model
+
+
 def concat_rows(*linears: nn.Module) -> torch.Tensor | W12Weight:
     """models/fused.py's `_concat_rows` for bf16 or W12 linears: one weight [sum of N, K] whose
     row slices become the linears' weights (no memory duplicated)."""

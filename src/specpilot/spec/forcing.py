@@ -39,6 +39,7 @@ class ForcedToken:
 class ForcingReport:
     num_checked: int
     threshold: float
+    reference: str = ""  # dtype the teacher-forced reference ran in
     failures: list[ForcedToken] = field(default_factory=list)
     near_ties: list[ForcedToken] = field(default_factory=list)
 
@@ -51,6 +52,7 @@ class ForcingReport:
             "passed": self.passed,
             "num_checked": self.num_checked,
             "threshold": self.threshold,
+            "reference": self.reference,
             "num_failures": len(self.failures),
             "num_near_ties": len(self.near_ties),
             "failures": [asdict(f) for f in self.failures],
@@ -75,7 +77,7 @@ def token_forcing(
     device, dtype = param.device, param.dtype
     if threshold is None:
         threshold = default_threshold(generated_dtype or dtype)
-    report = ForcingReport(num_checked=len(output_ids), threshold=threshold)
+    report = ForcingReport(len(output_ids), threshold, str(dtype).removeprefix("torch."))
     if not output_ids:
         return report
     ids = torch.tensor([prompt_ids + output_ids[:-1]], device=device)
