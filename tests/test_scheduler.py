@@ -40,9 +40,7 @@ def test_joins_mid_run_equal_ar_and_keep_the_step_one_block_wide(llm) -> None:
     sched.add(seqs[0])
     sched.step()
     sched.step()
-    sched.add(seqs[1])  # joins a running batch
-    sched.step()
-    sched.add(seqs[2])
+    sched.add_many([(seqs[1], None, 0), (seqs[2], None, 0)])  # join a running batch together
     while sched.running:
         sched.step()
     assert [s.output_ids for s in seqs] == expected
@@ -54,7 +52,7 @@ def test_draft_prefill_gives_the_drafts_of_the_whole_prompt_as_context(llm) -> N
     k = gen.block_size
     sched = Scheduler(gen, max_running=3, max_len=128)
     seq = Sequence(list(llm.encode(PROMPTS[1])), 8, frozenset())
-    hidden = sched._prefill(0, seq)
+    hidden = sched._prefill([0], [seq])[0]
     n = hidden.shape[0]
     anchors = torch.tensor([seq.last_token])
 
@@ -63,7 +61,7 @@ def test_draft_prefill_gives_the_drafts_of_the_whole_prompt_as_context(llm) -> N
         ctx_pos = gen._positions([ctx_first], context.shape[1])
         return gen._draft_fn(context, ctx_pos, anchors, gen._positions([n], k), n + k)
 
-    sched._draft_prefill(0, seq, hidden)
+    sched._draft_prefill([0], [seq], hidden[None])
     padding = torch.zeros(1, k, hidden.shape[1])
     got = drafts(0, padding, n)  # no new context: everything from the cache
     reference = drafts(1, hidden[None], 0)  # the whole prompt as the step's context

@@ -1,8 +1,8 @@
 """Continuous batching over one `Generator`: a step-level API (add / step / abort).
 
 Slots are the rows of the generator's KV caches, allocated once for `max_running` rows and
-`max_len` positions. `add(seq)` prefills one sequence alone into a free row (its first token comes
-from that prefill); every `step()` then runs one decode forward (AR) or one draft + verify
+`max_len` positions. `add_many(requests)` prefills the given sequences in one batched forward into
+the lowest free rows (each one's first token comes from that prefill; `add` is one of them); every `step()` then runs one decode forward (AR) or one draft + verify
 (speculative) for rows [0, n), n - 1 being the highest occupied slot, so the requests running at
 the same time share their forwards. Free rows inside that range are padding: anchor 0 at position
 0, writing only into their own free cache rows, which the next prefill of that slot overwrites.
@@ -96,19 +96,33 @@ class Scheduler:
         """Prefill `seq` into the lowest free slot; it emits its first token (and may already be
         finished, in which case it never takes a slot). continuation: the known greedy output
         that replayed proposals draw from (replay only; empty or wrong ones only cost speed)."""
-        if not seq.prompt_ids or not self.fits(len(seq.prompt_ids), seq.max_new_tokens):
-            raise ValueError("the prompt and max_new_tokens do not fit the scheduler's max_len")
-        slot = self.seqs.index(None)  # ValueError when full: callers check num_free
-        hidden = self._prefill(slot, seq)
-        if seq.finished:
-            return
-        self.seqs[slot] = seq
-        if hidden is not None:  # the drafter's context K/V of the prompt, written now
-            self._draft_prefill(slot, seq, hidden)
-        self.ctx_counts[slot] = 0
-        if self.replay is not None:
-            vocab = self.gen.target.config.vocab_size
-            self.proposers[slot] = ReplayProposer([continuation or []], self.replay, vocab, seed)
+        self.add_many([(seq, continuation, seed)])
+
+    @torch.inference_mode()
+    def add_many(self, requests: list[tuple[Sequence, list[int] | None, int]]) -> None:
+        """`add` for several (seq, continuation, seed) at once: one batched target prefill and
+        one batched drafter-context prefill into the lowest free slots (a request arriving
+        while others run costs the running ones one prefill, however many arrive together)."""
+        seqs = [seq for seq, _, _ in requests]
+        for seq in seqs:
+            if not seq.prompt_ids or not self.fits(len(seq.prompt_ids), seq.max_new_tokens):
+                raise ValueError("the prompt and max_new_tokens do not fit the scheduler's max_len")
+        free = [slot for slot, held in enumerate(self.seqs) if held is None]
+        if len(free) < len(seqs):  # callers check num_free
+            raise ValueError(f"{len(seqs)} requests for {len(free)} free slots")
+        slots = free[: len(seqs)]
+        hidden = self._prefill(slots, seqs)
+        live = [b for b, seq in enumerate(seqs) if not seq.finished]
+        if hidden is not None and live:  # the drafter's context K/V of the prompts, written now
+            self._draft_prefill([slots[b] for b in live], [seqs[b] for b in live], hidden[live])
+        vocab = self.gen.target.config.vocab_size
+        for b in live:
+            seq, continuation, seed = requests[b]
+            self.seqs[slots[b]] = seq
+            self.ctx_counts[slots[b]] = 0
+            if self.replay is not None:
+                proposer = ReplayProposer([continuation or []], self.replay, vocab, seed)
+                self.proposers[slots[b]] = proposer
 
     def abort(self, seq: Sequence) -> bool:
         """Free the slot of a running sequence; False when it is not running."""
@@ -137,37 +151,49 @@ class Scheduler:
         if draft is not None:
             self.gen._buffers["draft"] = (draft, self.draft_table)
 
-    def _prefill(self, slot: int, seq: Sequence) -> torch.Tensor | None:
-        """The prompt alone into its slot's cache row; returns the captured hidden [T, *]."""
-        gen, n = self.gen, len(seq.prompt_ids)
-        cache = self.target_cache.rows_view(slot, slot + 1)
-        ids = torch.tensor([seq.prompt_ids], device=gen.device)
-        meta = AttentionMeta.causal(gen._positions([0], n), n, self.target_table)
-        last = torch.tensor([n - 1], device=gen.device)
-        out = gen.target(ids, meta, cache, self.capture, logit_rows=last)
-        seq.num_cached_tokens = n
-        seq.append([int(out.logits[0, 0].argmax())])
-        return out.hidden[0] if out.hidden is not None else None
+    def _prefill(self, slots: list[int], seqs: list[Sequence]) -> torch.Tensor | None:
+        """The prompts, right-padded into one batch, into their slots' cache rows; each emits
+        its first token. Returns the captured hidden states [B, width, *] (None without a
+        drafter). Padding positions past a prompt write stale entries that stay masked until
+        the row's own tokens overwrite them."""
+        gen = self.gen
+        lens = [len(seq.prompt_ids) for seq in seqs]
+        width = max(lens)
+        ids = torch.zeros(len(seqs), width, dtype=torch.long)
+        for b, seq in enumerate(seqs):
+            ids[b, : lens[b]] = torch.tensor(seq.prompt_ids)
+        meta = AttentionMeta.causal(
+            gen._positions([0] * len(seqs), width), width, self.target_table
+        )
+        last = torch.tensor(lens, device=gen.device) - 1
+        cache = self.target_cache.slot_rows(slots)
+        out = gen.target(ids.to(gen.device), meta, cache, self.capture, logit_rows=last)
+        for seq, token, n in zip(seqs, out.logits[:, 0].argmax(dim=-1).tolist(), lens):
+            seq.num_cached_tokens = n
+            seq.append([token])
+        return out.hidden
 
-    def _draft_prefill(self, slot: int, seq: Sequence, hidden: torch.Tensor) -> None:
-        """Write the drafter's context keys and values of the prompt into the slot's draft cache
-        row (one eager draft forward of that row alone, its drafts discarded). The row then joins
-        the next step with no new context (count 0), so every step's context stays one block
-        wide and the step replays its CUDA graphs; a joining row's whole prompt as context would
-        make that step eager for every row (docs/LOG.md run 17)."""
-        gen, n, k = self.gen, hidden.shape[0], self.block_size
-        held = gen._buffers["draft"]
-        gen._buffers["draft"] = (self.draft_cache.rows_view(slot, slot + 1), self.draft_table)
-        try:
-            gen._draft_fn(
-                hidden[None],
-                gen._positions([0], n),
-                torch.tensor([seq.last_token], device=gen.device),
-                gen._positions([n], k),
-                n + k,
-            )
-        finally:
-            gen._buffers["draft"] = held
+    def _draft_prefill(self, slots: list[int], seqs: list[Sequence], hidden: torch.Tensor) -> None:
+        """Write the drafter's context keys and values of the prompts ([B, width, *] hidden
+        states) into the slots' draft cache rows: one drafter forward with the first tokens as
+        anchors, its output discarded. The rows then join the next step with no new context
+        (count 0), so every step's context stays one block wide and the step replays its CUDA
+        graphs; a joining prompt as the step's context would make that step eager for every
+        row (docs/LOG.md run 17)."""
+        gen, k = self.gen, self.block_size
+        lens = [len(seq.prompt_ids) for seq in seqs]
+        width = hidden.shape[1]
+        block = torch.full((len(seqs), k), gen.drafter.config.mask_token_id, device=gen.device)
+        block[:, 0] = torch.tensor([seq.last_token for seq in seqs], device=gen.device)
+        gen.drafter(
+            hidden,
+            gen._positions([0] * len(seqs), width),
+            gen.target.embed(block),
+            gen._positions(lens, k),
+            self.draft_cache.slot_rows(slots),
+            self.draft_table,
+            width + k,
+        )
 
     # ----------------------------------------------------------------------------------------
     # steps

@@ -76,6 +76,23 @@ class KVCache:
         view.rows = self.rows[: stop - start]
         return view
 
+    def slot_rows(self, slots: list[int]) -> KVCache:
+        """Rows `slots` (any set, in that order) as a cache for one PyTorch-module forward over
+        them, e.g. a batched prefill of requests in scattered slots: writes go straight into
+        those rows, reads gather them (a copy). Not for the fused kernels or CUDA graphs, which
+        take contiguous row ranges (`rows_view`)."""
+        return _SlotRows(self, slots)
+
+
+class _SlotRows(KVCache):
+    def __init__(self, cache: KVCache, slots: list[int]) -> None:  # shares `cache`, allocates none
+        self.k, self.v, self.max_len = cache.k, cache.v, cache.max_len
+        self.rows = torch.tensor(slots, device=cache.k.device)[:, None]
+
+    def read(self, layer: int, kv_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = self.rows[:, 0]
+        return self.k[layer, rows, :, :kv_len], self.v[layer, rows, :, :kv_len]
+
 
 def causal_mask(positions: torch.Tensor, kv_len: int) -> torch.Tensor:
     """[B, 1, T, kv_len]: query at position p sees keys 0..p."""

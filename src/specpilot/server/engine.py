@@ -1,8 +1,8 @@
 """The serving engine: one thread owns the `Scheduler`; asyncio handlers talk to it by queues.
 
 Handlers call `ServingEngine.submit` (tokenized prompt + sampling parameters); the request waits in
-a bounded queue (full: HTTP 429) until the engine thread has a free slot, is prefilled alone into
-it and then decodes with everyone else, one step at a time. After every step the thread posts each
+a bounded queue (full: HTTP 429) until the engine thread has a free slot, is prefilled into it
+(together with every request admitted at the same moment) and then decodes with everyone else, one step at a time. After every step the thread posts each
 request's new tokens to that request's asyncio queue (`call_soon_threadsafe`);
 `ServingEngine.stream` turns them into text (incremental detokenization, stop strings held back
 until they cannot match) and `Output`s. A request whose consumer goes away (client disconnect,
@@ -177,8 +177,8 @@ class EngineLoop:
                 while self.waiting and len(admitted) < self.scheduler.num_free:
                     admitted.append(self.waiting.popleft())
             try:
-                for req in admitted:
-                    self._admit(req)
+                if admitted:
+                    self._admit(admitted)
                 if self.active:
                     self._step()
             except Exception:  # a bug or an out-of-memory: fail these requests, keep serving
@@ -196,19 +196,27 @@ class EngineLoop:
             req.post(Delta([], 0, error="the server shut down before this request finished"))
             self.metrics.observe_finish("error")
 
-    def _admit(self, req: EngineRequest) -> None:
-        seq = req.seq
-        continuation = None
-        if self.scheduler.replay is not None:
-            continuation = self.continuations.get(self._replay_key(seq))
+    def _admit(self, reqs: list[EngineRequest]) -> None:
+        """Prefill the admitted requests together (one batched prefill) and post their first
+        tokens."""
+        batch = []
+        for req in reqs:
+            continuation = None
+            if self.scheduler.replay is not None:
+                continuation = self.continuations.get(self._replay_key(req.seq))
+            batch.append((req.seq, continuation, req.seed))
         t0 = time.perf_counter()
-        self.scheduler.add(seq, continuation, req.seed)
+        self.scheduler.add_many(batch)
         now = time.perf_counter()
-        self.metrics.observe_prefill(len(seq.prompt_ids), now - req.arrival, now - t0)
-        self.active.append(req)
-        self._post(req)
-        if seq.finished:
-            self._finish(req)
+        for req in reqs:
+            seq = req.seq
+            self.metrics.observe_prefill(
+                len(seq.prompt_ids), now - req.arrival, (now - t0) / len(reqs)
+            )
+            self.active.append(req)
+            self._post(req)
+            if seq.finished:
+                self._finish(req)
 
     def _step(self) -> None:
         t0 = time.perf_counter()
