@@ -237,28 +237,31 @@ def test_missing_wheels_are_a_one_line_error(tmp_path) -> None:
         P.PackageFiles(P.PinnedWheel("specpilot-no-such-package", "0", "0" * 64), tmp_path)
 
 
-def test_interrupted_generation_continues(setup, trained, tmp_path) -> None:
+def distill_like_the_fixture(setup, data_dir: Path, max_seconds: float = 0.0):
+    """self_distill with the `trained` fixture's inputs (so the same cache key) into data_dir."""
+    from specpilot.train.command import hash_file
     from specpilot.train.data import self_distill
 
-    _, record = trained
-    cached = Path(record["data"])
-    lines = cached.read_text().splitlines(keepends=True)
-    llm = LLM(setup["target"], device="cpu", dtype="float32")
-    key = cached.stem.removeprefix("selfdistill-")
-    partial = tmp_path / f"selfdistill-{key}.partial"
-    partial.write_text("".join(lines[:3]) + lines[3][:10])  # killed while writing record 4
-    from specpilot.train.command import hash_file
-
-    prompt_key = f"file:{hash_file(setup['prompts'])}"
-    data = self_distill(
-        llm,
+    return self_distill(
+        LLM(setup["target"], device="cpu", dtype="float32"),
         lambda: P.read_prompt_file(setup["prompts"]),
-        prompt_key,
-        tmp_path,
+        f"file:{hash_file(setup['prompts'])}",
+        data_dir,
         max_prompt_tokens=62,
         max_new_tokens=24,
         batch_size=2,
+        max_seconds=max_seconds,
     )
+
+
+def test_interrupted_generation_continues(setup, trained, tmp_path) -> None:
+    _, record = trained
+    cached = Path(record["data"])
+    lines = cached.read_text().splitlines(keepends=True)
+    key = cached.stem.removeprefix("selfdistill-")
+    partial = tmp_path / f"selfdistill-{key}.partial"
+    partial.write_text("".join(lines[:3]) + lines[3][:10])  # killed while writing record 4
+    data = distill_like_the_fixture(setup, tmp_path)
     assert data.path.name == cached.name and not data.reused
     assert not partial.exists()
     got = data.path.read_text().splitlines(keepends=True)
@@ -269,30 +272,15 @@ def test_data_time_limit_keeps_a_resumable_sample(setup, trained, tmp_path, monk
     """--max-data-minutes: generation stops between batches, the records so far are returned
     (complete=False) and kept in .partial, and the next run finishes the same list."""
     from specpilot.train import data as data_module
-    from specpilot.train.command import hash_file
 
     _, record = trained
     cached = Path(record["data"])
-    llm = LLM(setup["target"], device="cpu", dtype="float32")
-    prompt_key = f"file:{hash_file(setup['prompts'])}"
     clock = iter(range(10**6))  # each deadline check advances one "second"
     monkeypatch.setattr(data_module.time, "monotonic", lambda: float(next(clock)))
-
-    def distill(max_seconds: float):
-        return data_module.self_distill(
-            llm,
-            lambda: P.read_prompt_file(setup["prompts"]),
-            prompt_key,
-            tmp_path,
-            max_prompt_tokens=62,
-            max_new_tokens=24,
-            batch_size=2,
-            max_seconds=max_seconds,
-        )
-
-    cut = distill(max_seconds=1.5)  # start at 0, deadline 1.5: one batch (check at 1), then stop
+    # start at 0, deadline 1.5: one batch (checked at 1), then stop at the check at 2
+    cut = distill_like_the_fixture(setup, tmp_path, max_seconds=1.5)
     assert not cut.complete and cut.path.suffix == ".partial" and len(cut.examples) == 2
-    full = distill(max_seconds=0)
+    full = distill_like_the_fixture(setup, tmp_path)
     assert full.complete and full.path.name == cached.name
     assert sorted(map(str, (e.ids for e in full.examples))) == sorted(
         map(str, (e.ids for e in data_module._read_records(cached)))
