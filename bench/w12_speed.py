@@ -2,11 +2,15 @@
 
 For each (M, N, K) it times, inside a CUDA graph of 20 back-to-back calls (bench/kernel_sweep.py's
 `graph_time`): F.linear (cuBLAS, bf16), skinny_linear (bf16, its default tiles), w12_linear with
-its default tiles and with each tile of a small sweep. Weights are random normal (std 0.02), so
-the escape rate is that of normal weights (~1e-4). Bandwidth is reported two ways: the bytes each
+its default tiles, with the same tiles and no inline PTX (ASM=False: the plain-Triton decode),
+with each tile of a sweep (kernels/w12_linear.py's tile parameters), and both kernels with the
+fused forwards' prologue for that shape (RMSNorm; SwiGLU for `down`; in the JSON only). Weights
+are random normal (std 0.02), so the escape rate is that of normal weights (~1.6e-4). Bandwidth
+is reported two ways: the bytes each
 kernel actually reads (bf16: 2 per weight; W12: its arrays, ~1.51 per weight), and "bf16-equivalent"
 (2 bytes per weight / time: the speed-up over a bf16 kernel at the same fraction of HBM). Before
-timing, each W12 output is checked against the reference (decode, then F.linear). Prints a table;
+timing, the W12 outputs (default tiles, ASM=False, then the best tile) are checked against the
+reference (decode, then F.linear); a wrong one stops the bench. Prints a table;
 the last line is one JSON object.
 
 With --e2e CONTEXT (default 1024), it then runs the engine end to end at the Qwen3-8B shape with
@@ -90,6 +94,18 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
     t_skinny = graph_time(lambda: skinny_linear(x, w))
     t_w12 = graph_time(lambda: w12_linear(x, packed))
     t_plain = graph_time(lambda: w12_linear(x, packed, config=plain))
+    # the fused forwards' prologues (RMSNorm before qkv / gate_up, SwiGLU before down): each
+    # program recomputes them, so small tiles pay for them more often
+    if name == "down":
+        x2 = torch.randn(m, 2 * k, device="cuda", dtype=torch.bfloat16)
+        prologue = "glu"
+        t_pro = graph_time(lambda: w12_linear(x2, packed, glu=True))
+        t_pro_skinny = graph_time(lambda: skinny_linear(x2, w, glu=True))
+    else:
+        nw = torch.rand(k, device="cuda", dtype=torch.bfloat16) + 0.5
+        prologue = "norm"
+        t_pro = graph_time(lambda: w12_linear(x, packed, norm_weight=nw))
+        t_pro_skinny = graph_time(lambda: skinny_linear(x, w, norm_weight=nw))
     best, best_t = default, t_w12
     if sweep:
         configs = candidates(m, k)
@@ -108,6 +124,9 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
             w12=t_w12 * 1e6,
             w12_plain=t_plain * 1e6,
             w12_best=best_t * 1e6,
+            prologue=prologue,
+            w12_with_prologue=t_pro * 1e6,
+            skinny_with_prologue=t_pro_skinny * 1e6,
         ),
         tb_s=dict(  # bytes actually read / time
             cublas=bf16_bytes / t_cublas / 1e12,

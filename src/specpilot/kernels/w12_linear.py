@@ -169,7 +169,9 @@ def _w12_kernel(
     rows_ok = tl.full([BLOCK_N], 1, tl.int1) if EVEN_N else n_ok
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
-        rstd = row_rstd(x_ptr + rm[:, None] * stride_xm, m_ok, K, eps, BLOCK_M, 8 * SLICE)
+        # NOTE: every program recomputes the rows' RMS (x is in L2): wide steps, few reductions
+        RSTD_K: tl.constexpr = 2048 // BLOCK_M if BLOCK_M <= 8 else 256
+        rstd = row_rstd(x_ptr + rm[:, None] * stride_xm, m_ok, K, eps, BLOCK_M, RSTD_K)
     if USE_DOT:
         # tiles [BLOCK_N, SLICE] per slice; acc_t is y^T, the decoded weights the left operand
         ri = tl.arange(0, SLICE)[None, :]
