@@ -2,11 +2,15 @@
 
 For each (M, N, K) it times, inside a CUDA graph of 20 back-to-back calls (bench/kernel_sweep.py's
 `graph_time`): F.linear (cuBLAS, bf16), skinny_linear (bf16, its default tiles), w12_linear with
-its default tiles and with each tile of a small sweep. Weights are random normal (std 0.02), so
-the escape rate is that of normal weights (~1e-4). Bandwidth is reported two ways: the bytes each
+its default tiles, with the same tiles and no inline PTX (ASM=False: the plain-Triton decode),
+with each tile of a sweep (kernels/w12_linear.py's tile parameters), and both kernels with the
+fused forwards' prologue for that shape (RMSNorm; SwiGLU for `down`; in the JSON only). Weights
+are random normal (std 0.02), so the escape rate is that of normal weights (~1.6e-4). Bandwidth
+is reported two ways: the bytes each
 kernel actually reads (bf16: 2 per weight; W12: its arrays, ~1.51 per weight), and "bf16-equivalent"
 (2 bytes per weight / time: the speed-up over a bf16 kernel at the same fraction of HBM). Before
-timing, each W12 output is checked against the reference (decode, then F.linear). Prints a table;
+timing, the W12 outputs (default tiles, ASM=False, then the best tile) are checked against the
+reference (decode, then F.linear); a wrong one stops the bench. Prints a table;
 the last line is one JSON object.
 
 With --e2e CONTEXT (default 1024), it then runs the engine end to end at the Qwen3-8B shape with
@@ -19,6 +23,7 @@ bandwidth), and token forcing of the W12 outputs against the bf16 target.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 
 import torch
@@ -26,19 +31,52 @@ import torch.nn.functional as F
 
 # run as a script from the repository root: bench/ is on sys.path
 from engine_speed import build, copy_bandwidth, linear_bytes, measure_context  # noqa: E402
-from kernel_sweep import SHAPES, candidates, fastest, graph_time  # noqa: E402
+from kernel_sweep import SHAPES, fastest, graph_time  # noqa: E402
 
 from specpilot.config import EngineConfig
 from specpilot.engine.generator import Generator
 from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model
-from specpilot.kernels.linear import skinny_linear, tile_config
-from specpilot.kernels.w12_linear import w12_linear, w12_linear_reference
+from specpilot.kernels.linear import skinny_linear
+from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
 from specpilot.models.synth import TARGET_PRESETS, draft_hf_config
 
-# a small tile sweep around the default (the decode adds registers per weight)
-W12_ELEMENTWISE_GRID = ((4, 8, 16), (256, 512, 1024), (4, 8), (2, 3))
-W12_DOT_GRID = ((32, 64, 128), (128, 256), (4, 8), (3, 4))
+# the tile sweep around the default (kernels/w12_linear.py's tile_config): element-wise products
+# (BLOCK_N, UNROLL, num_warps, num_stages) for M <= 4, tensor cores (BLOCK_N, SPLIT_K, num_warps,
+# num_stages) for any M; a step reads UNROLL blocks of w12.BLOCK columns (element-wise) or one
+W12_ELEMENTWISE_GRID = ((2, 4, 8), (8, 16), (4, 8), (1,))
+W12_DOT_GRID = ((32, 64, 128), (1, 2, 4), (4,), (3, 4))
+
+
+def candidates(m: int, k: int) -> list[dict]:
+    """W12 tile configurations for M rows (the split K must leave every split some columns)."""
+    out = []
+    if m <= 4:
+        block_m = 1 if m == 1 else (2 if m == 2 else 4)
+        for bn, unroll, warps, stages in itertools.product(*W12_ELEMENTWISE_GRID):
+            if block_m * bn * unroll * 32 > 64 * 32 * warps:  # accumulator: <= 64 fp32 a thread
+                continue
+            out.append(
+                dict(BLOCK_M=block_m, BLOCK_N=bn, UNROLL=unroll, SPLIT_K=1, USE_DOT=False,
+                     num_warps=warps, num_stages=stages)
+            )  # fmt: skip
+    block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
+    for bn, split, warps, stages in itertools.product(*W12_DOT_GRID):
+        if split > 1 and (split - 1) * -(-k // (w12.BLOCK * split)) * w12.BLOCK >= k:
+            continue
+        out.append(
+            dict(BLOCK_M=block_m, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True,
+                 num_warps=warps, num_stages=stages)
+        )  # fmt: skip
+    return out
+
+
+def check(y: torch.Tensor, ref: torch.Tensor, what: str) -> None:
+    """The W12 output against the reference, to fp32 summation order (2^-6 of the largest)."""
+    err = (y.float() - ref.float()).abs().max().item()
+    scale = ref.float().abs().max().item()
+    if not err <= 2**-6 * scale:
+        raise AssertionError(f"{what}: W12 kernel off by {err} (scale {scale})")
 
 
 def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
@@ -47,18 +85,32 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
     packed = w12.encode(w)
     s = w12.stats(packed)
     ref = w12_linear_reference(x, packed)
-    err = (w12_linear(x, packed).float() - ref.float()).abs().max().item()
-    scale = ref.float().abs().max().item()
-    if not err <= 2**-6 * scale:
-        raise AssertionError(f"{name} M={m}: W12 kernel off by {err} (scale {scale})")
+    default = tile_config(m, n, k)
+    plain = dict(default, ASM=False)  # the decode without inline PTX (prmt, mul.bf16x2)
+    check(w12_linear(x, packed), ref, f"{name} M={m} default tiles")
+    check(w12_linear(x, packed, config=plain), ref, f"{name} M={m} ASM=False")
     bf16_bytes = 2 * n * k
     t_cublas = graph_time(lambda: F.linear(x, w))
     t_skinny = graph_time(lambda: skinny_linear(x, w))
     t_w12 = graph_time(lambda: w12_linear(x, packed))
-    best, best_t = tile_config(m, n, k), t_w12
+    t_plain = graph_time(lambda: w12_linear(x, packed, config=plain))
+    # the fused forwards' prologues (RMSNorm before qkv / gate_up, SwiGLU before down): each
+    # program recomputes them, so small tiles pay for them more often
+    if name == "down":
+        x2 = torch.randn(m, 2 * k, device="cuda", dtype=torch.bfloat16)
+        prologue = "glu"
+        t_pro = graph_time(lambda: w12_linear(x2, packed, glu=True))
+        t_pro_skinny = graph_time(lambda: skinny_linear(x2, w, glu=True))
+    else:
+        nw = torch.rand(k, device="cuda", dtype=torch.bfloat16) + 0.5
+        prologue = "norm"
+        t_pro = graph_time(lambda: w12_linear(x, packed, norm_weight=nw))
+        t_pro_skinny = graph_time(lambda: skinny_linear(x, w, norm_weight=nw))
+    best, best_t = default, t_w12
     if sweep:
-        configs = candidates(m, W12_ELEMENTWISE_GRID, W12_DOT_GRID)
+        configs = candidates(m, k)
         best, best_t = fastest(lambda c: w12_linear(x, packed, config=c), configs, best, best_t)
+        check(w12_linear(x, packed, config=best), ref, f"{name} M={m} {best}")
     return dict(
         m=m,
         shape=name,
@@ -67,12 +119,20 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
         w12_bits_per_weight=s.bits_per_weight,
         escape_rate=s.escape_rate,
         us=dict(
-            cublas=t_cublas * 1e6, skinny=t_skinny * 1e6, w12=t_w12 * 1e6, w12_best=best_t * 1e6
+            cublas=t_cublas * 1e6,
+            skinny=t_skinny * 1e6,
+            w12=t_w12 * 1e6,
+            w12_plain=t_plain * 1e6,
+            w12_best=best_t * 1e6,
+            prologue=prologue,
+            w12_with_prologue=t_pro * 1e6,
+            skinny_with_prologue=t_pro_skinny * 1e6,
         ),
         tb_s=dict(  # bytes actually read / time
             cublas=bf16_bytes / t_cublas / 1e12,
             skinny=bf16_bytes / t_skinny / 1e12,
             w12=s.nbytes / t_w12 / 1e12,
+            w12_plain=s.nbytes / t_plain / 1e12,
             w12_best=s.nbytes / best_t / 1e12,
         ),
         bf16_equivalent_tb_s=dict(
@@ -80,7 +140,7 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
         ),
         speedup_vs_cublas=t_cublas / best_t,
         speedup_vs_skinny=t_skinny / best_t,
-        default=tile_config(m, n, k),
+        default=default,
         best=best,
     )
 
@@ -144,8 +204,8 @@ def main() -> None:
     torch.manual_seed(0)
     results = []
     print(
-        f"{'M':>3} {'shape':<8} {'cuBLAS':>7} {'skinny':>7} {'W12':>7} {'W12best':>8} TB/s read   "
-        f"{'W12 bf16-eq':>11}  speed-up vs cuBLAS / skinny   best tile"
+        f"{'M':>3} {'shape':<8} {'cuBLAS':>7} {'skinny':>7} {'W12':>7} {'noASM':>7} {'W12best':>8} "
+        f"TB/s read   {'W12 bf16-eq':>11}  speed-up vs cuBLAS / skinny   best tile"
     )
     for m in [int(r) for r in args.rows.split(",")]:
         for name, (n, k) in SHAPES.items():
@@ -154,7 +214,8 @@ def main() -> None:
             t = r["tb_s"]
             print(
                 f"{m:>3} {name:<8} {t['cublas']:7.2f} {t['skinny']:7.2f} {t['w12']:7.2f} "
-                f"{t['w12_best']:8.2f}             {r['bf16_equivalent_tb_s']['w12_best']:11.2f}  "
+                f"{t['w12_plain']:7.2f} {t['w12_best']:8.2f}           "
+                f"{r['bf16_equivalent_tb_s']['w12_best']:11.2f}  "
                 f"{r['speedup_vs_cublas']:6.2f}x / {r['speedup_vs_skinny']:.2f}x          "
                 f"{r['best']}",
                 flush=True,

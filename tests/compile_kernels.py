@@ -13,6 +13,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from specpilot.formats.w12 import SLICE
 from specpilot.kernels import attention, elementwise, linear, rope, w12_linear
 
 HOPPER = GPUTarget("cuda", 90, 32)
@@ -31,17 +32,33 @@ def cases() -> list[tuple[str, object, dict, dict]]:
     out = []
     lin = {n: bf16 for n in ("x_ptr", "w_ptr", "y_ptr", "res_ptr", "nw_ptr")} | {"eps": "fp32"}
     w12 = {
-        "x_ptr": bf16, "sm_ptr": "*u8", "code_ptr": "*u8", "base_ptr": "*u8",
+        "x_ptr": bf16, "low_ptr": "*i32", "code_ptr": "*i32", "base_ptr": "*u8",
         "row_ptr": "*i32", "esc_col_ptr": "*i32", "esc_bits_ptr": "*i16", "y_ptr": bf16,
-        "res_ptr": bf16, "nw_ptr": bf16, "eps": "fp32",
+        "res_ptr": bf16, "nw_ptr": bf16, "part_ptr": "*fp32", "eps": "fp32",
     }  # fmt: skip
     for m in (1, 16, 64):
         for norm, glu, res in ((True, False, False), (False, True, True), (False, False, True)):
             flags = dict(NORM=norm, GLU=glu, RESIDUAL=res, F32_DOT=False)
             cfg = {k: v for k, v in linear.tile_config(m, 24576, 4096).items() if k.isupper()}
             out.append((f"skinny_linear M={m} {flags}", linear._skinny_kernel, lin, flags | cfg))
-            consts = flags | cfg | dict(GROUP=128, ESC=15)
+            w12_cfg = w12_linear.tile_config(m, 24576, 4096)
+            w12_cfg = {k: v for k, v in w12_cfg.items() if k.isupper()}
+            consts = (
+                flags | w12_cfg | dict(GROUP=128, ASM=True, EVEN_K=True, EVEN_N=True, SLICE=SLICE)
+            )
             out.append((f"w12_linear M={m} {flags}", w12_linear._w12_kernel, w12, consts))
+        # the plain-Triton decode (ASM=False), a group size that is not a multiple of 32, tails
+        for asm, group, even in ((False, 128, True), (True, 48, False), (True, 64, False)):
+            w12_cfg = w12_linear.tile_config(m, 4096, 4096)
+            w12_cfg = {k: v for k, v in w12_cfg.items() if k.isupper()}
+            consts = dict(NORM=False, GLU=False, RESIDUAL=False, F32_DOT=False) | w12_cfg
+            consts |= dict(GROUP=group, ASM=asm, EVEN_K=even, EVEN_N=even, SLICE=SLICE)
+            label = f"w12_linear M={m} ASM={asm} GROUP={group} EVEN={even}"
+            label += f" SPLIT_K={consts['SPLIT_K']}"
+            out.append((label, w12_linear._w12_kernel, w12, consts))
+    split_types = {"part_ptr": "*fp32", "y_ptr": bf16, "res_ptr": bf16}
+    consts = dict(SPLIT_K=4, RESIDUAL=True, BLOCK_N=1024)
+    out.append(("w12 split sum", w12_linear._split_sum_kernel, split_types, consts))
     ptrs = ("qkv_ptr", "q_out_ptr", "k_cache_ptr", "v_cache_ptr", "cos_ptr", "sin_ptr", "qn_ptr")
     rope_types = {n: bf16 for n in (*ptrs, "kn_ptr")} | {"pos_ptr": "*i64", "eps": "fp32"}
     for heads in (32, 0):  # target q|k|v, drafter context k|v

@@ -31,10 +31,20 @@ def bits(t: torch.Tensor) -> torch.Tensor:
 def round_trip(weight: torch.Tensor, group_size: int) -> w12.W12Weight:
     packed = w12.encode(weight, group_size)
     assert torch.equal(bits(w12.decode(packed)), bits(weight))
-    s = w12.stats(packed)
-    codes = torch.cat([packed.codes & 15, packed.codes >> 4])
-    padding = weight.shape[0] if weight.shape[1] % 2 else 0  # an odd K pads one nibble per row
-    assert s.num_escapes == int((codes == w12.ESCAPE).sum()) - padding  # each code has its entry
+    # what the planes alone say (escapes read as +0) is the weight wherever there is no escape
+    n, k = weight.shape
+    plain = w12.W12Weight(
+        *(t for t in packed.tensors().values()),
+        group_size=group_size,
+        columns=k,
+    )
+    plain.row_ptr = torch.zeros_like(packed.row_ptr)
+    decoded = bits(w12.decode(plain)).to(torch.int32)
+    escaped = torch.zeros(n, k, dtype=torch.bool)
+    per_row = (packed.row_ptr[1:] - packed.row_ptr[:-1]).long()
+    escaped[torch.repeat_interleave(torch.arange(n), per_row), packed.esc_col.long()] = True
+    assert (decoded[escaped] == 0).all()
+    assert torch.equal(decoded[~escaped], bits(weight).to(torch.int32)[~escaped])
     return packed
 
 
@@ -74,7 +84,12 @@ def test_every_bit_pattern_and_all_escape_groups() -> None:
     assert packed.num_escapes == 3 * 4 * 30
     zeros = torch.zeros(2, 130, dtype=BF16)
     zeros[1] = -0.0
-    assert round_trip(zeros, 128).num_escapes == 0  # exponent 0 is in the window
+    assert round_trip(zeros, 128).num_escapes == 0  # +-0 is in every window
+    # the window: 2b + 1 .. 2b + 15 with b <= 63, so exponent 141 is the highest ever coded
+    window = ((torch.arange(127, 142, dtype=torch.int32) << 7) | 0x11).to(torch.int16).view(BF16)
+    assert round_trip(window.view(1, 15), 16).num_escapes == 0
+    beyond = ((torch.arange(128, 143, dtype=torch.int32) << 7) | 0x11).to(torch.int16).view(BF16)
+    assert round_trip(beyond.view(1, 15), 16).num_escapes == 1  # 142
 
 
 def test_rows_cat_and_slicing_match_torch() -> None:
@@ -94,9 +109,11 @@ def test_rows_cat_and_slicing_match_torch() -> None:
 
 
 def test_escape_rate_of_normal_weights() -> None:
-    """Random normal weights (std 0.02, Qwen3-8B's gate_up width): the escape rate and size."""
+    """Random normal weights (std 0.02, Qwen3-8B's gate_up width): the escape rate and size.
+    NOTE: windows start at odd exponents (2b + 1), so a group's top exponent is one below the
+    window's top half the time: ~1.6e-4 escapes against ~0.9e-4 for windows at any exponent."""
     w = (torch.randn(1024, 4096, generator=torch.Generator().manual_seed(0)) * 0.02).to(BF16)
-    for group_size, most in ((128, 2e-4), (256, 1.5e-4)):
+    for group_size, most in ((128, 2.5e-4), (256, 2.5e-4)):
         s = w12.stats(round_trip(w, group_size))
         print(f"normal, group {group_size}: escape rate {s.escape_rate:.2e}, "
               f"{s.bits_per_weight:.3f} bits/weight")  # fmt: skip
@@ -143,7 +160,9 @@ def test_w12_models_decode_like_bf16(qwen_dir, qwen_drafter_dir) -> None:
     report = convert_model(target, group_size=32, use_kernel=False)
     convert_model(drafter, group_size=32, use_kernel=False)
     assert report.num_tensors == 7 * target.config.num_layers
-    assert report.w12_bytes < 0.8 * report.bf16_bytes
+    # NOTE: the tiny model's K (64, 128) pads to a block of 256 columns, so its W12 form is
+    # larger than bf16; test_escape_rate_of_normal_weights checks the size at real widths
+    assert report.num_escapes < 1e-3 * report.num_weights
     attn = target.model.layers[0].self_attn
     assert isinstance(attn.q_proj, W12Linear)
     assert torch.equal(bits(w12.decode(attn.q_proj.weight)), bits(before[
@@ -153,10 +172,7 @@ def test_w12_models_decode_like_bf16(qwen_dir, qwen_drafter_dir) -> None:
     qkv = concat_rows(attn.q_proj, attn.k_proj, attn.v_proj)
     names = [f"model.layers.0.self_attn.{p}_proj.weight" for p in "qkv"]
     assert torch.equal(bits(w12.decode(qkv)), bits(torch.cat([before[n] for n in names])))
-    assert (
-        attn.k_proj.weight.sign_mant.data_ptr()
-        == qkv.sign_mant[attn.q_proj.out_features :].data_ptr()
-    )
+    assert attn.k_proj.weight.low.data_ptr() == qkv.low[attn.q_proj.out_features :].data_ptr()
     assert [_greedy(target, drafter, spec) for spec in (False, True)] == expected
 
 

@@ -47,6 +47,58 @@ def test_w12_linear(m: int, mode: str) -> None:
     close(y, skinny_linear(x, w.to(DEVICE), **kw), 4 if m > 1 else 2)
 
 
+TILES = [  # (config, group size): several steps, a K tail, split K, groups of every kind
+    (dict(BLOCK_M=1, BLOCK_N=4, UNROLL=1, USE_DOT=False), 128),
+    (dict(BLOCK_M=2, BLOCK_N=8, UNROLL=2, USE_DOT=False), 48),
+    (dict(BLOCK_M=4, BLOCK_N=4, UNROLL=1, SPLIT_K=3, USE_DOT=False), 64),
+    (dict(BLOCK_M=16, BLOCK_N=32, SPLIT_K=2, USE_DOT=True), 256),
+    (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=3, USE_DOT=True), 32),
+]
+
+
+@pytest.mark.parametrize("tile", range(len(TILES)))
+@pytest.mark.parametrize("mode", ["residual", "norm", "glu"])
+def test_w12_linear_tiles(tile: int, mode: str) -> None:
+    """Tile configurations the bench sweeps: K of 3 blocks of 256 plus a tail, row tails."""
+    config, group = TILES[tile]
+    gen = torch.Generator().manual_seed(tile)
+    m, n, k = 3, 21, 600
+    x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(BF16)
+    w = weight_with_escapes(n, k, gen)
+    packed = w12.encode(w, group)
+    kw: dict = {"glu": True} if mode == "glu" else {}
+    if mode == "norm":
+        kw["norm_weight"] = (torch.rand(k, generator=gen) + 0.5).to(DEVICE, BF16)
+    if mode == "residual":
+        kw["residual"] = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
+    x, packed = x.to(DEVICE), packed.to(DEVICE)
+    y = w12_linear(x, packed, config=config, **kw)
+    close(y, w12_linear_reference(x, packed, **kw), 4)
+
+
+def test_prmt_selectors_match_the_plain_decode() -> None:
+    """The ASM path's `prmt` selectors (PTX: result byte r = byte c[4r + 3 : 4r] of {b, a},
+    a = bytes 0-3) build the same bf16 pairs as the plain path's shifts; the interpreter runs
+    only the plain path, so the selectors are checked here against PTX's definition."""
+    gen = torch.Generator().manual_seed(0)
+    low, high = torch.randint(0, 2**32, (2, 64), generator=gen, dtype=torch.int64)
+
+    def prmt(a: torch.Tensor, b: torch.Tensor, sel: int) -> torch.Tensor:
+        source = [(t >> (8 * i)) & 0xFF for t in (a, b) for i in range(4)]
+        return sum(source[(sel >> (4 * r)) & 7] << (8 * r) for r in range(4))
+
+    for first, sel in ((0, 0x5140), (2, 0x7362)):
+
+        def byte(t: torch.Tensor, i: int) -> torch.Tensor:
+            return (t >> (8 * i)) & 0xFF
+
+        plain = sum(
+            (byte(high, first + s) << (16 * s + 8)) | (byte(low, first + s) << (16 * s))
+            for s in range(2)
+        )
+        assert torch.equal(prmt(low, high, sel), plain)
+
+
 def test_w12_linear_on_fused_row_views() -> None:
     """The fused forwards multiply by row slices of a concatenated weight (views, absolute
     escape offsets) and call `linear` for either weight type."""
@@ -75,5 +127,7 @@ def test_w12_linear_rejects_bad_input() -> None:
         w12_linear(torch.randn(8, 2, dtype=BF16, device=DEVICE).t(), packed)
     with pytest.raises(ValueError, match="residual"):
         w12_linear(x, packed, residual=torch.zeros(3, 2, dtype=BF16, device=DEVICE))
-    with pytest.raises(ValueError, match="even"):
-        w12_linear(x, packed, config=dict(BLOCK_M=1, BLOCK_N=8, BLOCK_K=7, USE_DOT=False))
+    with pytest.raises(ValueError, match="leaves a split without columns"):
+        w12_linear(x, packed, config=dict(BLOCK_M=2, BLOCK_N=4, SPLIT_K=2, USE_DOT=False))
+    with pytest.raises(ValueError, match="BLOCK_M >= 16"):
+        w12_linear(x, packed, config=dict(BLOCK_M=4, BLOCK_N=32, UNROLL=1, USE_DOT=True))

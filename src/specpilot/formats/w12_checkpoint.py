@@ -4,7 +4,8 @@ A W12 checkpoint directory is a safetensors checkpoint in which every projection
 decoder layers (`...layers.<i>.self_attn.{q,k,v,o}_proj.weight`, `...layers.<i>.mlp.{gate,up,
 down}_proj.weight`) is replaced by its six W12 arrays `<name>.w12.<array>` (formats/w12.py);
 every other tensor and file is copied unchanged. config.json gains a `w12` section:
-{"version": 1, "group_size": G, "source_dtype": ..., "tensors": [names]}. A weight stored in
+{"version": 2, "group_size": G, "source_dtype": ..., "tensors": [names], "columns": {name: K}}
+(K: the weight's columns; the W12 planes are padded to whole blocks). A weight stored in
 another dtype (float32, e.g. a dequantized GGUF) is first rounded to bf16 exactly as loading the
 source in bf16 rounds it, so the W12 checkpoint decodes to the bf16 model bit for bit.
 """
@@ -27,7 +28,7 @@ from specpilot.errors import CheckpointError, ConfigError
 from specpilot.formats import w12
 from specpilot.formats.w12 import ARRAYS, W12Weight
 
-VERSION = 1
+VERSION = 2  # 2: the block column order and exponent-pair codes of formats/w12.py
 CONVERTED = re.compile(
     r"(^|\.)layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)\.weight$"
 )
@@ -40,9 +41,20 @@ def is_converted(name: str, tensor: torch.Tensor) -> bool:
 
 def decode_tensors(tensors: dict[str, torch.Tensor], section: dict[str, Any]) -> None:
     """Replace, in place, the W12 arrays of a checkpoint's tensors by the bf16 weights."""
+    if section.get("tensors"):
+        check_version(section)
     for name in section.get("tensors", []):
         arrays = {a: tensors.pop(f"{name}{SUFFIX}{a}") for a in ARRAYS}
-        tensors[name] = w12.decode(W12Weight.from_tensors(arrays, section["group_size"]))
+        packed = W12Weight.from_tensors(arrays, section["group_size"], section["columns"][name])
+        tensors[name] = w12.decode(packed)
+
+
+def check_version(section: dict[str, Any]) -> None:
+    if section.get("version") != VERSION:
+        raise CheckpointError(
+            f"W12 checkpoint version {section.get('version')}, this build reads version {VERSION}: "
+            "convert the source checkpoint again (`specpilot w12 convert`)"
+        )
 
 
 def _weight_files(src: Path) -> list[Path]:
@@ -68,6 +80,7 @@ def convert(
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     names: list[str] = []
+    columns: dict[str, int] = {}
     weight_map: dict[str, str] = {}
     totals = dict(num_weights=0, bf16_bytes=0, w12_bytes=0, num_escapes=0)
     source_dtypes: set[str] = set()
@@ -85,6 +98,7 @@ def convert(
                 for array, value in packed.tensors().items():
                     out[f"{name}{SUFFIX}{array}"] = value.cpu().contiguous()
                 names.append(name)
+                columns[name] = packed.columns
                 totals["num_weights"] += tensor.numel()
                 totals["bf16_bytes"] += 2 * tensor.numel()
                 totals["w12_bytes"] += packed.nbytes()
@@ -112,6 +126,7 @@ def convert(
         group_size=group_size,
         source_dtype=sorted(source_dtypes),
         tensors=names,
+        columns=columns,
     )
     (tmp / "config.json").write_text(json.dumps(config, indent=2))
     if dst.exists():
@@ -139,9 +154,12 @@ def _stored_weights(path: Path) -> tuple[dict[str, W12Weight], dict[str, Any]]:
     for file in _weight_files(ckpt.path):
         with safe_open(str(file), framework="pt") as handle:
             tensors.update({name: handle.get_tensor(name) for name in handle.keys()})
+    check_version(section)
     weights = {
         name: W12Weight.from_tensors(
-            {a: tensors[f"{name}{SUFFIX}{a}"] for a in ARRAYS}, section["group_size"]
+            {a: tensors[f"{name}{SUFFIX}{a}"] for a in ARRAYS},
+            section["group_size"],
+            section["columns"][name],
         )
         for name in section["tensors"]
     }

@@ -2,13 +2,38 @@
 
 The contract is kernels/linear.py's `skinny_linear` (same optional RMSNorm / SwiGLU prologue and
 residual epilogue, same rounding points), with the [N, K] bf16 weight given as a `W12Weight`
-(formats/w12.py). Per tile the kernel loads the sign|mantissa bytes [BLOCK_N, BLOCK_K], the
-exponent-code bytes [BLOCK_N, BLOCK_K / 2] and the group bases, and rebuilds each weight's exact
-bf16 bits, `sign << 15 | (base + code) << 7 | mantissa`; a weight coded ESCAPE contributes 0 in
-the main loop, and the epilogue adds x[:, col] * w for each escaped (col, w) of the program's rows
-from the CSR escape table (products are exact in fp32, so only the summation order differs from
-multiplying by the decoded weight, as between any two kernels). The weights stream once, at
-1.5 bytes each plus the bases and escapes.
+(formats/w12.py, whose doc gives the layout and the exactness argument used here).
+
+The planes are read as 32-bit words: per block of 256 columns and row, 32 word positions i, with
+two `low` words (slices 0-3 and 4-7, one weight per byte) and one `codes` word (8 codes) each.
+Per word position, with no per-weight branch, gather or shuffle:
+- the high bytes `s << 7 | d` of 4 weights come from the code word in ~3 integer ops for 4
+  (SWAR: the 4 bytes at once);
+- one `prmt` puts two weights' high and low bytes side by side (a bf16x2 pair whose exponents
+  are e - 2b), one `mul.rn.bf16x2` by the two group scales 2^(2b) makes them the exact weights
+  (a power-of-two scaling of normal numbers; zeros and escapes stay 0), and one shift or mask per
+  weight widens it to fp32. Where inline PTX cannot run (the CPU interpreter, or config
+  ASM=False) the same values come from shifts and masks and an fp32 multiply;
+- each byte lane q of a word is slice q: a tile of weights multiplying 32 consecutive columns of
+  x, so x is read in contiguous runs and the weights are never reordered.
+The group scale is one value per row and half block (group_size a multiple of 128; per slice for
+a multiple of 32; gathered per column otherwise). Counted in the sm_90 SASS of the default tiles
+(per weight and thread, loop body): M = 1 about 4.9 instructions (~3 integer), M = 16 about 5.4;
+the previous layout's kernel took ~25 and ~20 (a per-weight load of the group base, a nibble
+interleave through shared memory, ~10 integer ops per weight, register spills at M = 1).
+
+M = 1 (USE_DOT=False): tiles [1, UNROLL, BLOCK_N, 32] (UNROLL blocks side by side, blocks ahead
+of rows so that Triton lays threads along K and keeps rows in registers); products accumulate
+element-wise in fp32 and are reduced once at the end. M >= 2 (USE_DOT=True): per slice, tl.dot of
+the decoded [BLOCK_N, 32] bf16 weights (the left operand, kept in registers by wgmma) by x^T
+[32, BLOCK_M]: the accumulator is y^T. SPLIT_K > 1 splits K over programs (fp32 partial sums,
+then `_split_sum_kernel` adds them, rounds and adds the residual) when the tiles alone are too few.
+
+A zero or escaped weight decodes to +-0 in the main loop; the epilogue adds x[:, col] * w for
+each escaped (col, w) of the program's rows from the CSR escape table (products are exact in
+fp32, so only the summation order differs from multiplying by the decoded weight, as between any
+two kernels); each row's first escape is fetched before the main loop to hide its latency.
+The weights stream once, at 1.5 bytes each plus the bases and escapes.
 
 NOTE: an escaped weight's 0 in the main loop meets an infinite or NaN activation as 0 * inf =
 NaN where the decoded weight would give +-inf; activations are finite in the models we run.
@@ -21,17 +46,80 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from specpilot.formats.w12 import ESCAPE, W12Weight, decode
+from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, decode
 from specpilot.kernels.common import INTERPRETED, dot, input_tile, row_rstd, store_output
-from specpilot.kernels.linear import tile_config
 
 MAX_ROWS = 64
 
 
 @triton.jit
+def _weight_pair(low, high, scale0, scale1, FIRST: tl.constexpr, ASM: tl.constexpr):
+    """Weights of byte lanes FIRST and FIRST + 1 of int32 words of low bytes and high bytes, times
+    their group scales 2^(2b) (exact, see formats/w12.py), as two fp32 tensors. ASM: one `prmt`
+    puts the high and low bytes side by side (a bf16x2 pair), one `mul.rn.bf16x2` scales it by
+    the scales' bf16 bits, and a shift or a mask widens each half; else plain Triton, with the
+    scales as fp32."""
+    if ASM:
+        scale = scale0 | (scale1 << 16)
+        # prmt: result byte r = byte sel[r] of {high, low} (low = bytes 0-3, high = bytes 4-7):
+        # 0x5140 = (high 1, low 1, high 0, low 0), 0x7362 = (high 3, low 3, high 2, low 2)
+        if FIRST == 0:
+            pair = tl.inline_asm_elementwise(
+                "{ .reg .b32 t; prmt.b32 t, $1, $2, 0x5140; mul.rn.bf16x2 $0, t, $3; }",
+                "=r,r,r,r",
+                [low, high, scale],
+                tl.int32,
+                True,
+                1,
+            )
+        else:
+            pair = tl.inline_asm_elementwise(
+                "{ .reg .b32 t; prmt.b32 t, $1, $2, 0x7362; mul.rn.bf16x2 $0, t, $3; }",
+                "=r,r,r,r",
+                [low, high, scale],
+                tl.int32,
+                True,
+                1,
+            )
+        first = (pair << 16).to(tl.float32, bitcast=True)
+        second = (pair & -65536).to(tl.float32, bitcast=True)
+    else:
+        shift: tl.constexpr = 8 * FIRST
+        first = (((high >> shift) & 0xFF) << 24) | (((low >> shift) & 0xFF) << 16)
+        second = (((high >> (shift + 8)) & 0xFF) << 24) | (((low >> (shift + 8)) & 0xFF) << 16)
+        first = first.to(tl.float32, bitcast=True) * scale0
+        second = second.to(tl.float32, bitcast=True) * scale1
+    return first, second
+
+
+@triton.jit
+def _high_bytes(codes, H: tl.constexpr):
+    """Code words -> the high bytes s << 7 | d of slices 4H .. 4H + 3 (codes s << 3 | d: low
+    nibbles for H = 0, high nibbles for H = 1); -0x7F7F7F80 is 0x80808080, bit 7 of each byte."""
+    if H == 0:
+        return (codes & 0x07070707) | ((codes << 4) & -0x7F7F7F80)
+    else:
+        return ((codes >> 4) & 0x07070707) | (codes & -0x7F7F7F80)
+
+
+@triton.jit
+def _scale(base_rows, row_ok, col, K, GROUP: tl.constexpr, ASM: tl.constexpr, EVEN_K: tl.constexpr):
+    """2^(2b) of the group of each column in `col` (any shape broadcasting with base_rows), as
+    _weight_pair takes it: bf16 bits in an int32 (ASM) or fp32."""
+    mask = row_ok
+    if not EVEN_K:
+        mask = mask & (col < K)
+    b = tl.load(base_rows + col // GROUP, mask=mask, other=0).to(tl.int32)
+    if ASM:
+        return (2 * b + 127) << 7
+    else:
+        return ((2 * b + 127) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _w12_kernel(
     x_ptr,
-    sm_ptr,
+    low_ptr,
     code_ptr,
     base_ptr,
     row_ptr,
@@ -40,83 +128,190 @@ def _w12_kernel(
     y_ptr,
     res_ptr,
     nw_ptr,
+    part_ptr,
     M,
     N,
     K,
+    split_steps,
     stride_xm,
-    stride_sm,
+    stride_low,
     stride_code,
     stride_base,
     stride_ym,
     stride_rm,
     eps,
     GROUP: tl.constexpr,
-    ESC: tl.constexpr,
     NORM: tl.constexpr,
     GLU: tl.constexpr,
     RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
+    UNROLL: tl.constexpr,
+    SPLIT_K: tl.constexpr,
     USE_DOT: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    EVEN_N: tl.constexpr,
+    ASM: tl.constexpr,
     F32_DOT: tl.constexpr,
+    SLICE: tl.constexpr,
 ):
+    # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
+    # 8 SLICE columns is SLICE word positions i; slice J of it is columns SLICE J + i.
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
+    pid_k = tl.program_id(2)  # SPLIT_K > 1: split_steps loop steps from column pid_k * that
     dtype = y_ptr.dtype.element_ty
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk0 = tl.arange(0, BLOCK_K)
-    rb0 = tl.arange(0, BLOCK_K // 2)
     m_ok = rm < M
     n_ok = rn < N
-    x_rows = x_ptr + rm[:, None] * stride_xm
+    # NOTE: constant masks when the tiles divide the shape (the compiler drops them)
+    rows_ok = tl.full([BLOCK_N], 1, tl.int1) if EVEN_N else n_ok
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
-        rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
+        # NOTE: every program recomputes the rows' RMS (x is in L2): wide steps, few reductions
+        RSTD_K: tl.constexpr = 2048 // BLOCK_M if BLOCK_M <= 8 else 256
+        rstd = row_rstd(x_ptr + rm[:, None] * stride_xm, m_ok, K, eps, BLOCK_M, RSTD_K)
     if USE_DOT:
-        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        # tiles [BLOCK_N, SLICE] per slice; acc_t is y^T, the decoded weights the left operand
+        ri = tl.arange(0, SLICE)[None, :]
+        x_rows = x_ptr + rm[:, None] * stride_xm
+        x_ok = m_ok[:, None]
+        rstd_ = rstd
+        row_ok = rows_ok[:, None]
+        low_rows = low_ptr + rn[:, None] * stride_low
+        code_rows = code_ptr + rn[:, None] * stride_code
+        base_rows = base_ptr + rn[:, None] * stride_base
+        acc_t = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+        k_step: tl.constexpr = 8 * SLICE
+        kb0 = 0
     else:
-        acc3 = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
-    code_cols = (K + 1) // 2
-    for k0 in range(0, K, BLOCK_K):
-        rk = k0 + rk0
-        k_ok = rk < K
-        xm = m_ok[:, None] & k_ok[None, :]
-        a = input_tile(x_rows, rk[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
-        wm = n_ok[:, None] & k_ok[None, :]
-        sm = tl.load(sm_ptr + rn[:, None] * stride_sm + rk[None, :], mask=wm, other=0)
-        sm = sm.to(tl.int32)
-        rb = k0 // 2 + rb0
-        pairs = tl.load(
-            code_ptr + rn[:, None] * stride_code + rb[None, :],
-            mask=n_ok[:, None] & (rb < code_cols)[None, :],
-            other=ESC * 17,  # both nibbles ESCAPE
-        ).to(tl.int32)
-        code = tl.interleave(pairs & 15, pairs >> 4)  # [BLOCK_N, BLOCK_K], column 2j, 2j + 1
-        # NOTE: the group's base is gathered per weight; lanes of one group hit one address
-        base = tl.load(base_ptr + rn[:, None] * stride_base + (rk // GROUP)[None, :], mask=wm)
-        bits = ((sm & 0x80) << 8) | ((base.to(tl.int32) + code) << 7) | (sm & 0x7F)
-        bits = tl.where(code == ESC, 0, bits)  # escapes (and padding) weigh 0 here
-        w = bits.to(tl.int16).to(tl.bfloat16, bitcast=True)
-        if USE_DOT:
-            acc += dot(a, tl.trans(w), F32_DOT)
-        else:
-            acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
-    if not USE_DOT:
-        acc = tl.sum(acc3, axis=2)
-    # escaped weights of rows rn: entries row_ptr[n] .. row_ptr[n + 1] - 1 of the CSR table
+        # tiles [1, UNROLL, BLOCK_N, SLICE]: UNROLL blocks side by side. NOTE: with the blocks ahead
+        # of the rows, Triton spreads threads along K (positions, then blocks) and keeps rows in
+        # registers, so each x value a thread loads serves several rows; the per-slice x tile
+        # [BLOCK_M, UNROLL, 1, SLICE] and the scales [1, UNROLL, BLOCK_N, 1] broadcast into the
+        # weights' layout (the weights are never reshuffled)
+        ri = tl.arange(0, SLICE)[None, None, None, :]
+        x_rows = x_ptr + rm[:, None, None, None] * stride_xm
+        x_ok = m_ok[:, None, None, None]
+        rstd_ = rstd[:, None, None]  # input_tile takes rstd[:, None]
+        row_ok = rows_ok[None, None, :, None]
+        low_rows = low_ptr + rn[None, None, :, None] * stride_low
+        code_rows = code_ptr + rn[None, None, :, None] * stride_code
+        base_rows = base_ptr + rn[None, None, :, None] * stride_base
+        acc4 = tl.zeros([BLOCK_M, UNROLL, BLOCK_N, SLICE], dtype=tl.float32)
+        k_step: tl.constexpr = 8 * SLICE * UNROLL
+        kb0 = 8 * SLICE * tl.arange(0, UNROLL)[None, :, None, None]
+    # escaped weights of rows rn: entries row_ptr[n] .. row_ptr[n + 1] - 1 of the CSR table,
+    # added by the first K split; the first entry of each row is fetched before the main loop
+    # so that its latency hides behind the weights' (most rows have at most one escape)
+    x_rows2 = x_ptr + rm[:, None] * stride_xm
     first = tl.load(row_ptr + rn, mask=n_ok, other=0)
     count = tl.load(row_ptr + rn + 1, mask=n_ok, other=0) - first
-    for j in range(0, tl.max(count, axis=0)):
+    count = tl.where(pid_k == 0, count, 0)
+    has = count > 0
+    esc_col = tl.load(esc_col_ptr + first, mask=has, other=0)
+    esc_w = tl.load(esc_bits_ptr + first, mask=has, other=0).to(tl.bfloat16, bitcast=True)
+    esc_m = m_ok[:, None] & has[None, :]
+    esc_a = input_tile(x_rows2, esc_col[None, :], esc_m, nw_ptr, rstd, K, dtype, NORM, GLU)
+    k_lo = 0
+    k_hi = K
+    if SPLIT_K > 1:  # NOTE: k_lo a visible multiple of k_step keeps the loads vectorized
+        k_lo = pid_k * split_steps * k_step
+        k_hi = tl.minimum(K, k_lo + split_steps * k_step)
+    for k0 in range(k_lo, k_hi, k_step):
+        kb = k0 + kb0  # first column of each block
+        wm = row_ok
+        if not EVEN_K:
+            wm = wm & (kb < K)  # the planes are padded to whole blocks: no mask within one
+        codes = tl.load(code_rows + kb // 8 + ri, mask=wm, other=0)
+        for h in tl.static_range(2):  # slices 4h .. 4h + 3
+            low = tl.load(low_rows + kb // 4 + SLICE * h + ri, mask=wm, other=0)
+            high = _high_bytes(codes, h)
+            scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
+            for p in tl.static_range(2):
+                col = kb + SLICE * (4 * h + 2 * p)  # slices 4h + 2p and 4h + 2p + 1
+                if GROUP % (4 * SLICE) == 0:  # a half block lies in one group
+                    scale0 = scale_h
+                    scale1 = scale_h
+                elif GROUP % SLICE == 0:  # a slice lies in one group
+                    scale0 = _scale(base_rows, row_ok, col, K, GROUP, ASM, EVEN_K)
+                    scale1 = _scale(base_rows, row_ok, col + SLICE, K, GROUP, ASM, EVEN_K)
+                else:
+                    scale0 = _scale(base_rows, row_ok, col + ri, K, GROUP, ASM, EVEN_K)
+                    scale1 = _scale(base_rows, row_ok, col + SLICE + ri, K, GROUP, ASM, EVEN_K)
+                w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, ASM)
+                for s in tl.static_range(2):
+                    cols = col + SLICE * s + ri
+                    xm = x_ok
+                    if not EVEN_K:
+                        xm = xm & (cols < K)
+                    a = input_tile(x_rows, cols, xm, nw_ptr, rstd_, K, dtype, NORM, GLU)
+                    w = w0 if s == 0 else w1
+                    if USE_DOT:
+                        acc_t += dot(w.to(dtype), tl.trans(a), F32_DOT)  # exact: w is a bf16
+                    else:
+                        acc4 += a.to(tl.float32) * w.to(tl.float32)
+    if USE_DOT:
+        acc = tl.trans(acc_t)
+    else:
+        acc = tl.sum(tl.sum(acc4, axis=3), axis=1)
+    acc += tl.where(esc_m, esc_a.to(tl.float32) * esc_w.to(tl.float32)[None, :], 0.0)
+    for j in range(1, tl.max(count, axis=0)):
         has = j < count
         col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
-        wbits = tl.load(esc_bits_ptr + first + j, mask=has, other=0)
-        w = wbits.to(tl.bfloat16, bitcast=True).to(tl.float32)
+        w = tl.load(esc_bits_ptr + first + j, mask=has, other=0).to(tl.bfloat16, bitcast=True)
         xm = m_ok[:, None] & has[None, :]
-        a = input_tile(x_rows, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
-        acc += tl.where(xm, a.to(tl.float32) * w[None, :], 0.0)
+        a = input_tile(x_rows2, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
+        acc += tl.where(xm, a.to(tl.float32) * w.to(tl.float32)[None, :], 0.0)
+    if SPLIT_K > 1:  # fp32 partial sums [SPLIT_K, M, N]; _split_sum_kernel finishes
+        part = part_ptr + pid_k * M * N + rm[:, None] * N + rn[None, :]
+        tl.store(part, acc, mask=m_ok[:, None] & n_ok[None, :])
+    else:
+        store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+
+
+@triton.jit
+def _split_sum_kernel(
+    part_ptr, y_ptr, res_ptr, M, N, stride_ym, stride_rm, SPLIT_K: tl.constexpr,
+    RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """y[m] = sum of the SPLIT_K partial rows (fp32), rounded, plus the residual: the split
+    kernel's epilogue."""
+    rm = tl.program_id(1) + tl.arange(0, 1)
+    rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_ok = rm < M
+    n_ok = rn < N
+    acc = tl.zeros([1, BLOCK_N], dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(part_ptr + s * M * N + rm[:, None] * N + rn[None, :], mask=n_ok[None, :])
     store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+
+
+def tile_config(m: int, n: int, k: int) -> dict:
+    """W12 tiles by shape. NOTE: first choices from instruction counts of the sm_90 SASS (no GPU
+    sweep yet; bench/w12_speed.py sweeps around them).
+    M = 1: 4 rows x 16 blocks (4096 columns, 24 KB) per step, which puts the threads along K and
+    the rows in registers: no layout conversion in the loop, ~4.9 instructions per weight.
+    M >= 2: 64 rows per tile on tensor cores (wgmma, the decoded weights stay in registers), ~5.4
+    instructions per weight whatever M; element-wise products would add M FMAs per weight.
+    The K split gives >= 256 programs (the tiles alone are too few at N = 4096)."""
+    if m == 1:
+        return dict(
+            BLOCK_M=1, BLOCK_N=4, UNROLL=16, SPLIT_K=1, USE_DOT=False, num_warps=4, num_stages=1
+        )
+    block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
+    tiles = -(-n // 64) * -(-m // block_m)
+    split = max(1, min(256 // tiles, k // 1024))
+    return dict(
+        BLOCK_M=block_m,
+        BLOCK_N=64,
+        UNROLL=1,
+        SPLIT_K=split,
+        USE_DOT=True,
+        num_warps=4,
+        num_stages=3,
+    )
 
 
 def _check(w: W12Weight, m: int, x: torch.Tensor, glu: bool) -> None:
@@ -131,10 +326,14 @@ def _check(w: W12Weight, m: int, x: torch.Tensor, glu: bool) -> None:
         raise ValueError(f"w12_linear wants bf16 x (W12 holds bf16 weights), got {x.dtype}")
     if x.stride(1) != 1:
         raise ValueError("w12_linear wants unit stride along K")
-    for name in ("sign_mant", "codes", "base"):
+    for name in ("low", "codes", "base"):
         t = getattr(w, name)
         if t.stride(1) != 1:
             raise ValueError(f"W12 {name} must have unit stride along K")
+    for name in ("low", "codes"):  # read as 32-bit words
+        t = getattr(w, name)
+        if t.stride(0) % 4 or t.storage_offset() % 4:
+            raise ValueError(f"W12 {name} rows must start on 4-byte boundaries")
     for name in ("row_ptr", "esc_col", "esc_bits"):
         if getattr(w, name).stride(0) != 1 and getattr(w, name).numel() > 1:
             raise ValueError(f"W12 {name} must be contiguous")
@@ -164,15 +363,24 @@ def w12_linear(
     if residual is not None and (residual.shape != (m, n) or residual.stride(1) != 1):
         raise ValueError(f"residual {tuple(residual.shape)} must be a row-major [{m}, {n}]")
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
-    # NOTE: skinny_linear's tiles until bench/w12_speed.py has swept W12 on the H200
     cfg = dict(config or tile_config(m, n, k))
-    if cfg["BLOCK_K"] % 2:
-        raise ValueError(f"BLOCK_K must be even (codes come in pairs), got {cfg['BLOCK_K']}")
-    grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]))
+    # NOTE: the interpreter cannot run inline PTX; ASM=False is the same decode in plain Triton
+    cfg["ASM"] = cfg.get("ASM", True) and not INTERPRETED
+    cfg.setdefault("SPLIT_K", 1)
+    cfg.setdefault("UNROLL", 1)
+    if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
+        raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
+    step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
+    splits = cfg["SPLIT_K"]
+    split_steps = triton.cdiv(triton.cdiv(k, splits), step)  # whole steps per split
+    if splits > 1 and (splits - 1) * split_steps * step >= k:
+        raise ValueError(f"SPLIT_K={splits} leaves a split without columns (K={k}, step {step})")
+    part = torch.empty(splits, m, n, device=x.device, dtype=torch.float32) if splits > 1 else y
+    grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), splits)
     _w12_kernel[grid](
         x,
-        weight.sign_mant,
-        weight.codes,
+        weight.low.view(torch.int32),
+        weight.codes.view(torch.int32),
         weight.base,
         weight.row_ptr,
         # NOTE: an empty escape table is never read; pass a tensor with storage instead
@@ -181,24 +389,42 @@ def w12_linear(
         y,
         residual if residual is not None else y,
         norm_weight if norm_weight is not None else x,
+        part,
         m,
         n,
         k,
+        split_steps,
         x.stride(0),
-        weight.sign_mant.stride(0),
-        weight.codes.stride(0),
+        weight.low.stride(0) // 4,
+        weight.codes.stride(0) // 4,
         weight.base.stride(0),
         y.stride(0),
         residual.stride(0) if residual is not None else 0,
         eps,
         GROUP=weight.group_size,
-        ESC=ESCAPE,
         NORM=norm_weight is not None,
         GLU=glu,
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
+        EVEN_K=k % step == 0,
+        EVEN_N=n % cfg["BLOCK_N"] == 0,
+        SLICE=SLICE,
         **cfg,
     )
+    if splits > 1:
+        block = 1024
+        _split_sum_kernel[(triton.cdiv(n, block), m)](
+            part,
+            y,
+            residual if residual is not None else y,
+            m,
+            n,
+            y.stride(0),
+            residual.stride(0) if residual is not None else 0,
+            SPLIT_K=splits,
+            RESIDUAL=residual is not None,
+            BLOCK_N=block,
+        )
     return y
 
 
