@@ -67,6 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--block-size", type=int, default=0, help="0: the drafter's own")
     gen.add_argument("--cuda-graphs", action="store_true", help="replay forwards as CUDA graphs")
     gen.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="launch each speculative step before the previous one is booked (same tokens)",
+    )
+    gen.add_argument(
         "--weights", default="bf16", choices=["bf16", "w12"], help="w12: convert on load"
     )
     gen.add_argument("--ignore-eos", action="store_true", help="do not stop at end-of-sequence")
@@ -161,7 +166,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         device=args.device,
         dtype=args.dtype,
         engine=EngineConfig(
-            block_size=args.block_size, cuda_graphs=args.cuda_graphs, weights=args.weights
+            block_size=args.block_size,
+            cuda_graphs=args.cuda_graphs,
+            weights=args.weights,
+            pipeline=args.pipeline,
         ),
         replay=args.replay,
         seed=args.seed,

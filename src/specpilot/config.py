@@ -279,6 +279,11 @@ class EngineConfig:
         the single graph measured slower (854 vs 967 tok/s at tau 6.55, docs/LOG.md runs 10-11).
     weights: "bf16" keeps the checkpoint's weights; "w12" converts the decoder layers' linear
         weights to the lossless 12-bit format on load (formats/w12.py; needs bf16).
+    pipeline: speculative steps run one ahead of the host: step i + 1 is launched from inputs
+        computed on the device (next positions, anchors, replayed drafts) before the host reads
+        step i's result back and books it, so the GPU never waits for the host between steps;
+        a step launched after the last one needed is discarded. Same tokens as without it.
+        Off by default until measured on the H200 (Generator._speculate_pipelined).
     """
 
     block_size: int = 0
@@ -286,6 +291,7 @@ class EngineConfig:
     kernels: str = "auto"
     step_graph: bool = False
     weights: str = "bf16"
+    pipeline: bool = False
 
     def __post_init__(self) -> None:
         if self.block_size < 0 or self.block_size == 1:

@@ -59,6 +59,34 @@ def _sync(device: torch.device) -> float:
     return time.perf_counter()
 
 
+def _record(device: torch.device) -> torch.cuda.Event | None:
+    """An event after the work queued so far (None off CUDA, where work is synchronous)."""
+    if device.type != "cuda":
+        return None
+    event = torch.cuda.Event()
+    event.record()
+    return event
+
+
+def _replay_drafts(
+    cont: torch.Tensor,
+    cont_lens: torch.Tensor,
+    emitted: torch.Tensor,
+    lengths: list[int],
+    k: int,
+    vocab: int,
+) -> torch.Tensor:
+    """`ReplayProposer.propose` on the device: drafts [B, k - 1] from the continuations
+    (cont [B, L], cont_lens [B]) after `emitted` [B] tokens, the first lengths[b] - 1 right and
+    the next one wrong."""
+    j = torch.arange(k - 1, device=cont.device)
+    index = emitted[:, None] + j
+    known = cont.gather(1, index.clamp(0, cont.shape[1] - 1))
+    known = torch.where(index < cont_lens[:, None], known, 0)
+    right = j[None, :] < torch.tensor(lengths, device=cont.device)[:, None] - 1
+    return torch.where(right, known, (known + 1) % vocab)
+
+
 def take_token(seq: Sequence, token: int) -> int:
     """Book one decode step's token into `seq`; returns the tokens it took (0 or 1)."""
     seq.num_cached_tokens += 1
@@ -376,6 +404,8 @@ class Generator:
     def _speculate(
         self, seqs: list[Sequence], hidden: torch.Tensor | None, proposer: ReplayProposer | None
     ) -> int:
+        if self.config.pipeline:
+            return self._speculate_pipelined(seqs, hidden, proposer)
         k = self.block_size
         drafter = self.drafter
         capture = drafter.config.target_layer_ids if drafter is not None else ()
@@ -420,6 +450,87 @@ class Generator:
         if self.profile_steps:
             self.step_events.append(self._event())
         return steps
+
+    def _speculate_pipelined(
+        self, seqs: list[Sequence], hidden: torch.Tensor | None, proposer: ReplayProposer | None
+    ) -> int:
+        """`_speculate` with the host one step behind the device (EngineConfig.pipeline).
+
+        Step i + 1's inputs come from step i's result on the device: start + accepted + 1 (held
+        at the sequence's limit, prompt + max_new_tokens, so a finished row never runs past its
+        cache), the first context position (step i's start) and the anchor (the target's token
+        after the accepted drafts); replayed drafts are gathered from the continuations on the
+        device with acceptance lengths drawn on the host in the same order as
+        `ReplayProposer.propose`. Each step's result is copied to the host behind the launch of
+        the next one and booked while that one runs; the step launched after every sequence
+        finished is discarded. Rows are independent, so the tokens are those of `_speculate`.
+        Host-side kv lengths are upper bounds (exact ones would need step i's result); they only
+        matter for eager forwards, whose masks hide the positions past each row's own.
+        """
+        k, dev = self.block_size, self.device
+        drafter = self.drafter
+        capture = drafter.config.target_layer_ids if drafter is not None else ()
+        limit_list = [len(s.prompt_ids) + s.max_new_tokens for s in seqs]
+        limits = torch.tensor(limit_list, device=dev)
+        prompt_lens = torch.tensor([len(s.prompt_ids) for s in seqs], device=dev)
+        rows = [[s.num_cached_tokens, 0, s.last_token] for s in seqs]  # first context: the prompt
+        meta = torch.tensor(rows, device=dev)
+        start_bound = max(r[0] for r in rows)  # >= every row's start of the coming step
+        ctx_bound = 0  # >= every row's first context position of the coming step
+        cont = None
+        if proposer is not None:
+            longest = max(1, max(len(c) for c in proposer.continuations))
+            cont = torch.zeros(len(seqs), longest, dtype=torch.long)
+            for b, c in enumerate(proposer.continuations):
+                cont[b, : len(c)] = torch.tensor(c, dtype=torch.long)
+            cont_lens = torch.tensor([len(c) for c in proposer.continuations], device=dev)
+            cont = cont.to(dev)
+        pin = dev.type == "cuda"
+        host = [torch.empty(len(seqs), 2 * k + 1, dtype=torch.long, pin_memory=pin) for _ in "ab"]
+        pending: tuple[torch.Tensor, Any] | None = None
+        steps = launched = 0
+        self.step_events = []
+        while True:
+            replay = None
+            if proposer is not None:
+                lengths = [min(proposer.profile.sample(proposer.rng), k) for _ in seqs]
+                replay = _replay_drafts(
+                    cont, cont_lens, meta[:, 0] - prompt_lens + 1, lengths, k, proposer.vocab_size
+                )
+            draft_kv = ctx_bound + hidden.shape[1] if hidden is not None else 0
+            packed_d, hidden_out = self._spec_step(
+                hidden, meta, replay, draft_kv, start_bound + k, capture
+            )
+            # the next step's inputs, on the device, ordered before the next launch
+            accepted = packed_d[:, 2 * k]
+            bonus = packed_d[:, k:].gather(1, accepted[:, None])[:, 0]
+            starts = meta[:, 0]
+            meta = torch.stack([torch.minimum(starts + accepted + 1, limits), starts, bonus], 1)
+            ctx_bound = start_bound
+            start_bound = min(start_bound + k, max(limit_list))
+            if drafter is not None:
+                hidden = hidden_out
+            buffer = host[launched % 2]  # the other one holds the step not yet booked
+            launched += 1
+            buffer.copy_(packed_d, non_blocking=pin)
+            done = _record(dev)
+            if pending is not None:  # book the previous step while this one runs
+                finished = self._book(seqs, *pending, k)
+                steps += 1
+                if finished:
+                    break  # the step just launched is not needed
+            pending = (buffer, done)
+        return steps
+
+    @staticmethod
+    def _book(seqs: list[Sequence], buffer: torch.Tensor, done: Any, k: int) -> bool:
+        """Wait for one pipelined step's result and book it; True when every sequence is done."""
+        if done is not None:
+            done.synchronize()
+        for row, s in zip(buffer.tolist(), seqs):
+            if not s.finished:
+                take_block(s, row, k)
+        return all(s.finished for s in seqs)
 
     def _event(self) -> tuple[torch.cuda.Event, ...]:
         if self.device.type != "cuda":

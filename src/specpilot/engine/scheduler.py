@@ -1,9 +1,10 @@
 """Continuous batching over one `Generator`: a step-level API (add / step / abort).
 
 Slots are the rows of the generator's KV caches, allocated once for `max_running` rows and
-`max_len` positions. `add_many(requests)` prefills the given sequences in one batched forward into
-the lowest free rows (each one's first token comes from that prefill; `add` is one of them); every `step()` then runs one decode forward (AR) or one draft + verify
-(speculative) for rows [0, n), n - 1 being the highest occupied slot, so the requests running at
+`max_len` positions. `add_many(requests)` prefills the given sequences in one batched forward
+into the lowest free rows (each one's first token comes from that prefill; `add` is one of
+them); every `step()` then runs one decode forward (AR) or one draft + verify (speculative) for
+rows [0, n), n - 1 being the highest occupied slot, so the requests running at
 the same time share their forwards. Free rows inside that range are padding: anchor 0 at position
 0, writing only into their own free cache rows, which the next prefill of that slot overwrites.
 Slots are handed out lowest first, so a lone request runs at batch 1.

@@ -2,11 +2,12 @@
 
 Handlers call `ServingEngine.submit` (tokenized prompt + sampling parameters); the request waits in
 a bounded queue (full: HTTP 429) until the engine thread has a free slot, is prefilled into it
-(together with every request admitted at the same moment) and then decodes with everyone else, one step at a time. After every step the thread posts each
-request's new tokens to that request's asyncio queue (`call_soon_threadsafe`);
-`ServingEngine.stream` turns them into text (incremental detokenization, stop strings held back
-until they cannot match) and `Output`s. A request whose consumer goes away (client disconnect,
-stop string) is aborted: its slot is freed before the next step.
+(together with every request admitted at the same moment) and then decodes with everyone else,
+one step at a time. After every step the thread posts each request's new tokens to that
+request's asyncio queue (`call_soon_threadsafe`); `ServingEngine.stream` turns them into text
+(incremental detokenization, stop strings held back until they cannot match) and `Output`s. A
+request whose consumer goes away (client disconnect, stop string) is aborted: its slot is freed
+before the next step.
 
 Replay (`--draft replay:TAU`, benchmarks only): proposals are drawn from the last output this server
 produced for the same prompt and token limit, so the first time a prompt is seen acceptance is about

@@ -1,0 +1,88 @@
+"""EngineConfig.pipeline: speculative steps launched one ahead of the host give the same tokens,
+the same acceptance per step and the same step count as the synchronous loop (tiny target +
+drafter, fp32 CPU: the same arithmetic, so equality is exact)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specpilot.config import EngineConfig
+from specpilot.engine.generator import Generator, _replay_drafts
+from specpilot.engine.llm import LLM
+from specpilot.engine.sequence import Sequence
+from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
+
+PROMPTS = ([5, 9, 2, 7], [11, 3, 8, 8, 1, 40, 2, 9, 6], [30, 31])
+
+
+@pytest.fixture(scope="module")
+def models(qwen_dir, qwen_drafter_dir):
+    llm = LLM(qwen_dir, draft=str(qwen_drafter_dir), device="cpu", dtype="float32")
+    return llm.target, llm.drafter
+
+
+def generators(models):
+    target, drafter = models
+    cpu = torch.device("cpu")
+    return [
+        Generator(target, drafter, EngineConfig(pipeline=pipe), cpu, torch.float32)
+        for pipe in (False, True)
+    ]
+
+
+def fresh(stop: int | None = None) -> list[Sequence]:
+    stops = frozenset() if stop is None else frozenset({stop})
+    return [Sequence(list(p), n, stops) for p, n in zip(PROMPTS, (40, 23, 31))]
+
+
+def summary(seqs: list[Sequence]) -> list[tuple]:
+    return [(s.output_ids, s.acceptance_lengths, s.finish_reason) for s in seqs]
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_pipelined_drafter_steps_equal_the_synchronous_loop(models, batch) -> None:
+    plain, piped = generators(models)
+    a, b = fresh()[:batch], fresh()[:batch]
+    stats_a, stats_b = plain.run(a, speculative=True), piped.run(b, speculative=True)
+    assert summary(a) == summary(b) and stats_a.num_steps == stats_b.num_steps
+    # and both equal AR decoding
+    ar = fresh()[:batch]
+    plain.run(ar, speculative=False)
+    assert [s.output_ids for s in ar] == [s.output_ids for s in b]
+
+
+def test_pipelined_rows_finishing_early_on_a_stop_token(models) -> None:
+    plain, piped = generators(models)
+    probe = fresh()
+    plain.run(probe, speculative=False)
+    stop = probe[1].output_ids[5]  # row 1 stops early; the others may too
+    a, b = fresh(stop), fresh(stop)
+    plain.run(a, speculative=True)
+    piped.run(b, speculative=True)
+    assert summary(a) == summary(b) and b[1].finish_reason == "stop"
+
+
+def test_pipelined_replay_follows_the_same_draws(models) -> None:
+    plain, piped = generators(models)
+    profile = AcceptanceProfile.from_mean(5.0, plain.block_size)
+    (a, passes_a), (b, passes_b) = (
+        gen.run_replay(fresh, profile, seed=3) for gen in (plain, piped)
+    )
+    assert summary(a) == summary(b) and passes_a == passes_b
+    assert sum(map(sum, (s.acceptance_lengths for s in b))) > 2 * len(b[0].acceptance_lengths)
+
+
+def test_device_replay_drafts_match_the_proposer() -> None:
+    conts = [[4, 5, 6, 7, 8, 9, 10], [1, 2, 3], [9] * 12]
+    proposer = ReplayProposer(conts, AcceptanceProfile.from_mean(4.0, 8), 50, seed=1)
+    twin = ReplayProposer(conts, AcceptanceProfile.from_mean(4.0, 8), 50, seed=1)
+    cont = torch.zeros(3, 12, dtype=torch.long)
+    for i, c in enumerate(conts):
+        cont[i, : len(c)] = torch.tensor(c)
+    lens = torch.tensor([len(c) for c in conts])
+    for emitted in ([0, 0, 0], [2, 1, 5], [6, 3, 11]):
+        expect = proposer.propose(emitted, 7)
+        lengths = [min(twin.profile.sample(twin.rng), 8) for _ in conts]
+        got = _replay_drafts(cont, lens, torch.tensor(emitted), lengths, 8, 50)
+        assert torch.equal(got, expect)
