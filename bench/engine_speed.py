@@ -20,6 +20,7 @@ import dataclasses
 import json
 import statistics
 import time
+from functools import partial
 
 import torch
 
@@ -53,11 +54,17 @@ def copy_bandwidth() -> float:
 
 
 def timed(fn, reps: int = 20) -> float:
-    """Median seconds of fn() measured with CUDA events, after 3 warm-up calls."""
+    """Median seconds of fn() measured with CUDA events (wall clock without CUDA: the CPU smoke
+    test), after 3 warm-up calls."""
     for _ in range(3):
         fn()
     times = []
     for _ in range(reps):
+        if not torch.cuda.is_available():
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+            continue
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
@@ -122,7 +129,7 @@ def measure_context(
 ) -> dict:
     """reference: the bf16 target that token forcing checks outputs against (default: the
     engine's own target, run through the PyTorch modules)."""
-    target, drafter = gen.target, gen.drafter
+    target, drafter, dev = gen.target, gen.drafter, gen.device
     reference = target if reference is None else reference
     tcfg = target.config
     ids = prompt(context, tcfg.vocab_size)
@@ -151,8 +158,8 @@ def measure_context(
     # forward time per width K at this context (positions right after the prompt)
     forwards = {}
     for k in WIDTHS:
-        block = torch.tensor([ar_ids[:1] * k], device="cuda")
-        pos = context + torch.arange(k, device="cuda")[None]
+        block = torch.tensor([ar_ids[:1] * k], device=dev)
+        pos = context + torch.arange(k, device=dev)[None]
         t = timed(lambda b=block, p=pos, n=context + k: gen._target_forward(b, p, n, ()))
         forwards[k] = {"ms": t * 1e3, "ratio_to_k1": None}
     for k in WIDTHS:
@@ -162,10 +169,10 @@ def measure_context(
     # draft forward: one block, a one-block context
     k = gen.block_size
     width = len(drafter.config.target_layer_ids) * drafter.config.hidden_size
-    hidden = torch.randn(1, k, width, device="cuda", dtype=torch.bfloat16)
-    ctx_pos = context - k + torch.arange(k, device="cuda")[None]
-    anchors = torch.tensor([ar_ids[0]], device="cuda")
-    block_pos = context + torch.arange(k, device="cuda")[None]
+    hidden = torch.randn(1, k, width, device=dev, dtype=gen.dtype)
+    ctx_pos = context - k + torch.arange(k, device=dev)[None]
+    anchors = torch.tensor([ar_ids[0]], device=dev)
+    block_pos = context + torch.arange(k, device=dev)[None]
     gen._buffers_for("draft", 1, context + new_tokens + 2 * k + 1)
     t_draft = timed(lambda: gen._draft_forward(hidden, ctx_pos, anchors, block_pos, context + k))
     draft_bytes = linear_bytes(drafter) + target.lm_head.weight.numel() * 2
@@ -214,6 +221,58 @@ def measure_context(
     for entry in spec.values():
         entry.pop("output_ids_for_check", None)
     return result
+
+
+@torch.inference_mode()
+def measure_batched(
+    gen: Generator, context: int, new_tokens: int, batches: list[int], tau: float = 6.55
+) -> list[dict]:
+    """B sequences at once through the engine (no server): the graphed verify forward of
+    [B, block] and draft forward of B blocks, AR and speculative (replayed tau, drafter forward
+    real) tok/s summed over the rows: the engine's side of server_speed.py's batched steps."""
+    k, dev = gen.block_size, gen.device
+    capture = gen.drafter.config.target_layer_ids
+    vocab = gen.target.config.vocab_size
+    width = len(capture) * gen.drafter.config.hidden_size
+    out = []
+    for b in batches:
+        prompts = [prompt(context, vocab, seed=i) for i in range(b)]
+
+        def fresh(prompts: list[list[int]] = prompts) -> list[Sequence]:
+            return [Sequence(list(p), new_tokens, frozenset()) for p in prompts]
+
+        profile = AcceptanceProfile.from_mean(tau, k)
+        gen.run_replay(fresh, profile, seed=0)  # warm-up: buffers and graphs for batch b
+        spec, passes = gen.run_replay(fresh, profile, seed=0)
+        ar = fresh()
+        stats = gen.run(ar, speculative=False)
+        spec_steps = max(len(s.acceptance_lengths) for s in spec)
+        tokens = sum(len(s.output_ids) - 1 for s in spec)
+        block = torch.ones(b, k, dtype=torch.long, device=dev)
+        pos = (context + torch.arange(k, device=dev))[None].repeat(b, 1)
+        t_verify = timed(partial(gen._target_forward, block, pos, context + k, capture))
+        hidden = torch.randn(b, k, width, device=dev, dtype=gen.dtype)
+        ctx_pos = pos - k
+        anchors = torch.ones(b, dtype=torch.long, device=dev)
+        t_draft = timed(partial(gen._draft_forward, hidden, ctx_pos, anchors, pos, context + k))
+        ar_tokens = sum(len(s.output_ids) - 1 for s in ar)
+        out.append(
+            {
+                "batch": b,
+                "verify_forward_ms": t_verify * 1e3,
+                "draft_forward_ms": t_draft * 1e3,
+                "ar_step_ms": stats.decode_s / stats.num_steps * 1e3,
+                "ar_tok_s": ar_tokens / stats.decode_s,
+                "spec_step_ms": spec[0].decode_time_s / spec_steps * 1e3,
+                "spec_tok_s": tokens / spec[0].decode_time_s,
+                "spec_over_ar": (tokens / spec[0].decode_time_s) / (ar_tokens / stats.decode_s),
+                "measured_tau": tokens / sum(len(s.acceptance_lengths) for s in spec),
+                "replay_passes": passes,
+                "rows_identical_to_ar": sum(s.output_ids == a.output_ids for s, a in zip(spec, ar)),
+                "drafter": "replay",
+            }
+        )
+    return out
 
 
 def pipelined(gen: Generator, fresh, reference_ids: list[int]) -> dict:  # noqa: ANN001
@@ -312,6 +371,9 @@ def main() -> None:
     parser.add_argument(
         "--torch-baseline", type=int, default=1, help="also AR with kernels=torch (first context)"
     )
+    parser.add_argument(
+        "--batches", default="8,32", help="batch sizes measured at the first context ('' : none)"
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -372,6 +434,22 @@ def main() -> None:
                 f"{(c['speculative']['6.55']['token_forcing'] or {}).get('passed')}",
                 flush=True,
             )
+        if args.batches:
+            context = int(contexts[preset].split(",")[0])
+            batches = [int(b) for b in args.batches.split(",")]
+            entry["batched"] = measure_batched(gen, context, args.new_tokens, batches)
+            for r in entry["batched"]:
+                print(
+                    f"{preset} ctx {context} batch {r['batch']}: verify "
+                    f"{r['verify_forward_ms']:.2f} ms, draft {r['draft_forward_ms']:.2f} ms, "
+                    f"AR {r['ar_tok_s']:.0f} tok/s "
+                    f"({r['ar_step_ms']:.2f} ms/step), spec@6.55 {r['spec_tok_s']:.0f} tok/s "
+                    f"({r['spec_step_ms']:.2f} ms/step) = {r['spec_over_ar']:.2f}x AR",
+                    flush=True,
+                )
+            if args.out:
+                with open(args.out, "w") as f:
+                    json.dump(report | {preset: entry}, f, indent=1)
         if args.torch_baseline:
             context = int(args.contexts.split(",")[0])
             base = Generator(

@@ -1,0 +1,48 @@
+"""The H200 benches' measuring functions run end to end on the tiny model on CPU (wall-clock
+timing, fp32), so that a device call never dies on bookkeeping. Nothing here asserts a time."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from specpilot.engine.llm import LLM
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+engine_speed = pytest.importorskip("engine_speed")
+
+
+@pytest.fixture(scope="module")
+def gen(qwen_dir, qwen_drafter_dir):
+    return LLM(qwen_dir, draft=str(qwen_drafter_dir), device="cpu", dtype="float32").generator
+
+
+def test_measure_context_and_pipelined(gen) -> None:
+    r = engine_speed.measure_context(gen, context=24, new_tokens=12, bw=1e11, taus=(3.0, 6.55))
+    assert set(r["speculative"]) == {"3.0", "6.55"} and r["ar"]["tok_s"] > 0
+    assert r["ar"]["token_forcing"]["passed"]
+    assert r["speculative"]["6.55"]["identical_to_ar"]  # fp32: same arithmetic
+    assert "output_ids_for_check" not in r["speculative"]["6.55"]
+    assert r["speculative_pipelined"]["identical_to_unpipelined"]
+    assert set(r["forward"]) == set(engine_speed.WIDTHS)
+
+
+def test_measure_batched(gen) -> None:
+    rows = engine_speed.measure_batched(gen, context=20, new_tokens=10, batches=[3])
+    (r,) = rows
+    assert r["batch"] == 3 and r["rows_identical_to_ar"] == 3
+    assert r["spec_tok_s"] > 0 and r["verify_forward_ms"] > 0 and r["measured_tau"] >= 1
+
+
+def test_linear_bytes_counts_w12_arrays(qwen_dir) -> None:
+    """The bandwidth floors of w12_speed.py count W12 linears by their packed arrays."""
+    from specpilot.formats.w12_engine import convert_model
+
+    target = LLM(qwen_dir, device="cpu", dtype="bfloat16").target
+    before = engine_speed.linear_bytes(target)
+    report = convert_model(target)
+    assert report.num_tensors > 0
+    after = engine_speed.linear_bytes(target)
+    assert after == before - report.bf16_bytes + report.w12_bytes
