@@ -36,8 +36,6 @@ from specpilot.models.target import TargetModel
 from specpilot.spec.accept import accept_greedy
 from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
 
-MAX_FUSED_ROWS = 64  # the skinny kernels' limit (kernels/linear.py MAX_ROWS)
-
 
 @dataclass
 class StepOutput:
@@ -180,7 +178,7 @@ class Generator:
         """Target forward over ids [B, T] at positions [B, T]: the argmax at every row and, for
         a verify block (ids = [anchor, drafts]), the accepted draft count."""
         cache, table = self._buffers["target"]
-        if self.fused_target is not None and ids.numel() <= MAX_FUSED_ROWS:
+        if self.fused_target is not None and self.fused_target.fits(*ids.shape):
             out = self.fused_target(ids, positions, cache, table, capture)
         else:
             out = self.target(ids, AttentionMeta.causal(positions, kv_len, table), cache, capture)
@@ -201,8 +199,9 @@ class Generator:
         k, mask_id = self.block_size, self.drafter.config.mask_token_id
         block = torch.full((anchors.shape[0], k), mask_id, device=anchors.device)
         block[:, 0] = anchors
-        rows = hidden.shape[0] * max(hidden.shape[1], k)
-        if self.fused_drafter is not None and rows <= MAX_FUSED_ROWS:
+        if self.fused_drafter is not None and self.fused_drafter.fits(
+            hidden.shape[0], max(hidden.shape[1], k)
+        ):
             return self.fused_drafter(hidden, ctx_pos, block, block_pos, cache, table)
         embeds = self.target.embed(block)
         out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)

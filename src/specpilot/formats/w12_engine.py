@@ -158,8 +158,23 @@ def linear(
     glu: bool = False,
     residual: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """skinny_linear for a bf16/fp16 weight, w12_linear for a W12Weight (same contract)."""
+    """skinny_linear for a bf16/fp16 weight, w12_linear for a W12Weight (same contract). Above
+    the skinny kernels' rows (a wide step: many sequences' verify blocks), a bf16 weight goes
+    to cuBLAS, after our norm / SwiGLU kernels for the prologue; the residual is then added to
+    the rounded product (one more rounding than the fused epilogue: a summation-order
+    difference like any other between kernels)."""
     kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual)
+    from specpilot.kernels.linear import MAX_ROWS
+
+    if x.shape[0] > MAX_ROWS and not isinstance(weight, W12Weight):
+        from specpilot.kernels.elementwise import rmsnorm, silu_mul
+
+        if norm_weight is not None:
+            x = rmsnorm(x, norm_weight, eps)
+        elif glu:
+            x = silu_mul(x)
+        y = F.linear(x, weight)
+        return y if residual is None else y + residual
     if isinstance(weight, W12Weight):
         from specpilot.kernels.w12_linear import w12_linear
 

@@ -54,6 +54,24 @@ def unsupported_reason(model: nn.Module, dtype: torch.dtype, device: torch.devic
     return None
 
 
+# A wide step (several sequences' verify or draft blocks, more rows than the skinny kernels
+# take) runs the same launches with its multiplies on cuBLAS (formats/w12_engine.linear): the
+# attention kernel reads each row's own length, where the PyTorch path's masked SDPA reads the
+# whole cache for every row with the K/V heads expanded. Up to this many rows, and tokens a row
+# (the attention kernel's query tile is group x width).
+MAX_WIDE_ROWS = 1024
+MAX_WIDE_WIDTH = 16
+
+
+def fits(batch: int, width: int, has_w12: bool) -> bool:
+    """Whether a forward of `batch` rows x `width` tokens runs fused (W12 multiplies stop at
+    the skinny limit)."""
+    rows = batch * width
+    if rows <= MAX_ROWS:
+        return True
+    return not has_w12 and width <= MAX_WIDE_WIDTH and rows <= MAX_WIDE_ROWS
+
+
 # NOTE: up to this many rows the multiplies recompute the norm / SwiGLU of their input in the
 # prologue (cheaper than a launch); above it every program would redo the whole block's work.
 PROLOGUE_ROWS = 4
@@ -126,11 +144,16 @@ class _FusedBlock:
 
 
 class FusedTarget:
-    """TargetModel decode/verify forward over at most 64 tokens per step."""
+    """TargetModel decode/verify forward over at most 64 tokens per step, or a wide step (see
+    `fits`)."""
 
     def __init__(self, model: TargetModel) -> None:
         self.model = model
+        self.has_w12 = any(isinstance(m, W12Linear) for m in model.modules())
         self.blocks = [_FusedBlock(layer) for layer in model.model.layers]
+
+    def fits(self, batch: int, width: int) -> bool:
+        return fits(batch, width, self.has_w12)
 
     def __call__(
         self,
@@ -143,8 +166,8 @@ class FusedTarget:
         """input_ids, positions [B, T] (consecutive per row) -> logits for every row."""
         num_splits = attention_splits(cache)
         batch, t = input_ids.shape
-        if batch * t > MAX_ROWS:
-            raise ValueError(f"fused forward takes at most {MAX_ROWS} tokens, got {batch * t}")
+        if not self.fits(batch, t):
+            raise ValueError(f"fused forward cannot take {batch} rows x {t} tokens")
         model = self.model.model
         x = model.embed_tokens(input_ids).view(batch * t, -1)
         last = len(self.blocks) - 1
@@ -177,7 +200,11 @@ class FusedDrafter:
 
     def __init__(self, drafter: DFlashDrafter, target: TargetModel) -> None:
         self.drafter, self.target = drafter, target
+        self.has_w12 = any(isinstance(m, W12Linear) for m in drafter.modules())
         self.blocks = [_FusedBlock(layer) for layer in drafter.layers]
+
+    def fits(self, batch: int, width: int) -> bool:
+        return fits(batch, width, self.has_w12)
 
     def __call__(
         self,
@@ -191,8 +218,8 @@ class FusedDrafter:
         """Drafts [B, block - 1]: the argmax of the target's lm_head on block rows 1.."""
         batch, n = ctx_positions.shape
         k = block_ids.shape[1]
-        if batch * max(n, k) > MAX_ROWS:
-            raise ValueError(f"fused draft takes at most {MAX_ROWS} rows, got {batch} x {n}, {k}")
+        if not self.fits(batch, max(n, k)):
+            raise ValueError(f"fused draft cannot take {batch} rows x {max(n, k)} tokens")
         num_splits = attention_splits(cache)
         d = self.drafter
         ctx = linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
