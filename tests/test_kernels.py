@@ -160,17 +160,13 @@ def _sequences(vocab: int, new_tokens: int) -> list[Sequence]:
     ]
 
 
-@pytest.mark.parametrize("weights", ["bf16", "w12"])
-def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
-    """AR and speculative decoding through the kernels (bf16, or W12 weights converted on load)
-    pass token forcing against the fp32 PyTorch model, and the drafter's fused forward is
-    exercised for steps after the first."""
+def _tiny_pair(tmp_path) -> tuple:
+    """A two-layer target (head_dim 16: the kernels take powers of two; the interpreter is
+    slow) and a drafter in bf16, and the target in fp32 as the token-forcing reference."""
     from specpilot.models.loader import load_drafter, load_target
     from specpilot.models.synth import synth_target, target_hf_config
-    from specpilot.spec.forcing import token_forcing
     from tests.conftest import INIT_STD, make_drafter
 
-    # two layers, head_dim 16 (the kernels take powers of two): the interpreter is slow
     hf = target_hf_config(
         "qwen3", "tiny", eos_token_id=None, head_dim=16, num_hidden_layers=2, vocab_size=263
     )
@@ -179,6 +175,18 @@ def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
     draft_dir = make_drafter(tmp_path / "d", target_dir)
     target, _ = load_target(target_dir, DEVICE, BF16)
     drafter, _ = load_drafter(draft_dir, target.config, DEVICE, BF16)
+    reference, _ = load_target(target_dir, DEVICE, torch.float32)
+    return target, drafter, reference
+
+
+@pytest.mark.parametrize("weights", ["bf16", "w12"])
+def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
+    """AR and speculative decoding through the kernels (bf16, or W12 weights converted on load)
+    pass token forcing against the fp32 PyTorch model, and the drafter's fused forward is
+    exercised for steps after the first."""
+    from specpilot.spec.forcing import token_forcing
+
+    target, drafter, reference = _tiny_pair(tmp_path)
     if weights == "w12":
         from specpilot.formats.w12_engine import W12Linear, convert_model
 
@@ -187,7 +195,6 @@ def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
         assert isinstance(target.model.layers[0].mlp.down_proj, W12Linear)
     gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
     assert gen.fused_target is not None and gen.fused_drafter is not None
-    reference, _ = load_target(target_dir, DEVICE, torch.float32)
     vocab = target.config.vocab_size
     for speculative in (False, True) if weights == "bf16" else (True,):
         seqs = _sequences(vocab, 8)
@@ -203,19 +210,9 @@ def test_wide_steps_run_fused_and_pass_token_forcing(tmp_path) -> None:
     the skinny kernels' 64, run fused with cuBLAS multiplies (a wide step); the logits match the
     PyTorch path and the outputs pass token forcing against the fp32 model."""
     from specpilot.models import fused
-    from specpilot.models.loader import load_drafter, load_target
-    from specpilot.models.synth import synth_target, target_hf_config
     from specpilot.spec.forcing import token_forcing
-    from tests.conftest import INIT_STD, make_drafter
 
-    hf = target_hf_config(
-        "qwen3", "tiny", eos_token_id=None, head_dim=16, num_hidden_layers=2, vocab_size=263
-    )
-    target_dir = tmp_path / "t"
-    synth_target(target_dir, hf, seed=0, dtype=torch.float32, std=INIT_STD)
-    draft_dir = make_drafter(tmp_path / "d", target_dir)
-    target, _ = load_target(target_dir, DEVICE, BF16)
-    drafter, _ = load_drafter(draft_dir, target.config, DEVICE, BF16)
+    target, drafter, reference = _tiny_pair(tmp_path)
     config = EngineConfig(kernels="triton", block_size=16)
     gen = Generator(target, drafter, config, DEVICE, BF16)
     k = gen.block_size
@@ -230,7 +227,6 @@ def test_wide_steps_run_fused_and_pass_token_forcing(tmp_path) -> None:
     plain = gen._verify_fn(ids, pos, k, ())
     gen.fused_target = fused_target
     assert (wide.tokens == plain.tokens).float().mean() > 0.9  # bf16: near-ties may differ
-    reference, _ = load_target(target_dir, DEVICE, torch.float32)
     gen_seq = torch.Generator().manual_seed(7)
     seqs = [
         Sequence(torch.randint(0, 263, (n,), generator=gen_seq).tolist(), 6, frozenset())

@@ -98,13 +98,25 @@ def test_hostile_code_is_stopped_and_scored_failing(humaneval, tmp_path: Path) -
     listener.close()
     if isolation().own_uid:
         assert not outside.exists()
-    if isolation().own_uid:  # every per-run uid's processes are gone
-        leftovers = [pid for pid in _all_pids() if _uid(pid) >= sandbox._UID_BASE]
+    if isolation().own_uid:  # every per-run uid's processes are dead (zombies wait for init)
+        leftovers = [
+            pid for pid in _all_pids() if _uid(pid) >= sandbox._UID_BASE and not _zombie(pid)
+        ]
         assert leftovers == []
 
 
 def _all_pids() -> list[int]:
     return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()]
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("State:"):
+                return line.split()[1] == "Z"
+    except OSError:
+        return True  # gone
+    return False
 
 
 def _uid(pid: int) -> int:

@@ -242,7 +242,9 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def _pids_of(uid: int) -> list[int]:
+def _pids_of(uid: int, live_only: bool = False) -> list[int]:
+    """Processes of `uid`; live_only leaves out zombies (killed, waiting for a parent, often
+    init, to reap them: they run nothing and hold nothing but their process table slot)."""
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -251,11 +253,12 @@ def _pids_of(uid: int) -> list[int]:
             status = (entry / "status").read_text()
         except OSError:
             continue
-        for line in status.splitlines():
-            if line.startswith("Uid:"):
-                if int(line.split()[1]) == uid:
-                    pids.append(int(entry.name))
-                break
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if live_only and fields.get("State", "").split()[:1] == ["Z"]:
+            continue
+        uid_field = fields.get("Uid", "").split()
+        if uid_field and int(uid_field[0]) == uid:
+            pids.append(int(entry.name))
     return pids
 
 
@@ -264,9 +267,9 @@ def _count_processes(uid: int) -> int:
 
 
 def _kill_uid(uid: int) -> None:
-    """SIGKILL every process of `uid` until none is left (a fork bomb can still be forking)."""
+    """SIGKILL every process of `uid` until none is alive (a fork bomb can still be forking)."""
     for _ in range(100):
-        pids = _pids_of(uid)
+        pids = _pids_of(uid, live_only=True)
         if not pids:
             return
         for pid in pids:
