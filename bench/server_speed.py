@@ -198,6 +198,8 @@ ENGINE_SERIES = (
     "specpilot_step_batch_rows_sum",
     "specpilot_prefill_seconds_sum",
     "specpilot_prefill_seconds_count",
+    "specpilot_time_to_first_token_seconds_sum",
+    "specpilot_time_to_first_token_seconds_count",
 )
 
 
@@ -230,6 +232,10 @@ def engine_breakdown(before: dict[str, float], after: dict[str, float], wall: fl
             1e3 * d["specpilot_prefill_seconds_sum"] / prefills if prefills else None
         ),
         "prefill_time_fraction": d["specpilot_prefill_seconds_sum"] / wall,
+        # arrival -> first token in the engine (the client's TTFT waits for decodable text)
+        "mean_ttft_s": (
+            d["specpilot_time_to_first_token_seconds_sum"] / prefills if prefills else None
+        ),
     }
 
 
