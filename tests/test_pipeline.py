@@ -86,3 +86,13 @@ def test_device_replay_drafts_match_the_proposer() -> None:
         lengths = [min(twin.profile.sample(twin.rng), 8) for _ in conts]
         got = _replay_drafts(cont, lens, torch.tensor(emitted), lengths, 8, 50)
         assert torch.equal(got, expect)
+
+
+def test_pipelined_with_nothing_left_to_decode(models) -> None:
+    plain, piped = generators(models)
+    a, b = (
+        [Sequence(list(PROMPTS[0]), 1, frozenset()), Sequence(list(PROMPTS[1]), 1, frozenset())]
+        for _ in range(2)
+    )
+    assert plain.run(a, speculative=True).num_steps == piped.run(b, speculative=True).num_steps == 0
+    assert summary(a) == summary(b)

@@ -68,3 +68,16 @@ def test_draft_prefill_gives_the_drafts_of_the_whole_prompt_as_context(llm) -> N
     assert torch.equal(got, reference)
     # the cached context matters: slot 2 never saw the prompt
     assert not torch.equal(drafts(2, padding, n), reference)
+
+
+def test_a_request_finished_by_its_prefill_takes_no_slot(llm) -> None:
+    sched = Scheduler(llm.generator, max_running=3, max_len=128)
+    done = Sequence(list(llm.encode(PROMPTS[0])), 1, frozenset())
+    runs = Sequence(list(llm.encode(PROMPTS[2])), 12, frozenset())
+    expected = Sequence(list(runs.prompt_ids), 12, frozenset())
+    llm.generator.run([expected], speculative=False)
+    sched.add_many([(done, None, 0), (runs, None, 0)])
+    assert done.finished and len(done.output_ids) == 1 and sched.running == [runs]
+    while sched.running:
+        sched.step()
+    assert runs.output_ids == expected.output_ids

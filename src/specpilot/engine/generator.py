@@ -469,6 +469,9 @@ class Generator:
         k, dev = self.block_size, self.device
         drafter = self.drafter
         capture = drafter.config.target_layer_ids if drafter is not None else ()
+        self.step_events = []
+        if all(s.finished for s in seqs):  # e.g. max_new_tokens=1: the prefill's token ends it
+            return 0
         limit_list = [len(s.prompt_ids) + s.max_new_tokens for s in seqs]
         limits = torch.tensor(limit_list, device=dev)
         prompt_lens = torch.tensor([len(s.prompt_ids) for s in seqs], device=dev)
@@ -488,7 +491,6 @@ class Generator:
         host = [torch.empty(len(seqs), 2 * k + 1, dtype=torch.long, pin_memory=pin) for _ in "ab"]
         pending: tuple[torch.Tensor, Any] | None = None
         steps = launched = 0
-        self.step_events = []
         while True:
             replay = None
             if proposer is not None:
