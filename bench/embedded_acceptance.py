@@ -9,10 +9,10 @@ speculative output. Runs on CPU or CUDA. Prints a table; the last line is one JS
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 
 import torch
+from report import finish, save  # bench/ is on sys.path when run as a script
 
 from specpilot.config import EngineConfig
 from specpilot.engine.llm import LLM
@@ -101,9 +101,7 @@ def main() -> None:
                 flush=True,
             )
             report["datasets"][name] = summary(rows)
-            if args.out:  # partial results survive a timeout
-                with open(args.out, "w") as f:
-                    json.dump(report, f, indent=1)
+            save(report, args.out)  # partial results survive a timeout
     print(f"{'dataset':<10} {'n':>3} {'tau':>6} {'spec tok/s':>11} {'AR tok/s':>9} {'speedup':>8}")
     for name, d in report["datasets"].items():
         print(
@@ -111,10 +109,7 @@ def main() -> None:
             f"{d['ar_tok_s']:>9.1f} {d['speedup']:>7.2f}x  identical {d['identical']}/"
             f"{d['prompts']}, forcing passed {d['token_forcing_passed']}/{d['prompts']}"
         )
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=1)
-    print(json.dumps(report))
+    finish(report, args.out)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
 import time
 from functools import partial
 
 import torch
+from report import finish, save  # bench/ is on sys.path when run as a script
 
 from specpilot.config import DraftConfig, EngineConfig, ModelConfig
 from specpilot.engine.generator import Generator
@@ -420,9 +420,7 @@ def main() -> None:
         for context in [int(c) for c in contexts[preset].split(",")]:
             entry["contexts"].append(measure_context(gen, context, args.new_tokens, bw))
             c = entry["contexts"][-1]
-            if args.out:  # partial results survive a timeout
-                with open(args.out, "w") as f:
-                    json.dump(report | {preset: entry}, f, indent=1)
+            save(report | {preset: entry}, args.out)  # partial results survive a timeout
             print(
                 f"{preset} ctx {context}: AR {c['ar']['tok_s']:.1f} tok/s "
                 f"({c['ar']['fraction_of_floor']:.0%} of floor), verify16/AR "
@@ -447,9 +445,7 @@ def main() -> None:
                     f"({r['spec_step_ms']:.2f} ms/step) = {r['spec_over_ar']:.2f}x AR",
                     flush=True,
                 )
-            if args.out:
-                with open(args.out, "w") as f:
-                    json.dump(report | {preset: entry}, f, indent=1)
+            save(report | {preset: entry}, args.out)
         if args.torch_baseline:
             context = int(args.contexts.split(",")[0])
             base = Generator(
@@ -499,10 +495,7 @@ def main() -> None:
         if "transformers_eager_ar_tok_s" in report[preset]:
             hf_tok_s = report[preset]["transformers_eager_ar_tok_s"]
             print(f"{preset}: transformers eager AR {hf_tok_s:.1f} tok/s")
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=1)
-    print(json.dumps(report))
+    finish(report, args.out)
 
 
 if __name__ == "__main__":

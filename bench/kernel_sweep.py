@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 
 import torch
 import torch.nn.functional as F
+from report import finish  # bench/ is on sys.path when run as a script
 
 from specpilot.kernels.linear import skinny_linear, tile_config
 
@@ -130,10 +130,7 @@ def main() -> None:
                 flush=True,
             )
     report = {"bench": "kernel_sweep", "gpu": torch.cuda.get_device_name(), "results": results}
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=1)
-    print(json.dumps(report))
+    finish(report, args.out)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import subprocess
@@ -29,6 +28,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from report import finish, save  # bench/ is on sys.path when run as a script
 
 READY = re.compile(r"serving .* at (http://127\.0\.0\.1:\d+)")
 MODEL = "synthetic-qwen3-8b"
@@ -295,8 +296,7 @@ def main() -> None:
                     flush=True,
                 )
                 report["arms"][arm] = results
-                if args.out:  # partial results survive a timeout
-                    Path(args.out).write_text(json.dumps(report, indent=1))
+                save(report, args.out)  # partial results survive a timeout
         finally:
             proc.terminate()
             proc.wait(timeout=60)
@@ -318,9 +318,7 @@ def main() -> None:
         }
         for conc, ratio in report["speedup_spec_over_ar"].items():
             print(f"speculative / AR at concurrency {conc}: {ratio:.2f}x")
-    if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=1))
-    print(json.dumps(report))
+    finish(report, args.out)
 
 
 if __name__ == "__main__":

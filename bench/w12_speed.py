@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 
 import torch
 import torch.nn.functional as F
@@ -32,6 +31,7 @@ import torch.nn.functional as F
 # run as a script from the repository root: bench/ is on sys.path
 from engine_speed import build, copy_bandwidth, linear_bytes, measure_context  # noqa: E402
 from kernel_sweep import SHAPES, fastest, graph_time  # noqa: E402
+from report import finish, save  # bench/ is on sys.path when run as a script
 
 from specpilot.config import EngineConfig
 from specpilot.engine.generator import Generator
@@ -221,15 +221,10 @@ def main() -> None:
                 flush=True,
             )
     report = {"bench": "w12_speed", "gpu": torch.cuda.get_device_name(), "results": results}
-    if args.out:  # the kernel table survives a failure end to end
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=1)
+    save(report, args.out)  # the kernel table survives a failure end to end
     if args.e2e:
         report["end_to_end"] = end_to_end(args.e2e, args.new_tokens)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=1)
-    print(json.dumps(report))
+    finish(report, args.out)
 
 
 if __name__ == "__main__":
