@@ -172,6 +172,33 @@ def create_app(engine: ServingEngine, api_key: str | None = None) -> FastAPI:
             card["note"] = engine.note
         return {"object": "list", "data": [card]}
 
+    async def openai_events(
+        req: EngineRequest,
+        stops: tuple[str, ...],
+        chunk: dict[str, Any],
+        choice: Callable[[str, str | None], dict[str, Any]],
+        include_usage: bool,
+        opening: dict[str, Any] | None = None,
+    ) -> AsyncIterator[str]:
+        """The SSE body of a streaming chat or text completion: an optional opening choice, a
+        chunk per new text, the finishing chunk with `meta_info`, usage when asked, [DONE];
+        `choice(text, finish_reason)` shapes a choice of either API."""
+        if opening is not None:
+            yield _sse(chunk | {"choices": [opening]})
+        try:
+            async for out in engine.stream(req, stops):
+                if out.finish_reason is None:
+                    if out.text_delta:
+                        yield _sse(chunk | {"choices": [choice(out.text_delta, None)]})
+                    continue
+                last = chunk | {"choices": [choice(out.text_delta, out.finish_reason)]}
+                yield _sse(last | {"meta_info": out.meta_info()})
+                if include_usage:
+                    yield _sse(chunk | {"choices": [], "usage": _usage(out)})
+        except EngineFailed as exc:
+            yield _sse(RequestError(str(exc), 503, kind="server_error").body())
+        yield _sse("[DONE]")
+
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(request: Request) -> Response:
         parsed = protocol.parse_chat(await body_of(request))
@@ -198,31 +225,14 @@ def create_app(engine: ServingEngine, api_key: str | None = None) -> FastAPI:
                 }
             )
 
-        async def events() -> AsyncIterator[str]:
-            chunk = base | {"object": "chat.completion.chunk"}
+        def choice(text: str, reason: str | None) -> dict[str, Any]:
+            delta = {"content": text} if text else {}
+            return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
 
-            def choice(delta: dict[str, Any], reason: str | None) -> dict[str, Any]:
-                return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
-
-            yield _sse(chunk | {"choices": [choice({"role": "assistant", "content": ""}, None)]})
-            try:
-                async for out in engine.stream(req, stops):
-                    if out.finish_reason is None:
-                        if out.text_delta:
-                            yield _sse(
-                                chunk | {"choices": [choice({"content": out.text_delta}, None)]}
-                            )
-                        continue
-                    delta = {"content": out.text_delta} if out.text_delta else {}
-                    last = chunk | {"choices": [choice(delta, out.finish_reason)]}
-                    yield _sse(last | {"meta_info": out.meta_info()})
-                    if parsed.include_usage:
-                        yield _sse(chunk | {"choices": [], "usage": _usage(out)})
-            except EngineFailed as exc:
-                yield _sse(RequestError(str(exc), 503, kind="server_error").body())
-            yield _sse("[DONE]")
-
-        return EngineStream(events(), lambda: engine.abort(req))
+        chunk = base | {"object": "chat.completion.chunk"}
+        opening = choice("", None) | {"delta": {"role": "assistant", "content": ""}}
+        events = openai_events(req, stops, chunk, choice, parsed.include_usage, opening)
+        return EngineStream(events, lambda: engine.abort(req))
 
     @app.post("/v1/completions", response_model=None)
     async def completions(request: Request) -> Response:
@@ -247,23 +257,9 @@ def create_app(engine: ServingEngine, api_key: str | None = None) -> FastAPI:
                 }
             )
 
-        async def events() -> AsyncIterator[str]:
-            chunk = base | {"object": "text_completion"}
-            try:
-                async for out in engine.stream(req, stops):
-                    if out.finish_reason is None:
-                        if out.text_delta:
-                            yield _sse(chunk | {"choices": [choice(out.text_delta, None)]})
-                        continue
-                    last = chunk | {"choices": [choice(out.text_delta, out.finish_reason)]}
-                    yield _sse(last | {"meta_info": out.meta_info()})
-                    if parsed.include_usage:
-                        yield _sse(chunk | {"choices": [], "usage": _usage(out)})
-            except EngineFailed as exc:
-                yield _sse(RequestError(str(exc), 503, kind="server_error").body())
-            yield _sse("[DONE]")
-
-        return EngineStream(events(), lambda: engine.abort(req))
+        chunk = base | {"object": "text_completion"}
+        events = openai_events(req, stops, chunk, choice, parsed.include_usage)
+        return EngineStream(events, lambda: engine.abort(req))
 
     # ------------------------------------------------------------------------------------------
     # SGLang
