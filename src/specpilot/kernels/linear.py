@@ -104,6 +104,24 @@ def tile_config(m: int, n: int, k: int) -> dict:
     )
 
 
+def check_prologue_epilogue(
+    m: int,
+    n: int,
+    k: int,
+    norm_weight: torch.Tensor | None,
+    glu: bool,
+    residual: torch.Tensor | None,
+) -> None:
+    """The optional RMSNorm / SwiGLU prologue and residual epilogue of an [M, K] x [N, K]^T
+    multiply (skinny_linear's and w12_linear's contract)."""
+    if glu and norm_weight is not None:
+        raise ValueError("norm prologue and glu prologue are exclusive")
+    if norm_weight is not None and norm_weight.shape != (k,):
+        raise ValueError(f"norm_weight {tuple(norm_weight.shape)} != ({k},)")
+    if residual is not None and (residual.shape != (m, n) or residual.stride(1) != 1):
+        raise ValueError(f"residual {tuple(residual.shape)} must be a row-major [{m}, {n}]")
+
+
 def skinny_linear(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -130,12 +148,7 @@ def skinny_linear(
         )
     if x.stride(1) != 1 or weight.stride(1) != 1:
         raise ValueError("skinny_linear wants unit stride along K")
-    if glu and norm_weight is not None:
-        raise ValueError("norm prologue and glu prologue are exclusive")
-    if norm_weight is not None and norm_weight.shape != (k,):
-        raise ValueError(f"norm_weight {tuple(norm_weight.shape)} != ({k},)")
-    if residual is not None and (residual.shape != (m, n) or residual.stride(1) != 1):
-        raise ValueError(f"residual {tuple(residual.shape)} must be a row-major [{m}, {n}]")
+    check_prologue_epilogue(m, n, k, norm_weight, glu, residual)
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
     cfg = dict(config or tile_config(m, n, k))
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]))

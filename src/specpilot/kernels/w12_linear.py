@@ -42,12 +42,12 @@ NaN where the decoded weight would give +-inf; activations are finite in the mod
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 import triton
 import triton.language as tl
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, decode
 from specpilot.kernels.common import INTERPRETED, dot, input_tile, row_rstd, store_output
+from specpilot.kernels.linear import check_prologue_epilogue, skinny_linear_reference
 
 MAX_ROWS = 64
 
@@ -356,12 +356,7 @@ def w12_linear(
     m = x.shape[0] if x.dim() == 2 else 0
     n, k = weight.shape
     _check(weight, m, x, glu)
-    if glu and norm_weight is not None:
-        raise ValueError("norm prologue and glu prologue are exclusive")
-    if norm_weight is not None and norm_weight.shape != (k,):
-        raise ValueError(f"norm_weight {tuple(norm_weight.shape)} != ({k},)")
-    if residual is not None and (residual.shape != (m, n) or residual.stride(1) != 1):
-        raise ValueError(f"residual {tuple(residual.shape)} must be a row-major [{m}, {n}]")
+    check_prologue_epilogue(m, n, k, norm_weight, glu, residual)
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
     cfg = dict(config or tile_config(m, n, k))
     # NOTE: the interpreter cannot run inline PTX; ASM=False is the same decode in plain Triton
@@ -437,13 +432,7 @@ def w12_linear_reference(
     glu: bool = False,
     residual: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The same contract in plain PyTorch: decode the weight, then the modules' steps."""
-    if glu:
-        gate, up = x.chunk(2, dim=-1)
-        x = F.silu(gate) * up
-    if norm_weight is not None:
-        h = x.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-        x = norm_weight * h.to(x.dtype)
-    y = F.linear(x, decode(weight))
-    return y if residual is None else residual + y
+    """The same contract in plain PyTorch: decode the weight, then skinny_linear's reference."""
+    return skinny_linear_reference(
+        x, decode(weight), norm_weight=norm_weight, eps=eps, glu=glu, residual=residual
+    )
