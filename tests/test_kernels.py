@@ -69,13 +69,8 @@ def close(actual: torch.Tensor, expected: torch.Tensor, ulps: float = 2.0) -> No
     assert not bad.any(), f"{int(bad.sum())} of {e.numel()} off; max diff {(a - e).abs().max()}"
 
 
-@pytest.mark.parametrize("m", [1, 2, 3, 5, 16, 33])
-@pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
-def test_skinny_linear(m: int, mode: str) -> None:
-    gen = torch.Generator().manual_seed(m)
-    n, k = 70, 96
-    x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
-    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
+def prologue_kwargs(mode: str, m: int, n: int, k: int, gen: torch.Generator) -> dict:
+    """The skinny multiplies' keyword arguments for a test mode: plain, norm, residual, glu."""
     kw: dict = {}
     if mode == "norm":
         kw["norm_weight"] = (torch.rand(k, generator=gen) + 0.5).to(DEVICE, BF16)
@@ -83,6 +78,17 @@ def test_skinny_linear(m: int, mode: str) -> None:
         kw["residual"] = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
     if mode == "glu":
         kw["glu"] = True
+    return kw
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 16, 33])
+@pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
+def test_skinny_linear(m: int, mode: str) -> None:
+    gen = torch.Generator().manual_seed(m)
+    n, k = 70, 96
+    x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
+    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
+    kw = prologue_kwargs(mode, m, n, k, gen)
     # NOTE: a norm or SwiGLU prologue rounds to bf16 before the dot; one flipped rounding of an
     # input moves a dot product by up to an ulp of that input, hence 4 ulps there.
     close(skinny_linear(x, w, **kw), skinny_linear_reference(x, w, **kw), 4 if m > 1 else 2)

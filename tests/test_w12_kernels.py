@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.test_kernels import BF16, DEVICE, close  # sets TRITON_INTERPRET=1 without CUDA
+from tests.test_kernels import (  # sets TRITON_INTERPRET=1 without CUDA
+    BF16,
+    DEVICE,
+    close,
+    prologue_kwargs,
+)
 
 # isort: split
 from specpilot.formats import w12  # after the interpreter is set up
@@ -33,13 +38,7 @@ def test_w12_linear(m: int, mode: str) -> None:
     w = weight_with_escapes(n, k, gen)
     packed = w12.encode(w, 32)
     assert packed.num_escapes > 10
-    kw: dict = {}
-    if mode == "norm":
-        kw["norm_weight"] = (torch.rand(k, generator=gen) + 0.5).to(DEVICE, BF16)
-    if mode == "residual":
-        kw["residual"] = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
-    if mode == "glu":
-        kw["glu"] = True
+    kw = prologue_kwargs(mode, m, n, k, gen)
     x, packed = x.to(DEVICE), packed.to(DEVICE)
     y = w12_linear(x, packed, **kw)
     close(y, w12_linear_reference(x, packed, **kw), 4 if m > 1 else 2)
