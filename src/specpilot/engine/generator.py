@@ -196,9 +196,7 @@ class Generator:
     ) -> torch.Tensor:
         """Drafts [B, block_size - 1] from the new context's hidden states and the anchors."""
         cache, table = self._buffers["draft"]
-        k, mask_id = self.block_size, self.drafter.config.mask_token_id
-        block = torch.full((anchors.shape[0], k), mask_id, device=anchors.device)
-        block[:, 0] = anchors
+        k, block = self.block_size, self._anchor_block(anchors)
         if self.fused_drafter is not None and self.fused_drafter.fits(
             hidden.shape[0], max(hidden.shape[1], k)
         ):
@@ -206,6 +204,13 @@ class Generator:
         embeds = self.target.embed(block)
         out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
         return self.target.lm_head(out[:, 1:]).argmax(dim=-1)
+
+    def _anchor_block(self, anchors: torch.Tensor) -> torch.Tensor:
+        """The drafter's input block [B, block_size]: each anchor, then mask tokens."""
+        mask_id = self.drafter.config.mask_token_id
+        block = torch.full((anchors.shape[0], self.block_size), mask_id, device=anchors.device)
+        block[:, 0] = anchors
+        return block
 
     # NOTE: in a graph the PyTorch path reads the whole cache (static shape; the mask hides
     # unwritten slots); the fused attention reads each row's own length on the device.
@@ -245,9 +250,17 @@ class Generator:
             hidden=hidden, ctx_pos=ctx_pos, anchors=anchors, block_pos=block_pos
         )
 
-    def _prefill(self, seqs: list[Sequence], capture: tuple[int, ...]) -> torch.Tensor | None:
-        """Run the prompts, emit each sequence's first token; return captured hidden [B, T, *]."""
-        cache, table = self._buffers["target"]
+    def _prefill(
+        self,
+        seqs: list[Sequence],
+        capture: tuple[int, ...],
+        buffers: tuple[KVCache, RotaryTable] | None = None,
+    ) -> torch.Tensor | None:
+        """Run the prompts, right-padded into one batch, and emit each sequence's first token;
+        return the captured hidden states [B, T, *]. buffers: the cache rows and rotary table
+        to use (default the target's; the scheduler passes its slots' rows). Padding positions
+        past a prompt write entries that stay masked until the row's own tokens overwrite them."""
+        cache, table = buffers or self._buffers["target"]
         lens = [len(s.prompt_ids) for s in seqs]
         width = max(lens)
         ids = torch.zeros(len(seqs), width, dtype=torch.long)

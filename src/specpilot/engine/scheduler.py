@@ -28,7 +28,7 @@ import torch
 
 from specpilot.engine.generator import Generator, take_block, take_token
 from specpilot.engine.sequence import Sequence
-from specpilot.layers.attention import AttentionMeta, KVCache
+from specpilot.layers.attention import KVCache
 from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
 
 
@@ -153,26 +153,10 @@ class Scheduler:
             self.gen._buffers["draft"] = (draft, self.draft_table)
 
     def _prefill(self, slots: list[int], seqs: list[Sequence]) -> torch.Tensor | None:
-        """The prompts, right-padded into one batch, into their slots' cache rows; each emits
-        its first token. Returns the captured hidden states [B, width, *] (None without a
-        drafter). Padding positions past a prompt write stale entries that stay masked until
-        the row's own tokens overwrite them."""
-        gen = self.gen
-        lens = [len(seq.prompt_ids) for seq in seqs]
-        width = max(lens)
-        ids = torch.zeros(len(seqs), width, dtype=torch.long)
-        for b, seq in enumerate(seqs):
-            ids[b, : lens[b]] = torch.tensor(seq.prompt_ids)
-        meta = AttentionMeta.causal(
-            gen._positions([0] * len(seqs), width), width, self.target_table
-        )
-        last = torch.tensor(lens, device=gen.device) - 1
-        cache = self.target_cache.slot_rows(slots)
-        out = gen.target(ids.to(gen.device), meta, cache, self.capture, logit_rows=last)
-        for seq, token, n in zip(seqs, out.logits[:, 0].argmax(dim=-1).tolist(), lens):
-            seq.num_cached_tokens = n
-            seq.append([token])
-        return out.hidden
+        """The prompts into their slots' cache rows (Generator._prefill: one batch, each emits its
+        first token); returns the captured hidden states [B, width, *] (None without a drafter)."""
+        buffers = (self.target_cache.slot_rows(slots), self.target_table)
+        return self.gen._prefill(seqs, self.capture, buffers)
 
     def _draft_prefill(self, slots: list[int], seqs: list[Sequence], hidden: torch.Tensor) -> None:
         """Write the drafter's context keys and values of the prompts ([B, width, *] hidden
@@ -184,8 +168,7 @@ class Scheduler:
         gen, k = self.gen, self.block_size
         lens = [len(seq.prompt_ids) for seq in seqs]
         width = hidden.shape[1]
-        block = torch.full((len(seqs), k), gen.drafter.config.mask_token_id, device=gen.device)
-        block[:, 0] = torch.tensor([seq.last_token for seq in seqs], device=gen.device)
+        block = gen._anchor_block(torch.tensor([seq.last_token for seq in seqs], device=gen.device))
         gen.drafter(
             hidden,
             gen._positions([0] * len(seqs), width),
