@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from specpilot.config import EngineConfig
-from specpilot.engine.generator import Generator, _replay_drafts
+from specpilot.engine.generator import Generator
 from specpilot.engine.llm import LLM
 from specpilot.engine.sequence import Sequence
-from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
+from specpilot.spec.replay import AcceptanceProfile, ReplayProposer, replay_drafts
 
 PROMPTS = ([5, 9, 2, 7], [11, 3, 8, 8, 1, 40, 2, 9, 6], [30, 31])
 
@@ -74,6 +74,9 @@ def test_pipelined_replay_follows_the_same_draws(models) -> None:
 
 
 def test_device_replay_drafts_match_the_proposer() -> None:
+    """replay_drafts (the proposer's and the pipelined loop's) against the rule written out:
+    draft j is the continuation's token emitted + j (0 past its end) for j < length - 1, and
+    a wrong token at j = length - 1."""
     conts = [[4, 5, 6, 7, 8, 9, 10], [1, 2, 3], [9] * 12]
     proposer = ReplayProposer(conts, AcceptanceProfile.from_mean(4.0, 8), 50, seed=1)
     twin = ReplayProposer(conts, AcceptanceProfile.from_mean(4.0, 8), 50, seed=1)
@@ -82,10 +85,15 @@ def test_device_replay_drafts_match_the_proposer() -> None:
         cont[i, : len(c)] = torch.tensor(c)
     lens = torch.tensor([len(c) for c in conts])
     for emitted in ([0, 0, 0], [2, 1, 5], [6, 3, 11]):
-        expect = proposer.propose(emitted, 7)
         lengths = [min(twin.profile.sample(twin.rng), 8) for _ in conts]
-        got = _replay_drafts(cont, lens, torch.tensor(emitted), lengths, 8, 50)
+        expect = torch.empty(3, 7, dtype=torch.long)
+        for b, (c, e, length) in enumerate(zip(conts, emitted, lengths)):
+            for j in range(7):
+                known = c[e + j] if e + j < len(c) else 0
+                expect[b, j] = known if j < length - 1 else (known + 1) % 50
+        got = replay_drafts(cont, lens, torch.tensor(emitted), lengths, 7, 50)
         assert torch.equal(got, expect)
+        assert torch.equal(proposer.propose(emitted, 7), expect)
 
 
 def test_pipelined_with_nothing_left_to_decode(models) -> None:

@@ -34,7 +34,7 @@ from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.target import TargetModel
 from specpilot.spec.accept import accept_greedy
-from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
+from specpilot.spec.replay import AcceptanceProfile, ReplayProposer, replay_drafts
 
 
 @dataclass
@@ -64,25 +64,6 @@ def _record(device: torch.device) -> torch.cuda.Event | None:
     event = torch.cuda.Event()
     event.record()
     return event
-
-
-def _replay_drafts(
-    cont: torch.Tensor,
-    cont_lens: torch.Tensor,
-    emitted: torch.Tensor,
-    lengths: list[int],
-    k: int,
-    vocab: int,
-) -> torch.Tensor:
-    """`ReplayProposer.propose` on the device: drafts [B, k - 1] from the continuations
-    (cont [B, L], cont_lens [B]) after `emitted` [B] tokens, the first lengths[b] - 1 right and
-    the next one wrong."""
-    j = torch.arange(k - 1, device=cont.device)
-    index = emitted[:, None] + j
-    known = cont.gather(1, index.clamp(0, cont.shape[1] - 1))
-    known = torch.where(index < cont_lens[:, None], known, 0)
-    right = j[None, :] < torch.tensor(lengths, device=cont.device)[:, None] - 1
-    return torch.where(right, known, (known + 1) % vocab)
 
 
 def take_token(seq: Sequence, token: int) -> int:
@@ -492,14 +473,8 @@ class Generator:
         meta = torch.tensor(rows, device=dev)
         start_bound = max(r[0] for r in rows)  # >= every row's start of the coming step
         ctx_bound = 0  # >= every row's first context position of the coming step
-        cont = None
         if proposer is not None:
-            longest = max(1, max(len(c) for c in proposer.continuations))
-            cont = torch.zeros(len(seqs), longest, dtype=torch.long)
-            for b, c in enumerate(proposer.continuations):
-                cont[b, : len(c)] = torch.tensor(c, dtype=torch.long)
-            cont_lens = torch.tensor([len(c) for c in proposer.continuations], device=dev)
-            cont = cont.to(dev)
+            table, table_lengths = proposer.table.to(dev), proposer.lengths.to(dev)
         pin = dev.type == "cuda"
         host = [torch.empty(len(seqs), 2 * k + 1, dtype=torch.long, pin_memory=pin) for _ in "ab"]
         pending: tuple[torch.Tensor, Any] | None = None
@@ -507,9 +482,10 @@ class Generator:
         while True:
             replay = None
             if proposer is not None:
-                lengths = [min(proposer.profile.sample(proposer.rng), k) for _ in seqs]
-                replay = _replay_drafts(
-                    cont, cont_lens, meta[:, 0] - prompt_lens + 1, lengths, k, proposer.vocab_size
+                lengths = proposer.sample_lengths(len(seqs), k - 1)
+                emitted = meta[:, 0] - prompt_lens + 1
+                replay = replay_drafts(
+                    table, table_lengths, emitted, lengths, k - 1, proposer.vocab_size
                 )
             draft_kv = ctx_bound + hidden.shape[1] if hidden is not None else 0
             packed_d, hidden_out = self._spec_step(

@@ -86,16 +86,41 @@ class ReplayProposer:
         self.profile = profile
         self.vocab_size = vocab_size
         self.rng = random.Random(seed)
+        # the continuations as one zero-padded table [B, longest] and their lengths [B]
+        longest = max([1] + [len(c) for c in continuations])
+        self.table = torch.zeros(len(continuations), longest, dtype=torch.long)
+        for b, c in enumerate(continuations):
+            self.table[b, : len(c)] = torch.tensor(c, dtype=torch.long)
+        self.lengths = torch.tensor([len(c) for c in continuations], dtype=torch.long)
+
+    def sample_lengths(self, rows: int, num_drafts: int) -> list[int]:
+        """The next acceptance length of each of `rows` sequences, in row order."""
+        return [min(self.profile.sample(self.rng), num_drafts + 1) for _ in range(rows)]
 
     def propose(self, num_emitted: list[int], num_drafts: int) -> torch.Tensor:
         """Drafts [B, num_drafts] (CPU) for sequences that have emitted num_emitted[b] tokens."""
-        drafts = torch.empty(len(num_emitted), num_drafts, dtype=torch.long)
-        for b, emitted in enumerate(num_emitted):
-            cont = self.continuations[b]
-            length = min(self.profile.sample(self.rng), num_drafts + 1)
-            for j in range(num_drafts):
-                known = cont[emitted + j] if emitted + j < len(cont) else 0
-                # NOTE: the (length - 1)-th draft must be wrong so that exactly length - 1 are
-                # accepted; later drafts are never looked at, so any wrong token will do.
-                drafts[b, j] = known if j < length - 1 else (known + 1) % self.vocab_size
-        return drafts
+        lengths = self.sample_lengths(len(num_emitted), num_drafts)
+        emitted = torch.tensor(num_emitted, dtype=torch.long)
+        return replay_drafts(
+            self.table, self.lengths, emitted, lengths, num_drafts, self.vocab_size
+        )
+
+
+def replay_drafts(
+    table: torch.Tensor,
+    table_lengths: torch.Tensor,
+    emitted: torch.Tensor,
+    lengths: list[int],
+    num_drafts: int,
+    vocab: int,
+) -> torch.Tensor:
+    """Drafts [B, num_drafts] from the continuations (table [B, L], table_lengths [B]) after
+    `emitted` [B] tokens, on the tensors' device: the first lengths[b] - 1 are the
+    continuation's (0 past its end); the next one is wrong, so that exactly lengths[b] - 1 are
+    accepted; later drafts are never looked at, so any token will do."""
+    j = torch.arange(num_drafts, device=table.device)
+    index = emitted[:, None] + j
+    known = table.gather(1, index.clamp(0, table.shape[1] - 1))
+    known = torch.where(index < table_lengths[:, None], known, 0)
+    right = j[None, :] < torch.tensor(lengths, device=table.device)[:, None] - 1
+    return torch.where(right, known, (known + 1) % vocab)
