@@ -69,6 +69,8 @@ class LLM:
         self.dtype = resolve_dtype(dtype)
         self.engine_config = engine or EngineConfig()
         self.target, self.target_checkpoint = load_target(target, self.device, self.dtype)
+        # (dtype, a copy of the target in it) for token forcing, made on first use
+        self._reference: tuple[torch.dtype, torch.nn.Module] | None = None
         self.tokenizer = load_tokenizer(self.target_checkpoint)
         self.drafter = None
         replay_text = None if replay is None else str(replay)
@@ -214,7 +216,7 @@ class LLM:
         dtype = None if dtype_name is None else resolve_dtype(dtype_name)
         if dtype is None or dtype == self.dtype:
             return self.target
-        held = getattr(self, "_reference", None)
+        held = self._reference
         if held is None or held[0] != dtype:
             import copy
 
