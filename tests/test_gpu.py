@@ -65,5 +65,8 @@ def test_cuda_bf16_equal_to_transformers_up_to_near_ties(target_dir, tmp_path, g
             logits = hf(ids).logits[0, -1].float()
             margin = (logits[ref[first]] - logits[out.output_ids[first]]).abs().item()
             assert margin < 0.25, f"draft={draft}: divergence at {first} with margin {margin}"
-            # and every token we emitted is still the target's own choice (token forcing)
-            assert llm.validate(prompt, out.output_ids).passed
+            # and every token we emitted is still the bf16 target's own choice (token forcing
+            # against the target as loaded: on the tiny llama-tied-gqa4-hd12 shape, bf16
+            # rounding alone moves a logit by more than the 0.5 near-tie margin from the
+            # float32 copy that LLM.validate uses by default; H200 run 19)
+            assert llm.validate(prompt, out.output_ids, reference_dtype=None).passed

@@ -81,3 +81,37 @@ def test_a_request_finished_by_its_prefill_takes_no_slot(llm) -> None:
     while sched.running:
         sched.step()
     assert runs.output_ids == expected.output_ids
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_leaving_requests_compact_the_batch_and_tokens_stay_those_of_ar(llm, replay) -> None:
+    """Requests of different lengths finish at different steps and one is aborted: the
+    highest running rows move into the freed slots (caches, drafter context, replay state),
+    every step runs exactly as many rows as are running, and the outputs equal AR."""
+    from specpilot.spec.replay import AcceptanceProfile
+
+    limits = (5, 30, 9, 24)
+    prompts = [llm.encode(PROMPTS[i % len(PROMPTS)]) for i in range(len(limits))]
+    expected = []
+    for ids, limit in zip(prompts, limits):
+        seq = Sequence(list(ids), limit, frozenset())
+        llm.generator.run([seq], speculative=False)
+        expected.append(seq.output_ids)
+    profile = AcceptanceProfile.from_mean(3.5, llm.generator.block_size) if replay else None
+    sched = Scheduler(llm.generator, max_running=5, max_len=128, replay=profile)
+    seqs = [Sequence(list(ids), limit, frozenset()) for ids, limit in zip(prompts, limits)]
+    extra = Sequence(list(prompts[1]), 40, frozenset())  # aborted after a few steps
+    sched.add_many([(s, e, 0) for s, e in zip(seqs, expected)] + [(extra, None, 0)])
+    moves, move = [], sched._move
+    sched._move = lambda src, dst: (moves.append((src, dst)), move(src, dst))[1]
+    steps = 0
+    while sched.running:
+        running = len(sched.running)
+        assert sched.seqs[:running] == sched.running  # no holes
+        result = sched.step()
+        assert result.num_rows == running == len(result.acceptance_lengths)
+        steps += 1
+        if steps == 2:
+            assert sched.abort(extra)
+    assert [s.output_ids for s in seqs] == expected
+    assert moves  # the short requests in low slots left while longer ones ran above them
