@@ -44,7 +44,7 @@ from specpilot.models.synth import TARGET_PRESETS, draft_hf_config
 # the tile sweep around the default (kernels/w12_linear.py's tile_config): element-wise products
 # (BLOCK_N, UNROLL, num_warps, num_stages) for M <= 4, tensor cores (BLOCK_N, SPLIT_K, num_warps,
 # num_stages) for any M; a step reads UNROLL blocks of w12.BLOCK columns (element-wise) or one
-W12_ELEMENTWISE_GRID = ((2, 4, 8), (8, 16), (4, 8), (1,))
+W12_ELEMENTWISE_GRID = ((1, 2, 4, 8), (8, 16, 32), (4, 8), (1,))
 W12_DOT_GRID = ((32, 64, 128), (1, 2, 4), (4,), (3, 4))
 
 

@@ -289,16 +289,17 @@ def _split_sum_kernel(
 
 
 def tile_config(m: int, n: int, k: int) -> dict:
-    """W12 tiles by shape. NOTE: first choices from instruction counts of the sm_90 SASS (no GPU
-    sweep yet; bench/w12_speed.py sweeps around them).
-    M = 1: 4 rows x 16 blocks (4096 columns, 24 KB) per step, which puts the threads along K and
-    the rows in registers: no layout conversion in the loop, ~4.9 instructions per weight.
+    """W12 tiles by shape, from the H200 sweep of bench/w12_speed.py (run 19) where there is one.
+    M = 1: 2 rows x 16 blocks (4096 columns, 12 KB) per step, which puts the threads along K and
+    the rows in registers: no layout conversion in the loop, ~4.9 instructions per weight. Run
+    19: 3.15-3.39 TB/s of W12 bytes on Qwen3-8B's layers (4 rows: 2.41-2.77); the LM head (N >
+    65,536) reads fastest with the tensor-core tile (3.81 vs 2.67 TB/s).
     M >= 2: 64 rows per tile on tensor cores (wgmma, the decoded weights stay in registers), ~5.4
     instructions per weight whatever M; element-wise products would add M FMAs per weight.
     The K split gives >= 256 programs (the tiles alone are too few at N = 4096)."""
-    if m == 1:
+    if m == 1 and n <= 65536:
         return dict(
-            BLOCK_M=1, BLOCK_N=4, UNROLL=16, SPLIT_K=1, USE_DOT=False, num_warps=4, num_stages=1
+            BLOCK_M=1, BLOCK_N=2, UNROLL=16, SPLIT_K=1, USE_DOT=False, num_warps=4, num_stages=1
         )
     block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
     tiles = -(-n // 64) * -(-m // block_m)
