@@ -107,10 +107,20 @@ def test_profile_mean_is_exact(tau):
     assert AcceptanceProfile.from_mean(tau, 16).mean == pytest.approx(tau)
 
 
+@settings(max_examples=30, deadline=None)
+@given(tau=st.floats(1.0, 15.9))
+def test_geometric_profile_has_the_mean_and_a_falling_tail(tau):
+    profile = AcceptanceProfile.geometric(tau, 16)
+    assert profile.mean == pytest.approx(tau, abs=1e-6)
+    body = profile.weights[:-1]
+    assert all(a >= b - 1e-12 for a, b in zip(body, body[1:]))  # P(L) falls with L
+
+
 def test_profile_parse_and_errors():
     hist = AcceptanceProfile.parse("1:1,4:1", 8)
     assert hist.mean == pytest.approx(2.5)
-    for bad in ("0.5", "9", "x", "9:1", "1:-1", "1:0"):
+    assert AcceptanceProfile.parse("geometric:3.5", 8).mean == pytest.approx(3.5)
+    for bad in ("0.5", "9", "x", "9:1", "1:-1", "1:0", "geometric:8", "geometric:x"):
         with pytest.raises(ConfigError):
             AcceptanceProfile.parse(bad, 8)
 
@@ -125,3 +135,15 @@ def test_replay_proposer_follows_profile():
     profile = AcceptanceProfile.from_mean(6.55, 16)
     samples = [profile.sample(rng) for _ in range(4000)]
     assert sum(samples) / len(samples) == pytest.approx(6.55, abs=0.05)
+
+
+def test_batch_blocks_parse_and_errors():
+    from specpilot.config import EngineConfig
+
+    cfg = EngineConfig(batch_blocks="24:8, 8:12")
+    assert cfg.batch_block_table() == ((8, 12), (24, 8))
+    assert [cfg.block_for(n, 16) for n in (1, 7, 8, 23, 24, 64)] == [16, 16, 12, 12, 8, 8]
+    assert EngineConfig(batch_blocks="1:32").block_for(1, 16) == 16  # never wider than full
+    for bad in ("8", "x:8", "8:1", "0:8", "8:8:8"):
+        with pytest.raises(ConfigError):
+            EngineConfig(batch_blocks=bad)

@@ -115,3 +115,36 @@ def test_leaving_requests_compact_the_batch_and_tokens_stay_those_of_ar(llm, rep
             assert sched.abort(extra)
     assert [s.output_ids for s in seqs] == expected
     assert moves  # the short requests in low slots left while longer ones ran above them
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_wide_batches_verify_narrower_blocks_with_the_same_tokens(qwen_dir, qwen_drafter_dir, replay):
+    """EngineConfig.batch_blocks="2:3": a step over >= 2 sequences drafts and verifies blocks
+    of 3, a lone sequence the drafter's full block; the drafter's context then switches
+    between widths, and the outputs stay AR's."""
+    from specpilot.config import EngineConfig
+    from specpilot.spec.replay import AcceptanceProfile
+
+    llm = LLM(
+        qwen_dir, draft=str(qwen_drafter_dir), device="cpu", dtype="float32",
+        engine=EngineConfig(batch_blocks="2:3"),
+    )  # fmt: skip
+    gen = llm.generator
+    limits = (6, 20, 14)
+    prompts = [llm.encode(PROMPTS[i]) for i in range(len(limits))]
+    expected = []
+    for ids, limit in zip(prompts, limits):
+        seq = Sequence(list(ids), limit, frozenset())
+        gen.run([seq], speculative=False)
+        expected.append(seq.output_ids)
+    profile = AcceptanceProfile.geometric(2.5, gen.block_size) if replay else None
+    sched = Scheduler(gen, max_running=3, max_len=128, replay=profile)
+    widths, step = [], gen._spec_step
+    gen._spec_step = lambda *a: (widths.append((a[1].shape[0], a[-1])), step(*a))[1]
+    seqs = [Sequence(list(ids), limit, frozenset()) for ids, limit in zip(prompts, limits)]
+    sched.add_many([(s, e, 0) for s, e in zip(seqs, expected)])
+    while sched.running:
+        sched.step()
+    assert [s.output_ids for s in seqs] == expected
+    assert {k for rows, k in widths if rows >= 2} == {3}
+    assert {k for rows, k in widths if rows == 1} == {gen.block_size}

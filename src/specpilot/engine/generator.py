@@ -175,9 +175,11 @@ class Generator:
         block_pos: torch.Tensor,
         kv_len: int,
     ) -> torch.Tensor:
-        """Drafts [B, block_size - 1] from the new context's hidden states and the anchors."""
+        """Drafts [B, k - 1] from the new context's hidden states and the anchors, k the width
+        of block_pos (block_size, or narrower for a wide batch: EngineConfig.batch_blocks)."""
         cache, table = self._buffers["draft"]
-        k, block = self.block_size, self._anchor_block(anchors)
+        k = block_pos.shape[1]
+        block = self._anchor_block(anchors, k)
         if self.fused_drafter is not None and self.fused_drafter.fits(
             hidden.shape[0], max(hidden.shape[1], k)
         ):
@@ -186,10 +188,11 @@ class Generator:
         out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
         return self.target.lm_head(out[:, 1:]).argmax(dim=-1)
 
-    def _anchor_block(self, anchors: torch.Tensor) -> torch.Tensor:
-        """The drafter's input block [B, block_size]: each anchor, then mask tokens."""
+    def _anchor_block(self, anchors: torch.Tensor, k: int | None = None) -> torch.Tensor:
+        """The drafter's input block [B, k] (default block_size): each anchor, then masks."""
         mask_id = self.drafter.config.mask_token_id
-        block = torch.full((anchors.shape[0], self.block_size), mask_id, device=anchors.device)
+        width = k or self.block_size
+        block = torch.full((anchors.shape[0], width), mask_id, device=anchors.device)
         block[:, 0] = anchors
         return block
 
@@ -218,15 +221,16 @@ class Generator:
         block_pos: torch.Tensor,
         kv_len: int,
     ) -> torch.Tensor:
-        """`_draft_fn`, graphed on CUDA when the context is one block wide (benchmarks)."""
-        if not self.use_graphs or hidden.shape[1] != self.block_size:
+        """`_draft_fn`, graphed on CUDA when the context is at most one block wide (every step
+        after the first; keyed by context and block width)."""
+        if not self.use_graphs or hidden.shape[1] > self.block_size:
             return self._draft_fn(hidden, ctx_pos, anchors, block_pos, kv_len)
         max_len = self._buffers["draft"][0].max_len
 
         def draft(hidden, ctx_pos, anchors, block_pos):  # noqa: ANN001, ANN202
             return self._draft_fn(hidden, ctx_pos, anchors, block_pos, max_len)
 
-        key = ("draft", *hidden.shape[:2])
+        key = ("draft", *hidden.shape[:2], block_pos.shape[1])
         return self.graphs.get(key, draft)(
             hidden=hidden, ctx_pos=ctx_pos, anchors=anchors, block_pos=block_pos
         )
@@ -340,16 +344,18 @@ class Generator:
         draft_kv: int,
         target_kv: int,
         capture: tuple[int, ...],
+        k: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One speculative step on the device: draft, verify, accept.
 
         meta [B, 3] = (start, first context position, anchor token) per sequence; replay
-        [B, block_size - 1] replaces the drafts when given. Returns packed [B, 2 * block_size + 1]
-        = (block, the target's argmax at each block row, accepted count) and the captured hidden
-        states of the block. On CUDA with graphs, once the context is one block wide, the draft
-        and the verify each replay a graph (or, with `step_graph`, the whole step is one graph).
+        [B, k - 1] replaces the drafts when given; k: the block width (default block_size).
+        Returns packed [B, 2 * k + 1] = (block, the target's argmax at each block row, accepted
+        count) and the captured hidden states of the block. On CUDA with graphs, once the
+        context is at most one block wide, the draft and the verify each replay a graph (or,
+        with `step_graph`, the whole step is one graph).
         """
-        k = self.block_size
+        k = k or self.block_size
 
         def step(
             hidden: torch.Tensor | None,
@@ -372,7 +378,7 @@ class Generator:
             packed = torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1)
             return packed, out.hidden
 
-        graphable = self.use_graphs and (hidden is None or hidden.shape[1] == k)
+        graphable = self.use_graphs and (hidden is None or hidden.shape[1] <= self.block_size)
         if not graphable:
             return step(hidden, meta, replay, draft_kv, target_kv, self._draft_fn, self._verify_fn)
         if not self.config.step_graph:  # two graphs: draft, then verify
@@ -385,7 +391,8 @@ class Generator:
             inputs["hidden"] = hidden
         if replay is not None:
             inputs["replay"] = replay
-        key = ("step", *meta.shape, hidden is not None, replay is not None, capture)
+        width = hidden.shape[1] if hidden is not None else 0
+        key = ("step", *meta.shape, width, k, replay is not None, capture)
 
         def graphed(meta, hidden=None, replay=None):  # noqa: ANN001, ANN202 - graph signature
             return step(

@@ -255,13 +255,15 @@ class Scheduler:
         if last is not None and last.shape[0] >= n:
             return last[:n], counts
         dim = self.gen.drafter.config.hidden_size * len(self.capture)
-        hidden = torch.zeros(n, k, dim, device=self.gen.device, dtype=self.gen.dtype)
+        width = last.shape[1] if last is not None else k  # the last step's block width
+        hidden = torch.zeros(n, width, dim, device=self.gen.device, dtype=self.gen.dtype)
         if last is not None:
             hidden[: last.shape[0]] = last
         return hidden, counts
 
     def _speculate(self, rows: list[Sequence | None]) -> list[int]:
-        gen, k = self.gen, self.block_size
+        gen = self.gen
+        k = gen.config.block_for(len(rows), self.block_size)  # narrower for wide batches
         starts = [s.num_cached_tokens if s else 0 for s in rows]
         hidden, counts = None, [0] * len(rows)
         if gen.drafter is not None:
@@ -287,6 +289,7 @@ class Scheduler:
             draft_kv,
             max(starts) + k,
             self.capture,
+            k,
         )
         # the one host synchronisation of a step (as in Generator._speculate)
         packed = packed_d.tolist()

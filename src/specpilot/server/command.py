@@ -43,6 +43,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--served-model-name", help="model id in the API (default: the target's name)")
     p.add_argument("--block-size", type=int, default=0, help="0: the drafter's own")
+    p.add_argument(
+        "--batch-blocks",
+        default="",
+        help="narrower speculative blocks for wide batches, ROWS:BLOCK,... (e.g. 24:8)",
+    )
     p.add_argument("--cuda-graphs", action="store_true", help="replay forwards as CUDA graphs")
     p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
     p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
@@ -110,7 +115,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         draft=args.draft,
         device=args.device,
         dtype=args.dtype,
-        engine=EngineConfig(block_size=args.block_size, cuda_graphs=args.cuda_graphs),
+        engine=EngineConfig(
+            block_size=args.block_size,
+            cuda_graphs=args.cuda_graphs,
+            batch_blocks=args.batch_blocks,
+        ),
         seed=args.seed,
     )
     limit = llm.target.config.max_position_embeddings
