@@ -4,12 +4,18 @@ For the first N HumanEval prompts and MT-Bench first turns (never seen in traini
 template: speculative decoding with the shipped drafter and AR decoding with the same engine,
 mean acceptance length (tau), tokens/s of both, output identity and token forcing of every
 speculative output. Runs on CPU or CUDA. Prints a table; the last line is one JSON object.
+
+--variants measures several engine configurations of the same pair in one process (AR once):
+`b16` (the drafter's block), `b8`, `b4` (narrower blocks: cheaper verify and draft, acceptance
+capped at the width), a `p` suffix for EngineConfig.pipeline (`b16p`). With a CUDA device each
+variant also reports a per-step breakdown (CUDA events) of its first prompt.
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
+import re
 
 import torch
 from report import finish, save  # bench/ is on sys.path when run as a script
@@ -18,6 +24,15 @@ from specpilot.config import EngineConfig
 from specpilot.engine.llm import LLM
 from specpilot.measure.datasets import load_problems
 from specpilot.models.embedded import default_drafter, default_target
+
+
+def variant_config(name: str, cuda_graphs: bool) -> EngineConfig:
+    """`b16`, `b8p`, ...: block size, then `p` for the pipelined loop."""
+    match = re.fullmatch(r"b(\d+)(p?)", name)
+    if match is None:
+        raise SystemExit(f"bad variant {name!r}: give b<block size>[p], e.g. b16 or b8p")
+    block, pipelined = int(match.group(1)), bool(match.group(2))
+    return EngineConfig(block_size=block, cuda_graphs=cuda_graphs, pipeline=pipelined)
 
 
 def summary(rows: list[dict]) -> dict:
@@ -47,34 +62,47 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--cuda-graphs", action="store_true")
+    parser.add_argument("--variants", default="b16", help="engine variants, e.g. b16,b8,b16p")
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.manual_seed(0)
-    engine = EngineConfig(cuda_graphs=args.cuda_graphs)
     target = args.target or default_target()
     drafter = args.draft or default_drafter()
-    spec = LLM(target, draft=str(drafter), device=args.device, dtype=args.dtype, engine=engine)
-    warm = spec.encode("Hello", chat=True)
-    spec.generate(warm, max_new_tokens=8)
-    spec.generate(warm, max_new_tokens=8, speculative=False)
+    names = args.variants.split(",")
+    llms = {}
+    for name in names:
+        engine = variant_config(name, args.cuda_graphs)
+        llms[name] = LLM(
+            target, draft=str(drafter), device=args.device, dtype=args.dtype, engine=engine
+        )
+        warm = llms[name].encode("Hello", chat=True)
+        llms[name].generate(warm, max_new_tokens=8)
+    ar_llm = llms[names[0]]
+    ar_llm.generate(warm, max_new_tokens=8, speculative=False)
     report: dict = {
         "bench": "embedded_acceptance",
-        "device": str(spec.device),
-        "dtype": str(spec.dtype).removeprefix("torch."),
+        "device": str(ar_llm.device),
+        "dtype": str(ar_llm.dtype).removeprefix("torch."),
         "machine": platform.processor() or platform.machine(),
         "max_new_tokens": args.max_new_tokens,
         "drafter": str(drafter),
+        "variants": names,
         "datasets": {},
     }
+    cuda = ar_llm.device.type == "cuda"
     for name in args.datasets.split(","):
-        rows = []
-        for problem in load_problems(name, args.num_prompts or None):
-            ids = spec.encode(problem.prompt, chat=True)
-            s = spec.generate(ids, max_new_tokens=args.max_new_tokens)[0]
-            a = spec.generate(ids, max_new_tokens=args.max_new_tokens, speculative=False)[0]
-            check = spec.validate(s.prompt_ids, s.output_ids)
-            rows.append(
-                {
+        rows: dict[str, list[dict]] = {v: [] for v in names}
+        report["datasets"][name] = {}
+        for i, problem in enumerate(load_problems(name, args.num_prompts or None)):
+            ids = ar_llm.encode(problem.prompt, chat=True)
+            a = ar_llm.generate(ids, max_new_tokens=args.max_new_tokens, speculative=False)[0]
+            for variant, spec in llms.items():
+                gen = spec.generator
+                gen.profile_steps = cuda and i == 0
+                s = spec.generate(ids, max_new_tokens=args.max_new_tokens)[0]
+                gen.profile_steps = False
+                check = spec.validate(s.prompt_ids, s.output_ids)
+                row = {
                     "id": problem.problem_id,
                     "tokens": len(s.output_ids),
                     "steps": s.num_steps,
@@ -93,22 +121,29 @@ def main() -> None:
                         ),
                     },
                 }
-            )
-            print(
-                f"{name} {problem.problem_id}: tau {s.mean_acceptance_length:.2f}, spec "
-                f"{s.tokens_per_s:.1f} tok/s, AR {a.tokens_per_s:.1f} tok/s, identical "
-                f"{s.output_ids == a.output_ids}, forcing {'PASS' if check.passed else 'FAIL'}",
-                flush=True,
-            )
-            report["datasets"][name] = summary(rows)
+                if cuda and i == 0 and not gen.config.pipeline:
+                    row["step_breakdown_ms"] = gen.step_breakdown()
+                rows[variant].append(row)
+                print(
+                    f"{name} {problem.problem_id} {variant}: tau {s.mean_acceptance_length:.2f}, "
+                    f"spec {s.tokens_per_s:.1f} tok/s, AR {a.tokens_per_s:.1f} tok/s, identical "
+                    f"{s.output_ids == a.output_ids}, forcing {'PASS' if check.passed else 'FAIL'}",
+                    flush=True,
+                )
+                report["datasets"][name][variant] = summary(rows[variant])
             save(report, args.out)  # partial results survive a timeout
-    print(f"{'dataset':<10} {'n':>3} {'tau':>6} {'spec tok/s':>11} {'AR tok/s':>9} {'speedup':>8}")
-    for name, d in report["datasets"].items():
-        print(
-            f"{name:<10} {d['prompts']:>3} {d['tau']:>6.2f} {d['spec_tok_s']:>11.1f} "
-            f"{d['ar_tok_s']:>9.1f} {d['speedup']:>7.2f}x  identical {d['identical']}/"
-            f"{d['prompts']}, forcing passed {d['token_forcing_passed']}/{d['prompts']}"
-        )
+    print(
+        f"{'dataset':<10} {'variant':<8} {'n':>3} {'tau':>6} {'spec tok/s':>11} {'AR tok/s':>9} "
+        f"{'speedup':>8}"
+    )
+    for name, by_variant in report["datasets"].items():
+        for variant, d in by_variant.items():
+            print(
+                f"{name:<10} {variant:<8} {d['prompts']:>3} {d['tau']:>6.2f} "
+                f"{d['spec_tok_s']:>11.1f} {d['ar_tok_s']:>9.1f} {d['speedup']:>7.2f}x  "
+                f"identical {d['identical']}/{d['prompts']}, forcing passed "
+                f"{d['token_forcing_passed']}/{d['prompts']}"
+            )
     finish(report, args.out)
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device call: bench/server_speed.py (Qwen3-8B shape, concurrency 1/8/32, spec vs AR through
 # `specpilot serve`'s stack). Also parks the first half of the SmolLM2 GGUF (.carry/c1/p1) in ~/sp
-# for train_embedded.sh, which must follow while the machine is warm.
+# for train_embedded.sh, or the first part (.carry/q1) and the shipped drafter for
+# embedded_probe.sh, which must follow while the machine is warm.
 set -u
 # the H200 image lacks fastapi, uvicorn, pydantic and openai: wheels in .carry/srv (pip download
 # --python-version 3.12 of the versions pinned here; see docs/LOG.md run 16)
@@ -11,6 +12,11 @@ if [ -d .carry/srv ]; then
 fi
 export PYTHONPATH=/tmp/site:$PWD/src:$PWD
 [ -f .carry/c1/p1 ] && mkdir -p ~/sp && cp .carry/c1/p1 ~/sp/p1
+# for embedded_probe.sh: the first part of the GGUF (.carry/q1) and the shipped drafter
+if [ -f .carry/q1/g1 ]; then
+    mkdir -p ~/sp && cp .carry/q1/g1 ~/sp/g1
+    rm -rf ~/sp/drafter-shipped && cp -r src/specpilot/data/smollm2-dflash-b16 ~/sp/drafter-shipped
+fi
 timeout "${SERVE_S:-300}" python3 bench/server_speed.py ${SERVE_ARGS:-} --out "$OUT/server-speed.json" \
     >"$OUT/server-speed.log" 2>&1
 echo "server_speed rc=$?"; grep -v '^{' "$OUT/server-speed.log" | tail -12
