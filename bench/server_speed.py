@@ -11,7 +11,11 @@ serve` (Scheduler + ServingEngine + the FastAPI app under uvicorn):
 - ar: the same target with speculation off.
 The parent drives each server with the official openai client (streaming chat completions, greedy,
 ignore_eos so every request emits exactly --max-tokens) and measures output throughput = completion
-tokens / wall time of the measured pass. Prints a table; the last line is one JSON object.
+tokens / wall time of the measured pass (first request sent to last response ended). The clients
+run in --client-procs processes (default one per 8 streams: one Python process parsing thousands
+of SSE chunks a second would otherwise be the bottleneck), each with its own event loop and client
+and a share of the prompts and of the concurrency. Prints a table; the last line is one JSON
+object.
 
     python bench/server_speed.py --out bench/results/DATE-server-speed.json
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import re
 import subprocess
@@ -28,11 +33,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from report import finish, save  # bench/ is on sys.path when run as a script
 
 READY = re.compile(r"serving .* at (http://127\.0\.0\.1:\d+)")
 MODEL = "synthetic-qwen3-8b"
+BARRIER_TIMEOUT_S = 120.0  # client processes waiting for each other at the start of a pass
+PASS_TIMEOUT_S = 1800.0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -135,7 +143,12 @@ def prompts(n: int, words: int) -> list[str]:
     return [f"Request {i}. Continue this text: {filler}" for i in range(n)]
 
 
-async def drive(url: str, texts: list[str], concurrency: int, max_tokens: int) -> dict:
+async def stream_all(
+    url: str, texts: list[str], concurrency: int, max_tokens: int, barrier: Any
+) -> list[dict]:
+    """One client process's share of a pass: `texts` at most `concurrency` at a time, started
+    when every client process is ready (`barrier`); records carry time.time() stamps, which the
+    processes share."""
     import openai
 
     client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=600)
@@ -144,10 +157,10 @@ async def drive(url: str, texts: list[str], concurrency: int, max_tokens: int) -
 
     async def one(text: str) -> None:
         async with limit:
-            start = time.perf_counter()
+            start = time.time()
             ttft = None
             meta: dict = {}
-            tokens = 0
+            tokens = chunks = 0
             stream = await client.chat.completions.create(
                 model=MODEL,
                 messages=[{"role": "user", "content": text}],
@@ -158,37 +171,97 @@ async def drive(url: str, texts: list[str], concurrency: int, max_tokens: int) -
                 extra_body={"ignore_eos": True},
             )
             async for chunk in stream:
+                chunks += 1
                 if ttft is None and chunk.choices and chunk.choices[0].delta.content:
-                    ttft = time.perf_counter() - start
+                    ttft = time.time() - start
                 meta = chunk.model_extra.get("meta_info") or meta
                 if chunk.usage is not None:
                     tokens = chunk.usage.completion_tokens
+            end = time.time()
             records.append(
                 {
                     "tokens": tokens,
-                    "latency_s": time.perf_counter() - start,
+                    "chunks": chunks,
+                    "start": start,
+                    "end": end,
                     "ttft_s": ttft,
                     "accept": meta.get("spec_accept_length"),
                 }
             )
 
-    t0 = time.perf_counter()
+    barrier.wait(timeout=BARRIER_TIMEOUT_S)  # blocks the loop, which has nothing to run yet
     try:
         await asyncio.gather(*(one(t) for t in texts))
     finally:
         await client.close()
-    wall = time.perf_counter() - t0
+    return records
+
+
+def client_worker(tasks: Any, results: Any, barrier: Any) -> None:
+    """A client process: runs passes (stream_all's arguments) until it gets None."""
+    for task in iter(tasks.get, None):
+        try:
+            results.put(asyncio.run(stream_all(*task, barrier)))
+        except Exception as exc:  # reported by the parent, which stops the bench
+            barrier.abort()
+            results.put(f"{type(exc).__name__}: {exc}")
+
+
+class Clients:
+    """`size` client processes (spawned once, reused by every pass); a pass with fewer
+    processes gives the others nothing to send."""
+
+    def __init__(self, size: int) -> None:
+        ctx = multiprocessing.get_context("spawn")  # no forked copies of threads or sockets
+        self.size, self.tasks, self.results = size, ctx.Queue(), ctx.Queue()
+        self.barrier = ctx.Barrier(size)
+        args = (self.tasks, self.results, self.barrier)
+        self.procs = [
+            ctx.Process(target=client_worker, args=args, daemon=True) for _ in range(size)
+        ]
+        for proc in self.procs:
+            proc.start()
+
+    def close(self) -> None:
+        for _ in self.procs:
+            self.tasks.put(None)
+        for proc in self.procs:
+            proc.join(timeout=30)
+
+    def drive(
+        self, url: str, texts: list[str], concurrency: int, max_tokens: int, procs: int
+    ) -> dict:
+        """One pass of `texts` at `concurrency` streams over `procs` of the processes."""
+        procs = max(1, min(procs, self.size, concurrency, len(texts)))
+        for i in range(self.size):  # process i: every procs-th prompt, its share of the streams
+            share = concurrency // procs + (i < concurrency % procs) if i < procs else 0
+            self.tasks.put((url, texts[i::procs] if i < procs else [], max(share, 1), max_tokens))
+        parts = [self.results.get(timeout=PASS_TIMEOUT_S) for _ in range(self.size)]
+        failed = [p for p in parts if isinstance(p, str)]
+        if failed:
+            raise SystemExit(f"a client process failed: {failed[0]}")
+        records = [r for part in parts for r in part]
+        return summarize(records, concurrency, procs)
+
+
+def summarize(records: list[dict], concurrency: int, procs: int) -> dict:
+    wall = max(r["end"] for r in records) - min(r["start"] for r in records)
     tokens = sum(r["tokens"] for r in records)
     accepts = [r["accept"] for r in records if r["accept"] is not None]
     ttfts = [r["ttft_s"] for r in records if r["ttft_s"] is not None]
     return {
         "concurrency": concurrency,
+        "client_procs": procs,
         "requests": len(records),
         "output_tokens": tokens,
         "wall_s": wall,
         "throughput_tok_s": tokens / wall,
-        "per_request_tok_s": sum(r["tokens"] / r["latency_s"] for r in records) / len(records),
+        "per_request_tok_s": (
+            sum(r["tokens"] / (r["end"] - r["start"]) for r in records) / len(records)
+        ),
         "mean_acceptance_length": sum(accepts) / len(accepts) if accepts else None,
+        # SSE chunks per request: fewer than steps when the server merged steps for a late reader
+        "mean_chunks": sum(r["chunks"] for r in records) / len(records),
         "mean_ttft_s": sum(ttfts) / len(ttfts) if ttfts else None,
     }
 
@@ -197,6 +270,8 @@ ENGINE_SERIES = (
     "specpilot_engine_steps_total",
     "specpilot_step_seconds_sum",
     "specpilot_step_batch_rows_sum",
+    "specpilot_step_active_rows_sum",
+    "specpilot_engine_idle_seconds_total",
     "specpilot_prefill_seconds_sum",
     "specpilot_prefill_seconds_count",
     "specpilot_time_to_first_token_seconds_sum",
@@ -220,13 +295,16 @@ def engine_counters(url: str) -> dict[str, float]:
 
 def engine_breakdown(before: dict[str, float], after: dict[str, float], wall: float) -> dict:
     """Where the engine thread's time went during a measured pass: decode / speculative steps
-    (host + device, synchronised by the step's one read-back) and prefills."""
+    (host + device, synchronised by the step's one read-back), prefills, and waiting for work;
+    rows with padding (mean_rows) and without (mean_active_rows)."""
     d = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in ENGINE_SERIES}
     steps, prefills = d["specpilot_engine_steps_total"], d["specpilot_prefill_seconds_count"]
     return {
         "steps": int(steps),
         "mean_step_ms": 1e3 * d["specpilot_step_seconds_sum"] / steps if steps else None,
         "mean_rows": d["specpilot_step_batch_rows_sum"] / steps if steps else None,
+        "mean_active_rows": d["specpilot_step_active_rows_sum"] / steps if steps else None,
+        "idle_fraction": d["specpilot_engine_idle_seconds_total"] / wall,
         "step_time_fraction": d["specpilot_step_seconds_sum"] / wall,
         "prefills": int(prefills),
         "mean_prefill_ms": (
@@ -257,12 +335,18 @@ def main() -> None:
     parser.add_argument("--kernels", default="auto")
     parser.add_argument("--device", default="cuda", help="cpu only for a smoke run (tiny preset)")
     parser.add_argument("--preset", default="qwen3-8b", choices=["qwen3-8b", "tiny"])
+    parser.add_argument(
+        "--client-procs", type=int, default=0, help="client processes (0: concurrency // 8, >= 1)"
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.child:
         child(args)
         return
     levels = [int(c) for c in args.concurrency.split(",")]
+    if args.client_procs < 0:
+        raise SystemExit(f"--client-procs must be >= 0, got {args.client_procs}")
+    procs = {c: args.client_procs or max(1, c // 8) for c in levels}
     report: dict = {
         "bench": "server_speed",
         "model": f"synthetic {args.preset} shape, random weights ({args.device})",
@@ -271,35 +355,40 @@ def main() -> None:
         "max_running": args.max_running,
         "cuda_graphs": bool(args.graphs),
         "kernels": args.kernels,
+        "client_procs": args.client_procs or "concurrency // 8",
         "arms": {},
     }
-    for arm in args.arms.split(","):
-        proc, url = start_child(arm, args)
-        results = []
-        try:
-            for conc in levels:
-                texts = prompts(
-                    max(args.min_requests, args.requests_per_slot * conc), args.prompt_words
-                )
-                warmups = 2 if arm == "spec" else 1  # replay learns continuations; graphs
-                for _ in range(warmups):
-                    asyncio.run(drive(url, texts, conc, args.max_tokens))
-                before = engine_counters(url)
-                results.append(asyncio.run(drive(url, texts, conc, args.max_tokens)))
-                r = results[-1]
-                r["engine"] = engine_breakdown(before, engine_counters(url), r["wall_s"])
-                ttft = r["mean_ttft_s"]  # None when no chunk carried text (random weights)
-                print(
-                    f"{arm} c={conc}: {r['throughput_tok_s']:.0f} tok/s, accept "
-                    f"{r['mean_acceptance_length']}, TTFT "
-                    f"{'n/a' if ttft is None else f'{ttft:.3f} s'}; engine: {r['engine']}",
-                    flush=True,
-                )
-                report["arms"][arm] = results
-                save(report, args.out)  # partial results survive a timeout
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+    clients = Clients(max(procs.values()))  # started before any server: spawn is slow
+    try:
+        for arm in args.arms.split(","):
+            proc, url = start_child(arm, args)
+            results = []
+            try:
+                for conc in levels:
+                    texts = prompts(
+                        max(args.min_requests, args.requests_per_slot * conc), args.prompt_words
+                    )
+                    warmups = 2 if arm == "spec" else 1  # replay learns continuations; graphs
+                    for _ in range(warmups):
+                        clients.drive(url, texts, conc, args.max_tokens, procs[conc])
+                    before = engine_counters(url)
+                    results.append(clients.drive(url, texts, conc, args.max_tokens, procs[conc]))
+                    r = results[-1]
+                    r["engine"] = engine_breakdown(before, engine_counters(url), r["wall_s"])
+                    ttft = r["mean_ttft_s"]  # None when no chunk carried text (random weights)
+                    print(
+                        f"{arm} c={conc}: {r['throughput_tok_s']:.0f} tok/s, accept "
+                        f"{r['mean_acceptance_length']}, TTFT "
+                        f"{'n/a' if ttft is None else f'{ttft:.3f} s'}; engine: {r['engine']}",
+                        flush=True,
+                    )
+                    report["arms"][arm] = results
+                    save(report, args.out)  # partial results survive a timeout
+            finally:
+                proc.terminate()
+                proc.wait(timeout=60)
+    finally:
+        clients.close()
     header = f"{'arm':<6} {'conc':>5} {'reqs':>5} {'tokens':>7} {'wall s':>8} {'tok/s':>8} "
     print(header + f"{'req tok/s':>9} {'accept':>7} {'TTFT s':>7}")
     for arm, results in report["arms"].items():

@@ -14,6 +14,17 @@ import openai
 import pytest
 
 from specpilot import LLM
+from specpilot.engine.scheduler import Scheduler
+from specpilot.engine.sequence import Sequence
+from specpilot.server.engine import (
+    Delta,
+    EngineFailed,
+    EngineLoop,
+    EngineRequest,
+    ServingEngine,
+)
+from specpilot.server.metrics import Metrics
+from specpilot.server.protocol import SamplingParams
 from tests.serving import metric, request, start_server
 
 MESSAGES = [{"role": "user", "content": "Hello there"}]
@@ -37,6 +48,8 @@ def test_models_health_metrics(spec_server) -> None:
         "specpilot_generation_tokens_total",
         "specpilot_acceptance_length_bucket",
         "specpilot_step_seconds_bucket",
+        "specpilot_step_active_rows_bucket",
+        "specpilot_engine_idle_seconds_total",
         "specpilot_num_requests_waiting",
     ):
         assert f"# TYPE {name.removesuffix('_bucket')}" in text, name
@@ -136,6 +149,60 @@ def test_generate_native(spec_server) -> None:
     )
     events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
     assert events[-1]["output_ids"] == body["output_ids"] and text.rstrip().endswith("[DONE]")
+
+
+class RecordingLoop:
+    """Stands in for an event loop: records what the engine thread hands it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def call_soon_threadsafe(self, fn, *args) -> None:
+        self.calls.append((fn, *args))
+
+
+def test_engine_posts_one_wakeup_per_step(qwen_dir) -> None:
+    """The prefill and every step hand all requests' deltas to the event loop in one call."""
+    llm = LLM(qwen_dir, device="cpu", dtype="float32")
+    engine = EngineLoop(Scheduler(llm.generator, 4, 128), Metrics(8, 4, 8), 8)
+    loop = RecordingLoop()
+    reqs = [
+        EngineRequest(Sequence([5 + i, 17, 42], 4, frozenset()), 0, loop, f"r{i}") for i in range(3)
+    ]
+    engine._admit(reqs)
+    engine._step()
+    assert len(loop.calls) == 2
+    for _, posts in loop.calls:
+        assert [req for req, _ in posts] == reqs
+    assert [len(delta.token_ids) for _, delta in loop.calls[0][1]] == [1, 1, 1]  # prefill
+    assert engine.metrics.active_rows.count == 1 and engine.metrics.active_rows.sum == 3
+
+
+def test_stream_merges_queued_deltas(qwen_dir) -> None:
+    """Deltas that queued up before the consumer read come out as one Output with every token;
+    stop strings still cut across them, and an error after tokens still raises."""
+    llm = LLM(qwen_dir, device="cpu", dtype="float32")
+    engine = ServingEngine(
+        Scheduler(llm.generator, 2, 128), llm.tokenizer, "tiny", "none", 128, 8, frozenset()
+    )
+    ids = llm.tokenizer("one two three four five six")["input_ids"]
+
+    async def outputs(deltas: list[Delta], stops: tuple[str, ...] = ()) -> list:
+        req = engine.submit([5, 17, 42], SamplingParams(max_new_tokens=20), "cmpl")
+        for delta in deltas:
+            req.events.put_nowait(delta)
+        return [out async for out in engine.stream(req, stops)]
+
+    deltas = [Delta(ids[:1], 0), Delta(ids[1:3], 1), Delta(ids[3:], 2, "length")]
+    (out,) = asyncio.run(outputs(deltas))
+    assert out.output_ids == ids and out.num_steps == 2 and out.finish_reason == "length"
+    assert out.text == out.text_delta == llm.tokenizer.decode(ids)
+    (out,) = asyncio.run(outputs(deltas, stops=(" four",)))
+    assert out.text == "one two three" and out.finish_reason == "stop"
+    upto_stop = llm.tokenizer("one two three four")["input_ids"]  # the output ends with the stop
+    assert out.matched_stop == " four" and out.output_ids == upto_stop
+    with pytest.raises(EngineFailed, match="boom"):
+        asyncio.run(outputs([Delta(ids[:2], 1), Delta([], 0, error="boom")]))
 
 
 BAD_REQUESTS = [

@@ -3,11 +3,12 @@
 Handlers call `ServingEngine.submit` (tokenized prompt + sampling parameters); the request waits in
 a bounded queue (full: HTTP 429) until the engine thread has a free slot, is prefilled into it
 (together with every request admitted at the same moment) and then decodes with everyone else,
-one step at a time. After every step the thread posts each request's new tokens to that
-request's asyncio queue (`call_soon_threadsafe`); `ServingEngine.stream` turns them into text
-(incremental detokenization, stop strings held back until they cannot match) and `Output`s. A
-request whose consumer goes away (client disconnect, stop string) is aborted: its slot is freed
-before the next step.
+one step at a time. After every step (and every prefill) the thread hands all new tokens to the
+event loop in one `call_soon_threadsafe`, which puts each request's `Delta` on that request's
+asyncio queue; `ServingEngine.stream` merges whatever has queued up for its request and turns it
+into text (incremental detokenization, stop strings held back until they cannot match) and one
+`Output`, so a consumer that falls behind gets fewer, larger chunks. A request whose consumer goes
+away (client disconnect, stop string) is aborted: its slot is freed before the next step.
 
 Replay (`--draft replay:TAU`, benchmarks only): proposals are drawn from the last output this server
 produced for the same prompt and token limit, so the first time a prompt is seen acceptance is about
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import sys
 import threading
 import time
 import traceback
@@ -34,6 +36,11 @@ from specpilot.server.protocol import RequestError, SamplingParams
 
 log = logging.getLogger("specpilot.server")
 REPLAY_MEMORY = 4096  # prompts whose last output replay remembers
+# NOTE: the engine thread releases the GIL in every device wait and in long torch ops; with
+# Python's default switch interval (5 ms) it may then wait up to 5 ms per release for the busy
+# event-loop thread to hand the GIL back, a step's worth at 32 streams. 0.5 ms bounds that wait at
+# the cost of more frequent switches for the event loop.
+SWITCH_INTERVAL_S = 0.0005
 
 
 @dataclass
@@ -56,11 +63,21 @@ class EngineRequest:
     events: asyncio.Queue[Delta] = field(default_factory=asyncio.Queue)
     num_posted: int = 0  # output tokens already posted (engine thread only)
 
-    def post(self, delta: Delta) -> None:
-        try:
-            self.loop.call_soon_threadsafe(self.events.put_nowait, delta)
-        except RuntimeError:  # the event loop is closed: nobody is listening any more
-            pass
+
+def merge(deltas: list[Delta]) -> Delta:
+    """The deltas of several steps as one: all tokens; the last step count, finish reason, error."""
+    last = deltas[-1]
+    if len(deltas) == 1:
+        return last
+    error = next((d.error for d in reversed(deltas) if d.error is not None), None)
+    ids = [t for d in deltas for t in d.token_ids]
+    return Delta(ids, last.num_steps, last.finish_reason, error)
+
+
+def _deliver(posts: list[tuple[EngineRequest, Delta]]) -> None:
+    """On the event loop: one engine step's deltas onto their requests' queues."""
+    for req, delta in posts:
+        req.events.put_nowait(delta)
 
 
 @dataclass
@@ -126,6 +143,8 @@ class EngineLoop:
         self.stopping = False
         self.thread: threading.Thread | None = None
         self.continuations: OrderedDict[tuple, list[int]] = OrderedDict()  # replay only
+        # deltas not yet handed to their event loops (engine thread only; see _flush)
+        self.outbox: dict[asyncio.AbstractEventLoop, list[tuple[EngineRequest, Delta]]] = {}
         metrics.gauges = lambda: (len(self.active), len(self.waiting))
 
     def start(self) -> None:
@@ -165,8 +184,11 @@ class EngineLoop:
     def _run(self) -> None:
         while True:
             with self.cond:
-                while not (self.stopping or self.waiting or self.aborts or self.active):
-                    self.cond.wait()
+                if not (self.stopping or self.waiting or self.aborts or self.active):
+                    t0 = time.perf_counter()
+                    while not (self.stopping or self.waiting or self.aborts or self.active):
+                        self.cond.wait()
+                    self.metrics.observe_idle(time.perf_counter() - t0)
                 if self.stopping:
                     break
                 aborts, self.aborts = self.aborts, []
@@ -186,16 +208,20 @@ class EngineLoop:
                 log.error("engine step failed:\n%s", traceback.format_exc())
                 for req in self.active:
                     self.scheduler.abort(req.seq)
-                    req.post(Delta([], 0, error="internal engine error (see the server log)"))
+                    self._send(
+                        req, Delta([], 0, error="internal engine error (see the server log)")
+                    )
                     self.metrics.observe_finish("error")
                 self.active = []
+                self._flush()
         with self.cond:
             left = list(self.waiting) + self.active
             self.waiting.clear()
             self.active = []
         for req in left:
-            req.post(Delta([], 0, error="the server shut down before this request finished"))
+            self._send(req, Delta([], 0, error="the server shut down before this request finished"))
             self.metrics.observe_finish("error")
+        self._flush()
 
     def _admit(self, reqs: list[EngineRequest]) -> None:
         """Prefill the admitted requests together (one batched prefill) and post their first
@@ -218,6 +244,7 @@ class EngineLoop:
             self._post(req)
             if seq.finished:
                 self._finish(req)
+        self._flush()  # first tokens go out now, not after the next step
 
     def _step(self) -> None:
         t0 = time.perf_counter()
@@ -229,13 +256,26 @@ class EngineLoop:
             self._post(req)
             if req.seq.finished:
                 self._finish(req)
+        self._flush()
 
     def _post(self, req: EngineRequest) -> None:
         seq = req.seq
         new = seq.output_ids[req.num_posted :]
         if new or seq.finished:
             req.num_posted = len(seq.output_ids)
-            req.post(Delta(new, len(seq.acceptance_lengths), seq.finish_reason))
+            self._send(req, Delta(new, len(seq.acceptance_lengths), seq.finish_reason))
+
+    def _send(self, req: EngineRequest, delta: Delta) -> None:
+        self.outbox.setdefault(req.loop, []).append((req, delta))
+
+    def _flush(self) -> None:
+        """Hand the outbox to the event loops: one wake-up per loop, however many requests."""
+        outbox, self.outbox = self.outbox, {}
+        for loop, posts in outbox.items():
+            try:
+                loop.call_soon_threadsafe(_deliver, posts)
+            except RuntimeError:  # the event loop is closed: nobody is listening any more
+                pass
 
     def _finish(self, req: EngineRequest) -> None:
         self.active.remove(req)
@@ -250,6 +290,14 @@ class EngineLoop:
     @staticmethod
     def _replay_key(seq: Sequence) -> tuple:
         return (tuple(seq.prompt_ids), seq.max_new_tokens, seq.stop_token_ids)
+
+
+def _drain(events: asyncio.Queue[Delta]) -> list[Delta]:
+    """Every delta already queued, without waiting."""
+    out = []
+    while not events.empty():
+        out.append(events.get_nowait())
+    return out
 
 
 class TextStream:
@@ -339,12 +387,16 @@ class ServingEngine:
         self.loop = EngineLoop(scheduler, self.metrics, max_queue)
         self.ids = itertools.count()
         self.created = int(time.time())
+        self.switch_interval = sys.getswitchinterval()
 
     def start(self) -> None:
+        self.switch_interval = sys.getswitchinterval()  # process-wide: put back by stop
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.loop.start()
 
     def stop(self) -> None:
         self.loop.stop()
+        sys.setswitchinterval(self.switch_interval)
 
     # ----------------------------------------------------------------------------------------
     # prompts
@@ -444,8 +496,9 @@ class ServingEngine:
         stops: tuple[str, ...],
         disconnected: Callable[[], Awaitable[bool]] | None = None,
     ) -> AsyncIterator[Output]:
-        """One Output per engine step that gave this request tokens; the last one is finished.
-        Leaving early (a disconnect, an error) aborts the request and frees its slot.
+        """One Output per wake-up with new tokens: every delta queued by then, merged (one per step
+        while the consumer keeps up); the last Output is finished. Leaving early (a disconnect, an
+        error) aborts the request and frees its slot.
         disconnected: polled every second while no tokens arrive (non-streaming requests; a
         streaming response is cancelled by the server when its client goes away)."""
         text = TextStream(self.tokenizer, stops)
@@ -464,6 +517,7 @@ class ServingEngine:
                             return
                         continue
                     delta, getter = getter.result(), None
+                delta = merge([delta, *_drain(req.events)])
                 if delta.error is not None:
                     raise EngineFailed(delta.error)
                 released = text.add(delta.token_ids, final=delta.finish_reason is not None)

@@ -1,8 +1,9 @@
 """Server metrics in the Prometheus text exposition format (version 0.0.4), written by hand.
 
 The HTTP side counts requests by route and status; the engine thread records steps (latency,
-batch rows, acceptance length per row), tokens and finished requests. One lock guards it all:
-updates are a few additions, rendering happens only when /metrics is scraped.
+batch rows with and without padding, acceptance length per row), its idle time, tokens and
+finished requests. One lock guards it all: updates are a few additions, rendering happens only
+when /metrics is scraped.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 STEP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 TTFT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -49,9 +51,11 @@ class Metrics:
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.steps = 0
+        self.idle_seconds = 0.0  # engine thread waiting for work (no request running or queued)
         self.acceptance = Histogram(range(1, block_size + 1))
         self.step_seconds = Histogram(STEP_BUCKETS)
-        self.batch_rows = Histogram((1, 2, 4, 8, 16, 32, 64, 128))
+        self.batch_rows = Histogram(ROW_BUCKETS)
+        self.active_rows = Histogram(ROW_BUCKETS)
         self.ttft = Histogram(TTFT_BUCKETS)
         self.prefill_seconds = Histogram(STEP_BUCKETS)
         self.max_running, self.max_queue = max_running, max_queue
@@ -66,6 +70,7 @@ class Metrics:
             self.steps += 1
             self.step_seconds.observe(seconds)
             self.batch_rows.observe(rows)
+            self.active_rows.observe(len(acceptance_lengths))  # one entry per real row
             for length in acceptance_lengths:
                 self.acceptance.observe(length)
             self.generation_tokens += sum(acceptance_lengths)
@@ -78,6 +83,10 @@ class Metrics:
             self.prompt_tokens += prompt_tokens
             self.generation_tokens += 1  # the prefill's first token
             self.ttft.observe(ttft)
+
+    def observe_idle(self, seconds: float) -> None:
+        with self.lock:
+            self.idle_seconds += seconds
 
     def observe_finish(self, reason: str) -> None:
         with self.lock:
@@ -128,6 +137,12 @@ class Metrics:
                 [f"specpilot_engine_steps_total {self.steps}"],
             )
             family(
+                "specpilot_engine_idle_seconds_total",
+                "counter",
+                "Time the engine thread waited for work (nothing running or queued).",
+                [f"specpilot_engine_idle_seconds_total {_num(self.idle_seconds)}"],
+            )
+            family(
                 "specpilot_acceptance_length",
                 "histogram",
                 "Tokens emitted per sequence per step (1 for AR decoding).",
@@ -144,6 +159,12 @@ class Metrics:
                 "histogram",
                 "Batch rows a step ran over (running sequences plus padding).",
                 self.batch_rows.lines("specpilot_step_batch_rows"),
+            )
+            family(
+                "specpilot_step_active_rows",
+                "histogram",
+                "Running sequences a step advanced (its batch rows without padding).",
+                self.active_rows.lines("specpilot_step_active_rows"),
             )
             family(
                 "specpilot_time_to_first_token_seconds",
