@@ -4,10 +4,14 @@ For each arm a child process (this script with --child) builds a synthetic Qwen3
 (random bf16 weights drawn directly on the GPU, as bench/engine_speed.py does; byte-level tokenizer
 with a ChatML template from models/synth.py) and serves it through the same code as `specpilot
 serve` (Scheduler + ServingEngine + the FastAPI app under uvicorn):
-- spec: the DFlash-b16-shaped drafter runs its real forward, proposals are replayed at mean
-  acceptance tau (default 6.55; labelled "replay"): the server draws them from the last output it
-  gave for the same prompt, so every concurrency level first sends its prompts twice unmeasured
-  (the second pass also captures the CUDA graphs of every batch size it meets);
+- spec: the DFlash-b16-shaped drafter runs its real forward, proposals are replayed with the
+  acceptance profile --replay (default mean 6.55 on two lengths, 6 and 7; `geometric:6.55` has a
+  long tail like a real drafter's; labelled "replay"): the server draws them from the last
+  output it gave for the same prompt, so every concurrency level first sends its prompts twice
+  unmeasured (the second pass also captures the CUDA graphs of every batch size it meets);
+- spec-narrow: spec with EngineConfig.batch_blocks = --batch-blocks (default 16:8: blocks of 8
+  from 16 running requests on). NOTE: with the two-length default profile a block of 8 loses no
+  acceptance at all; measure it with --replay geometric:6.55 to see the cost of the cut;
 - ar: the same target with speculation off.
 The parent drives each server with the official openai client (streaming chat completions, greedy,
 ignore_eos so every request emits exactly --max-tokens) and measures output throughput = completion
@@ -37,6 +41,8 @@ from typing import Any
 
 from report import finish, save  # bench/ is on sys.path when run as a script
 
+# spec: the drafter's block at every batch size; spec-narrow: EngineConfig.batch_blocks
+ARMS = ("spec", "spec-narrow", "ar")
 READY = re.compile(r"serving .* at (http://127\.0\.0\.1:\d+)")
 MODEL = "synthetic-qwen3-8b"
 BARRIER_TIMEOUT_S = 120.0  # client processes waiting for each other at the start of a pass
@@ -77,12 +83,15 @@ def child(args: argparse.Namespace) -> None:
 
     target = build(ModelConfig.from_hf(hf), TargetModel, 0)
     drafter = replay = None
-    if args.arm == "spec":
+    if args.arm != "ar":
         drafter = build(DraftConfig.from_hf(draft_hf_config(draft_preset, hf)), DFlashDrafter, 1)
-    engine_cfg = EngineConfig(cuda_graphs=bool(args.graphs), kernels=args.kernels)
+    narrow = args.batch_blocks if args.arm == "spec-narrow" else ""
+    engine_cfg = EngineConfig(
+        cuda_graphs=bool(args.graphs), kernels=args.kernels, batch_blocks=narrow
+    )
     gen = Generator(target, drafter, engine_cfg, device, dtype)
-    if args.arm == "spec":
-        replay = AcceptanceProfile.from_mean(args.tau, gen.block_size)
+    if args.arm != "ar":
+        replay = AcceptanceProfile.parse(args.replay, gen.block_size)
     tok_dir = Path(tempfile.mkdtemp(prefix="sp-tok-"))
     write_tokenizer(tok_dir)
     tokenizer = AutoTokenizer.from_pretrained(str(tok_dir))
@@ -106,7 +115,8 @@ def child(args: argparse.Namespace) -> None:
 
 
 def start_child(arm: str, args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, __file__, "--child", "--arm", arm, "--tau", str(args.tau)]
+    cmd = [sys.executable, __file__, "--child", "--arm", arm, "--replay", args.replay]
+    cmd += ["--batch-blocks", args.batch_blocks]
     cmd += ["--max-running", str(args.max_running), "--context-length", str(args.context_length)]
     cmd += ["--graphs", str(args.graphs), "--kernels", args.kernels]
     cmd += ["--device", args.device, "--preset", args.preset]
@@ -321,14 +331,19 @@ def engine_breakdown(before: dict[str, float], after: dict[str, float], wall: fl
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--arm", default="spec", choices=["spec", "ar"], help=argparse.SUPPRESS)
-    parser.add_argument("--arms", default="spec,ar")
+    parser.add_argument("--arm", default="spec", choices=ARMS, help=argparse.SUPPRESS)
+    parser.add_argument("--arms", default="spec,ar", help=f"of {', '.join(ARMS)}")
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--requests-per-slot", type=int, default=2, help="requests = this x conc")
     parser.add_argument("--min-requests", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--prompt-words", type=int, default=100)
-    parser.add_argument("--tau", type=float, default=6.55)
+    parser.add_argument(
+        "--replay", default="6.55", help="replayed acceptance: 6.55, geometric:6.55, 1:0.5,8:0.5"
+    )
+    parser.add_argument(
+        "--batch-blocks", default="16:8", help="the spec-narrow arm's EngineConfig.batch_blocks"
+    )
     parser.add_argument("--max-running", type=int, default=32)
     parser.add_argument("--context-length", type=int, default=1024)
     parser.add_argument("--graphs", type=int, default=1)
@@ -350,7 +365,8 @@ def main() -> None:
     report: dict = {
         "bench": "server_speed",
         "model": f"synthetic {args.preset} shape, random weights ({args.device})",
-        "acceptance": f"replayed at tau {args.tau} (DFlash-b16 drafter forward real)",
+        "acceptance": f"replayed, profile {args.replay} (DFlash-b16 drafter forward real)",
+        "spec_narrow_batch_blocks": args.batch_blocks,
         "max_tokens": args.max_tokens,
         "max_running": args.max_running,
         "cuda_graphs": bool(args.graphs),
@@ -368,7 +384,7 @@ def main() -> None:
                     texts = prompts(
                         max(args.min_requests, args.requests_per_slot * conc), args.prompt_words
                     )
-                    warmups = 2 if arm == "spec" else 1  # replay learns continuations; graphs
+                    warmups = 1 if arm == "ar" else 2  # replay learns continuations; graphs
                     for _ in range(warmups):
                         clients.drive(url, texts, conc, args.max_tokens, procs[conc])
                     before = engine_counters(url)
@@ -389,24 +405,26 @@ def main() -> None:
                 proc.wait(timeout=60)
     finally:
         clients.close()
-    header = f"{'arm':<6} {'conc':>5} {'reqs':>5} {'tokens':>7} {'wall s':>8} {'tok/s':>8} "
+    header = f"{'arm':<11} {'conc':>5} {'reqs':>5} {'tokens':>7} {'wall s':>8} {'tok/s':>8} "
     print(header + f"{'req tok/s':>9} {'accept':>7} {'TTFT s':>7}")
     for arm, results in report["arms"].items():
         for r in results:
             accept = r["mean_acceptance_length"]
             print(
-                f"{arm:<6} {r['concurrency']:>5} {r['requests']:>5} {r['output_tokens']:>7} "
+                f"{arm:<11} {r['concurrency']:>5} {r['requests']:>5} {r['output_tokens']:>7} "
                 f"{r['wall_s']:>8.2f} {r['throughput_tok_s']:>8.0f} {r['per_request_tok_s']:>9.1f} "
                 f"{accept if accept is None else round(accept, 2)!s:>7} "
                 f"{'n/a' if r['mean_ttft_s'] is None else round(r['mean_ttft_s'], 3)!s:>7}"
             )
-    if "spec" in report["arms"] and "ar" in report["arms"]:
-        report["speedup_spec_over_ar"] = {
+    ar = report["arms"].get("ar")
+    for arm in [a for a in report["arms"] if a != "ar" and ar]:
+        key = "speedup_spec_over_ar" if arm == "spec" else f"speedup_{arm.replace('-', '_')}_over_ar"
+        report[key] = {
             str(s["concurrency"]): s["throughput_tok_s"] / a["throughput_tok_s"]
-            for s, a in zip(report["arms"]["spec"], report["arms"]["ar"])
+            for s, a in zip(report["arms"][arm], ar)
         }
-        for conc, ratio in report["speedup_spec_over_ar"].items():
-            print(f"speculative / AR at concurrency {conc}: {ratio:.2f}x")
+        for conc, ratio in report[key].items():
+            print(f"{arm} / AR at concurrency {conc}: {ratio:.2f}x")
     finish(report, args.out)
 
 

@@ -17,6 +17,7 @@ if [ -f .carry/q1/g1 ]; then
     mkdir -p ~/sp && cp .carry/q1/g1 ~/sp/g1
     rm -rf ~/sp/drafter-shipped && cp -r src/specpilot/data/smollm2-dflash-b16 ~/sp/drafter-shipped
 fi
-timeout "${SERVE_S:-300}" python3 bench/server_speed.py ${SERVE_ARGS:-} --out "$OUT/server-speed.json" \
-    >"$OUT/server-speed.log" 2>&1
-echo "server_speed rc=$?"; grep -v '^{' "$OUT/server-speed.log" | tail -12
+name=${SERVE_NAME:-server-speed}
+timeout "${SERVE_S:-300}" python3 bench/server_speed.py ${SERVE_ARGS:-} --out "$OUT/$name.json" \
+    >"$OUT/$name.log" 2>&1
+echo "server_speed rc=$?"; grep -v '^{' "$OUT/$name.log" | tail -14
