@@ -142,6 +142,12 @@ class Scheduler:
         self.proposers[slot] = None
         self.ctx_counts[slot] = 0
 
+    def reset(self) -> None:
+        """Free every slot (after a failed step: the running requests are given up)."""
+        for slot in range(self.max_running):
+            self._free(slot)
+        self.block_hidden = None
+
     def _compact(self) -> None:
         """Move the highest running sequences down into free slots below them, so that a step
         runs over rows [0, number running) with no padding rows in between (a finished
@@ -169,7 +175,7 @@ class Scheduler:
         last = self.block_hidden
         if last is not None and src < last.shape[0] and dst < last.shape[0]:
             last[dst] = last[src]
-        elif self.ctx_counts[src]:  # the row's context would be lost: a bug, not a case
+        elif self.ctx_counts[src] and self.gen.drafter is not None:  # context lost: a bug
             raise RuntimeError(f"slot {src} has drafter context but no hidden states to move")
         self.seqs[dst], self.proposers[dst] = seq, self.proposers[src]
         self.ctx_counts[dst] = self.ctx_counts[src]

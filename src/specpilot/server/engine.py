@@ -192,22 +192,23 @@ class EngineLoop:
                 if self.stopping:
                     break
                 aborts, self.aborts = self.aborts, []
+                free = self.scheduler.num_free + sum(req in self.active for req in aborts)
+                admitted = []
+                while self.waiting and len(admitted) < free:
+                    admitted.append(self.waiting.popleft())
+            try:
                 for req in aborts:
                     if req in self.active and self.scheduler.abort(req.seq):
                         self.active.remove(req)
                         self.metrics.observe_finish("abort")
-                admitted = []
-                while self.waiting and len(admitted) < self.scheduler.num_free:
-                    admitted.append(self.waiting.popleft())
-            try:
                 if admitted:
                     self._admit(admitted)
                 if self.active:
                     self._step()
             except Exception:  # a bug or an out-of-memory: fail these requests, keep serving
                 log.error("engine step failed:\n%s", traceback.format_exc())
-                for req in self.active:
-                    self.scheduler.abort(req.seq)
+                self.scheduler.reset()  # every slot free, whatever state the failure left
+                for req in self.active + [r for r in admitted if r not in self.active]:
                     self._send(
                         req, Delta([], 0, error="internal engine error (see the server log)")
                     )
