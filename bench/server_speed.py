@@ -61,7 +61,13 @@ def child(args: argparse.Namespace) -> None:
     from specpilot.engine.generator import Generator
     from specpilot.engine.scheduler import Scheduler
     from specpilot.models.dflash import DFlashDrafter
-    from specpilot.models.synth import TARGET_PRESETS, draft_hf_config, randomize, write_tokenizer
+    from specpilot.models.synth import (
+        TARGET_PRESETS,
+        draft_hf_config,
+        make_decisive,
+        randomize,
+        write_tokenizer,
+    )
     from specpilot.models.target import TargetModel
     from specpilot.server.app import create_app
     from specpilot.server.command import bind, run_server
@@ -82,6 +88,8 @@ def child(args: argparse.Namespace) -> None:
         return model.eval().requires_grad_(False)
 
     target = build(ModelConfig.from_hf(hf), TargetModel, 0)
+    if args.decisive:
+        make_decisive(target)
     drafter = replay = None
     if args.arm != "ar":
         drafter = build(DraftConfig.from_hf(draft_hf_config(draft_preset, hf)), DFlashDrafter, 1)
@@ -116,7 +124,7 @@ def child(args: argparse.Namespace) -> None:
 
 def start_child(arm: str, args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
     cmd = [sys.executable, __file__, "--child", "--arm", arm, "--replay", args.replay]
-    cmd += ["--batch-blocks", args.batch_blocks]
+    cmd += ["--batch-blocks", args.batch_blocks, "--decisive", str(args.decisive)]
     cmd += ["--max-running", str(args.max_running), "--context-length", str(args.context_length)]
     cmd += ["--graphs", str(args.graphs), "--kernels", args.kernels]
     cmd += ["--device", args.device, "--preset", args.preset]
@@ -342,6 +350,13 @@ def main() -> None:
         "--replay", default="6.55", help="replayed acceptance: 6.55, geometric:6.55, 1:0.5,8:0.5"
     )
     parser.add_argument(
+        "--decisive",
+        type=int,
+        default=1,
+        help="1: a target whose greedy tokens no batch composition changes (models/synth.py "
+        "make_decisive), so that replayed acceptance follows the profile; 0: plain random",
+    )
+    parser.add_argument(
         "--batch-blocks", default="16:8", help="the spec-narrow arm's EngineConfig.batch_blocks"
     )
     parser.add_argument("--max-running", type=int, default=32)
@@ -367,6 +382,7 @@ def main() -> None:
         "model": f"synthetic {args.preset} shape, random weights ({args.device})",
         "acceptance": f"replayed, profile {args.replay} (DFlash-b16 drafter forward real)",
         "spec_narrow_batch_blocks": args.batch_blocks,
+        "decisive_target": bool(args.decisive),
         "max_tokens": args.max_tokens,
         "max_running": args.max_running,
         "cuda_graphs": bool(args.graphs),

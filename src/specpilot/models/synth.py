@@ -160,6 +160,21 @@ def randomize(module: torch.nn.Module, seed: int, std: float = 0.02) -> None:
                 param.copy_(std * noise)
 
 
+def make_decisive(target: torch.nn.Module, scale: float = 1000.0) -> None:
+    """Turn a randomized target into one whose greedy output no rounding can change: the token
+    embeddings are scaled up until they dominate the residual stream, and the LM head is set to
+    them, so the next token is the current one by a margin of ~|e|^2 against bf16 noise of
+    ~|e|^2 / 256. For server benchmarks with replayed acceptance: a plain random target's
+    logits are so flat that batch composition flips near-ties, the replayed continuation stops
+    matching, and acceptance falls far below the profile (docs/LOG.md run 21). Every forward
+    does the same work as before (the cost of a step does not depend on weight values)."""
+    with torch.no_grad():
+        embed = target.model.embed_tokens.weight
+        embed.mul_(scale)
+        if target.lm_head.weight is not embed:
+            target.lm_head.weight.copy_(embed)
+
+
 def write_tokenizer(out: Path) -> None:
     """A byte-level BPE tokenizer (256 byte tokens after 4 special tokens, no merges) + ChatML."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
