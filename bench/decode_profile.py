@@ -1,0 +1,79 @@
+"""Where one decode forward's time goes: torch.profiler over graphed-off decode forwards of the
+synthetic Qwen3-8B shape with bf16 and with W12 weights, CUDA time per kernel name, top rows.
+Prints two tables; the last line is one JSON object.
+
+    python bench/decode_profile.py --out bench/results/DATE-decode-profile.json
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from engine_speed import build  # bench/ is on sys.path when run as a script
+from report import finish
+
+from specpilot.config import EngineConfig
+from specpilot.engine.generator import Generator
+from specpilot.formats.w12_engine import convert_model
+from specpilot.models.synth import TARGET_PRESETS
+
+
+def profile(gen: Generator, context: int, reps: int) -> list[dict]:
+    dev = gen.device
+    gen._buffers_for("target", 1, context + 64)
+    ids = torch.ones(1, 1, dtype=torch.long, device=dev)
+    pos = torch.full((1, 1), context, device=dev)
+    for _ in range(3):
+        gen._verify_fn(ids, pos, context + 1, ())
+    torch.cuda.synchronize()
+    acts = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts) as prof:
+        for _ in range(reps):
+            gen._verify_fn(ids, pos, context + 1, ())
+        torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        cuda_us = getattr(e, "device_time_total", 0.0) or getattr(e, "cuda_time_total", 0.0)
+        if cuda_us > 0:
+            rows.append({"name": e.key[:70], "calls": e.count // reps, "us": cuda_us / reps})
+    return sorted(rows, key=lambda r: -r["us"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--context", type=int, default=1024)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--w12-block-n", default="2,4,8", help="W12 M = 1 tiles: rows a program")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    hf = dict(TARGET_PRESETS["qwen3-8b"], eos_token_id=None, architectures=["Qwen3ForCausalLM"])
+    report: dict = {"bench": "decode_profile", "context": args.context, "arms": {}}
+    from specpilot.kernels import w12_linear
+
+    default_tiles = w12_linear.tile_config
+    arms = ["bf16"] + [f"w12-n{n}" for n in args.w12_block_n.split(",")]
+    for weights in arms:
+        target = build(hf, "target", 0)
+        if weights != "bf16":
+            convert_model(target)
+            block_n = int(weights.removeprefix("w12-n"))
+
+            def tiles(m: int, n: int, k: int, block_n: int = block_n) -> dict:
+                cfg = default_tiles(m, n, k)
+                return cfg | {"BLOCK_N": block_n} if not cfg["USE_DOT"] else cfg
+
+            w12_linear.tile_config = tiles  # M = 1 row blocks of the element-wise tile
+        gen = Generator(target, None, EngineConfig(), torch.device("cuda"), torch.bfloat16)
+        rows = profile(gen, args.context, args.reps)
+        report["arms"][weights] = {"total_us": sum(r["us"] for r in rows), "kernels": rows[:15]}
+        print(f"{weights}: {sum(r['us'] for r in rows):.0f} us of kernels per decode forward")
+        for r in rows[:12]:
+            print(f"  {r['us']:8.1f} us  x{r['calls']:<4} {r['name']}")
+        del gen, target
+        torch.cuda.empty_cache()
+    finish(report, args.out)
+
+
+if __name__ == "__main__":
+    main()
