@@ -118,7 +118,9 @@ def test_leaving_requests_compact_the_batch_and_tokens_stay_those_of_ar(llm, rep
 
 
 @pytest.mark.parametrize("replay", [False, True])
-def test_wide_batches_verify_narrower_blocks_with_the_same_tokens(qwen_dir, qwen_drafter_dir, replay):
+def test_wide_batches_verify_narrower_blocks_with_the_same_tokens(
+    qwen_dir, qwen_drafter_dir, replay
+) -> None:
     """EngineConfig.batch_blocks="2:3": a step over >= 2 sequences drafts and verifies blocks
     of 3, a lone sequence the drafter's full block; the drafter's context then switches
     between widths, and the outputs stay AR's."""
