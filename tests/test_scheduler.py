@@ -150,3 +150,55 @@ def test_wide_batches_verify_narrower_blocks_with_the_same_tokens(
     assert [s.output_ids for s in seqs] == expected
     assert {k for rows, k in widths if rows >= 2} == {3}
     assert {k for rows, k in widths if rows == 1} == {gen.block_size}
+
+
+class RecordingGraphs:
+    """Stands in for GraphCache on the CPU: runs each forward eagerly, records its key."""
+
+    def __init__(self) -> None:
+        self.keys: set[tuple] = set()
+
+    def get(self, key, fn):  # noqa: ANN001, ANN201
+        self.keys.add(key)
+        return lambda **inputs: fn(**inputs)
+
+    def clear(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("batch_blocks", ["", "6:3"])
+def test_warmup_captures_every_step_width_that_serving_meets(
+    qwen_dir, qwen_drafter_dir, batch_blocks
+) -> None:
+    """Scheduler.warmup runs a step for every bucket width (and every drafter context width
+    batch_blocks can leave); a run of requests joining and leaving afterwards uses no graph
+    shape the warm-up did not capture, and its outputs equal AR's."""
+    from specpilot.config import EngineConfig
+
+    llm = LLM(
+        qwen_dir, draft=str(qwen_drafter_dir), device="cpu", dtype="float32",
+        engine=EngineConfig(batch_blocks=batch_blocks),
+    )  # fmt: skip
+    gen = llm.generator
+    limits = (4, 18, 9, 30, 12, 6, 22, 15, 3, 11)
+    prompts = [llm.encode(PROMPTS[i % len(PROMPTS)]) for i in range(len(limits))]
+    expected = []
+    for ids, limit in zip(prompts, limits):
+        seq = Sequence(list(ids), limit, frozenset())
+        gen.run([seq], speculative=False)
+        expected.append(seq.output_ids)
+    sched = Scheduler(gen, max_running=10, max_len=128)
+    assert [sched.bucket(n) for n in (1, 8, 9, 10)] == [1, 8, 10, 10]  # capped at max_running
+    gen.use_graphs, gen.graphs = True, RecordingGraphs()
+    assert sched.warmup() > 0
+    warmed = set(gen.graphs.keys)
+    seqs = [Sequence(list(ids), limit, frozenset()) for ids, limit in zip(prompts, limits)]
+    sched.add_many([(s, None, 0) for s in seqs[:7]])
+    steps = 0
+    while sched.running:
+        sched.step()
+        steps += 1
+        if steps == 3:
+            sched.add_many([(s, None, 0) for s in seqs[7:]])
+    assert [s.output_ids for s in seqs] == expected
+    assert gen.graphs.keys <= warmed, gen.graphs.keys - warmed

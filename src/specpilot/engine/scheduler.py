@@ -225,12 +225,52 @@ class Scheduler:
     # ----------------------------------------------------------------------------------------
     # steps
 
+    def bucket(self, n: int) -> int:
+        """The batch width a step over n running rows computes: n up to 8, then the next
+        multiple of 4 up to 32, of 8 up to 64, of 16 beyond (at most max_running). The rows
+        past n are padding. A few widths can all be captured as CUDA graphs before serving
+        (`warmup`); one per n left captures (~0.1 s each at the Qwen3-8B shape) to land in
+        the middle of serving whenever a new n came up (docs/LOG.md run 26)."""
+        step = 1 if n <= 8 else 4 if n <= 32 else 8 if n <= 64 else 16
+        return min(-(-n // step) * step, self.max_running)
+
+    @torch.inference_mode()
+    def warmup(self) -> int:
+        """Capture the CUDA graphs of every step width `step` can meet (each bucket, each
+        drafter context width that batch_blocks can leave) by running steps over free rows
+        only: padding rows write only into their own free cache rows, which a prefill
+        overwrites. Returns the number of steps run (0 without CUDA graphs)."""
+        if not self.gen.use_graphs or any(s is not None for s in self.seqs):
+            return 0
+        buckets = sorted({self.bucket(n) for n in range(1, self.max_running + 1)})
+        config = self.gen.config
+        widths = sorted({config.block_for(b, self.block_size) for b in buckets})
+        dim = self.gen.drafter.config.hidden_size * len(self.capture) if self.capture else 0
+        runs = 0
+        for width in widths if self.speculative else [0]:
+            for b in buckets:
+                self._use_rows(b)
+                rows: list[Sequence | None] = [None] * b
+                if self.speculative:
+                    if self.gen.drafter is not None:  # the context width the last step left
+                        shape = (b, width, dim)
+                        self.block_hidden = torch.zeros(
+                            shape, device=self.gen.device, dtype=self.gen.dtype
+                        )
+                    self._speculate(rows)
+                else:
+                    self._decode(rows)
+                runs += 1
+        self.block_hidden = None
+        return runs
+
     @torch.inference_mode()
     def step(self) -> StepResult:
         """One forward (AR) or one draft + verify (speculative) for every running sequence."""
         n = self._num_rows()
         if n == 0:
             return StepResult(0, [], [])
+        n = self.bucket(n)  # rows past the running ones are padding
         self._use_rows(n)
         rows = self.seqs[:n]
         taken = self._speculate(rows) if self.speculative else self._decode(rows)

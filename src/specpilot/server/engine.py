@@ -391,6 +391,12 @@ class ServingEngine:
         self.switch_interval = sys.getswitchinterval()
 
     def start(self) -> None:
+        t0 = time.perf_counter()
+        runs = self.scheduler.warmup()  # every step width's CUDA graphs, before any request
+        if runs:
+            log.info(
+                "captured the graphs of %d step widths in %.1f s", runs, time.perf_counter() - t0
+            )
         self.switch_interval = sys.getswitchinterval()  # process-wide: put back by stop
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.loop.start()
