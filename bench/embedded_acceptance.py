@@ -76,11 +76,13 @@ def main() -> None:
             target, draft=str(drafter), device=args.device, dtype=args.dtype, engine=engine
         )
     ar_llm = llms[names[0]]
-    # warm-up on one real prompt of each set, every variant and AR, untimed: Triton compiles
+    # warm-up on the longest prompt of each set, every variant and AR, untimed: Triton compiles
     # kernel variants per shape on first use (on the H200 the first HumanEval prompt took ~1 s
-    # more per variant without this, run 22)
+    # more per variant without this, run 22), and a longer prompt than any before grows the
+    # KV cache, which recaptures every CUDA graph (run 23's outliers)
     for name in args.datasets.split(","):
-        ids = ar_llm.encode(load_problems(name, 1)[0].prompt, chat=True)
+        problems = load_problems(name, args.num_prompts or None)
+        ids = max((ar_llm.encode(p.prompt, chat=True) for p in problems), key=len)
         ar_llm.generate(ids, max_new_tokens=args.max_new_tokens, speculative=False)
         for llm in llms.values():
             llm.generate(ids, max_new_tokens=args.max_new_tokens)
