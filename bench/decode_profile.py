@@ -1,5 +1,7 @@
 """Where one decode forward's time goes: torch.profiler over graphed-off decode forwards of the
-synthetic Qwen3-8B shape with bf16 and with W12 weights, CUDA time per kernel name, top rows.
+synthetic Qwen3-8B shape with bf16 and with W12 weights (w12: the norm / SwiGLU kernels feed the
+W12 multiplies; w12-fused: inside them; w12-nN: N weight rows a program), CUDA time per kernel
+name, top rows.
 Prints two tables; the last line is one JSON object.
 
     python bench/decode_profile.py --out bench/results/DATE-decode-profile.json
@@ -44,26 +46,34 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--context", type=int, default=1024)
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--w12-block-n", default="2,4,8", help="W12 M = 1 tiles: rows a program")
+    parser.add_argument("--arms", default="bf16,w12,w12-fused", help="bf16, w12, w12-fused")
+    parser.add_argument("--w12-block-n", default="", help="more W12 arms: M = 1 rows a program")
     parser.add_argument("--out")
     args = parser.parse_args()
     hf = dict(TARGET_PRESETS["qwen3-8b"], eos_token_id=None, architectures=["Qwen3ForCausalLM"])
     report: dict = {"bench": "decode_profile", "context": args.context, "arms": {}}
     from specpilot.kernels import w12_linear
+    from specpilot.models import fused
 
-    default_tiles = w12_linear.tile_config
-    arms = ["bf16"] + [f"w12-n{n}" for n in args.w12_block_n.split(",")]
+    default_tiles, default_prologue = w12_linear.tile_config, fused.W12_PROLOGUE_ROWS
+    arms = args.arms.split(",")
+    if args.w12_block_n:  # extra W12 arms: M = 1 tiles with these rows a program
+        arms += [f"w12-n{n}" for n in args.w12_block_n.split(",")]
     for weights in arms:
         target = build(hf, "target", 0)
+        w12_linear.tile_config, fused.W12_PROLOGUE_ROWS = default_tiles, default_prologue
         if weights != "bf16":
             convert_model(target)
+        if weights == "w12-fused":  # the norm / SwiGLU prologue inside the W12 multiply
+            fused.W12_PROLOGUE_ROWS = fused.PROLOGUE_ROWS
+        if weights.startswith("w12-n"):
             block_n = int(weights.removeprefix("w12-n"))
 
             def tiles(m: int, n: int, k: int, block_n: int = block_n) -> dict:
                 cfg = default_tiles(m, n, k)
                 return cfg | {"BLOCK_N": block_n} if not cfg["USE_DOT"] else cfg
 
-            w12_linear.tile_config = tiles  # M = 1 row blocks of the element-wise tile
+            w12_linear.tile_config = tiles
         gen = Generator(target, None, EngineConfig(), torch.device("cuda"), torch.bfloat16)
         rows = profile(gen, args.context, args.reps)
         report["arms"][weights] = {"total_us": sum(r["us"] for r in rows), "kernels": rows[:15]}

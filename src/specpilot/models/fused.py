@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from specpilot import kernels
+from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
@@ -75,24 +76,35 @@ def fits(batch: int, width: int, has_w12: bool) -> bool:
 # NOTE: up to this many rows the multiplies recompute the norm / SwiGLU of their input in the
 # prologue (cheaper than a launch); above it every program would redo the whole block's work.
 PROLOGUE_ROWS = 4
+# W12 multiplies take 2 weight rows a program (8 for bf16), so 4x the programs redo the prologue:
+# in a decode forward they read 2.18 TB/s of W12 bytes against 3.2-3.4 without a prologue (H200
+# run 25). So W12 takes its input from the norm / SwiGLU kernels (two launches a layer).
+# Unmeasured: bench/decode_profile.py compares both (its w12-fused arm sets this to 4).
+W12_PROLOGUE_ROWS = 0
+
+
+def prologue_rows(weight: torch.Tensor | W12Weight) -> int:
+    return W12_PROLOGUE_ROWS if isinstance(weight, W12Weight) else PROLOGUE_ROWS
 
 
 def normed_linear(
     x: torch.Tensor,
-    weight: torch.Tensor,
+    weight: torch.Tensor | W12Weight,
     norm: torch.Tensor,
     eps: float,
     residual: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """(RMSNorm(x) * norm) @ weight^T [+ residual]."""
-    if x.shape[0] <= PROLOGUE_ROWS:
+    if x.shape[0] <= prologue_rows(weight):
         return linear(x, weight, norm_weight=norm, eps=eps, residual=residual)
     return linear(rmsnorm(x, norm, eps), weight, residual=residual)
 
 
-def glu_linear(gate_up: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+def glu_linear(
+    gate_up: torch.Tensor, weight: torch.Tensor | W12Weight, residual: torch.Tensor
+) -> torch.Tensor:
     """(silu(gate) * up) @ weight^T + residual."""
-    if gate_up.shape[0] <= PROLOGUE_ROWS:
+    if gate_up.shape[0] <= prologue_rows(weight):
         return linear(gate_up, weight, glu=True, residual=residual)
     return linear(silu_mul(gate_up), weight, residual=residual)
 
