@@ -328,3 +328,8 @@ def test_hub_id_unreachable_offline(tmp_path):
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("specpilot generate: error:")
     assert "cannot get" in lines[0] and repo in lines[0]
+
+
+def test_serve_bad_batch_blocks(capsys, qwen_dir):
+    line = cli_error(capsys, "serve", "--target", str(qwen_dir), "--batch-blocks", "24")
+    assert "batch_blocks" in line and "'24'" in line and "ROWS:BLOCK" in line
