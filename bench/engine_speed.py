@@ -358,6 +358,12 @@ def main() -> None:
     parser.add_argument("--contexts", default="1024,8192,32768")
     parser.add_argument("--new-tokens", type=int, default=128)
     parser.add_argument("--graphs", type=int, default=1)
+    parser.add_argument(
+        "--models",
+        default="qwen3-8b",
+        help="target shapes (models/synth.py presets), e.g. "
+        "qwen3-8b,smollm2-135m (the embedded target's shape, with a 3-layer drafter)",
+    )
     parser.add_argument("--llama", action="store_true")
     parser.add_argument("--llama-contexts", default="1024")
     parser.add_argument("--hf-baseline", type=int, default=1)
@@ -383,15 +389,17 @@ def main() -> None:
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }
-    presets = ["qwen3-8b"] + (["llama3.1-8b"] if args.llama else [])
-    contexts = {"qwen3-8b": args.contexts, "llama3.1-8b": args.llama_contexts}
+    presets = args.models.split(",") + (["llama3.1-8b"] if args.llama else [])
+    contexts = {"llama3.1-8b": args.llama_contexts}
+    contexts.update({p: args.contexts for p in presets if p != "llama3.1-8b"})
     for preset in presets:
         hf = dict(TARGET_PRESETS[preset], eos_token_id=None)
         hf["architectures"] = [
             "Qwen3ForCausalLM" if hf["model_type"] == "qwen3" else "LlamaForCausalLM"
         ]
         target = build(hf, "target", 0)
-        drafter = build(draft_hf_config("dflash-b16", hf), "draft", 1)
+        draft_preset = "dflash-b16-l3" if preset == "smollm2-135m" else "dflash-b16"
+        drafter = build(draft_hf_config(draft_preset, hf), "draft", 1)
         gen = Generator(
             target,
             drafter,

@@ -57,6 +57,21 @@ TARGET_PRESETS: dict[str, dict[str, Any]] = {
         tie_word_embeddings=False,
         rms_norm_eps=1e-6,
     ),
+    # the embedded target's shape (SmolLM2-135M-Instruct), for speed measurements without the GGUF
+    "smollm2-135m": dict(
+        model_type="llama",
+        vocab_size=49152,
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        head_dim=64,
+        rope_theta=100000.0,
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+        rms_norm_eps=1e-5,
+    ),
     "llama3.1-8b": dict(
         model_type="llama",
         vocab_size=128256,
@@ -82,6 +97,7 @@ TARGET_PRESETS: dict[str, dict[str, Any]] = {
 DRAFT_PRESETS: dict[str, dict[str, Any]] = {
     "tiny": dict(num_hidden_layers=2, block_size=8),
     "dflash-b16": dict(num_hidden_layers=5, block_size=16),
+    "dflash-b16-l3": dict(num_hidden_layers=3, block_size=16),  # the embedded drafter's shape
 }
 
 
