@@ -1,7 +1,7 @@
 """Where one decode forward's time goes: torch.profiler over graphed-off decode forwards of the
-synthetic Qwen3-8B shape with bf16 and with W12 weights (w12: the norm / SwiGLU kernels feed the
-W12 multiplies; w12-fused: inside them; w12-nN: N weight rows a program), CUDA time per kernel
-name, top rows.
+synthetic Qwen3-8B shape with bf16 and with W12 weights (prologues in the multiplies or from the
+norm / SwiGLU kernels: bf16, bf16-noglu, bf16-noprologue, w12 (none), w12-fused (both); w12-nN:
+N weight rows a program), CUDA time per kernel name, top rows.
 Prints two tables; the last line is one JSON object.
 
     python bench/decode_profile.py --out bench/results/DATE-decode-profile.json
@@ -46,7 +46,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--context", type=int, default=1024)
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--arms", default="bf16,w12,w12-fused", help="bf16, w12, w12-fused")
+    parser.add_argument(
+        "--arms",
+        default="bf16,bf16-noglu,bf16-noprologue,w12,w12-fused",
+        help="bf16, bf16-noglu, bf16-noprologue, w12, w12-fused",
+    )
     parser.add_argument("--w12-block-n", default="", help="more W12 arms: M = 1 rows a program")
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -55,17 +59,24 @@ def main() -> None:
     from specpilot.kernels import w12_linear
     from specpilot.models import fused
 
-    default_tiles, default_prologue = w12_linear.tile_config, fused.W12_PROLOGUE_ROWS
+    default_tiles = w12_linear.tile_config
+    defaults = dict(fused.PROLOGUE_ROWS), dict(fused.W12_PROLOGUE_ROWS)
     arms = args.arms.split(",")
     if args.w12_block_n:  # extra W12 arms: M = 1 tiles with these rows a program
         arms += [f"w12-n{n}" for n in args.w12_block_n.split(",")]
     for weights in arms:
         target = build(hf, "target", 0)
-        w12_linear.tile_config, fused.W12_PROLOGUE_ROWS = default_tiles, default_prologue
-        if weights != "bf16":
+        w12_linear.tile_config = default_tiles
+        fused.PROLOGUE_ROWS.update(defaults[0])
+        fused.W12_PROLOGUE_ROWS.update(defaults[1])
+        if weights.startswith("w12"):
             convert_model(target)
         if weights == "w12-fused":  # the norm / SwiGLU prologue inside the W12 multiply
-            fused.W12_PROLOGUE_ROWS = fused.PROLOGUE_ROWS
+            fused.W12_PROLOGUE_ROWS.update(norm=4, glu=4)
+        if weights == "bf16-noglu":  # the down projection's SwiGLU from its own kernel
+            fused.PROLOGUE_ROWS.update(glu=0)
+        if weights == "bf16-noprologue":
+            fused.PROLOGUE_ROWS.update(norm=0, glu=0)
         if weights.startswith("w12-n"):
             block_n = int(weights.removeprefix("w12-n"))
 

@@ -73,18 +73,22 @@ def fits(batch: int, width: int, has_w12: bool) -> bool:
     return not has_w12 and width <= MAX_WIDE_WIDTH and rows <= MAX_WIDE_ROWS
 
 
-# NOTE: up to this many rows the multiplies recompute the norm / SwiGLU of their input in the
-# prologue (cheaper than a launch); above it every program would redo the whole block's work.
-PROLOGUE_ROWS = 4
-# W12 multiplies take 2 weight rows a program (8 for bf16), so 4x the programs redo the prologue:
-# in a decode forward they read 2.18 TB/s of W12 bytes against 3.2-3.4 without a prologue (H200
-# run 25). So W12 takes its input from the norm / SwiGLU kernels (two launches a layer).
-# Unmeasured: bench/decode_profile.py compares both (its w12-fused arm sets this to 4).
-W12_PROLOGUE_ROWS = 0
+# NOTE: up to this many rows a multiply computes the RMSNorm ("norm") or SwiGLU ("glu") of its
+# input itself, in every program's prologue (cheaper than a launch); above it every program
+# would redo the whole block's work. bench/decode_profile.py's arms patch these tables.
+PROLOGUE_ROWS = {"norm": 4, "glu": 4}
+# W12 multiplies take 2 weight rows a program (8 for bf16), so 4x the programs redo the prologue,
+# in a kernel that is short of instructions already (the SwiGLU prologue of the down projection,
+# an exp per input element, can cost more than the 2 rows' decode): in a decode forward they read
+# 2.18 TB/s of W12 bytes against 3.2-3.4 without a prologue (H200 run 25). So W12 takes its
+# input from the norm / SwiGLU kernels (two launches a layer). Unmeasured: decode_profile's
+# w12 and w12-fused arms compare both.
+W12_PROLOGUE_ROWS = {"norm": 0, "glu": 0}
 
 
-def prologue_rows(weight: torch.Tensor | W12Weight) -> int:
-    return W12_PROLOGUE_ROWS if isinstance(weight, W12Weight) else PROLOGUE_ROWS
+def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
+    table = W12_PROLOGUE_ROWS if isinstance(weight, W12Weight) else PROLOGUE_ROWS
+    return table[kind]
 
 
 def normed_linear(
@@ -95,7 +99,7 @@ def normed_linear(
     residual: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """(RMSNorm(x) * norm) @ weight^T [+ residual]."""
-    if x.shape[0] <= prologue_rows(weight):
+    if x.shape[0] <= prologue_rows(weight, "norm"):
         return linear(x, weight, norm_weight=norm, eps=eps, residual=residual)
     return linear(rmsnorm(x, norm, eps), weight, residual=residual)
 
@@ -104,7 +108,7 @@ def glu_linear(
     gate_up: torch.Tensor, weight: torch.Tensor | W12Weight, residual: torch.Tensor
 ) -> torch.Tensor:
     """(silu(gate) * up) @ weight^T + residual."""
-    if gate_up.shape[0] <= prologue_rows(weight):
+    if gate_up.shape[0] <= prologue_rows(weight, "glu"):
         return linear(gate_up, weight, glu=True, residual=residual)
     return linear(silu_mul(gate_up), weight, residual=residual)
 
