@@ -230,7 +230,10 @@ class Scheduler:
         multiple of 4 up to 32, of 8 up to 64, of 16 beyond (at most max_running). The rows
         past n are padding. A few widths can all be captured as CUDA graphs before serving
         (`warmup`); one per n left captures (~0.1 s each at the Qwen3-8B shape) to land in
-        the middle of serving whenever a new n came up (docs/LOG.md run 26)."""
+        the middle of serving whenever a new n came up (docs/LOG.md run 26). Without CUDA
+        graphs padding buys nothing: n itself."""
+        if not self.gen.use_graphs:
+            return n
         step = 1 if n <= 8 else 4 if n <= 32 else 8 if n <= 64 else 16
         return min(-(-n // step) * step, self.max_running)
 
