@@ -146,6 +146,18 @@ def test_rerun_reuses_data_and_refuses_to_overwrite(setup, trained) -> None:
     assert main(argv + TRAIN_ARGS) == 2  # a checkpoint exists and --resume is missing
 
 
+def test_init_from_continues_where_a_drafter_ended(setup, trained, tmp_path) -> None:
+    """--init-from starts from a finished drafter's weights: the new run's first evaluation is
+    the old run's last; a drafter of another shape is a one-line error before any data."""
+    out, record = trained
+    again = run_cli(setup, tmp_path / "again", "--init-from", str(out), "--steps", "2")
+    assert again["eval_loss_start"] == pytest.approx(record["eval_loss_end"], rel=1e-5)
+    argv = ["train-drafter", "--target", str(setup["target"]), "--out", str(tmp_path / "x")]
+    argv += ["--prompts", str(setup["prompts"]), "--data-dir", str(tmp_path / "no-data")]
+    assert main(argv + TRAIN_ARGS + ["--init-from", str(out), "--layers", "1"]) == 2
+    assert not (tmp_path / "no-data").exists()  # refused before generating anything
+
+
 def test_resume_is_exact(setup, trained) -> None:
     """6 steps straight == 3 steps, checkpoint, a fresh trainer resumes for 3 more."""
     _, record = trained

@@ -12,7 +12,7 @@ timeout "${TRAIN_TIMEOUT:-450}" python3 -m specpilot.cli train-drafter --target 
     --layers 3 --block-size 16 --steps "${STEPS:-3600}" --max-data-minutes "${DATA_MIN:-1.7}" \
     --max-train-minutes "${TRAIN_MIN:-5.0}" --batch-size 32 --anchors-per-seq 16 --seq-len 768 \
     --max-new-tokens 256 --prompts .carry/c2/mix.jsonl --gen-batch-size 256 --shard-mb 15 \
-    --device cuda --no-progress >"$OUT/train.log" 2>&1
+    --device cuda --no-progress ${INIT_FROM:+--init-from "$INIT_FROM"} >"$OUT/train.log" 2>&1
 echo "train rc=$?"; tail -c 3000 "$OUT/train.log"
 cp ~/sp/drafter/*.json ~/sp/drafter/*.safetensors "$OUT/" 2>/dev/null
 [ "${PAIR_S:-100}" = 0 ] && { ls -la "$OUT"; exit 0; }  # the pair in a later call

@@ -39,6 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="stop training after this long and write the drafter (0: no limit)",
     )
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint/")
+    p.add_argument(
+        "--init-from",
+        help="start from this drafter's weights (same shape) instead of random ones: another "
+        "session's training continues where it ended (the optimizer starts afresh)",
+    )
     p.add_argument("--max-new-tokens", type=int, default=512, help="answer length (data)")
     p.add_argument("--num-prompts", type=int, default=0, help="0: every prompt of the source")
     p.add_argument("--prompts", type=Path, help="JSONL prompt file instead of the evals source")
@@ -119,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
     )
     draft_cfg = DraftConfig.from_hf(hf)
     draft_cfg.check_fits(target.config)
+    start_weights = None
+    if args.init_from is not None:  # checked before any data is generated
+        start_weights = initial_weights(args.init_from, draft_cfg, target, llm.device)
     if args.prompts is not None:
         # the content, not where it lies
         prompt_key = f"file:{hash_file(args.prompts)}"
@@ -160,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
     )
 
     drafter = init_drafter(draft_cfg, llm.device, args.seed)
+    if start_weights is not None:
+        drafter.load_state_dict(start_weights)
     trainer = Trainer(target, drafter, hf, data.examples, cfg, llm.device)
     if args.resume and checkpoint.exists():
         trainer.load_checkpoint(args.out)
@@ -187,6 +197,28 @@ def run(args: argparse.Namespace) -> int:
     }
     print(json.dumps(record))
     return 0
+
+
+def initial_weights(spec: str, cfg: Any, target: Any, device: Any) -> dict[str, Any]:
+    """The fp32 weights of the drafter at `spec`, which must have the shape `cfg` asks for."""
+    import torch
+
+    from specpilot.models.loader import load_drafter
+
+    source, ckpt = load_drafter(spec, target.config, device, torch.float32)
+    have = source.config
+    fields = ("num_layers", "hidden_size", "intermediate_size", "block_size", "target_layer_ids",
+              "mask_token_id", "num_heads", "num_kv_heads", "head_dim")  # fmt: skip
+    diffs = [
+        f"{name} {getattr(cfg, name)} here, {getattr(have, name)} there"
+        for name in fields
+        if getattr(cfg, name) != getattr(have, name)
+    ]
+    if diffs:
+        raise ConfigError(
+            f"--init-from {ckpt.path}: not the drafter these options make ({'; '.join(diffs)})"
+        )
+    return {name: tensor.float() for name, tensor in source.state_dict().items()}
 
 
 def hash_file(path: Path) -> str:
