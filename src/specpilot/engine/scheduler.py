@@ -60,6 +60,11 @@ class Scheduler:
         self.max_len = max_len
         drafter = generator.drafter
         self.capture = drafter.config.target_layer_ids if drafter is not None else ()
+        # width of the drafter's context hidden states (the captured target layers side by side)
+        self.context_dim = drafter.config.hidden_size * len(self.capture) if drafter else 0
+        # the block width of a step over n rows (EngineConfig.batch_blocks), parsed once
+        config = generator.config
+        self.blocks = [config.block_for(n, self.block_size) for n in range(max_running + 1)]
         self.target_cache, self.target_table = generator._buffers_for(
             "target", max_running, max_len + self.extra
         )
@@ -246,9 +251,7 @@ class Scheduler:
         if not self.gen.use_graphs or any(s is not None for s in self.seqs):
             return 0
         buckets = sorted({self.bucket(n) for n in range(1, self.max_running + 1)})
-        config = self.gen.config
-        widths = sorted({config.block_for(b, self.block_size) for b in buckets})
-        dim = self.gen.drafter.config.hidden_size * len(self.capture) if self.capture else 0
+        widths = sorted({self.blocks[b] for b in buckets})
         runs = 0
         for width in widths if self.speculative else [0]:
             for b in buckets:
@@ -256,7 +259,7 @@ class Scheduler:
                 rows: list[Sequence | None] = [None] * b
                 if self.speculative:
                     if self.gen.drafter is not None:  # the context width the last step left
-                        shape = (b, width, dim)
+                        shape = (b, width, self.context_dim)
                         self.block_hidden = torch.zeros(
                             shape, device=self.gen.device, dtype=self.gen.dtype
                         )
@@ -303,16 +306,16 @@ class Scheduler:
         last = self.block_hidden
         if last is not None and last.shape[0] >= n:
             return last[:n], counts
-        dim = self.gen.drafter.config.hidden_size * len(self.capture)
         width = last.shape[1] if last is not None else k  # the last step's block width
-        hidden = torch.zeros(n, width, dim, device=self.gen.device, dtype=self.gen.dtype)
+        shape = (n, width, self.context_dim)
+        hidden = torch.zeros(shape, device=self.gen.device, dtype=self.gen.dtype)
         if last is not None:
             hidden[: last.shape[0]] = last
         return hidden, counts
 
     def _speculate(self, rows: list[Sequence | None]) -> list[int]:
         gen = self.gen
-        k = gen.config.block_for(len(rows), self.block_size)  # narrower for wide batches
+        k = self.blocks[len(rows)]  # narrower for wide batches
         starts = [s.num_cached_tokens if s else 0 for s in rows]
         hidden, counts = None, [0] * len(rows)
         if gen.drafter is not None:

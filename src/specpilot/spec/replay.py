@@ -63,8 +63,7 @@ class AcceptanceProfile:
         low, high = 0.0, 1.0
         for _ in range(100):  # the mean grows with p: bisection
             mid = (low + high) / 2
-            mean = sum((i + 1) * w for i, w in enumerate(weights(mid)))
-            low, high = (mid, high) if mean < tau else (low, mid)
+            low, high = (mid, high) if cls(tuple(weights(mid))).mean < tau else (low, mid)
         return cls(tuple(weights(low)))
 
     @classmethod
