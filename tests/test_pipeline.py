@@ -104,3 +104,26 @@ def test_pipelined_with_nothing_left_to_decode(models) -> None:
     )
     assert plain.run(a, speculative=True).num_steps == piped.run(b, speculative=True).num_steps == 0
     assert summary(a) == summary(b)
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_every_step_has_a_one_block_context(models, pipeline) -> None:
+    """The prompts' drafter context is written before the loop (Generator._draft_prefill), so
+    the first step's context is one block wide like every later one (graphable on CUDA), and
+    the drafted tokens still equal AR decoding."""
+    target, drafter = models
+    gen = Generator(target, drafter, EngineConfig(pipeline=pipeline), torch.device("cpu"),
+                    torch.float32)  # fmt: skip
+    widths = []
+    step = gen._spec_step
+
+    def recording(hidden, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        widths.append(hidden.shape[1])
+        return step(hidden, *args, **kwargs)
+
+    gen._spec_step = recording
+    seqs, ar = fresh(), fresh()
+    gen.run(seqs, speculative=True)
+    gen.run(ar, speculative=False)
+    assert widths and set(widths) == {gen.block_size}
+    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]

@@ -261,6 +261,36 @@ class Generator:
             s.append([token])
         return out.hidden
 
+    def _draft_prefill(
+        self,
+        seqs: list[Sequence],
+        hidden: torch.Tensor,
+        buffers: tuple[KVCache, RotaryTable] | None = None,
+    ) -> torch.Tensor:
+        """Write the drafter's context keys and values of the prompts (`_prefill`'s captured
+        hidden states [B, width, *]) into the draft cache (default the generator's; the
+        scheduler passes its slots' rows): one eager drafter forward with each sequence's first
+        token as the anchor, its output discarded. Returns the first step's context: zeros
+        [B, block, *] with no valid row, so every speculative step, the first included, has a
+        one-block context and replays its CUDA graph (a prompt-wide first context made the first
+        step eager: ~24 ms at the SmolLM2 shape on the H200, docs/LOG.md run 27)."""
+        cache, table = buffers or self._buffers["draft"]
+        k = self.block_size
+        lens = [len(s.prompt_ids) for s in seqs]
+        width = hidden.shape[1]
+        anchors = torch.tensor([s.last_token for s in seqs], device=self.device)
+        block = self._anchor_block(anchors)
+        self.drafter(
+            hidden,
+            self._positions([0] * len(seqs), width),
+            self.target.embed(block),
+            self._positions(lens, k),
+            cache,
+            table,
+            width + k,
+        )
+        return hidden.new_zeros(len(seqs), k, hidden.shape[2])
+
     # ----------------------------------------------------------------------------------------
     # public loops
 
@@ -409,8 +439,9 @@ class Generator:
         k = self.block_size
         drafter = self.drafter
         capture = drafter.config.target_layer_ids if drafter is not None else ()
-        # context of the first draft: the whole prompt, positions [0, prompt_len)
-        ctx_counts = [len(s.prompt_ids) for s in seqs]
+        ctx_counts = [0] * len(seqs)  # valid context rows: none before the first step
+        if drafter is not None and hidden is not None:
+            hidden = self._draft_prefill(seqs, hidden)
         steps = 0
         self.step_events = []
         while not all(s.finished for s in seqs):
@@ -476,10 +507,12 @@ class Generator:
         limit_list = [len(s.prompt_ids) + s.max_new_tokens for s in seqs]
         limits = torch.tensor(limit_list, device=dev)
         prompt_lens = torch.tensor([len(s.prompt_ids) for s in seqs], device=dev)
-        rows = [[s.num_cached_tokens, 0, s.last_token] for s in seqs]  # first context: the prompt
+        if drafter is not None and hidden is not None:
+            hidden = self._draft_prefill(seqs, hidden)  # the first context: no valid row
+        rows = [[s.num_cached_tokens, s.num_cached_tokens, s.last_token] for s in seqs]
         meta = torch.tensor(rows, device=dev)
         start_bound = max(r[0] for r in rows)  # >= every row's start of the coming step
-        ctx_bound = 0  # >= every row's first context position of the coming step
+        ctx_bound = start_bound  # >= every row's first context position of the coming step
         if proposer is not None:
             table, table_lengths = proposer.table.to(dev), proposer.lengths.to(dev)
         pin = dev.type == "cuda"

@@ -207,25 +207,11 @@ class Scheduler:
         return self.gen._prefill(seqs, self.capture, buffers)
 
     def _draft_prefill(self, slots: list[int], seqs: list[Sequence], hidden: torch.Tensor) -> None:
-        """Write the drafter's context keys and values of the prompts ([B, width, *] hidden
-        states) into the slots' draft cache rows: one drafter forward with the first tokens as
-        anchors, its output discarded. The rows then join the next step with no new context
-        (count 0), so every step's context stays one block wide and the step replays its CUDA
-        graphs; a joining prompt as the step's context would make that step eager for every
-        row (docs/LOG.md run 17)."""
-        gen, k = self.gen, self.block_size
-        lens = [len(seq.prompt_ids) for seq in seqs]
-        width = hidden.shape[1]
-        block = gen._anchor_block(torch.tensor([seq.last_token for seq in seqs], device=gen.device))
-        gen.drafter(
-            hidden,
-            gen._positions([0] * len(seqs), width),
-            gen.target.embed(block),
-            gen._positions(lens, k),
-            self.draft_cache.slot_rows(slots),
-            self.draft_table,
-            width + k,
-        )
+        """The prompts' drafter context into the slots' draft cache rows
+        (`Generator._draft_prefill`); the rows join the next step with no new context (count 0),
+        so every step's context stays one block wide and the step replays its CUDA graphs."""
+        buffers = (self.draft_cache.slot_rows(slots), self.draft_table)
+        self.gen._draft_prefill(seqs, hidden, buffers)
 
     # ----------------------------------------------------------------------------------------
     # steps

@@ -277,17 +277,21 @@ def training_prompts(
     return PromptSet(prompts, EVALS.requirement, counts)
 
 
-def with_synthetic(prompt_set: PromptSet, held_out: HeldOut, seed: int = 0) -> PromptSet:
+def with_synthetic(
+    prompt_set: PromptSet, held_out: HeldOut, seed: int = 0, packages: tuple[str, ...] = ()
+) -> PromptSet:
     """`prompt_set` plus train/synthetic.py's code and writing prompts (held-out filtered),
-    shuffled together."""
+    shuffled together; `packages`: also code stubs from these installed packages."""
     from specpilot.train import synthetic
 
     counts = dict(prompt_set.counts)
     prompts = list(prompt_set.prompts)
-    for name, extra in (
-        ("code", synthetic.code_prompts()),
-        ("writing", synthetic.writing_prompts(seed)),
-    ):
+    sources = [("code", synthetic.code_prompts()), ("writing", synthetic.writing_prompts(seed))]
+    versions: dict[str, str] = {}
+    if packages:
+        package_prompts, versions = synthetic.package_code_prompts(packages)
+        sources.append(("package_code", package_prompts))
+    for name, extra in sources:
         kept = [c for c in extra if not held_out.matches(c[-1]["content"])]
         counts[f"{name}_held_out"] = len(extra) - len(kept)
         counts[name] = len(kept)
@@ -295,6 +299,8 @@ def with_synthetic(prompt_set: PromptSet, held_out: HeldOut, seed: int = 0) -> P
     random.Random(f"mix:{seed}").shuffle(prompts)
     counts["prompts"] = len(prompts)
     source = f"{prompt_set.source}+synthetic({synthetic.python_version()} stdlib)"
+    if versions:
+        source += "+packages(" + ",".join(f"{k}=={v}" for k, v in versions.items()) + ")"
     return PromptSet(prompts, source, counts)
 
 
@@ -343,11 +349,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="add the code (stdlib stubs) and writing prompts of train/synthetic.py",
     )
+    parser.add_argument(
+        "--code-packages",
+        default="",
+        help="with --synthetic: also code stubs from these installed packages (comma-separated "
+        "import names, or 'default' for train/synthetic.py's CODE_PACKAGES)",
+    )
     args = parser.parse_args(argv)
     wheel_dir = args.wheel_dir or cache_dir() / "wheels"
+    packages = tuple(p for p in args.code_packages.split(",") if p)
+    if packages == ("default",):
+        from specpilot.train.synthetic import CODE_PACKAGES
+
+        packages = CODE_PACKAGES
     prompt_set = training_prompts(wheel_dir, args.num_prompts, args.seed)
     if args.synthetic:
-        prompt_set = with_synthetic(prompt_set, HeldOut(held_out_texts(wheel_dir)), args.seed)
+        held_out = HeldOut(held_out_texts(wheel_dir))
+        prompt_set = with_synthetic(prompt_set, held_out, args.seed, packages)
     write_prompt_file(prompt_set, args.out)
     print(json.dumps({"out": str(args.out), "source": prompt_set.source, **prompt_set.counts}))
     return 0

@@ -19,7 +19,7 @@ import ast
 import random
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from specpilot.measure.datasets import CODE_INSTRUCTION
@@ -31,6 +31,16 @@ SKIP_DIRS = {
     "dist-packages", "__pycache__", "pydoc_data", "encodings", "venv", "__phello__",
 }  # fmt: skip
 MIN_DOC_CHARS = 60
+MAX_DOC_CHARS = 1500  # long API references would crowd the answer out of --seq-len
+# third-party packages for `package_code_prompts` (import name; distribution where it differs)
+CODE_PACKAGES = (
+    "numpy", "scipy", "sympy", "networkx", "mpmath", "matplotlib", "torch", "transformers",
+    "pydantic", "setuptools", "pip", "huggingface_hub", "hypothesis", "PIL", "rich", "jinja2",
+    "click", "requests", "packaging", "attr",
+)  # fmt: skip
+DISTRIBUTIONS = {"PIL": "pillow", "attr": "attrs"}
+PACKAGE_SKIP_DIRS = {"test", "tests", "testing", "_vendor", "vendor", "__pycache__"}
+PER_PACKAGE = 2500
 
 
 def _functions(tree: ast.Module) -> Iterator[ast.FunctionDef]:
@@ -58,13 +68,11 @@ def _stub(fn: ast.FunctionDef, doc: str) -> str:
     return f'def {fn.name}({ast.unparse(args)}):\n    """\n{body}\n    """\n'
 
 
-def code_prompts(stdlib: Path | None = None) -> list[list[Message]]:
-    """One prompt per documented public stdlib function, in file order (deterministic for one
-    Python version)."""
-    root = Path(stdlib or sysconfig.get_paths()["stdlib"])
-    prompts, seen = [], set()
+def _documented(root: Path, skip: set[str], seen: set[str]) -> Iterator[str]:
+    """Stubs of the documented public functions under root, in file order; `seen` docstrings
+    are skipped (and new ones added), so a docstring is used once across roots."""
     for path in sorted(root.rglob("*.py")):
-        if SKIP_DIRS & set(path.relative_to(root).parts):
+        if skip & set(path.relative_to(root).parts):
             continue
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -72,14 +80,50 @@ def code_prompts(stdlib: Path | None = None) -> list[list[Message]]:
             continue
         for fn in _functions(tree):
             doc = ast.get_docstring(fn)
-            if fn.name.startswith("_") or not doc or len(doc) < MIN_DOC_CHARS or doc in seen:
+            if fn.name.startswith("_") or not doc or doc in seen:
+                continue
+            if not MIN_DOC_CHARS <= len(doc) <= MAX_DOC_CHARS:
                 continue
             seen.add(doc)
-            stub = _stub(fn, doc)
-            prompts.append(
-                [{"role": "user", "content": f"{CODE_INSTRUCTION}\n\n```python\n{stub}```"}]
-            )
-    return prompts
+            yield _stub(fn, doc)
+
+
+def _chat(stub: str) -> list[Message]:
+    return [{"role": "user", "content": f"{CODE_INSTRUCTION}\n\n```python\n{stub}```"}]
+
+
+def code_prompts(stdlib: Path | None = None) -> list[list[Message]]:
+    """One prompt per documented public stdlib function, in file order (deterministic for one
+    Python version)."""
+    root = Path(stdlib or sysconfig.get_paths()["stdlib"])
+    return [_chat(stub) for stub in _documented(root, SKIP_DIRS, set())]
+
+
+def package_code_prompts(
+    packages: Iterable[str], per_package: int = PER_PACKAGE, site: Path | None = None
+) -> tuple[list[list[Message]], dict[str, str]]:
+    """The same stubs from installed third-party packages (read from site-packages with `ast`,
+    never imported; tests skipped), at most `per_package` each (a spread over the package's
+    files: every n-th stub), and the version of each package used. A package that is not
+    installed is left out of the versions."""
+    from importlib import metadata
+
+    root = Path(site or sysconfig.get_paths()["purelib"])
+    prompts: list[list[Message]] = []
+    versions: dict[str, str] = {}
+    seen: set[str] = set()
+    for name in packages:
+        folder = root / name
+        if not folder.is_dir():
+            continue
+        stubs = list(_documented(folder, PACKAGE_SKIP_DIRS, seen))
+        stride = max(1, -(-len(stubs) // per_package))
+        prompts += [_chat(stub) for stub in stubs[::stride]]
+        try:
+            versions[name] = metadata.version(DISTRIBUTIONS.get(name, name))
+        except metadata.PackageNotFoundError:
+            versions[name] = "unknown"
+    return prompts, versions
 
 
 SUBJECTS = (
