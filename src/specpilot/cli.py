@@ -65,11 +65,21 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--chat", action="store_true", help="wrap --prompt in the chat template")
     gen.add_argument("--max-new-tokens", type=int, default=128)
     gen.add_argument("--block-size", type=int, default=0, help="0: the drafter's own")
-    gen.add_argument("--cuda-graphs", action="store_true", help="replay forwards as CUDA graphs")
+    gen.add_argument(
+        "--cuda-graphs",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="replay forwards as CUDA graphs (default on; no effect on CPU)",
+    )
     gen.add_argument(
         "--pipeline",
-        action="store_true",
-        help="launch each speculative step before the previous one is booked (same tokens)",
+        nargs="?",
+        const="on",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="launch each speculative step before the previous one is booked (same tokens); "
+        "auto: on for the embedded pair on CUDA, where it measured 1.2-1.7x faster (docs/LOG.md "
+        "run 30), off elsewhere (at the Qwen3-8B shape it lost 6%%, run 19)",
     )
     gen.add_argument(
         "--weights", default="bf16", choices=["bf16", "w12"], help="w12: convert on load"
@@ -147,6 +157,17 @@ def _load_results(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def _pipeline(choice: str, embedded: bool, device: str) -> bool:
+    """--pipeline: on, off, or auto = on for the embedded pair on CUDA (the only deployment where
+    it has been measured faster; on a CPU the step after the last one would be computed for
+    nothing)."""
+    if choice != "auto":
+        return choice == "on"
+    import torch
+
+    return embedded and device in ("auto", "cuda") and torch.cuda.is_available()
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     from specpilot.config import EngineConfig
     from specpilot.engine.llm import LLM
@@ -155,7 +176,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-new-tokens must be > 0, got {args.max_new_tokens}")
     if args.replay and not args.draft:
         raise ConfigError("--replay needs --draft PATH (or use --draft replay:TAU)")
-    if args.target is None:  # the embedded default pair
+    embedded = args.target is None
+    if embedded:  # the embedded default pair
         from specpilot.models.embedded import default_drafter, default_target
 
         args.target = default_target()
@@ -169,7 +191,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             block_size=args.block_size,
             cuda_graphs=args.cuda_graphs,
             weights=args.weights,
-            pipeline=args.pipeline,
+            pipeline=_pipeline(args.pipeline, embedded, args.device),
         ),
         replay=args.replay,
         seed=args.seed,

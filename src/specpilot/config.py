@@ -290,6 +290,16 @@ class EngineConfig:
         way); at 32 sequences x 16 tokens the verify is compute-bound and costs ~3x a decode
         step, so a narrower block that loses little acceptance gives more tokens per second
         (docs/LOG.md run 19). Used by the continuous-batching scheduler; lossless at any width.
+    draft_head: the dtype of the LM head that turns the drafter's PyTorch-path output into
+        proposals. "target": the target's own lm_head; "bfloat16": a bf16 copy (proposals are
+        verified, so the drafter's rounding never changes an emitted token, only acceptance);
+        "auto": on a CPU with a float32 target, whichever of the two measures faster at load
+        (on the 2-core dev box: 6.5 vs 22.9 ms for 15 rows of SmolLM2's 49,152 x 576 head, a
+        fifth of a speculative step); elsewhere "target". The fused GPU path is unaffected.
+    cpu_linear: float32 linear layers on a CPU. "torch": nn.Linear as is; "onednn": oneDNN on
+        weights packed once at load (layers/onednn.py: 1.3-3x faster at 1-16 rows on the dev
+        box); "auto": onednn where this torch build has it. Applies to the target and the
+        drafter, AR and speculative alike.
     """
 
     block_size: int = 0
@@ -299,6 +309,8 @@ class EngineConfig:
     weights: str = "bf16"
     pipeline: bool = False
     batch_blocks: str = ""
+    draft_head: str = "auto"
+    cpu_linear: str = "auto"
 
     def __post_init__(self) -> None:
         self.batch_block_table()  # parse once, so a bad value fails at construction
@@ -308,6 +320,12 @@ class EngineConfig:
             )
         if self.weights not in ("bf16", "w12"):
             raise ConfigError(f"weights must be bf16 or w12, got {self.weights!r}")
+        if self.draft_head not in ("auto", "target", "bfloat16"):
+            raise ConfigError(
+                f"draft_head must be auto, target or bfloat16, got {self.draft_head!r}"
+            )
+        if self.cpu_linear not in ("auto", "onednn", "torch"):
+            raise ConfigError(f"cpu_linear must be auto, onednn or torch, got {self.cpu_linear!r}")
         if self.kernels not in ("auto", "triton", "torch"):
             raise ConfigError(f"kernels must be auto, triton or torch, got {self.kernels!r}")
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from specpilot import kernels
 from specpilot.config import EngineConfig
@@ -102,6 +103,8 @@ class Generator:
         # persistent buffers, reused across runs (graphs capture their addresses)
         self._buffers: dict[str, tuple[KVCache, RotaryTable]] = {}
         self.fused_target, self.fused_drafter = self._fused_models()
+        self._pack_cpu_linears()
+        self.draft_head = self._choose_draft_head()
         # per-step CUDA events of the last speculative run, when profile_steps is set
         self.profile_steps = False
         self.step_events: list[tuple[torch.cuda.Event, ...]] = []
@@ -186,7 +189,54 @@ class Generator:
             return self.fused_drafter(hidden, ctx_pos, block, block_pos, cache, table)
         embeds = self.target.embed(block)
         out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
-        return self.target.lm_head(out[:, 1:]).argmax(dim=-1)
+        # 2-D rows: a strided 3-D input makes the CPU's matmul take a much slower batched path
+        rows = out[:, 1:].reshape(-1, out.shape[-1])
+        if self.draft_head is not None:
+            logits = F.linear(rows.to(self.draft_head.dtype), self.draft_head)
+        else:
+            logits = self.target.lm_head(rows)
+        return logits.argmax(dim=-1).view(out.shape[0], -1)
+
+    def _pack_cpu_linears(self) -> None:
+        """EngineConfig.cpu_linear: oneDNN-packed float32 linears on a CPU (layers/onednn.py)."""
+        choice = self.config.cpu_linear
+        if choice == "torch" or self.device.type != "cpu" or self.dtype != torch.float32:
+            return
+        from specpilot.layers import onednn
+
+        if not onednn.available():
+            if choice == "onednn":
+                raise ConfigError("cpu_linear=onednn: this torch build has no oneDNN linear")
+            return
+        for model in (self.target, self.drafter):
+            if model is not None:
+                onednn.pack_linears(model, rows=self.block_size)
+
+    def _choose_draft_head(self) -> torch.Tensor | None:
+        """EngineConfig.draft_head: None (the target's lm_head) or a low-precision copy."""
+        choice = self.config.draft_head
+        if self.drafter is None or choice == "target":
+            return None
+        weight = self.target.lm_head.weight.detach()
+        copy = weight.to(torch.bfloat16)
+        if choice == "bfloat16":
+            return copy
+        if self.device.type != "cpu" or weight.dtype != torch.float32:
+            return None
+        rows = torch.randn(self.block_size - 1, weight.shape[1], device=self.device)
+
+        def cost(head: Callable[[torch.Tensor], torch.Tensor]) -> float:  # best of 3 + warm-up
+            times = []
+            for _ in range(4):
+                t0 = time.perf_counter()
+                head(rows).argmax(dim=-1)
+                times.append(time.perf_counter() - t0)
+            return min(times[1:])
+
+        with torch.inference_mode():
+            low = cost(lambda x: F.linear(x.to(copy.dtype), copy))
+            own = cost(self.target.lm_head)
+        return copy if low < own else None
 
     def _anchor_block(self, anchors: torch.Tensor, k: int | None = None) -> torch.Tensor:
         """The drafter's input block [B, k] (default block_size): each anchor, then masks."""

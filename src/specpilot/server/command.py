@@ -48,7 +48,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="",
         help="narrower speculative blocks for wide batches, ROWS:BLOCK,... (e.g. 24:8)",
     )
-    p.add_argument("--cuda-graphs", action="store_true", help="replay forwards as CUDA graphs")
+    p.add_argument(
+        "--cuda-graphs",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="replay forwards as CUDA graphs (default on; no effect on CPU)",
+    )
     p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
     p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
