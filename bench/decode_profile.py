@@ -48,8 +48,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument(
         "--arms",
-        default="bf16,bf16-noglu,bf16-noprologue,w12,w12-fused",
-        help="bf16, bf16-noglu, bf16-noprologue, w12, w12-fused",
+        default="bf16,bf16-prologue,bf16-noprologue,w12,w12-fused",
+        help="bf16, bf16-prologue, bf16-noglu, bf16-noprologue, w12, w12-fused",
     )
     parser.add_argument("--w12-block-n", default="", help="more W12 arms: M = 1 rows a program")
     parser.add_argument("--out")
@@ -60,7 +60,7 @@ def main() -> None:
     from specpilot.models import fused
 
     default_tiles = w12_linear.tile_config
-    defaults = dict(fused.PROLOGUE_ROWS), dict(fused.W12_PROLOGUE_ROWS)
+    defaults = dict(fused.PROLOGUE_ROWS), dict(fused.W12_PROLOGUE_ROWS), fused.PROLOGUE_MAX_K
     arms = args.arms.split(",")
     if args.w12_block_n:  # extra W12 arms: M = 1 tiles with these rows a program
         arms += [f"w12-n{n}" for n in args.w12_block_n.split(",")]
@@ -69,6 +69,7 @@ def main() -> None:
         w12_linear.tile_config = default_tiles
         fused.PROLOGUE_ROWS.update(defaults[0])
         fused.W12_PROLOGUE_ROWS.update(defaults[1])
+        fused.PROLOGUE_MAX_K = defaults[2]
         if weights.startswith("w12"):
             convert_model(target)
         if weights == "w12-fused":  # the norm / SwiGLU prologue inside the W12 multiply
@@ -77,6 +78,9 @@ def main() -> None:
             fused.PROLOGUE_ROWS.update(glu=0)
         if weights == "bf16-noprologue":
             fused.PROLOGUE_ROWS.update(norm=0, glu=0)
+        if weights == "bf16-prologue":  # the earlier default: prologues up to 4 rows, any width
+            fused.PROLOGUE_ROWS.update(norm=4, glu=4)
+            fused.PROLOGUE_MAX_K = 1 << 30
         if weights.startswith("w12-n"):
             block_n = int(weights.removeprefix("w12-n"))
 

@@ -156,9 +156,13 @@ def start_child(arm: str, args: argparse.Namespace) -> tuple[subprocess.Popen, s
     raise SystemExit(f"{arm} server did not answer /health")
 
 
-def prompts(n: int, words: int) -> list[str]:
-    filler = " ".join(f"w{j}" for j in range(words))
-    return [f"Request {i}. Continue this text: {filler}" for i in range(n)]
+def prompts(n: int, words: int, tokens: int = 0) -> list[str]:
+    """n distinct prompts: `words` filler words, or (tokens > 0) exactly `tokens` bytes of user
+    text, i.e. that many tokens of the synthetic byte-level tokenizer (the chat template adds
+    ~30). 100 words are ~420 bytes; a BPE tokenizer would make ~130-250 tokens of them."""
+    filler = " ".join(f"w{j}" for j in range(max(words, tokens)))
+    texts = [f"Request {i}. Continue this text: {filler}" for i in range(n)]
+    return [t[:tokens] for t in texts] if tokens > 0 else texts
 
 
 async def stream_all(
@@ -377,6 +381,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="measured passes per level")
     parser.add_argument("--prompt-words", type=int, default=100)
     parser.add_argument(
+        "--prompt-tokens", type=int, default=0, help="> 0: user text of exactly this many tokens"
+    )
+    parser.add_argument(
         "--replay", default="6.55", help="replayed acceptance: 6.55, geometric:6.55, 1:0.5,8:0.5"
     )
     parser.add_argument(
@@ -414,6 +421,11 @@ def main() -> None:
         "spec_narrow_batch_blocks": args.batch_blocks,
         "decisive_target": bool(args.decisive),
         "max_tokens": args.max_tokens,
+        "prompt": (
+            f"{args.prompt_tokens} tokens of user text"
+            if args.prompt_tokens > 0
+            else f"{args.prompt_words} words = {len(prompts(1, args.prompt_words)[0])} tokens"
+        ),
         "max_running": args.max_running,
         "cuda_graphs": bool(args.graphs),
         "kernels": args.kernels,
@@ -428,7 +440,9 @@ def main() -> None:
             try:
                 for conc in levels:
                     texts = prompts(
-                        max(args.min_requests, args.requests_per_slot * conc), args.prompt_words
+                        max(args.min_requests, args.requests_per_slot * conc),
+                        args.prompt_words,
+                        args.prompt_tokens,
                     )
                     warmups = 1 if arm == "ar" else 2  # replay learns continuations; graphs
                     for _ in range(warmups):

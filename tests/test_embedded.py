@@ -75,8 +75,9 @@ def test_bad_cache_variable_is_a_one_line_error(tmp_path, monkeypatch) -> None:
 def test_shipped_drafter_accepts_drafts_and_stays_lossless() -> None:
     """The drafter we trained (package data) loads with the embedded target and reaches its
     acceptance on chat prompts, with outputs identical to AR. A random drafter of this
-    vocabulary (49,152) would almost never match (tau 1.0); the shipped one measured 1.6-1.8 on
-    held-out prompts (docs/LOG.md run 16), so 1.3 here catches a broken load or forward."""
+    vocabulary (49,152) would almost never match (tau 1.0); the shipped one measured 2.70 / 1.84
+    on held-out HumanEval / MT-Bench (docs/LOG.md run 29) and 1.96 on these two prompts (fp32
+    CPU), so 1.6 here catches a broken load or forward, or a drafter that lost its training."""
     from specpilot.engine.llm import LLM
 
     llm = LLM(
@@ -92,5 +93,5 @@ def test_shipped_drafter_accepts_drafts_and_stays_lossless() -> None:
     assert [s.output_ids for s in spec] == [a.output_ids for a in ar]
     steps = sum(s.num_steps for s in spec)
     emitted = sum(sum(s.acceptance_lengths) for s in spec)
-    assert emitted / steps > 1.3, emitted / steps
+    assert emitted / steps > 1.6, emitted / steps
     assert all(s.drafter == "dflash" for s in spec) and all(a.drafter == "none" for a in ar)

@@ -64,7 +64,12 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--prompt-ids", help="prompt token ids, comma-separated")
     gen.add_argument("--chat", action="store_true", help="wrap --prompt in the chat template")
     gen.add_argument("--max-new-tokens", type=int, default=128)
-    gen.add_argument("--block-size", type=int, default=0, help="0: the drafter's own")
+    gen.add_argument(
+        "--block-size",
+        type=int,
+        default=0,
+        help="0: the drafter's own (the embedded pair on a CPU: 8, measured faster there)",
+    )
     gen.add_argument(
         "--cuda-graphs",
         action=argparse.BooleanOptionalAction,
@@ -157,17 +162,6 @@ def _load_results(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _pipeline(choice: str, embedded: bool, device: str) -> bool:
-    """--pipeline: on, off, or auto = on for the embedded pair on CUDA (the only deployment where
-    it has been measured faster; on a CPU the step after the last one would be computed for
-    nothing)."""
-    if choice != "auto":
-        return choice == "on"
-    import torch
-
-    return embedded and device in ("auto", "cuda") and torch.cuda.is_available()
-
-
 def cmd_generate(args: argparse.Namespace) -> int:
     from specpilot.config import EngineConfig
     from specpilot.engine.llm import LLM
@@ -176,10 +170,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-new-tokens must be > 0, got {args.max_new_tokens}")
     if args.replay and not args.draft:
         raise ConfigError("--replay needs --draft PATH (or use --draft replay:TAU)")
-    embedded = args.target is None
-    if embedded:  # the embedded default pair
-        from specpilot.models.embedded import default_drafter, default_target
+    defaults: dict = {"block_size": 0, "pipeline": False}  # the drafter's block, unpipelined
+    if args.target is None:  # the embedded default pair
+        from specpilot.models.embedded import default_drafter, default_target, engine_defaults
 
+        if args.draft is None:
+            defaults = engine_defaults(args.device)
         args.target = default_target()
         args.draft = args.draft or str(default_drafter())
     llm = LLM(
@@ -188,10 +184,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         device=args.device,
         dtype=args.dtype,
         engine=EngineConfig(
-            block_size=args.block_size,
+            block_size=args.block_size or defaults["block_size"],
             cuda_graphs=args.cuda_graphs,
             weights=args.weights,
-            pipeline=_pipeline(args.pipeline, embedded, args.device),
+            pipeline=defaults["pipeline"] if args.pipeline == "auto" else args.pipeline == "on",
         ),
         replay=args.replay,
         seed=args.seed,

@@ -70,3 +70,15 @@ def default_drafter() -> Path:
     if not (DRAFTER_DIR / "config.json").is_file():
         raise CheckpointError(f"{DRAFTER_DIR}: the shipped drafter is missing (reinstall)")
     return DRAFTER_DIR
+
+
+def engine_defaults(device: str) -> dict[str, int | bool]:
+    """The mechanisms the embedded pair runs best with where the user does not choose, per
+    device, as measured (docs/LOG.md): on CUDA the full block of 16, pipelined (H200 run 30:
+    1.67x / 1.20x of AR on HumanEval / MT-Bench, 0.91x / 0.83x unpipelined); on a CPU blocks of
+    8, not pipelined (2-core box: 1.79x / 1.35x, 1.46x / 1.04x with 16: a CPU pays for every
+    verified row; a pipelined loop would compute one step too many)."""
+    import torch
+
+    cuda = device in ("auto", "cuda") and torch.cuda.is_available()
+    return {"block_size": 16 if cuda else 8, "pipeline": cuda}

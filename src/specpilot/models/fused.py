@@ -73,22 +73,28 @@ def fits(batch: int, width: int, has_w12: bool) -> bool:
     return not has_w12 and width <= MAX_WIDE_WIDTH and rows <= MAX_WIDE_ROWS
 
 
-# NOTE: up to this many rows a multiply computes the RMSNorm ("norm") or SwiGLU ("glu") of its
-# input itself, in every program's prologue (cheaper than a launch); above it every program
-# would redo the whole block's work. bench/decode_profile.py's arms patch these tables.
-PROLOGUE_ROWS = {"norm": 4, "glu": 4}
+# NOTE: up to this many rows, and for inputs at most PROLOGUE_MAX_K wide, a multiply computes the
+# RMSNorm ("norm") or SwiGLU ("glu") of its input itself, in every program's prologue (cheaper
+# than a launch); otherwise the norm / SwiGLU kernel writes the input first. Measured on the
+# H200 (docs/LOG.md run 27): at the Qwen3-8B shape (K = 4096 / 12288) a decode forward took
+# 4,481 us of kernels without any prologue against 4,719 with them (every one of ~2,048
+# programs re-reads and re-reduces the whole row); at the SmolLM2 shape (K = 576 / 1536, a
+# launch-bound forward) 2- and 4-row forwards with the prologue inside the tensor-core tile
+# took 1.81 ms against 1.08 for 8 rows without it. So: one row, narrow inputs only.
+# bench/decode_profile.py's arms patch these.
+PROLOGUE_ROWS = {"norm": 1, "glu": 1}
+PROLOGUE_MAX_K = 2048
 # W12 multiplies take 2 weight rows a program (8 for bf16), so 4x the programs redo the prologue,
-# in a kernel that is short of instructions already (the SwiGLU prologue of the down projection,
-# an exp per input element, can cost more than the 2 rows' decode): in a decode forward they read
-# 2.18 TB/s of W12 bytes against 3.2-3.4 without a prologue (H200 run 25). So W12 takes its
-# input from the norm / SwiGLU kernels (two launches a layer). Unmeasured: decode_profile's
-# w12 and w12-fused arms compare both.
+# in a kernel that is short of instructions already: with the prologue a W12 decode forward took
+# 5,333 us of kernels, without it 4,160 (run 27).
 W12_PROLOGUE_ROWS = {"norm": 0, "glu": 0}
 
 
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
-    table = W12_PROLOGUE_ROWS if isinstance(weight, W12Weight) else PROLOGUE_ROWS
-    return table[kind]
+    """The most rows whose multiply by `weight` computes the `kind` prologue itself."""
+    if isinstance(weight, W12Weight):
+        return W12_PROLOGUE_ROWS[kind]
+    return PROLOGUE_ROWS[kind] if weight.shape[1] <= PROLOGUE_MAX_K else 0
 
 
 def normed_linear(

@@ -42,7 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help=f"prompt + output tokens per request (0: the model's, at most {DEFAULT_CONTEXT})",
     )
     p.add_argument("--served-model-name", help="model id in the API (default: the target's name)")
-    p.add_argument("--block-size", type=int, default=0, help="0: the drafter's own")
+    p.add_argument(
+        "--block-size", type=int, default=0, help="0: the drafter's own (embedded pair on a CPU: 8)"
+    )
     p.add_argument(
         "--batch-blocks",
         default="",
@@ -109,19 +111,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sock = bind(args.host, args.port)
     note = None
     target = args.target
+    block_size = args.block_size
     if target is None:
-        from specpilot.models.embedded import default_drafter, default_target
+        from specpilot.models.embedded import default_drafter, default_target, engine_defaults
 
         target = default_target()
         if args.draft is None:
             args.draft = str(default_drafter())
+            block_size = block_size or int(engine_defaults(args.device)["block_size"])
     llm = LLM(
         target,
         draft=args.draft,
         device=args.device,
         dtype=args.dtype,
         engine=EngineConfig(
-            block_size=args.block_size,
+            block_size=block_size,
             cuda_graphs=args.cuda_graphs,
             batch_blocks=args.batch_blocks,
         ),
