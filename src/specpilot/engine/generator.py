@@ -218,11 +218,11 @@ class Generator:
         if self.drafter is None or choice == "target":
             return None
         weight = self.target.lm_head.weight.detach()
+        if choice == "auto" and (self.device.type != "cpu" or weight.dtype != torch.float32):
+            return None
         copy = weight.to(torch.bfloat16)
         if choice == "bfloat16":
             return copy
-        if self.device.type != "cpu" or weight.dtype != torch.float32:
-            return None
         rows = torch.randn(self.block_size - 1, weight.shape[1], device=self.device)
 
         def cost(head: Callable[[torch.Tensor], torch.Tensor]) -> float:  # best of 3 + warm-up
