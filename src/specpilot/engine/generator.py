@@ -271,8 +271,9 @@ class Generator:
         block_pos: torch.Tensor,
         kv_len: int,
     ) -> torch.Tensor:
-        """`_draft_fn`, graphed on CUDA when the context is at most one block wide (every step
-        after the first; keyed by context and block width)."""
+        """`_draft_fn`, graphed on CUDA when the context is at most one block wide (every step,
+        the prompt's context being written by `_draft_prefill`; keyed by context and block
+        width)."""
         if not self.use_graphs or hidden.shape[1] > self.block_size:
             return self._draft_fn(hidden, ctx_pos, anchors, block_pos, kv_len)
         max_len = self._buffers["draft"][0].max_len
