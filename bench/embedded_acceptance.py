@@ -5,10 +5,12 @@ template: speculative decoding with the shipped drafter and AR decoding with the
 mean acceptance length (tau), tokens/s of both, output identity and token forcing of every
 speculative output. Runs on CPU or CUDA. Prints a table; the last line is one JSON object.
 
---variants measures several engine configurations of the same pair in one process (AR once):
-`b16` (the drafter's block), `b8`, `b4` (narrower blocks: cheaper verify and draft, acceptance
-capped at the width), a `p` suffix for EngineConfig.pipeline (`b16p`). With a CUDA device each
-variant also reports a per-step breakdown (CUDA events) of its first prompt.
+--variants measures several engine configurations of the same pair in one process: `b16` (the
+drafter's block), `b8`, `b4` (narrower blocks: cheaper verify and draft, acceptance capped at the
+width), a `p` suffix for EngineConfig.pipeline (`b16p`). AR runs once per prompt for each loop
+kind: a pipelined variant is compared with pipelined AR decoding, the others with plain AR. With
+a CUDA device each unpipelined variant also reports a per-step breakdown (CUDA events) of its
+second prompt.
 """
 
 from __future__ import annotations
@@ -76,6 +78,11 @@ def main() -> None:
             target, draft=str(drafter), device=args.device, dtype=args.dtype, engine=engine
         )
     ar_llm = llms[names[0]]
+    # AR through the same loop as each variant: pipelined variants against pipelined AR
+    # (EngineConfig.pipeline runs both one step ahead of the host), the others against plain AR
+    ar_llms = {}
+    for name in names:
+        ar_llms.setdefault(llms[name].generator.config.pipeline, llms[name])
     # warm-up on the longest prompt of each set, every variant and AR, untimed: Triton compiles
     # kernel variants per shape on first use (on the H200 the first HumanEval prompt took ~1 s
     # more per variant without this, run 22), and a longer prompt than any before grows the
@@ -90,7 +97,8 @@ def main() -> None:
     }
     for problems in sets.values():
         longest = max((ids for _, ids in problems), key=len)
-        ar_llm.generate(longest, max_new_tokens=args.max_new_tokens, speculative=False)
+        for llm in ar_llms.values():
+            llm.generate(longest, max_new_tokens=args.max_new_tokens, speculative=False)
         for llm in llms.values():
             llm.generate(longest, max_new_tokens=args.max_new_tokens)
     report: dict = {
@@ -108,9 +116,13 @@ def main() -> None:
         rows: dict[str, list[dict]] = {v: [] for v in names}
         report["datasets"][name] = {}
         for i, (problem, ids) in enumerate(problems):
-            a = ar_llm.generate(ids, max_new_tokens=args.max_new_tokens, speculative=False)[0]
+            ars = {
+                pipe: llm.generate(ids, max_new_tokens=args.max_new_tokens, speculative=False)[0]
+                for pipe, llm in ar_llms.items()
+            }
             for variant, spec in llms.items():
                 gen = spec.generator
+                a = ars[gen.config.pipeline]
                 gen.profile_steps = cuda and i == 1
                 s = spec.generate(ids, max_new_tokens=args.max_new_tokens)[0]
                 gen.profile_steps = False

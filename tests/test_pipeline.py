@@ -127,3 +127,17 @@ def test_every_step_has_a_one_block_context(models, pipeline) -> None:
     gen.run(ar, speculative=False)
     assert widths and set(widths) == {gen.block_size}
     assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
+
+
+def test_pipelined_ar_equals_the_synchronous_loop(models) -> None:
+    """EngineConfig.pipeline also runs AR decoding one step ahead: same tokens, finish reasons
+    and step count, with rows of different lengths and an early stop token."""
+    plain, piped = generators(models)
+    probe = fresh()
+    plain.run(probe, speculative=False)
+    stop = probe[1].output_ids[5]
+    for stops in (None, stop):
+        a, b = fresh(stops), fresh(stops)
+        stats_a = plain.run(a, speculative=False)
+        stats_b = piped.run(b, speculative=False)
+        assert summary(a) == summary(b) and stats_a.num_steps == stats_b.num_steps

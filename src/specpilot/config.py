@@ -279,11 +279,14 @@ class EngineConfig:
         the single graph measured slower (854 vs 967 tok/s at tau 6.55, docs/LOG.md runs 10-11).
     weights: "bf16" keeps the checkpoint's weights; "w12" converts the decoder layers' linear
         weights to the lossless 12-bit format on load (formats/w12.py; needs bf16).
-    pipeline: speculative steps run one ahead of the host: step i + 1 is launched from inputs
-        computed on the device (next positions, anchors, replayed drafts) before the host reads
-        step i's result back and books it, so the GPU never waits for the host between steps;
-        a step launched after the last one needed is discarded. Same tokens as without it.
-        Off by default until measured on the H200 (Generator._speculate_pipelined).
+    pipeline: the host runs one step behind the device: step i + 1 is launched from inputs
+        computed on the device (speculative: next positions, anchors, replayed drafts; AR: the
+        argmax and position + 1) before the host reads step i's result back and books it, so the
+        GPU never waits for the host between steps; a step launched after the last one needed
+        is discarded. Same tokens as without it (tests/test_pipeline.py). Off by default:
+        measured faster for the embedded SmolLM2 pair on the H200 (speculative 1.2 ms a step
+        against 1.3-13.7 unpipelined, docs/LOG.md run 30), slower at the Qwen3-8B shape (run
+        19, speculative). `generate` turns it on for the embedded pair on CUDA.
     batch_blocks: narrower speculative blocks for wide batches, "ROWS:BLOCK,..." (e.g. "24:8":
         from 24 running sequences on, verify anchor + 7 drafts instead of the full block).
         At batch 1 a verify block is as cheap as one token (the weights are read once either

@@ -405,6 +405,8 @@ class Generator:
         return seqs, passes
 
     def _decode(self, seqs: list[Sequence]) -> int:
+        if self.config.pipeline:
+            return self._decode_pipelined(seqs)
         steps = 0
         while not all(s.finished for s in seqs):
             starts = [s.num_cached_tokens for s in seqs]
@@ -415,6 +417,46 @@ class Generator:
                 if not s.finished:
                     take_token(s, token)
             steps += 1
+        return steps
+
+    def _decode_pipelined(self, seqs: list[Sequence]) -> int:
+        """`_decode` with the host one step behind the device (EngineConfig.pipeline): step
+        i + 1 reads step i's argmax and position + 1 on the device (the position held at the
+        sequence's last one, so a finished row never runs past its cache), and step i's tokens
+        are copied back and booked while step i + 1 runs; the step launched after every
+        sequence finished is discarded. Rows are independent, so the tokens are `_decode`'s."""
+        dev = self.device
+        if all(s.finished for s in seqs):
+            return 0
+        last = [len(s.prompt_ids) + s.max_new_tokens - 1 for s in seqs]
+        limits = torch.tensor(last, device=dev)[:, None]
+        positions = torch.tensor([[s.num_cached_tokens] for s in seqs], device=dev)
+        ids = torch.tensor([[s.last_token] for s in seqs], device=dev)
+        bound = max(s.num_cached_tokens for s in seqs)  # >= every row's position this step
+        pin = dev.type == "cuda"
+        host = [torch.empty(len(seqs), dtype=torch.long, pin_memory=pin) for _ in "ab"]
+        pending: tuple[torch.Tensor, Any] | None = None
+        steps = launched = 0
+        while True:
+            out = self._target_forward(ids, positions, bound + 1, ())
+            ids = out.tokens[:, -1:]
+            positions = torch.minimum(positions + 1, limits)
+            bound = min(bound + 1, max(last))
+            buffer = host[launched % 2]
+            launched += 1
+            buffer.copy_(ids[:, 0], non_blocking=pin)
+            done = _record(dev)
+            if pending is not None:
+                held, event = pending
+                if event is not None:
+                    event.synchronize()
+                for seq, token in zip(seqs, held.tolist()):
+                    if not seq.finished:
+                        take_token(seq, token)
+                steps += 1
+                if all(seq.finished for seq in seqs):
+                    break
+            pending = (buffer, done)
         return steps
 
     def _spec_step(
