@@ -271,14 +271,18 @@ def measure_batched(
 
 
 def pipelined(gen: Generator, fresh, reference_ids: list[int]) -> dict:  # noqa: ANN001
-    """Speculative tok/s at replayed tau 6.55 with EngineConfig.pipeline (the host one step
-    behind the device), and whether its tokens equal the synchronous loop's."""
+    """Speculative tok/s at replayed tau 6.55 and AR tok/s with EngineConfig.pipeline (the host
+    one step behind the device), and whether the speculative tokens equal the synchronous
+    loop's."""
     plain_config = gen.config
     gen.config = dataclasses.replace(plain_config, pipeline=True)
     try:
         profile = AcceptanceProfile.from_mean(6.55, gen.block_size)
         gen.run_replay(fresh, profile, seed=0)  # warm-up
         seqs, passes = gen.run_replay(fresh, profile, seed=0)
+        gen.run(fresh(), speculative=False)  # warm-up
+        ar = fresh()
+        ar_stats = gen.run(ar, speculative=False)
     finally:
         gen.config = plain_config
     s = seqs[0]
@@ -286,6 +290,7 @@ def pipelined(gen: Generator, fresh, reference_ids: list[int]) -> dict:  # noqa:
         "tau": 6.55,
         "drafter": "replay",
         "tok_s": (len(s.output_ids) - 1) / s.decode_time_s,
+        "ar_tok_s": (len(ar[0].output_ids) - 1) / ar_stats.decode_s,
         "measured_tau": (len(s.output_ids) - 1) / len(s.acceptance_lengths),
         "replay_passes": passes,
         "identical_to_unpipelined": s.output_ids == reference_ids,
@@ -430,7 +435,8 @@ def main() -> None:
                 f"{c['forward'][16]['ms'] / c['ar']['step_ms']:.2f}, draft/AR "
                 f"{c['draft']['ratio_to_ar_step']:.2f}, spec@6.55 "
                 f"{c['speculative']['6.55']['tok_s']:.0f} tok/s (pipelined "
-                f"{c['speculative_pipelined']['tok_s']:.0f}), forcing AR/spec "
+                f"{c['speculative_pipelined']['tok_s']:.0f}, pipelined AR "
+                f"{c['speculative_pipelined']['ar_tok_s']:.1f}), forcing AR/spec "
                 f"{(c['ar'].get('token_forcing') or {}).get('passed')}/"
                 f"{(c['speculative']['6.55']['token_forcing'] or {}).get('passed')}",
                 flush=True,

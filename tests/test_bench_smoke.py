@@ -26,6 +26,7 @@ def test_measure_context_and_pipelined(gen) -> None:
     assert r["speculative"]["6.55"]["identical_to_ar"]  # fp32: same arithmetic
     assert "output_ids_for_check" not in r["speculative"]["6.55"]
     assert r["speculative_pipelined"]["identical_to_unpipelined"]
+    assert r["speculative_pipelined"]["ar_tok_s"] > 0
     assert set(r["forward"]) == set(engine_speed.WIDTHS)
 
 
