@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from specpilot.train import prompts as P
 from specpilot.train import synthetic as S
 
@@ -56,3 +58,38 @@ def test_synthetic_prompts_go_through_the_held_out_filter(tmp_path, monkeypatch)
     assert banned not in texts and "code task" in texts and "an evals prompt" in texts
     assert mixed.counts["writing_held_out"] == 1 and mixed.counts["code"] == 1
     assert mixed.counts["prompts"] == len(texts) == 2 + mixed.counts["writing"]
+
+
+def test_package_code_prompts_cap_skip_and_record_versions(tmp_path) -> None:
+    """Stubs from installed packages: tests and vendored folders skipped, docstrings over
+    MAX_DOC_CHARS left out, each docstring once across packages, at most `per_package` a
+    package spread over its files, and the version of each package found."""
+    site = tmp_path / "site"
+    pkg = site / "alpha"
+    (pkg / "tests").mkdir(parents=True)
+    (pkg / "_vendor").mkdir()
+    funcs = "".join(
+        f'def f{i}(x):\n    """Return x plus {i}, a documented function long enough to count."""\n'
+        for i in range(10)
+    )
+    (pkg / "core.py").write_text(funcs)
+    (pkg / "tests" / "test_core.py").write_text(funcs.replace("def f", "def t"))
+    (pkg / "_vendor" / "v.py").write_text(funcs.replace("def f", "def v"))
+    long_doc = "x " * S.MAX_DOC_CHARS
+    (pkg / "big.py").write_text(f'def big(y):\n    """{long_doc}"""\n')
+    (site / "beta").mkdir()
+    (site / "beta" / "dup.py").write_text(funcs.replace("def f", "def g"))  # same docstrings
+    prompts, versions = S.package_code_prompts(
+        ("alpha", "beta", "absent"), per_package=4, site=site
+    )
+    texts = [p[0]["content"] for p in prompts]
+    assert len(texts) == 4  # 10 stubs, every 3rd; beta's docstrings were all seen in alpha
+    assert "def f0(x):" in texts[0] and "def f9(x):" in texts[-1]
+    assert not any(name in "".join(texts) for name in ("def t", "def v", "def big", "def g"))
+    assert set(versions) == {"alpha", "beta"}  # not installed as distributions here: "unknown"
+    assert versions["alpha"] == "unknown"
+
+
+def test_code_packages_needs_synthetic(tmp_path) -> None:
+    with pytest.raises(SystemExit):
+        P.main([str(tmp_path / "out.jsonl"), "--code-packages", "default"])

@@ -356,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
         "import names, or 'default' for train/synthetic.py's CODE_PACKAGES)",
     )
     args = parser.parse_args(argv)
+    if args.code_packages and not args.synthetic:
+        parser.error("--code-packages adds to --synthetic's prompts: give both")
     wheel_dir = args.wheel_dir or cache_dir() / "wheels"
     packages = tuple(p for p in args.code_packages.split(",") if p)
     if packages == ("default",):
