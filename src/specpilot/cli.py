@@ -70,12 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         default=0,
         help="0: the drafter's own (the embedded pair on a CPU: 8, measured faster there)",
     )
-    gen.add_argument(
-        "--cuda-graphs",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="replay forwards as CUDA graphs (default on; no effect on CPU)",
-    )
+    serve_command.add_cuda_graphs_argument(gen)
     gen.add_argument(
         "--pipeline",
         nargs="?",

@@ -26,6 +26,16 @@ DEFAULT_CONTEXT = 8192  # cache rows are allocated for max_running x context pos
 log = logging.getLogger("specpilot.server")
 
 
+def add_cuda_graphs_argument(parser: argparse.ArgumentParser) -> None:
+    """--cuda-graphs / --no-cuda-graphs, shared by `serve` and `generate`."""
+    parser.add_argument(
+        "--cuda-graphs",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="replay forwards as CUDA graphs (default on; no effect on CPU)",
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="OpenAI-compatible and SGLang HTTP server (greedy)")
     p.add_argument("--target", help="checkpoint dir, .gguf or hub id (default: embedded SmolLM2)")
@@ -50,12 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="",
         help="narrower speculative blocks for wide batches, ROWS:BLOCK,... (e.g. 24:8)",
     )
-    p.add_argument(
-        "--cuda-graphs",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="replay forwards as CUDA graphs (default on; no effect on CPU)",
-    )
+    add_cuda_graphs_argument(p)
     p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
     p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
