@@ -77,3 +77,11 @@ def test_cpu_mechanisms_keep_speculative_equal_to_ar(
     gen.run(spec, speculative=True)
     gen.run(ar, speculative=False)
     assert [s.output_ids for s in spec] == [s.output_ids for s in ar]
+
+
+def test_fits_in_memory_counts_linear_bytes(monkeypatch) -> None:
+    model = nn.Sequential(nn.Linear(256, 256), nn.Linear(256, 256))  # 512 KiB of fp32 weights
+    monkeypatch.setattr(onednn.os, "sysconf", lambda name: 1024 if name == "SC_PAGE_SIZE" else 2048)
+    assert onednn.fits_in_memory([model])  # 2 MiB of memory: a quarter is 512 KiB
+    monkeypatch.setattr(onednn.os, "sysconf", lambda name: 1024 if name == "SC_PAGE_SIZE" else 2047)
+    assert not onednn.fits_in_memory([model])

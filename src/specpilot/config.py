@@ -301,7 +301,8 @@ class EngineConfig:
         fifth of a speculative step); elsewhere "target". The fused GPU path is unaffected.
     cpu_linear: float32 linear layers on a CPU. "torch": nn.Linear as is; "onednn": oneDNN on
         weights packed once at load (layers/onednn.py: 1.3-3x faster at 1-16 rows on the dev
-        box); "auto": onednn where this torch build has it. Applies to the target and the
+        box); "auto": onednn where this torch build has it and the packed copies (the dense
+        weights stay) take at most a quarter of physical memory. Applies to the target and the
         drafter, AR and speculative alike.
     """
 

@@ -208,9 +208,11 @@ class Generator:
             if choice == "onednn":
                 raise ConfigError("cpu_linear=onednn: this torch build has no oneDNN linear")
             return
-        for model in (self.target, self.drafter):
-            if model is not None:
-                onednn.pack_linears(model, rows=self.block_size)
+        models = [m for m in (self.target, self.drafter) if m is not None]
+        if choice == "auto" and not onednn.fits_in_memory(models):
+            return  # the packed copies would double the linear weights' memory
+        for model in models:
+            onednn.pack_linears(model, rows=self.block_size)
 
     def _choose_draft_head(self) -> torch.Tensor | None:
         """EngineConfig.draft_head: None (the target's lm_head) or a low-precision copy."""

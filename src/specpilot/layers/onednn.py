@@ -11,6 +11,8 @@ so every emitted token is still the model's own argmax.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -62,3 +64,19 @@ def pack_linears(model: nn.Module, rows: int = 16) -> int:
                 setattr(parent, name, PackedLinear(child, rows))
                 replaced += 1
     return replaced
+
+
+def fits_in_memory(models: list[nn.Module], share: float = 0.25) -> bool:
+    """Whether packed copies of these models' linear weights take at most `share` of the
+    machine's physical memory (the dense weights stay, so packing adds their size again)."""
+    extra = sum(
+        m.weight.numel() * m.weight.element_size()
+        for model in models
+        for m in model.modules()
+        if type(m) is nn.Linear
+    )
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # no sysconf: assume it fits
+        return True
+    return extra <= share * total
