@@ -27,11 +27,16 @@ class Server:
     url: str = ""
     model: str = ""
     log: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None
 
-    def stop(self) -> int:
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Signal the server, wait for it to exit and for its log to be read to the end."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=30)
+            self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=30)
+        if self.reader is not None:
+            self.reader.join(timeout=10)
+        return code
 
 
 def start_server(*args: str, timeout: float = 60.0) -> Server:
@@ -53,7 +58,8 @@ def start_server(*args: str, timeout: float = 60.0) -> Server:
                 server.model, server.url = match.group(1), match.group(2)
                 found.set()
 
-    threading.Thread(target=read, daemon=True).start()
+    server.reader = threading.Thread(target=read, daemon=True)
+    server.reader.start()
     deadline = time.monotonic() + timeout
     while not found.wait(0.1):
         if proc.poll() is not None or time.monotonic() > deadline:

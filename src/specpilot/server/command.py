@@ -15,9 +15,11 @@ and the engine thread stops.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from specpilot.errors import ConfigError
@@ -88,13 +90,27 @@ def run_server(app: object, sock: socket.socket, log_level: str, shutdown_timeou
     """uvicorn on an already bound socket; returns after a graceful shutdown (SIGINT/SIGTERM)."""
     import uvicorn
 
+    class Server(uvicorn.Server):
+        """After a graceful shutdown uvicorn raises the signal it caught once more; SIGINT then
+        interrupts asyncio.run, whose cancellation of the app's lifespan task printed a
+        CancelledError traceback on every Ctrl-C. The shutdown is complete by then, so the
+        signal is dropped and `specpilot serve` returns 0."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    getattr(self, "_captured_signals", []).clear()
+
     config = uvicorn.Config(
         app,
         log_level=log_level,
         timeout_graceful_shutdown=shutdown_timeout,
         access_log=log_level == "debug",
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    Server(config).run(sockets=[sock])
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -168,10 +184,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port,
     )
     sys.stderr.flush()
-    # NOTE: after a graceful shutdown uvicorn re-raises the signal it caught: SIGINT comes back
-    # as KeyboardInterrupt (caught here: the shutdown is done), SIGTERM ends the process with -15
-    try:
-        run_server(create_app(engine, args.api_key), sock, args.log_level, args.shutdown_timeout)
-    except KeyboardInterrupt:
-        log.info("stopped")
+    run_server(create_app(engine, args.api_key), sock, args.log_level, args.shutdown_timeout)
+    log.info("stopped")
     return 0
