@@ -57,7 +57,20 @@ def test_synthetic_prompts_go_through_the_held_out_filter(tmp_path, monkeypatch)
     texts = [p[-1]["content"] for p in mixed.prompts]
     assert banned not in texts and "code task" in texts and "an evals prompt" in texts
     assert mixed.counts["writing_held_out"] == 1 and mixed.counts["code"] == 1
-    assert mixed.counts["prompts"] == len(texts) == 2 + mixed.counts["writing"]
+    assert (
+        mixed.counts["prompts"]
+        == len(texts)
+        == 2 + mixed.counts["writing"] + len(S.knowledge_prompts(0))
+    )
+
+
+def test_knowledge_prompts_cover_every_concept_and_are_seeded() -> None:
+    a, b, c = S.knowledge_prompts(0), S.knowledge_prompts(0), S.knowledge_prompts(1)
+    assert a == b and a != c
+    assert len(a) == 2 * len(S.QUESTION_TEMPLATES) * len(S.CONCEPTS)
+    texts = [p[0]["content"] for p in a]
+    assert S.QUESTION_TEMPLATES[0].format(c=S.CONCEPTS[0]) in texts
+    assert sum(t.startswith("Extract every name") for t in texts) > 0
 
 
 def test_package_code_prompts_cap_skip_and_record_versions(tmp_path) -> None:

@@ -286,7 +286,11 @@ def with_synthetic(
 
     counts = dict(prompt_set.counts)
     prompts = list(prompt_set.prompts)
-    sources = [("code", synthetic.code_prompts()), ("writing", synthetic.writing_prompts(seed))]
+    sources = [
+        ("code", synthetic.code_prompts()),
+        ("writing", synthetic.writing_prompts(seed)),
+        ("knowledge", synthetic.knowledge_prompts(seed)),
+    ]
     versions: dict[str, str] = {}
     if packages:
         package_prompts, versions = synthetic.package_code_prompts(packages)

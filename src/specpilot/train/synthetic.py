@@ -217,5 +217,58 @@ def writing_prompts(seed: int = 0) -> list[list[Message]]:
     return [[{"role": "user", "content": t}] for t in texts]
 
 
+# Questions of the kinds chat benchmarks ask besides writing (STEM, humanities, reasoning,
+# extraction), all written for this file: templates x concepts, and extraction tasks over short
+# records built from seeded random names, places, dates and amounts.
+CONCEPTS = (
+    "entropy", "photosynthesis", "natural selection", "the Doppler effect", "plate tectonics",
+    "supply and demand", "inflation", "the greenhouse effect", "Newton's third law",
+    "electric circuits", "the immune system", "DNA replication", "black-body radiation",
+    "compound interest", "the Pythagorean theorem", "prime numbers", "probability",
+    "machine learning", "encryption", "the French Revolution", "the Industrial Revolution",
+    "democracy in ancient Athens", "the printing press", "existentialism", "utilitarianism",
+    "impressionist painting", "the Cold War", "the scientific method", "opportunity cost",
+    "the water cycle", "chemical bonds", "acids and bases", "gravity", "the speed of light",
+    "sorting algorithms", "recursion", "the human brain", "vaccination", "game theory",
+    "the Renaissance", "colonialism", "the Silk Road", "climate feedback loops", "statistics",
+)  # fmt: skip
+QUESTION_TEMPLATES = (
+    "Explain {c} in simple terms, then give a real-world example.",
+    "What is {c}? Describe how it works step by step.",
+    "Write a short essay on the history and importance of {c}.",
+    "What are common misconceptions about {c}? Correct each one.",
+    "Describe {c} to a high school student and suggest an experiment or exercise about it.",
+    "Compare {c} with a related idea and explain the key differences.",
+    "How has {c} influenced the modern world? Give three examples.",
+    "Create three quiz questions about {c} and answer them.",
+)
+PLACES = ("Lisbon", "Nairobi", "Osaka", "Toronto", "Lima", "Oslo", "Hanoi", "Cairo", "Perth")
+ITEMS = ("laptops", "chairs", "books", "bicycles", "lamps", "phones", "tables", "jackets")
+
+
+def knowledge_prompts(seed: int = 0) -> list[list[Message]]:
+    """Every question template x concept, plus as many extraction and reasoning tasks over
+    seeded random records, shuffled."""
+    rng = random.Random(f"knowledge:{seed}")
+    texts = [t.format(c=c) for t in QUESTION_TEMPLATES for c in CONCEPTS]
+    for i in range(len(texts)):
+        rows = [
+            f"{rng.choice(NAMES)} bought {rng.randint(2, 90)} {rng.choice(ITEMS)} in "
+            f"{rng.choice(PLACES)} on 2023-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} "
+            f"for ${rng.randint(20, 5000)}."
+            for _ in range(rng.randint(3, 6))
+        ]
+        records = " ".join(rows)
+        if i % 3 == 0:
+            task = "Extract every name, city, date and amount from the text below as a table."
+        elif i % 3 == 1:
+            task = "Return the records below as a JSON list with keys name, item, city, date."
+        else:
+            task = "Who spent the most in the records below, and how much was spent in total?"
+        texts.append(f"{task} Explain briefly.\n\n{records}")
+    rng.shuffle(texts)
+    return [[{"role": "user", "content": t}] for t in texts]
+
+
 def python_version() -> str:
     return f"python{sys.version_info.major}.{sys.version_info.minor}"
