@@ -17,6 +17,8 @@ if [ -f .carry/q1/g1 ]; then
     mkdir -p ~/sp && cp .carry/q1/g1 ~/sp/g1
     rm -rf ~/sp/drafter-shipped && cp -r src/specpilot/data/smollm2-dflash-b16 ~/sp/drafter-shipped
 fi
+# the training prompts for a later train_embedded.sh (.carry/q3, see park.sh)
+[ -f .carry/q3/mix.jsonl.gz ] && mkdir -p ~/sp && gunzip -c .carry/q3/mix.jsonl.gz >~/sp/mix.jsonl
 name=${SERVE_NAME:-server-speed}
 timeout "${SERVE_S:-300}" python3 bench/server_speed.py ${SERVE_ARGS:-} --out "$OUT/$name.json" \
     >"$OUT/$name.log" 2>&1
