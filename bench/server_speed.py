@@ -485,20 +485,16 @@ def main() -> None:
         key = (
             "speedup_spec_over_ar" if arm == "spec" else f"speedup_{arm.replace('-', '_')}_over_ar"
         )
-        report[key] = {
-            str(s["concurrency"]): s["throughput_tok_s"] / a["throughput_tok_s"]
-            for s, a in zip(report["arms"][arm], ar)
-        }
-        for conc, ratio in report[key].items():
+        report[key] = {}
+        for s, a in zip(report["arms"][arm], ar):  # the same levels, in order
+            ratio = s["throughput_tok_s"] / a["throughput_tok_s"]
+            report[key][str(s["concurrency"])] = ratio
+            s_passes, a_passes = s["pass_tok_s"], a["pass_tok_s"]
             spread = ""
-            s_passes = next(
-                r["pass_tok_s"] for r in report["arms"][arm] if str(r["concurrency"]) == conc
-            )
-            a_passes = next(r["pass_tok_s"] for r in ar if str(r["concurrency"]) == conc)
             if len(s_passes) > 1:
                 spread = f" (passes: {min(s_passes) / max(a_passes):.2f}x worst, "
                 spread += f"{max(s_passes) / min(a_passes):.2f}x best)"
-            print(f"{arm} / AR at concurrency {conc}: {ratio:.2f}x{spread}")
+            print(f"{arm} / AR at concurrency {s['concurrency']}: {ratio:.2f}x{spread}")
     finish(report, args.out)
 
 

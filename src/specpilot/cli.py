@@ -165,14 +165,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-new-tokens must be > 0, got {args.max_new_tokens}")
     if args.replay and not args.draft:
         raise ConfigError("--replay needs --draft PATH (or use --draft replay:TAU)")
-    defaults: dict = {"block_size": 0, "pipeline": False}  # the drafter's block, unpipelined
-    if args.target is None:  # the embedded default pair
-        from specpilot.models.embedded import default_drafter, default_target, engine_defaults
+    from specpilot.models.embedded import resolve_pair
 
-        if args.draft is None:
-            defaults = engine_defaults(args.device)
-        args.target = default_target()
-        args.draft = args.draft or str(default_drafter())
+    args.target, args.draft, defaults = resolve_pair(args.target, args.draft, args.device)
     llm = LLM(
         args.target,
         draft=args.draft,

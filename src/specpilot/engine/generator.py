@@ -367,6 +367,8 @@ class Generator:
         for s in seqs:
             s.time_to_first_token_s = t1 - t0
         if speculative:
+            if use_drafter and not all(s.finished for s in seqs):
+                hidden = self._draft_prefill(seqs, hidden)  # the first step's context
             steps = self._speculate(seqs, hidden, proposer)
         else:
             steps = self._decode(seqs)
@@ -448,15 +450,10 @@ class Generator:
             launched += 1
             buffer.copy_(ids[:, 0], non_blocking=pin)
             done = _record(dev)
-            if pending is not None:
-                held, event = pending
-                if event is not None:
-                    event.synchronize()
-                for seq, token in zip(seqs, held.tolist()):
-                    if not seq.finished:
-                        take_token(seq, token)
+            if pending is not None:  # book the previous step while this one runs
+                finished = self._book(seqs, *pending, take_token)
                 steps += 1
-                if all(seq.finished for seq in seqs):
+                if finished:
                     break
             pending = (buffer, done)
         return steps
@@ -529,14 +526,14 @@ class Generator:
     def _speculate(
         self, seqs: list[Sequence], hidden: torch.Tensor | None, proposer: ReplayProposer | None
     ) -> int:
+        """Speculative steps until every sequence is done; hidden: the first step's context
+        (`_draft_prefill`'s one empty block; None without a drafter). Returns the steps run."""
         if self.config.pipeline:
             return self._speculate_pipelined(seqs, hidden, proposer)
         k = self.block_size
         drafter = self.drafter
         capture = drafter.config.target_layer_ids if drafter is not None else ()
         ctx_counts = [0] * len(seqs)  # valid context rows: none before the first step
-        if drafter is not None and hidden is not None:
-            hidden = self._draft_prefill(seqs, hidden)
         steps = 0
         self.step_events = []
         while not all(s.finished for s in seqs):
@@ -602,8 +599,6 @@ class Generator:
         limit_list = [len(s.prompt_ids) + s.max_new_tokens for s in seqs]
         limits = torch.tensor(limit_list, device=dev)
         prompt_lens = torch.tensor([len(s.prompt_ids) for s in seqs], device=dev)
-        if drafter is not None and hidden is not None:
-            hidden = self._draft_prefill(seqs, hidden)  # the first context: no valid row
         rows = [[s.num_cached_tokens, s.num_cached_tokens, s.last_token] for s in seqs]
         meta = torch.tensor(rows, device=dev)
         start_bound = max(r[0] for r in rows)  # >= every row's start of the coming step
@@ -640,7 +635,7 @@ class Generator:
             buffer.copy_(packed_d, non_blocking=pin)
             done = _record(dev)
             if pending is not None:  # book the previous step while this one runs
-                finished = self._book(seqs, *pending, k)
+                finished = self._book(seqs, *pending, lambda seq, row: take_block(seq, row, k))
                 steps += 1
                 if finished:
                     break  # the step just launched is not needed
@@ -648,13 +643,17 @@ class Generator:
         return steps
 
     @staticmethod
-    def _book(seqs: list[Sequence], buffer: torch.Tensor, done: Any, k: int) -> bool:
-        """Wait for one pipelined step's result and book it; True when every sequence is done."""
+    def _book(
+        seqs: list[Sequence], buffer: torch.Tensor, done: Any, take: Callable[[Sequence, Any], int]
+    ) -> bool:
+        """Wait for one pipelined step's result (`buffer`, ready at event `done`) and book each
+        unfinished sequence's row with `take` (take_token for AR, take_block for speculative);
+        True when every sequence is done."""
         if done is not None:
             done.synchronize()
         for row, s in zip(buffer.tolist(), seqs):
             if not s.finished:
-                take_block(s, row, k)
+                take(s, row)
         return all(s.finished for s in seqs)
 
     def _event(self) -> tuple[torch.cuda.Event, ...]:

@@ -4,7 +4,7 @@ PyTorch's default CPU matmul is slow at the few rows a decode, verify or draft f
 on the 2-core dev box SmolLM2's 49,152 x 576 LM head takes 10.8 ms for one row and 21.4 ms for 16,
 while oneDNN with the weight reordered once for 16-row inputs (`torch.ops.mkldnn`, the kernels
 torch.compile's CPU backend calls) takes 5.1 and 6.6 ms; in the whole model an AR step went from
-~57 to ~46 ms and a 16-token verify from ~104 to ~72 ms (docs/LOG.md, CPU). The values equal
+~57 to ~38 ms and a 16-token verify from ~104 to ~47 ms (docs/LOG.md, CPU). The values equal
 `F.linear`'s up to float32 summation order, and AR and speculative decoding run the same layers,
 so every emitted token is still the model's own argmax.
 """
@@ -49,31 +49,35 @@ class PackedLinear(nn.Module):
         return y.view(*shape[:-1], self.out_features)
 
 
+def packable(module: nn.Module) -> bool:
+    """A plain float32 nn.Linear on the CPU: what `pack_linears` replaces."""
+    return (
+        type(module) is nn.Linear
+        and module.weight.dtype == torch.float32
+        and module.weight.device.type == "cpu"
+    )
+
+
 def pack_linears(model: nn.Module, rows: int = 16) -> int:
-    """Replace every float32 CPU nn.Linear inside `model` by a PackedLinear (weights reordered
-    for `rows`-row inputs); returns how many were replaced."""
+    """Replace every packable linear inside `model` by a PackedLinear (weights reordered for
+    `rows`-row inputs); returns how many were replaced."""
     replaced = 0
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            weight = getattr(child, "weight", None)
-            if (
-                type(child) is nn.Linear
-                and weight.dtype == torch.float32
-                and weight.device.type == "cpu"
-            ):
+            if packable(child):
                 setattr(parent, name, PackedLinear(child, rows))
                 replaced += 1
     return replaced
 
 
 def fits_in_memory(models: list[nn.Module], share: float = 0.25) -> bool:
-    """Whether packed copies of these models' linear weights take at most `share` of the
-    machine's physical memory (the dense weights stay, so packing adds their size again)."""
+    """Whether packed copies of these models' packable linear weights take at most `share` of
+    the machine's physical memory (the dense weights stay, so packing adds their size again)."""
     extra = sum(
         m.weight.numel() * m.weight.element_size()
         for model in models
         for m in model.modules()
-        if type(m) is nn.Linear
+        if packable(m)
     )
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -72,6 +72,19 @@ def default_drafter() -> Path:
     return DRAFTER_DIR
 
 
+def resolve_pair(
+    target: str | None, draft: str | None, device: str
+) -> tuple[str, str | None, dict[str, int | bool]]:
+    """`generate` / `serve` arguments -> (target, draft, engine defaults). No target: the
+    embedded pair (the shipped drafter unless another is given), and with the shipped drafter
+    its `engine_defaults`; otherwise the given pair, the drafter's own block, unpipelined."""
+    if target is not None:
+        return target, draft, {"block_size": 0, "pipeline": False}
+    if draft is not None:
+        return str(default_target()), draft, {"block_size": 0, "pipeline": False}
+    return str(default_target()), str(default_drafter()), engine_defaults(device)
+
+
 def engine_defaults(device: str) -> dict[str, int | bool]:
     """The mechanisms the embedded pair runs best with where the user does not choose, per
     device, as measured (docs/LOG.md): on CUDA the full block of 16, pipelined (H200 run 30:

@@ -131,15 +131,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     sock = bind(args.host, args.port)
     note = None
-    target = args.target
-    block_size = args.block_size
-    if target is None:
-        from specpilot.models.embedded import default_drafter, default_target, engine_defaults
+    from specpilot.models.embedded import resolve_pair
 
-        target = default_target()
-        if args.draft is None:
-            args.draft = str(default_drafter())
-            block_size = block_size or int(engine_defaults(args.device)["block_size"])
+    target, args.draft, defaults = resolve_pair(args.target, args.draft, args.device)
+    block_size = args.block_size or int(defaults["block_size"])
     llm = LLM(
         target,
         draft=args.draft,

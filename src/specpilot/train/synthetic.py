@@ -88,8 +88,12 @@ def _documented(root: Path, skip: set[str], seen: set[str]) -> Iterator[str]:
             yield _stub(fn, doc)
 
 
+def _user(text: str) -> list[Message]:
+    return [{"role": "user", "content": text}]
+
+
 def _chat(stub: str) -> list[Message]:
-    return [{"role": "user", "content": f"{CODE_INSTRUCTION}\n\n```python\n{stub}```"}]
+    return _user(f"{CODE_INSTRUCTION}\n\n```python\n{stub}```")
 
 
 def code_prompts(stdlib: Path | None = None) -> list[list[Message]]:
@@ -214,7 +218,7 @@ def writing_prompts(seed: int = 0) -> list[list[Message]]:
             )
         )
     rng.shuffle(texts)
-    return [[{"role": "user", "content": t}] for t in texts]
+    return [_user(t) for t in texts]
 
 
 # Questions of the kinds chat benchmarks ask besides writing (STEM, humanities, reasoning,
@@ -244,6 +248,11 @@ QUESTION_TEMPLATES = (
 )
 PLACES = ("Lisbon", "Nairobi", "Osaka", "Toronto", "Lima", "Oslo", "Hanoi", "Cairo", "Perth")
 ITEMS = ("laptops", "chairs", "books", "bicycles", "lamps", "phones", "tables", "jackets")
+RECORD_TASKS = (
+    "Extract every name, city, date and amount from the text below as a table.",
+    "Return the records below as a JSON list with keys name, item, city, date.",
+    "Who spent the most in the records below, and how much was spent in total?",
+)
 
 
 def knowledge_prompts(seed: int = 0) -> list[list[Message]]:
@@ -258,16 +267,10 @@ def knowledge_prompts(seed: int = 0) -> list[list[Message]]:
             f"for ${rng.randint(20, 5000)}."
             for _ in range(rng.randint(3, 6))
         ]
-        records = " ".join(rows)
-        if i % 3 == 0:
-            task = "Extract every name, city, date and amount from the text below as a table."
-        elif i % 3 == 1:
-            task = "Return the records below as a JSON list with keys name, item, city, date."
-        else:
-            task = "Who spent the most in the records below, and how much was spent in total?"
-        texts.append(f"{task} Explain briefly.\n\n{records}")
+        task = RECORD_TASKS[i % len(RECORD_TASKS)]
+        texts.append(f"{task} Explain briefly.\n\n{' '.join(rows)}")
     rng.shuffle(texts)
-    return [[{"role": "user", "content": t}] for t in texts]
+    return [_user(t) for t in texts]
 
 
 def python_version() -> str:
