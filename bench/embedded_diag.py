@@ -25,13 +25,22 @@ import time
 
 import torch
 from report import finish  # bench/ is on sys.path when run as a script
+from torch.nn.attention import SDPBackend
 
 from specpilot.config import EngineConfig
 from specpilot.engine import generator as generator_module
 from specpilot.engine import graphs as graphs_module
 from specpilot.engine.llm import LLM
+from specpilot.layers import attention
 from specpilot.measure.datasets import load_problems
 from specpilot.models.embedded import default_drafter, default_target
+
+SDPA_NAMES = {
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "math": SDPBackend.MATH,
+}
 
 
 def sync() -> None:
@@ -126,8 +135,17 @@ def main() -> None:
     parser.add_argument("--timing-variants", default="arp,b16p,b16")
     parser.add_argument("--forcing-ids", default="HumanEval/47")
     parser.add_argument("--forcing-variants", default="ar,arp,b8,b8p,b8g,b16p")
+    parser.add_argument(
+        "--sdpa",
+        default="",
+        help="SDPA backends in order for the eager forwards, e.g. "
+        "efficient,math (the engine's), or default (PyTorch's choice)",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
+    if args.sdpa:
+        choice = None if args.sdpa == "default" else args.sdpa.split(",")
+        attention.CUDA_SDPA_BACKENDS = choice and [SDPA_NAMES[n] for n in choice]
     target = args.target or default_target()
     drafter = str(args.draft or default_drafter())
     llms: dict[tuple, LLM] = {}
@@ -144,7 +162,13 @@ def main() -> None:
     problems = load_problems(args.dataset, None)
     first = next(iter(llms.values()), None) or llm_for(parse_variant("b16")[1])
     encoded = {p.problem_id: first.encode(p.prompt, chat=True) for p in problems}
-    report: dict = {"bench": "embedded_diag", "dataset": args.dataset, "timing": {}, "forcing": {}}
+    report: dict = {
+        "bench": "embedded_diag",
+        "sdpa": args.sdpa or "engine",
+        "dataset": args.dataset,
+        "timing": {},
+        "forcing": {},
+    }
 
     timing_ids = [p.problem_id for p in problems[: args.num_prompts]]
     longest = max((encoded[i] for i in timing_ids), key=len)

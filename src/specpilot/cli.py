@@ -92,9 +92,7 @@ def _parser() -> argparse.ArgumentParser:
 
     syn = sub.add_parser("synth", help="write a random-weight checkpoint at a real shape")
     syn.add_argument("--arch", required=True, choices=["qwen3", "llama", "dflash"])
-    syn.add_argument(
-        "--preset", required=True, choices=["tiny", "qwen3-8b", "llama3.1-8b", "dflash-b16"]
-    )
+    syn.add_argument("--preset", required=True, help="models/synth.py: a target or drafter preset")
     syn.add_argument("--out", required=True, type=Path)
     syn.add_argument("--target", type=Path, help="(dflash) the target checkpoint to size it to")
     syn.add_argument("--seed", type=int, default=0)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from specpilot.layers.norm import RMSNorm
 from specpilot.layers.rotary import RotaryTable, apply_rotary
@@ -100,16 +101,44 @@ def causal_mask(positions: torch.Tensor, kv_len: int) -> torch.Tensor:
     return (keys[None, None, :] <= positions[:, :, None]).unsqueeze(1)
 
 
+# NOTE: on CUDA the eager forwards (prompt prefill, the drafter's prompt context, the PyTorch
+# path, training) take memory-efficient SDPA, then math. PyTorch's own choice for a masked input
+# there is cuDNN attention, which builds an execution plan for every new shape: on the H200 the
+# first call at a prompt length not seen before took 251 ms at the SmolLM2 shape and 415 ms at
+# Qwen3-8B's, against 0.13 / 0.17 ms memory-efficient (bench/sdpa_shapes.py, docs/LOG.md run
+# 33); every new prompt length paid it once, in the drafter's prompt context and the prefill.
+# Memory-efficient attention needs as many key heads as query heads, so GQA keys and values are
+# expanded first. None: PyTorch's choice (bench/embedded_diag.py --sdpa patches this).
+CUDA_SDPA_BACKENDS: list[SDPBackend] | None = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
 def attend(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, scale: float
 ) -> torch.Tensor:
-    """q [B, H, T, D], k/v [B, Hkv, L, D], mask [B, 1, T, L] -> [B, T, H * D].
+    """q [B, H, T, D], k/v [B, Hkv, L, D], mask [B, 1, T, L] -> [B, T, H * D]."""
+    backends = CUDA_SDPA_BACKENDS if q.is_cuda else None
+    return sdpa(q, k, v, mask, scale, backends).transpose(1, 2).flatten(2)
 
-    GQA without copying the keys and values per query head (`enable_gqa`)."""
-    out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, scale=scale, enable_gqa=q.shape[1] != k.shape[1]
-    )
-    return out.transpose(1, 2).flatten(2)
+
+def sdpa(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor,
+    scale: float,
+    backends: list[SDPBackend] | None,
+) -> torch.Tensor:
+    """SDPA [B, H, T, D] with the given backends in order (None: PyTorch's choice, GQA without
+    copying the keys and values per query head); a GQA input is expanded for the backends."""
+    group = q.shape[1] // k.shape[1]
+    if backends is None:
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, scale=scale, enable_gqa=group > 1
+        )
+    if group > 1:
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    with sdpa_kernel(backends, set_priority=True):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
 
 
 class AttentionProjections(nn.Module):
