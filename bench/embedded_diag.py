@@ -1,11 +1,11 @@
 """Where a speculative run of the embedded pair spends its time, and why one output failed forcing.
 
-Two checks, one process (H200 run 32, docs/LOG.md):
+Two checks, one process (H200 run 35, docs/LOG.md):
 
 1. Per-run phases of each loop variant on the first N prompts of a set: the drafter's prompt
    prefill (`Generator._draft_prefill`), the decode loop, CUDA graph captures, Python garbage
    collection, each timed with a device synchronisation around it, and how long a pipelined
-   loop's host waited for the device (near zero: the host is the bottleneck). Run 31 found that
+   loop's host waited for the device (near zero: the host is the bottleneck). Run 32 found that
    ~70% of pipelined speculative runs paid a one-off 40-85 ms on top of ~1.25 ms a step.
 2. Token forcing of one prompt's output under several loops (`--forcing-ids`), against the float32
    reference and against the target as loaded (bf16): a failure in every loop that computes the

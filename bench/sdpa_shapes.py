@@ -1,7 +1,7 @@
 """What PyTorch's scaled_dot_product_attention costs on a shape it has not seen before.
 
 The engine's eager forwards (prompt prefill of the target, the drafter's prompt context) call
-`layers.attention.attend`: SDPA with a boolean mask and grouped-query heads. H200 run 32 found
+`layers.attention.attend`: SDPA with a boolean mask and grouped-query heads. H200 run 35 found
 the drafter's prompt prefill of the embedded pair took 50-80 ms for a prompt length not seen
 before and ~4.4 ms for one seen before. This times SDPA's first call at fresh lengths against
 the steady state, for the default backend choice and for each backend alone, with GQA heads

@@ -284,9 +284,10 @@ class EngineConfig:
         argmax and position + 1) before the host reads step i's result back and books it, so the
         GPU never waits for the host between steps; a step launched after the last one needed
         is discarded. Same tokens as without it (tests/test_pipeline.py). Off by default:
-        measured faster for the embedded SmolLM2 pair on the H200 (speculative 1.2 ms a step
-        against 1.3-13.7 unpipelined, docs/LOG.md run 30), slower at the Qwen3-8B shape (run
-        19, speculative). `generate` turns it on for the embedded pair on CUDA.
+        measured faster for the embedded SmolLM2 pair on the H200 (a speculative step 1.15-1.20
+        ms against 1.23-1.38, AR 0.67 ms a token against 0.75; docs/LOG.md runs 35, 38), slower
+        for speculative decoding at the Qwen3-8B shape (902 vs 988 tok/s at tau 6.55, run 31;
+        AR there 214 vs 205). `generate` turns it on for the embedded pair on CUDA.
     batch_blocks: narrower speculative blocks for wide batches, "ROWS:BLOCK,..." (e.g. "24:8":
         from 24 running sequences on, verify anchor + 7 drafts instead of the full block).
         At batch 1 a verify block is as cheap as one token (the weights are read once either

@@ -106,7 +106,7 @@ def causal_mask(positions: torch.Tensor, kv_len: int) -> torch.Tensor:
 # there is cuDNN attention, which builds an execution plan for every new shape: on the H200 the
 # first call at a prompt length not seen before took 251 ms at the SmolLM2 shape and 415 ms at
 # Qwen3-8B's, against 0.13 / 0.17 ms memory-efficient (bench/sdpa_shapes.py, docs/LOG.md run
-# 33); every new prompt length paid it once, in the drafter's prompt context and the prefill.
+# 36); every new prompt length paid it once, in the drafter's prompt context and the prefill.
 # Memory-efficient attention needs as many key heads as query heads, so GQA keys and values are
 # expanded first. None: PyTorch's choice (bench/embedded_diag.py --sdpa patches this).
 CUDA_SDPA_BACKENDS: list[SDPBackend] | None = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]

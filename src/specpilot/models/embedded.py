@@ -87,8 +87,9 @@ def resolve_pair(
 
 def engine_defaults(device: str) -> dict[str, int | bool]:
     """The mechanisms the embedded pair runs best with where the user does not choose, per
-    device, as measured (docs/LOG.md): on CUDA the full block of 16, pipelined (H200 run 30:
-    1.67x / 1.20x of AR on HumanEval / MT-Bench, 0.91x / 0.83x unpipelined); on a CPU blocks of
+    device, as measured (docs/LOG.md): on CUDA the full block of 16, pipelined (H200 run 38:
+    1.40x / 1.02x of pipelined AR on HumanEval / MT-Bench, blocks of 8 1.34x / 1.06x; run 35:
+    a step 1.15-1.20 ms pipelined, 1.23-1.38 ms not); on a CPU blocks of
     8, not pipelined (2-core box: 1.79x / 1.35x, 1.46x / 1.04x with 16: a CPU pays for every
     verified row; a pipelined loop would compute one step too many)."""
     import torch
