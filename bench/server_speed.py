@@ -111,6 +111,7 @@ def child(args: argparse.Namespace) -> None:
         context_length=args.context_length,
         max_queue=4096,
         default_stop_ids=frozenset(),
+        admit_delay=args.admit_delay_factor,
     )
     sock = bind("127.0.0.1", 0)
     print(f"serving {MODEL} at http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr)
@@ -128,6 +129,7 @@ def start_child(arm: str, args: argparse.Namespace) -> tuple[subprocess.Popen, s
     cmd += ["--max-running", str(args.max_running), "--context-length", str(args.context_length)]
     cmd += ["--graphs", str(args.graphs), "--kernels", args.kernels]
     cmd += ["--device", args.device, "--preset", args.preset]
+    cmd += ["--admit-delay-factor", str(args.admit_delay_factor)]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     found: list[str] = []
     ready = threading.Event()
@@ -394,6 +396,12 @@ def main() -> None:
         "make_decisive), so that replayed acceptance follows the profile; 0: plain random",
     )
     parser.add_argument(
+        "--admit-delay-factor",
+        type=float,
+        default=0.0,
+        help="every arm's ServingEngine admit_delay (serve --admit-delay-factor)",
+    )
+    parser.add_argument(
         "--batch-blocks", default="16:8", help="the spec-narrow arm's EngineConfig.batch_blocks"
     )
     parser.add_argument("--max-running", type=int, default=32)
@@ -427,6 +435,8 @@ def main() -> None:
             else f"{args.prompt_words} words = {len(prompts(1, args.prompt_words)[0])} tokens"
         ),
         "max_running": args.max_running,
+        "context_length": args.context_length,
+        "admit_delay_factor": args.admit_delay_factor,
         "cuda_graphs": bool(args.graphs),
         "kernels": args.kernels,
         "client_procs": args.client_procs or "concurrency // 8",

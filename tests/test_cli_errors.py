@@ -333,3 +333,8 @@ def test_hub_id_unreachable_offline(tmp_path):
 def test_serve_bad_batch_blocks(capsys, qwen_dir):
     line = cli_error(capsys, "serve", "--target", str(qwen_dir), "--batch-blocks", "24")
     assert "batch_blocks" in line and "'24'" in line and "ROWS:BLOCK" in line
+
+
+def test_serve_negative_admit_delay(capsys, qwen_dir):
+    line = cli_error(capsys, "serve", "--target", str(qwen_dir), "--admit-delay-factor", "-1")
+    assert "--admit-delay-factor must be >= 0" in line

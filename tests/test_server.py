@@ -23,6 +23,7 @@ from specpilot.server.engine import (
     EngineLoop,
     EngineRequest,
     ServingEngine,
+    admission_due,
 )
 from specpilot.server.metrics import Metrics
 from specpilot.server.protocol import SamplingParams
@@ -177,6 +178,52 @@ def test_engine_posts_one_wakeup_per_step(qwen_dir) -> None:
         assert [req for req, _ in posts] == reqs
     assert [len(delta.token_ids) for _, delta in loop.calls[0][1]] == [1, 1, 1]  # prefill
     assert engine.metrics.active_rows.count == 1 and engine.metrics.active_rows.sum == 3
+
+
+def test_admission_due() -> None:
+    assert admission_due(0.0, 0.5, 0.0, running=True, fills_slots=False)  # no delay asked
+    assert admission_due(0.0, 0.5, 2.0, running=False, fills_slots=False)  # nobody to stall
+    assert admission_due(0.0, 0.5, 2.0, running=True, fills_slots=True)  # nobody could join
+    assert not admission_due(0.9, 0.5, 2.0, running=True, fills_slots=False)
+    assert admission_due(1.0, 0.5, 2.0, running=True, fills_slots=False)
+
+
+def test_admit_delay_holds_arrivals_while_others_run(qwen_dir) -> None:
+    """With a long admission delay a request arriving while others run waits for them (or for
+    enough arrivals to fill the free slots), and every request still completes as it would
+    alone."""
+    llm = LLM(qwen_dir, device="cpu", dtype="float32")
+    prompts = [[5 + i, 17, 42, 9] for i in range(4)]
+    alone = [llm.generate(p, max_new_tokens=24, ignore_eos=True)[0].output_ids for p in prompts]
+    engine = EngineLoop(Scheduler(llm.generator, 4, 128), Metrics(8, 4, 8), 8, admit_delay=1e6)
+    running_at_admission = []
+    admit = engine._admit
+
+    def recording_admit(reqs):
+        running_at_admission.append((len(engine.active), len(reqs)))
+        admit(reqs)
+
+    engine._admit = recording_admit
+    loop = RecordingLoop()
+    reqs = [
+        EngineRequest(Sequence(p, 24, frozenset()), 0, loop, f"r{i}") for i, p in enumerate(prompts)
+    ]
+    engine.start()
+    try:
+        for req in reqs:
+            engine.submit(req)
+            time.sleep(0.01)
+        deadline = time.time() + 60
+        while not all(r.seq.finished for r in reqs) and time.time() < deadline:
+            time.sleep(0.01)
+    finally:
+        engine.stop()
+    assert [r.seq.output_ids for r in reqs] == alone
+    # an admission while requests run only when the arrivals fill every free slot
+    for running, admitted in running_at_admission:
+        assert running == 0 or running + admitted == 4, running_at_admission
+    with pytest.raises(ValueError, match="admit_delay"):
+        EngineLoop(Scheduler(llm.generator, 4, 128), Metrics(8, 4, 8), 8, admit_delay=-1)
 
 
 def test_stream_merges_queued_deltas(qwen_dir) -> None:

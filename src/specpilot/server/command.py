@@ -62,6 +62,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="",
         help="narrower speculative blocks for wide batches, ROWS:BLOCK,... (e.g. 24:8)",
     )
+    p.add_argument(
+        "--admit-delay-factor",
+        type=float,
+        default=0.0,
+        help="let arriving requests wait up to F x the last prefill's time while others run, so "
+        "that one prefill takes several (0: prefill each at the next step)",
+    )
     add_cuda_graphs_argument(p)
     p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
     p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
@@ -126,6 +133,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ConfigError(f"{flag_name} must be > 0, got {getattr(args, flag)}")
     if args.context_length < 0:
         raise ConfigError(f"--context-length must be >= 0, got {args.context_length}")
+    if args.admit_delay_factor < 0:
+        raise ConfigError(f"--admit-delay-factor must be >= 0, got {args.admit_delay_factor}")
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -162,6 +171,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         default_stop_ids=llm.default_stop_ids(),
         seed=args.seed,
         note=note,
+        admit_delay=args.admit_delay_factor,
     )
     host, port = sock.getsockname()[:2]
     if note:
