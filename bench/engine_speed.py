@@ -380,8 +380,19 @@ def main() -> None:
     parser.add_argument(
         "--batches", default="8,32", help="batch sizes measured at the first context ('' : none)"
     )
+    parser.add_argument(
+        "--prologue-rows",
+        type=int,
+        default=-1,
+        help="bf16 multiplies compute their norm / SwiGLU input themselves up to this many rows "
+        "(models/fused.PROLOGUE_ROWS; -1: the default rule)",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
+    if args.prologue_rows >= 0:
+        from specpilot.models import fused
+
+        fused.PROLOGUE_ROWS.update(norm=args.prologue_rows, glu=args.prologue_rows)
     torch.backends.cuda.matmul.allow_tf32 = False
     bw = copy_bandwidth()
     report: dict = {
@@ -391,6 +402,7 @@ def main() -> None:
         "copy_bandwidth_tb_s": bw / 1e12,
         "cuda_graphs": bool(args.graphs),
         "kernels": args.kernels,
+        "prologue_rows": args.prologue_rows if args.prologue_rows >= 0 else "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

@@ -45,7 +45,7 @@ from specpilot.models.synth import TARGET_PRESETS, draft_hf_config
 # (BLOCK_N, UNROLL, num_warps, num_stages) for M <= 4, tensor cores (BLOCK_N, SPLIT_K, num_warps,
 # num_stages) for any M; a step reads UNROLL blocks of w12.BLOCK columns (element-wise) or one
 W12_ELEMENTWISE_GRID = ((1, 2, 4, 8), (8, 16, 32), (4, 8), (1,))
-W12_DOT_GRID = ((32, 64, 128), (1, 2, 4), (4,), (3, 4))
+W12_DOT_GRID = ((64, 128), (1, 2, 4, 8), (4, 8), (3, 4))  # run 31: 32 wide never won
 
 
 def candidates(m: int, k: int) -> list[dict]:
