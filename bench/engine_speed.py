@@ -53,6 +53,11 @@ def copy_bandwidth() -> float:
     return 2 * 2**31 / statistics.median(times[3:])
 
 
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def timed(fn, reps: int = 20) -> float:
     """Median seconds of fn() measured with CUDA events (wall clock without CUDA: the CPU smoke
     test), after 3 warm-up calls."""
@@ -298,6 +303,42 @@ def pipelined(gen: Generator, fresh, reference_ids: list[int]) -> dict:  # noqa:
 
 
 @torch.inference_mode()
+def measure_prefill(gen: Generator, tokens: int, reps: int = 10) -> dict:
+    """One prompt's prefill, as a server admits it (the costs of runs 33 / 39 per request):
+    the target forward without and with the drafter's captured layers, then the drafter's
+    context forward (`Generator._draft_prefill`), each the median of `reps` after warm-up; wall
+    time (host + device, what the running rows wait for) beside the device's own time."""
+    ids = prompt(tokens, gen.target.config.vocab_size, seed=1)
+    gen._buffers_for("target", 1, tokens + 64)
+    gen._buffers_for("draft", 1, tokens + 64)
+    capture = gen.drafter.config.target_layer_ids
+    hidden = {}
+
+    def target(layers):  # noqa: ANN001, ANN202
+        def run() -> None:
+            hidden["h"] = gen._prefill([Sequence(list(ids), 2, frozenset())], layers)
+
+        return run
+
+    def draft() -> None:
+        gen._draft_prefill([Sequence(list(ids), 2, frozenset())], hidden["h"])
+
+    out = {"tokens": tokens}
+    for name, fn in (("target", target(())), ("target_capture", target(capture)), ("draft", draft)):
+        if name == "draft":
+            target(capture)()
+        device_s = timed(fn, reps)
+        walls = []
+        for _ in range(reps):
+            sync()
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            walls.append(time.perf_counter() - t0)
+        out[name] = {"wall_ms": statistics.median(walls) * 1e3, "device_ms": device_s * 1e3}
+    return out
+
+
 def kernel_profile(gen: Generator, context: int) -> dict:
     """GPU microseconds per forward by kernel name (torch.profiler over eager forwards, so
     names are resolved): decode (K=1), verify (K=16) and draft, at `context`."""
@@ -381,6 +422,12 @@ def main() -> None:
         "--batches", default="8,32", help="batch sizes measured at the first context ('' : none)"
     )
     parser.add_argument(
+        "--prefill-tokens",
+        type=int,
+        default=0,
+        help="also time one prompt's prefill of this many tokens (target, captured, drafter)",
+    )
+    parser.add_argument(
         "--prologue-rows",
         type=int,
         default=-1,
@@ -451,6 +498,16 @@ def main() -> None:
                 f"{c['speculative_pipelined']['ar_tok_s']:.1f}), forcing AR/spec "
                 f"{(c['ar'].get('token_forcing') or {}).get('passed')}/"
                 f"{(c['speculative']['6.55']['token_forcing'] or {}).get('passed')}",
+                flush=True,
+            )
+        if args.prefill_tokens:
+            entry["prefill"] = p = measure_prefill(gen, args.prefill_tokens)
+            print(
+                f"{preset} prefill of {p['tokens']} tokens (wall / device ms): target "
+                f"{p['target']['wall_ms']:.1f} / {p['target']['device_ms']:.1f}, with captured "
+                f"layers {p['target_capture']['wall_ms']:.1f} / "
+                f"{p['target_capture']['device_ms']:.1f}, drafter context "
+                f"{p['draft']['wall_ms']:.1f} / {p['draft']['device_ms']:.1f}",
                 flush=True,
             )
         if args.batches:

@@ -37,6 +37,13 @@ def test_measure_batched(gen) -> None:
     assert r["spec_tok_s"] > 0 and r["verify_forward_ms"] > 0 and r["measured_tau"] >= 1
 
 
+def test_measure_prefill(gen) -> None:
+    r = engine_speed.measure_prefill(gen, tokens=20, reps=2)
+    assert r["tokens"] == 20
+    for part in ("target", "target_capture", "draft"):
+        assert r[part]["wall_ms"] > 0 and r[part]["device_ms"] > 0
+
+
 def test_linear_bytes_counts_w12_arrays(qwen_dir) -> None:
     """The bandwidth floors of w12_speed.py count W12 linears by their packed arrays."""
     from specpilot.formats.w12_engine import convert_model
