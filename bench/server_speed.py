@@ -298,6 +298,7 @@ ENGINE_SERIES = (
     "specpilot_engine_idle_seconds_total",
     "specpilot_prefill_seconds_sum",
     "specpilot_prefill_seconds_count",
+    "specpilot_prefill_batch_requests_count",
     "specpilot_time_to_first_token_seconds_sum",
     "specpilot_time_to_first_token_seconds_count",
     "specpilot_generation_tokens_total",
@@ -364,6 +365,11 @@ def engine_breakdown(before: dict[str, float], after: dict[str, float], wall: fl
             1e3 * d["specpilot_prefill_seconds_sum"] / prefills if prefills else None
         ),
         "prefill_time_fraction": d["specpilot_prefill_seconds_sum"] / wall,
+        "mean_prefill_batch": (
+            prefills / d["specpilot_prefill_batch_requests_count"]
+            if d["specpilot_prefill_batch_requests_count"]
+            else None
+        ),
         # arrival -> first token in the engine (the client's TTFT waits for decodable text)
         "mean_ttft_s": (
             d["specpilot_time_to_first_token_seconds_sum"] / prefills if prefills else None

@@ -132,15 +132,17 @@ class EngineFailed(Exception):
 
 
 def admission_due(
-    waited_s: float, last_prefill_s: float, delay_factor: float, running: bool, fills_slots: bool
+    waited_s: float, last_prefill_s: float, delay_factor: float, running: bool
 ) -> bool:
     """Prefill the waiting requests now? With a delay factor f > 0 (EngineLoop.admit_delay), a
     request may wait until the oldest has waited f x the last prefill's time, so that one
-    prefill takes the requests that arrive meanwhile instead of each arrival stalling every
-    running row once (vLLM's scheduler delay factor works the same way). Never when nothing
-    runs (nobody to stall) or when the waiting requests fill every free slot (none could
-    join the batch)."""
-    if delay_factor <= 0 or not running or fills_slots:
+    prefill takes the requests that arrive (or whose slots free up) meanwhile instead of each
+    arrival stalling every running row once; vLLM's scheduler delay factor works the same way.
+    Never when nothing runs (nobody to stall). A busy server's waiting requests often fill the
+    free slots already: waiting still pays, since running requests finish and free more. The
+    batch it converges to grows with f (f x the prefill time per prompt x the finish rate is
+    the growth per admission: above 1 the batches grow until the slots run out)."""
+    if delay_factor <= 0 or not running:
         return True
     return waited_s >= delay_factor * last_prefill_s
 
@@ -222,7 +224,6 @@ class EngineLoop:
                     self.last_prefill_s,
                     self.admit_delay,
                     bool(self.active),
-                    len(self.waiting) >= free,
                 ):
                     while self.waiting and len(admitted) < free:
                         admitted.append(self.waiting.popleft())
@@ -267,6 +268,7 @@ class EngineLoop:
         self.scheduler.add_many(batch)
         now = time.perf_counter()
         self.last_prefill_s = now - t0
+        self.metrics.observe_prefill_batch(len(reqs))
         for req in reqs:
             seq = req.seq
             self.metrics.observe_prefill(

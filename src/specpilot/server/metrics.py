@@ -58,6 +58,7 @@ class Metrics:
         self.active_rows = Histogram(ROW_BUCKETS)
         self.ttft = Histogram(TTFT_BUCKETS)
         self.prefill_seconds = Histogram(STEP_BUCKETS)
+        self.prefill_batch = Histogram(ROW_BUCKETS)
         self.max_running, self.max_queue = max_running, max_queue
         self.gauges: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (running, queued)
 
@@ -83,6 +84,11 @@ class Metrics:
             self.prompt_tokens += prompt_tokens
             self.generation_tokens += 1  # the prefill's first token
             self.ttft.observe(ttft)
+
+    def observe_prefill_batch(self, requests: int) -> None:
+        """One prefill forward and how many requests it admitted together."""
+        with self.lock:
+            self.prefill_batch.observe(requests)
 
     def observe_idle(self, seconds: float) -> None:
         with self.lock:
@@ -177,6 +183,12 @@ class Metrics:
                 "histogram",
                 "Engine time of each request's prefill (the running requests wait for it).",
                 self.prefill_seconds.lines("specpilot_prefill_seconds"),
+            )
+            family(
+                "specpilot_prefill_batch_requests",
+                "histogram",
+                "Requests admitted by one prefill forward (serve --admit-delay-factor batches).",
+                self.prefill_batch.lines("specpilot_prefill_batch_requests"),
             )
             family(
                 "specpilot_num_requests_running",
