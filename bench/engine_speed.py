@@ -305,9 +305,11 @@ def pipelined(gen: Generator, fresh, reference_ids: list[int]) -> dict:  # noqa:
 @torch.inference_mode()
 def measure_prefill(gen: Generator, tokens: int, reps: int = 10) -> dict:
     """One prompt's prefill, as a server admits it (the costs of runs 33 / 39 per request):
-    the target forward without and with the drafter's captured layers, then the drafter's
-    context forward (`Generator._draft_prefill`), each the median of `reps` after warm-up; wall
-    time (host + device, what the running rows wait for) beside the device's own time."""
+    the target forward without and with the drafter's captured layers, for each
+    EngineConfig.prefill this generator can run ("torch", and "fused" with the Triton
+    kernels), then the drafter's context forward (`Generator._draft_prefill`); each the median
+    of `reps` after warm-up, wall time (host + device: what the running rows wait for) beside
+    the device's own time."""
     ids = prompt(tokens, gen.target.config.vocab_size, seed=1)
     gen._buffers_for("target", 1, tokens + 64)
     gen._buffers_for("draft", 1, tokens + 64)
@@ -323,10 +325,7 @@ def measure_prefill(gen: Generator, tokens: int, reps: int = 10) -> dict:
     def draft() -> None:
         gen._draft_prefill([Sequence(list(ids), 2, frozenset())], hidden["h"])
 
-    out = {"tokens": tokens}
-    for name, fn in (("target", target(())), ("target_capture", target(capture)), ("draft", draft)):
-        if name == "draft":
-            target(capture)()
+    def both(fn) -> dict:  # noqa: ANN001
         device_s = timed(fn, reps)
         walls = []
         for _ in range(reps):
@@ -335,7 +334,18 @@ def measure_prefill(gen: Generator, tokens: int, reps: int = 10) -> dict:
             fn()
             sync()
             walls.append(time.perf_counter() - t0)
-        out[name] = {"wall_ms": statistics.median(walls) * 1e3, "device_ms": device_s * 1e3}
+        return {"wall_ms": statistics.median(walls) * 1e3, "device_ms": device_s * 1e3}
+
+    own = gen.config
+    out: dict = {"tokens": tokens}
+    try:
+        for mode in ("torch", "fused") if gen.fused_target is not None else ("torch",):
+            gen.config = dataclasses.replace(own, prefill=mode)
+            out[mode] = {"target": both(target(())), "target_capture": both(target(capture))}
+    finally:
+        gen.config = own
+    target(capture)()
+    out["draft"] = both(draft)
     return out
 
 
@@ -502,14 +512,17 @@ def main() -> None:
             )
         if args.prefill_tokens:
             entry["prefill"] = p = measure_prefill(gen, args.prefill_tokens)
-            print(
-                f"{preset} prefill of {p['tokens']} tokens (wall / device ms): target "
-                f"{p['target']['wall_ms']:.1f} / {p['target']['device_ms']:.1f}, with captured "
-                f"layers {p['target_capture']['wall_ms']:.1f} / "
-                f"{p['target_capture']['device_ms']:.1f}, drafter context "
-                f"{p['draft']['wall_ms']:.1f} / {p['draft']['device_ms']:.1f}",
-                flush=True,
-            )
+            for mode in ("torch", "fused"):
+                if mode in p:
+                    t, c = p[mode]["target"], p[mode]["target_capture"]
+                    print(
+                        f"{preset} prefill of {p['tokens']} tokens, {mode} (wall / device ms): "
+                        f"target {t['wall_ms']:.1f} / {t['device_ms']:.1f}, with captured "
+                        f"layers {c['wall_ms']:.1f} / {c['device_ms']:.1f}",
+                        flush=True,
+                    )
+            d = p["draft"]
+            print(f"drafter context {d['wall_ms']:.1f} / {d['device_ms']:.1f} ms", flush=True)
         if args.batches:
             context = int(contexts[preset].split(",")[0])
             batches = [int(b) for b in args.batches.split(",")]

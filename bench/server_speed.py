@@ -95,7 +95,10 @@ def child(args: argparse.Namespace) -> None:
         drafter = build(DraftConfig.from_hf(draft_hf_config(draft_preset, hf)), DFlashDrafter, 1)
     narrow = args.batch_blocks if args.arm == "spec-narrow" else ""
     engine_cfg = EngineConfig(
-        cuda_graphs=bool(args.graphs), kernels=args.kernels, batch_blocks=narrow
+        cuda_graphs=bool(args.graphs),
+        kernels=args.kernels,
+        batch_blocks=narrow,
+        prefill=args.prefill,
     )
     gen = Generator(target, drafter, engine_cfg, device, dtype)
     if args.arm != "ar":
@@ -129,7 +132,7 @@ def start_child(arm: str, args: argparse.Namespace) -> tuple[subprocess.Popen, s
     cmd += ["--max-running", str(args.max_running), "--context-length", str(args.context_length)]
     cmd += ["--graphs", str(args.graphs), "--kernels", args.kernels]
     cmd += ["--device", args.device, "--preset", args.preset]
-    cmd += ["--admit-delay-factor", str(args.admit_delay_factor)]
+    cmd += ["--admit-delay-factor", str(args.admit_delay_factor), "--prefill", args.prefill]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     found: list[str] = []
     ready = threading.Event()
@@ -402,6 +405,9 @@ def main() -> None:
         "make_decisive), so that replayed acceptance follows the profile; 0: plain random",
     )
     parser.add_argument(
+        "--prefill", default="torch", choices=["torch", "fused"], help="EngineConfig.prefill"
+    )
+    parser.add_argument(
         "--admit-delay-factor",
         type=float,
         default=0.0,
@@ -443,6 +449,7 @@ def main() -> None:
         "max_running": args.max_running,
         "context_length": args.context_length,
         "admit_delay_factor": args.admit_delay_factor,
+        "prefill": args.prefill,
         "cuda_graphs": bool(args.graphs),
         "kernels": args.kernels,
         "client_procs": args.client_procs or "concurrency // 8",

@@ -8,6 +8,7 @@ is given torch's rounding; with it the element-wise kernel (rope) matches bit fo
 
 from __future__ import annotations
 
+import functools
 import os
 
 import pytest
@@ -240,6 +241,62 @@ def test_wide_steps_run_fused_and_pass_token_forcing(tmp_path) -> None:
     ]
     gen.run(seqs, speculative=True)
     assert all(len(s.output_ids) == 6 for s in seqs)
+    for s in seqs:
+        report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
+        assert report.passed, report.failures
+
+
+def test_fused_prefill_matches_the_pytorch_path(tmp_path, monkeypatch) -> None:
+    """EngineConfig.prefill = "fused": two right-padded prompts through FusedTarget.prefill
+    give the PyTorch path's first tokens, captured hidden states and cache entries (bf16
+    summation order aside), and generation with it, AR and speculative, through the generator
+    and through the scheduler's contiguous slots, passes token forcing."""
+    from specpilot.engine.scheduler import Scheduler
+    from specpilot.layers.attention import AttentionMeta
+    from specpilot.spec.forcing import token_forcing
+
+    target, drafter, reference = _tiny_pair(tmp_path)
+    gen = Generator(target, drafter, EngineConfig(kernels="triton", prefill="fused"), DEVICE, BF16)
+    capture = drafter.config.target_layer_ids
+    lens = [7, 12]
+    gen_ids = torch.Generator().manual_seed(3)
+    ids = torch.zeros(2, 12, dtype=torch.long)
+    for b, n in enumerate(lens):
+        ids[b, :n] = torch.randint(0, 263, (n,), generator=gen_ids)
+    rows = torch.tensor(lens) - 1
+    cache, table = gen._buffers_for("target", 2, 64)
+    fused = gen.fused_target.prefill(ids.to(DEVICE), cache, table, capture, logit_rows=rows)
+    fused_keys = [cache.k[i].clone() for i in range(2)]
+    positions = torch.arange(12)[None].repeat(2, 1).to(DEVICE)
+    meta = AttentionMeta.causal(positions, 12, table)
+    plain = target(ids.to(DEVICE), meta, cache, capture, logit_rows=rows.to(DEVICE))
+    assert fused.logits.shape == plain.logits.shape == (2, 1, 263)
+    torch.testing.assert_close(fused.logits.float(), plain.logits.float(), atol=0.1, rtol=0.05)
+    assert torch.equal(fused.logits.argmax(-1), plain.logits.argmax(-1))
+    close = functools.partial(torch.testing.assert_close, atol=0.05, rtol=0.05)
+    for b, n in enumerate(lens):  # real positions only: padding writes are never read
+        close(fused.hidden[b, :n].float(), plain.hidden[b, :n].float())
+        for i in range(2):
+            close(fused_keys[i][b, :, :n].float(), cache.k[i][b, :, :n].float())
+    calls = []
+    prefill = type(gen.fused_target).prefill
+    monkeypatch.setattr(
+        type(gen.fused_target), "prefill", lambda *a, **k: calls.append(1) or prefill(*a, **k)
+    )
+    vocab = target.config.vocab_size
+    for speculative in (False, True):
+        seqs = _sequences(vocab, 8)
+        gen.run(seqs, speculative=speculative)
+        for s in seqs:
+            report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
+            assert report.passed, report.failures
+    assert len(calls) == 2  # one batched prefill per run
+    sched = Scheduler(gen, 4, 64)
+    seqs = _sequences(vocab, 8)
+    sched.add_many([(s, None, 0) for s in seqs])  # slots 0 and 1: a contiguous view
+    while not all(s.finished for s in seqs):
+        sched.step()
+    assert len(calls) == 3
     for s in seqs:
         report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
         assert report.passed, report.failures

@@ -304,10 +304,19 @@ class Generator:
         ids = torch.zeros(len(seqs), width, dtype=torch.long)
         for b, s in enumerate(seqs):
             ids[b, : lens[b]] = torch.tensor(s.prompt_ids)
-        positions = self._positions([0] * len(seqs), width)
-        meta = AttentionMeta.causal(positions, width, table)
         rows = torch.tensor(lens, device=self.device) - 1
-        out = self.target(ids.to(self.device), meta, cache, capture, logit_rows=rows)
+        fused = self.fused_target
+        if (
+            self.config.prefill == "fused"
+            and fused is not None
+            and fused.prefill_fits(len(seqs), width)
+            and cache.contiguous_rows()
+        ):
+            out = fused.prefill(ids.to(self.device), cache, table, capture, logit_rows=rows)
+        else:
+            positions = self._positions([0] * len(seqs), width)
+            meta = AttentionMeta.causal(positions, width, table)
+            out = self.target(ids.to(self.device), meta, cache, capture, logit_rows=rows)
         first = out.logits[:, 0].argmax(dim=-1).tolist()
         for s, token, n in zip(seqs, first, lens):
             s.num_cached_tokens = n

@@ -77,6 +77,10 @@ class KVCache:
         view.rows = self.rows[: stop - start]
         return view
 
+    def contiguous_rows(self) -> bool:
+        """Whether every batch row is its own contiguous slice (what the fused kernels take)."""
+        return True
+
     def slot_rows(self, slots: list[int]) -> KVCache:
         """Rows `slots` (any set, in that order) as a cache for one PyTorch-module forward over
         them, e.g. a batched prefill of requests in scattered slots: writes go straight into
@@ -89,6 +93,9 @@ class _SlotRows(KVCache):
     def __init__(self, cache: KVCache, slots: list[int]) -> None:  # shares `cache`, allocates none
         self.k, self.v, self.max_len = cache.k, cache.v, cache.max_len
         self.rows = torch.tensor(slots, device=cache.k.device)[:, None]
+
+    def contiguous_rows(self) -> bool:
+        return False
 
     def read(self, layer: int, kv_len: int) -> tuple[torch.Tensor, torch.Tensor]:
         rows = self.rows[:, 0]
@@ -124,21 +131,25 @@ def sdpa(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
-    mask: torch.Tensor,
+    mask: torch.Tensor | None,
     scale: float,
     backends: list[SDPBackend] | None,
+    causal: bool = False,
 ) -> torch.Tensor:
     """SDPA [B, H, T, D] with the given backends in order (None: PyTorch's choice, GQA without
-    copying the keys and values per query head); a GQA input is expanded for the backends."""
+    copying the keys and values per query head); a GQA input is expanded for the backends.
+    causal: no mask, query i sees keys 0..i (a prompt from position 0)."""
     group = q.shape[1] // k.shape[1]
     if backends is None:
         return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, scale=scale, enable_gqa=group > 1
+            q, k, v, attn_mask=mask, scale=scale, is_causal=causal, enable_gqa=group > 1
         )
     if group > 1:
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     with sdpa_kernel(backends, set_priority=True):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, scale=scale, is_causal=causal
+        )
 
 
 class AttentionProjections(nn.Module):

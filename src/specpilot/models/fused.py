@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn.attention import SDPBackend
 
 from specpilot import kernels
 from specpilot.formats.w12 import W12Weight
@@ -27,6 +28,7 @@ from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS
 from specpilot.kernels.rope import qk_rope_write
+from specpilot.layers import attention as attention_layer
 from specpilot.layers.attention import KVCache
 from specpilot.layers.block import DecoderBlock
 from specpilot.layers.rotary import RotaryTable
@@ -88,6 +90,13 @@ PROLOGUE_MAX_K = 2048
 # in a kernel that is short of instructions already: with the prologue a W12 decode forward took
 # 5,333 us of kernels, without it 4,160 (run 27).
 W12_PROLOGUE_ROWS = {"norm": 0, "glu": 0}
+# NOTE: a prompt's causal attention needs no mask, so FlashAttention can take it (no per-shape
+# plan, like memory-efficient attention: layers/attention.CUDA_SDPA_BACKENDS)
+PREFILL_SDPA_BACKENDS = [
+    SDPBackend.FLASH_ATTENTION,
+    SDPBackend.EFFICIENT_ATTENTION,
+    SDPBackend.MATH,
+]
 
 
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
@@ -125,6 +134,7 @@ class _FusedBlock:
     def __init__(self, block: DecoderBlock) -> None:
         attn = block.self_attn
         self.heads, self.kv_heads, self.head_dim = attn.heads, attn.kv_heads, attn.head_dim
+        self.scale = attn.scale
         self.qkv = concat_rows(attn.q_proj, attn.k_proj, attn.v_proj)
         self.kv = self.qkv[attn.heads * attn.head_dim :]  # k|v rows (drafter context)
         self.o = attn.o_proj.weight
@@ -208,6 +218,56 @@ class FusedTarget:
         if capture:
             hidden = torch.cat([captured[i] for i in capture], dim=-1).view(batch, t, -1)
         return TargetOutput(logits=logits.view(batch, t, -1), hidden=hidden)
+
+    def prefill_fits(self, batch: int, width: int) -> bool:
+        """Whether `prefill` takes a prompt batch (W12 multiplies stop at the skinny limit)."""
+        return not self.has_w12 or batch * width <= MAX_ROWS
+
+    def prefill(
+        self,
+        input_ids: torch.Tensor,
+        cache: KVCache,
+        table: RotaryTable,
+        capture: tuple[int, ...] = (),
+        logit_rows: torch.Tensor | None = None,
+    ) -> TargetOutput:
+        """Prompts from position 0, right-padded into [B, T] (EngineConfig.prefill = "fused"):
+        the launches of `__call__` (cuBLAS multiplies past the skinny rows), with attention by
+        causal SDPA over the prompts' own keys, just written to `cache` (contiguous rows)
+        instead of the split-K decode kernel, whose query tile takes at most 16 tokens. A
+        padding position only sees keys at or before it, so no real token sees padding.
+        logit_rows [B]: the one row per prompt whose logits are computed (None: all)."""
+        batch, t = input_ids.shape
+        if not self.prefill_fits(batch, t):
+            raise ValueError(f"fused prefill cannot take {batch} x {t} tokens of W12 weights")
+        positions = torch.arange(t, device=input_ids.device)[None, :].expand(batch, t)
+        backends = PREFILL_SDPA_BACKENDS if input_ids.is_cuda else None
+        model = self.model.model
+        x = model.embed_tokens(input_ids).view(batch * t, -1)
+        last = len(self.blocks) - 1
+        captured: dict[int, torch.Tensor] = {}
+        for i, blk in enumerate(self.blocks):
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
+            q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
+            q = q.view(batch, t, blk.heads, blk.head_dim).transpose(1, 2)
+            keys, values = cache.k[i][:, :, :t], cache.v[i][:, :, :t]
+            out = attention_layer.sdpa(q, keys, values, None, blk.scale, backends, causal=True)
+            x = blk.finish(x, out.transpose(1, 2).reshape(batch * t, -1))
+            if i in capture and i != last:
+                captured[i] = x
+        if last in capture:
+            captured[last] = model.norm(x)
+        hidden = None
+        if capture:
+            hidden = torch.cat([captured[i] for i in capture], dim=-1).view(batch, t, -1)
+        rows = x.view(batch, t, -1)
+        if logit_rows is not None:
+            rows = rows[torch.arange(batch, device=x.device), logit_rows].unsqueeze(1)
+        head = self.model.lm_head.weight
+        logits = normed_linear(
+            rows.reshape(-1, rows.shape[-1]), head, model.norm.weight, model.norm.eps
+        )
+        return TargetOutput(logits=logits.view(batch, rows.shape[1], -1), hidden=hidden)
 
 
 class FusedDrafter:

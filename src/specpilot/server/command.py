@@ -69,6 +69,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="let arriving requests wait up to F x the last prefill's time while others run, so "
         "that one prefill takes several (0: prefill each at the next step)",
     )
+    p.add_argument(
+        "--prefill",
+        default="torch",
+        choices=["torch", "fused"],
+        help="prompt forward: PyTorch modules, or the fused kernels (EngineConfig.prefill)",
+    )
     add_cuda_graphs_argument(p)
     p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
     p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
@@ -153,6 +159,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             block_size=block_size,
             cuda_graphs=args.cuda_graphs,
             batch_blocks=args.batch_blocks,
+            prefill=args.prefill,
         ),
         seed=args.seed,
     )
