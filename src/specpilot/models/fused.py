@@ -17,6 +17,8 @@ same latitude as any change of kernel; token forcing checks it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 from torch.nn.attention import SDPBackend
@@ -187,6 +189,40 @@ class FusedTarget:
     def fits(self, batch: int, width: int) -> bool:
         return fits(batch, width, self.has_w12)
 
+    def _layers(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        cache: KVCache,
+        table: RotaryTable,
+        capture: tuple[int, ...],
+        attend: Callable[[int, _FusedBlock, torch.Tensor], torch.Tensor],
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Embedding and decoder layers, attention by attend(layer, block, rotated q) ->
+        [B*T, heads * D] -> the last layer's output [B*T, hidden] (before the final norm) and
+        the captured layers [B, T, *] (None without capture; the last one after the norm)."""
+        batch, t = input_ids.shape
+        model = self.model.model
+        x = model.embed_tokens(input_ids).view(batch * t, -1)
+        last = len(self.blocks) - 1
+        captured: dict[int, torch.Tensor] = {}
+        for i, blk in enumerate(self.blocks):
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
+            q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
+            x = blk.finish(x, attend(i, blk, q))
+            if i in capture and i != last:
+                captured[i] = x
+        if last in capture:  # the last layer is captured after the final norm
+            captured[last] = model.norm(x)
+        hidden = None
+        if capture:
+            hidden = torch.cat([captured[i] for i in capture], dim=-1).view(batch, t, -1)
+        return x, hidden
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        norm = self.model.model.norm
+        return normed_linear(x, self.model.lm_head.weight, norm.weight, norm.eps)
+
     def __call__(
         self,
         input_ids: torch.Tensor,
@@ -200,24 +236,12 @@ class FusedTarget:
         batch, t = input_ids.shape
         if not self.fits(batch, t):
             raise ValueError(f"fused forward cannot take {batch} rows x {t} tokens")
-        model = self.model.model
-        x = model.embed_tokens(input_ids).view(batch * t, -1)
-        last = len(self.blocks) - 1
-        captured: dict[int, torch.Tensor] = {}
-        for i, blk in enumerate(self.blocks):
-            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
-            q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
-            attn = decode_attention(q, cache.k[i], cache.v[i], positions, num_splits)
-            x = blk.finish(x, attn)
-            if i in capture and i != last:
-                captured[i] = x
-        if last in capture:  # the last layer is captured after the final norm
-            captured[last] = model.norm(x)
-        logits = normed_linear(x, self.model.lm_head.weight, model.norm.weight, model.norm.eps)
-        hidden = None
-        if capture:
-            hidden = torch.cat([captured[i] for i in capture], dim=-1).view(batch, t, -1)
-        return TargetOutput(logits=logits.view(batch, t, -1), hidden=hidden)
+
+        def attend(i: int, blk: _FusedBlock, q: torch.Tensor) -> torch.Tensor:
+            return decode_attention(q, cache.k[i], cache.v[i], positions, num_splits)
+
+        x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
+        return TargetOutput(logits=self._logits(x).view(batch, t, -1), hidden=hidden)
 
     def prefill_fits(self, batch: int, width: int) -> bool:
         """Whether `prefill` takes a prompt batch (W12 multiplies stop at the skinny limit)."""
@@ -242,31 +266,18 @@ class FusedTarget:
             raise ValueError(f"fused prefill cannot take {batch} x {t} tokens of W12 weights")
         positions = torch.arange(t, device=input_ids.device)[None, :].expand(batch, t)
         backends = PREFILL_SDPA_BACKENDS if input_ids.is_cuda else None
-        model = self.model.model
-        x = model.embed_tokens(input_ids).view(batch * t, -1)
-        last = len(self.blocks) - 1
-        captured: dict[int, torch.Tensor] = {}
-        for i, blk in enumerate(self.blocks):
-            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
-            q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
+
+        def attend(i: int, blk: _FusedBlock, q: torch.Tensor) -> torch.Tensor:
             q = q.view(batch, t, blk.heads, blk.head_dim).transpose(1, 2)
             keys, values = cache.k[i][:, :, :t], cache.v[i][:, :, :t]
             out = attention_layer.sdpa(q, keys, values, None, blk.scale, backends, causal=True)
-            x = blk.finish(x, out.transpose(1, 2).reshape(batch * t, -1))
-            if i in capture and i != last:
-                captured[i] = x
-        if last in capture:
-            captured[last] = model.norm(x)
-        hidden = None
-        if capture:
-            hidden = torch.cat([captured[i] for i in capture], dim=-1).view(batch, t, -1)
+            return out.transpose(1, 2).reshape(batch * t, -1)
+
+        x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
         rows = x.view(batch, t, -1)
         if logit_rows is not None:
             rows = rows[torch.arange(batch, device=x.device), logit_rows].unsqueeze(1)
-        head = self.model.lm_head.weight
-        logits = normed_linear(
-            rows.reshape(-1, rows.shape[-1]), head, model.norm.weight, model.norm.eps
-        )
+        logits = self._logits(rows.reshape(-1, rows.shape[-1]))
         return TargetOutput(logits=logits.view(batch, rows.shape[1], -1), hidden=hidden)
 
 
