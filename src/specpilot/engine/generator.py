@@ -331,27 +331,15 @@ class Generator:
     ) -> torch.Tensor:
         """Write the drafter's context keys and values of the prompts (`_prefill`'s captured
         hidden states [B, width, *]) into the draft cache (default the generator's; the
-        scheduler passes its slots' rows): one eager drafter forward with each sequence's first
-        token as the anchor, its output discarded. Returns the first step's context: zeros
-        [B, block, *] with no valid row, so every speculative step, the first included, has a
-        one-block context and replays its CUDA graph (a prompt-wide first context made the first
-        step eager: ~24 ms at the SmolLM2 shape on the H200, docs/LOG.md run 27)."""
+        scheduler passes its slots' rows): `DFlashDrafter.write_context`, no block forward.
+        Returns the first step's context: zeros [B, block, *] with no valid row, so every
+        speculative step, the first included, has a one-block context and replays its CUDA
+        graph (a prompt-wide first context made the first step eager: ~24 ms at the SmolLM2
+        shape on the H200, docs/LOG.md run 27)."""
         cache, table = buffers or self._buffers["draft"]
-        k = self.block_size
-        lens = [len(s.prompt_ids) for s in seqs]
         width = hidden.shape[1]
-        anchors = torch.tensor([s.last_token for s in seqs], device=self.device)
-        block = self._anchor_block(anchors)
-        self.drafter(
-            hidden,
-            self._positions([0] * len(seqs), width),
-            self.target.embed(block),
-            self._positions(lens, k),
-            cache,
-            table,
-            width + k,
-        )
-        return hidden.new_zeros(len(seqs), k, hidden.shape[2])
+        self.drafter.write_context(hidden, self._positions([0] * len(seqs), width), cache, table)
+        return hidden.new_zeros(len(seqs), self.block_size, hidden.shape[2])
 
     # ----------------------------------------------------------------------------------------
     # public loops

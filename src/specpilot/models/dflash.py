@@ -71,6 +71,23 @@ class DFlashDrafter(nn.Module):
         self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
+    def write_context(
+        self,
+        target_hidden: torch.Tensor,
+        ctx_positions: torch.Tensor,
+        cache: KVCache,
+        rotary: RotaryTable,
+    ) -> None:
+        """Every layer's context keys and values: target_hidden [B, N, len(target_layer_ids) *
+        hidden] at ctx_positions [B, N], projected once (fc, norm) and written into `cache`.
+        They depend on the context alone, not on any block: a prompt's context is written with
+        this and no block forward (`Generator._draft_prefill`)."""
+        ctx = self.hidden_norm(self.fc(target_hidden))
+        cos, sin = rotary.lookup(ctx_positions)
+        for i, layer in enumerate(self.layers):
+            k, v = layer.self_attn.key_value(ctx, cos, sin)
+            cache.write(i, ctx_positions, k, v)
+
     def forward(
         self,
         target_hidden: torch.Tensor,
@@ -90,11 +107,11 @@ class DFlashDrafter(nn.Module):
         block_embeds [B, block, hidden] at block_positions [B, block] (consecutive per sequence).
         kv_len: cache positions read, > every entry of ctx_positions.
         """
-        ctx = self.hidden_norm(self.fc(target_hidden))
-        ctx_cos, ctx_sin = rotary.lookup(ctx_positions)
+        self.write_context(target_hidden, ctx_positions, cache, rotary)
         blk_cos, blk_sin = rotary.lookup(block_positions)
         start = block_positions[:, :1]  # [B, 1] the anchor's position = number of cached tokens
-        cache_pos = torch.arange(kv_len, device=ctx.device)[None, :].expand(ctx.shape[0], -1)
+        cache_pos = torch.arange(kv_len, device=block_embeds.device)[None, :]
+        cache_pos = cache_pos.expand(block_embeds.shape[0], -1)
         masks: dict[tuple[int | None, bool], torch.Tensor] = {}
         x = block_embeds
         for i, layer in enumerate(self.layers):
@@ -107,8 +124,6 @@ class DFlashDrafter(nn.Module):
             attn = layer.self_attn
             h = layer.input_layernorm(x)
             q = attn.query(h, blk_cos, blk_sin)
-            k_ctx, v_ctx = attn.key_value(ctx, ctx_cos, ctx_sin)
-            cache.write(i, ctx_positions, k_ctx, v_ctx)
             k_blk, v_blk = attn.key_value(h, blk_cos, blk_sin)
             keys, values = cache.read(i, kv_len)
             keys = torch.cat([keys, k_blk], dim=2)
