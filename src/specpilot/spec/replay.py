@@ -143,5 +143,14 @@ def replay_drafts(
     index = emitted[:, None] + j
     known = table.gather(1, index.clamp(0, table.shape[1] - 1))
     known = torch.where(index < table_lengths[:, None], known, 0)
-    right = j[None, :] < torch.tensor(lengths, device=table.device)[:, None] - 1
+    counts = torch.tensor(lengths)
+    if table.is_cuda:
+        # NOTE: a copy from pageable memory waits for the stream (every step queued so far):
+        # in the pipelined loop, which calls this before launching each step, that made the
+        # host wait for the device every step (pipelined replay measured slower than unpipelined
+        # at the Qwen3-8B shape, runs 19 and 31); from pinned memory the copy is queued
+        counts = counts.pin_memory().to(table.device, non_blocking=True)
+    else:
+        counts = counts.to(table.device)
+    right = j[None, :] < counts[:, None] - 1
     return torch.where(right, known, (known + 1) % vocab)
