@@ -1,4 +1,5 @@
-"""layers.attention.sdpa: the backend order the engine uses on CUDA gives PyTorch's own result."""
+"""layers.attention: the SDPA backend order the engine uses on CUDA gives PyTorch's own result;
+KVCache.slot_rows hands out consecutive rows as a view and scattered ones as a gathering cache."""
 
 from __future__ import annotations
 
@@ -37,3 +38,24 @@ def test_cuda_attend_matches_float32_math(length):
     got = attention.attend(q, k, v, mask, 0.125).float()
     ref = attention.sdpa(q.float(), k.float(), v.float(), mask, 0.125, [SDPBackend.MATH])
     torch.testing.assert_close(got, ref.transpose(1, 2).flatten(2), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("slots", [[2, 3, 4], [4, 1]])
+def test_slot_rows_write_into_their_rows(slots):
+    cache = attention.KVCache(2, 6, 2, 8, 4, torch.device("cpu"), torch.float32)
+    rows = cache.slot_rows(slots)
+    assert rows.contiguous_rows() == (slots == [2, 3, 4])
+    k = torch.randn(len(slots), 2, 3, 4)
+    v = torch.randn(len(slots), 2, 3, 4)
+    positions = torch.tensor([[1, 2, 3]] * len(slots))
+    rows.write(1, positions, k, v)
+    for b, slot in enumerate(slots):
+        assert torch.equal(cache.k[1, slot, :, 1:4], k[b]) and torch.equal(
+            cache.v[1, slot, :, 1:4], v[b]
+        )
+    untouched = [r for r in range(6) if r not in slots]
+    assert not cache.k[1, untouched].any() and not cache.k[0].any()
+    keys, values = rows.read(1, 4)
+    assert torch.equal(keys, cache.k[1, slots, :, :4]) and torch.equal(
+        values, cache.v[1, slots, :, :4]
+    )

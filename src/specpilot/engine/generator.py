@@ -240,11 +240,10 @@ class Generator:
             own = cost(self.target.lm_head)
         return copy if low < own else None
 
-    def _anchor_block(self, anchors: torch.Tensor, k: int | None = None) -> torch.Tensor:
-        """The drafter's input block [B, k] (default block_size): each anchor, then masks."""
+    def _anchor_block(self, anchors: torch.Tensor, k: int) -> torch.Tensor:
+        """The drafter's input block [B, k]: each anchor, then masks."""
         mask_id = self.drafter.config.mask_token_id
-        width = k or self.block_size
-        block = torch.full((anchors.shape[0], width), mask_id, device=anchors.device)
+        block = torch.full((anchors.shape[0], k), mask_id, device=anchors.device)
         block[:, 0] = anchors
         return block
 

@@ -203,22 +203,14 @@ class Scheduler:
     def _prefill(self, slots: list[int], seqs: list[Sequence]) -> torch.Tensor | None:
         """The prompts into their slots' cache rows (Generator._prefill: one batch, each emits its
         first token); returns the captured hidden states [B, width, *] (None without a drafter)."""
-        buffers = (self._rows(self.target_cache, slots), self.target_table)
+        buffers = (self.target_cache.slot_rows(slots), self.target_table)
         return self.gen._prefill(seqs, self.capture, buffers)
-
-    @staticmethod
-    def _rows(cache: KVCache, slots: list[int]) -> KVCache:
-        """The slots' cache rows: a view when they are consecutive (the usual case: running
-        rows are kept at the bottom, so the free ones are the top), else gathered."""
-        if slots == list(range(slots[0], slots[0] + len(slots))):
-            return cache.rows_view(slots[0], slots[0] + len(slots))
-        return cache.slot_rows(slots)
 
     def _draft_prefill(self, slots: list[int], seqs: list[Sequence], hidden: torch.Tensor) -> None:
         """The prompts' drafter context into the slots' draft cache rows
         (`Generator._draft_prefill`); the rows join the next step with no new context (count 0),
         so every step's context stays one block wide and the step replays its CUDA graphs."""
-        buffers = (self._rows(self.draft_cache, slots), self.draft_table)
+        buffers = (self.draft_cache.slot_rows(slots), self.draft_table)
         self.gen._draft_prefill(seqs, hidden, buffers)
 
     # ----------------------------------------------------------------------------------------

@@ -82,10 +82,13 @@ class KVCache:
         return True
 
     def slot_rows(self, slots: list[int]) -> KVCache:
-        """Rows `slots` (any set, in that order) as a cache for one PyTorch-module forward over
-        them, e.g. a batched prefill of requests in scattered slots: writes go straight into
-        those rows, reads gather them (a copy). Not for the fused kernels or CUDA graphs, which
-        take contiguous row ranges (`rows_view`)."""
+        """Rows `slots` (any set, in that order) as a cache of their own, e.g. for a batched
+        prefill of requests in their slots: consecutive slots (the scheduler's usual case) are a
+        `rows_view`, which every forward and kernel takes; scattered ones a cache for PyTorch-
+        module forwards only, whose writes go straight into those rows and whose reads gather
+        them (a copy; `contiguous_rows` is False)."""
+        if slots == list(range(slots[0], slots[0] + len(slots))):
+            return self.rows_view(slots[0], slots[0] + len(slots))
         return _SlotRows(self, slots)
 
 
