@@ -23,8 +23,8 @@ import gc
 import re
 import time
 
-import torch
-from report import finish  # bench/ is on sys.path when run as a script
+from engine_speed import sync  # bench/ is on sys.path when run as a script
+from report import finish
 from torch.nn.attention import SDPBackend
 
 from specpilot.config import EngineConfig
@@ -41,11 +41,6 @@ SDPA_NAMES = {
     "flash": SDPBackend.FLASH_ATTENTION,
     "math": SDPBackend.MATH,
 }
-
-
-def sync() -> None:
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
 
 
 def parse_variant(name: str) -> tuple[bool, EngineConfig]:

@@ -58,16 +58,18 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def timed(fn, reps: int = 20) -> float:
-    """Median seconds of fn() measured with CUDA events (wall clock without CUDA: the CPU smoke
-    test), after 3 warm-up calls."""
+def timed(fn, reps: int = 20, wall: bool = False) -> float:
+    """Median seconds of fn() measured with CUDA events, or by the wall clock around device
+    synchronisations (wall, or without CUDA: the CPU smoke test), after 3 warm-up calls."""
     for _ in range(3):
         fn()
     times = []
     for _ in range(reps):
-        if not torch.cuda.is_available():
+        if wall or not torch.cuda.is_available():
+            sync()
             t0 = time.perf_counter()
             fn()
+            sync()
             times.append(time.perf_counter() - t0)
             continue
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -326,15 +328,7 @@ def measure_prefill(gen: Generator, tokens: int, reps: int = 10) -> dict:
         gen._draft_prefill([Sequence(list(ids), 2, frozenset())], hidden["h"])
 
     def both(fn) -> dict:  # noqa: ANN001
-        device_s = timed(fn, reps)
-        walls = []
-        for _ in range(reps):
-            sync()
-            t0 = time.perf_counter()
-            fn()
-            sync()
-            walls.append(time.perf_counter() - t0)
-        return {"wall_ms": statistics.median(walls) * 1e3, "device_ms": device_s * 1e3}
+        return {"wall_ms": timed(fn, reps, wall=True) * 1e3, "device_ms": timed(fn, reps) * 1e3}
 
     own = gen.config
     out: dict = {"tokens": tokens}
