@@ -78,8 +78,8 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         choices=["auto", "on", "off"],
         help="launch each speculative step before the previous one is booked (same tokens); "
-        "auto: on for the embedded pair on CUDA, where it measured 1.2-1.7x faster (docs/LOG.md "
-        "run 30), off elsewhere (at the Qwen3-8B shape it lost 6%%, run 19)",
+        "auto: on for the embedded pair on CUDA, where a step measured ~7%% faster (docs/LOG.md "
+        "run 35), off elsewhere until measured",
     )
     gen.add_argument(
         "--weights", default="bf16", choices=["bf16", "w12"], help="w12: convert on load"

@@ -285,9 +285,11 @@ class EngineConfig:
         GPU never waits for the host between steps; a step launched after the last one needed
         is discarded. Same tokens as without it (tests/test_pipeline.py). Off by default:
         measured faster for the embedded SmolLM2 pair on the H200 (a speculative step 1.15-1.20
-        ms against 1.23-1.38, AR 0.67 ms a token against 0.75; docs/LOG.md runs 35, 38), slower
-        for speculative decoding at the Qwen3-8B shape (902 vs 988 tok/s at tau 6.55, run 31;
-        AR there 214 vs 205). `generate` turns it on for the embedded pair on CUDA.
+        ms against 1.23-1.38, AR 0.67 ms a token against 0.75; docs/LOG.md runs 35, 38); at the
+        Qwen3-8B shape AR 214 vs 205 tok/s, speculative with replayed proposals 902 vs 988 (run
+        31), but that loop waited for the device every step on a pageable copy, since fixed in
+        spec/replay.py and not yet re-measured. `generate` turns it on for the embedded pair
+        on CUDA.
     batch_blocks: narrower speculative blocks for wide batches, "ROWS:BLOCK,..." (e.g. "24:8":
         from 24 running sequences on, verify anchor + 7 drafts instead of the full block).
         At batch 1 a verify block is as cheap as one token (the weights are read once either
