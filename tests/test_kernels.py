@@ -8,7 +8,6 @@ is given torch's rounding; with it the element-wise kernel (rope) matches bit fo
 
 from __future__ import annotations
 
-import functools
 import os
 
 import pytest
@@ -273,11 +272,29 @@ def test_fused_prefill_matches_the_pytorch_path(tmp_path, monkeypatch) -> None:
     assert fused.logits.shape == plain.logits.shape == (2, 1, 263)
     torch.testing.assert_close(fused.logits.float(), plain.logits.float(), atol=0.1, rtol=0.05)
     assert torch.equal(fused.logits.argmax(-1), plain.logits.argmax(-1))
-    close = functools.partial(torch.testing.assert_close, atol=0.05, rtol=0.05)
+    # hidden states and keys against the fp32 target: bf16 rounding compounds over the layers
+    # (run 40 on the H200: 0.23 apart at entries near 4), so the fused path's distance from fp32
+    # must stay within a small multiple of the PyTorch bf16 path's own distance
+    from specpilot.layers.attention import KVCache
+    from specpilot.layers.rotary import RotaryTable
+
+    cfg = reference.config
+    cache32 = KVCache(cfg.num_layers, 2, cfg.num_kv_heads, 64, cfg.head_dim, DEVICE, torch.float32)
+    table32 = RotaryTable(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, 64, DEVICE, torch.float32)
+    exact = reference.to(DEVICE)(
+        ids.to(DEVICE), AttentionMeta.causal(positions, 12, table32), cache32, capture
+    )
+
+    def distance(got: torch.Tensor, want: torch.Tensor) -> float:
+        return ((got.float() - want).abs().max() / want.abs().max()).item()
+
     for b, n in enumerate(lens):  # real positions only: padding writes are never read
-        close(fused.hidden[b, :n].float(), plain.hidden[b, :n].float())
-        for i in range(2):
-            close(fused_keys[i][b, :, :n].float(), cache.k[i][b, :, :n].float())
+        pairs = [(fused.hidden, plain.hidden, exact.hidden)]
+        pairs += [(fused_keys[i], cache.k[i], cache32.k[i]) for i in range(2)]
+        for got, bf16, want in pairs:
+            rows = (b, slice(0, n)) if got.dim() == 3 else (b, slice(None), slice(0, n))
+            floor = distance(bf16[rows], want[rows])
+            assert distance(got[rows], want[rows]) <= 3 * floor + 2**-8, (floor, b)
     calls = []
     prefill = type(gen.fused_target).prefill
     monkeypatch.setattr(

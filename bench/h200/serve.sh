@@ -19,6 +19,11 @@ if [ -f .carry/q1/g1 ]; then
 fi
 # the training prompts for a later train_embedded.sh (.carry/q3, see park.sh)
 [ -f .carry/q3/mix.jsonl.gz ] && mkdir -p ~/sp && gunzip -c .carry/q3/mix.jsonl.gz >~/sp/mix.jsonl
+# GPU tests to run first (TESTS="tests/test_kernels.py -k fused_prefill"), logged beside
+if [ -n "${TESTS:-}" ]; then
+    timeout "${TESTS_S:-150}" python3 -m pytest -q -p no:cacheprovider $TESTS >"$OUT/gpu-tests.log" 2>&1
+    echo "pytest rc=$?"; tail -3 "$OUT/gpu-tests.log"
+fi
 name=${SERVE_NAME:-server-speed}
 timeout "${SERVE_S:-300}" python3 bench/server_speed.py ${SERVE_ARGS:-} --out "$OUT/$name.json" \
     >"$OUT/$name.log" 2>&1
