@@ -405,7 +405,7 @@ def main() -> None:
         "make_decisive), so that replayed acceptance follows the profile; 0: plain random",
     )
     parser.add_argument(
-        "--prefill", default="torch", choices=["torch", "fused"], help="EngineConfig.prefill"
+        "--prefill", default="auto", choices=["auto", "torch", "fused"], help="EngineConfig.prefill"
     )
     parser.add_argument(
         "--admit-delay-factor",

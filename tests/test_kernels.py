@@ -8,6 +8,7 @@ is given torch's rounding; with it the element-wise kernel (rope) matches bit fo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -317,3 +318,7 @@ def test_fused_prefill_matches_the_pytorch_path(tmp_path, monkeypatch) -> None:
     for s in seqs:
         report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
         assert report.passed, report.failures
+    # the default, "auto": the fused prefill on CUDA only (under the interpreter it is slow)
+    gen.config = dataclasses.replace(gen.config, prefill="auto")
+    gen.run(_sequences(vocab, 8), speculative=False)
+    assert len(calls) == 3 + CUDA

@@ -59,6 +59,8 @@ def test_bad_knobs_are_config_errors() -> None:
         EngineConfig(cpu_linear="mkl")
     with pytest.raises(ConfigError, match="draft_head"):
         EngineConfig(draft_head="fp8")
+    with pytest.raises(ConfigError, match="prefill must be auto, torch or fused"):
+        EngineConfig(prefill="fast")
 
 
 @pytest.mark.parametrize("cpu_linear,draft_head", [("onednn", "bfloat16"), ("torch", "target")])

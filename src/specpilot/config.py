@@ -286,10 +286,9 @@ class EngineConfig:
         is discarded. Same tokens as without it (tests/test_pipeline.py). Off by default:
         measured faster for the embedded SmolLM2 pair on the H200 (a speculative step 1.15-1.20
         ms against 1.23-1.38, AR 0.67 ms a token against 0.75; docs/LOG.md runs 35, 38); at the
-        Qwen3-8B shape AR 214 vs 205 tok/s, speculative with replayed proposals 902 vs 988 (run
-        31), but that loop waited for the device every step on a pageable copy, since fixed in
-        spec/replay.py and not yet re-measured. `generate` turns it on for the embedded pair
-        on CUDA.
+        Qwen3-8B shape AR 214 vs 205 tok/s, speculative with replayed proposals 1,061 vs 1,042
+        over 512 tokens, 895 vs 879 over 64 (runs 40, 44; a short run pays relatively more for
+        the discarded step). `generate` turns it on for the embedded pair on CUDA.
     batch_blocks: narrower speculative blocks for wide batches, "ROWS:BLOCK,..." (e.g. "24:8":
         from 24 running sequences on, verify anchor + 7 drafts instead of the full block).
         At batch 1 a verify block is as cheap as one token (the weights are read once either
@@ -310,9 +309,11 @@ class EngineConfig:
     prefill: the prompt forward. "torch": the PyTorch modules (masked SDPA, ~40 launches a
         layer); "fused": FusedTarget.prefill (the decode path's ~10 launches a layer, cuBLAS
         multiplies, causal FlashAttention), where the Triton kernels run and the cache rows are
-        contiguous. Same tokens either way up to bf16 summation order (AR and speculative share
-        the prefill, so lossless either way). Off until measured on the H200 (runs 33 / 39: a
-        420-token prompt cost the server 28 ms against ~11 ms of tensor-core time).
+        contiguous; "auto": fused on CUDA, torch elsewhere. Same tokens either way up to bf16
+        summation order (AR and speculative share the prefill, so lossless either way; token
+        forcing on the H200, run 41). Measured (docs/LOG.md runs 40-43): a 420-token prompt at
+        the Qwen3-8B shape 25.6 ms against 57.2; the server at 32 requests 1.97x AR with it
+        against 1.53x without (run 39, which also still ran a drafter block per admission).
     """
 
     block_size: int = 0
@@ -324,7 +325,7 @@ class EngineConfig:
     batch_blocks: str = ""
     draft_head: str = "auto"
     cpu_linear: str = "auto"
-    prefill: str = "torch"
+    prefill: str = "auto"
 
     def __post_init__(self) -> None:
         self.batch_block_table()  # parse once, so a bad value fails at construction
@@ -338,8 +339,8 @@ class EngineConfig:
             raise ConfigError(
                 f"draft_head must be auto, target or bfloat16, got {self.draft_head!r}"
             )
-        if self.prefill not in ("torch", "fused"):
-            raise ConfigError(f"prefill must be torch or fused, got {self.prefill!r}")
+        if self.prefill not in ("auto", "torch", "fused"):
+            raise ConfigError(f"prefill must be auto, torch or fused, got {self.prefill!r}")
         if self.cpu_linear not in ("auto", "onednn", "torch"):
             raise ConfigError(f"cpu_linear must be auto, onednn or torch, got {self.cpu_linear!r}")
         if self.kernels not in ("auto", "triton", "torch"):

@@ -305,8 +305,9 @@ class Generator:
             ids[b, : lens[b]] = torch.tensor(s.prompt_ids)
         rows = torch.tensor(lens, device=self.device) - 1
         fused = self.fused_target
+        mode = self.config.prefill
         if (
-            self.config.prefill == "fused"
+            (mode == "fused" or (mode == "auto" and self.device.type == "cuda"))
             and fused is not None
             and fused.prefill_fits(len(seqs), width)
             and cache.contiguous_rows()
