@@ -288,7 +288,7 @@ class EngineConfig:
         ms against 1.23-1.38, AR 0.67 ms a token against 0.75; docs/LOG.md runs 35, 38); at the
         Qwen3-8B shape AR 214 vs 205 tok/s, speculative with replayed proposals 1,061 vs 1,042
         over 512 tokens, 895 vs 879 over 64 (runs 40, 44; a short run pays relatively more for
-        the discarded step). `generate` turns it on for the embedded pair on CUDA.
+        the discarded step). `generate` turns it on on CUDA.
     batch_blocks: narrower speculative blocks for wide batches, "ROWS:BLOCK,..." (e.g. "24:8":
         from 24 running sequences on, verify anchor + 7 drafts instead of the full block).
         At batch 1 a verify block is as cheap as one token (the weights are read once either
