@@ -438,21 +438,12 @@ def main() -> None:
         help="bf16 multiplies compute their norm / SwiGLU input themselves up to this many rows "
         "(models/fused.PROLOGUE_ROWS; -1: the default rule)",
     )
-    parser.add_argument(
-        "--stats-rows",
-        type=int,
-        default=-1,
-        help="residual multiplies hand their rows' sums of squares to the next norm up to this "
-        "many rows (models/fused.STATS_ROWS; 0: off; -1: the default)",
-    )
     parser.add_argument("--out")
     args = parser.parse_args()
-    from specpilot.models import fused
-
     if args.prologue_rows >= 0:
+        from specpilot.models import fused
+
         fused.PROLOGUE_ROWS.update(norm=args.prologue_rows, glu=args.prologue_rows)
-    if args.stats_rows >= 0:
-        fused.STATS_ROWS = args.stats_rows
     torch.backends.cuda.matmul.allow_tf32 = False
     bw = copy_bandwidth()
     report: dict = {
@@ -463,7 +454,6 @@ def main() -> None:
         "cuda_graphs": bool(args.graphs),
         "kernels": args.kernels,
         "prologue_rows": args.prologue_rows if args.prologue_rows >= 0 else "default",
-        "stats_rows": fused.STATS_ROWS,
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

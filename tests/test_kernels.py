@@ -52,11 +52,7 @@ from specpilot.kernels.elementwise import (  # noqa: E402
     silu_mul,
     silu_mul_reference,
 )
-from specpilot.kernels.linear import (  # noqa: E402
-    skinny_linear,
-    skinny_linear_reference,
-    skinny_linear_stats,
-)
+from specpilot.kernels.linear import skinny_linear, skinny_linear_reference  # noqa: E402
 from specpilot.kernels.rope import qk_rope_write, qk_rope_write_reference  # noqa: E402
 from specpilot.layers.rotary import RotaryTable  # noqa: E402
 
@@ -97,34 +93,6 @@ def test_skinny_linear(m: int, mode: str) -> None:
     # NOTE: a norm or SwiGLU prologue rounds to bf16 before the dot; one flipped rounding of an
     # input moves a dot product by up to an ulp of that input, hence 4 ulps there.
     close(skinny_linear(x, w, **kw), skinny_linear_reference(x, w, **kw), 4 if m > 1 else 2)
-
-
-@pytest.mark.parametrize("m", [1, 5, 16])
-def test_row_stats_feed_the_next_norm(m: int) -> None:
-    """skinny_linear_stats stores what skinny_linear stores, and its output rows' sums of
-    squares; the next multiply's norm prologue with those statistics matches the reference
-    norm of that output (a wrong partial count, row stride or a missed tile fails it)."""
-    gen = torch.Generator().manual_seed(10 + m)
-    n, k, n2 = 70, 96, 40  # 70 outputs: a partial last tile along N
-    x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
-    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
-    res = (torch.randn(m, n, generator=gen) * 4).to(DEVICE, BF16)
-    y, stats = skinny_linear_stats(x, w, residual=res)
-    assert torch.equal(y, skinny_linear(x, w, residual=res))
-    assert stats.dtype == torch.float32 and stats.shape[0] == m
-    torch.testing.assert_close(stats.sum(1), y.float().pow(2).sum(1), rtol=1e-5, atol=1e-4)
-    w2 = (torch.randn(n2, n, generator=gen) * n**-0.5).to(DEVICE, BF16)
-    nw = (torch.rand(n, generator=gen) + 0.5).to(DEVICE, BF16)
-    got = skinny_linear(y, w2, norm_weight=nw, eps=1e-6, norm_stats=stats)
-    close(got, skinny_linear_reference(y, w2, norm_weight=nw, eps=1e-6), 4 if m > 1 else 2)
-    # chained: a producer that normalises with statistics and hands on its own
-    y2, stats2 = skinny_linear_stats(y, w2[:, :n], norm_weight=nw, norm_stats=stats)
-    assert torch.equal(y2, got)
-    torch.testing.assert_close(stats2.sum(1), y2.float().pow(2).sum(1), rtol=1e-5, atol=1e-4)
-    with pytest.raises(ValueError, match="without norm_weight"):
-        skinny_linear(y, w2, norm_stats=stats)
-    with pytest.raises(ValueError, match="fp32"):
-        skinny_linear(y, w2, norm_weight=nw, norm_stats=stats[:1] if m > 1 else stats.double())
 
 
 def test_skinny_linear_rejects_bad_input() -> None:

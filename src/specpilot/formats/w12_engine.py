@@ -157,10 +157,8 @@ def linear(
     eps: float = 1e-6,
     glu: bool = False,
     residual: torch.Tensor | None = None,
-    norm_stats: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """skinny_linear for a bf16/fp16 weight, w12_linear for a W12Weight (same contract;
-    norm_stats, the input's row statistics, only with a bf16 weight in the skinny rows). Above
+    """skinny_linear for a bf16/fp16 weight, w12_linear for a W12Weight (same contract). Above
     the skinny kernels' rows (a wide step: many sequences' verify blocks), a bf16 weight goes
     to cuBLAS, after our norm / SwiGLU kernels for the prologue; the residual is then added to
     the rounded product (one more rounding than the fused epilogue: a summation-order
@@ -168,8 +166,6 @@ def linear(
     kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual)
     from specpilot.kernels.linear import MAX_ROWS
 
-    if norm_stats is not None and (x.shape[0] > MAX_ROWS or isinstance(weight, W12Weight)):
-        raise ValueError("norm_stats: only for the skinny kernel's bf16 multiplies")
     if x.shape[0] > MAX_ROWS and not isinstance(weight, W12Weight):
         from specpilot.kernels.elementwise import rmsnorm, silu_mul
 
@@ -185,4 +181,4 @@ def linear(
         return w12_linear(x, weight, **kw)
     from specpilot.kernels.linear import skinny_linear
 
-    return skinny_linear(x, weight, norm_stats=norm_stats, **kw)
+    return skinny_linear(x, weight, **kw)

@@ -56,8 +56,7 @@ def input_tile(x_rows, cols, mask, nw_ptr, rstd, K, dtype, NORM: tl.constexpr, G
 def store_output(
     acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL: tl.constexpr
 ):
-    """y[rm, rn] = acc rounded to y's dtype, plus residual[rm, rn] (rounded again) if asked;
-    returns what it stored, in fp32, 0 outside the masks."""
+    """y[rm, rn] = acc rounded to y's dtype, plus residual[rm, rn] (rounded again) if asked."""
     dtype = y_ptr.dtype.element_ty
     out = acc.to(dtype)
     om = m_ok[:, None] & n_ok[None, :]
@@ -65,14 +64,3 @@ def store_output(
         r = tl.load(res_ptr + rm[:, None] * stride_rm + rn[None, :], mask=om, other=0.0)
         out = (out.to(tl.float32) + r.to(tl.float32)).to(dtype)
     tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], out, mask=om)
-    return tl.where(om, out.to(tl.float32), 0.0)
-
-
-@triton.jit
-def stats_rstd(stats_rows, m_ok, P, K, eps, BLOCK_M: tl.constexpr, BLOCK_P: tl.constexpr):
-    """1 / RMS of each row of an x [BLOCK_M, K] whose producer stored its rows' sums of squares
-    in P partials a row (stats_rows [BLOCK_M, 1] pointers; `skinny_linear`'s row_stats): the
-    RMSNorm scale without reading x. The partials are added in a fixed order: deterministic."""
-    rp = tl.arange(0, BLOCK_P)
-    part = tl.load(stats_rows + rp[None, :], mask=m_ok[:, None] & (rp[None, :] < P), other=0.0)
-    return tl.math.rsqrt(tl.sum(part, axis=1) / K + eps)

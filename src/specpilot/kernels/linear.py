@@ -14,21 +14,12 @@ differs from the PyTorch path.
 
 from __future__ import annotations
 
-import typing
-
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from specpilot.kernels.common import (
-    INTERPRETED,
-    dot,
-    input_tile,
-    row_rstd,
-    stats_rstd,
-    store_output,
-)
+from specpilot.kernels.common import INTERPRETED, dot, input_tile, row_rstd, store_output
 
 MAX_ROWS = 64
 
@@ -40,23 +31,15 @@ def _skinny_kernel(
     y_ptr,
     res_ptr,
     nw_ptr,
-    stats_in_ptr,
-    stats_out_ptr,
     M,
     N,
     K,
-    P_IN,
     stride_xm,
     stride_wn,
     stride_ym,
     stride_rm,
-    stride_si,
-    stride_so,
     eps,
     NORM: tl.constexpr,
-    NORM_STATS: tl.constexpr,
-    ROW_STATS: tl.constexpr,
-    BLOCK_P: tl.constexpr,
     GLU: tl.constexpr,
     RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -75,10 +58,7 @@ def _skinny_kernel(
     n_ok = rn < N
     x_rows = x_ptr + rm[:, None] * stride_xm
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
-    if NORM_STATS:
-        stats_rows = stats_in_ptr + rm[:, None] * stride_si
-        rstd = stats_rstd(stats_rows, m_ok, P_IN, K, eps, BLOCK_M, BLOCK_P)
-    elif NORM:
+    if NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
     # NOTE: without tensor cores (M < 16 rows) the products accumulate element-wise in a
     # [BLOCK_M, BLOCK_N, BLOCK_K] tile and are reduced once at the end: a cross-lane reduction
@@ -103,9 +83,7 @@ def _skinny_kernel(
             acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
     if not USE_DOT:
         acc = tl.sum(acc3, axis=2)
-    out = store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
-    if ROW_STATS:  # this program's share of each output row's sum of squares
-        tl.store(stats_out_ptr + rm * stride_so + pid_n, tl.sum(out * out, axis=1), mask=m_ok)
+    store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
 
 def tile_config(m: int, n: int, k: int) -> dict:
@@ -153,45 +131,9 @@ def skinny_linear(
     eps: float = 1e-6,
     glu: bool = False,
     residual: torch.Tensor | None = None,
-    norm_stats: torch.Tensor | None = None,
     config: dict | None = None,
 ) -> torch.Tensor:
-    """x [M, K] (or [M, 2K] with glu) @ weight [N, K]^T -> [M, N] in x's dtype; see module doc.
-    norm_stats: x's row statistics from the multiply that produced it (`skinny_linear_stats`):
-    the norm prologue takes its scale from them instead of reading x once more."""
-    return _launch(x, weight, norm_weight, eps, glu, residual, norm_stats, False, config)[0]
-
-
-def skinny_linear_stats(
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    *,
-    norm_weight: torch.Tensor | None = None,
-    eps: float = 1e-6,
-    glu: bool = False,
-    residual: torch.Tensor | None = None,
-    norm_stats: torch.Tensor | None = None,
-    config: dict | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """`skinny_linear`, and the output's row statistics for the next multiply's norm prologue:
-    fp32 [M, P], each output row's sum of squares (of the stored, rounded values) in P partial
-    sums, one per program along N. Saves the RMSNorm launch (or the prologue's extra pass over
-    x) that the next layer's input norm needs."""
-    y, stats = _launch(x, weight, norm_weight, eps, glu, residual, norm_stats, True, config)
-    return y, typing.cast(torch.Tensor, stats)
-
-
-def _launch(
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    norm_weight: torch.Tensor | None,
-    eps: float,
-    glu: bool,
-    residual: torch.Tensor | None,
-    norm_stats: torch.Tensor | None,
-    row_stats: bool,
-    config: dict | None,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """x [M, K] (or [M, 2K] with glu) @ weight [N, K]^T -> [M, N] in x's dtype; see module doc."""
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(
             f"skinny_linear wants 2-D x and weight, got {tuple(x.shape)}, {tuple(weight.shape)}"
@@ -208,45 +150,30 @@ def _launch(
     if x.stride(1) != 1 or weight.stride(1) != 1:
         raise ValueError("skinny_linear wants unit stride along K")
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual)
-    if norm_stats is not None:
-        if norm_weight is None:
-            raise ValueError("norm_stats without norm_weight: statistics for a norm not asked for")
-        if norm_stats.dim() != 2 or norm_stats.shape[0] != m or norm_stats.dtype != torch.float32:
-            raise ValueError(f"norm_stats must be fp32 [{m}, P], got {tuple(norm_stats.shape)}")
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
     cfg = dict(config or tile_config(m, n, k))
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]))
-    stats = torch.empty(m, grid[0], device=x.device, dtype=torch.float32) if row_stats else None
-    p_in = norm_stats.shape[1] if norm_stats is not None else 1
     _skinny_kernel[grid](
         x,
         weight,
         y,
         residual if residual is not None else y,
         norm_weight if norm_weight is not None else weight,
-        norm_stats if norm_stats is not None else y,
-        stats if stats is not None else y,
         m,
         n,
         k,
-        p_in,
         x.stride(0),
         weight.stride(0),
         y.stride(0),
         residual.stride(0) if residual is not None else 0,
-        norm_stats.stride(0) if norm_stats is not None else 0,
-        stats.stride(0) if stats is not None else 0,
         eps,
         NORM=norm_weight is not None,
-        NORM_STATS=norm_stats is not None,
-        ROW_STATS=row_stats,
-        BLOCK_P=triton.next_power_of_2(p_in),
         GLU=glu,
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
         **cfg,
     )
-    return y, stats
+    return y
 
 
 def skinny_linear_reference(

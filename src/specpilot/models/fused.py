@@ -28,7 +28,7 @@ from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
-from specpilot.kernels.linear import MAX_ROWS, skinny_linear_stats
+from specpilot.kernels.linear import MAX_ROWS
 from specpilot.kernels.rope import qk_rope_write
 from specpilot.layers import attention as attention_layer
 from specpilot.layers.attention import KVCache
@@ -58,12 +58,6 @@ def unsupported_reason(model: nn.Module, dtype: torch.dtype, device: torch.devic
             return "sliding-window or causal drafter layers"
     return None
 
-
-# NOTE: up to this many rows, the multiplies that add the residual (output and down projections)
-# also store their output rows' sums of squares (`skinny_linear_stats`), and the next multiply's
-# input norm takes its scale from them: no RMSNorm launch and no prologue pass over x. Run 27's
-# profile had 72 RMSNorm launches at 127 us of a 4.48 ms Qwen3-8B decode forward. 0: off.
-STATS_ROWS = MAX_ROWS
 
 # A wide step (several sequences' verify or draft blocks, more rows than the skinny kernels
 # take) runs the same launches with its multiplies on cuBLAS (formats/w12_engine.linear): the
@@ -119,34 +113,12 @@ def normed_linear(
     weight: torch.Tensor | W12Weight,
     norm: torch.Tensor,
     eps: float,
-    stats: torch.Tensor | None = None,
+    residual: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """(RMSNorm(x) * norm) @ weight^T. stats: x's row statistics from the multiply that wrote
-    it (`residual_linear`), which let the prologue normalise without its pass over x."""
-    if stats is not None and _takes_stats(x, weight):
-        return linear(x, weight, norm_weight=norm, eps=eps, norm_stats=stats)
+    """(RMSNorm(x) * norm) @ weight^T [+ residual]."""
     if x.shape[0] <= prologue_rows(weight, "norm"):
-        return linear(x, weight, norm_weight=norm, eps=eps)
-    return linear(rmsnorm(x, norm, eps), weight)
-
-
-def residual_linear(
-    x: torch.Tensor, weight: torch.Tensor | W12Weight, residual: torch.Tensor, glu: bool = False
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """x @ weight^T + residual (x = [gate | up] -> silu(gate) * up first with glu), and the
-    output's row statistics for the next norm where the skinny bf16 kernel computes it (None
-    elsewhere: W12, a wide step, or STATS_ROWS)."""
-    if isinstance(weight, W12Weight) or not _takes_stats(x, weight):
-        y = glu_linear(x, weight, residual) if glu else linear(x, weight, residual=residual)
-        return y, None
-    fuse_glu = glu and x.shape[0] <= prologue_rows(weight, "glu")
-    if glu and not fuse_glu:
-        x = silu_mul(x)
-    return skinny_linear_stats(x, weight, glu=fuse_glu, residual=residual)
-
-
-def _takes_stats(x: torch.Tensor, weight: torch.Tensor | W12Weight) -> bool:
-    return x.shape[0] <= STATS_ROWS and not isinstance(weight, W12Weight)
+        return linear(x, weight, norm_weight=norm, eps=eps, residual=residual)
+    return linear(rmsnorm(x, norm, eps), weight, residual=residual)
 
 
 def glu_linear(
@@ -198,14 +170,11 @@ class _FusedBlock:
             self.eps,
         )
 
-    def finish(
-        self, x: torch.Tensor, attn_out: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden], and its row
-        statistics for the next layer's input norm (None where not computed)."""
-        x, stats = residual_linear(attn_out, self.o, x)
-        gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps, stats)
-        return residual_linear(gate_up, self.down, x, glu=True)
+    def finish(self, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
+        """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden]."""
+        x = linear(attn_out, self.o, residual=x)
+        gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps)
+        return glu_linear(gate_up, self.down, residual=x)
 
 
 class FusedTarget:
@@ -228,21 +197,19 @@ class FusedTarget:
         table: RotaryTable,
         capture: tuple[int, ...],
         attend: Callable[[int, _FusedBlock, torch.Tensor], torch.Tensor],
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Embedding and decoder layers, attention by attend(layer, block, rotated q) ->
-        [B*T, heads * D] -> the last layer's output [B*T, hidden] (before the final norm), the
-        captured layers [B, T, *] (None without capture; the last one after the norm) and the
-        output's row statistics (`residual_linear`; None where not computed)."""
+        [B*T, heads * D] -> the last layer's output [B*T, hidden] (before the final norm) and
+        the captured layers [B, T, *] (None without capture; the last one after the norm)."""
         batch, t = input_ids.shape
         model = self.model.model
         x = model.embed_tokens(input_ids).view(batch * t, -1)
         last = len(self.blocks) - 1
         captured: dict[int, torch.Tensor] = {}
-        stats = None
         for i, blk in enumerate(self.blocks):
-            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, stats)
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
             q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
-            x, stats = blk.finish(x, attend(i, blk, q))
+            x = blk.finish(x, attend(i, blk, q))
             if i in capture and i != last:
                 captured[i] = x
         if last in capture:  # the last layer is captured after the final norm
@@ -250,11 +217,11 @@ class FusedTarget:
         hidden = None
         if capture:
             hidden = torch.cat([captured[i] for i in capture], dim=-1).view(batch, t, -1)
-        return x, hidden, stats
+        return x, hidden
 
-    def _logits(self, x: torch.Tensor, stats: torch.Tensor | None = None) -> torch.Tensor:
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
         norm = self.model.model.norm
-        return normed_linear(x, self.model.lm_head.weight, norm.weight, norm.eps, stats)
+        return normed_linear(x, self.model.lm_head.weight, norm.weight, norm.eps)
 
     def __call__(
         self,
@@ -273,8 +240,8 @@ class FusedTarget:
         def attend(i: int, blk: _FusedBlock, q: torch.Tensor) -> torch.Tensor:
             return decode_attention(q, cache.k[i], cache.v[i], positions, num_splits)
 
-        x, hidden, stats = self._layers(input_ids, positions, cache, table, capture, attend)
-        return TargetOutput(logits=self._logits(x, stats).view(batch, t, -1), hidden=hidden)
+        x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
+        return TargetOutput(logits=self._logits(x).view(batch, t, -1), hidden=hidden)
 
     def prefill_fits(self, batch: int, width: int) -> bool:
         """Whether `prefill` takes a prompt batch (W12 multiplies stop at the skinny limit)."""
@@ -306,7 +273,7 @@ class FusedTarget:
             out = attention_layer.sdpa(q, keys, values, None, blk.scale, backends, causal=True)
             return out.transpose(1, 2).reshape(batch * t, -1)
 
-        x, hidden, _ = self._layers(input_ids, positions, cache, table, capture, attend)
+        x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
         rows = x.view(batch, t, -1)
         if logit_rows is not None:
             rows = rows[torch.arange(batch, device=x.device), logit_rows].unsqueeze(1)
@@ -351,15 +318,14 @@ class FusedDrafter:
         ctx = linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
         ctx = rmsnorm(ctx, d.hidden_norm.weight, d.hidden_norm.eps)
         x = self.target.embed(block_ids).view(batch * k, -1)
-        stats = None
         for i, blk in enumerate(self.blocks):
             blk.write_kv(linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
-            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, stats)
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
             q = blk.write_kv(qkv, blk.heads, block_positions, table, cache, i)
             attn = decode_attention(
                 q, cache.k[i], cache.v[i], block_positions, num_splits, causal=False
             )
-            x, stats = blk.finish(x, attn)
+            x = blk.finish(x, attn)
         rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
         logits = normed_linear(rows, self.target.lm_head.weight, d.norm.weight, d.norm.eps)
         return logits.argmax(dim=-1).view(batch, k - 1)
