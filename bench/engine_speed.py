@@ -471,7 +471,12 @@ def main() -> None:
         gen = Generator(
             target,
             drafter,
-            EngineConfig(cuda_graphs=bool(args.graphs), kernels=args.kernels),
+            EngineConfig(
+                cuda_graphs=bool(args.graphs),
+                kernels=args.kernels,
+                pdl=bool(args.pdl),
+                weight_prefetch=bool(args.weight_prefetch),
+            ),
             torch.device("cuda"),
             torch.bfloat16,
         )

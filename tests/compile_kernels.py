@@ -20,11 +20,31 @@ HOPPER = GPUTarget("cuda", 90, 32)
 
 
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
+    # the launch switches (kernels/launch.py) default to off: constants, not runtime arguments
+    consts = {k: False for k in ("PDL", "PREFETCH") if k in fn.arg_names} | consts
     signature = {
         name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
     }
     constexprs = {(fn.arg_names.index(k),): v for k, v in consts.items()}
-    triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs), target=HOPPER)
+    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    ptx = triton.compile(source, target=HOPPER).asm["ptx"]
+    if consts["PDL"] and not ("griddepcontrol.wait" in ptx and "launch_dependents" in ptx):
+        raise AssertionError("PDL=True but no griddepcontrol instructions in the PTX")
+
+
+def with_pdl(cases: list[tuple[str, object, dict, dict]]) -> list[tuple[str, object, dict, dict]]:
+    """The first case of every kernel (and tile kind) again with programmatic dependent launch
+    (and the skinny multiply's weight prefetch)."""
+    seen, out = set(), []
+    for label, fn, types, consts in cases:
+        key = (fn, consts.get("USE_DOT"))  # the skinny multiply both without and with MMA
+        if key not in seen:
+            seen.add(key)
+            extra = {"PDL": True}
+            if fn is linear._skinny_kernel:
+                extra["PREFETCH"] = True
+            out.append((f"{label} {extra}", fn, types, consts | extra))
+    return out
 
 
 def cases() -> list[tuple[str, object, dict, dict]]:
@@ -85,7 +105,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
 
 def main() -> int:
     failed = 0
-    for label, fn, types, consts in cases():
+    every = cases()
+    for label, fn, types, consts in every + with_pdl(every):
         try:
             compile_for_hopper(fn, types, consts)
             print(f"ok   {label}")

@@ -95,6 +95,67 @@ def test_skinny_linear(m: int, mode: str) -> None:
     close(skinny_linear(x, w, **kw), skinny_linear_reference(x, w, **kw), 4 if m > 1 else 2)
 
 
+@pytest.fixture
+def launch_settings():
+    """kernels/launch.py's process-wide switches, restored after the test."""
+    from specpilot.kernels import launch
+
+    before = launch.settings()
+    yield launch
+    launch.configure(**before)
+
+
+@pytest.mark.parametrize("m,k", [(1, 96), (1, 2500), (16, 600), (5, 40)])
+def test_weight_prefetch_gives_the_same_bits(launch_settings, m: int, k: int) -> None:
+    """The skinny multiply with its weight tiles loaded one step ahead (EngineConfig.
+    weight_prefetch) computes the same products in the same order: identical bits, for K
+    below, at and across several BLOCK_K steps, with each prologue and the residual."""
+    gen = torch.Generator().manual_seed(k)
+    n = 70
+    for mode in ("plain", "norm", "glu", "residual"):
+        x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
+        w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
+        kw = prologue_kwargs(mode, m, n, k, gen)
+        launch_settings.configure(pdl=False, prefetch=False)
+        plain = skinny_linear(x, w, **kw)
+        launch_settings.configure(pdl=False, prefetch=True)
+        assert torch.equal(skinny_linear(x, w, **kw), plain), mode
+
+
+def test_pdl_is_off_where_it_cannot_run(launch_settings) -> None:
+    launch_settings.configure(pdl=True, prefetch=False)
+    assert launch_settings.pdl(torch.zeros(1)) == {"PDL": False, "launch_pdl": False}
+    launch_settings.configure(pdl=False, prefetch=False)
+    if CUDA:
+        assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is False
+
+
+@pytest.mark.skipif(not CUDA, reason="programmatic dependent launch needs a GPU (Hopper)")
+def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings) -> None:
+    """EngineConfig(pdl=True, weight_prefetch=True) on the GPU: every kernel launched with
+    programmatic dependent launch, in CUDA graphs and eagerly; the same tokens as without, AR
+    and speculative, and token forcing passes."""
+    from specpilot.spec.forcing import token_forcing
+
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("programmatic dependent launch needs sm_90 or later")
+    target, drafter, reference = _tiny_pair(tmp_path)
+    outputs = {}
+    for pdl in (False, True):
+        config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, weight_prefetch=pdl)
+        gen = Generator(target, drafter, config, DEVICE, BF16)
+        assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is pdl
+        for speculative in (False, True):
+            seqs = _sequences(target.config.vocab_size, 24)
+            gen.run(seqs, speculative=speculative)
+            outputs[pdl, speculative] = [s.output_ids for s in seqs]
+            for s in seqs:
+                report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
+                assert report.passed, report.failures
+    for speculative in (False, True):
+        assert outputs[True, speculative] == outputs[False, speculative]
+
+
 def test_skinny_linear_rejects_bad_input() -> None:
     x = torch.randn(2, 8, dtype=BF16, device=DEVICE)
     with pytest.raises(ValueError, match="columns"):

@@ -314,6 +314,12 @@ class EngineConfig:
         forcing on the H200, run 41). Measured (docs/LOG.md runs 40-43): a 420-token prompt at
         the Qwen3-8B shape 25.6 ms against 57.2; the server at 32 requests 1.97x AR with it
         against 1.53x without (run 39, which also still ran a drafter block per admission).
+    pdl: programmatic dependent launch of the Triton kernels (Hopper and later): each kernel may
+        start while the one before it finishes, and waits for it before touching its results
+        (kernels/launch.py). Same arithmetic, same tokens. Off until measured on the H200.
+    weight_prefetch: the skinny multiply loads its first weight tile before waiting for the
+        kernel before it and then each next tile one step ahead. Same arithmetic. Off until
+        measured.
     """
 
     block_size: int = 0
@@ -326,6 +332,8 @@ class EngineConfig:
     draft_head: str = "auto"
     cpu_linear: str = "auto"
     prefill: str = "auto"
+    pdl: bool = False
+    weight_prefetch: bool = False
 
     def __post_init__(self) -> None:
         self.batch_block_table()  # parse once, so a bad value fails at construction

@@ -30,6 +30,7 @@ from specpilot.config import EngineConfig
 from specpilot.engine.graphs import GraphCache
 from specpilot.engine.sequence import Sequence
 from specpilot.errors import ConfigError
+from specpilot.kernels import launch
 from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
@@ -103,6 +104,8 @@ class Generator:
         # persistent buffers, reused across runs (graphs capture their addresses)
         self._buffers: dict[str, tuple[KVCache, RotaryTable]] = {}
         self.fused_target, self.fused_drafter = self._fused_models()
+        if self.fused_target is not None:  # process-wide: see kernels/launch.py
+            launch.configure(config.pdl, config.weight_prefetch)
         self._pack_cpu_linears()
         self.draft_head = self._choose_draft_head()
         # per-step CUDA events of the last speculative run, when profile_steps is set

@@ -18,7 +18,8 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from specpilot.kernels.common import INTERPRETED, dot
+from specpilot.kernels import launch
+from specpilot.kernels.common import INTERPRETED, dot, pdl_enter
 
 BLOCK_KV = 64
 
@@ -44,7 +45,9 @@ def _split_kernel(
     BLOCK_KV: tl.constexpr,
     F32_DOT: tl.constexpr,
     CAUSAL: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
+    pdl_enter(PDL)
     bh = tl.program_id(0)
     split = tl.program_id(1)
     kv_heads = HEADS // GROUP
@@ -106,7 +109,9 @@ def _merge_kernel(
     NUM_SPLITS: tl.constexpr,
     SPLITS_P2: tl.constexpr,
     BLOCK_Q: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
+    pdl_enter(PDL)
     bh = tl.program_id(0)
     row = tl.program_id(1)  # row = t * GROUP + g
     t = row // GROUP
@@ -190,6 +195,7 @@ def decode_attention(
         BLOCK_KV=BLOCK_KV,
         F32_DOT=INTERPRETED,
         CAUSAL=causal,
+        **launch.pdl(q),
     )
     out = torch.empty(batch * t, heads * head_dim, device=q.device, dtype=q.dtype)
     _merge_kernel[(batch * kv_heads, group * t)](
@@ -203,6 +209,7 @@ def decode_attention(
         NUM_SPLITS=num_splits,
         SPLITS_P2=triton.next_power_of_2(num_splits),
         BLOCK_Q=block_q,
+        **launch.pdl(out),
     )
     return out
 

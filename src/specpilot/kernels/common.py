@@ -23,6 +23,16 @@ def dot(a, b, F32_DOT: tl.constexpr):
 
 
 @triton.jit
+def pdl_enter(PDL: tl.constexpr):
+    """With programmatic dependent launch (kernels/launch.py): let the next kernel launch, then
+    wait until the previous one has completed; call it before any load of what another kernel
+    wrote and before any store."""
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()
+
+
+@triton.jit
 def row_rstd(x_rows, m_ok, K, eps, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     """1 / RMS of each row of x [BLOCK_M, K] (fp32), the RMSNorm scale."""
     rk0 = tl.arange(0, BLOCK_K)

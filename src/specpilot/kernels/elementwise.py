@@ -13,9 +13,15 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from specpilot.kernels import launch
+from specpilot.kernels.common import pdl_enter
+
 
 @triton.jit
-def _rmsnorm_kernel(x_ptr, w_ptr, y_ptr, K, stride_x, stride_y, eps, BLOCK: tl.constexpr):
+def _rmsnorm_kernel(
+    x_ptr, w_ptr, y_ptr, K, stride_x, stride_y, eps, BLOCK: tl.constexpr, PDL: tl.constexpr = False
+):
+    pdl_enter(PDL)
     row = tl.program_id(0)
     dtype = y_ptr.dtype.element_ty
     cols = tl.arange(0, BLOCK)
@@ -28,7 +34,10 @@ def _rmsnorm_kernel(x_ptr, w_ptr, y_ptr, K, stride_x, stride_y, eps, BLOCK: tl.c
 
 
 @triton.jit
-def _silu_mul_kernel(x_ptr, y_ptr, K, stride_x, stride_y, BLOCK: tl.constexpr):
+def _silu_mul_kernel(
+    x_ptr, y_ptr, K, stride_x, stride_y, BLOCK: tl.constexpr, PDL: tl.constexpr = False
+):
+    pdl_enter(PDL)
     row = tl.program_id(0)
     chunk = tl.program_id(1)
     dtype = y_ptr.dtype.element_ty
@@ -55,7 +64,15 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     y = torch.empty_like(x)
     k = x.shape[1]
     _rmsnorm_kernel[(x.shape[0],)](
-        x, weight, y, k, x.stride(0), y.stride(0), eps, BLOCK=triton.next_power_of_2(k)
+        x,
+        weight,
+        y,
+        k,
+        x.stride(0),
+        y.stride(0),
+        eps,
+        BLOCK=triton.next_power_of_2(k),
+        **launch.pdl(x),
     )
     return y
 
@@ -69,7 +86,7 @@ def silu_mul(x: torch.Tensor) -> torch.Tensor:
     y = torch.empty(x.shape[0], k, device=x.device, dtype=x.dtype)
     block = 1024
     _silu_mul_kernel[(x.shape[0], triton.cdiv(k, block))](
-        x, y, k, x.stride(0), y.stride(0), BLOCK=block
+        x, y, k, x.stride(0), y.stride(0), BLOCK=block, **launch.pdl(x)
     )
     return y
 

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from specpilot.kernels import launch
 from specpilot.kernels.common import INTERPRETED, dot, input_tile, row_rstd, store_output
 
 MAX_ROWS = 64
@@ -47,7 +48,11 @@ def _skinny_kernel(
     BLOCK_K: tl.constexpr,
     USE_DOT: tl.constexpr,
     F32_DOT: tl.constexpr,
+    PDL: tl.constexpr = False,
+    PREFETCH: tl.constexpr = False,
 ):
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
     dtype = y_ptr.dtype.element_ty
@@ -57,6 +62,11 @@ def _skinny_kernel(
     m_ok = rm < M
     n_ok = rn < N
     x_rows = x_ptr + rm[:, None] * stride_xm
+    w_rows = w_ptr + rn[:, None] * stride_wn
+    if PREFETCH:  # the weights never change during a forward: the first tile needs no wait
+        w_next = tl.load(w_rows + rk0[None, :], mask=n_ok[:, None] & (rk0 < K)[None, :], other=0.0)
+    if PDL:  # x and the residual come from the kernel before (programmatic dependent launch)
+        tl.extra.cuda.gdc_wait()
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
@@ -72,11 +82,16 @@ def _skinny_kernel(
         k_ok = rk < K
         xm = m_ok[:, None] & k_ok[None, :]
         a = input_tile(x_rows, rk[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
-        w = tl.load(
-            w_ptr + rn[:, None] * stride_wn + rk[None, :],
-            mask=n_ok[:, None] & k_ok[None, :],
-            other=0.0,
-        )
+        if PREFETCH:  # this tile was loaded one step ago; load the next (masked past K)
+            w = w_next
+            rk_next = rk + BLOCK_K
+            w_next = tl.load(
+                w_rows + rk_next[None, :],
+                mask=n_ok[:, None] & (rk_next < K)[None, :],
+                other=0.0,
+            )
+        else:
+            w = tl.load(w_rows + rk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
         if USE_DOT:
             acc += dot(a, tl.trans(w), F32_DOT)
         else:
@@ -171,6 +186,8 @@ def skinny_linear(
         GLU=glu,
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
+        PREFETCH=launch.prefetch(),
+        **launch.pdl(x),
         **cfg,
     )
     return y

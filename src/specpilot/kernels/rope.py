@@ -16,6 +16,9 @@ import torch
 import triton
 import triton.language as tl
 
+from specpilot.kernels import launch
+from specpilot.kernels.common import pdl_enter
+
 
 @triton.jit
 def _qk_rope_kernel(
@@ -39,7 +42,9 @@ def _qk_rope_kernel(
     HEAD_DIM: tl.constexpr,
     ROWS: tl.constexpr,
     QK_NORM: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
+    pdl_enter(PDL)
     m = tl.program_id(0)
     dtype = qkv_ptr.dtype.element_ty
     half: tl.constexpr = HEAD_DIM // 2
@@ -146,6 +151,7 @@ def qk_rope_write(
         HEAD_DIM=head_dim,
         ROWS=triton.next_power_of_2(heads + 2 * kv_heads),
         QK_NORM=q_norm is not None,
+        **launch.pdl(qkv),
     )
     return q
 

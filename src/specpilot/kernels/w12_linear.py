@@ -46,7 +46,15 @@ import triton
 import triton.language as tl
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, decode
-from specpilot.kernels.common import INTERPRETED, dot, input_tile, row_rstd, store_output
+from specpilot.kernels import launch
+from specpilot.kernels.common import (
+    INTERPRETED,
+    dot,
+    input_tile,
+    pdl_enter,
+    row_rstd,
+    store_output,
+)
 from specpilot.kernels.linear import check_prologue_epilogue, skinny_linear_reference
 
 MAX_ROWS = 64
@@ -154,7 +162,9 @@ def _w12_kernel(
     ASM: tl.constexpr,
     F32_DOT: tl.constexpr,
     SLICE: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
+    pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
     # 8 SLICE columns is SLICE word positions i; slice J of it is columns SLICE J + i.
     pid_n = tl.program_id(0)
@@ -274,10 +284,11 @@ def _w12_kernel(
 @triton.jit
 def _split_sum_kernel(
     part_ptr, y_ptr, res_ptr, M, N, stride_ym, stride_rm, SPLIT_K: tl.constexpr,
-    RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr,
+    RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = False,
 ):  # fmt: skip
     """y[m] = sum of the SPLIT_K partial rows (fp32), rounded, plus the residual: the split
     kernel's epilogue."""
+    pdl_enter(PDL)
     rm = tl.program_id(1) + tl.arange(0, 1)
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = rm < M
@@ -406,6 +417,7 @@ def w12_linear(
         EVEN_N=n % cfg["BLOCK_N"] == 0,
         SLICE=SLICE,
         **cfg,
+        **launch.pdl(x),
     )
     if splits > 1:
         block = 1024
@@ -420,6 +432,7 @@ def w12_linear(
             SPLIT_K=splits,
             RESIDUAL=residual is not None,
             BLOCK_N=block,
+            **launch.pdl(y),
         )
     return y
 
