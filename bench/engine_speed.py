@@ -438,6 +438,15 @@ def main() -> None:
         help="bf16 multiplies compute their norm / SwiGLU input themselves up to this many rows "
         "(models/fused.PROLOGUE_ROWS; -1: the default rule)",
     )
+    parser.add_argument(
+        "--pdl", type=int, default=0, help="EngineConfig.pdl: programmatic dependent launch"
+    )
+    parser.add_argument(
+        "--weight-prefetch",
+        default="off",
+        choices=["off", "tile", "l2"],
+        help="EngineConfig.weight_prefetch",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.prologue_rows >= 0:
@@ -454,6 +463,8 @@ def main() -> None:
         "cuda_graphs": bool(args.graphs),
         "kernels": args.kernels,
         "prologue_rows": args.prologue_rows if args.prologue_rows >= 0 else "default",
+        "pdl": bool(args.pdl),
+        "weight_prefetch": args.weight_prefetch,
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }
@@ -475,7 +486,7 @@ def main() -> None:
                 cuda_graphs=bool(args.graphs),
                 kernels=args.kernels,
                 pdl=bool(args.pdl),
-                weight_prefetch=bool(args.weight_prefetch),
+                weight_prefetch=args.weight_prefetch,
             ),
             torch.device("cuda"),
             torch.bfloat16,

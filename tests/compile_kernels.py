@@ -21,7 +21,7 @@ HOPPER = GPUTarget("cuda", 90, 32)
 
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
     # the launch switches (kernels/launch.py) default to off: constants, not runtime arguments
-    consts = {k: False for k in ("PDL", "PREFETCH") if k in fn.arg_names} | consts
+    consts = {k: 0 for k in ("PDL", "PREFETCH") if k in fn.arg_names} | consts
     signature = {
         name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
     }
@@ -30,6 +30,8 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
     ptx = triton.compile(source, target=HOPPER).asm["ptx"]
     if consts["PDL"] and not ("griddepcontrol.wait" in ptx and "launch_dependents" in ptx):
         raise AssertionError("PDL=True but no griddepcontrol instructions in the PTX")
+    if consts.get("PREFETCH") == 2 and "cp.async.bulk.prefetch.L2" not in ptx:
+        raise AssertionError("PREFETCH=2 but no bulk L2 prefetch in the PTX")
 
 
 def with_pdl(cases: list[tuple[str, object, dict, dict]]) -> list[tuple[str, object, dict, dict]]:
@@ -40,10 +42,9 @@ def with_pdl(cases: list[tuple[str, object, dict, dict]]) -> list[tuple[str, obj
         key = (fn, consts.get("USE_DOT"))  # the skinny multiply both without and with MMA
         if key not in seen:
             seen.add(key)
-            extra = {"PDL": True}
-            if fn is linear._skinny_kernel:
-                extra["PREFETCH"] = True
-            out.append((f"{label} {extra}", fn, types, consts | extra))
+            for ahead in (1, 2) if fn is linear._skinny_kernel else (0,):
+                extra = {"PDL": True} | ({"PREFETCH": ahead} if ahead else {})
+                out.append((f"{label} {extra}", fn, types, consts | extra))
     return out
 
 

@@ -116,23 +116,31 @@ def test_weight_prefetch_gives_the_same_bits(launch_settings, m: int, k: int) ->
         x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
         w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
         kw = prologue_kwargs(mode, m, n, k, gen)
-        launch_settings.configure(pdl=False, prefetch=False)
+        launch_settings.configure(pdl=False, prefetch="off")
         plain = skinny_linear(x, w, **kw)
-        launch_settings.configure(pdl=False, prefetch=True)
-        assert torch.equal(skinny_linear(x, w, **kw), plain), mode
+        for ahead in ("tile", "l2"):  # l2 falls back to none off a Hopper GPU
+            launch_settings.configure(pdl=False, prefetch=ahead)
+            assert torch.equal(skinny_linear(x, w, **kw), plain), (mode, ahead)
 
 
-def test_pdl_is_off_where_it_cannot_run(launch_settings) -> None:
-    launch_settings.configure(pdl=True, prefetch=False)
+def test_launch_switches_are_off_where_they_cannot_run(launch_settings) -> None:
+    launch_settings.configure(pdl=True, prefetch="l2")
     assert launch_settings.pdl(torch.zeros(1)) == {"PDL": False, "launch_pdl": False}
-    launch_settings.configure(pdl=False, prefetch=False)
+    assert launch_settings.prefetch_mode(torch.zeros(4, 8, dtype=BF16)) == 0  # no GPU: none
+    launch_settings.configure(pdl=False, prefetch="tile")
+    assert launch_settings.prefetch_mode(torch.zeros(4, 8, dtype=BF16)) == 1
     if CUDA:
         assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is False
+        launch_settings.configure(pdl=True, prefetch="l2")
+        odd = torch.zeros(4, 7, dtype=BF16, device="cuda")  # 14-byte rows: no bulk prefetch
+        assert launch_settings.prefetch_mode(odd) == 0
+    with pytest.raises(ValueError, match="prefetch must be one of"):
+        launch_settings.configure(pdl=False, prefetch="yes")
 
 
 @pytest.mark.skipif(not CUDA, reason="programmatic dependent launch needs a GPU (Hopper)")
 def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings) -> None:
-    """EngineConfig(pdl=True, weight_prefetch=True) on the GPU: every kernel launched with
+    """EngineConfig(pdl=True) with each weight prefetch on the GPU: every kernel launched with
     programmatic dependent launch, in CUDA graphs and eagerly; the same tokens as without, AR
     and speculative, and token forcing passes."""
     from specpilot.spec.forcing import token_forcing
@@ -141,19 +149,21 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings) -> None:
         pytest.skip("programmatic dependent launch needs sm_90 or later")
     target, drafter, reference = _tiny_pair(tmp_path)
     outputs = {}
-    for pdl in (False, True):
-        config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, weight_prefetch=pdl)
+    variants = [(False, "off"), (True, "off"), (True, "tile"), (True, "l2")]
+    for pdl, ahead in variants:
+        config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, weight_prefetch=ahead)
         gen = Generator(target, drafter, config, DEVICE, BF16)
         assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is pdl
         for speculative in (False, True):
             seqs = _sequences(target.config.vocab_size, 24)
             gen.run(seqs, speculative=speculative)
-            outputs[pdl, speculative] = [s.output_ids for s in seqs]
+            outputs[pdl, ahead, speculative] = [s.output_ids for s in seqs]
             for s in seqs:
                 report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
                 assert report.passed, report.failures
-    for speculative in (False, True):
-        assert outputs[True, speculative] == outputs[False, speculative]
+    for pdl, ahead in variants[1:]:
+        for speculative in (False, True):
+            assert outputs[pdl, ahead, speculative] == outputs[False, "off", speculative]
 
 
 def test_skinny_linear_rejects_bad_input() -> None:

@@ -9,7 +9,7 @@ export PYTHONPATH=$PWD/src:$PWD
 timeout "${TESTS_S:-150}" python3 -m pytest -q -p no:cacheprovider tests/test_kernels.py \
     -k "pdl or prefetch or fused_engine" >"$OUT/gpu-tests.log" 2>&1
 echo "pytest rc=$?"; tail -3 "$OUT/gpu-tests.log"
-for combo in ${COMBOS:-0,0 1,0 1,1 0,1}; do
+for combo in ${COMBOS:-0,off 1,off 1,tile 1,l2}; do
     pdl=${combo%,*}; pre=${combo#*,}
     timeout "${ENGINE_S:-110}" python3 bench/engine_speed.py --contexts 1024 --new-tokens 128 \
         --hf-baseline 0 --torch-baseline 0 --profile 0 --batches '' --pdl "$pdl" \

@@ -317,9 +317,10 @@ class EngineConfig:
     pdl: programmatic dependent launch of the Triton kernels (Hopper and later): each kernel may
         start while the one before it finishes, and waits for it before touching its results
         (kernels/launch.py). Same arithmetic, same tokens. Off until measured on the H200.
-    weight_prefetch: the skinny multiply loads its first weight tile before waiting for the
-        kernel before it and then each next tile one step ahead. Same arithmetic. Off until
-        measured.
+    weight_prefetch: how the skinny multiply reads weights ahead (kernels/launch.py): "off";
+        "tile", its first weight tile before waiting for the kernel before it, then each next
+        tile one step ahead; "l2", each program's rows into L2 in one bulk prefetch (Hopper;
+        with pdl, during the previous kernel's tail). Same arithmetic. Off until measured.
     """
 
     block_size: int = 0
@@ -333,7 +334,7 @@ class EngineConfig:
     cpu_linear: str = "auto"
     prefill: str = "auto"
     pdl: bool = False
-    weight_prefetch: bool = False
+    weight_prefetch: str = "off"
 
     def __post_init__(self) -> None:
         self.batch_block_table()  # parse once, so a bad value fails at construction
@@ -346,6 +347,10 @@ class EngineConfig:
         if self.draft_head not in ("auto", "target", "bfloat16"):
             raise ConfigError(
                 f"draft_head must be auto, target or bfloat16, got {self.draft_head!r}"
+            )
+        if self.weight_prefetch not in ("off", "tile", "l2"):
+            raise ConfigError(
+                f"weight_prefetch must be off, tile or l2, got {self.weight_prefetch!r}"
             )
         if self.prefill not in ("auto", "torch", "fused"):
             raise ConfigError(f"prefill must be auto, torch or fused, got {self.prefill!r}")

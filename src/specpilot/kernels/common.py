@@ -33,6 +33,21 @@ def pdl_enter(PDL: tl.constexpr):
 
 
 @triton.jit
+def l2_prefetch(ptr, nbytes):
+    """Ask for [ptr, ptr + nbytes) in L2 (Hopper's bulk prefetch, issued by one thread of the
+    program; nbytes and ptr multiples of 16). A hint: no value, no ordering."""
+    tl.inline_asm_elementwise(
+        "{ .reg .pred p; .reg .b32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
+        "@p cp.async.bulk.prefetch.L2.global [$1], $2; mov.u32 $0, 0; }",
+        "=r,l,r",
+        [ptr, nbytes],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
 def row_rstd(x_rows, m_ok, K, eps, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     """1 / RMS of each row of x [BLOCK_M, K] (fp32), the RMSNorm scale."""
     rk0 = tl.arange(0, BLOCK_K)

@@ -7,9 +7,11 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
   before they read anything it wrote or write anything at all, so the order of effects is that of
   a plain launch. A Qwen3-8B decode forward is ~250 dependent launches, most a few microseconds;
   with plain launches each boundary drains one grid before the next one is scheduled.
-- Weight prefetch (the skinny multiply): the first weight tile is loaded before that wait (the
-  weights never change during a forward), then each step loads the next tile while it computes
-  with the last one.
+- Weight prefetch (the skinny multiply), which needs no wait since the weights never change
+  during a forward: "tile" loads the first weight tile before the wait, then each step the next
+  tile while it computes with the last; "l2" asks for each program's whole slab of weight rows
+  in L2 with one bulk prefetch (Hopper), so that the programs resident early (PDL) stream their
+  weights during the previous kernel's tail.
 
 Both are off until measured on the H200 (docs/LOG.md). The settings are read when a kernel is
 launched, so a CUDA graph keeps the ones it was captured with; the last Generator built sets them.
@@ -23,15 +25,19 @@ import torch
 
 from specpilot.kernels import interpreted
 
-_SETTINGS = {"pdl": False, "prefetch": False}
+PREFETCH_MODES = ("off", "tile", "l2")
+_SETTINGS: dict = {"pdl": False, "prefetch": "off"}
 
 
-def configure(pdl: bool, prefetch: bool) -> None:
-    """Switch programmatic dependent launch and the skinny multiply's weight prefetch."""
+def configure(pdl: bool, prefetch: str) -> None:
+    """Switch programmatic dependent launch and the skinny multiply's weight prefetch (one of
+    PREFETCH_MODES)."""
+    if prefetch not in PREFETCH_MODES:
+        raise ValueError(f"prefetch must be one of {PREFETCH_MODES}, got {prefetch!r}")
     _SETTINGS.update(pdl=pdl, prefetch=prefetch)
 
 
-def settings() -> dict[str, bool]:
+def settings() -> dict:
     return dict(_SETTINGS)
 
 
@@ -52,6 +58,20 @@ def pdl(t: torch.Tensor) -> dict[str, bool]:
     return {"PDL": on, "launch_pdl": on}
 
 
-def prefetch() -> bool:
-    """Whether the skinny multiply prefetches its weight tiles (any device: it is plain Triton)."""
-    return _SETTINGS["prefetch"]
+def prefetch_mode(weight: torch.Tensor) -> int:
+    """The skinny multiply's PREFETCH constant for this weight: 0 none, 1 the first tile before
+    the wait and each next tile one step ahead (any device: plain Triton), 2 the program's rows
+    into L2 in one bulk prefetch (CUDA, sm_90+, rows contiguous and 16-byte aligned)."""
+    mode = _SETTINGS["prefetch"]
+    if mode != "l2":
+        return 1 if mode == "tile" else 0
+    row_bytes = weight.shape[1] * weight.element_size()
+    ok = (
+        weight.is_cuda
+        and not interpreted()
+        and _hopper_or_later(weight.device.index or 0)
+        and weight.stride(0) == weight.shape[1]
+        and row_bytes % 16 == 0
+        and weight.data_ptr() % 16 == 0
+    )
+    return 2 if ok else 0

@@ -20,7 +20,14 @@ import triton
 import triton.language as tl
 
 from specpilot.kernels import launch
-from specpilot.kernels.common import INTERPRETED, dot, input_tile, row_rstd, store_output
+from specpilot.kernels.common import (
+    INTERPRETED,
+    dot,
+    input_tile,
+    l2_prefetch,
+    row_rstd,
+    store_output,
+)
 
 MAX_ROWS = 64
 
@@ -49,7 +56,7 @@ def _skinny_kernel(
     USE_DOT: tl.constexpr,
     F32_DOT: tl.constexpr,
     PDL: tl.constexpr = False,
-    PREFETCH: tl.constexpr = False,
+    PREFETCH: tl.constexpr = 0,
 ):
     if PDL:
         tl.extra.cuda.gdc_launch_dependents()
@@ -63,8 +70,16 @@ def _skinny_kernel(
     n_ok = rn < N
     x_rows = x_ptr + rm[:, None] * stride_xm
     w_rows = w_ptr + rn[:, None] * stride_wn
-    if PREFETCH:  # the weights never change during a forward: the first tile needs no wait
+    # NOTE: the weights never change during a forward, so reading them needs no wait for the
+    # kernel before: PREFETCH 1 loads the first tile here (then each tile one step ahead), 2
+    # asks for this program's whole slab of rows in L2 (contiguous rows, launcher-checked)
+    if PREFETCH == 1:
         w_next = tl.load(w_rows + rk0[None, :], mask=n_ok[:, None] & (rk0 < K)[None, :], other=0.0)
+    if PREFETCH == 2:
+        if pid_m == 0:
+            rows_here = tl.minimum(N - pid_n * BLOCK_N, BLOCK_N)
+            nbytes = rows_here * K * (w_ptr.dtype.element_ty.primitive_bitwidth // 8)
+            l2_prefetch(w_ptr + pid_n * BLOCK_N * stride_wn, nbytes)
     if PDL:  # x and the residual come from the kernel before (programmatic dependent launch)
         tl.extra.cuda.gdc_wait()
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -82,7 +97,7 @@ def _skinny_kernel(
         k_ok = rk < K
         xm = m_ok[:, None] & k_ok[None, :]
         a = input_tile(x_rows, rk[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
-        if PREFETCH:  # this tile was loaded one step ago; load the next (masked past K)
+        if PREFETCH == 1:  # this tile was loaded one step ago; load the next (masked past K)
             w = w_next
             rk_next = rk + BLOCK_K
             w_next = tl.load(
@@ -186,7 +201,7 @@ def skinny_linear(
         GLU=glu,
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
-        PREFETCH=launch.prefetch(),
+        PREFETCH=launch.prefetch_mode(weight),
         **launch.pdl(x),
         **cfg,
     )
