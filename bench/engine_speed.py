@@ -182,7 +182,7 @@ def measure_context(
     block_pos = context + torch.arange(k, device=dev)[None]
     gen._buffers_for("draft", 1, context + new_tokens + 2 * k + 1)
     t_draft = timed(lambda: gen._draft_forward(hidden, ctx_pos, anchors, block_pos, context + k))
-    draft_bytes = linear_bytes(drafter) + target.lm_head.weight.numel() * 2
+    draft_bytes = linear_bytes(drafter) + linear_bytes(target.lm_head)  # bf16 or W12
     result["draft"] = {
         "ms": t_draft * 1e3,
         "ratio_to_ar_step": t_draft / ar_step,

@@ -145,8 +145,10 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
     )
 
 
-def end_to_end(context: int, new_tokens: int) -> dict:
-    """AR and spec@6.55 (replay) with bf16 weights, then with the same weights in W12."""
+def end_to_end(context: int, new_tokens: int, engine: EngineConfig | None = None) -> dict:
+    """AR and spec@6.55 (replay) with bf16 weights, then with the same weights in W12 (both arms
+    with `engine`, default CUDA graphs on)."""
+    engine = engine or EngineConfig(cuda_graphs=True)
     bw = copy_bandwidth()
     hf = dict(TARGET_PRESETS["qwen3-8b"], eos_token_id=None, architectures=["Qwen3ForCausalLM"])
     draft_hf = draft_hf_config("dflash-b16", hf)
@@ -161,9 +163,7 @@ def end_to_end(context: int, new_tokens: int) -> dict:
                 dict(bits_per_weight=8 * r.w12_bytes / r.num_weights, escape_rate=r.escape_rate)
                 for r in reports
             ]
-        gen = Generator(
-            target, drafter, EngineConfig(cuda_graphs=True), torch.device("cuda"), torch.bfloat16
-        )
+        gen = Generator(target, drafter, engine, torch.device("cuda"), torch.bfloat16)
         r = measure_context(gen, context, new_tokens, bw, reference=bf16_target, taus=(6.55,))
         r["weight_bytes"] = linear_bytes(target)
         out["arms"][weights] = r
@@ -198,6 +198,13 @@ def main() -> None:
     parser.add_argument("--no-sweep", action="store_true", help="default tiles only")
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
     parser.add_argument("--new-tokens", type=int, default=128)
+    parser.add_argument("--pdl", type=int, default=0, help="end to end: EngineConfig.pdl")
+    parser.add_argument(
+        "--weight-prefetch",
+        default="off",
+        choices=["off", "tile", "l2"],
+        help="end to end: EngineConfig.weight_prefetch",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -223,7 +230,12 @@ def main() -> None:
     report = {"bench": "w12_speed", "gpu": torch.cuda.get_device_name(), "results": results}
     save(report, args.out)  # the kernel table survives a failure end to end
     if args.e2e:
-        report["end_to_end"] = end_to_end(args.e2e, args.new_tokens)
+        engine = EngineConfig(
+            cuda_graphs=True, pdl=bool(args.pdl), weight_prefetch=args.weight_prefetch
+        )
+        report["end_to_end"] = end_to_end(args.e2e, args.new_tokens, engine)
+        launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch}
+        report["end_to_end"]["engine"] = launches
     finish(report, args.out)
 
 

@@ -238,7 +238,7 @@ def _sequences(vocab: int, new_tokens: int) -> list[Sequence]:
     ]
 
 
-def _tiny_pair(tmp_path) -> tuple:
+def _tiny_pair(tmp_path, tied: bool = True) -> tuple:
     """A two-layer target (head_dim 16: the kernels take powers of two; the interpreter is
     slow) and a drafter in bf16, and the target in fp32 as the token-forcing reference."""
     from specpilot.models.loader import load_drafter, load_target
@@ -248,6 +248,7 @@ def _tiny_pair(tmp_path) -> tuple:
     hf = target_hf_config(
         "qwen3", "tiny", eos_token_id=None, head_dim=16, num_hidden_layers=2, vocab_size=263
     )
+    hf["tie_word_embeddings"] = tied
     target_dir = tmp_path / "t"
     synth_target(target_dir, hf, seed=0, dtype=torch.float32, std=INIT_STD)
     draft_dir = make_drafter(tmp_path / "d", target_dir)
@@ -264,13 +265,14 @@ def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
     exercised for steps after the first."""
     from specpilot.spec.forcing import token_forcing
 
-    target, drafter, reference = _tiny_pair(tmp_path)
-    if weights == "w12":
+    target, drafter, reference = _tiny_pair(tmp_path, tied=weights == "bf16")
+    if weights == "w12":  # untied: the lm_head is W12 too
         from specpilot.formats.w12_engine import W12Linear, convert_model
 
         convert_model(target)
         convert_model(drafter)
         assert isinstance(target.model.layers[0].mlp.down_proj, W12Linear)
+        assert isinstance(target.lm_head, W12Linear) and isinstance(drafter.fc, W12Linear)
     gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
     assert gen.fused_target is not None and gen.fused_drafter is not None
     vocab = target.config.vocab_size

@@ -176,6 +176,32 @@ def test_w12_models_decode_like_bf16(qwen_dir, qwen_drafter_dir) -> None:
     assert [_greedy(target, drafter, spec) for spec in (False, True)] == expected
 
 
+def test_w12_converts_an_untied_head_and_the_drafters_fc(tmp_path) -> None:
+    """Every linear layer: with an untied lm_head it is W12 too (a tied one stays: the embedding
+    lookup reads its rows), and so is the drafter's fc; decoding is unchanged, AR and
+    speculative, and token forcing reads the untouched embeddings for its device and dtype."""
+    from specpilot.spec.forcing import token_forcing
+    from tests.conftest import make_drafter, make_target
+
+    target_dir = make_target(tmp_path / "t", "qwen3-untied-mha")
+    target, _ = load_target(target_dir, CPU, BF16)
+    drafter_dir = make_drafter(tmp_path / "d", target_dir)
+    drafter, _ = load_drafter(drafter_dir, target.config, CPU, BF16)
+    expected = [_greedy(target, drafter, spec) for spec in (False, True)]
+    head = target.lm_head.weight.detach().clone()
+    report = convert_model(target, group_size=32, use_kernel=False)
+    assert report.num_tensors == 7 * target.config.num_layers + 1
+    assert isinstance(target.lm_head, W12Linear)
+    assert torch.equal(bits(w12.decode(target.lm_head.weight)), bits(head))
+    drafter_report = convert_model(drafter, group_size=32, use_kernel=False)
+    assert isinstance(drafter.fc, W12Linear)
+    assert drafter_report.num_tensors == 7 * drafter.config.num_layers + 1
+    assert [_greedy(target, drafter, spec) for spec in (False, True)] == expected
+    g = torch.Generator().manual_seed(3)  # _greedy's first prompt
+    prompt = torch.randint(0, target.config.vocab_size, (5,), generator=g).tolist()
+    assert token_forcing(target, prompt, expected[0][0]).passed
+
+
 def test_cli_convert_and_stats(qwen_dir, tmp_path, capsys) -> None:
     out = tmp_path / "w12"
     assert main(["w12", "convert", str(qwen_dir), str(out), "--group-size", "32"]) == 0

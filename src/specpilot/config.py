@@ -277,8 +277,9 @@ class EngineConfig:
     step_graph: with cuda_graphs, capture a whole speculative step (draft, verify, accept) as
         one graph instead of one graph each for draft and verify. Off by default: on the H200
         the single graph measured slower (854 vs 967 tok/s at tau 6.55, docs/LOG.md runs 10-11).
-    weights: "bf16" keeps the checkpoint's weights; "w12" converts the decoder layers' linear
-        weights to the lossless 12-bit format on load (formats/w12.py; needs bf16).
+    weights: "bf16" keeps the checkpoint's weights; "w12" converts every linear layer (the
+        decoder layers', an untied lm_head, the drafter's fc) to the lossless 12-bit format on
+        load (formats/w12.py; needs bf16).
     pipeline: the host runs one step behind the device: step i + 1 is launched from inputs
         computed on the device (speculative: next positions, anchors, replayed drafts; AR: the
         argmax and position + 1) before the host reads step i's result back and books it, so the

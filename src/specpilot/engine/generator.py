@@ -30,6 +30,8 @@ from specpilot.config import EngineConfig
 from specpilot.engine.graphs import GraphCache
 from specpilot.engine.sequence import Sequence
 from specpilot.errors import ConfigError
+from specpilot.formats import w12
+from specpilot.formats.w12 import W12Weight
 from specpilot.kernels import launch
 from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
@@ -222,10 +224,12 @@ class Generator:
         choice = self.config.draft_head
         if self.drafter is None or choice == "target":
             return None
-        weight = self.target.lm_head.weight.detach()
+        weight = self.target.lm_head.weight
+        if isinstance(weight, W12Weight):  # W12 holds bf16 already
+            return w12.decode(weight) if choice == "bfloat16" else None
         if choice == "auto" and (self.device.type != "cpu" or weight.dtype != torch.float32):
             return None
-        copy = weight.to(torch.bfloat16)
+        copy = weight.detach().to(torch.bfloat16)
         if choice == "bfloat16":
             return copy
         rows = torch.randn(self.block_size - 1, weight.shape[1], device=self.device)

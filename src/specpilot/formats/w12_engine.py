@@ -1,12 +1,13 @@
 """W12 in the engine: linear layers whose weights stay in W12 form on the device.
 
-`convert_model(model)` replaces, in place, every projection of a loaded TargetModel's or
-DFlashDrafter's decoder layers (q/k/v/o, gate/up/down) by a `W12Linear` holding the encoded
-weight; the bf16 weight is dropped (convert on load). The lm_head, embeddings, norms and the
-drafter's `fc` stay as they are. A `W12Linear` is an nn.Module, so the PyTorch forwards (prefill,
-first draft, references) run unchanged: rows <= 64 go to the Triton kernel where kernels run,
-anything else decodes the weight (exactly) and calls F.linear. The fused forwards (models/fused.py)
-use `concat_rows` and `linear` below in place of their bf16-only helpers.
+`convert_model(model)` replaces, in place, every linear layer of a loaded TargetModel or
+DFlashDrafter (the decoder layers' q/k/v/o and gate/up/down, the target's lm_head unless it is
+tied to the embeddings, the drafter's `fc`) by a `W12Linear` holding the encoded weight; the bf16
+weight is dropped (convert on load). Embeddings and norms stay as they are. A `W12Linear` is an
+nn.Module, so the PyTorch forwards (prefill, first draft, references) run unchanged: rows <= 64 go
+to the Triton kernel where kernels run, anything else decodes the weight (exactly) and calls
+F.linear. The fused forwards (models/fused.py) use `concat_rows` and `linear` below in place of
+their bf16-only helpers.
 """
 
 from __future__ import annotations
@@ -70,47 +71,56 @@ class ConvertReport:
         return self.num_escapes / max(1, self.num_weights)
 
 
-def _decoder_layers(model: nn.Module) -> nn.ModuleList:
-    from specpilot.models.dflash import DFlashDrafter
-    from specpilot.models.target import TargetModel
-
-    if isinstance(model, TargetModel):
-        return model.model.layers
-    if isinstance(model, DFlashDrafter):
-        return model.layers
-    raise TypeError(f"convert_model takes a TargetModel or DFlashDrafter, got {type(model)}")
-
-
 @torch.no_grad()
 def convert_model(
     model: nn.Module, group_size: int = w12.DEFAULT_GROUP_SIZE, use_kernel: bool | None = None
 ) -> ConvertReport:
-    """Replace the decoder layers' projections by W12Linear, in place (encoding on the model's
-    device). use_kernel None: the kernel wherever it can run (CUDA + Triton)."""
+    """Replace every linear layer of a TargetModel or DFlashDrafter by W12Linear, in place
+    (encoding on the model's device): the decoder layers' projections, the target's lm_head
+    unless it is tied to the embeddings (the embedding lookup reads bf16 rows), the drafter's
+    `fc`. use_kernel None: the kernel wherever it can run (CUDA + Triton)."""
     report = ConvertReport(0, 0, 0, 0, 0)
-    for layer in _decoder_layers(model):
-        for part, names in PROJECTIONS.items():
-            parent = getattr(layer, part)
-            for name in names:
-                linear = getattr(parent, name)
-                if isinstance(linear, W12Linear):
-                    continue
-                if linear.bias is not None:
-                    raise ValueError(f"W12 conversion does not take linear biases ({name})")
-                weight = linear.weight.detach()
-                if weight.dtype != torch.bfloat16:
-                    raise ValueError(
-                        f"W12 holds bf16 weights; load the model in bf16, not {weight.dtype}"
-                    )
-                packed = w12.encode(weight, group_size)
-                kernel = kernels_usable(weight.device) if use_kernel is None else use_kernel
-                setattr(parent, name, W12Linear(packed, kernel))
-                report.num_tensors += 1
-                report.bf16_bytes += weight.numel() * 2
-                report.w12_bytes += packed.nbytes()
-                report.num_weights += weight.numel()
-                report.num_escapes += packed.num_escapes
+    kernel = kernels_usable(next(model.parameters()).device) if use_kernel is None else use_kernel
+    for parent, name in _linears(model):
+        linear = getattr(parent, name)
+        if isinstance(linear, W12Linear):
+            continue
+        if linear.bias is not None:
+            raise ValueError(f"W12 conversion does not take linear biases ({name})")
+        weight = linear.weight.detach()
+        if weight.dtype != torch.bfloat16:
+            raise ValueError(f"W12 holds bf16 weights; load the model in bf16, not {weight.dtype}")
+        packed = w12.encode(weight, group_size)
+        setattr(parent, name, W12Linear(packed, kernel))
+        report.num_tensors += 1
+        report.bf16_bytes += weight.numel() * 2
+        report.w12_bytes += packed.nbytes()
+        report.num_weights += weight.numel()
+        report.num_escapes += packed.num_escapes
     return report
+
+
+def _linears(model: nn.Module) -> list[tuple[nn.Module, str]]:
+    """(parent module, attribute) of every linear layer `convert_model` converts."""
+    from specpilot.models.dflash import DFlashDrafter
+    from specpilot.models.target import TargetModel
+
+    if isinstance(model, TargetModel):
+        layers, extra = model.model.layers, []
+        head = model.lm_head
+        if isinstance(head, W12Linear) or head.weight is not model.model.embed_tokens.weight:
+            extra = [(model, "lm_head")]
+    elif isinstance(model, DFlashDrafter):
+        layers, extra = model.layers, [(model, "fc")]
+    else:
+        raise TypeError(f"convert_model takes a TargetModel or DFlashDrafter, got {type(model)}")
+    found = [
+        (getattr(layer, part), name)
+        for layer in layers
+        for part, names in PROJECTIONS.items()
+        for name in names
+    ]
+    return found + extra
 
 
 @torch.no_grad()

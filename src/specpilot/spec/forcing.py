@@ -73,7 +73,7 @@ def token_forcing(
     threshold: near-tie margin; by default that of `generated_dtype` (the dtype the output was
     generated in), else of the target's own dtype.
     """
-    param = target.lm_head.weight
+    param = target.model.embed_tokens.weight  # never W12 (an lm_head may be)
     device, dtype = param.device, param.dtype
     if threshold is None:
         threshold = default_threshold(generated_dtype or dtype)

@@ -205,7 +205,7 @@ class Trainer:
         self.step = 0
         self.weights = decay_weights(self.block_size, cfg.gamma, device)
         tcfg = target.config
-        self.target_dtype = target.lm_head.weight.dtype
+        self.target_dtype = target.model.embed_tokens.weight.dtype
         self.rotary = RotaryTable(
             drafter.config.head_dim,
             drafter.config.rope_theta,
