@@ -80,7 +80,6 @@ def convert_model(
     unless it is tied to the embeddings (the embedding lookup reads bf16 rows), the drafter's
     `fc`. use_kernel None: the kernel wherever it can run (CUDA + Triton)."""
     report = ConvertReport(0, 0, 0, 0, 0)
-    kernel = kernels_usable(next(model.parameters()).device) if use_kernel is None else use_kernel
     for parent, name in _linears(model):
         linear = getattr(parent, name)
         if isinstance(linear, W12Linear):
@@ -91,6 +90,7 @@ def convert_model(
         if weight.dtype != torch.bfloat16:
             raise ValueError(f"W12 holds bf16 weights; load the model in bf16, not {weight.dtype}")
         packed = w12.encode(weight, group_size)
+        kernel = kernels_usable(weight.device) if use_kernel is None else use_kernel
         setattr(parent, name, W12Linear(packed, kernel))
         report.num_tensors += 1
         report.bf16_bytes += weight.numel() * 2

@@ -61,7 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--batch-blocks",
         default="16:8",
         help="narrower speculative blocks for wide batches, ROWS:BLOCK,...; the default 16:8 "
-        "verifies anchor + 7 drafts once 16 requests run (H200, 32 requests: 2.05x AR against "
+        "verifies anchor + 7 drafts once 16 requests run (H200, 32 requests: 2.06x AR against "
         "1.86x with full blocks, docs/LOG.md run 42); '' keeps the drafter's block",
     )
     p.add_argument(
