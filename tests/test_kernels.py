@@ -139,17 +139,25 @@ def test_launch_switches_are_off_where_they_cannot_run(launch_settings) -> None:
 
 
 @pytest.mark.skipif(not CUDA, reason="programmatic dependent launch needs a GPU (Hopper)")
-def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings) -> None:
+@pytest.mark.parametrize("weights", ["bf16", "w12"])
+def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: str) -> None:
     """EngineConfig(pdl=True) with each weight prefetch on the GPU: every kernel launched with
     programmatic dependent launch, in CUDA graphs and eagerly; the same tokens as without, AR
-    and speculative, and token forcing passes."""
+    and speculative, and token forcing passes. W12 (untied: its lm_head too) with and without
+    PDL (the prefetch is the bf16 multiply's)."""
     from specpilot.spec.forcing import token_forcing
 
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("programmatic dependent launch needs sm_90 or later")
-    target, drafter, reference = _tiny_pair(tmp_path)
-    outputs = {}
+    target, drafter, reference = _tiny_pair(tmp_path, tied=weights == "bf16")
     variants = [(False, "off"), (True, "off"), (True, "tile"), (True, "l2")]
+    if weights == "w12":
+        from specpilot.formats.w12_engine import convert_model
+
+        convert_model(target)
+        convert_model(drafter)
+        variants = variants[:2]
+    outputs = {}
     for pdl, ahead in variants:
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, weight_prefetch=ahead)
         gen = Generator(target, drafter, config, DEVICE, BF16)

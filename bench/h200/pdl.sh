@@ -7,7 +7,7 @@
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 timeout "${TESTS_S:-150}" python3 -m pytest -q -p no:cacheprovider tests/test_kernels.py \
-    -k "pdl or prefetch or fused_engine" >"$OUT/gpu-tests.log" 2>&1
+    -k "pdl or prefetch or fused_engine or launch" >"$OUT/gpu-tests.log" 2>&1
 echo "pytest rc=$?"; tail -3 "$OUT/gpu-tests.log"
 for combo in ${COMBOS:-0,off 1,off 1,tile 1,l2}; do
     pdl=${combo%,*}; pre=${combo#*,}
