@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from report import finish  # bench/ is on sys.path when run as a script
 
+from specpilot.kernels import launch
 from specpilot.kernels.linear import skinny_linear, tile_config
 
 SHAPES = {  # name: (N, K) of Qwen3-8B (hidden 4096, intermediate 12288, 32/8 heads of 128)
@@ -116,8 +117,15 @@ def sweep_shape(m: int, name: str, n: int, k: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="1,16")
+    parser.add_argument(
+        "--pdl", type=int, default=0, help="our kernel with programmatic dependent launch"
+    )
+    parser.add_argument("--weight-prefetch", default="off", choices=list(launch.PREFETCH_MODES))
     parser.add_argument("--out")
     args = parser.parse_args()
+    # NOTE: back-to-back calls of one multiply in a graph: with PDL each overlaps the tail of
+    # the one before, as consecutive layers' multiplies would
+    launch.configure(bool(args.pdl), args.weight_prefetch)
     torch.manual_seed(0)
     results = []
     for m in [int(r) for r in args.rows.split(",")]:
@@ -129,7 +137,12 @@ def main() -> None:
                 f"{row['default_tb_s']:.2f}  ours(best) {row['best_tb_s']:.2f} {row['best']}",
                 flush=True,
             )
-    report = {"bench": "kernel_sweep", "gpu": torch.cuda.get_device_name(), "results": results}
+    report = {
+        "bench": "kernel_sweep",
+        "gpu": torch.cuda.get_device_name(),
+        "launch": launch.settings(),
+        "results": results,
+    }
     finish(report, args.out)
 
 
