@@ -24,7 +24,7 @@ from functools import partial
 import torch
 from report import finish, save  # bench/ is on sys.path when run as a script
 
-from specpilot.config import DraftConfig, EngineConfig, ModelConfig
+from specpilot.config import WEIGHT_PREFETCH_MODES, DraftConfig, EngineConfig, ModelConfig
 from specpilot.engine.generator import Generator
 from specpilot.engine.sequence import Sequence
 from specpilot.models.dflash import DFlashDrafter
@@ -51,6 +51,20 @@ def copy_bandwidth() -> float:
         times.append(start.elapsed_time(end) / 1e3)
     del src, dst
     return 2 * 2**31 / statistics.median(times[3:])
+
+
+def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
+    """--pdl and --weight-prefetch: the kernels' launch switches (EngineConfig.pdl /
+    weight_prefetch, kernels/launch.py)."""
+    parser.add_argument(
+        "--pdl", type=int, default=0, help="EngineConfig.pdl: programmatic dependent launch"
+    )
+    parser.add_argument(
+        "--weight-prefetch",
+        default="off",
+        choices=list(WEIGHT_PREFETCH_MODES),
+        help="EngineConfig.weight_prefetch",
+    )
 
 
 def sync() -> None:
@@ -438,15 +452,7 @@ def main() -> None:
         help="bf16 multiplies compute their norm / SwiGLU input themselves up to this many rows "
         "(models/fused.PROLOGUE_ROWS; -1: the default rule)",
     )
-    parser.add_argument(
-        "--pdl", type=int, default=0, help="EngineConfig.pdl: programmatic dependent launch"
-    )
-    parser.add_argument(
-        "--weight-prefetch",
-        default="off",
-        choices=["off", "tile", "l2"],
-        help="EngineConfig.weight_prefetch",
-    )
+    add_launch_arguments(parser)
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.prologue_rows >= 0:

@@ -12,7 +12,8 @@ import itertools
 
 import torch
 import torch.nn.functional as F
-from report import finish  # bench/ is on sys.path when run as a script
+from engine_speed import add_launch_arguments  # bench/ is on sys.path when run as a script
+from report import finish
 
 from specpilot.kernels import launch
 from specpilot.kernels.linear import skinny_linear, tile_config
@@ -117,10 +118,7 @@ def sweep_shape(m: int, name: str, n: int, k: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="1,16")
-    parser.add_argument(
-        "--pdl", type=int, default=0, help="our kernel with programmatic dependent launch"
-    )
-    parser.add_argument("--weight-prefetch", default="off", choices=list(launch.PREFETCH_MODES))
+    add_launch_arguments(parser)  # our kernel's
     parser.add_argument("--out")
     args = parser.parse_args()
     # NOTE: back-to-back calls of one multiply in a graph: with PDL each overlaps the tail of

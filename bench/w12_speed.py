@@ -29,7 +29,13 @@ import torch
 import torch.nn.functional as F
 
 # run as a script from the repository root: bench/ is on sys.path
-from engine_speed import build, copy_bandwidth, linear_bytes, measure_context  # noqa: E402
+from engine_speed import (  # noqa: E402
+    add_launch_arguments,
+    build,
+    copy_bandwidth,
+    linear_bytes,
+    measure_context,
+)
 from kernel_sweep import SHAPES, fastest, graph_time  # noqa: E402
 from report import finish, save  # bench/ is on sys.path when run as a script
 
@@ -198,13 +204,7 @@ def main() -> None:
     parser.add_argument("--no-sweep", action="store_true", help="default tiles only")
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
     parser.add_argument("--new-tokens", type=int, default=128)
-    parser.add_argument("--pdl", type=int, default=0, help="end to end: EngineConfig.pdl")
-    parser.add_argument(
-        "--weight-prefetch",
-        default="off",
-        choices=["off", "tile", "l2"],
-        help="end to end: EngineConfig.weight_prefetch",
-    )
+    add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False

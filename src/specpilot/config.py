@@ -265,6 +265,10 @@ class DraftConfig:
             )
 
 
+# EngineConfig.weight_prefetch's values (kernels/launch.py)
+WEIGHT_PREFETCH_MODES = ("off", "tile", "l2")
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """Mechanisms of the engine, each a knob a tuner can set.
@@ -349,7 +353,7 @@ class EngineConfig:
             raise ConfigError(
                 f"draft_head must be auto, target or bfloat16, got {self.draft_head!r}"
             )
-        if self.weight_prefetch not in ("off", "tile", "l2"):
+        if self.weight_prefetch not in WEIGHT_PREFETCH_MODES:
             raise ConfigError(
                 f"weight_prefetch must be off, tile or l2, got {self.weight_prefetch!r}"
             )

@@ -23,9 +23,9 @@ import functools
 
 import torch
 
+from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
-PREFETCH_MODES = ("off", "tile", "l2")
 _SETTINGS: dict = {"pdl": False, "prefetch": "off"}
 
 
@@ -46,15 +46,16 @@ def _hopper_or_later(index: int) -> bool:
     return torch.cuda.get_device_capability(index)[0] >= 9
 
 
+def _on_hopper(t: torch.Tensor) -> bool:
+    """t on a CUDA device of compute capability 9 or later, kernels compiled (not interpreted):
+    where griddepcontrol and bulk prefetches exist."""
+    return t.is_cuda and not interpreted() and _hopper_or_later(t.device.index or 0)
+
+
 def pdl(t: torch.Tensor) -> dict[str, bool]:
     """The launch keyword (`launch_pdl`) and kernel constant (`PDL`) for a kernel on t's device:
     on where asked for, on a CUDA device that has it (never under the interpreter)."""
-    on = (
-        _SETTINGS["pdl"]
-        and t.is_cuda
-        and not interpreted()
-        and _hopper_or_later(t.device.index or 0)
-    )
+    on = _SETTINGS["pdl"] and _on_hopper(t)
     return {"PDL": on, "launch_pdl": on}
 
 
@@ -67,9 +68,7 @@ def prefetch_mode(weight: torch.Tensor) -> int:
         return 1 if mode == "tile" else 0
     row_bytes = weight.shape[1] * weight.element_size()
     ok = (
-        weight.is_cuda
-        and not interpreted()
-        and _hopper_or_later(weight.device.index or 0)
+        _on_hopper(weight)
         and weight.stride(0) == weight.shape[1]
         and row_bytes % 16 == 0
         and weight.data_ptr() % 16 == 0
