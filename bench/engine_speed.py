@@ -24,7 +24,13 @@ from functools import partial
 import torch
 from report import finish, save  # bench/ is on sys.path when run as a script
 
-from specpilot.config import WEIGHT_PREFETCH_MODES, DraftConfig, EngineConfig, ModelConfig
+from specpilot.config import (
+    PDL_MODES,
+    WEIGHT_PREFETCH_MODES,
+    DraftConfig,
+    EngineConfig,
+    ModelConfig,
+)
 from specpilot.engine.generator import Generator
 from specpilot.engine.sequence import Sequence
 from specpilot.models.dflash import DFlashDrafter
@@ -57,7 +63,10 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     """--pdl and --weight-prefetch: the kernels' launch switches (EngineConfig.pdl /
     weight_prefetch, kernels/launch.py)."""
     parser.add_argument(
-        "--pdl", type=int, default=0, help="EngineConfig.pdl: programmatic dependent launch"
+        "--pdl",
+        default="off",
+        choices=list(PDL_MODES),
+        help="EngineConfig.pdl: programmatic dependent launch",
     )
     parser.add_argument(
         "--weight-prefetch",
@@ -469,7 +478,7 @@ def main() -> None:
         "cuda_graphs": bool(args.graphs),
         "kernels": args.kernels,
         "prologue_rows": args.prologue_rows if args.prologue_rows >= 0 else "default",
-        "pdl": bool(args.pdl),
+        "pdl": args.pdl,
         "weight_prefetch": args.weight_prefetch,
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
@@ -491,7 +500,7 @@ def main() -> None:
             EngineConfig(
                 cuda_graphs=bool(args.graphs),
                 kernels=args.kernels,
-                pdl=bool(args.pdl),
+                pdl=args.pdl,
                 weight_prefetch=args.weight_prefetch,
             ),
             torch.device("cuda"),

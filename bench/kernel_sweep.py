@@ -123,12 +123,13 @@ def main() -> None:
     args = parser.parse_args()
     # NOTE: back-to-back calls of one multiply in a graph: with PDL each overlaps the tail of
     # the one before, as consecutive layers' multiplies would
-    launch.configure(bool(args.pdl), args.weight_prefetch)
+    launch.configure(args.pdl, args.weight_prefetch)
     torch.manual_seed(0)
     results = []
     for m in [int(r) for r in args.rows.split(",")]:
         for name, (n, k) in SHAPES.items():
-            row = sweep_shape(m, name, n, k)
+            with launch.forward_rows(m):  # as in a target forward of m tokens (--pdl decode)
+                row = sweep_shape(m, name, n, k)
             results.append(row)
             print(
                 f"M={m:<3} {name:<8} cuBLAS {row['cublas_tb_s']:.2f} TB/s  ours(default) "

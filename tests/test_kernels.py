@@ -45,6 +45,7 @@ if not CUDA:
 from specpilot.config import EngineConfig, RopeScaling  # noqa: E402
 from specpilot.engine.generator import Generator  # noqa: E402
 from specpilot.engine.sequence import Sequence  # noqa: E402
+from specpilot.errors import ConfigError  # noqa: E402
 from specpilot.kernels.attention import decode_attention, decode_attention_reference  # noqa: E402
 from specpilot.kernels.elementwise import (  # noqa: E402
     rmsnorm,
@@ -116,52 +117,76 @@ def test_weight_prefetch_gives_the_same_bits(launch_settings, m: int, k: int) ->
         x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
         w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
         kw = prologue_kwargs(mode, m, n, k, gen)
-        launch_settings.configure(pdl=False, prefetch="off")
+        launch_settings.configure(pdl="off", prefetch="off")
         plain = skinny_linear(x, w, **kw)
         for ahead in ("tile", "l2"):  # l2 falls back to none off a Hopper GPU
-            launch_settings.configure(pdl=False, prefetch=ahead)
+            launch_settings.configure(pdl="off", prefetch=ahead)
             assert torch.equal(skinny_linear(x, w, **kw), plain), (mode, ahead)
 
 
 def test_launch_switches_are_off_where_they_cannot_run(launch_settings) -> None:
-    launch_settings.configure(pdl=True, prefetch="l2")
+    launch_settings.configure(pdl="all", prefetch="l2")
     assert launch_settings.pdl(torch.zeros(1)) == {"PDL": False, "launch_pdl": False}
     assert launch_settings.prefetch_mode(torch.zeros(4, 8, dtype=BF16)) == 0  # no GPU: none
-    launch_settings.configure(pdl=False, prefetch="tile")
+    launch_settings.configure(pdl="off", prefetch="tile")
     assert launch_settings.prefetch_mode(torch.zeros(4, 8, dtype=BF16)) == 1
     if CUDA:
         assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is False
-        launch_settings.configure(pdl=True, prefetch="l2")
+        launch_settings.configure(pdl="all", prefetch="l2")
         odd = torch.zeros(4, 7, dtype=BF16, device="cuda")  # 14-byte rows: no bulk prefetch
         assert launch_settings.prefetch_mode(odd) == 0
     with pytest.raises(ValueError, match="prefetch must be one of"):
-        launch_settings.configure(pdl=False, prefetch="yes")
+        launch_settings.configure(pdl="off", prefetch="yes")
+    with pytest.raises(ValueError, match="pdl must be one of"):
+        launch_settings.configure(pdl=True, prefetch="off")
+
+
+def test_pdl_decode_mode_is_on_only_inside_one_row_forwards(launch_settings) -> None:
+    """pdl="decode" asks for PDL in a target forward of one token row (nested scopes: the
+    innermost counts), never outside one; "all" everywhere; "off" nowhere."""
+    launch_settings.configure(pdl="decode", prefetch="off")
+    assert not launch_settings.pdl_wanted()
+    with launch_settings.forward_rows(1):
+        assert launch_settings.pdl_wanted()
+        with launch_settings.forward_rows(16):
+            assert not launch_settings.pdl_wanted()
+        assert launch_settings.pdl_wanted()
+    with launch_settings.forward_rows(2):
+        assert not launch_settings.pdl_wanted()
+    assert not launch_settings.pdl_wanted()
+    launch_settings.configure(pdl="all", prefetch="off")
+    assert launch_settings.pdl_wanted()
+    launch_settings.configure(pdl="off", prefetch="off")
+    with launch_settings.forward_rows(1):
+        assert not launch_settings.pdl_wanted()
+    with pytest.raises(ConfigError, match="pdl must be one of"):
+        EngineConfig(pdl="yes")
 
 
 @pytest.mark.skipif(not CUDA, reason="programmatic dependent launch needs a GPU (Hopper)")
 @pytest.mark.parametrize("weights", ["bf16", "w12"])
 def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: str) -> None:
-    """EngineConfig(pdl=True) with each weight prefetch on the GPU: every kernel launched with
-    programmatic dependent launch, in CUDA graphs and eagerly; the same tokens as without, AR
-    and speculative, and token forcing passes. W12 (untied: its lm_head too) with and without
-    PDL (the prefetch is the bf16 multiply's)."""
+    """EngineConfig(pdl="decode" / "all") with each weight prefetch on the GPU: the kernels
+    launched with programmatic dependent launch, in CUDA graphs and eagerly; the same tokens as
+    without, AR and speculative, and token forcing passes. W12 (untied: its lm_head too) with
+    and without PDL (the prefetch is the bf16 multiply's)."""
     from specpilot.spec.forcing import token_forcing
 
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("programmatic dependent launch needs sm_90 or later")
     target, drafter, reference = _tiny_pair(tmp_path, tied=weights == "bf16")
-    variants = [(False, "off"), (True, "off"), (True, "tile"), (True, "l2")]
+    variants = [("off", "off"), ("decode", "off"), ("all", "off"), ("all", "tile"), ("all", "l2")]
     if weights == "w12":
         from specpilot.formats.w12_engine import convert_model
 
         convert_model(target)
         convert_model(drafter)
-        variants = variants[:2]
+        variants = variants[:3]
     outputs = {}
     for pdl, ahead in variants:
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, weight_prefetch=ahead)
         gen = Generator(target, drafter, config, DEVICE, BF16)
-        assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is pdl
+        assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is (pdl == "all")
         for speculative in (False, True):
             seqs = _sequences(target.config.vocab_size, 24)
             gen.run(seqs, speculative=speculative)
@@ -171,7 +196,7 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
                 assert report.passed, report.failures
     for pdl, ahead in variants[1:]:
         for speculative in (False, True):
-            assert outputs[pdl, ahead, speculative] == outputs[False, "off", speculative]
+            assert outputs[pdl, ahead, speculative] == outputs["off", "off", speculative]
 
 
 def test_skinny_linear_rejects_bad_input() -> None:

@@ -265,8 +265,9 @@ class DraftConfig:
             )
 
 
-# EngineConfig.weight_prefetch's values (kernels/launch.py)
+# EngineConfig.weight_prefetch's and EngineConfig.pdl's values (kernels/launch.py)
 WEIGHT_PREFETCH_MODES = ("off", "tile", "l2")
+PDL_MODES = ("off", "decode", "all")
 
 
 @dataclass(frozen=True)
@@ -321,7 +322,10 @@ class EngineConfig:
         against 1.53x without (run 39, which also still ran a drafter block per admission).
     pdl: programmatic dependent launch of the Triton kernels (Hopper and later): each kernel may
         start while the one before it finishes, and waits for it before touching its results
-        (kernels/launch.py). Same arithmetic, same tokens. Off until measured on the H200.
+        (kernels/launch.py). Same arithmetic, same tokens. "off"; "decode", only in target
+        forwards of one token (AR decode steps); "all", every Triton kernel. Measured on the
+        H200 (docs/LOG.md runs 49-51): "all" makes the one-token forward 1.3% faster and the
+        16-token verify 2.7% slower (speculative decoding -5%); W12 AR +7%.
     weight_prefetch: how the skinny multiply reads weights ahead (kernels/launch.py): "off";
         "tile", its first weight tile before waiting for the kernel before it, then each next
         tile one step ahead; "l2", each program's rows into L2 in one bulk prefetch (Hopper;
@@ -338,7 +342,7 @@ class EngineConfig:
     draft_head: str = "auto"
     cpu_linear: str = "auto"
     prefill: str = "auto"
-    pdl: bool = False
+    pdl: str = "off"
     weight_prefetch: str = "off"
 
     def __post_init__(self) -> None:
@@ -353,6 +357,8 @@ class EngineConfig:
             raise ConfigError(
                 f"draft_head must be auto, target or bfloat16, got {self.draft_head!r}"
             )
+        if self.pdl not in PDL_MODES:
+            raise ConfigError(f"pdl must be one of {PDL_MODES}, got {self.pdl!r}")
         if self.weight_prefetch not in WEIGHT_PREFETCH_MODES:
             raise ConfigError(
                 f"weight_prefetch must be off, tile or l2, got {self.weight_prefetch!r}"

@@ -24,12 +24,14 @@ def dot(a, b, F32_DOT: tl.constexpr):
 
 @triton.jit
 def pdl_enter(PDL: tl.constexpr):
-    """With programmatic dependent launch (kernels/launch.py): let the next kernel launch, then
-    wait until the previous one has completed; call it before any load of what another kernel
-    wrote and before any store."""
+    """With programmatic dependent launch (kernels/launch.py): wait until the previous kernel has
+    completed, then let the next one launch; call it before any load of what another kernel
+    wrote and before any store. Waiting first keeps at most one kernel resident ahead: letting
+    the next launch first chains every later kernel onto the SMs while the first still runs
+    (run 49: AR 199 against 206 tok/s without PDL)."""
     if PDL:
-        tl.extra.cuda.gdc_launch_dependents()
         tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
 
 
 @triton.jit

@@ -2,36 +2,47 @@
 Generator sets from its EngineConfig (`configure`), read by every launcher.
 
 - Programmatic dependent launch (PDL, Hopper and later): a kernel launched with it may start while
-  the kernel before it in the stream is still finishing. Its programs first let the next kernel
-  launch (`gdc_launch_dependents`), then wait for the previous one to complete (`gdc_wait`)
-  before they read anything it wrote or write anything at all, so the order of effects is that of
-  a plain launch. A Qwen3-8B decode forward is ~250 dependent launches, most a few microseconds;
-  with plain launches each boundary drains one grid before the next one is scheduled.
+  the kernel before it in the stream is still finishing. Its programs wait for the previous one
+  to complete (`gdc_wait`) before they read anything it wrote or write anything at all, so the
+  order of effects is that of a plain launch, and only then let the next kernel launch
+  (`gdc_launch_dependents`), so that at most one kernel is resident ahead of the one running.
+  A Qwen3-8B decode forward is ~250 dependent launches, most a few microseconds; with plain
+  launches each boundary drains one grid before the next one is scheduled.
 - Weight prefetch (the skinny multiply), which needs no wait since the weights never change
   during a forward: "tile" loads the first weight tile before the wait, then each step the next
   tile while it computes with the last; "l2" asks for each program's whole slab of weight rows
   in L2 with one bulk prefetch (Hopper), so that the programs resident early (PDL) stream their
-  weights during the previous kernel's tail.
+  weights during the previous kernel's tail. Both lost on the H200 (runs 49-50: AR 177-187
+  against 206-212 tok/s): off by default.
 
-Both are off until measured on the H200 (docs/LOG.md). The settings are read when a kernel is
-launched, so a CUDA graph keeps the ones it was captured with; the last Generator built sets them.
+PDL has three modes (config.PDL_MODES): "off", "all", and "decode", which is on only inside a
+target forward of one token row (`forward_rows`, set by models/fused.FusedTarget): on the H200
+PDL shortened the one-token forward and lengthened the 16-token verify (docs/LOG.md runs 49-51).
+The settings are read when a kernel is launched, so a CUDA graph keeps the ones it was captured
+with; the last Generator built sets them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 
 import torch
 
+from specpilot.config import PDL_MODES
 from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
-_SETTINGS: dict = {"pdl": False, "prefetch": "off"}
+_SETTINGS: dict = {"pdl": "off", "prefetch": "off"}
+_FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
 
 
-def configure(pdl: bool, prefetch: str) -> None:
-    """Switch programmatic dependent launch and the skinny multiply's weight prefetch (one of
-    PREFETCH_MODES)."""
+def configure(pdl: str, prefetch: str) -> None:
+    """Switch programmatic dependent launch (one of PDL_MODES) and the skinny multiply's
+    weight prefetch (one of PREFETCH_MODES)."""
+    if pdl not in PDL_MODES:
+        raise ValueError(f"pdl must be one of {PDL_MODES}, got {pdl!r}")
     if prefetch not in PREFETCH_MODES:
         raise ValueError(f"prefetch must be one of {PREFETCH_MODES}, got {prefetch!r}")
     _SETTINGS.update(pdl=pdl, prefetch=prefetch)
@@ -39,6 +50,23 @@ def configure(pdl: bool, prefetch: str) -> None:
 
 def settings() -> dict:
     return dict(_SETTINGS)
+
+
+@contextlib.contextmanager
+def forward_rows(rows: int) -> Iterator[None]:
+    """The kernels launched inside belong to a target forward of `rows` token rows (what the
+    "decode" PDL mode looks at)."""
+    _FORWARD_ROWS.append(rows)
+    try:
+        yield
+    finally:
+        _FORWARD_ROWS.pop()
+
+
+def pdl_wanted() -> bool:
+    """Whether the PDL mode asks for it here: "all"; "decode" inside a one-row forward."""
+    mode = _SETTINGS["pdl"]
+    return mode == "all" or (mode == "decode" and _FORWARD_ROWS[-1:] == [1])
 
 
 @functools.cache
@@ -55,7 +83,7 @@ def _on_hopper(t: torch.Tensor) -> bool:
 def pdl(t: torch.Tensor) -> dict[str, bool]:
     """The launch keyword (`launch_pdl`) and kernel constant (`PDL`) for a kernel on t's device:
     on where asked for, on a CUDA device that has it (never under the interpreter)."""
-    on = _SETTINGS["pdl"] and _on_hopper(t)
+    on = pdl_wanted() and _on_hopper(t)
     return {"PDL": on, "launch_pdl": on}
 
 

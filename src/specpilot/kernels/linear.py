@@ -58,8 +58,6 @@ def _skinny_kernel(
     PDL: tl.constexpr = False,
     PREFETCH: tl.constexpr = 0,
 ):
-    if PDL:
-        tl.extra.cuda.gdc_launch_dependents()
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
     dtype = y_ptr.dtype.element_ty
@@ -82,6 +80,7 @@ def _skinny_kernel(
             l2_prefetch(w_ptr + pid_n * BLOCK_N * stride_wn, nbytes)
     if PDL:  # x and the residual come from the kernel before (programmatic dependent launch)
         tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)

@@ -26,6 +26,7 @@ from torch.nn.attention import SDPBackend
 from specpilot import kernels
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
+from specpilot.kernels import launch
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS
@@ -240,8 +241,10 @@ class FusedTarget:
         def attend(i: int, blk: _FusedBlock, q: torch.Tensor) -> torch.Tensor:
             return decode_attention(q, cache.k[i], cache.v[i], positions, num_splits)
 
-        x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
-        return TargetOutput(logits=self._logits(x).view(batch, t, -1), hidden=hidden)
+        with launch.forward_rows(batch * t):
+            x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
+            logits = self._logits(x).view(batch, t, -1)
+        return TargetOutput(logits=logits, hidden=hidden)
 
     def prefill_fits(self, batch: int, width: int) -> bool:
         """Whether `prefill` takes a prompt batch (W12 multiplies stop at the skinny limit)."""
