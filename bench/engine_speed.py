@@ -64,7 +64,7 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     weight_prefetch, kernels/launch.py)."""
     parser.add_argument(
         "--pdl",
-        default="off",
+        default=EngineConfig.pdl,
         choices=list(PDL_MODES),
         help="EngineConfig.pdl: programmatic dependent launch",
     )

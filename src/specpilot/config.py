@@ -322,10 +322,11 @@ class EngineConfig:
         against 1.53x without (run 39, which also still ran a drafter block per admission).
     pdl: programmatic dependent launch of the Triton kernels (Hopper and later): each kernel may
         start while the one before it finishes, and waits for it before touching its results
-        (kernels/launch.py). Same arithmetic, same tokens. "off"; "decode", only in target
-        forwards of one token (AR decode steps); "all", every Triton kernel. Measured on the
-        H200 (docs/LOG.md runs 49-51): "all" makes the one-token forward 1.3% faster and the
-        16-token verify 2.7% slower (speculative decoding -5%); W12 AR +7%.
+        (kernels/launch.py). Same arithmetic, same tokens. "off"; "decode" (default), only in
+        target forwards of one token (AR decode steps); "all", every Triton kernel. Measured on
+        the H200 (docs/LOG.md runs 50-52): "all" made the one-token forward 1.3% faster and
+        the 16-token verify 2.7% slower (speculative decoding -5%); "decode" AR 213.7 against
+        202.7 tok/s with speculative decoding unchanged (1,032 vs 1,025), W12 AR +7%.
     weight_prefetch: how the skinny multiply reads weights ahead (kernels/launch.py): "off";
         "tile", its first weight tile before waiting for the kernel before it, then each next
         tile one step ahead; "l2", each program's rows into L2 in one bulk prefetch (Hopper;
@@ -342,7 +343,7 @@ class EngineConfig:
     draft_head: str = "auto"
     cpu_linear: str = "auto"
     prefill: str = "auto"
-    pdl: str = "off"
+    pdl: str = "decode"
     weight_prefetch: str = "off"
 
     def __post_init__(self) -> None:

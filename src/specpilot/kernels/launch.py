@@ -15,9 +15,10 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
   weights during the previous kernel's tail. Both lost on the H200 (runs 49-50: AR 177-187
   against 206-212 tok/s): off by default.
 
-PDL has three modes (config.PDL_MODES): "off", "all", and "decode", which is on only inside a
-target forward of one token row (`forward_rows`, set by models/fused.FusedTarget): on the H200
-PDL shortened the one-token forward and lengthened the 16-token verify (docs/LOG.md runs 49-51).
+PDL has three modes (config.PDL_MODES): "off", "all", and "decode" (the default), which is on
+only inside a target forward of one token row (`forward_rows`, set by models/fused.FusedTarget):
+on the H200 PDL shortened the one-token forward and lengthened the 16-token verify (docs/LOG.md
+runs 50-52).
 The settings are read when a kernel is launched, so a CUDA graph keeps the ones it was captured
 with; the last Generator built sets them.
 """

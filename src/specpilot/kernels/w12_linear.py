@@ -309,9 +309,9 @@ def tile_config(m: int, n: int, k: int) -> dict:
     instructions per weight whatever M; element-wise products would add M FMAs per weight.
     The K split gives >= 256 programs (the tiles alone are too few at N = 4096). Where the
     tiles alone are enough (no split: gate_up, lm_head) the decode without inline PTX read
-    faster at 16 rows (runs 49 and 51: gate_up 2.80 / 2.78 vs 2.29 / 2.28 TB/s, lm_head 3.24 /
-    3.25 vs 3.03 / 3.05), and slower with a split (qkv 1.75 vs 1.95, down 2.08 vs 2.22) and
-    for the one-row lm_head (3.68 vs 3.78)."""
+    faster at 16 rows (run 51's two processes: gate_up 2.80 / 2.78 vs 2.29 / 2.28 TB/s,
+    lm_head 3.24 / 3.25 vs 3.03 / 3.05), and slower with a split (qkv 1.75 vs 1.95, down
+    2.08 vs 2.22) and for the one-row lm_head (3.68 vs 3.78)."""
     if m == 1 and n <= 65536:
         return dict(
             BLOCK_M=1, BLOCK_N=2, UNROLL=16, SPLIT_K=1, USE_DOT=False, num_warps=4, num_stages=1
