@@ -3,11 +3,17 @@
 For each (M, N, K) it times every candidate tile configuration of kernels/linear.py and
 F.linear (cuBLAS) inside a CUDA graph of 20 back-to-back calls (no launch gaps), and reports
 effective bandwidth = weight bytes / time. Prints a table; the last line is one JSON object.
+
+The weights are read from HBM as in a forward, where each layer's weights are read once: the
+calls cycle through enough copies of the weight to exceed the L2 several times (`cold`; the
+H200's L2 is 50 MB, which held the 32 MB o_proj and flattered it in runs 7-8). --l2 warm
+repeats one copy, as before run 54.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 
 import torch
@@ -25,6 +31,37 @@ SHAPES = {  # name: (N, K) of Qwen3-8B (hidden 4096, intermediate 12288, 32/8 he
     "down": (4096, 12288),
     "lm_head": (151936, 4096),
 }
+
+
+L2_CLEAR_BYTES = 256 * 2**20  # what the copies of one weight add up to: 5x the H200's L2
+
+
+def cycled(weight, cold: bool = True):
+    """A function returning the weight (a tensor or a W12Weight) to use in the next call: with
+    `cold`, one of several copies in turn, together at least L2_CLEAR_BYTES, so that no call
+    finds its weight in the L2 (copies of a large weight: just the one)."""
+    if isinstance(weight, torch.Tensor):
+        nbytes, clone = weight.numel() * weight.element_size(), weight.clone
+    else:
+        nbytes = sum(t.numel() * t.element_size() for t in weight.tensors().values())
+
+        def clone():
+            return dataclasses.replace(
+                weight, **{k: t.clone() for k, t in weight.tensors().items()}
+            )
+
+    count = -(-L2_CLEAR_BYTES // nbytes) if cold else 1
+    copies = itertools.cycle([weight] + [clone() for _ in range(count - 1)])
+    return lambda: next(copies)
+
+
+def add_l2_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--l2",
+        default="cold",
+        choices=["cold", "warm"],
+        help="cold: each call reads its weight from HBM (copies in turn); warm: one copy",
+    )
 
 
 def graph_time(fn, reps: int = 20) -> float:
@@ -47,9 +84,12 @@ def graph_time(fn, reps: int = 20) -> float:
     return sorted(times)[2]
 
 
-# tile grids: (BLOCK_N, BLOCK_K, num_warps, num_stages) without and with tensor cores
+# tile grids: (BLOCK_N, BLOCK_K, num_warps, num_stages) without and with tensor cores; --grid
+# quick takes the neighbourhood of the defaults (kernels/linear.py's tile_config)
 ELEMENTWISE_GRID = ((4, 8, 16, 32), (128, 256, 512, 1024), (4, 8), (2, 3, 4))
 DOT_GRID = ((32, 64, 128), (64, 128, 256), (4, 8), (3, 4))
+QUICK_ELEMENTWISE_GRID = ((4, 8, 16), (512, 1024), (4, 8), (2, 3, 4))
+QUICK_DOT_GRID = ((32, 64), (128, 256), (4,), (3, 4))
 
 
 def candidates(
@@ -95,13 +135,16 @@ def fastest(
     return best, best_t
 
 
-def sweep_shape(m: int, name: str, n: int, k: int) -> dict:
+def sweep_shape(m: int, name: str, n: int, k: int, cold: bool = True, grid: str = "full") -> dict:
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     nbytes = w.numel() * 2
-    t_cublas = graph_time(lambda: F.linear(x, w))
-    t_default = graph_time(lambda: skinny_linear(x, w))
-    best, best_t = fastest(lambda c: skinny_linear(x, w, config=c), candidates(m))
+    ws = cycled(w, cold)
+    t_cublas = graph_time(lambda: F.linear(x, ws()))
+    t_default = graph_time(lambda: skinny_linear(x, ws()))
+    grids = (QUICK_ELEMENTWISE_GRID, QUICK_DOT_GRID) if grid == "quick" else ()
+    configs = candidates(m, *grids)
+    best, best_t = fastest(lambda c: skinny_linear(x, ws(), config=c), configs)
     return dict(
         m=m,
         shape=name,
@@ -118,6 +161,8 @@ def sweep_shape(m: int, name: str, n: int, k: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="1,16")
+    parser.add_argument("--grid", default="full", choices=["full", "quick"])
+    add_l2_argument(parser)
     add_launch_arguments(parser)  # our kernel's
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -129,7 +174,7 @@ def main() -> None:
     for m in [int(r) for r in args.rows.split(",")]:
         for name, (n, k) in SHAPES.items():
             with launch.forward_rows(m):  # as in a target forward of m tokens (--pdl decode)
-                row = sweep_shape(m, name, n, k)
+                row = sweep_shape(m, name, n, k, args.l2 == "cold", args.grid)
             results.append(row)
             print(
                 f"M={m:<3} {name:<8} cuBLAS {row['cublas_tb_s']:.2f} TB/s  ours(default) "
@@ -140,6 +185,7 @@ def main() -> None:
         "bench": "kernel_sweep",
         "gpu": torch.cuda.get_device_name(),
         "launch": launch.settings(),
+        "l2": args.l2,
         "results": results,
     }
     finish(report, args.out)

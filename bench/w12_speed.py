@@ -1,10 +1,11 @@
 """W12 kernel speed at Qwen3-8B's layer shapes, against the bf16 skinny_linear and cuBLAS (H200).
 
 For each (M, N, K) it times, inside a CUDA graph of 20 back-to-back calls (bench/kernel_sweep.py's
-`graph_time`): F.linear (cuBLAS, bf16), skinny_linear (bf16, its default tiles), w12_linear with
-its default tiles, with the same tiles and no inline PTX (ASM=False: the plain-Triton decode),
-with each tile of a sweep (kernels/w12_linear.py's tile parameters), and both kernels with the
-fused forwards' prologue for that shape (RMSNorm; SwiGLU for `down`; in the JSON only). Weights
+`graph_time`; the weights are read from HBM unless --l2 warm, see kernel_sweep's `cycled`):
+F.linear (cuBLAS, bf16), skinny_linear (bf16, its default tiles), w12_linear with its default
+tiles, with the same tiles and no inline PTX (ASM=False: the plain-Triton decode), with each tile
+of a sweep (kernels/w12_linear.py's tile parameters), and both kernels with the fused forwards'
+prologue for that shape (RMSNorm; SwiGLU for `down`; in the JSON only). Weights
 are random normal (std 0.02), so the escape rate is that of normal weights (~1.6e-4). Bandwidth
 is reported two ways: the bytes each
 kernel actually reads (bf16: 2 per weight; W12: its arrays, ~1.51 per weight), and "bf16-equivalent"
@@ -36,7 +37,7 @@ from engine_speed import (  # noqa: E402
     linear_bytes,
     measure_context,
 )
-from kernel_sweep import SHAPES, fastest, graph_time  # noqa: E402
+from kernel_sweep import SHAPES, add_l2_argument, cycled, fastest, graph_time  # noqa: E402
 from report import finish, save  # bench/ is on sys.path when run as a script
 
 from specpilot.config import EngineConfig
@@ -88,7 +89,7 @@ def check(y: torch.Tensor, ref: torch.Tensor, what: str) -> None:
         raise AssertionError(f"{what}: W12 kernel off by {err} (scale {scale})")
 
 
-def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
+def bench_shape(m: int, name: str, n: int, k: int, sweep: bool, cold: bool = True) -> dict:
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode(w)
@@ -99,26 +100,27 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool) -> dict:
     check(w12_linear(x, packed), ref, f"{name} M={m} default tiles")
     check(w12_linear(x, packed, config=plain), ref, f"{name} M={m} ASM=False")
     bf16_bytes = 2 * n * k
-    t_cublas = graph_time(lambda: F.linear(x, w))
-    t_skinny = graph_time(lambda: skinny_linear(x, w))
-    t_w12 = graph_time(lambda: w12_linear(x, packed))
-    t_plain = graph_time(lambda: w12_linear(x, packed, config=plain))
+    ws, ps = cycled(w, cold), cycled(packed, cold)  # the weights from HBM, as in a forward
+    t_cublas = graph_time(lambda: F.linear(x, ws()))
+    t_skinny = graph_time(lambda: skinny_linear(x, ws()))
+    t_w12 = graph_time(lambda: w12_linear(x, ps()))
+    t_plain = graph_time(lambda: w12_linear(x, ps(), config=plain))
     # the fused forwards' prologues (RMSNorm before qkv / gate_up, SwiGLU before down): each
     # program recomputes them, so small tiles pay for them more often
     if name == "down":
         x2 = torch.randn(m, 2 * k, device="cuda", dtype=torch.bfloat16)
         prologue = "glu"
-        t_pro = graph_time(lambda: w12_linear(x2, packed, glu=True))
-        t_pro_skinny = graph_time(lambda: skinny_linear(x2, w, glu=True))
+        t_pro = graph_time(lambda: w12_linear(x2, ps(), glu=True))
+        t_pro_skinny = graph_time(lambda: skinny_linear(x2, ws(), glu=True))
     else:
         nw = torch.rand(k, device="cuda", dtype=torch.bfloat16) + 0.5
         prologue = "norm"
-        t_pro = graph_time(lambda: w12_linear(x, packed, norm_weight=nw))
-        t_pro_skinny = graph_time(lambda: skinny_linear(x, w, norm_weight=nw))
+        t_pro = graph_time(lambda: w12_linear(x, ps(), norm_weight=nw))
+        t_pro_skinny = graph_time(lambda: skinny_linear(x, ws(), norm_weight=nw))
     best, best_t = default, t_w12
     if sweep:
         configs = candidates(m, k)
-        best, best_t = fastest(lambda c: w12_linear(x, packed, config=c), configs, best, best_t)
+        best, best_t = fastest(lambda c: w12_linear(x, ps(), config=c), configs, best, best_t)
         check(w12_linear(x, packed, config=best), ref, f"{name} M={m} {best}")
     return dict(
         m=m,
@@ -207,6 +209,7 @@ def main() -> None:
     parser.add_argument("--no-sweep", action="store_true", help="default tiles only")
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
     parser.add_argument("--new-tokens", type=int, default=128)
+    add_l2_argument(parser)
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -219,7 +222,7 @@ def main() -> None:
     )
     for m in [int(r) for r in args.rows.split(",")]:
         for name, (n, k) in SHAPES.items():
-            r = bench_shape(m, name, n, k, not args.no_sweep)
+            r = bench_shape(m, name, n, k, not args.no_sweep, args.l2 == "cold")
             results.append(r)
             t = r["tb_s"]
             print(
@@ -230,7 +233,12 @@ def main() -> None:
                 f"{r['best']}",
                 flush=True,
             )
-    report = {"bench": "w12_speed", "gpu": torch.cuda.get_device_name(), "results": results}
+    report = {
+        "bench": "w12_speed",
+        "gpu": torch.cuda.get_device_name(),
+        "l2": args.l2,
+        "results": results,
+    }
     save(report, args.out)  # the kernel table survives a failure end to end
     if args.e2e:
         engine = EngineConfig(cuda_graphs=True, pdl=args.pdl, weight_prefetch=args.weight_prefetch)

@@ -56,3 +56,26 @@ def test_linear_bytes_counts_w12_arrays(qwen_dir) -> None:
     assert report.num_tensors > 0
     after = engine_speed.linear_bytes(target)
     assert after == before - report.bf16_bytes + report.w12_bytes
+
+
+def test_cycled_weights_are_l2_cold_copies(monkeypatch) -> None:
+    """kernel_sweep.cycled: cold, the calls take equal copies in turn, together at least the
+    L2-clearing size (a tensor and a W12Weight, each array its own storage); warm, one."""
+    import torch
+
+    from specpilot.formats import w12
+
+    kernel_sweep = pytest.importorskip("kernel_sweep")
+    monkeypatch.setattr(kernel_sweep, "L2_CLEAR_BYTES", 10_000)
+    w = torch.randn(16, 96).to(torch.bfloat16)  # 3,072 bytes: 4 copies
+    nxt = kernel_sweep.cycled(w)
+    got = [nxt() for _ in range(8)]
+    assert got[0] is w and got[4] is w and got[1] is got[5]
+    assert len({t.data_ptr() for t in got}) == 4 and all(torch.equal(t, w) for t in got)
+    packed = w12.encode(w)
+    nxt = kernel_sweep.cycled(packed)
+    copies = [nxt() for _ in range(12)]
+    distinct = {c.low.data_ptr() for c in copies}
+    assert 2 <= len(distinct) < 12 and copies[len(distinct)] is packed
+    assert all(torch.equal(w12.decode(c), w) for c in copies)
+    assert kernel_sweep.cycled(w, cold=False)() is w
