@@ -115,8 +115,29 @@ def _skinny_kernel(
     store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
 
+# Tiles measured per weight shape (N, K) on the H200 that beat the rules below, for one row and
+# for 2-16 rows: bench/kernel_sweep.py with the weights read from HBM, runs 54 (--grid quick)
+# and 55 (full), docs/LOG.md; TB/s of the default -> these. Qwen3-8B's q|k|v at one row 3.22 ->
+# 3.46-3.50; at 16 rows q|k|v 3.15 -> 3.19-3.27, gate|up 3.92-3.97 -> 4.09-4.17, lm_head 4.31 ->
+# 4.41-4.46. Other shapes (and the ones where no tile won: o, down) take the rules.
+MEASURED_TILES = {
+    (1, 6144, 4096): dict(BLOCK_N=8, BLOCK_K=512, num_stages=2),
+    (16, 6144, 4096): dict(BLOCK_N=64, BLOCK_K=256, num_stages=4),
+    (16, 24576, 4096): dict(BLOCK_N=64, BLOCK_K=128, num_stages=3),
+    (16, 151936, 4096): dict(BLOCK_N=128, BLOCK_K=128, num_warps=8, num_stages=3),
+}
+
+
 def tile_config(m: int, n: int, k: int) -> dict:
-    """Tile sizes by shape, from bench/kernel_sweep.py on the H200 (bench/results/, LOG run 8)."""
+    """Tile sizes by shape: rules from bench/kernel_sweep.py on the H200 (LOG run 8), then
+    MEASURED_TILES for the shapes where a sweep with HBM-resident weights found better."""
+    cfg = _rule_tiles(m, n, k)
+    rows = 1 if m == 1 else (16 if m <= 16 else m)
+    cfg.update(MEASURED_TILES.get((rows, n, k), {}))
+    return cfg
+
+
+def _rule_tiles(m: int, n: int, k: int) -> dict:
     common = dict(num_warps=4, num_stages=3)
     # NOTE: only M = 1 takes element-wise products. At M = 2 and 4 they made whole Qwen3-8B
     # forwards take 5.9 and 8.1 ms where M = 8 on tensor cores took 4.9 (H200 run 19).
