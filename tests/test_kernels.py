@@ -318,6 +318,47 @@ def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
             assert report.passed, report.failures
 
 
+@pytest.mark.parametrize("weights", ["w12"])  # bf16 alone is the simpler branch; 40 s each
+def test_fused_drafter_with_a_draft_vocabulary(tmp_path, weights: str) -> None:
+    """EngineConfig.draft_vocab through the kernels: the fused drafter multiplies by the
+    subset's rows (W12-encoded when the head is W12) and maps back to token ids; every proposal
+    lies in the subset and the outputs are AR's."""
+    from specpilot.spec import draft_vocab
+
+    target, drafter, _ = _tiny_pair(tmp_path, tied=weights == "bf16")
+    if weights == "w12":
+        from specpilot.formats.w12 import W12Weight
+        from specpilot.formats.w12_engine import convert_model
+
+        convert_model(target)
+        convert_model(drafter)
+    vocab = target.config.vocab_size
+    ids = torch.arange(0, vocab, 3)  # every third token
+    path = tmp_path / "vocab.safetensors"
+    draft_vocab.save_ids(path, ids, vocab, "test")
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    ar = _sequences(vocab, 8)
+    gen.run(ar, speculative=False)
+    config = EngineConfig(kernels="triton", draft_vocab=str(path))
+    gen = Generator(target, drafter, config, DEVICE, BF16)
+    assert gen.fused_drafter.head.shape[0] == ids.numel()
+    if weights == "w12":
+        assert isinstance(gen.fused_drafter.head, W12Weight)
+    seen: list[int] = []
+    inner = gen._draft_fn
+
+    def recording(*args):
+        drafts = inner(*args)
+        seen.extend(drafts.flatten().tolist())
+        return drafts
+
+    gen._draft_fn = recording
+    seqs = _sequences(vocab, 8)
+    gen.run(seqs, speculative=True)
+    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
+    assert seen and set(seen) <= set(ids.tolist())
+
+
 def test_wide_steps_run_fused_and_pass_token_forcing(tmp_path) -> None:
     """Five sequences speculating together: verify and draft blocks of 5 x 16 = 80 rows, past
     the skinny kernels' 64, run fused with cuBLAS multiplies (a wide step); the logits match the

@@ -18,6 +18,7 @@ from specpilot.errors import ConfigError, SpecPilotError
 from specpilot.formats import w12_checkpoint
 from specpilot.measure import bench, compare, score
 from specpilot.server import command as serve_command
+from specpilot.spec import draft_vocab
 from specpilot.train import command as train_command
 
 
@@ -84,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--weights", default="bf16", choices=["bf16", "w12"], help="w12: convert on load"
     )
+    serve_command.add_draft_vocab_argument(gen)
     gen.add_argument("--ignore-eos", action="store_true", help="do not stop at end-of-sequence")
     gen.add_argument("--validate", action="store_true", help="token-force the output afterwards")
     gen.add_argument("--seed", type=int, default=0, help="seed of the replay profile")
@@ -120,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     score.add_parser(sub)
     serve_command.add_parser(sub)
     w12_checkpoint.add_parser(sub)
+    draft_vocab.add_parser(sub)
 
     trn = sub.add_parser("train-drafter", help="train a DFlash drafter by self-distillation")
     train_command.add_arguments(trn)
@@ -175,6 +178,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             block_size=args.block_size or defaults["block_size"],
             cuda_graphs=args.cuda_graphs,
             weights=args.weights,
+            draft_vocab=args.draft_vocab,
             pipeline=defaults["pipeline"] if args.pipeline == "auto" else args.pipeline == "on",
         ),
         replay=args.replay,
@@ -339,6 +343,7 @@ COMMANDS = {
     "serve": serve_command.cmd_serve,
     "train-drafter": train_command.run,
     "w12": w12_checkpoint.cmd_w12,
+    "draft-vocab": draft_vocab.cmd_draft_vocab,
 }
 
 

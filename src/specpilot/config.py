@@ -327,6 +327,10 @@ class EngineConfig:
         the H200 (docs/LOG.md runs 50-52): "all" made the one-token forward 1.3% faster and
         the 16-token verify 2.7% slower (speculative decoding -5%); "decode" AR 213.7 against
         202.7 tok/s with speculative decoding unchanged (1,032 vs 1,025), W12 AR +7%.
+    draft_vocab: "" (the drafter proposes from the whole vocabulary) or a draft vocabulary file
+        (spec/draft_vocab.py, `specpilot draft-vocab`): the draft head multiplies by those
+        rows of the LM head only. Lossless with any subset; acceptance falls where the target's
+        token lies outside it.
     weight_prefetch: how the skinny multiply reads weights ahead (kernels/launch.py): "off";
         "tile", its first weight tile before waiting for the kernel before it, then each next
         tile one step ahead; "l2", each program's rows into L2 in one bulk prefetch (Hopper;
@@ -345,6 +349,7 @@ class EngineConfig:
     prefill: str = "auto"
     pdl: str = "decode"
     weight_prefetch: str = "off"
+    draft_vocab: str = ""
 
     def __post_init__(self) -> None:
         self.batch_block_table()  # parse once, so a bad value fails at construction

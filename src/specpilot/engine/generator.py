@@ -109,7 +109,13 @@ class Generator:
         if self.fused_target is not None:  # process-wide: see kernels/launch.py
             launch.configure(config.pdl, config.weight_prefetch)
         self._pack_cpu_linears()
+        # EngineConfig.draft_vocab: the ids the drafter may propose (None: all)
+        self.draft_ids = self._load_draft_vocab()
         self.draft_head = self._choose_draft_head()
+        if self.fused_drafter is not None and self.draft_ids is not None:
+            head = self.draft_head  # the same rows unless the head is a bfloat16 copy
+            rows = head if head.dtype == self.dtype else self._draft_vocab_rows()
+            self.fused_drafter.restrict_head(rows, self.draft_ids)
         # per-step CUDA events of the last speculative run, when profile_steps is set
         self.profile_steps = False
         self.step_events: list[tuple[torch.cuda.Event, ...]] = []
@@ -200,7 +206,10 @@ class Generator:
             logits = F.linear(rows.to(self.draft_head.dtype), self.draft_head)
         else:
             logits = self.target.lm_head(rows)
-        return logits.argmax(dim=-1).view(out.shape[0], -1)
+        best = logits.argmax(dim=-1)
+        if self.draft_ids is not None:  # a row of the draft vocabulary -> its token id
+            best = self.draft_ids[best]
+        return best.view(out.shape[0], -1)
 
     def _pack_cpu_linears(self) -> None:
         """EngineConfig.cpu_linear: oneDNN-packed float32 linears on a CPU (layers/onednn.py)."""
@@ -219,10 +228,31 @@ class Generator:
         for model in models:
             onednn.pack_linears(model, rows=self.block_size)
 
+    def _load_draft_vocab(self) -> torch.Tensor | None:
+        if not self.config.draft_vocab or self.drafter is None:
+            return None
+        from specpilot.spec.draft_vocab import load_ids
+
+        ids = load_ids(self.config.draft_vocab, self.target.config.vocab_size)
+        return ids.to(self.device)
+
+    def _draft_vocab_rows(self) -> torch.Tensor:
+        """The LM head's rows of the draft vocabulary, in the model's dtype (decoded from W12)."""
+        weight = self.target.lm_head.weight
+        if isinstance(weight, W12Weight):
+            weight = w12.decode(weight)
+        return weight.detach()[self.draft_ids].contiguous()
+
     def _choose_draft_head(self) -> torch.Tensor | None:
-        """EngineConfig.draft_head: None (the target's lm_head) or a low-precision copy."""
+        """EngineConfig.draft_head: None (the target's lm_head) or a low-precision copy; with
+        a draft vocabulary, that vocabulary's rows (in bfloat16 if asked for)."""
         choice = self.config.draft_head
-        if self.drafter is None or choice == "target":
+        if self.drafter is None:
+            return None
+        if self.draft_ids is not None:
+            rows = self._draft_vocab_rows()
+            return rows.to(torch.bfloat16) if choice == "bfloat16" else rows
+        if choice == "target":
             return None
         weight = self.target.lm_head.weight
         if isinstance(weight, W12Weight):  # W12 holds bf16 already

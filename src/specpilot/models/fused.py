@@ -298,6 +298,20 @@ class FusedDrafter:
         self.drafter, self.target = drafter, target
         self.has_w12 = any(isinstance(m, W12Linear) for m in drafter.modules())
         self.blocks = [_FusedBlock(layer) for layer in drafter.layers]
+        # the draft head: the target's LM head, or the rows of a draft vocabulary and their ids
+        self.head: torch.Tensor | W12Weight = target.lm_head.weight
+        self.head_ids: torch.Tensor | None = None
+
+    def restrict_head(self, rows: torch.Tensor, ids: torch.Tensor) -> None:
+        """Propose only the tokens `ids`, whose LM-head rows are `rows` [len(ids), hidden]:
+        bf16 rows are W12-encoded when the target's head is W12 (the same kernel, fewer rows)."""
+        if isinstance(self.head, W12Weight):
+            from specpilot.formats import w12
+
+            self.head = w12.encode(rows, self.head.group_size)
+        else:
+            self.head = rows
+        self.head_ids = ids
 
     def fits(self, batch: int, width: int) -> bool:
         return fits(batch, width, self.has_w12)
@@ -330,8 +344,11 @@ class FusedDrafter:
             )
             x = blk.finish(x, attn)
         rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
-        logits = normed_linear(rows, self.target.lm_head.weight, d.norm.weight, d.norm.eps)
-        return logits.argmax(dim=-1).view(batch, k - 1)
+        logits = normed_linear(rows, self.head, d.norm.weight, d.norm.eps)
+        best = logits.argmax(dim=-1)
+        if self.head_ids is not None:  # a row of the draft vocabulary -> its token id
+            best = self.head_ids[best]
+        return best.view(batch, k - 1)
 
 
 def attention_splits(cache: KVCache) -> int:

@@ -38,6 +38,16 @@ def add_cuda_graphs_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_draft_vocab_argument(parser: argparse.ArgumentParser) -> None:
+    """--draft-vocab, shared by `serve` and `generate` (EngineConfig.draft_vocab)."""
+    parser.add_argument(
+        "--draft-vocab",
+        default="",
+        help="draft vocabulary file from `specpilot draft-vocab`: the drafter proposes only "
+        "those tokens (a smaller draft head; outputs unchanged)",
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="OpenAI-compatible and SGLang HTTP server (greedy)")
     p.add_argument("--target", help="checkpoint dir, .gguf or hub id (default: embedded SmolLM2)")
@@ -81,6 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(EngineConfig.prefill)",
     )
     add_cuda_graphs_argument(p)
+    add_draft_vocab_argument(p)
     p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
     p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -165,6 +176,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             cuda_graphs=args.cuda_graphs,
             batch_blocks=args.batch_blocks,
             prefill=args.prefill,
+            draft_vocab=args.draft_vocab,
         ),
         seed=args.seed,
     )
