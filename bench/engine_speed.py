@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
+import tempfile
 import time
 from functools import partial
 
@@ -124,6 +125,27 @@ def linear_bytes(model: torch.nn.Module, skip_embedding: bool = True) -> int:
     )
 
 
+def draft_head_bytes(gen: Generator) -> int:
+    """Bytes of the LM head a draft reads: a draft vocabulary's rows, or the target's head."""
+    if gen.draft_ids is None:
+        return linear_bytes(gen.target.lm_head)
+    head = gen.fused_drafter.head if gen.fused_drafter is not None else gen.draft_head
+    if isinstance(head, torch.Tensor):
+        return head.numel() * head.element_size()
+    return head.nbytes()  # W12
+
+
+def synthetic_draft_vocab(size: int, vocab_size: int, directory: str) -> str:
+    """A draft vocabulary file of the first `size` ids: for the random-weight targets, where
+    which ids does not matter for speed (labelled as synthetic in the report)."""
+    from specpilot.spec import draft_vocab
+
+    path = f"{directory}/first-{size}.safetensors"
+    ids = torch.arange(min(size, vocab_size))
+    draft_vocab.save_ids(path, ids, vocab_size, f"synthetic: the first {size} ids")
+    return path
+
+
 def kv_bytes(cfg, context: int) -> int:
     return context * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * 2
 
@@ -205,7 +227,7 @@ def measure_context(
     block_pos = context + torch.arange(k, device=dev)[None]
     gen._buffers_for("draft", 1, context + new_tokens + 2 * k + 1)
     t_draft = timed(lambda: gen._draft_forward(hidden, ctx_pos, anchors, block_pos, context + k))
-    draft_bytes = linear_bytes(drafter) + linear_bytes(target.lm_head)  # bf16 or W12
+    draft_bytes = linear_bytes(drafter) + draft_head_bytes(gen)  # bf16 or W12
     result["draft"] = {
         "ms": t_draft * 1e3,
         "ratio_to_ar_step": t_draft / ar_step,
@@ -461,9 +483,28 @@ def main() -> None:
         help="bf16 multiplies compute their norm / SwiGLU input themselves up to this many rows "
         "(models/fused.PROLOGUE_ROWS; -1: the default rule)",
     )
+    parser.add_argument(
+        "--merge-rows",
+        type=int,
+        default=-1,
+        help="attention: the last split program merges up to this many query rows itself "
+        "(kernels/attention.FUSED_MERGE_MAX_ROWS; 0: always the merge kernel; -1: default)",
+    )
+    parser.add_argument(
+        "--draft-vocab",
+        type=int,
+        default=0,
+        help="EngineConfig.draft_vocab of the first N ids (synthetic: speed only; acceptance is "
+        "replayed either way; bench/draft_vocab_acceptance.py measures its cost); 0: all",
+    )
     add_launch_arguments(parser)
     parser.add_argument("--out")
     args = parser.parse_args()
+    vocab_dir = tempfile.mkdtemp(prefix="specpilot-vocab-")
+    if args.merge_rows >= 0:
+        from specpilot.kernels import attention
+
+        attention.FUSED_MERGE_MAX_ROWS = args.merge_rows
     if args.prologue_rows >= 0:
         from specpilot.models import fused
 
@@ -480,6 +521,8 @@ def main() -> None:
         "prologue_rows": args.prologue_rows if args.prologue_rows >= 0 else "default",
         "pdl": args.pdl,
         "weight_prefetch": args.weight_prefetch,
+        "draft_vocab": f"synthetic: first {args.draft_vocab} ids" if args.draft_vocab else "all",
+        "attention_merge_rows": args.merge_rows if args.merge_rows >= 0 else "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }
@@ -502,6 +545,9 @@ def main() -> None:
                 kernels=args.kernels,
                 pdl=args.pdl,
                 weight_prefetch=args.weight_prefetch,
+                draft_vocab=synthetic_draft_vocab(args.draft_vocab, hf["vocab_size"], vocab_dir)
+                if args.draft_vocab
+                else "",
             ),
             torch.device("cuda"),
             torch.bfloat16,

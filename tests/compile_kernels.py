@@ -20,8 +20,10 @@ HOPPER = GPUTarget("cuda", 90, 32)
 
 
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
-    # the launch switches (kernels/launch.py) default to off: constants, not runtime arguments
-    consts = {k: 0 for k in ("PDL", "PREFETCH") if k in fn.arg_names} | consts
+    # the launch switches (kernels/launch.py) and the attention's in-kernel merge default to
+    # off: constants, not runtime arguments
+    off = ("PDL", "PREFETCH", "MERGE_ROWS", "FENCE")
+    consts = {k: 0 for k in off if k in fn.arg_names} | consts
     signature = {
         name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
     }
@@ -93,6 +95,10 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         consts = dict(HEADS=32, GROUP=4, HEAD_DIM=128, NUM_SPLITS=33, BLOCK_Q=block_q)
         consts |= dict(BLOCK_KV=attention.BLOCK_KV, F32_DOT=False, CAUSAL=causal)
         out.append((f"attention split T={t}", attention._split_kernel, split_types, consts))
+        if t == 1:  # decode: the last split program merges (fence, counter, L2 reads)
+            fused_types = split_types | {"out_ptr": bf16, "count_ptr": "*i32"}
+            fused = consts | dict(MERGE_ROWS=4, FENCE=True)
+            out.append(("attention split+merge T=1", attention._split_kernel, fused_types, fused))
         merge = {k: consts[k] for k in ("HEADS", "GROUP", "HEAD_DIM", "NUM_SPLITS", "BLOCK_Q")}
         merge["SPLITS_P2"] = 64
         types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": bf16}

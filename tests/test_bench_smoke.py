@@ -79,3 +79,16 @@ def test_cycled_weights_are_l2_cold_copies(monkeypatch) -> None:
     assert 2 <= len(distinct) < 12 and copies[len(distinct)] is packed
     assert all(torch.equal(w12.decode(c), w) for c in copies)
     assert kernel_sweep.cycled(w, cold=False)() is w
+
+
+def test_synthetic_draft_vocab_shrinks_the_draft_head(tmp_path, qwen_dir, qwen_drafter_dir):
+    from specpilot.config import EngineConfig
+
+    plain = LLM(qwen_dir, draft=str(qwen_drafter_dir), device="cpu", dtype="float32")
+    vocab = plain.target.config.vocab_size
+    path = engine_speed.synthetic_draft_vocab(vocab // 2, vocab, str(tmp_path))
+    cfg = EngineConfig(draft_vocab=path)
+    half = LLM(qwen_dir, draft=str(qwen_drafter_dir), device="cpu", dtype="float32", engine=cfg)
+    full_bytes = engine_speed.draft_head_bytes(plain.generator)
+    assert full_bytes == engine_speed.linear_bytes(plain.target.lm_head)
+    assert engine_speed.draft_head_bytes(half.generator) == full_bytes // vocab * (vocab // 2)

@@ -247,6 +247,28 @@ def test_qk_rope_write(qk_norm: bool) -> None:
     assert torch.equal(kernel[1], ref[1])  # values are copied as they are
 
 
+def test_fused_merge_matches_the_merge_kernel_and_leaves_counters_zero(monkeypatch) -> None:
+    """Decode attention whose last split program merges (few rows) against the same through the
+    merge kernel: the same values (the same sums in the same order; the compiler may fuse
+    differently), over three launches in a row, with every counter back to zero after each."""
+    from specpilot.kernels import attention
+
+    gen = torch.Generator().manual_seed(3)
+    batch, kv_heads, heads, d, length = 3, 2, 8, 32, 400
+    k = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    v = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    for step, start in enumerate((17, 130, 399)):
+        q = torch.randn(batch, heads, d, generator=gen).to(DEVICE, BF16)
+        positions = torch.tensor([[start], [start // 2], [5]], device=DEVICE)
+        monkeypatch.setattr(attention, "FUSED_MERGE_MAX_ROWS", 8)
+        fused = decode_attention(q, k, v, positions, 5)
+        assert int(attention._counters(q.device, batch * kv_heads).abs().sum()) == 0, step
+        monkeypatch.setattr(attention, "FUSED_MERGE_MAX_ROWS", 0)
+        separate = decode_attention(q, k, v, positions, 5)
+        close(fused, separate, 1)
+        close(fused, decode_attention_reference(q, k, v, positions), 3)
+
+
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize(
     ("heads", "kv_heads", "t", "splits"), [(8, 2, 1, 3), (4, 4, 5, 1), (8, 1, 16, 7)]

@@ -7,6 +7,13 @@ from HBM. The keys read stop at the sequence's own last position + 1, read on th
 graphs stay valid while contexts grow. A second kernel merges the slices' partial softmaxes.
 The number of slices is fixed per launch shape (grid) and the slice length follows each sequence's
 length, so long contexts spread over every SM and short ones waste nothing.
+
+With few query rows (a decode step: GROUP * T <= FUSED_MERGE_MAX_ROWS) there is no merge launch:
+each program publishes its partial, counts itself done on a per-(sequence, KV head) counter, and
+the one that finds the others done merges the slices itself (reading the partials from L2, in
+split order, so the result does not depend on which program came last) and resets the counter
+for the next launch. Verify and draft blocks have 4-16x the rows, which one program would merge
+serially: they keep the merge kernel.
 """
 
 from __future__ import annotations
@@ -22,6 +29,63 @@ from specpilot.kernels import launch
 from specpilot.kernels.common import INTERPRETED, dot, pdl_enter
 
 BLOCK_KV = 64
+# the most query rows (GROUP * T) whose slices the last split program merges itself; 0: always
+# the merge kernel. Patched by bench/engine_speed.py --merge-rows.
+FUSED_MERGE_MAX_ROWS = 8
+_COUNTERS: dict[torch.device, torch.Tensor] = {}  # per device, zero between launches
+
+
+def _counters(device: torch.device, n: int) -> torch.Tensor:
+    """n int32 counters on the device, zero (each fused-merge launch leaves them zero). One
+    buffer per device, grown when too small: CUDA graphs capture its address."""
+    held = _COUNTERS.get(device)
+    if held is None or held.numel() < n:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            # memory allocated in a capture belongs to the graph's pool, not to this cache
+            raise RuntimeError("attention counters must be allocated before a CUDA graph capture")
+        held = torch.zeros(max(n, 1024), device=device, dtype=torch.int32)
+        _COUNTERS[device] = held
+    return held
+
+
+@triton.jit
+def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, HEADS: tl.constexpr,
+                GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, NUM_SPLITS: tl.constexpr,
+                BLOCK_Q: tl.constexpr, CACHED: tl.constexpr):  # fmt: skip
+    """out for query rows `rows` of (sequence, KV head) bh: the splits' partial softmaxes
+    combined, split by split in order. CACHED=False reads through L2 only (partials that other
+    programs of this launch wrote)."""
+    kv_heads = HEADS // GROUP
+    b = bh // kv_heads
+    kvh = bh % kv_heads
+    t = rows // GROUP
+    d = tl.arange(0, HEAD_DIM)
+    mod: tl.constexpr = "" if CACHED else ".cg"
+    m_max = tl.full(rows.shape, float("-inf"), dtype=tl.float32)
+    for s in range(NUM_SPLITS):
+        slot = (bh * NUM_SPLITS + s) * BLOCK_Q + rows
+        m = tl.load(stats_ptr + slot * 2, mask=row_ok, other=float("-inf"), cache_modifier=mod)
+        m_max = tl.maximum(m_max, m)
+    m_max = tl.where(row_ok, m_max, 0.0)  # rows past the block: no NaN from -inf - -inf
+    num = tl.zeros([rows.shape[0], HEAD_DIM], dtype=tl.float32)
+    den = tl.zeros(rows.shape, dtype=tl.float32)
+    for s in range(NUM_SPLITS):
+        slot = (bh * NUM_SPLITS + s) * BLOCK_Q + rows
+        m = tl.load(stats_ptr + slot * 2, mask=row_ok, other=float("-inf"), cache_modifier=mod)
+        l_s = tl.load(stats_ptr + slot * 2 + 1, mask=row_ok, other=0.0, cache_modifier=mod)
+        w = tl.where(m == float("-inf"), 0.0, tl.exp2(m - m_max))
+        part = tl.load(
+            part_ptr + slot[:, None] * HEAD_DIM + d[None, :],
+            mask=row_ok[:, None],
+            other=0.0,
+            cache_modifier=mod,
+        )
+        num += part * w[:, None]
+        den += l_s * w
+    out = num / tl.where(row_ok, den, 1.0)[:, None]
+    head = kvh * GROUP + rows % GROUP
+    dst = out_ptr + (((b * T + t) * HEADS + head) * HEAD_DIM)[:, None] + d[None, :]
+    tl.store(dst, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
 
 
 @triton.jit
@@ -46,6 +110,10 @@ def _split_kernel(
     F32_DOT: tl.constexpr,
     CAUSAL: tl.constexpr,
     PDL: tl.constexpr = False,
+    out_ptr=None,
+    count_ptr=None,
+    MERGE_ROWS: tl.constexpr = 0,
+    FENCE: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     bh = tl.program_id(0)
@@ -95,6 +163,20 @@ def _split_kernel(
     tl.store(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], acc)
     tl.store(stats_ptr + slot * 2, m_i)
     tl.store(stats_ptr + slot * 2 + 1, l_i)
+    if MERGE_ROWS > 0:
+        # NOTE: publish, then count: every thread's stores are ordered before the counter's
+        # release (fence, barrier, acq_rel atomic); the program that counts last acquires and
+        # so sees every split's partials, which it reads through L2
+        if FENCE:  # every thread (the interpreter runs programs one after another: none)
+            tl.inline_asm_elementwise("fence.acq_rel.gpu; mov.u32 $0, $1;", "=r,r", [rows],
+                                      tl.int32, is_pure=False, pack=1)  # fmt: skip
+        tl.debug_barrier()
+        done = tl.atomic_add(count_ptr + bh, 1, sem="acq_rel", scope="gpu")
+        if done == NUM_SPLITS - 1:
+            mrows = tl.arange(0, MERGE_ROWS)
+            _merge_rows(part_ptr, stats_ptr, out_ptr, bh, mrows, mrows < GROUP * T, T, HEADS,
+                        GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q, False)  # fmt: skip
+            tl.atomic_xchg(count_ptr + bh, 0, sem="relaxed", scope="gpu")
 
 
 @triton.jit
@@ -175,6 +257,10 @@ def decode_attention(
     stats = torch.empty(
         batch * kv_heads * num_splits * block_q, 2, device=q.device, dtype=torch.float32
     )
+    out = torch.empty(batch * t, heads * head_dim, device=q.device, dtype=q.dtype)
+    merge_rows = triton.next_power_of_2(group * t)
+    fused_merge = group * t <= FUSED_MERGE_MAX_ROWS
+    counters = _counters(q.device, batch * kv_heads) if fused_merge else stats
     _split_kernel[(batch * kv_heads, num_splits)](
         q,
         k_cache,
@@ -196,8 +282,13 @@ def decode_attention(
         F32_DOT=INTERPRETED,
         CAUSAL=causal,
         **launch.pdl(q),
+        out_ptr=out,
+        count_ptr=counters,
+        MERGE_ROWS=merge_rows if fused_merge else 0,
+        FENCE=fused_merge and not INTERPRETED,
     )
-    out = torch.empty(batch * t, heads * head_dim, device=q.device, dtype=q.dtype)
+    if fused_merge:
+        return out
     _merge_kernel[(batch * kv_heads, group * t)](
         part,
         stats,

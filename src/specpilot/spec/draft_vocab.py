@@ -30,6 +30,7 @@ from safetensors.torch import save_file
 from specpilot.errors import ConfigError
 
 log = logging.getLogger(__name__)
+GENERATE_BATCH = 8  # prompts decoded together when counting the target's own outputs
 
 
 def count_tokens(token_lists: Iterable[list[int]], vocab_size: int) -> torch.Tensor:
@@ -125,6 +126,36 @@ def _strings(obj: Any) -> Iterator[str]:
             yield from _strings(v)
 
 
+def corpus_counts(
+    llm: Any, paths: list[Path], generate: int = 0, max_new_tokens: int = 256
+) -> tuple[torch.Tensor, int, int]:
+    """Token counts of the corpus files' texts (llm's tokenizer), plus the target's greedy
+    outputs for the first `generate` user turns -> (counts, texts counted, tokens generated)."""
+    tok, vocab_size = llm.tokenizer, llm.target.config.vocab_size
+    lists: list[list[int]] = []
+    for path in paths:
+        lists.extend(tok.encode(text, add_special_tokens=False) for text in corpus_texts(path))
+    texts, generated = len(lists), 0
+    if generate > 0:
+        prompts = _user_turns(paths, generate)
+        log.info("generating the target's outputs for %d prompts", len(prompts))
+        for start in range(0, len(prompts), GENERATE_BATCH):  # a batch's cache: its longest
+            batch = prompts[start : start + GENERATE_BATCH]
+            for out in llm.generate(
+                batch, max_new_tokens=max_new_tokens, chat=True, speculative=False
+            ):
+                lists.append(out.output_ids)
+                generated += len(out.output_ids)
+    return count_tokens(lists, vocab_size), texts, generated
+
+
+def special_ids(llm: Any) -> list[int]:
+    """The tokenizer's special tokens (end of sequence among them), which a draft vocabulary
+    always keeps."""
+    vocab_size = llm.target.config.vocab_size
+    return [i for i in llm.tokenizer.all_special_ids if 0 <= i < vocab_size]
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "draft-vocab",
@@ -166,25 +197,12 @@ def cmd_draft_vocab(args: argparse.Namespace) -> int:
     llm = LLM(args.model, device=args.device)
     if llm.tokenizer is None:
         raise ConfigError(f"{args.model} ships no tokenizer: cannot count a text corpus")
-    tok, vocab_size = llm.tokenizer, llm.target.config.vocab_size
-    lists: list[list[int]] = []
-    for path in paths:
-        lists.extend(tok.encode(text, add_special_tokens=False) for text in corpus_texts(path))
-    generated = 0
-    if args.generate > 0:
-        prompts = _user_turns(paths, args.generate)
-        log.info("generating the target's outputs for %d prompts", len(prompts))
-        for out in llm.generate(
-            prompts, max_new_tokens=args.max_new_tokens, chat=True, speculative=False
-        ):
-            lists.append(out.output_ids)
-            generated += len(out.output_ids)
-    counts = count_tokens(lists, vocab_size)
-    keep = [i for i in tok.all_special_ids if 0 <= i < vocab_size]
-    ids = select_ids(counts, args.size, keep)
+    counts, texts, generated = corpus_counts(llm, paths, args.generate, args.max_new_tokens)
+    vocab_size = llm.target.config.vocab_size
+    ids = select_ids(counts, args.size, special_ids(llm))
     covered = counts[ids].sum().item() / max(1, counts.sum().item())
     source = (
-        f"{len(lists)} texts from {', '.join(p.name for p in paths)}; "
+        f"{texts} texts from {', '.join(p.name for p in paths)}; "
         f"{generated} generated tokens; top {args.size} of {vocab_size}"
     )
     save_ids(args.out, ids, vocab_size, source)
