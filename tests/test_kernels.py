@@ -199,6 +199,30 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
             assert outputs[pdl, ahead, speculative] == outputs["off", "off", speculative]
 
 
+@pytest.mark.skipif(not CUDA, reason="the in-kernel merge's memory ordering needs a GPU")
+def test_fused_merge_engine_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
+    """Decoding with the attention's in-kernel merge (CUDA graphs on): the same tokens as with
+    the merge kernel, AR and speculative, and token forcing passes."""
+    from specpilot.kernels import attention
+    from specpilot.spec.forcing import token_forcing
+
+    target, drafter, reference = _tiny_pair(tmp_path)
+    outputs = {}
+    for rows in (0, 8):
+        monkeypatch.setattr(attention, "FUSED_MERGE_MAX_ROWS", rows)
+        gen = Generator(target, drafter, EngineConfig(kernels="triton", cuda_graphs=True), DEVICE,
+                        BF16)  # fmt: skip
+        for speculative in (False, True):
+            seqs = _sequences(target.config.vocab_size, 24)
+            gen.run(seqs, speculative=speculative)
+            outputs[rows, speculative] = [s.output_ids for s in seqs]
+            for s in seqs:
+                report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
+                assert report.passed, report.failures
+    for speculative in (False, True):
+        assert outputs[8, speculative] == outputs[0, speculative]
+
+
 def test_skinny_linear_rejects_bad_input() -> None:
     x = torch.randn(2, 8, dtype=BF16, device=DEVICE)
     with pytest.raises(ValueError, match="columns"):

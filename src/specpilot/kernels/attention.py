@@ -8,7 +8,7 @@ graphs stay valid while contexts grow. A second kernel merges the slices' partia
 The number of slices is fixed per launch shape (grid) and the slice length follows each sequence's
 length, so long contexts spread over every SM and short ones waste nothing.
 
-With few query rows (a decode step: GROUP * T <= FUSED_MERGE_MAX_ROWS) there is no merge launch:
+With few query rows (a decode step: GROUP * T <= FUSED_MERGE_MAX_ROWS) there can be no merge launch:
 each program publishes its partial, counts itself done on a per-(sequence, KV head) counter, and
 the one that finds the others done merges the slices itself (reading the partials from L2, in
 split order, so the result does not depend on which program came last) and resets the counter
@@ -30,8 +30,9 @@ from specpilot.kernels.common import INTERPRETED, dot, pdl_enter
 
 BLOCK_KV = 64
 # the most query rows (GROUP * T) whose slices the last split program merges itself; 0: always
-# the merge kernel. Patched by bench/engine_speed.py --merge-rows.
-FUSED_MERGE_MAX_ROWS = 8
+# the merge kernel. 0 until measured on the H200 (its memory ordering has only run under the
+# interpreter and compiled to PTX); bench/engine_speed.py --merge-rows 8 measures it.
+FUSED_MERGE_MAX_ROWS = 0
 _COUNTERS: dict[torch.device, torch.Tensor] = {}  # per device, zero between launches
 
 
