@@ -170,6 +170,19 @@ def forcing(target: TargetModel, prompt_ids: list[int], output_ids: list[int]) -
     }
 
 
+REPEATS = 5  # timed runs of each decode measurement after its warm-up: median, min and max
+
+
+def spread(tok_s: list[float]) -> dict:
+    """The repeated runs' tokens/s: median (what the table prints), min, max, every run."""
+    return {
+        "tok_s": statistics.median(tok_s),
+        "tok_s_min": min(tok_s),
+        "tok_s_max": max(tok_s),
+        "tok_s_runs": tok_s,
+    }
+
+
 @torch.inference_mode()
 def measure_context(
     gen: Generator,
@@ -178,9 +191,11 @@ def measure_context(
     bw: float,
     reference: TargetModel | None = None,
     taus: tuple = TAUS,
+    repeats: int = REPEATS,
 ) -> dict:
     """reference: the bf16 target that token forcing checks outputs against (default: the
-    engine's own target, run through the PyTorch modules)."""
+    engine's own target, run through the PyTorch modules). AR and each speculative arm: one
+    warm-up run, then `repeats` timed runs (median; min, max and every run in the JSON)."""
     target, drafter, dev = gen.target, gen.drafter, gen.device
     reference = target if reference is None else reference
     tcfg = target.config
@@ -193,12 +208,15 @@ def measure_context(
 
     # AR through the engine (graphs captured by the warm-up run)
     gen.run(fresh(), speculative=False)
-    seqs = fresh()
-    stats = gen.run(seqs, speculative=False)
-    ar_step = stats.decode_s / (new_tokens - 1)
+    ar_runs = []
+    for _ in range(repeats):
+        seqs = fresh()
+        decode_s = gen.run(seqs, speculative=False).decode_s
+        ar_runs.append((len(seqs[0].output_ids) - 1) / decode_s)
+    ar_step = 1 / statistics.median(ar_runs)
     floor = (weight_bytes + kv_bytes(tcfg, context)) / bw
     result["ar"] = {
-        "tok_s": 1 / ar_step,
+        **spread(ar_runs),
         "step_ms": ar_step * 1e3,
         "floor_ms": floor * 1e3,
         "fraction_of_floor": floor / ar_step,
@@ -240,7 +258,10 @@ def measure_context(
     for tau in taus:
         profile = AcceptanceProfile.from_mean(tau, k)
         gen.run_replay(fresh, profile, seed=0)  # warm-up (captures graphs)
-        seqs, passes = gen.run_replay(fresh, profile, seed=0)
+        runs = []
+        for _ in range(repeats):
+            seqs, passes = gen.run_replay(fresh, profile, seed=0)
+            runs.append((len(seqs[0].output_ids) - 1) / seqs[0].decode_time_s)
         gen.profile_steps = True  # one more run with CUDA events per step, not timed
         gen.run_replay(fresh, profile, seed=0)
         gen.profile_steps = False
@@ -248,15 +269,15 @@ def measure_context(
         s = seqs[0]
         check = forcing(reference, ids, s.output_ids) if context <= 8192 and tau == 6.55 else None
         steps = len(s.acceptance_lengths)
-        step_time = s.decode_time_s / steps
         measured_tau = (len(s.output_ids) - 1) / steps
+        step_time = measured_tau / statistics.median(runs)
         spec[str(tau)] = {
             "drafter": "replay",
-            "tok_s": (len(s.output_ids) - 1) / s.decode_time_s,
+            **spread(runs),
             "measured_tau": measured_tau,
             "step_ms": step_time * 1e3,
             "replay_passes": passes,
-            "speedup_vs_ar": ((len(s.output_ids) - 1) / s.decode_time_s) * ar_step,
+            "speedup_vs_ar": statistics.median(runs) * ar_step,
             "step_floor_ms": (verify_floor + draft_bytes / bw) * 1e3,
             "host_and_other_ms": (step_time - t_draft - forwards[16]["ms"] / 1e3) * 1e3,
             "breakdown_ms": breakdown,
@@ -266,7 +287,7 @@ def measure_context(
         outputs[tau] = s.output_ids
     result["speculative"] = spec
     if 6.55 in outputs:
-        result["speculative_pipelined"] = pipelined(gen, fresh, outputs[6.55])
+        result["speculative_pipelined"] = pipelined(gen, fresh, outputs[6.55], repeats)
     return result
 
 
@@ -322,7 +343,9 @@ def measure_batched(
     return out
 
 
-def pipelined(gen: Generator, fresh, reference_ids: list[int]) -> dict:  # noqa: ANN001
+def pipelined(  # noqa: ANN001
+    gen: Generator, fresh, reference_ids: list[int], repeats: int = REPEATS
+) -> dict:
     """Speculative tok/s at replayed tau 6.55 and AR tok/s with EngineConfig.pipeline (the host
     one step behind the device), and whether the speculative tokens equal the synchronous
     loop's."""
@@ -331,18 +354,25 @@ def pipelined(gen: Generator, fresh, reference_ids: list[int]) -> dict:  # noqa:
     try:
         profile = AcceptanceProfile.from_mean(6.55, gen.block_size)
         gen.run_replay(fresh, profile, seed=0)  # warm-up
-        seqs, passes = gen.run_replay(fresh, profile, seed=0)
+        runs, ar_runs = [], []
+        for _ in range(repeats):
+            seqs, passes = gen.run_replay(fresh, profile, seed=0)
+            runs.append((len(seqs[0].output_ids) - 1) / seqs[0].decode_time_s)
         gen.run(fresh(), speculative=False)  # warm-up
-        ar = fresh()
-        ar_stats = gen.run(ar, speculative=False)
+        for _ in range(repeats):
+            ar = fresh()
+            decode_s = gen.run(ar, speculative=False).decode_s
+            ar_runs.append((len(ar[0].output_ids) - 1) / decode_s)
     finally:
         gen.config = plain_config
     s = seqs[0]
     return {
         "tau": 6.55,
         "drafter": "replay",
-        "tok_s": (len(s.output_ids) - 1) / s.decode_time_s,
-        "ar_tok_s": (len(ar[0].output_ids) - 1) / ar_stats.decode_s,
+        **spread(runs),
+        "ar_tok_s": statistics.median(ar_runs),
+        "ar_tok_s_min": min(ar_runs),
+        "ar_tok_s_max": max(ar_runs),
         "measured_tau": (len(s.output_ids) - 1) / len(s.acceptance_lengths),
         "replay_passes": passes,
         "identical_to_unpipelined": s.output_ids == reference_ids,

@@ -27,6 +27,9 @@ def test_measure_context_and_pipelined(gen) -> None:
     assert "output_ids_for_check" not in r["speculative"]["6.55"]
     assert r["speculative_pipelined"]["identical_to_unpipelined"]
     assert r["speculative_pipelined"]["ar_tok_s"] > 0
+    for arm in (r["ar"], r["speculative"]["6.55"], r["speculative_pipelined"]):
+        assert len(arm["tok_s_runs"]) == engine_speed.REPEATS
+        assert 0 < arm["tok_s_min"] <= arm["tok_s"] <= arm["tok_s_max"]
     assert set(r["forward"]) == set(engine_speed.WIDTHS)
 
 
