@@ -84,12 +84,13 @@ def graph_time(fn, reps: int = 20) -> float:
     return sorted(times)[2]
 
 
-# tile grids: (BLOCK_N, BLOCK_K, num_warps, num_stages) without and with tensor cores; --grid
-# quick takes the neighbourhood of the defaults (kernels/linear.py's tile_config)
+# tile grids: (BLOCK_N, BLOCK_K, num_warps, num_stages) without tensor cores, the same and
+# SPLIT_K with them; --grid quick takes the neighbourhood of the defaults (kernels/linear.py's
+# tile_config)
 ELEMENTWISE_GRID = ((4, 8, 16, 32), (128, 256, 512, 1024), (4, 8), (2, 3, 4))
-DOT_GRID = ((32, 64, 128), (64, 128, 256), (4, 8), (3, 4))
+DOT_GRID = ((32, 64, 128), (64, 128, 256), (4, 8), (3, 4), (1, 2, 4))
 QUICK_ELEMENTWISE_GRID = ((4, 8, 16), (512, 1024), (4, 8), (2, 3, 4))
-QUICK_DOT_GRID = ((32, 64), (128, 256), (4,), (3, 4))
+QUICK_DOT_GRID = ((32, 64), (128, 256), (4,), (3, 4), (1, 2, 4))
 
 
 def candidates(
@@ -102,20 +103,23 @@ def candidates(
     else:
         block_m = 1 if m == 1 else (2 if m == 2 else 4)
     out = []
-    for bn, bk, warps, stages in itertools.product(*(dot_grid if use_dot else elementwise_grid)):
+    for bn, bk, warps, stages, *split in itertools.product(
+        *(dot_grid if use_dot else elementwise_grid)
+    ):
         # the element-wise accumulator lives in registers: at most 64 fp32 per thread
         if not use_dot and block_m * bn * bk > 64 * 32 * warps:
             continue
-        out.append(
-            dict(
-                BLOCK_M=block_m,
-                BLOCK_N=bn,
-                BLOCK_K=bk,
-                USE_DOT=use_dot,
-                num_warps=warps,
-                num_stages=stages,
-            )
+        cfg = dict(
+            BLOCK_M=block_m,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            USE_DOT=use_dot,
+            num_warps=warps,
+            num_stages=stages,
         )
+        if split and split[0] > 1:
+            cfg["SPLIT_K"] = split[0]
+        out.append(cfg)
     return out
 
 

@@ -22,8 +22,8 @@ HOPPER = GPUTarget("cuda", 90, 32)
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
     # the launch switches (kernels/launch.py) and the attention's in-kernel merge default to
     # off: constants, not runtime arguments
-    off = ("PDL", "PREFETCH", "MERGE_ROWS", "FENCE")
-    consts = {k: 0 for k in off if k in fn.arg_names} | consts
+    off = {"PDL": 0, "PREFETCH": 0, "MERGE_ROWS": 0, "FENCE": 0, "SPLIT_K": 1}
+    consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
     signature = {
         name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
     }
@@ -64,6 +64,11 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             flags = dict(NORM=norm, GLU=glu, RESIDUAL=res, F32_DOT=False)
             cfg = {k: v for k, v in linear.tile_config(m, 24576, 4096).items() if k.isupper()}
             out.append((f"skinny_linear M={m} {flags}", linear._skinny_kernel, lin, flags | cfg))
+            if m > 1:  # K split over programs, the last adding the slices (counter, fence)
+                split = flags | cfg | dict(SPLIT_K=4, FENCE=True)
+                types = lin | {"part_ptr": "*fp32", "count_ptr": "*i32"}
+                label = f"skinny_linear M={m} SPLIT_K=4 {flags}"
+                out.append((label, linear._skinny_kernel, types, split))
             w12_cfg = w12_linear.tile_config(m, 24576, 4096)
             w12_cfg = {k: v for k, v in w12_cfg.items() if k.isupper()}
             consts = (

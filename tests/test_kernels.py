@@ -96,6 +96,30 @@ def test_skinny_linear(m: int, mode: str) -> None:
     close(skinny_linear(x, w, **kw), skinny_linear_reference(x, w, **kw), 4 if m > 1 else 2)
 
 
+@pytest.mark.parametrize("m,k,split", [(16, 600, 2), (5, 96, 3), (33, 520, 4)])
+@pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
+def test_skinny_linear_split_k(m: int, k: int, split: int, mode: str) -> None:
+    """Tensor-core tiles with K split over programs, the slices added by the tile's last program
+    (no second launch): the reference's values, with K not a whole number of slices (the last
+    slice short or empty), twice in a row, the tile counters back to zero after each."""
+    from specpilot.kernels.common import zeroed_counters
+    from specpilot.kernels.linear import tile_config
+
+    gen = torch.Generator().manual_seed(m + k)
+    n = 70
+    cfg = dict(tile_config(m, n, k), BLOCK_K=64, SPLIT_K=split)
+    for _ in range(2):
+        x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
+        w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
+        kw = prologue_kwargs(mode, m, n, k, gen)
+        y = skinny_linear(x, w, config=cfg, **kw)
+        close(y, skinny_linear_reference(x, w, **kw), 4)
+        assert int(zeroed_counters(x.device, 64).abs().sum()) == 0
+    one_row = torch.randn(1, k, generator=gen).to(DEVICE, BF16)
+    with pytest.raises(ValueError, match="tensor-core"):
+        skinny_linear(one_row, w, config=dict(tile_config(1, n, k), SPLIT_K=2))
+
+
 @pytest.fixture
 def launch_settings():
     """kernels/launch.py's process-wide switches, restored after the test."""
@@ -276,6 +300,7 @@ def test_fused_merge_matches_the_merge_kernel_and_leaves_counters_zero(monkeypat
     merge kernel: the same values (the same sums in the same order; the compiler may fuse
     differently), over three launches in a row, with every counter back to zero after each."""
     from specpilot.kernels import attention
+    from specpilot.kernels.common import zeroed_counters
 
     gen = torch.Generator().manual_seed(3)
     batch, kv_heads, heads, d, length = 3, 2, 8, 32, 400
@@ -286,7 +311,7 @@ def test_fused_merge_matches_the_merge_kernel_and_leaves_counters_zero(monkeypat
         positions = torch.tensor([[start], [start // 2], [5]], device=DEVICE)
         monkeypatch.setattr(attention, "FUSED_MERGE_MAX_ROWS", 8)
         fused = decode_attention(q, k, v, positions, 5)
-        assert int(attention._counters(q.device, batch * kv_heads).abs().sum()) == 0, step
+        assert int(zeroed_counters(q.device, batch * kv_heads).abs().sum()) == 0, step
         monkeypatch.setattr(attention, "FUSED_MERGE_MAX_ROWS", 0)
         separate = decode_attention(q, k, v, positions, 5)
         close(fused, separate, 1)

@@ -26,27 +26,20 @@ import triton
 import triton.language as tl
 
 from specpilot.kernels import launch
-from specpilot.kernels.common import INTERPRETED, dot, pdl_enter
+from specpilot.kernels.common import (
+    INTERPRETED,
+    count_done,
+    count_reset,
+    dot,
+    pdl_enter,
+    zeroed_counters,
+)
 
 BLOCK_KV = 64
 # the most query rows (GROUP * T) whose slices the last split program merges itself; 0: always
 # the merge kernel. 0 until measured on the H200 (its memory ordering has only run under the
 # interpreter and compiled to PTX); bench/engine_speed.py --merge-rows 8 measures it.
 FUSED_MERGE_MAX_ROWS = 0
-_COUNTERS: dict[torch.device, torch.Tensor] = {}  # per device, zero between launches
-
-
-def _counters(device: torch.device, n: int) -> torch.Tensor:
-    """n int32 counters on the device, zero (each fused-merge launch leaves them zero). One
-    buffer per device, grown when too small: CUDA graphs capture its address."""
-    held = _COUNTERS.get(device)
-    if held is None or held.numel() < n:
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            # memory allocated in a capture belongs to the graph's pool, not to this cache
-            raise RuntimeError("attention counters must be allocated before a CUDA graph capture")
-        held = torch.zeros(max(n, 1024), device=device, dtype=torch.int32)
-        _COUNTERS[device] = held
-    return held
 
 
 @triton.jit
@@ -164,20 +157,12 @@ def _split_kernel(
     tl.store(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], acc)
     tl.store(stats_ptr + slot * 2, m_i)
     tl.store(stats_ptr + slot * 2 + 1, l_i)
-    if MERGE_ROWS > 0:
-        # NOTE: publish, then count: every thread's stores are ordered before the counter's
-        # release (fence, barrier, acq_rel atomic); the program that counts last acquires and
-        # so sees every split's partials, which it reads through L2
-        if FENCE:  # every thread (the interpreter runs programs one after another: none)
-            tl.inline_asm_elementwise("fence.acq_rel.gpu; mov.u32 $0, $1;", "=r,r", [rows],
-                                      tl.int32, is_pure=False, pack=1)  # fmt: skip
-        tl.debug_barrier()
-        done = tl.atomic_add(count_ptr + bh, 1, sem="acq_rel", scope="gpu")
-        if done == NUM_SPLITS - 1:
+    if MERGE_ROWS > 0:  # publish, then count; the last split merges (reading through L2)
+        if count_done(count_ptr + bh, rows, NUM_SPLITS, FENCE):
             mrows = tl.arange(0, MERGE_ROWS)
             _merge_rows(part_ptr, stats_ptr, out_ptr, bh, mrows, mrows < GROUP * T, T, HEADS,
                         GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q, False)  # fmt: skip
-            tl.atomic_xchg(count_ptr + bh, 0, sem="relaxed", scope="gpu")
+            count_reset(count_ptr + bh)
 
 
 @triton.jit
@@ -261,7 +246,7 @@ def decode_attention(
     out = torch.empty(batch * t, heads * head_dim, device=q.device, dtype=q.dtype)
     merge_rows = triton.next_power_of_2(group * t)
     fused_merge = group * t <= FUSED_MERGE_MAX_ROWS
-    counters = _counters(q.device, batch * kv_heads) if fused_merge else stats
+    counters = zeroed_counters(q.device, batch * kv_heads) if fused_merge else stats
     _split_kernel[(batch * kv_heads, num_splits)](
         q,
         k_cache,

@@ -1,8 +1,11 @@
-"""Pieces shared by the kernels: the interpreter switch for tl.dot, and the two ends of the skinny
+"""Pieces shared by the kernels: the interpreter switch for tl.dot, the two ends of the skinny
 multiplies (bf16 and W12): RMSNorm statistics and input tile in the prologue, residual add and
-store in the epilogue, each rounded where the PyTorch modules round.
+store in the epilogue, each rounded where the PyTorch modules round; and the counters with which
+the last of a group of programs finds the others done (`zeroed_counters`, `count_done`: split
+partial results combined in the kernel instead of a second launch).
 """
 
+import torch
 import triton
 import triton.language as tl
 
@@ -91,3 +94,42 @@ def store_output(
         r = tl.load(res_ptr + rm[:, None] * stride_rm + rn[None, :], mask=om, other=0.0)
         out = (out.to(tl.float32) + r.to(tl.float32)).to(dtype)
     tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], out, mask=om)
+
+
+_COUNTERS: dict[torch.device, torch.Tensor] = {}  # per device, zero between launches
+
+
+def zeroed_counters(device: torch.device, n: int) -> torch.Tensor:
+    """n int32 counters on the device, zero: every launch that counts on them (`count_done`)
+    leaves them zero, and launches on one stream do not overlap where they count (with PDL
+    they wait for the kernel before first). One buffer per device, grown when too small: CUDA
+    graphs capture its address, so it must exist before a capture."""
+    held = _COUNTERS.get(device)
+    if held is None or held.numel() < n:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            # memory allocated in a capture belongs to the graph's pool, not to this cache
+            raise RuntimeError("kernel counters must be allocated before a CUDA graph capture")
+        held = torch.zeros(max(n, 4096), device=device, dtype=torch.int32)
+        _COUNTERS[device] = held
+    return held
+
+
+@triton.jit
+def count_done(count_ptr, any_tensor, GROUP_SIZE: tl.constexpr, FENCE: tl.constexpr):
+    """After this program has stored its part: count it on its group's counter and return
+    whether it is the group's last (GROUP_SIZE programs). Every thread's stores are ordered
+    before the count (a fence in each thread, a barrier, an acq_rel atomic); the last program
+    acquires, so it sees every part, which it must read through L2 (cache_modifier ".cg").
+    FENCE: off under the interpreter, which runs programs one after another. The last program
+    resets the counter with `count_reset` when it has read the parts."""
+    if FENCE:
+        tl.inline_asm_elementwise("fence.acq_rel.gpu; mov.u32 $0, $1;", "=r,r", [any_tensor],
+                                  tl.int32, is_pure=False, pack=1)  # fmt: skip
+    tl.debug_barrier()
+    done = tl.atomic_add(count_ptr, 1, sem="acq_rel", scope="gpu")
+    return done == GROUP_SIZE - 1
+
+
+@triton.jit
+def count_reset(count_ptr):
+    tl.atomic_xchg(count_ptr, 0, sem="relaxed", scope="gpu")

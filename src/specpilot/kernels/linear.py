@@ -7,6 +7,10 @@ it into the same pass, which removes a launch (and a round trip of the activatio
   rows are a few KB and sit in L2);
 - `glu=True`: x is [M, 2 * K] = [gate | up] and the input is silu(gate) * up (SwiGLU);
 - `residual`: y = residual + x @ W^T (the decoder's skip connection) in the epilogue.
+With SPLIT_K > 1 (tensor-core tiles; for shapes with too few tiles to fill the GPU) the programs
+of a tile each take a slice of K and store fp32 partial sums; the last of them to finish (a
+counter per tile: common.count_done) adds the slices in order, so the result does not depend on
+which came last, and runs the epilogue: no second launch.
 Each step rounds to the activation dtype where the reference modules do (norm output, scaled
 norm, silu, product, matmul output, sum), so only the summation order of the dot products
 differs from the PyTorch path.
@@ -22,11 +26,14 @@ import triton.language as tl
 from specpilot.kernels import launch
 from specpilot.kernels.common import (
     INTERPRETED,
+    count_done,
+    count_reset,
     dot,
     input_tile,
     l2_prefetch,
     row_rstd,
     store_output,
+    zeroed_counters,
 )
 
 MAX_ROWS = 64
@@ -57,6 +64,10 @@ def _skinny_kernel(
     F32_DOT: tl.constexpr,
     PDL: tl.constexpr = False,
     PREFETCH: tl.constexpr = 0,
+    SPLIT_K: tl.constexpr = 1,
+    part_ptr=None,
+    count_ptr=None,
+    FENCE: tl.constexpr = False,
 ):
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -87,13 +98,19 @@ def _skinny_kernel(
     # NOTE: without tensor cores (M < 16 rows) the products accumulate element-wise in a
     # [BLOCK_M, BLOCK_N, BLOCK_K] tile and are reduced once at the end: a cross-lane reduction
     # per step would stall the loads.
+    k_lo = 0
+    k_hi = K
+    if SPLIT_K > 1:  # this program's slice of K, whole BLOCK_K steps
+        per_split = tl.cdiv(tl.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
+        k_lo = tl.program_id(2) * per_split
+        k_hi = tl.minimum(K, k_lo + per_split)
     if USE_DOT:
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     else:
         acc3 = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in range(k_lo, k_hi, BLOCK_K):
         rk = k0 + rk0
-        k_ok = rk < K
+        k_ok = rk < k_hi
         xm = m_ok[:, None] & k_ok[None, :]
         a = input_tile(x_rows, rk[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
         if PREFETCH == 1:  # this tile was loaded one step ago; load the next (masked past K)
@@ -112,7 +129,19 @@ def _skinny_kernel(
             acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
     if not USE_DOT:
         acc = tl.sum(acc3, axis=2)
-    store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+    if SPLIT_K > 1:  # store this slice's sums; the tile's last program adds them in order
+        part = part_ptr + rm[:, None] * N + rn[None, :]
+        om = m_ok[:, None] & n_ok[None, :]
+        tl.store(part + tl.program_id(2) * M * N, acc, mask=om)
+        tile = pid_m * tl.num_programs(0) + pid_n
+        if count_done(count_ptr + tile, rn, SPLIT_K, FENCE):
+            acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            for s in range(SPLIT_K):
+                acc += tl.load(part + s * M * N, mask=om, other=0.0, cache_modifier=".cg")
+            store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+            count_reset(count_ptr + tile)
+    else:
+        store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
 
 # Tiles measured per weight shape (N, K) on the H200 that beat the rules below, for one row and
@@ -202,7 +231,15 @@ def skinny_linear(
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual)
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
     cfg = dict(config or tile_config(m, n, k))
-    grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]))
+    split = cfg.pop("SPLIT_K", 1)
+    if split > 1 and not cfg["USE_DOT"]:
+        raise ValueError("SPLIT_K > 1 needs the tensor-core tiles (USE_DOT)")
+    grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), split)
+    split_args = {}
+    if split > 1:  # fp32 slices, counters per tile (left zero by the kernel)
+        part = torch.empty(split, m, n, device=x.device, dtype=torch.float32)
+        counters = zeroed_counters(x.device, grid[0] * grid[1])
+        split_args = dict(part_ptr=part, count_ptr=counters, FENCE=not INTERPRETED)
     _skinny_kernel[grid](
         x,
         weight,
@@ -221,8 +258,10 @@ def skinny_linear(
         GLU=glu,
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
-        PREFETCH=launch.prefetch_mode(weight),
+        PREFETCH=launch.prefetch_mode(weight) if split == 1 else 0,
         **launch.pdl(x),
+        SPLIT_K=split,
+        **split_args,
         **cfg,
     )
     return y
