@@ -44,6 +44,7 @@ from specpilot.config import EngineConfig
 from specpilot.engine.generator import Generator
 from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model
+from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear
 from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
 from specpilot.models.synth import TARGET_PRESETS, draft_hf_config
@@ -210,9 +211,17 @@ def main() -> None:
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
     parser.add_argument("--new-tokens", type=int, default=128)
     add_l2_argument(parser)
+    parser.add_argument(
+        "--split-sum",
+        default="launch",
+        choices=["launch", "kernel"],
+        help="K-split tiles: a second launch adds the slices, or the tile's last program does "
+        "(kernels/w12_linear.SPLIT_SUM_IN_KERNEL)",
+    )
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
+    w12_kernels.SPLIT_SUM_IN_KERNEL = args.split_sum == "kernel"
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     results = []
@@ -237,6 +246,7 @@ def main() -> None:
         "bench": "w12_speed",
         "gpu": torch.cuda.get_device_name(),
         "l2": args.l2,
+        "split_sum": args.split_sum,
         "results": results,
     }
     save(report, args.out)  # the kernel table survives a failure end to end

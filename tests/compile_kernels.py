@@ -22,7 +22,7 @@ HOPPER = GPUTarget("cuda", 90, 32)
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
     # the launch switches (kernels/launch.py) and the attention's in-kernel merge default to
     # off: constants, not runtime arguments
-    off = {"PDL": 0, "PREFETCH": 0, "MERGE_ROWS": 0, "FENCE": 0, "SPLIT_K": 1}
+    off = {"PDL": 0, "PREFETCH": 0, "MERGE_ROWS": 0, "FENCE": 0, "SPLIT_K": 1, "SUM_IN_KERNEL": 0}
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
     signature = {
         name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
@@ -84,6 +84,10 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             label = f"w12_linear M={m} ASM={asm} GROUP={group} EVEN={even}"
             label += f" SPLIT_K={consts['SPLIT_K']}"
             out.append((label, w12_linear._w12_kernel, w12, consts))
+            if consts["SPLIT_K"] > 1 and asm:  # the slices added by the last program
+                summed = consts | dict(SUM_IN_KERNEL=True, FENCE=True)
+                types = w12 | {"count_ptr": "*i32"}
+                out.append((label + " in-kernel sum", w12_linear._w12_kernel, types, summed))
     split_types = {"part_ptr": "*fp32", "y_ptr": bf16, "res_ptr": bf16}
     consts = dict(SPLIT_K=4, RESIDUAL=True, BLOCK_N=1024)
     out.append(("w12 split sum", w12_linear._split_sum_kernel, split_types, consts))

@@ -75,6 +75,30 @@ def test_w12_linear_tiles(tile: int, mode: str) -> None:
     close(y, w12_linear_reference(x, packed, **kw), 4)
 
 
+@pytest.mark.parametrize("tile", [i for i, (c, _) in enumerate(TILES) if c.get("SPLIT_K", 1) > 1])
+def test_w12_split_sum_in_kernel_gives_the_same_bits(tile: int, monkeypatch) -> None:
+    """K-split tiles whose last program adds the slices (SPLIT_SUM_IN_KERNEL) against the
+    split-sum launch: the same sums in the same order, so the same bits; the tile counters are
+    zero again after each call."""
+    from specpilot.kernels import w12_linear as kernel
+    from specpilot.kernels.common import zeroed_counters
+
+    config, group = TILES[tile]
+    gen = torch.Generator().manual_seed(tile)
+    m, n, k = 3, 21, 600
+    w = weight_with_escapes(n, k, gen)
+    packed = w12.encode(w, group).to(DEVICE)
+    for step in range(2):
+        x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
+        residual = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
+        monkeypatch.setattr(kernel, "SPLIT_SUM_IN_KERNEL", False)
+        launched = w12_linear(x, packed, config=config, residual=residual)
+        monkeypatch.setattr(kernel, "SPLIT_SUM_IN_KERNEL", True)
+        summed = w12_linear(x, packed, config=config, residual=residual)
+        assert torch.equal(summed, launched), step
+        assert int(zeroed_counters(x.device, 64).abs().sum()) == 0
+
+
 def test_prmt_selectors_match_the_plain_decode() -> None:
     """The ASM path's `prmt` selectors (PTX: result byte r = byte c[4r + 3 : 4r] of {b, a},
     a = bytes 0-3) build the same bf16 pairs as the plain path's shifts; the interpreter runs

@@ -49,15 +49,21 @@ from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, decode
 from specpilot.kernels import launch
 from specpilot.kernels.common import (
     INTERPRETED,
+    count_done,
+    count_reset,
     dot,
     input_tile,
     pdl_enter,
     row_rstd,
     store_output,
+    zeroed_counters,
 )
 from specpilot.kernels.linear import check_prologue_epilogue, skinny_linear_reference
 
 MAX_ROWS = 64
+# K-split tiles: the tile's last program adds the slices (no _split_sum_kernel launch). False
+# until measured on the H200; bench/w12_speed.py --split-sum kernel measures it.
+SPLIT_SUM_IN_KERNEL = False
 
 
 @triton.jit
@@ -163,6 +169,9 @@ def _w12_kernel(
     F32_DOT: tl.constexpr,
     SLICE: tl.constexpr,
     PDL: tl.constexpr = False,
+    count_ptr=None,
+    SUM_IN_KERNEL: tl.constexpr = False,
+    FENCE: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -274,9 +283,20 @@ def _w12_kernel(
         xm = m_ok[:, None] & has[None, :]
         a = input_tile(x_rows2, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
         acc += tl.where(xm, a.to(tl.float32) * w.to(tl.float32)[None, :], 0.0)
-    if SPLIT_K > 1:  # fp32 partial sums [SPLIT_K, M, N]; _split_sum_kernel finishes
-        part = part_ptr + pid_k * M * N + rm[:, None] * N + rn[None, :]
-        tl.store(part, acc, mask=m_ok[:, None] & n_ok[None, :])
+    if SPLIT_K > 1:  # fp32 partial sums [SPLIT_K, M, N]; _split_sum_kernel finishes, or
+        # (SUM_IN_KERNEL) the tile's last program adds them in order (common.count_done)
+        part = part_ptr + rm[:, None] * N + rn[None, :]
+        om = m_ok[:, None] & n_ok[None, :]
+        tl.store(part + pid_k * M * N, acc, mask=om)
+        if SUM_IN_KERNEL:
+            tile = pid_m * tl.num_programs(0) + pid_n
+            if count_done(count_ptr + tile, rn, SPLIT_K, FENCE):
+                acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+                for s in range(SPLIT_K):
+                    acc += tl.load(part + s * M * N, mask=om, other=0.0, cache_modifier=".cg")
+                store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm,
+                             RESIDUAL)  # fmt: skip
+                count_reset(count_ptr + tile)
     else:
         store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
@@ -392,6 +412,8 @@ def w12_linear(
         raise ValueError(f"SPLIT_K={splits} leaves a split without columns (K={k}, step {step})")
     part = torch.empty(splits, m, n, device=x.device, dtype=torch.float32) if splits > 1 else y
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), splits)
+    in_kernel = splits > 1 and SPLIT_SUM_IN_KERNEL
+    counters = zeroed_counters(x.device, grid[0] * grid[1]) if in_kernel else weight.row_ptr
     _w12_kernel[grid](
         x,
         weight.low.view(torch.int32),
@@ -426,8 +448,11 @@ def w12_linear(
         SLICE=SLICE,
         **cfg,
         **launch.pdl(x),
+        count_ptr=counters,
+        SUM_IN_KERNEL=in_kernel,
+        FENCE=in_kernel and not INTERPRETED,
     )
-    if splits > 1:
+    if splits > 1 and not in_kernel:
         block = 1024
         _split_sum_kernel[(triton.cdiv(n, block), m)](
             part,
