@@ -295,6 +295,19 @@ def test_qk_rope_write(qk_norm: bool) -> None:
     assert torch.equal(kernel[1], ref[1])  # values are copied as they are
 
 
+def test_counter_buffers_grow_and_are_kept(monkeypatch) -> None:
+    """A larger counter buffer serves new launches; the smaller one stays alive (captured graphs
+    replay its address)."""
+    from specpilot.kernels import common
+
+    monkeypatch.setattr(common, "_COUNTERS", {})
+    small = common.zeroed_counters(torch.device("cpu"), 10)
+    large = common.zeroed_counters(torch.device("cpu"), 5000)
+    assert small.numel() == 4096 and large.numel() == 5000 and int(large.abs().sum()) == 0
+    assert common.zeroed_counters(torch.device("cpu"), 10) is large
+    assert common._COUNTERS[torch.device("cpu")][0] is small
+
+
 def test_fused_merge_matches_the_merge_kernel_and_leaves_counters_zero(monkeypatch) -> None:
     """Decode attention whose last split program merges (few rows) against the same through the
     merge kernel: the same values (the same sums in the same order; the compiler may fuse

@@ -96,22 +96,23 @@ def store_output(
     tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], out, mask=om)
 
 
-_COUNTERS: dict[torch.device, torch.Tensor] = {}  # per device, zero between launches
+# per device, every counter buffer made (the last is the largest), zero between launches
+_COUNTERS: dict[torch.device, list[torch.Tensor]] = {}
 
 
 def zeroed_counters(device: torch.device, n: int) -> torch.Tensor:
     """n int32 counters on the device, zero: every launch that counts on them (`count_done`)
     leaves them zero, and launches on one stream do not overlap where they count (with PDL
-    they wait for the kernel before first). One buffer per device, grown when too small: CUDA
-    graphs capture its address, so it must exist before a capture."""
-    held = _COUNTERS.get(device)
-    if held is None or held.numel() < n:
+    they wait for the kernel before first). A larger buffer replaces a too small one for new
+    launches, but every buffer is kept: CUDA graphs captured with it replay its address. It
+    must exist before a capture (the graph runner's warm-up runs make it)."""
+    held = _COUNTERS.setdefault(device, [])
+    if not held or held[-1].numel() < n:
         if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
             # memory allocated in a capture belongs to the graph's pool, not to this cache
             raise RuntimeError("kernel counters must be allocated before a CUDA graph capture")
-        held = torch.zeros(max(n, 4096), device=device, dtype=torch.int32)
-        _COUNTERS[device] = held
-    return held
+        held.append(torch.zeros(max(n, 4096), device=device, dtype=torch.int32))
+    return held[-1]
 
 
 @triton.jit
