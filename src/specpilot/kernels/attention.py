@@ -45,16 +45,16 @@ FUSED_MERGE_MAX_ROWS = 0
 @triton.jit
 def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, HEADS: tl.constexpr,
                 GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, NUM_SPLITS: tl.constexpr,
-                BLOCK_Q: tl.constexpr, CACHED: tl.constexpr):  # fmt: skip
+                BLOCK_Q: tl.constexpr):  # fmt: skip
     """out for query rows `rows` of (sequence, KV head) bh: the splits' partial softmaxes
-    combined, split by split in order. CACHED=False reads through L2 only (partials that other
-    programs of this launch wrote)."""
+    combined, split by split in order, read through L2 (other programs of this launch wrote
+    them)."""
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
     t = rows // GROUP
     d = tl.arange(0, HEAD_DIM)
-    mod: tl.constexpr = "" if CACHED else ".cg"
+    mod: tl.constexpr = ".cg"
     m_max = tl.full(rows.shape, float("-inf"), dtype=tl.float32)
     for s in range(NUM_SPLITS):
         slot = (bh * NUM_SPLITS + s) * BLOCK_Q + rows
@@ -161,7 +161,7 @@ def _split_kernel(
         if count_done(count_ptr + bh, rows, NUM_SPLITS, FENCE):
             mrows = tl.arange(0, MERGE_ROWS)
             _merge_rows(part_ptr, stats_ptr, out_ptr, bh, mrows, mrows < GROUP * T, T, HEADS,
-                        GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q, False)  # fmt: skip
+                        GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q)  # fmt: skip
             count_reset(count_ptr + bh)
 
 
