@@ -135,3 +135,6 @@ def test_cli_builds_a_vocabulary_from_a_corpus_and_the_targets_outputs(tmp_path,
     ids = draft_vocab.load_ids(out, summary["vocab_size"])
     assert ids.numel() == 300
     assert cli_main(["draft-vocab", "--corpus", str(tmp_path / "no"), *argv[3:]]) == 2
+    assert cli_main([*argv[:4], "0", *argv[5:]]) == 2
+    assert cli_main([*argv[:4], "100000", *argv[5:]]) == 2
+    assert "exceeds the target's vocabulary" in capsys.readouterr().err

@@ -190,6 +190,8 @@ def cmd_draft_vocab(args: argparse.Namespace) -> int:
     for path in paths:
         if not path.is_file():
             raise ConfigError(f"--corpus {path}: no such file")
+    if args.size < 1 or args.generate < 0:
+        raise ConfigError("--size must be >= 1 and --generate >= 0")
     if args.model is None:
         from specpilot.models.embedded import default_target
 
@@ -199,6 +201,8 @@ def cmd_draft_vocab(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.model} ships no tokenizer: cannot count a text corpus")
     counts, texts, generated = corpus_counts(llm, paths, args.generate, args.max_new_tokens)
     vocab_size = llm.target.config.vocab_size
+    if args.size > vocab_size:
+        raise ConfigError(f"--size {args.size} exceeds the target's vocabulary ({vocab_size})")
     ids = select_ids(counts, args.size, special_ids(llm))
     covered = counts[ids].sum().item() / max(1, counts.sum().item())
     source = (
