@@ -601,10 +601,13 @@ def main() -> None:
             save(report | {preset: entry}, args.out)  # partial results survive a timeout
             print(
                 f"{preset} ctx {context}: AR {c['ar']['tok_s']:.1f} tok/s "
+                f"[{c['ar']['tok_s_min']:.1f}-{c['ar']['tok_s_max']:.1f}] "
                 f"({c['ar']['fraction_of_floor']:.0%} of floor), verify16/AR "
                 f"{c['forward'][16]['ms'] / c['ar']['step_ms']:.2f}, draft/AR "
                 f"{c['draft']['ratio_to_ar_step']:.2f}, spec@6.55 "
-                f"{c['speculative']['6.55']['tok_s']:.0f} tok/s (pipelined "
+                f"{c['speculative']['6.55']['tok_s']:.0f} tok/s "
+                f"[{c['speculative']['6.55']['tok_s_min']:.0f}-"
+                f"{c['speculative']['6.55']['tok_s_max']:.0f}] (pipelined "
                 f"{c['speculative_pipelined']['tok_s']:.0f}, pipelined AR "
                 f"{c['speculative_pipelined']['ar_tok_s']:.1f}), forcing AR/spec "
                 f"{(c['ar'].get('token_forcing') or {}).get('passed')}/"
