@@ -134,3 +134,23 @@ def count_done(count_ptr, any_tensor, GROUP_SIZE: tl.constexpr, FENCE: tl.conste
 @triton.jit
 def count_reset(count_ptr):
     tl.atomic_xchg(count_ptr, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N, stride_ym,
+                stride_rm, pid_k, tile, SPLIT_K: tl.constexpr, RESIDUAL: tl.constexpr,
+                SUM: tl.constexpr, FENCE: tl.constexpr):  # fmt: skip
+    """The end of a K-split multiply's program: store its fp32 slice of y into part [SPLIT_K, M,
+    N]. With SUM, the tile's last program (`count_done` on the tile's counter) adds the slices
+    in order, so the result does not depend on which came last, and runs the epilogue
+    (`store_output`); without, a second launch adds them."""
+    part = part_ptr + rm[:, None] * N + rn[None, :]
+    om = m_ok[:, None] & n_ok[None, :]
+    tl.store(part + pid_k * M * N, acc, mask=om)
+    if SUM:
+        if count_done(count_ptr + tile, rn, SPLIT_K, FENCE):
+            total = tl.zeros_like(acc)
+            for s in range(SPLIT_K):
+                total += tl.load(part + s * M * N, mask=om, other=0.0, cache_modifier=".cg")
+            store_output(total, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+            count_reset(count_ptr + tile)

@@ -26,13 +26,13 @@ import triton.language as tl
 from specpilot.kernels import launch
 from specpilot.kernels.common import (
     INTERPRETED,
-    count_done,
-    count_reset,
     dot,
     input_tile,
     l2_prefetch,
+    pdl_enter,
     row_rstd,
     store_output,
+    store_split,
     zeroed_counters,
 )
 
@@ -89,9 +89,7 @@ def _skinny_kernel(
             rows_here = tl.minimum(N - pid_n * BLOCK_N, BLOCK_N)
             nbytes = rows_here * K * (w_ptr.dtype.element_ty.primitive_bitwidth // 8)
             l2_prefetch(w_ptr + pid_n * BLOCK_N * stride_wn, nbytes)
-    if PDL:  # x and the residual come from the kernel before (programmatic dependent launch)
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    pdl_enter(PDL)  # x and the residual come from the kernel before: wait for it here
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
@@ -129,17 +127,11 @@ def _skinny_kernel(
             acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
     if not USE_DOT:
         acc = tl.sum(acc3, axis=2)
-    if SPLIT_K > 1:  # store this slice's sums; the tile's last program adds them in order
-        part = part_ptr + rm[:, None] * N + rn[None, :]
-        om = m_ok[:, None] & n_ok[None, :]
-        tl.store(part + tl.program_id(2) * M * N, acc, mask=om)
+    if SPLIT_K > 1:  # this slice's sums; the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
-        if count_done(count_ptr + tile, rn, SPLIT_K, FENCE):
-            acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-            for s in range(SPLIT_K):
-                acc += tl.load(part + s * M * N, mask=om, other=0.0, cache_modifier=".cg")
-            store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
-            count_reset(count_ptr + tile)
+        store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N,
+                    stride_ym, stride_rm, tl.program_id(2), tile, SPLIT_K, RESIDUAL, True,
+                    FENCE)  # fmt: skip
     else:
         store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 

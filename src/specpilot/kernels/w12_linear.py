@@ -49,13 +49,12 @@ from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, decode
 from specpilot.kernels import launch
 from specpilot.kernels.common import (
     INTERPRETED,
-    count_done,
-    count_reset,
     dot,
     input_tile,
     pdl_enter,
     row_rstd,
     store_output,
+    store_split,
     zeroed_counters,
 )
 from specpilot.kernels.linear import check_prologue_epilogue, skinny_linear_reference
@@ -284,19 +283,11 @@ def _w12_kernel(
         a = input_tile(x_rows2, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
         acc += tl.where(xm, a.to(tl.float32) * w.to(tl.float32)[None, :], 0.0)
     if SPLIT_K > 1:  # fp32 partial sums [SPLIT_K, M, N]; _split_sum_kernel finishes, or
-        # (SUM_IN_KERNEL) the tile's last program adds them in order (common.count_done)
-        part = part_ptr + rm[:, None] * N + rn[None, :]
-        om = m_ok[:, None] & n_ok[None, :]
-        tl.store(part + pid_k * M * N, acc, mask=om)
-        if SUM_IN_KERNEL:
-            tile = pid_m * tl.num_programs(0) + pid_n
-            if count_done(count_ptr + tile, rn, SPLIT_K, FENCE):
-                acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-                for s in range(SPLIT_K):
-                    acc += tl.load(part + s * M * N, mask=om, other=0.0, cache_modifier=".cg")
-                store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm,
-                             RESIDUAL)  # fmt: skip
-                count_reset(count_ptr + tile)
+        # (SUM_IN_KERNEL) the tile's last program adds them in order
+        tile = pid_m * tl.num_programs(0) + pid_n
+        store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N,
+                    stride_ym, stride_rm, pid_k, tile, SPLIT_K, RESIDUAL, SUM_IN_KERNEL,
+                    FENCE)  # fmt: skip
     else:
         store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
