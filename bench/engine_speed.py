@@ -20,6 +20,7 @@ import dataclasses
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 
 import torch
@@ -173,6 +174,34 @@ def forcing(target: TargetModel, prompt_ids: list[int], output_ids: list[int]) -
 REPEATS = 5  # timed runs of each decode measurement after its warm-up: median, min and max
 
 
+def tok_s_runs(run: Callable[[], Sequence], repeats: int) -> tuple[list[float], Sequence]:
+    """`repeats` calls of run (which decodes and returns the sequence it timed) -> each call's
+    tokens/s after the first token, and the last call's sequence."""
+    rates = []
+    for _ in range(repeats):
+        s = run()
+        rates.append((len(s.output_ids) - 1) / s.decode_time_s)
+    return rates, s
+
+
+def ar_decode(gen: Generator, fresh: Callable[[], list[Sequence]]) -> Sequence:
+    """One AR run of fresh sequences -> the first (its decode_time_s set by Generator.run)."""
+    seqs = fresh()
+    gen.run(seqs, speculative=False)
+    return seqs[0]
+
+
+def replay_decode(
+    gen: Generator, fresh: Callable[[], list[Sequence]], profile: AcceptanceProfile,
+    passes: list[int],
+) -> Sequence:  # fmt: skip
+    """One replayed speculative run (seed 0) -> its first sequence; appends the replay passes
+    it took to `passes`."""
+    seqs, used = gen.run_replay(fresh, profile, seed=0)
+    passes.append(used)
+    return seqs[0]
+
+
 def spread(tok_s: list[float]) -> dict:
     """The repeated runs' tokens/s: median (what the table prints), min, max, every run."""
     return {
@@ -208,11 +237,7 @@ def measure_context(
 
     # AR through the engine (graphs captured by the warm-up run)
     gen.run(fresh(), speculative=False)
-    ar_runs = []
-    for _ in range(repeats):
-        seqs = fresh()
-        decode_s = gen.run(seqs, speculative=False).decode_s
-        ar_runs.append((len(seqs[0].output_ids) - 1) / decode_s)
+    ar_runs, ar_seq = tok_s_runs(lambda: ar_decode(gen, fresh), repeats)
     ar_step = 1 / statistics.median(ar_runs)
     floor = (weight_bytes + kv_bytes(tcfg, context)) / bw
     result["ar"] = {
@@ -221,7 +246,7 @@ def measure_context(
         "floor_ms": floor * 1e3,
         "fraction_of_floor": floor / ar_step,
     }
-    ar_ids = seqs[0].output_ids
+    ar_ids = ar_seq.output_ids
     if context <= 8192:
         result["ar"]["token_forcing"] = forcing(reference, ids, ar_ids)
 
@@ -258,15 +283,12 @@ def measure_context(
     for tau in taus:
         profile = AcceptanceProfile.from_mean(tau, k)
         gen.run_replay(fresh, profile, seed=0)  # warm-up (captures graphs)
-        runs = []
-        for _ in range(repeats):
-            seqs, passes = gen.run_replay(fresh, profile, seed=0)
-            runs.append((len(seqs[0].output_ids) - 1) / seqs[0].decode_time_s)
+        passes: list[int] = []
+        runs, s = tok_s_runs(partial(replay_decode, gen, fresh, profile, passes), repeats)
         gen.profile_steps = True  # one more run with CUDA events per step, not timed
         gen.run_replay(fresh, profile, seed=0)
         gen.profile_steps = False
         breakdown = gen.step_breakdown()
-        s = seqs[0]
         check = forcing(reference, ids, s.output_ids) if context <= 8192 and tau == 6.55 else None
         steps = len(s.acceptance_lengths)
         measured_tau = (len(s.output_ids) - 1) / steps
@@ -276,7 +298,7 @@ def measure_context(
             **spread(runs),
             "measured_tau": measured_tau,
             "step_ms": step_time * 1e3,
-            "replay_passes": passes,
+            "replay_passes": passes[-1],
             "speedup_vs_ar": statistics.median(runs) * ar_step,
             "step_floor_ms": (verify_floor + draft_bytes / bw) * 1e3,
             "host_and_other_ms": (step_time - t_draft - forwards[16]["ms"] / 1e3) * 1e3,
@@ -354,27 +376,19 @@ def pipelined(  # noqa: ANN001
     try:
         profile = AcceptanceProfile.from_mean(6.55, gen.block_size)
         gen.run_replay(fresh, profile, seed=0)  # warm-up
-        runs, ar_runs = [], []
-        for _ in range(repeats):
-            seqs, passes = gen.run_replay(fresh, profile, seed=0)
-            runs.append((len(seqs[0].output_ids) - 1) / seqs[0].decode_time_s)
+        passes: list[int] = []
+        runs, s = tok_s_runs(lambda: replay_decode(gen, fresh, profile, passes), repeats)
         gen.run(fresh(), speculative=False)  # warm-up
-        for _ in range(repeats):
-            ar = fresh()
-            decode_s = gen.run(ar, speculative=False).decode_s
-            ar_runs.append((len(ar[0].output_ids) - 1) / decode_s)
+        ar_runs, _ = tok_s_runs(lambda: ar_decode(gen, fresh), repeats)
     finally:
         gen.config = plain_config
-    s = seqs[0]
     return {
         "tau": 6.55,
         "drafter": "replay",
         **spread(runs),
-        "ar_tok_s": statistics.median(ar_runs),
-        "ar_tok_s_min": min(ar_runs),
-        "ar_tok_s_max": max(ar_runs),
+        **{f"ar_{key}": value for key, value in spread(ar_runs).items()},
         "measured_tau": (len(s.output_ids) - 1) / len(s.acceptance_lengths),
-        "replay_passes": passes,
+        "replay_passes": passes[-1],
         "identical_to_unpipelined": s.output_ids == reference_ids,
     }
 
