@@ -542,6 +542,12 @@ def main() -> None:
         "replayed either way; bench/draft_vocab_acceptance.py measures its cost); 0: all",
     )
     add_launch_arguments(parser)
+    parser.add_argument(
+        "--taus", default=",".join(map(str, TAUS)), help="replayed acceptance lengths (6.55 always)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=REPEATS, help="timed runs per decode arm (each prefills)"
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     vocab_dir = tempfile.mkdtemp(prefix="specpilot-vocab-")
@@ -570,6 +576,7 @@ def main() -> None:
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }
+    taus = tuple(sorted({float(t) for t in args.taus.split(",") if t} | {6.55}))
     presets = args.models.split(",") + (["llama3.1-8b"] if args.llama else [])
     contexts = {"llama3.1-8b": args.llama_contexts}
     contexts.update({p: args.contexts for p in presets if p != "llama3.1-8b"})
@@ -596,7 +603,7 @@ def main() -> None:
             torch.device("cuda"),
             torch.bfloat16,
         )
-        entry = {"weight_bytes": linear_bytes(target), "contexts": []}
+        entry = {"weight_bytes": linear_bytes(target), "pdl": gen.pdl, "contexts": []}
         if args.profile:
             context = int(args.contexts.split(",")[0])
             gen._buffers_for("target", 1, context + 64)
@@ -610,7 +617,9 @@ def main() -> None:
                 )
                 print(f"{preset} {name} forward (eager, ctx {context}): {total:.0f} us: {top}")
         for context in [int(c) for c in contexts[preset].split(",")]:
-            entry["contexts"].append(measure_context(gen, context, args.new_tokens, bw))
+            entry["contexts"].append(
+                measure_context(gen, context, args.new_tokens, bw, taus=taus, repeats=args.repeats)
+            )
             c = entry["contexts"][-1]
             save(report | {preset: entry}, args.out)  # partial results survive a timeout
             print(
@@ -678,7 +687,7 @@ def main() -> None:
         torch.cuda.empty_cache()
     print(
         f"{'model':<12} {'ctx':>6} {'AR tok/s':>9} {'%floor':>7} {'K=16/K=1':>9} "
-        f"{'draft/AR':>9} " + " ".join(f"{'tau' + str(t):>9}" for t in TAUS)
+        f"{'draft/AR':>9} " + " ".join(f"{'tau' + str(t):>9}" for t in taus)
     )
     for preset in presets:
         for c in report[preset]["contexts"]:
@@ -686,7 +695,7 @@ def main() -> None:
                 f"{preset:<12} {c['context']:>6} {c['ar']['tok_s']:>9.1f} "
                 f"{c['ar']['fraction_of_floor']:>7.0%} {c['forward'][16]['ratio_to_k1']:>9.2f} "
                 f"{c['draft']['ratio_to_ar_step']:>9.2f} "
-                + " ".join(f"{c['speculative'][str(t)]['tok_s']:>9.0f}" for t in TAUS)
+                + " ".join(f"{c['speculative'][str(t)]['tok_s']:>9.0f}" for t in taus)
             )
         if "torch_path_ar_tok_s" in report[preset]:
             print(

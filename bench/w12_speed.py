@@ -178,6 +178,7 @@ def end_to_end(context: int, new_tokens: int, engine: EngineConfig | None = None
         gen = Generator(target, drafter, engine, torch.device("cuda"), torch.bfloat16)
         r = measure_context(gen, context, new_tokens, bw, reference=bf16_target, taus=(6.55,))
         r["weight_bytes"] = linear_bytes(target)
+        r["pdl"] = gen.pdl
         out["arms"][weights] = r
         spec = r["speculative"]["6.55"]
         print(
@@ -206,7 +207,7 @@ def end_to_end(context: int, new_tokens: int, engine: EngineConfig | None = None
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", default="1,16")
+    parser.add_argument("--rows", default="1,16", help="token rows of the kernel table ('': none)")
     parser.add_argument("--no-sweep", action="store_true", help="default tiles only")
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
     parser.add_argument("--new-tokens", type=int, default=128)
@@ -229,7 +230,7 @@ def main() -> None:
         f"{'M':>3} {'shape':<8} {'cuBLAS':>7} {'skinny':>7} {'W12':>7} {'noASM':>7} {'W12best':>8} "
         f"TB/s read   {'W12 bf16-eq':>11}  speed-up vs cuBLAS / skinny   best tile"
     )
-    for m in [int(r) for r in args.rows.split(",")]:
+    for m in [int(r) for r in args.rows.split(",") if r]:  # --rows "": end to end only
         for name, (n, k) in SHAPES.items():
             r = bench_shape(m, name, n, k, not args.no_sweep, args.l2 == "cold")
             results.append(r)

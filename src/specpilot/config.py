@@ -267,7 +267,7 @@ class DraftConfig:
 
 # EngineConfig.weight_prefetch's and EngineConfig.pdl's values (kernels/launch.py)
 WEIGHT_PREFETCH_MODES = ("off", "tile", "l2")
-PDL_MODES = ("off", "decode", "all")
+PDL_MODES = ("auto", "off", "decode", "all")
 
 
 @dataclass(frozen=True)
@@ -322,11 +322,15 @@ class EngineConfig:
         against 1.53x without (run 39, which also still ran a drafter block per admission).
     pdl: programmatic dependent launch of the Triton kernels (Hopper and later): each kernel may
         start while the one before it finishes, and waits for it before touching its results
-        (kernels/launch.py). Same arithmetic, same tokens. "off"; "decode" (default), only in
-        target forwards of one token (AR decode steps); "all", every Triton kernel. Measured on
-        the H200 (docs/LOG.md runs 50-52): "all" made the one-token forward 1.3% faster and
-        the 16-token verify 2.7% slower (speculative decoding -5%); "decode" AR 213.7 against
-        202.7 tok/s with speculative decoding unchanged (1,032 vs 1,025), W12 AR +7%.
+        (kernels/launch.py). Same arithmetic, same tokens. "off"; "decode", only in target
+        forwards of one token (AR decode steps); "all", every Triton kernel; "auto" (default):
+        "all" for targets whose weights are under launch.PDL_ALL_BELOW_BYTES (1 GiB), where a
+        step is bound by launches, else "decode". Measured on the H200 (docs/LOG.md): at the
+        Qwen3-8B shape "all" made the one-token forward 1.3% faster and the 16-token verify 2.7%
+        slower (speculative -5%, runs 50-52), "decode" AR 213.7 against 202.7 tok/s with
+        speculative decoding unchanged, W12 AR +7%; at the SmolLM2-135M shape "all" took the
+        speculative step graph from 1.24 to 1.01 ms and pipelined speculative decoding from
+        4,961 to 5,871 tok/s (runs 60, 62). Nothing between the two sizes is measured yet.
     draft_vocab: "" (the drafter proposes from the whole vocabulary) or a draft vocabulary file
         (spec/draft_vocab.py, `specpilot draft-vocab`): the draft head multiplies by those
         rows of the LM head only. Lossless with any subset; acceptance falls where the target's
@@ -347,7 +351,7 @@ class EngineConfig:
     draft_head: str = "auto"
     cpu_linear: str = "auto"
     prefill: str = "auto"
-    pdl: str = "decode"
+    pdl: str = "auto"
     weight_prefetch: str = "off"
     draft_vocab: str = ""
 

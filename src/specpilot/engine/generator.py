@@ -106,8 +106,12 @@ class Generator:
         # persistent buffers, reused across runs (graphs capture their addresses)
         self._buffers: dict[str, tuple[KVCache, RotaryTable]] = {}
         self.fused_target, self.fused_drafter = self._fused_models()
+        # EngineConfig.pdl for this target ("auto" resolved by its size); no Triton, no PDL
+        self.pdl = "off"
         if self.fused_target is not None:  # process-wide: see kernels/launch.py
-            launch.configure(config.pdl, config.weight_prefetch)
+            weight_bytes = sum(t.nbytes for t in (*target.parameters(), *target.buffers()))
+            self.pdl = launch.resolve_pdl(config.pdl, weight_bytes)
+            launch.configure(self.pdl, config.weight_prefetch)
         self._pack_cpu_linears()
         # EngineConfig.draft_vocab: the ids the drafter may propose (None: all)
         self.draft_ids = self._load_draft_vocab()

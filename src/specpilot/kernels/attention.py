@@ -37,8 +37,8 @@ from specpilot.kernels.common import (
 
 BLOCK_KV = 64
 # the most query rows (GROUP * T) whose slices the last split program merges itself; 0: always
-# the merge kernel. 0 until measured on the H200 (its memory ordering has only run under the
-# interpreter and compiled to PTX); bench/engine_speed.py --merge-rows 8 measures it.
+# the merge kernel. 0: on the H200 (GPU tests pass) 8 gave the same AR as 0 at the Qwen3-8B shape
+# (217.8 tok/s either way, docs/LOG.md run 57); bench/engine_speed.py --merge-rows N measures it.
 FUSED_MERGE_MAX_ROWS = 0
 
 

@@ -15,10 +15,11 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
   weights during the previous kernel's tail. Both lost on the H200 (runs 49-50: AR 177-187
   against 206-212 tok/s): off by default.
 
-PDL has three modes (config.PDL_MODES): "off", "all", and "decode" (the default), which is on
-only inside a target forward of one token row (`forward_rows`, set by models/fused.FusedTarget):
-on the H200 PDL shortened the one-token forward and lengthened the 16-token verify (docs/LOG.md
-runs 50-52).
+PDL has three modes: "off", "all", and "decode", which is on only inside a target forward of one
+token row (`forward_rows`, set by models/fused.FusedTarget). EngineConfig.pdl="auto" picks one
+per target (`resolve_pdl`): on the H200 PDL shortened the 8B one-token forward and lengthened its
+16-token verify ("decode" wins, docs/LOG.md runs 50-52), while at the SmolLM2-135M shape, where
+every kernel lasts a few microseconds, "all" shortened the whole speculative step (runs 60, 62).
 The settings are read when a kernel is launched, so a CUDA graph keeps the ones it was captured
 with; the last Generator built sets them.
 """
@@ -31,19 +32,30 @@ from collections.abc import Iterator
 
 import torch
 
-from specpilot.config import PDL_MODES
 from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
+LAUNCH_PDL_MODES = ("off", "decode", "all")  # what configure takes: "auto" resolved
+# pdl="auto": "all" below this many bytes of target weights, "decode" from it on. Set between the
+# two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "decode" wins).
+PDL_ALL_BELOW_BYTES = 1 << 30
 _SETTINGS: dict = {"pdl": "off", "prefetch": "off"}
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
 
 
+def resolve_pdl(mode: str, weight_bytes: int) -> str:
+    """EngineConfig.pdl for a target of `weight_bytes`: "auto" becomes "all" for small targets
+    (launch-bound) and "decode" for the rest; other modes stay."""
+    if mode != "auto":
+        return mode
+    return "all" if weight_bytes < PDL_ALL_BELOW_BYTES else "decode"
+
+
 def configure(pdl: str, prefetch: str) -> None:
-    """Switch programmatic dependent launch (one of PDL_MODES) and the skinny multiply's
-    weight prefetch (one of PREFETCH_MODES)."""
-    if pdl not in PDL_MODES:
-        raise ValueError(f"pdl must be one of {PDL_MODES}, got {pdl!r}")
+    """Switch programmatic dependent launch (one of LAUNCH_PDL_MODES) and the skinny
+    multiply's weight prefetch (one of PREFETCH_MODES)."""
+    if pdl not in LAUNCH_PDL_MODES:
+        raise ValueError(f"pdl must be one of {LAUNCH_PDL_MODES}, got {pdl!r}")
     if prefetch not in PREFETCH_MODES:
         raise ValueError(f"prefetch must be one of {PREFETCH_MODES}, got {prefetch!r}")
     _SETTINGS.update(pdl=pdl, prefetch=prefetch)

@@ -10,7 +10,8 @@ it into the same pass, which removes a launch (and a round trip of the activatio
 With SPLIT_K > 1 (tensor-core tiles; for shapes with too few tiles to fill the GPU) the programs
 of a tile each take a slice of K and store fp32 partial sums; the last of them to finish (a
 counter per tile: common.count_done) adds the slices in order, so the result does not depend on
-which came last, and runs the epilogue: no second launch.
+which came last, and runs the epilogue: no second launch. No measured tile uses it: on the
+H200 the 16-row sweep with SPLIT_K 2 and 4 found nothing faster (docs/LOG.md run 57).
 Each step rounds to the activation dtype where the reference modules do (norm output, scaled
 norm, silu, product, matmul output, sum), so only the summation order of the dot products
 differs from the PyTorch path.

@@ -60,8 +60,9 @@ from specpilot.kernels.common import (
 from specpilot.kernels.linear import check_prologue_epilogue, skinny_linear_reference
 
 MAX_ROWS = 64
-# K-split tiles: the tile's last program adds the slices (no _split_sum_kernel launch). False
-# until measured on the H200; bench/w12_speed.py --split-sum kernel measures it.
+# K-split tiles: the tile's last program adds the slices (no _split_sum_kernel launch). False: on
+# the H200 it was no faster than the sum launch (16-row q|k|v 1.85 vs 1.89 TB/s, down 2.14 vs
+# 2.23; docs/LOG.md run 57); bench/w12_speed.py --split-sum kernel measures it.
 SPLIT_SUM_IN_KERNEL = False
 
 
