@@ -54,6 +54,7 @@ from specpilot.models.synth import TARGET_PRESETS, draft_hf_config
 # num_stages) for any M; a step reads UNROLL blocks of w12.BLOCK columns (element-wise) or one
 W12_ELEMENTWISE_GRID = ((1, 2, 4, 8), (8, 16, 32), (4, 8), (1,))
 W12_DOT_GRID = ((64, 128), (1, 2, 4, 8), (4, 8), (3, 4))  # run 31: 32 wide never won
+# (WIDE tiles: block_n x 256 weights per product; candidates adds them to the 4-warp tiles)
 
 
 def candidates(m: int, k: int) -> list[dict]:
@@ -75,6 +76,10 @@ def candidates(m: int, k: int) -> list[dict]:
         cfg = dict(BLOCK_M=block_m, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True,
                    num_warps=warps, num_stages=stages)  # fmt: skip
         out.append(cfg)
+        if warps == 4:  # one product per block (fewer barriers; more shared memory: 2 stages)
+            out += [dict(cfg, WIDE=True), dict(cfg, WIDE=True, ASM=False)]
+            if stages == 3:
+                out.append(dict(cfg, WIDE=True, num_stages=2))
         # the decode without inline PTX (ASM=False) read faster at 16 rows on gate_up and
         # lm_head (run 51: 2.80 vs 2.29 TB/s): the 4-warp, 3-stage tiles without it too
         if warps == 4 and stages == 3:
@@ -100,12 +105,17 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool, cold: bool = Tru
     plain = dict(default, ASM=False)  # the decode without inline PTX (prmt, mul.bf16x2)
     check(w12_linear(x, packed), ref, f"{name} M={m} default tiles")
     check(w12_linear(x, packed, config=plain), ref, f"{name} M={m} ASM=False")
+    # tensor-core tiles: the block's slices joined into one product of depth 256 (WIDE)
+    wide = dict(default, WIDE=True) if default["USE_DOT"] else None
+    if wide:
+        check(w12_linear(x, packed, config=wide), ref, f"{name} M={m} WIDE")
     bf16_bytes = 2 * n * k
     ws, ps = cycled(w, cold), cycled(packed, cold)  # the weights from HBM, as in a forward
     t_cublas = graph_time(lambda: F.linear(x, ws()))
     t_skinny = graph_time(lambda: skinny_linear(x, ws()))
     t_w12 = graph_time(lambda: w12_linear(x, ps()))
     t_plain = graph_time(lambda: w12_linear(x, ps(), config=plain))
+    t_wide = graph_time(lambda: w12_linear(x, ps(), config=wide)) if wide else None
     # the fused forwards' prologues (RMSNorm before qkv / gate_up, SwiGLU before down): each
     # program recomputes them, so small tiles pay for them more often
     if name == "down":
@@ -135,6 +145,7 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool, cold: bool = Tru
             skinny=t_skinny * 1e6,
             w12=t_w12 * 1e6,
             w12_plain=t_plain * 1e6,
+            w12_wide=t_wide * 1e6 if t_wide else None,
             w12_best=best_t * 1e6,
             prologue=prologue,
             w12_with_prologue=t_pro * 1e6,
@@ -145,6 +156,7 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool, cold: bool = Tru
             skinny=bf16_bytes / t_skinny / 1e12,
             w12=s.nbytes / t_w12 / 1e12,
             w12_plain=s.nbytes / t_plain / 1e12,
+            w12_wide=s.nbytes / t_wide / 1e12 if t_wide else None,
             w12_best=s.nbytes / best_t / 1e12,
         ),
         bf16_equivalent_tb_s=dict(
@@ -219,15 +231,24 @@ def main() -> None:
         help="K-split tiles: a second launch adds the slices, or the tile's last program does "
         "(kernels/w12_linear.SPLIT_SUM_IN_KERNEL)",
     )
+    parser.add_argument(
+        "--wide",
+        type=int,
+        default=0,
+        help="1: the default tensor-core tiles join a block's slices into one product "
+        "(kernels/w12_linear.WIDE_TILES), in the kernel table's W12 column and end to end",
+    )
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
     w12_kernels.SPLIT_SUM_IN_KERNEL = args.split_sum == "kernel"
+    w12_kernels.WIDE_TILES = bool(args.wide)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     results = []
     print(
-        f"{'M':>3} {'shape':<8} {'cuBLAS':>7} {'skinny':>7} {'W12':>7} {'noASM':>7} {'W12best':>8} "
+        f"{'M':>3} {'shape':<8} {'cuBLAS':>7} {'skinny':>7} {'W12':>7} {'noASM':>7} {'wide':>7} "
+        f"{'W12best':>8} "
         f"TB/s read   {'W12 bf16-eq':>11}  speed-up vs cuBLAS / skinny   best tile"
     )
     for m in [int(r) for r in args.rows.split(",") if r]:  # --rows "": end to end only
@@ -237,7 +258,8 @@ def main() -> None:
             t = r["tb_s"]
             print(
                 f"{m:>3} {name:<8} {t['cublas']:7.2f} {t['skinny']:7.2f} {t['w12']:7.2f} "
-                f"{t['w12_plain']:7.2f} {t['w12_best']:8.2f}           "
+                f"{t['w12_plain']:7.2f} {t['w12_wide'] or float('nan'):7.2f} {t['w12_best']:8.2f}"
+                "           "
                 f"{r['bf16_equivalent_tb_s']['w12_best']:11.2f}  "
                 f"{r['speedup_vs_cublas']:6.2f}x / {r['speedup_vs_skinny']:.2f}x          "
                 f"{r['best']}",
@@ -248,6 +270,7 @@ def main() -> None:
         "gpu": torch.cuda.get_device_name(),
         "l2": args.l2,
         "split_sum": args.split_sum,
+        "wide_tiles": bool(args.wide),
         "results": results,
     }
     save(report, args.out)  # the kernel table survives a failure end to end

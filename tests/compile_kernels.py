@@ -22,7 +22,15 @@ HOPPER = GPUTarget("cuda", 90, 32)
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
     # the launch switches (kernels/launch.py) and the attention's in-kernel merge default to
     # off: constants, not runtime arguments
-    off = {"PDL": 0, "PREFETCH": 0, "MERGE_ROWS": 0, "FENCE": 0, "SPLIT_K": 1, "SUM_IN_KERNEL": 0}
+    off = {
+        "PDL": 0,
+        "PREFETCH": 0,
+        "MERGE_ROWS": 0,
+        "FENCE": 0,
+        "SPLIT_K": 1,
+        "SUM_IN_KERNEL": 0,
+        "WIDE": 0,
+    }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
     signature = {
         name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
@@ -75,6 +83,9 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 flags | w12_cfg | dict(GROUP=128, ASM=True, EVEN_K=True, EVEN_N=True, SLICE=SLICE)
             )
             out.append((f"w12_linear M={m} {flags}", w12_linear._w12_kernel, w12, consts))
+            if w12_cfg["USE_DOT"]:  # the block's slices joined: one product of depth 256
+                wide = consts | dict(WIDE=True)
+                out.append((f"w12_linear M={m} WIDE {flags}", w12_linear._w12_kernel, w12, wide))
         # the plain-Triton decode (ASM=False), a group size that is not a multiple of 32, tails
         for asm, group, even in ((False, 128, True), (True, 48, False), (True, 64, False)):
             w12_cfg = w12_linear.tile_config(m, 4096, 4096)

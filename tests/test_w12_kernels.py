@@ -20,6 +20,17 @@ from specpilot.kernels.linear import skinny_linear
 from specpilot.kernels.w12_linear import w12_linear, w12_linear_reference
 
 
+def close_columns(actual: torch.Tensor, expected: torch.Tensor, ulps: float = 2.0) -> None:
+    """`close` for each output column (one weight row) on its own: weight_with_escapes puts
+    weights up to 2^52 in row 4, whose outputs would otherwise set every column's floor and
+    leave the test blind to errors in the ordinary rows."""
+    for j in range(expected.shape[1]):
+        try:
+            close(actual[:, j], expected[:, j], ulps)
+        except AssertionError as err:
+            raise AssertionError(f"output column {j}: {err}") from None
+
+
 def weight_with_escapes(n: int, k: int, gen: torch.Generator) -> torch.Tensor:
     w = (torch.randn(n, k, generator=gen) * k**-0.5).to(BF16)
     w[0, :5] = torch.tensor([1e-30, -3e-20, 0.0, -0.0, 2.0**-130])  # tiny, zeros, subnormal
@@ -41,9 +52,9 @@ def test_w12_linear(m: int, mode: str) -> None:
     kw = prologue_kwargs(mode, m, n, k, gen)
     x, packed = x.to(DEVICE), packed.to(DEVICE)
     y = w12_linear(x, packed, **kw)
-    close(y, w12_linear_reference(x, packed, **kw), 4 if m > 1 else 2)
+    close_columns(y, w12_linear_reference(x, packed, **kw), 4 if m > 1 else 2)
     # same weights, same tiles: the bf16 kernel sums in the same order except for the escapes
-    close(y, skinny_linear(x, w.to(DEVICE), **kw), 4 if m > 1 else 2)
+    close_columns(y, skinny_linear(x, w.to(DEVICE), **kw), 4 if m > 1 else 2)
 
 
 TILES = [  # (config, group size): several steps, a K tail, split K, groups of every kind
@@ -52,6 +63,9 @@ TILES = [  # (config, group size): several steps, a K tail, split K, groups of e
     (dict(BLOCK_M=4, BLOCK_N=4, UNROLL=1, SPLIT_K=3, USE_DOT=False), 64),
     (dict(BLOCK_M=16, BLOCK_N=32, SPLIT_K=2, USE_DOT=True), 256),
     (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=3, USE_DOT=True), 32),
+    # a block's 8 slices decoded and joined, one product of depth 256
+    (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, WIDE=True), 128),
+    (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=2, USE_DOT=True, WIDE=True), 256),
 ]
 
 
@@ -72,7 +86,7 @@ def test_w12_linear_tiles(tile: int, mode: str) -> None:
         kw["residual"] = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
     x, packed = x.to(DEVICE), packed.to(DEVICE)
     y = w12_linear(x, packed, config=config, **kw)
-    close(y, w12_linear_reference(x, packed, **kw), 4)
+    close_columns(y, w12_linear_reference(x, packed, **kw), 4)
 
 
 @pytest.mark.parametrize("tile", [i for i, (c, _) in enumerate(TILES) if c.get("SPLIT_K", 1) > 1])
@@ -122,6 +136,32 @@ def test_prmt_selectors_match_the_plain_decode() -> None:
         assert torch.equal(prmt(low, high, sel), plain)
 
 
+def test_w12_wide_needs_tensor_cores_and_whole_half_blocks_per_group() -> None:
+    gen = torch.Generator().manual_seed(0)
+    packed = w12.encode(weight_with_escapes(8, 256, gen), 64).to(DEVICE)
+    x = torch.randn(16, 256, generator=gen).to(DEVICE, BF16)
+    for config in (dict(BLOCK_M=16, BLOCK_N=16, USE_DOT=True, WIDE=True),
+                   dict(BLOCK_M=1, BLOCK_N=4, USE_DOT=False, WIDE=True)):  # fmt: skip
+        with pytest.raises(ValueError, match="WIDE needs"):
+            w12_linear(x, packed, config=config)
+
+
+@pytest.mark.parametrize("group", [128, 32])
+def test_w12_wide_default_tiles(group: int, monkeypatch) -> None:
+    """WIDE_TILES: the default tensor-core tiles join the slices where the group size allows
+    (128) and keep the per-slice products where it does not (32), without an error."""
+    from specpilot.kernels import w12_linear as kernel
+
+    monkeypatch.setattr(kernel, "WIDE_TILES", True)
+    gen = torch.Generator().manual_seed(group)
+    m, n, k = 16, 40, 512
+    x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
+    packed = w12.encode(weight_with_escapes(n, k, gen), group).to(DEVICE)
+    residual = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
+    y = w12_linear(x, packed, residual=residual)
+    close_columns(y, w12_linear_reference(x, packed, residual=residual), 4)
+
+
 def test_w12_linear_on_fused_row_views() -> None:
     """The fused forwards multiply by row slices of a concatenated weight (views, absolute
     escape offsets) and call `linear` for either weight type."""
@@ -130,11 +170,11 @@ def test_w12_linear_on_fused_row_views() -> None:
     fused = w12.cat([w12.encode(w[:9], 16), w12.encode(w[9:], 16)]).to(DEVICE)
     x = torch.randn(2, 64, generator=gen).to(DEVICE, BF16)
     part = fused[9:31]
-    close(linear(x, part), w12_linear_reference(x, part))
+    close_columns(linear(x, part), w12_linear_reference(x, part))
     assert torch.equal(linear(x, part), w12_linear(x, part))
     assert torch.equal(linear(x, w[9:31].to(DEVICE)), skinny_linear(x, w[9:31].to(DEVICE)))
     layer = W12Linear(fused, use_kernel=True)
-    close(layer(x.view(2, 1, 64)).view(2, -1), w12_linear_reference(x, fused))
+    close_columns(layer(x.view(2, 1, 64)).view(2, -1), w12_linear_reference(x, fused))
 
 
 def test_w12_linear_rejects_bad_input() -> None:

@@ -25,9 +25,12 @@ interleave through shared memory, ~10 integer ops per weight, register spills at
 M = 1 (USE_DOT=False): tiles [1, UNROLL, BLOCK_N, 32] (UNROLL blocks side by side, blocks ahead
 of rows so that Triton lays threads along K and keeps rows in registers); products accumulate
 element-wise in fp32 and are reduced once at the end. M >= 2 (USE_DOT=True): per slice, tl.dot of
-the decoded [BLOCK_N, 32] bf16 weights (the left operand, kept in registers by wgmma) by x^T
-[32, BLOCK_M]: the accumulator is y^T. SPLIT_K > 1 splits K over programs (fp32 partial sums,
-then `_split_sum_kernel` adds them, rounds and adds the residual) when the tiles alone are too few.
+the decoded [BLOCK_N, 32] bf16 weights (the left operand) by x^T [32, BLOCK_M]: the accumulator
+is y^T. Triton stages each slice's decoded weights in shared memory for wgmma, with a fence, two
+barriers and a warpgroup wait per slice (sm_90 SASS); WIDE joins the 8 slices in registers into
+one [BLOCK_N, 256] operand (x read in the joined order): one product, one staging per block.
+SPLIT_K > 1 splits K over programs (fp32 partial sums, then `_split_sum_kernel` adds them, rounds
+and adds the residual) when the tiles alone are too few.
 
 A zero or escaped weight decodes to +-0 in the main loop; the epilogue adds x[:, col] * w for
 each escaped (col, w) of the program's rows from the CSR escape table (products are exact in
@@ -64,6 +67,12 @@ MAX_ROWS = 64
 # the H200 it was no faster than the sum launch (16-row q|k|v 1.85 vs 1.89 TB/s, down 2.14 vs
 # 2.23; docs/LOG.md run 57); bench/w12_speed.py --split-sum kernel measures it.
 SPLIT_SUM_IN_KERNEL = False
+# The default tensor-core tiles decode a block's 8 slices and join them into one product of
+# depth 256 (WIDE) instead of 8 products of depth 32. In the sm_90 SASS of the 16-row tiles the
+# loop's barriers drop from 20 to 2 and its warpgroup waits from 16 to 2 (each slice's decoded
+# weights went through shared memory on their own); shared memory grows from 49 to 88 KB. False
+# until measured on the H200 (bench/w12_speed.py's "wide" column and sweep; --wide sets this).
+WIDE_TILES = False
 
 
 @triton.jit
@@ -131,6 +140,36 @@ def _scale(base_rows, row_ok, col, K, GROUP: tl.constexpr, ASM: tl.constexpr, EV
 
 
 @triton.jit
+def _wide_half(low_rows, codes, base_rows, row_ok, kb, ri, wm, K, H: tl.constexpr,
+               GROUP: tl.constexpr, ASM: tl.constexpr, EVEN_K: tl.constexpr,
+               SLICE: tl.constexpr, dtype):  # fmt: skip
+    """Slices 4H .. 4H + 3 of a block as [BLOCK_N, SLICE, 2, 2]: [:, i, s, p] is slice
+    4H + 2p + s at word position i (one group scale: GROUP is a multiple of 4 * SLICE)."""
+    low = tl.load(low_rows + kb // 4 + SLICE * H + ri, mask=wm, other=0)
+    high = _high_bytes(codes, H)
+    scale = _scale(base_rows, row_ok, kb + 4 * SLICE * H, K, GROUP, ASM, EVEN_K)
+    w0, w1 = _weight_pair(low, high, scale, scale, 0, ASM)
+    w2, w3 = _weight_pair(low, high, scale, scale, 2, ASM)
+    return tl.join(tl.join(w0.to(dtype), w1.to(dtype)), tl.join(w2.to(dtype), w3.to(dtype)))
+
+
+@triton.jit
+def _wide_weights(low_rows, codes, base_rows, row_ok, kb, ri, wm, K, GROUP: tl.constexpr,
+                  ASM: tl.constexpr, EVEN_K: tl.constexpr, SLICE: tl.constexpr, dtype):  # fmt: skip
+    """The [BLOCK_N, 8 * SLICE] weights of one block, the 8 slices joined in registers: column
+    i * 8 + s * 4 + p * 2 + h holds slice 4h + 2p + s at word position i, so x is read in that
+    order (the kernel's x_cols) and the block is one product of depth 8 * SLICE instead of 8 of
+    depth SLICE."""
+    w = tl.join(
+        _wide_half(low_rows, codes, base_rows, row_ok, kb, ri, wm, K, 0, GROUP, ASM, EVEN_K,
+                   SLICE, dtype),
+        _wide_half(low_rows, codes, base_rows, row_ok, kb, ri, wm, K, 1, GROUP, ASM, EVEN_K,
+                   SLICE, dtype),
+    )  # fmt: skip
+    return tl.reshape(w, (w.shape[0], 8 * SLICE))
+
+
+@triton.jit
 def _w12_kernel(
     x_ptr,
     low_ptr,
@@ -172,6 +211,7 @@ def _w12_kernel(
     count_ptr=None,
     SUM_IN_KERNEL: tl.constexpr = False,
     FENCE: tl.constexpr = False,
+    WIDE: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -238,13 +278,25 @@ def _w12_kernel(
     if SPLIT_K > 1:  # NOTE: k_lo a visible multiple of k_step keeps the loads vectorized
         k_lo = pid_k * split_steps * k_step
         k_hi = tl.minimum(K, k_lo + split_steps * k_step)
+    if WIDE:  # x's columns in the order of the joined weights (see _wide_weights)
+        xi = tl.arange(0, 8 * SLICE)[None, :]
+        x_cols = SLICE * (4 * (xi % 2) + 2 * ((xi // 2) % 2) + (xi // 4) % 2) + xi // 8
     for k0 in range(k_lo, k_hi, k_step):
         kb = k0 + kb0  # first column of each block
         wm = row_ok
         if not EVEN_K:
             wm = wm & (kb < K)  # the planes are padded to whole blocks: no mask within one
         codes = tl.load(code_rows + kb // 8 + ri, mask=wm, other=0)
-        for h in tl.static_range(2):  # slices 4h .. 4h + 3
+        if WIDE:  # the block's 8 slices decoded, then one product of depth 8 * SLICE
+            w = _wide_weights(low_rows, codes, base_rows, row_ok, kb, ri, wm, K, GROUP, ASM,
+                              EVEN_K, SLICE, dtype)  # fmt: skip
+            cols = kb + x_cols
+            xm = x_ok
+            if not EVEN_K:
+                xm = xm & (cols < K)
+            a = input_tile(x_rows, cols, xm, nw_ptr, rstd_, K, dtype, NORM, GLU)
+            acc_t += dot(w, tl.trans(a), F32_DOT)
+        for h in tl.static_range(0 if WIDE else 2):  # slices 4h .. 4h + 3
             low = tl.load(low_rows + kb // 4 + SLICE * h + ri, mask=wm, other=0)
             high = _high_bytes(codes, h)
             scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
@@ -392,12 +444,18 @@ def w12_linear(
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual)
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
     cfg = dict(config or tile_config(m, n, k))
+    if config is None and WIDE_TILES and cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0:
+        cfg["WIDE"] = True
     # NOTE: the interpreter cannot run inline PTX; ASM=False is the same decode in plain Triton
     cfg["ASM"] = cfg.get("ASM", True) and not INTERPRETED
     cfg.setdefault("SPLIT_K", 1)
     cfg.setdefault("UNROLL", 1)
     if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
         raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
+    if cfg.get("WIDE") and not (cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0):
+        raise ValueError(
+            f"WIDE needs tl.dot tiles and a group size that is a multiple of {4 * SLICE}"
+        )
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
     split_steps = triton.cdiv(triton.cdiv(k, splits), step)  # whole steps per split
