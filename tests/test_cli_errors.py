@@ -338,3 +338,14 @@ def test_serve_bad_batch_blocks(capsys, qwen_dir):
 def test_serve_negative_admit_delay(capsys, qwen_dir):
     line = cli_error(capsys, "serve", "--target", str(qwen_dir), "--admit-delay-factor", "-1")
     assert "--admit-delay-factor must be >= 0" in line
+
+
+def test_generate_pdl_choices(capsys, qwen_dir):
+    """--pdl reaches EngineConfig (every mode runs; on a CPU none launches anything) and an
+    unknown mode is argparse's one-line error."""
+    for mode in ("off", "all"):
+        out = cli_json(capsys, "generate", "--target", str(qwen_dir), *GEN, "--pdl", mode, "--json")
+        assert out["output_ids"]
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", "--target", str(qwen_dir), *GEN, "--pdl", "sometimes"])
+    assert exc.value.code == 2 and "invalid choice: 'sometimes'" in capsys.readouterr().err

@@ -86,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
         "--weights", default="bf16", choices=["bf16", "w12"], help="w12: convert on load"
     )
     serve_command.add_draft_vocab_argument(gen)
+    serve_command.add_pdl_argument(gen)
     gen.add_argument("--ignore-eos", action="store_true", help="do not stop at end-of-sequence")
     gen.add_argument("--validate", action="store_true", help="token-force the output afterwards")
     gen.add_argument("--seed", type=int, default=0, help="seed of the replay profile")
@@ -179,6 +180,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             cuda_graphs=args.cuda_graphs,
             weights=args.weights,
             draft_vocab=args.draft_vocab,
+            pdl=args.pdl,
             pipeline=defaults["pipeline"] if args.pipeline == "auto" else args.pipeline == "on",
         ),
         replay=args.replay,

@@ -48,6 +48,20 @@ def add_draft_vocab_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_pdl_argument(parser: argparse.ArgumentParser) -> None:
+    """--pdl, shared by `serve` and `generate` (EngineConfig.pdl)."""
+    from specpilot.config import PDL_MODES
+
+    parser.add_argument(
+        "--pdl",
+        default="auto",
+        choices=PDL_MODES,
+        help="programmatic dependent launch of the GPU kernels (Hopper; same tokens): auto "
+        "(every kernel for targets under 1 GiB, else one-token decode forwards only), off, "
+        "decode, all",
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="OpenAI-compatible and SGLang HTTP server (greedy)")
     p.add_argument("--target", help="checkpoint dir, .gguf or hub id (default: embedded SmolLM2)")
@@ -92,6 +106,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_cuda_graphs_argument(p)
     add_draft_vocab_argument(p)
+    add_pdl_argument(p)
     p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
     p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -177,6 +192,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             batch_blocks=args.batch_blocks,
             prefill=args.prefill,
             draft_vocab=args.draft_vocab,
+            pdl=args.pdl,
         ),
         seed=args.seed,
     )
