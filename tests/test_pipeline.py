@@ -141,3 +141,26 @@ def test_pipelined_ar_equals_the_synchronous_loop(models) -> None:
         stats_a = plain.run(a, speculative=False)
         stats_b = piped.run(b, speculative=False)
         assert summary(a) == summary(b) and stats_a.num_steps == stats_b.num_steps
+
+
+@pytest.mark.parametrize("speculative", [True, False])
+def test_pipelined_loops_launch_no_step_after_the_last(models, speculative) -> None:
+    """Rows that end at their token limit: the pipelined loop books a step that may be the
+    last before launching another, so it launches exactly the steps it books (the synchronous
+    loop's count); with a stop token it may launch one more, which is discarded."""
+    plain, piped = generators(models)
+    launches = []
+    name = "_spec_step" if speculative else "_target_forward"
+    forward = getattr(piped, name)
+
+    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        launches.append(1)
+        return forward(*args, **kwargs)
+
+    setattr(piped, name, counting)
+    a, b = fresh(), fresh()
+    stats_a = plain.run(a, speculative=speculative)
+    launches.clear()  # the prefill's forward is not a decode step
+    stats_b = piped.run(b, speculative=speculative)
+    assert summary(a) == summary(b) and stats_a.num_steps == stats_b.num_steps
+    assert len(launches) == stats_b.num_steps

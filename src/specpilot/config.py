@@ -288,13 +288,15 @@ class EngineConfig:
     pipeline: the host runs one step behind the device: step i + 1 is launched from inputs
         computed on the device (speculative: next positions, anchors, replayed drafts; AR: the
         argmax and position + 1) before the host reads step i's result back and books it, so the
-        GPU never waits for the host between steps; a step launched after the last one needed
-        is discarded. Same tokens as without it (tests/test_pipeline.py). Off by default:
+        GPU never waits for the host between steps; a step that may be the last (every row
+        within one step of its token limit) is booked before the next launch, so only a stop
+        token leaves a launched step to discard. Same tokens as without it
+        (tests/test_pipeline.py). Off by default:
         measured faster for the embedded SmolLM2 pair on the H200 (a speculative step 1.15-1.20
         ms against 1.23-1.38, AR 0.67 ms a token against 0.75; docs/LOG.md runs 35, 38); at the
         Qwen3-8B shape AR 214 vs 205 tok/s, speculative with replayed proposals 1,061 vs 1,042
-        over 512 tokens, 895 vs 879 over 64 (runs 40, 44; a short run pays relatively more for
-        the discarded step). `generate` turns it on on CUDA.
+        over 512 tokens, 895 vs 879 over 64 (runs 40, 44, when every run also paid a discarded
+        step at its end). `generate` turns it on on CUDA.
     batch_blocks: narrower speculative blocks for wide batches, "ROWS:BLOCK,..." (e.g. "24:8":
         from 24 running sequences on, verify anchor + 7 drafts instead of the full block).
         At batch 1 a verify block is as cheap as one token (the weights are read once either

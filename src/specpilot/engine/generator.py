@@ -89,6 +89,13 @@ def take_block(seq: Sequence, row: list[int], block_size: int) -> int:
     return taken
 
 
+def may_finish(seqs: list[Sequence], width: int) -> bool:
+    """Whether a step that emits up to `width` tokens a row may leave every sequence at its
+    token limit (then a pipelined loop books that step before launching another, which could
+    only be discarded)."""
+    return all(s.finished or s.max_new_tokens - len(s.output_ids) <= width for s in seqs)
+
+
 class Generator:
     def __init__(
         self,
@@ -465,8 +472,9 @@ class Generator:
         """`_decode` with the host one step behind the device (EngineConfig.pipeline): step
         i + 1 reads step i's argmax and position + 1 on the device (the position held at the
         sequence's last one, so a finished row never runs past its cache), and step i's tokens
-        are copied back and booked while step i + 1 runs; the step launched after every
-        sequence finished is discarded. Rows are independent, so the tokens are `_decode`'s."""
+        are copied back and booked while step i + 1 runs. A step that may be the last (every row
+        one token from its limit) is booked before the next launch, so only a stop token leaves
+        a step to discard. Rows are independent, so the tokens are `_decode`'s."""
         dev = self.device
         if all(s.finished for s in seqs):
             return 0
@@ -480,6 +488,11 @@ class Generator:
         pending: tuple[torch.Tensor, Any] | None = None
         steps = launched = 0
         while True:
+            if pending is not None and may_finish(seqs, 1):  # the last token: no step after it
+                steps += 1
+                if self._book(seqs, *pending, take_token):
+                    break
+                pending = None
             out = self._target_forward(ids, positions, bound + 1, ())
             ids = out.tokens[:, -1:]
             positions = torch.minimum(positions + 1, limits)
@@ -623,8 +636,11 @@ class Generator:
         after the accepted drafts); replayed drafts are gathered from the continuations on the
         device with acceptance lengths drawn on the host in the same order as
         `ReplayProposer.propose`. Each step's result is copied to the host behind the launch of
-        the next one and booked while that one runs; the step launched after every sequence
-        finished is discarded. Rows are independent, so the tokens are those of `_speculate`.
+        the next one and booked while that one runs. A step that may be the last (every row
+        within a block of its token limit: `may_finish`) is booked before the next launch, so
+        that only a stop token leaves a launched step to discard (at 128 new tokens and tau
+        6.55 that step was one in ~20). Rows are independent, so the tokens are those of
+        `_speculate`.
         Host-side kv lengths are upper bounds (exact ones would need step i's result); they only
         matter for eager forwards, whose masks hide the positions past each row's own.
         """
@@ -648,6 +664,11 @@ class Generator:
         pending: tuple[torch.Tensor, Any] | None = None
         steps = launched = 0
         while True:
+            if pending is not None and may_finish(seqs, k):  # book it first: maybe the last
+                steps += 1
+                if self._book(seqs, *pending, lambda seq, row: take_block(seq, row, k)):
+                    break
+                pending = None
             replay = None
             if proposer is not None:
                 lengths = proposer.sample_lengths(len(seqs), k - 1)
