@@ -708,7 +708,8 @@ def main() -> None:
                 print(
                     f"{preset} ctx {c['context']} step @6.55: host before {b['host_before_ms']:.2f}"
                     f" ms, draft+verify+accept graph {b['step_ms']:.2f} ms, host after "
-                    f"{b['host_after_ms']:.2f} ms"
+                    f"{b['host_after_ms']:.2f} ms; drafter context write "
+                    f"{b.get('draft_prefill_ms', 0):.2f} ms a run"
                 )
         if "transformers_eager_ar_tok_s" in report[preset]:
             hf_tok_s = report[preset]["transformers_eager_ar_tok_s"]

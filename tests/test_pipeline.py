@@ -164,3 +164,16 @@ def test_pipelined_loops_launch_no_step_after_the_last(models, speculative) -> N
     stats_b = piped.run(b, speculative=speculative)
     assert summary(a) == summary(b) and stats_a.num_steps == stats_b.num_steps
     assert len(launches) == stats_b.num_steps
+
+
+def test_profiled_run_times_the_drafter_context_write(models) -> None:
+    """With profile_steps, a speculative run records how long the drafter's context write of
+    the prompt took (it is inside the decode time); without, it is not measured."""
+    plain, _ = generators(models)
+    plain.profile_steps = True
+    plain.run(fresh(), speculative=True)
+    assert plain.draft_prefill_s > 0
+    plain.profile_steps = False
+    plain.draft_prefill_s = 0.0
+    plain.run(fresh(), speculative=True)
+    assert plain.draft_prefill_s == 0.0
