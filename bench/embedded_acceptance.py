@@ -7,7 +7,9 @@ speculative output. Runs on CPU or CUDA. Prints a table; the last line is one JS
 
 --variants measures several engine configurations of the same pair in one process: `b16` (the
 drafter's block), `b8`, `b4` (narrower blocks: cheaper verify and draft, acceptance capped at the
-width), a `p` suffix for EngineConfig.pipeline (`b16p`). AR runs once per prompt for each loop
+width), a `p` suffix for EngineConfig.pipeline (`b16p`), then optionally `f` and a mean
+acceptance length for EngineConfig.min_acceptance (`b16pf2.2`: AR takes over where the first 8
+steps averaged less; "tau" then counts the AR steps too). AR runs once per prompt for each loop
 kind: a pipelined variant is compared with pipelined AR decoding, the others with plain AR. With
 a CUDA device each unpipelined variant also reports a per-step breakdown (CUDA events) of its
 second prompt.
@@ -29,12 +31,20 @@ from specpilot.models.embedded import default_drafter, default_target
 
 
 def variant_config(name: str, cuda_graphs: bool) -> EngineConfig:
-    """`b16`, `b8p`, ...: block size, then `p` for the pipelined loop."""
-    match = re.fullmatch(r"b(\d+)(p?)", name)
+    """`b16`, `b8p`, `b16pf2.2`, ...: block size, `p` for the pipelined loop, `f` and the
+    fallback limit (EngineConfig.min_acceptance)."""
+    match = re.fullmatch(r"b(\d+)(p?)(?:f(\d+(?:\.\d+)?))?", name)
     if match is None:
-        raise SystemExit(f"bad variant {name!r}: give b<block size>[p], e.g. b16 or b8p")
+        raise SystemExit(
+            f"bad variant {name!r}: give b<block size>[p][f<tau>], e.g. b16, b8p or b16pf2.2"
+        )
     block, pipelined = int(match.group(1)), bool(match.group(2))
-    return EngineConfig(block_size=block, cuda_graphs=cuda_graphs, pipeline=pipelined)
+    return EngineConfig(
+        block_size=block,
+        cuda_graphs=cuda_graphs,
+        pipeline=pipelined,
+        min_acceptance=float(match.group(3) or 0),
+    )
 
 
 def summary(rows: list[dict]) -> dict:
@@ -137,6 +147,7 @@ def main() -> None:
                     "tokens": len(s.output_ids),
                     "steps": s.num_steps,
                     "tau": s.mean_acceptance_length,
+                    "ar_from_step": s.ar_from_step,
                     "spec_decode_s": s.decode_time_s,
                     "ar_decode_s": a.decode_time_s,
                     "identical_to_ar": s.output_ids == a.output_ids,

@@ -95,3 +95,14 @@ def test_synthetic_draft_vocab_shrinks_the_draft_head(tmp_path, qwen_dir, qwen_d
     full_bytes = engine_speed.draft_head_bytes(plain.generator)
     assert full_bytes == engine_speed.linear_bytes(plain.target.lm_head)
     assert engine_speed.draft_head_bytes(half.generator) == full_bytes // vocab * (vocab // 2)
+
+
+def test_embedded_acceptance_variants() -> None:
+    """embedded_acceptance's variant names: block, pipelined loop, AR fallback limit."""
+    embedded = pytest.importorskip("embedded_acceptance")
+    c = embedded.variant_config("b16pf2.2", cuda_graphs=False)
+    assert (c.block_size, c.pipeline, c.min_acceptance) == (16, True, 2.2)
+    c = embedded.variant_config("b8", cuda_graphs=True)
+    assert (c.block_size, c.pipeline, c.min_acceptance, c.cuda_graphs) == (8, False, 0.0, True)
+    with pytest.raises(SystemExit, match="bad variant"):
+        embedded.variant_config("b16f", cuda_graphs=False)

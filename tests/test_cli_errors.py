@@ -349,3 +349,18 @@ def test_generate_pdl_choices(capsys, qwen_dir):
     with pytest.raises(SystemExit) as exc:
         main(["generate", "--target", str(qwen_dir), *GEN, "--pdl", "sometimes"])
     assert exc.value.code == 2 and "invalid choice: 'sometimes'" in capsys.readouterr().err
+
+
+def test_generate_min_acceptance(capsys, qwen_dir, qwen_drafter_dir):
+    """--min-acceptance reaches EngineConfig: a limit no drafter meets hands the rest to AR
+    after the probe steps (`ar_from_step` in the JSON), with AR's tokens; a negative one is a
+    one-line error."""
+    args = ["generate", "--target", str(qwen_dir), "--draft", str(qwen_drafter_dir)]
+    args += ["--prompt-ids", "1,2,3", "--max-new-tokens", "24", "--device", "cpu"]
+    args += ["--ignore-eos", "--json"]
+    ar = cli_json(capsys, *args[:3], *args[5:])  # no drafter
+    out = cli_json(capsys, *args, "--min-acceptance", "100")
+    assert out["ar_from_step"] == 8 and out["output_ids"] == ar["output_ids"]
+    assert cli_json(capsys, *args)["ar_from_step"] is None
+    line = cli_error(capsys, *args[:-1], "--min-acceptance", "-1")
+    assert "min_acceptance must be >= 0" in line

@@ -177,3 +177,39 @@ def test_profiled_run_times_the_drafter_context_write(models) -> None:
     plain.draft_prefill_s = 0.0
     plain.run(fresh(), speculative=True)
     assert plain.draft_prefill_s == 0.0
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_min_acceptance_falls_back_to_ar_with_the_same_tokens(models, pipeline) -> None:
+    """EngineConfig.min_acceptance: a limit no drafter reaches (100) switches every sequence to
+    AR decoding after FALLBACK_PROBE_STEPS speculative steps (pipelined: and the one in flight),
+    with AR's tokens; a limit every step meets (1.0: a step emits at least one token) never
+    switches."""
+    from specpilot.engine.generator import FALLBACK_PROBE_STEPS
+
+    target, drafter = models
+    cpu = torch.device("cpu")
+    ar = fresh()
+    Generator(target, drafter, EngineConfig(), cpu, torch.float32).run(ar, speculative=False)
+    for limit, switches in ((100.0, True), (1.0, False)):
+        config = EngineConfig(pipeline=pipeline, min_acceptance=limit)
+        seqs = fresh()
+        stats = Generator(target, drafter, config, cpu, torch.float32).run(seqs, speculative=True)
+        assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
+        assert stats.num_steps == max(len(s.acceptance_lengths) for s in seqs)
+        for s in seqs:
+            if not switches:
+                assert s.ar_from_step is None
+                continue
+            # every prompt outlives the probe; pipelined, the step in flight is booked first
+            assert s.ar_from_step == FALLBACK_PROBE_STEPS + pipeline
+            assert set(s.acceptance_lengths[s.ar_from_step :]) == {1}  # AR: a token a step
+            assert len(s.output_ids) == s.max_new_tokens
+
+
+def test_min_acceptance_must_not_be_negative() -> None:
+    from specpilot.errors import ConfigError
+
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ConfigError, match="min_acceptance"):
+            EngineConfig(min_acceptance=bad)

@@ -87,6 +87,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve_command.add_draft_vocab_argument(gen)
     serve_command.add_pdl_argument(gen)
+    gen.add_argument(
+        "--min-acceptance",
+        type=float,
+        default=0.0,
+        help="finish with AR decoding when the mean acceptance length after the first 8 "
+        "speculative steps is below this (where AR is faster; same tokens); 0: never",
+    )
     gen.add_argument("--ignore-eos", action="store_true", help="do not stop at end-of-sequence")
     gen.add_argument("--validate", action="store_true", help="token-force the output afterwards")
     gen.add_argument("--seed", type=int, default=0, help="seed of the replay profile")
@@ -181,6 +188,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             weights=args.weights,
             draft_vocab=args.draft_vocab,
             pdl=args.pdl,
+            min_acceptance=args.min_acceptance,
             pipeline=defaults["pipeline"] if args.pipeline == "auto" else args.pipeline == "on",
         ),
         replay=args.replay,
@@ -214,7 +222,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(
         f"[{len(out.output_ids)} tokens, {out.tokens_per_s:.1f} tok/s, "
         f"TTFT {out.time_to_first_token_s * 1e3:.1f} ms, drafter {out.drafter}, "
-        f"mean acceptance length {out.mean_acceptance_length:.2f}]",
+        f"mean acceptance length {out.mean_acceptance_length:.2f}"
+        + (f", AR from step {out.ar_from_step}" if out.ar_from_step is not None else "")
+        + "]",
         file=sys.stderr,
     )
     if args.compare_ar:

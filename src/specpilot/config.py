@@ -337,6 +337,14 @@ class EngineConfig:
         (spec/draft_vocab.py, `specpilot draft-vocab`): the draft head multiplies by those
         rows of the LM head only. Lossless with any subset; acceptance falls where the target's
         token lies outside it.
+    min_acceptance: below this mean acceptance length (tokens a step) after the first
+        `generator.FALLBACK_PROBE_STEPS` (8) speculative steps (pipelined: and the one in
+        flight), `Generator.run` finishes the sequences with plain AR decoding, which is then
+        faster: a speculative step costs more than an AR step (on the H200 ~2.2x for the
+        embedded pair, runs 59-62, so below tau ~2.2 speculation loses; MT-Bench averaged 1.89).
+        The target's cache holds exactly the verified tokens at the switch, so the tokens are
+        AR's either way. 0 (default): never. One-way (the drafter's context is not kept up
+        while AR runs); the server's scheduler does not use it. Unmeasured on the GPU.
     weight_prefetch: how the skinny multiply reads weights ahead (kernels/launch.py): "off";
         "tile", its first weight tile before waiting for the kernel before it, then each next
         tile one step ahead; "l2", each program's rows into L2 in one bulk prefetch (Hopper;
@@ -356,6 +364,7 @@ class EngineConfig:
     pdl: str = "auto"
     weight_prefetch: str = "off"
     draft_vocab: str = ""
+    min_acceptance: float = 0.0
 
     def __post_init__(self) -> None:
         self.batch_block_table()  # parse once, so a bad value fails at construction
@@ -369,6 +378,8 @@ class EngineConfig:
             raise ConfigError(
                 f"draft_head must be auto, target or bfloat16, got {self.draft_head!r}"
             )
+        if not self.min_acceptance >= 0:  # also NaN
+            raise ConfigError(f"min_acceptance must be >= 0, got {self.min_acceptance!r}")
         if self.pdl not in PDL_MODES:
             raise ConfigError(f"pdl must be one of {PDL_MODES}, got {self.pdl!r}")
         if self.weight_prefetch not in WEIGHT_PREFETCH_MODES:

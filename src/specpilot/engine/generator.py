@@ -89,6 +89,10 @@ def take_block(seq: Sequence, row: list[int], block_size: int) -> int:
     return taken
 
 
+# EngineConfig.min_acceptance looks at the mean acceptance length after this many steps
+FALLBACK_PROBE_STEPS = 8
+
+
 def may_finish(seqs: list[Sequence], width: int) -> bool:
     """Whether a step that emits up to `width` tokens a row may leave every sequence at its
     token limit (then a pipelined loop books that step before launching another, which could
@@ -420,6 +424,8 @@ class Generator:
                 if self.profile_steps:  # inside the decode time: step_breakdown reports it
                     self.draft_prefill_s = _sync(self.device) - t_draft
             steps = self._speculate(seqs, hidden, proposer)
+            if not all(s.finished for s in seqs):  # EngineConfig.min_acceptance: AR from here
+                steps += self._decode(seqs)
         else:
             steps = self._decode(seqs)
         t2 = _sync(self.device)
@@ -579,6 +585,27 @@ class Generator:
 
         return self.graphs.get(key, graphed)(**inputs)
 
+    def _falls_back(self, seqs: list[Sequence]) -> bool:
+        """EngineConfig.min_acceptance: whether the unfinished sequences, after at least
+        FALLBACK_PROBE_STEPS speculative steps each, average fewer tokens a step than it asks
+        (then the loop stops, `_mark_fallback`, and `run` finishes them with AR decoding)."""
+        live = [s for s in seqs if not s.finished]
+        limit = self.config.min_acceptance
+        if (
+            not limit
+            or not live
+            or min(len(s.acceptance_lengths) for s in live) < (FALLBACK_PROBE_STEPS)
+        ):
+            return False
+        lengths = [n for s in live for n in s.acceptance_lengths]
+        return sum(lengths) < limit * len(lengths)
+
+    @staticmethod
+    def _mark_fallback(seqs: list[Sequence]) -> None:
+        for s in seqs:
+            if not s.finished:
+                s.ar_from_step = len(s.acceptance_lengths)
+
     def _speculate(
         self, seqs: list[Sequence], hidden: torch.Tensor | None, proposer: ReplayProposer | None
     ) -> int:
@@ -593,6 +620,9 @@ class Generator:
         steps = 0
         self.step_events = []
         while not all(s.finished for s in seqs):
+            if self._falls_back(seqs):
+                self._mark_fallback(seqs)
+                break
             events = self._event() if self.profile_steps else None
             starts = [s.num_cached_tokens for s in seqs]
             # NOTE: padding context rows land at positions >= start, which the drafter masks
@@ -674,6 +704,11 @@ class Generator:
                 if self._book(seqs, *pending, lambda seq, row: take_block(seq, row, k)):
                     break
                 pending = None
+            if pending is not None and self._falls_back(seqs):  # nothing else in flight
+                steps += 1
+                self._book(seqs, *pending, lambda seq, row: take_block(seq, row, k))
+                self._mark_fallback(seqs)
+                break
             replay = None
             if proposer is not None:
                 lengths = proposer.sample_lengths(len(seqs), k - 1)

@@ -40,6 +40,7 @@ class GenerationOutput:
     decode_time_s: float
     drafter: str  # "none" (AR), "dflash" or "replay"
     finish_reason: str
+    ar_from_step: int | None = None  # EngineConfig.min_acceptance: the step AR took over at
 
     @property
     def mean_acceptance_length(self) -> float:
@@ -194,6 +195,7 @@ class LLM:
             decode_time_s=s.decode_time_s,
             drafter=drafter,
             finish_reason=s.finish_reason or "length",
+            ar_from_step=s.ar_from_step,
         )
 
     def validate(

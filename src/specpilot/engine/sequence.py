@@ -16,6 +16,7 @@ class Sequence:
     num_cached_tokens: int = 0  # tokens whose keys/values are in the target's cache
     time_to_first_token_s: float = 0.0
     decode_time_s: float = 0.0  # from the first token to the last
+    ar_from_step: int | None = None  # EngineConfig.min_acceptance: the step AR took over at
 
     @property
     def finished(self) -> bool:
