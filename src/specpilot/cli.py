@@ -91,8 +91,8 @@ def _parser() -> argparse.ArgumentParser:
         "--min-acceptance",
         type=float,
         default=0.0,
-        help="finish with AR decoding when the mean acceptance length after the first 8 "
-        "speculative steps is below this (where AR is faster; same tokens); 0: never",
+        help="finish with AR decoding when, after 8 speculative steps, the mean acceptance "
+        "length is below this (where AR is faster; same tokens); 0: never",
     )
     gen.add_argument("--ignore-eos", action="store_true", help="do not stop at end-of-sequence")
     gen.add_argument("--validate", action="store_true", help="token-force the output afterwards")

@@ -337,14 +337,15 @@ class EngineConfig:
         (spec/draft_vocab.py, `specpilot draft-vocab`): the draft head multiplies by those
         rows of the LM head only. Lossless with any subset; acceptance falls where the target's
         token lies outside it.
-    min_acceptance: below this mean acceptance length (tokens a step) after the first
-        `generator.FALLBACK_PROBE_STEPS` (8) speculative steps (pipelined: and the one in
-        flight), `Generator.run` finishes the sequences with plain AR decoding, which is then
-        faster: a speculative step costs more than an AR step (on the H200 ~2.2x for the
-        embedded pair, runs 59-62, so below tau ~2.2 speculation loses; MT-Bench averaged 1.89).
-        The target's cache holds exactly the verified tokens at the switch, so the tokens are
-        AR's either way. 0 (default): never. One-way (the drafter's context is not kept up
-        while AR runs); the server's scheduler does not use it. Unmeasured on the GPU.
+    min_acceptance: once `generator.FALLBACK_PROBE_STEPS` (8) speculative steps have run,
+        whenever the mean acceptance length so far (tokens a step) is below this (checked
+        before each later step; pipelined, the step in flight is booked first), `Generator.run`
+        finishes the sequences with plain AR decoding, which is then faster: a speculative step
+        costs more than an AR step (on the H200 ~2.2x for the embedded pair, runs 59-62, so
+        below tau ~2.2 speculation loses; MT-Bench averaged 1.89). The target's cache holds
+        exactly the verified tokens at the switch, so the tokens are AR's either way. 0
+        (default): never. One-way (the drafter's context is not kept up while AR runs); the
+        server's scheduler does not use it. Unmeasured on the GPU.
     weight_prefetch: how the skinny multiply reads weights ahead (kernels/launch.py): "off";
         "tile", its first weight tile before waiting for the kernel before it, then each next
         tile one step ahead; "l2", each program's rows into L2 in one bulk prefetch (Hopper;

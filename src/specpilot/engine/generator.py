@@ -586,16 +586,15 @@ class Generator:
         return self.graphs.get(key, graphed)(**inputs)
 
     def _falls_back(self, seqs: list[Sequence]) -> bool:
-        """EngineConfig.min_acceptance: whether the unfinished sequences, after at least
-        FALLBACK_PROBE_STEPS speculative steps each, average fewer tokens a step than it asks
-        (then the loop stops, `_mark_fallback`, and `run` finishes them with AR decoding)."""
+        """EngineConfig.min_acceptance: whether the unfinished sequences, once each has had
+        FALLBACK_PROBE_STEPS speculative steps, average fewer tokens a step so far than it asks
+        (checked before every later step; then the loop stops, `_mark_fallback`, and `run`
+        finishes them with AR decoding)."""
         live = [s for s in seqs if not s.finished]
         limit = self.config.min_acceptance
-        if (
-            not limit
-            or not live
-            or min(len(s.acceptance_lengths) for s in live) < (FALLBACK_PROBE_STEPS)
-        ):
+        if not limit or not live:
+            return False
+        if min(len(s.acceptance_lengths) for s in live) < FALLBACK_PROBE_STEPS:
             return False
         lengths = [n for s in live for n in s.acceptance_lengths]
         return sum(lengths) < limit * len(lengths)
