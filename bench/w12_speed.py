@@ -76,10 +76,9 @@ def candidates(m: int, k: int) -> list[dict]:
         cfg = dict(BLOCK_M=block_m, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True,
                    num_warps=warps, num_stages=stages)  # fmt: skip
         out.append(cfg)
-        if warps == 4:  # one product per block (fewer barriers; more shared memory: 2 stages)
-            out += [dict(cfg, WIDE=True), dict(cfg, WIDE=True, ASM=False)]
-            if stages == 3:
-                out.append(dict(cfg, WIDE=True, num_stages=2))
+        if warps == 4 and stages == 3:  # one product a block (fewer barriers; more shared
+            # memory, so also with 2 stages)
+            out += [dict(cfg, WIDE=True), dict(cfg, WIDE=True, num_stages=2)]
         # the decode without inline PTX (ASM=False) read faster at 16 rows on gate_up and
         # lm_head (run 51: 2.80 vs 2.29 TB/s): the 4-warp, 3-stage tiles without it too
         if warps == 4 and stages == 3:
