@@ -120,6 +120,8 @@ def candidates(
         if split and split[0] > 1:
             cfg["SPLIT_K"] = split[0]
         out.append(cfg)
+        if use_dot and bn >= 64 and warps == 4:  # y^T = W x^T: one wgmma of 64 weight rows
+            out.append(dict(cfg, TRANS=True))
     return out
 
 
