@@ -136,11 +136,13 @@ def draft_head_bytes(gen: Generator) -> int:
     return head.nbytes()  # W12
 
 
-def synthetic_draft_vocab(size: int, vocab_size: int, directory: str) -> str:
-    """A draft vocabulary file of the first `size` ids: for the random-weight targets, where
-    which ids does not matter for speed (labelled as synthetic in the report)."""
+def synthetic_draft_vocab(size: int, vocab_size: int, directory: str | None = None) -> str:
+    """A draft vocabulary file of the first `size` ids (in `directory`, default a new temporary
+    one): for the random-weight targets, where which ids does not matter for speed (labelled as
+    synthetic in the report)."""
     from specpilot.spec import draft_vocab
 
+    directory = directory or tempfile.mkdtemp(prefix="specpilot-vocab-")
     path = f"{directory}/first-{size}.safetensors"
     ids = torch.arange(min(size, vocab_size))
     draft_vocab.save_ids(path, ids, vocab_size, f"synthetic: the first {size} ids")
@@ -550,7 +552,6 @@ def main() -> None:
     )
     parser.add_argument("--out")
     args = parser.parse_args()
-    vocab_dir = tempfile.mkdtemp(prefix="specpilot-vocab-")
     if args.merge_rows >= 0:
         from specpilot.kernels import attention
 
@@ -596,7 +597,7 @@ def main() -> None:
                 kernels=args.kernels,
                 pdl=args.pdl,
                 weight_prefetch=args.weight_prefetch,
-                draft_vocab=synthetic_draft_vocab(args.draft_vocab, hf["vocab_size"], vocab_dir)
+                draft_vocab=synthetic_draft_vocab(args.draft_vocab, hf["vocab_size"])
                 if args.draft_vocab
                 else "",
             ),
@@ -709,7 +710,7 @@ def main() -> None:
                     f"{preset} ctx {c['context']} step @6.55: host before {b['host_before_ms']:.2f}"
                     f" ms, draft+verify+accept graph {b['step_ms']:.2f} ms, host after "
                     f"{b['host_after_ms']:.2f} ms; drafter context write "
-                    f"{b.get('draft_prefill_ms', 0):.2f} ms a run"
+                    f"{b['draft_prefill_ms']:.2f} ms a run"
                 )
         if "transformers_eager_ar_tok_s" in report[preset]:
             hf_tok_s = report[preset]["transformers_eager_ar_tok_s"]

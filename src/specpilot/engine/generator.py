@@ -697,15 +697,19 @@ class Generator:
         host = [torch.empty(len(seqs), 2 * k + 1, dtype=torch.long, pin_memory=pin) for _ in "ab"]
         pending: tuple[torch.Tensor, Any] | None = None
         steps = launched = 0
+
+        def take(seq: Sequence, row: list[int]) -> int:
+            return take_block(seq, row, k)
+
         while True:
             if pending is not None and may_finish(seqs, k):  # book it first: maybe the last
                 steps += 1
-                if self._book(seqs, *pending, lambda seq, row: take_block(seq, row, k)):
+                if self._book(seqs, *pending, take):
                     break
                 pending = None
             if pending is not None and self._falls_back(seqs):  # nothing else in flight
                 steps += 1
-                self._book(seqs, *pending, lambda seq, row: take_block(seq, row, k))
+                self._book(seqs, *pending, take)
                 self._mark_fallback(seqs)
                 break
             replay = None
@@ -733,7 +737,7 @@ class Generator:
             buffer.copy_(packed_d, non_blocking=pin)
             done = _record(dev)
             if pending is not None:  # book the previous step while this one runs
-                finished = self._book(seqs, *pending, lambda seq, row: take_block(seq, row, k))
+                finished = self._book(seqs, *pending, take)
                 steps += 1
                 if finished:
                     break  # the step just launched is not needed

@@ -444,7 +444,8 @@ def w12_linear(
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual)
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
     cfg = dict(config or tile_config(m, n, k))
-    if config is None and WIDE_TILES and cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0:
+    wide_ok = cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0
+    if config is None and WIDE_TILES and wide_ok:
         cfg["WIDE"] = True
     # NOTE: the interpreter cannot run inline PTX; ASM=False is the same decode in plain Triton
     cfg["ASM"] = cfg.get("ASM", True) and not INTERPRETED
@@ -452,7 +453,7 @@ def w12_linear(
     cfg.setdefault("UNROLL", 1)
     if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
         raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
-    if cfg.get("WIDE") and not (cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0):
+    if cfg.get("WIDE") and not wide_ok:
         raise ValueError(
             f"WIDE needs tl.dot tiles and a group size that is a multiple of {4 * SLICE}"
         )
