@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import multiprocessing
+import time
 
 import torch
 import torch.nn.functional as F
@@ -53,8 +55,9 @@ from specpilot.models.synth import TARGET_PRESETS, draft_hf_config
 # (BLOCK_N, UNROLL, num_warps, num_stages) for M <= 4, tensor cores (BLOCK_N, SPLIT_K, num_warps,
 # num_stages) for any M; a step reads UNROLL blocks of w12.BLOCK columns (element-wise) or one
 W12_ELEMENTWISE_GRID = ((1, 2, 4, 8), (8, 16, 32), (4, 8), (1,))
-W12_DOT_GRID = ((64, 128), (1, 2, 4, 8), (4, 8), (3, 4))  # run 31: 32 wide never won
-# (WIDE tiles: block_n x 256 weights per product; candidates adds them to the 4-warp tiles)
+# run 63: 2 warps (mma.sync, 32 or 64 weight rows) and 2 stages (less shared memory: more
+# programs an SM) added; each tile with and without inline PTX
+W12_DOT_GRID = ((16, 32, 64), (1, 2, 4, 8, 16), (1, 2, 4), (1, 2, 3, 4))
 
 
 def candidates(m: int, k: int) -> list[dict]:
@@ -75,15 +78,37 @@ def candidates(m: int, k: int) -> list[dict]:
             continue
         cfg = dict(BLOCK_M=block_m, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True,
                    num_warps=warps, num_stages=stages)  # fmt: skip
-        out.append(cfg)
-        if warps == 4 and stages == 3:  # one product a block (fewer barriers; more shared
-            # memory, so also with 2 stages)
-            out += [dict(cfg, WIDE=True), dict(cfg, WIDE=True, num_stages=2)]
         # the decode without inline PTX (ASM=False) read faster at 16 rows on gate_up and
-        # lm_head (run 51: 2.80 vs 2.29 TB/s): the 4-warp, 3-stage tiles without it too
-        if warps == 4 and stages == 3:
-            out.append(dict(cfg, ASM=False))
+        # lm_head (run 51: 2.80 vs 2.29 TB/s), slower with a K split
+        out += [cfg, dict(cfg, ASM=False)]
     return out
+
+
+def _compile_tiles(m: int, configs: list[dict]) -> int:
+    """Launch each tile once at a small shape with the layers' launch specialisations (N, K and
+    the strides multiples of 16, whole blocks): Triton's disk cache then holds its kernel."""
+    x = torch.randn(m, 12288, device="cuda", dtype=torch.bfloat16)
+    packed = w12.encode((torch.randn(256, 12288, device="cuda") * 0.02).to(torch.bfloat16))
+    done = 0
+    for cfg in configs:
+        try:
+            w12_linear(x, packed, config=cfg)
+            done += 1
+        except Exception:  # noqa: BLE001 - the sweep reports tiles that do not compile or fit
+            pass
+    torch.cuda.synchronize()
+    return done
+
+
+def precompile(m: int, workers: int = 16) -> None:
+    """Compile the sweep's tiles for M rows in `workers` processes at once (a W12 tile takes
+    seconds to compile; the sweep then finds them in the cache)."""
+    configs = candidates(m, 4096)
+    start = time.perf_counter()
+    chunks = [(m, configs[i::workers]) for i in range(workers)]
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        done = sum(pool.starmap(_compile_tiles, chunks))
+    print(f"precompiled {done} of {len(configs)} tiles ({time.perf_counter() - start:.0f} s)")
 
 
 def check(y: torch.Tensor, ref: torch.Tensor, what: str) -> None:
@@ -104,17 +129,12 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool, cold: bool = Tru
     plain = dict(default, ASM=False)  # the decode without inline PTX (prmt, mul.bf16x2)
     check(w12_linear(x, packed), ref, f"{name} M={m} default tiles")
     check(w12_linear(x, packed, config=plain), ref, f"{name} M={m} ASM=False")
-    # tensor-core tiles: the block's slices joined into one product of depth 256 (WIDE)
-    wide = dict(default, WIDE=True) if default["USE_DOT"] else None
-    if wide:
-        check(w12_linear(x, packed, config=wide), ref, f"{name} M={m} WIDE")
     bf16_bytes = 2 * n * k
     ws, ps = cycled(w, cold), cycled(packed, cold)  # the weights from HBM, as in a forward
     t_cublas = graph_time(lambda: F.linear(x, ws()))
     t_skinny = graph_time(lambda: skinny_linear(x, ws()))
     t_w12 = graph_time(lambda: w12_linear(x, ps()))
     t_plain = graph_time(lambda: w12_linear(x, ps(), config=plain))
-    t_wide = graph_time(lambda: w12_linear(x, ps(), config=wide)) if wide else None
     # the fused forwards' prologues (RMSNorm before qkv / gate_up, SwiGLU before down): each
     # program recomputes them, so small tiles pay for them more often
     if name == "down":
@@ -144,7 +164,6 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool, cold: bool = Tru
             skinny=t_skinny * 1e6,
             w12=t_w12 * 1e6,
             w12_plain=t_plain * 1e6,
-            w12_wide=t_wide * 1e6 if t_wide else None,
             w12_best=best_t * 1e6,
             prologue=prologue,
             w12_with_prologue=t_pro * 1e6,
@@ -155,7 +174,6 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool, cold: bool = Tru
             skinny=bf16_bytes / t_skinny / 1e12,
             w12=s.nbytes / t_w12 / 1e12,
             w12_plain=s.nbytes / t_plain / 1e12,
-            w12_wide=s.nbytes / t_wide / 1e12 if t_wide else None,
             w12_best=s.nbytes / best_t / 1e12,
         ),
         bf16_equivalent_tb_s=dict(
@@ -230,34 +248,28 @@ def main() -> None:
         help="K-split tiles: a second launch adds the slices, or the tile's last program does "
         "(kernels/w12_linear.SPLIT_SUM_IN_KERNEL)",
     )
-    parser.add_argument(
-        "--wide",
-        type=int,
-        default=0,
-        help="1: the default tensor-core tiles join a block's slices into one product "
-        "(kernels/w12_linear.WIDE_TILES), in the kernel table's W12 column and end to end",
-    )
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
     w12_kernels.SPLIT_SUM_IN_KERNEL = args.split_sum == "kernel"
-    w12_kernels.WIDE_TILES = bool(args.wide)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     results = []
     print(
-        f"{'M':>3} {'shape':<8} {'cuBLAS':>7} {'skinny':>7} {'W12':>7} {'noASM':>7} {'wide':>7} "
+        f"{'M':>3} {'shape':<8} {'cuBLAS':>7} {'skinny':>7} {'W12':>7} {'noASM':>7} "
         f"{'W12best':>8} "
         f"TB/s read   {'W12 bf16-eq':>11}  speed-up vs cuBLAS / skinny   best tile"
     )
     for m in [int(r) for r in args.rows.split(",") if r]:  # --rows "": end to end only
+        if not args.no_sweep:
+            precompile(m)
         for name, (n, k) in SHAPES.items():
             r = bench_shape(m, name, n, k, not args.no_sweep, args.l2 == "cold")
             results.append(r)
             t = r["tb_s"]
             print(
                 f"{m:>3} {name:<8} {t['cublas']:7.2f} {t['skinny']:7.2f} {t['w12']:7.2f} "
-                f"{t['w12_plain']:7.2f} {t['w12_wide'] or float('nan'):7.2f} {t['w12_best']:8.2f}"
+                f"{t['w12_plain']:7.2f} {t['w12_best']:8.2f}"
                 "           "
                 f"{r['bf16_equivalent_tb_s']['w12_best']:11.2f}  "
                 f"{r['speedup_vs_cublas']:6.2f}x / {r['speedup_vs_skinny']:.2f}x          "
@@ -269,7 +281,6 @@ def main() -> None:
         "gpu": torch.cuda.get_device_name(),
         "l2": args.l2,
         "split_sum": args.split_sum,
-        "wide_tiles": bool(args.wide),
         "results": results,
     }
     save(report, args.out)  # the kernel table survives a failure end to end

@@ -29,7 +29,6 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "FENCE": 0,
         "SPLIT_K": 1,
         "SUM_IN_KERNEL": 0,
-        "WIDE": 0,
         "TRANS": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
@@ -39,7 +38,7 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
     constexprs = {(fn.arg_names.index(k),): v for k, v in consts.items()}
     source = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
     ptx = triton.compile(source, target=HOPPER).asm["ptx"]
-    if consts["PDL"] and not ("griddepcontrol.wait" in ptx and "launch_dependents" in ptx):
+    if consts.get("PDL") and not ("griddepcontrol.wait" in ptx and "launch_dependents" in ptx):
         raise AssertionError("PDL=True but no griddepcontrol instructions in the PTX")
     if consts.get("PREFETCH") == 2 and "cp.async.bulk.prefetch.L2" not in ptx:
         raise AssertionError("PREFETCH=2 but no bulk L2 prefetch in the PTX")
@@ -51,7 +50,7 @@ def with_pdl(cases: list[tuple[str, object, dict, dict]]) -> list[tuple[str, obj
     seen, out = set(), []
     for label, fn, types, consts in cases:
         key = (fn, consts.get("USE_DOT"))  # the skinny multiply both without and with MMA
-        if key not in seen:
+        if key not in seen and "PDL" in fn.arg_names:  # (w12 decode: outside decode steps)
             seen.add(key)
             for ahead in (1, 2) if fn is linear._skinny_kernel else (0,):
                 extra = {"PDL": True} | ({"PREFETCH": ahead} if ahead else {})
@@ -89,9 +88,6 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 flags | w12_cfg | dict(GROUP=128, ASM=True, EVEN_K=True, EVEN_N=True, SLICE=SLICE)
             )
             out.append((f"w12_linear M={m} {flags}", w12_linear._w12_kernel, w12, consts))
-            if w12_cfg["USE_DOT"]:  # the block's slices joined: one product of depth 256
-                wide = consts | dict(WIDE=True)
-                out.append((f"w12_linear M={m} WIDE {flags}", w12_linear._w12_kernel, w12, wide))
         # the plain-Triton decode (ASM=False), a group size that is not a multiple of 32, tails
         for asm, group, even in ((False, 128, True), (True, 48, False), (True, 64, False)):
             w12_cfg = w12_linear.tile_config(m, 4096, 4096)
@@ -105,6 +101,10 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 summed = consts | dict(SUM_IN_KERNEL=True, FENCE=True)
                 types = w12 | {"count_ptr": "*i32"}
                 out.append((label + " in-kernel sum", w12_linear._w12_kernel, types, summed))
+    decode_types = {k: w12[k] for k in ("low_ptr", "code_ptr", "base_ptr", "row_ptr")}
+    decode_types |= {"esc_col_ptr": "*i32", "esc_bits_ptr": "*i16", "out_ptr": bf16}
+    consts = dict(GROUP=128, BLOCK_N=16, SLICE=SLICE)
+    out.append(("w12 decode", w12_linear._w12_decode_kernel, decode_types, consts))
     split_types = {"part_ptr": "*fp32", "y_ptr": bf16, "res_ptr": bf16}
     consts = dict(SPLIT_K=4, RESIDUAL=True, BLOCK_N=1024)
     out.append(("w12 split sum", w12_linear._split_sum_kernel, split_types, consts))

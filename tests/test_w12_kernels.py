@@ -63,9 +63,6 @@ TILES = [  # (config, group size): several steps, a K tail, split K, groups of e
     (dict(BLOCK_M=4, BLOCK_N=4, UNROLL=1, SPLIT_K=3, USE_DOT=False), 64),
     (dict(BLOCK_M=16, BLOCK_N=32, SPLIT_K=2, USE_DOT=True), 256),
     (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=3, USE_DOT=True), 32),
-    # a block's 8 slices decoded and joined, one product of depth 256
-    (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, WIDE=True), 128),
-    (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=2, USE_DOT=True, WIDE=True), 256),
 ]
 
 
@@ -136,32 +133,6 @@ def test_prmt_selectors_match_the_plain_decode() -> None:
         assert torch.equal(prmt(low, high, sel), plain)
 
 
-def test_w12_wide_needs_tensor_cores_and_whole_half_blocks_per_group() -> None:
-    gen = torch.Generator().manual_seed(0)
-    packed = w12.encode(weight_with_escapes(8, 256, gen), 64).to(DEVICE)
-    x = torch.randn(16, 256, generator=gen).to(DEVICE, BF16)
-    for config in (dict(BLOCK_M=16, BLOCK_N=16, USE_DOT=True, WIDE=True),
-                   dict(BLOCK_M=1, BLOCK_N=4, USE_DOT=False, WIDE=True)):  # fmt: skip
-        with pytest.raises(ValueError, match="WIDE needs"):
-            w12_linear(x, packed, config=config)
-
-
-@pytest.mark.parametrize("group", [128, 32])
-def test_w12_wide_default_tiles(group: int, monkeypatch) -> None:
-    """WIDE_TILES: the default tensor-core tiles join the slices where the group size allows
-    (128) and keep the per-slice products where it does not (32), without an error."""
-    from specpilot.kernels import w12_linear as kernel
-
-    monkeypatch.setattr(kernel, "WIDE_TILES", True)
-    gen = torch.Generator().manual_seed(group)
-    m, n, k = 16, 40, 512
-    x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
-    packed = w12.encode(weight_with_escapes(n, k, gen), group).to(DEVICE)
-    residual = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
-    y = w12_linear(x, packed, residual=residual)
-    close_columns(y, w12_linear_reference(x, packed, residual=residual), 4)
-
-
 def test_w12_linear_on_fused_row_views() -> None:
     """The fused forwards multiply by row slices of a concatenated weight (views, absolute
     escape offsets) and call `linear` for either weight type."""
@@ -194,3 +165,41 @@ def test_w12_linear_rejects_bad_input() -> None:
         w12_linear(x, packed, config=dict(BLOCK_M=2, BLOCK_N=4, SPLIT_K=2, USE_DOT=False))
     with pytest.raises(ValueError, match="BLOCK_M >= 16"):
         w12_linear(x, packed, config=dict(BLOCK_M=4, BLOCK_N=32, UNROLL=1, USE_DOT=True))
+
+
+@pytest.mark.parametrize("n,k,group", [(21, 600, 128), (9, 97, 32), (7, 256, 48)])
+def test_w12_decode_kernel_is_bit_exact(n: int, k: int, group: int) -> None:
+    """w12_decode (one kernel, for multiplies wider than w12_linear takes) gives formats/w12's
+    decode bit for bit: escapes (huge, tiny, subnormal), signed zeros, K tails, odd groups, a
+    row view of a concatenated weight (absolute escape offsets)."""
+    from specpilot.kernels.w12_linear import w12_decode
+
+    gen = torch.Generator().manual_seed(n)
+    w = weight_with_escapes(n, k, gen)
+    w[1, 7] = float("inf")
+    w[1, 8] = float("nan")
+    w[6, :3] = torch.tensor([-0.0, 2.0**-133, -(2.0**-126)])
+    packed = w12.encode(w, group)
+    assert packed.num_escapes > 5
+    both = w12.cat([w12.encode(weight_with_escapes(5, k, gen), group), packed]).to(DEVICE)
+    view = both.rows(5, 5 + n)
+    for weight in (packed.to(DEVICE), view):
+        got = w12_decode(weight).cpu().view(torch.int16)
+        assert torch.equal(got, w.view(torch.int16))
+
+
+def test_w12_module_above_the_kernel_rows_decodes_in_one_kernel(monkeypatch) -> None:
+    """W12Linear with more rows than w12_linear takes: w12_decode then F.linear, never the
+    host-synchronising formats/w12.decode; the product is the decoded weight's."""
+    from specpilot.kernels.w12_linear import MAX_ROWS
+
+    gen = torch.Generator().manual_seed(3)
+    w = weight_with_escapes(24, 300, gen)
+    module = W12Linear(w12.encode(w, 64).to(DEVICE), use_kernel=True)
+    x = torch.randn(2, MAX_ROWS, 300, generator=gen).to(DEVICE, BF16)
+
+    def refuse(_weight):  # noqa: ANN001, ANN202
+        raise AssertionError("formats/w12.decode called")
+
+    monkeypatch.setattr(w12, "decode", refuse)
+    assert torch.equal(module(x), torch.nn.functional.linear(x, w.to(DEVICE)))

@@ -341,11 +341,12 @@ class EngineConfig:
         whenever the mean acceptance length so far (tokens a step) is below this (checked
         before each later step; pipelined, the step in flight is booked first), `Generator.run`
         finishes the sequences with plain AR decoding, which is then faster: a speculative step
-        costs more than an AR step (on the H200 ~2.2x for the embedded pair, runs 59-62, so
-        below tau ~2.2 speculation loses; MT-Bench averaged 1.89). The target's cache holds
-        exactly the verified tokens at the switch, so the tokens are AR's either way. 0
-        (default): never. One-way (the drafter's context is not kept up while AR runs); the
-        server's scheduler does not use it. Unmeasured on the GPU.
+        costs more than an AR step. The target's cache holds exactly the verified tokens at
+        the switch, so the tokens are AR's either way. 0 (default): never. One-way (the
+        drafter's context is not kept up while AR runs); the server's scheduler does not use
+        it. On the H200 with the embedded pair (run 66) 2.2 lost: MT-Bench 1.14x -> 0.96x,
+        HumanEval 1.48x -> 1.38x; at that size a speculative step now costs ~1.7x an AR step,
+        so tau ~1.9 still wins, and 8 steps misjudge prompts whose acceptance grows later.
     weight_prefetch: how the skinny multiply reads weights ahead (kernels/launch.py): "off";
         "tile", its first weight tile before waiting for the kernel before it, then each next
         tile one step ahead; "l2", each program's rows into L2 in one bulk prefetch (Hopper;

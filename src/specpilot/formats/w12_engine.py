@@ -45,11 +45,16 @@ class W12Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., in_features] bf16 -> [..., out_features]."""
-        from specpilot.kernels.w12_linear import MAX_ROWS, w12_linear
+        from specpilot.kernels.w12_linear import MAX_ROWS, w12_decode, w12_linear
 
         rows = x.reshape(-1, self.in_features)
         if self.use_kernel and rows.shape[0] <= MAX_ROWS:
             return w12_linear(rows.contiguous(), self.weight).view(*x.shape[:-1], -1)
+        if self.use_kernel:  # more rows (a prompt, the drafter's context): decoded, then cuBLAS.
+            # NOTE: w12.decode synchronises with the host 3 times and runs ~20 PyTorch ops: as
+            # the drafter's context write inside the decode time it cost W12 speculative
+            # decoding ~1.2 ms a step at 1k (docs/LOG.md runs 69-70)
+            return F.linear(x, w12_decode(self.weight))
         return F.linear(x, w12.decode(self.weight))
 
     def extra_repr(self) -> str:

@@ -14,7 +14,8 @@ which came last, and runs the epilogue: no second launch. No measured tile uses 
 H200 the 16-row sweep with SPLIT_K 2 and 4 found nothing faster (docs/LOG.md run 57).
 With TRANS (tensor-core tiles) the kernel computes y^T = W x^T: the weight rows are the
 product's M side, so a tile of 64 weight rows is one wgmma (m64n16) instead of mma.sync on 16
-token rows (sm_90 SASS: HGMMA, 2 barriers a step). Unmeasured: kernel_sweep sweeps it.
+token rows (sm_90 SASS: HGMMA, 2 barriers a step). Off: on the H200 the 16-row sweep's best
+TRANS tiles read within 2% of the defaults (docs/LOG.md run 64).
 Each step rounds to the activation dtype where the reference modules do (norm output, scaled
 norm, silu, product, matmul output, sum), so only the summation order of the dot products
 differs from the PyTorch path.

@@ -26,9 +26,11 @@ M = 1 (USE_DOT=False): tiles [1, UNROLL, BLOCK_N, 32] (UNROLL blocks side by sid
 of rows so that Triton lays threads along K and keeps rows in registers); products accumulate
 element-wise in fp32 and are reduced once at the end. M >= 2 (USE_DOT=True): per slice, tl.dot of
 the decoded [BLOCK_N, 32] bf16 weights (the left operand) by x^T [32, BLOCK_M]: the accumulator
-is y^T. Triton stages each slice's decoded weights in shared memory for wgmma, with a fence, two
-barriers and a warpgroup wait per slice (sm_90 SASS); WIDE joins the 8 slices in registers into
-one [BLOCK_N, 256] operand (x read in the joined order): one product, one staging per block.
+is y^T. In the sm_90 SASS (compiled with the launch's 16-byte specialisations) the planes and x
+come through cp.async pipelining, the weights are decoded in the registers of wgmma's left
+operand (no shared-memory staging), and each slice ends in a warpgroup wait. Joining the 8
+slices into one [BLOCK_N, 256] operand (tried as WIDE) took the planes out of the pipeline
+and staged the weights in shared memory: 3-4x slower on the H200 (docs/LOG.md run 63).
 SPLIT_K > 1 splits K over programs (fp32 partial sums, then `_split_sum_kernel` adds them, rounds
 and adds the residual) when the tiles alone are too few.
 
@@ -67,12 +69,6 @@ MAX_ROWS = 64
 # the H200 it was no faster than the sum launch (16-row q|k|v 1.85 vs 1.89 TB/s, down 2.14 vs
 # 2.23; docs/LOG.md run 57); bench/w12_speed.py --split-sum kernel measures it.
 SPLIT_SUM_IN_KERNEL = False
-# The default tensor-core tiles decode a block's 8 slices and join them into one product of
-# depth 256 (WIDE) instead of 8 products of depth 32. In the sm_90 SASS of the 16-row tiles the
-# loop's barriers drop from 20 to 2 and its warpgroup waits from 16 to 2 (each slice's decoded
-# weights went through shared memory on their own); shared memory grows from 49 to 88 KB. False
-# until measured on the H200 (bench/w12_speed.py's "wide" column and sweep; --wide sets this).
-WIDE_TILES = False
 
 
 @triton.jit
@@ -140,36 +136,6 @@ def _scale(base_rows, row_ok, col, K, GROUP: tl.constexpr, ASM: tl.constexpr, EV
 
 
 @triton.jit
-def _wide_half(low_rows, codes, base_rows, row_ok, kb, ri, wm, K, H: tl.constexpr,
-               GROUP: tl.constexpr, ASM: tl.constexpr, EVEN_K: tl.constexpr,
-               SLICE: tl.constexpr, dtype):  # fmt: skip
-    """Slices 4H .. 4H + 3 of a block as [BLOCK_N, SLICE, 2, 2]: [:, i, s, p] is slice
-    4H + 2p + s at word position i (one group scale: GROUP is a multiple of 4 * SLICE)."""
-    low = tl.load(low_rows + kb // 4 + SLICE * H + ri, mask=wm, other=0)
-    high = _high_bytes(codes, H)
-    scale = _scale(base_rows, row_ok, kb + 4 * SLICE * H, K, GROUP, ASM, EVEN_K)
-    w0, w1 = _weight_pair(low, high, scale, scale, 0, ASM)
-    w2, w3 = _weight_pair(low, high, scale, scale, 2, ASM)
-    return tl.join(tl.join(w0.to(dtype), w1.to(dtype)), tl.join(w2.to(dtype), w3.to(dtype)))
-
-
-@triton.jit
-def _wide_weights(low_rows, codes, base_rows, row_ok, kb, ri, wm, K, GROUP: tl.constexpr,
-                  ASM: tl.constexpr, EVEN_K: tl.constexpr, SLICE: tl.constexpr, dtype):  # fmt: skip
-    """The [BLOCK_N, 8 * SLICE] weights of one block, the 8 slices joined in registers: column
-    i * 8 + s * 4 + p * 2 + h holds slice 4h + 2p + s at word position i, so x is read in that
-    order (the kernel's x_cols) and the block is one product of depth 8 * SLICE instead of 8 of
-    depth SLICE."""
-    w = tl.join(
-        _wide_half(low_rows, codes, base_rows, row_ok, kb, ri, wm, K, 0, GROUP, ASM, EVEN_K,
-                   SLICE, dtype),
-        _wide_half(low_rows, codes, base_rows, row_ok, kb, ri, wm, K, 1, GROUP, ASM, EVEN_K,
-                   SLICE, dtype),
-    )  # fmt: skip
-    return tl.reshape(w, (w.shape[0], 8 * SLICE))
-
-
-@triton.jit
 def _w12_kernel(
     x_ptr,
     low_ptr,
@@ -211,7 +177,6 @@ def _w12_kernel(
     count_ptr=None,
     SUM_IN_KERNEL: tl.constexpr = False,
     FENCE: tl.constexpr = False,
-    WIDE: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -278,25 +243,13 @@ def _w12_kernel(
     if SPLIT_K > 1:  # NOTE: k_lo a visible multiple of k_step keeps the loads vectorized
         k_lo = pid_k * split_steps * k_step
         k_hi = tl.minimum(K, k_lo + split_steps * k_step)
-    if WIDE:  # x's columns in the order of the joined weights (see _wide_weights)
-        xi = tl.arange(0, 8 * SLICE)[None, :]
-        x_cols = SLICE * (4 * (xi % 2) + 2 * ((xi // 2) % 2) + (xi // 4) % 2) + xi // 8
     for k0 in range(k_lo, k_hi, k_step):
         kb = k0 + kb0  # first column of each block
         wm = row_ok
         if not EVEN_K:
             wm = wm & (kb < K)  # the planes are padded to whole blocks: no mask within one
         codes = tl.load(code_rows + kb // 8 + ri, mask=wm, other=0)
-        if WIDE:  # the block's 8 slices decoded, then one product of depth 8 * SLICE
-            w = _wide_weights(low_rows, codes, base_rows, row_ok, kb, ri, wm, K, GROUP, ASM,
-                              EVEN_K, SLICE, dtype)  # fmt: skip
-            cols = kb + x_cols
-            xm = x_ok
-            if not EVEN_K:
-                xm = xm & (cols < K)
-            a = input_tile(x_rows, cols, xm, nw_ptr, rstd_, K, dtype, NORM, GLU)
-            acc_t += dot(w, tl.trans(a), F32_DOT)
-        for h in tl.static_range(0 if WIDE else 2):  # slices 4h .. 4h + 3
+        for h in tl.static_range(2):  # slices 4h .. 4h + 3
             low = tl.load(low_rows + kb // 4 + SLICE * h + ri, mask=wm, other=0)
             high = _high_bytes(codes, h)
             scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
@@ -369,22 +322,26 @@ def tile_config(m: int, n: int, k: int) -> dict:
     the rows in registers: no layout conversion in the loop, ~4.9 instructions per weight. Run
     19: 3.15-3.39 TB/s of W12 bytes on Qwen3-8B's layers (4 rows: 2.41-2.77); the LM head (N >
     65,536) reads fastest with the tensor-core tile (3.81 vs 2.67 TB/s).
-    M >= 2: 64 rows per tile on tensor cores (wgmma, the decoded weights stay in registers), ~5.4
-    instructions per weight whatever M; element-wise products would add M FMAs per weight.
-    The K split gives >= 256 programs (the tiles alone are too few at N = 4096). Where the
-    tiles alone are enough (no split: gate_up, lm_head) the decode without inline PTX read
-    faster at 16 rows (run 51's two processes: gate_up 2.80 / 2.78 vs 2.29 / 2.28 TB/s,
-    lm_head 3.24 / 3.25 vs 3.03 / 3.05), and slower with a split (qkv 1.75 vs 1.95, down
-    2.08 vs 2.22) and for the one-row lm_head (3.68 vs 3.78)."""
+    M = 2-16 (and the one-row LM head): 32 rows per tile on mma.sync, 2 warps (below). M > 16:
+    64 rows per tile on wgmma, ~5.4 instructions per weight whatever M; the K split gives >= 256
+    programs; without a split the decode without inline PTX read faster (run 51)."""
     if m == 1 and n <= 65536:
         return dict(
             BLOCK_M=1, BLOCK_N=2, UNROLL=16, SPLIT_K=1, USE_DOT=False, num_warps=4, num_stages=1
         )
     block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
-    # Qwen3-8B q|k|v at 16 rows: split 4, no inline PTX (run 55: 1.65 -> 1.80 TB/s; run 56: 1.78)
-    if block_m == 16 and (n, k) == (6144, 4096):
-        return dict(BLOCK_M=16, BLOCK_N=64, UNROLL=1, SPLIT_K=4, USE_DOT=True, num_warps=4,
-                    num_stages=3, ASM=False)  # fmt: skip
+    if block_m == 16:
+        # 32 weight rows and 2 warps a program: mma.sync with the decoded weights in registers,
+        # little shared memory, many programs an SM. Runs 67-68 (two processes, every shape of
+        # Qwen3-8B at 16 rows, 360 tiles): fastest everywhere, +8-15% over 64 rows on wgmma
+        # (q|k|v 1.85 -> 2.08-2.11 TB/s, o 1.60 -> 1.71-1.76, gate_up 2.77 -> 2.95-2.98, down
+        # 2.23 -> 2.52-2.57, lm_head 3.23 -> 3.50); K split 4 below 256 tiles, 2 stages without
+        # a split, 3 with one (q|k|v: 2)
+        tiles = -(-n // 32)
+        split = 4 if tiles < 256 and k >= 4096 else 1
+        stages = 2 if split == 1 or (n, k) == (6144, 4096) else 3
+        return dict(BLOCK_M=16, BLOCK_N=32, UNROLL=1, SPLIT_K=split, USE_DOT=True, num_warps=2,
+                    num_stages=stages)  # fmt: skip
     tiles = -(-n // 64) * -(-m // block_m)
     split = max(1, min(256 // tiles, k // 1024))
     return dict(
@@ -395,7 +352,7 @@ def tile_config(m: int, n: int, k: int) -> dict:
         USE_DOT=True,
         num_warps=4,
         num_stages=3,
-        ASM=not (split == 1 and 2 <= m <= 16),
+        ASM=split > 1,
     )
 
 
@@ -444,19 +401,12 @@ def w12_linear(
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual)
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
     cfg = dict(config or tile_config(m, n, k))
-    wide_ok = cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0
-    if config is None and WIDE_TILES and wide_ok:
-        cfg["WIDE"] = True
     # NOTE: the interpreter cannot run inline PTX; ASM=False is the same decode in plain Triton
     cfg["ASM"] = cfg.get("ASM", True) and not INTERPRETED
     cfg.setdefault("SPLIT_K", 1)
     cfg.setdefault("UNROLL", 1)
     if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
         raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
-    if cfg.get("WIDE") and not wide_ok:
-        raise ValueError(
-            f"WIDE needs tl.dot tiles and a group size that is a multiple of {4 * SLICE}"
-        )
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
     split_steps = triton.cdiv(triton.cdiv(k, splits), step)  # whole steps per split
@@ -535,3 +485,64 @@ def w12_linear_reference(
     return skinny_linear_reference(
         x, decode(weight), norm_weight=norm_weight, eps=eps, glu=glu, residual=residual
     )
+
+
+@triton.jit
+def _w12_decode_kernel(
+    low_ptr, code_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, out_ptr, N, K,
+    stride_low, stride_code, stride_base, stride_out, GROUP: tl.constexpr,
+    BLOCK_N: tl.constexpr, SLICE: tl.constexpr,
+):  # fmt: skip
+    """out[rn, :] = the bf16 weights of rows rn: the multiply's decode (plain Triton), stored,
+    then each row's escaped weights written over their zeros."""
+    rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = rn < N
+    row_ok = n_ok[:, None]
+    ri = tl.arange(0, SLICE)[None, :]
+    low_rows = low_ptr + rn[:, None] * stride_low
+    code_rows = code_ptr + rn[:, None] * stride_code
+    base_rows = base_ptr + rn[:, None] * stride_base
+    out_rows = out_ptr + rn[:, None] * stride_out
+    for kb in range(0, K, 8 * SLICE):  # the planes are padded to whole blocks
+        codes = tl.load(code_rows + kb // 8 + ri, mask=row_ok, other=0)
+        for h in tl.static_range(2):
+            low = tl.load(low_rows + kb // 4 + SLICE * h + ri, mask=row_ok, other=0)
+            high = _high_bytes(codes, h)
+            for p in tl.static_range(2):
+                col = kb + SLICE * (4 * h + 2 * p) + ri  # slices 4h + 2p and 4h + 2p + 1
+                scale0 = _scale(base_rows, row_ok, col, K, GROUP, False, False)
+                scale1 = _scale(base_rows, row_ok, col + SLICE, K, GROUP, False, False)
+                w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, False)
+                for s in tl.static_range(2):
+                    cols = col + SLICE * s
+                    w = w0 if s == 0 else w1
+                    tl.store(out_rows + cols, w.to(tl.bfloat16), mask=row_ok & (cols < K))
+    tl.debug_barrier()  # the escapes land after every thread's zeros
+    first = tl.load(row_ptr + rn, mask=n_ok, other=0)
+    count = tl.load(row_ptr + rn + 1, mask=n_ok, other=0) - first
+    for j in range(0, tl.max(count, axis=0)):
+        has = j < count
+        col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
+        bits = tl.load(esc_bits_ptr + first + j, mask=has, other=0)
+        tl.store(out_ptr + rn * stride_out + col, bits.to(tl.bfloat16, bitcast=True), mask=has)
+
+
+def w12_decode(weight: W12Weight, block_n: int = 16) -> torch.Tensor:
+    """The bf16 [N, K] of a W12 weight, exactly, in one kernel (formats/w12.decode's values
+    without its host synchronisations): for multiplies of more rows than w12_linear takes
+    (prompts, the drafter's context), which then run on cuBLAS."""
+    n, k = weight.shape
+    for name in ("low", "codes", "base"):
+        if getattr(weight, name).stride(1) != 1:
+            raise ValueError(f"W12 {name} must have unit stride along K")
+    out = torch.empty(n, k, device=weight.device, dtype=torch.bfloat16)
+    esc_col, esc_bits = weight.esc_col, weight.esc_bits
+    if not esc_col.numel():  # never read; a tensor with storage instead
+        esc_col, esc_bits = weight.row_ptr, weight.row_ptr.view(torch.int16)
+    _w12_decode_kernel[(triton.cdiv(n, block_n),)](
+        weight.low.view(torch.int32), weight.codes.view(torch.int32), weight.base,
+        weight.row_ptr, esc_col, esc_bits, out, n, k, weight.low.stride(0) // 4,
+        weight.codes.stride(0) // 4, weight.base.stride(0), out.stride(0),
+        GROUP=weight.group_size, BLOCK_N=block_n, SLICE=SLICE,
+    )  # fmt: skip
+    return out
