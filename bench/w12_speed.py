@@ -58,12 +58,22 @@ W12_ELEMENTWISE_GRID = ((1, 2, 4, 8), (8, 16, 32), (4, 8), (1,))
 # run 63: 2 warps (mma.sync, 32 or 64 weight rows) and 2 stages (less shared memory: more
 # programs an SM) added; each tile with and without inline PTX
 W12_DOT_GRID = ((16, 32, 64), (1, 2, 4, 8, 16), (1, 2, 4), (1, 2, 3, 4))
+# --grid regs / acc: the run-68 winners' family (32 rows, 2 warps), each tile as it is and with
+# each variant: "regs", ptxas register caps (maxnreg; the 165 registers a thread of that tile
+# takes leave 12 warps an SM, 128 / 96 / 80 allow 16 / 20 / 24, with spills); "acc", the group
+# scales on each half block's sum (kernels/w12_linear.ACC_SCALE_TILES)
+W12_FAMILY_GRID = ((32,), (1, 4), (2,), (2, 3))
+W12_VARIANTS = {
+    "regs": [dict(maxnreg=cap) for cap in (128, 96, 80)],
+    "acc": [dict(ACC_SCALE=True)],
+}
 
 
-def candidates(m: int, k: int) -> list[dict]:
-    """W12 tile configurations for M rows (the split K must leave every split some columns)."""
+def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
+    """W12 tile configurations for M rows (the split K must leave every split some columns);
+    grid "regs" / "acc": W12_FAMILY_GRID's tiles, each also with every W12_VARIANTS[grid]."""
     out = []
-    if m <= 4:
+    if m <= 4 and grid == "full":
         block_m = 1 if m == 1 else (2 if m == 2 else 4)
         for bn, unroll, warps, stages in itertools.product(*W12_ELEMENTWISE_GRID):
             if block_m * bn * unroll * 32 > 64 * 32 * warps:  # accumulator: <= 64 fp32 a thread
@@ -73,14 +83,17 @@ def candidates(m: int, k: int) -> list[dict]:
                      num_warps=warps, num_stages=stages)
             )  # fmt: skip
     block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
-    for bn, split, warps, stages in itertools.product(*W12_DOT_GRID):
+    for bn, split, warps, stages in itertools.product(
+        *(W12_DOT_GRID if grid == "full" else W12_FAMILY_GRID)
+    ):
         if split > 1 and (split - 1) * -(-k // (w12.BLOCK * split)) * w12.BLOCK >= k:
             continue
         cfg = dict(BLOCK_M=block_m, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True,
                    num_warps=warps, num_stages=stages)  # fmt: skip
         # the decode without inline PTX (ASM=False) read faster at 16 rows on gate_up and
         # lm_head (run 51: 2.80 vs 2.29 TB/s), slower with a K split
-        out += [cfg, dict(cfg, ASM=False)]
+        for tile in (cfg, dict(cfg, ASM=False)):
+            out += [tile] + [dict(tile, **v) for v in W12_VARIANTS.get(grid, [])]
     return out
 
 
@@ -100,10 +113,10 @@ def _compile_tiles(m: int, configs: list[dict]) -> int:
     return done
 
 
-def precompile(m: int, workers: int = 16) -> None:
+def precompile(m: int, grid: str, workers: int = 16) -> None:
     """Compile the sweep's tiles for M rows in `workers` processes at once (a W12 tile takes
     seconds to compile; the sweep then finds them in the cache)."""
-    configs = candidates(m, 4096)
+    configs = candidates(m, 4096, grid)
     start = time.perf_counter()
     chunks = [(m, configs[i::workers]) for i in range(workers)]
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
@@ -119,7 +132,9 @@ def check(y: torch.Tensor, ref: torch.Tensor, what: str) -> None:
         raise AssertionError(f"{what}: W12 kernel off by {err} (scale {scale})")
 
 
-def bench_shape(m: int, name: str, n: int, k: int, sweep: bool, cold: bool = True) -> dict:
+def bench_shape(
+    m: int, name: str, n: int, k: int, sweep: bool, cold: bool = True, grid: str = "full"
+) -> dict:
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode(w)
@@ -149,7 +164,7 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool, cold: bool = Tru
         t_pro_skinny = graph_time(lambda: skinny_linear(x, ws(), norm_weight=nw))
     best, best_t = default, t_w12
     if sweep:
-        configs = candidates(m, k)
+        configs = candidates(m, k, grid)
         best, best_t = fastest(lambda c: w12_linear(x, ps(), config=c), configs, best, best_t)
         check(w12_linear(x, packed, config=best), ref, f"{name} M={m} {best}")
     return dict(
@@ -186,18 +201,34 @@ def bench_shape(m: int, name: str, n: int, k: int, sweep: bool, cold: bool = Tru
     )
 
 
-def end_to_end(context: int, new_tokens: int, engine: EngineConfig | None = None) -> dict:
+# end to end, more W12 arms on the same W12 models: the kernel switches each one sets
+W12_ARMS = {
+    "sum_in_kernel": {"SPLIT_SUM_IN_KERNEL": True},
+    "acc_scale": {"ACC_SCALE_TILES": True},
+}
+
+
+def end_to_end(
+    context: int, new_tokens: int, engine: EngineConfig | None = None, extra: tuple = ()
+) -> dict:
     """AR and spec@6.55 (replay) with bf16 weights, then with the same weights in W12 (both arms
-    with `engine`, default CUDA graphs on)."""
+    with `engine`, default CUDA graphs on); then the same W12 models once for each W12_ARMS
+    name in `extra` (arm "w12_<name>", with its kernel switches set)."""
     engine = engine or EngineConfig(cuda_graphs=True)
     bw = copy_bandwidth()
     hf = dict(TARGET_PRESETS["qwen3-8b"], eos_token_id=None, architectures=["Qwen3ForCausalLM"])
     draft_hf = draft_hf_config("dflash-b16", hf)
     bf16_target = build(hf, "target", 0)
     out: dict = {"context": context, "copy_bandwidth_tb_s": bw / 1e12, "arms": {}}
-    for weights in ("bf16", "w12"):
-        target = bf16_target if weights == "bf16" else build(hf, "target", 0)  # same seed
-        drafter = build(draft_hf, "draft", 1)
+    arms = ("bf16", "w12", *(f"w12_{name}" for name in extra))
+    defaults = {flag: getattr(w12_kernels, flag) for sw in W12_ARMS.values() for flag in sw}
+    for weights in arms:
+        switches = defaults | W12_ARMS.get(weights.removeprefix("w12_"), {})
+        for flag, value in switches.items():
+            setattr(w12_kernels, flag, value)
+        if weights in ("bf16", "w12"):  # the other arms reuse the W12 models
+            target = bf16_target if weights == "bf16" else build(hf, "target", 0)  # same seed
+            drafter = build(draft_hf, "draft", 1)
         if weights == "w12":
             reports = [convert_model(m) for m in (target, drafter)]
             out["w12_convert"] = [
@@ -218,10 +249,12 @@ def end_to_end(context: int, new_tokens: int, engine: EngineConfig | None = None
             f"{r['ar']['token_forcing']['passed']}/{spec['token_forcing']['passed']}",
             flush=True,
         )
-        del gen, drafter
-        if weights == "w12":
-            del target
+        del gen
+        if weights == arms[-1]:
+            del target, drafter
         torch.cuda.empty_cache()
+    for flag, value in defaults.items():
+        setattr(w12_kernels, flag, value)
     a, b = out["arms"]["bf16"], out["arms"]["w12"]
     out["w12_over_bf16"] = {
         "ar": a["ar"]["step_ms"] / b["ar"]["step_ms"],
@@ -238,6 +271,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="1,16", help="token rows of the kernel table ('': none)")
     parser.add_argument("--no-sweep", action="store_true", help="default tiles only")
+    parser.add_argument(
+        "--grid",
+        default="full",
+        choices=["full", *W12_VARIANTS],
+        help="the sweep's tiles (candidates)",
+    )
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
     parser.add_argument("--new-tokens", type=int, default=128)
     add_l2_argument(parser)
@@ -248,9 +287,17 @@ def main() -> None:
         help="K-split tiles: a second launch adds the slices, or the tile's last program does "
         "(kernels/w12_linear.SPLIT_SUM_IN_KERNEL)",
     )
+    parser.add_argument(
+        "--w12-arms",
+        default="",
+        help=f"end to end, more W12 arms, comma-separated: {', '.join(W12_ARMS)}",
+    )
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
+    extra = tuple(a for a in args.w12_arms.split(",") if a)
+    if set(extra) - set(W12_ARMS):
+        parser.error(f"--w12-arms: unknown {sorted(set(extra) - set(W12_ARMS))}")
     w12_kernels.SPLIT_SUM_IN_KERNEL = args.split_sum == "kernel"
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
@@ -262,9 +309,9 @@ def main() -> None:
     )
     for m in [int(r) for r in args.rows.split(",") if r]:  # --rows "": end to end only
         if not args.no_sweep:
-            precompile(m)
+            precompile(m, args.grid)
         for name, (n, k) in SHAPES.items():
-            r = bench_shape(m, name, n, k, not args.no_sweep, args.l2 == "cold")
+            r = bench_shape(m, name, n, k, not args.no_sweep, args.l2 == "cold", args.grid)
             results.append(r)
             t = r["tb_s"]
             print(
@@ -286,7 +333,7 @@ def main() -> None:
     save(report, args.out)  # the kernel table survives a failure end to end
     if args.e2e:
         engine = EngineConfig(cuda_graphs=True, pdl=args.pdl, weight_prefetch=args.weight_prefetch)
-        report["end_to_end"] = end_to_end(args.e2e, args.new_tokens, engine)
+        report["end_to_end"] = end_to_end(args.e2e, args.new_tokens, engine, extra)
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch}
         report["end_to_end"]["engine"] = launches
     finish(report, args.out)

@@ -29,6 +29,7 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "FENCE": 0,
         "SPLIT_K": 1,
         "SUM_IN_KERNEL": 0,
+        "ACC_SCALE": 0,
         "TRANS": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
@@ -88,6 +89,11 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 flags | w12_cfg | dict(GROUP=128, ASM=True, EVEN_K=True, EVEN_N=True, SLICE=SLICE)
             )
             out.append((f"w12_linear M={m} {flags}", w12_linear._w12_kernel, w12, consts))
+            if w12_cfg["USE_DOT"]:  # the group scales on each half block's sum
+                acc = consts | dict(ACC_SCALE=True)
+                out.append(
+                    (f"w12_linear M={m} ACC_SCALE {flags}", w12_linear._w12_kernel, w12, acc)
+                )
         # the plain-Triton decode (ASM=False), a group size that is not a multiple of 32, tails
         for asm, group, even in ((False, 128, True), (True, 48, False), (True, 64, False)):
             w12_cfg = w12_linear.tile_config(m, 4096, 4096)

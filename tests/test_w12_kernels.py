@@ -63,6 +63,9 @@ TILES = [  # (config, group size): several steps, a K tail, split K, groups of e
     (dict(BLOCK_M=4, BLOCK_N=4, UNROLL=1, SPLIT_K=3, USE_DOT=False), 64),
     (dict(BLOCK_M=16, BLOCK_N=32, SPLIT_K=2, USE_DOT=True), 256),
     (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=3, USE_DOT=True), 32),
+    # the group scales applied to each half block's sum (weights decoded times 2^126)
+    (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True), 128),
+    (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=2, USE_DOT=True, ACC_SCALE=True), 256),
 ]
 
 
@@ -131,6 +134,32 @@ def test_prmt_selectors_match_the_plain_decode() -> None:
             for s in range(2)
         )
         assert torch.equal(prmt(low, high, sel), plain)
+
+
+def test_w12_acc_scale_needs_tensor_cores_and_whole_half_blocks_per_group() -> None:
+    gen = torch.Generator().manual_seed(0)
+    packed = w12.encode(weight_with_escapes(8, 256, gen), 64).to(DEVICE)
+    x = torch.randn(16, 256, generator=gen).to(DEVICE, BF16)
+    for config in (dict(BLOCK_M=16, BLOCK_N=16, USE_DOT=True, ACC_SCALE=True),
+                   dict(BLOCK_M=1, BLOCK_N=4, USE_DOT=False, ACC_SCALE=True)):  # fmt: skip
+        with pytest.raises(ValueError, match="ACC_SCALE needs"):
+            w12_linear(x, packed, config=config)
+
+
+@pytest.mark.parametrize("group", [128, 32])
+def test_w12_acc_scale_default_tiles(group: int, monkeypatch) -> None:
+    """ACC_SCALE_TILES: the default tensor-core tiles scale the half blocks' sums where the
+    group size allows (128) and keep the per-weight scales where it does not (32)."""
+    from specpilot.kernels import w12_linear as kernel
+
+    monkeypatch.setattr(kernel, "ACC_SCALE_TILES", True)
+    gen = torch.Generator().manual_seed(group)
+    m, n, k = 16, 40, 512
+    x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
+    packed = w12.encode(weight_with_escapes(n, k, gen), group).to(DEVICE)
+    residual = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
+    y = w12_linear(x, packed, residual=residual)
+    close_columns(y, w12_linear_reference(x, packed, residual=residual), 4)
 
 
 def test_w12_linear_on_fused_row_views() -> None:

@@ -31,6 +31,10 @@ come through cp.async pipelining, the weights are decoded in the registers of wg
 operand (no shared-memory staging), and each slice ends in a warpgroup wait. Joining the 8
 slices into one [BLOCK_N, 256] operand (tried as WIDE) took the planes out of the pipeline
 and staged the weights in shared memory: 3-4x slower on the H200 (docs/LOG.md run 63).
+With ACC_SCALE (tensor-core tiles, group sizes a multiple of 128) the weights are decoded
+times the one constant 2^126 instead of their group's 2^(2b), each half block's product is summed
+on its own, and that sum is multiplied by its rows' 2^(2b - 126): exact powers of two on normal
+numbers (weights 2^126 R lie in [1, 2^15)), so only the summation order changes.
 SPLIT_K > 1 splits K over programs (fp32 partial sums, then `_split_sum_kernel` adds them, rounds
 and adds the residual) when the tiles alone are too few.
 
@@ -69,6 +73,16 @@ MAX_ROWS = 64
 # the H200 it was no faster than the sum launch (16-row q|k|v 1.85 vs 1.89 TB/s, down 2.14 vs
 # 2.23; docs/LOG.md run 57); bench/w12_speed.py --split-sum kernel measures it.
 SPLIT_SUM_IN_KERNEL = False
+# Tensor-core tiles (group sizes a multiple of 4 * SLICE): the weights decoded times 2^126 for
+# every group alike, each half block's product summed on its own and scaled once by its rows'
+# 2^(2b - 126), so the group bases leave the per-weight decode (in the sm_90 SASS of the 16-row
+# tile: 695 -> ~580 loop instructions a block, 5 -> 2 barriers, no shared-memory stores; the
+# bases were a [32, 1] byte tile moved into the operand's layout through shared memory). The
+# sums differ from the other tiles' only in order. False until measured on the H200
+# (bench/w12_speed.py sweeps it).
+ACC_SCALE_TILES = False
+ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
+ACC_FACTOR = tl.constexpr(2.0**126)
 
 
 @triton.jit
@@ -177,6 +191,7 @@ def _w12_kernel(
     count_ptr=None,
     SUM_IN_KERNEL: tl.constexpr = False,
     FENCE: tl.constexpr = False,
+    ACC_SCALE: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -252,7 +267,14 @@ def _w12_kernel(
         for h in tl.static_range(2):  # slices 4h .. 4h + 3
             low = tl.load(low_rows + kb // 4 + SLICE * h + ri, mask=wm, other=0)
             high = _high_bytes(codes, h)
-            scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
+            if ACC_SCALE:  # the weights times 2^ACC_SHIFT, the same for every group
+                if ASM:  # bf16 bits
+                    scale_h = tl.full([BLOCK_N, 1], (127 + ACC_SHIFT) << 7, tl.int32)
+                else:
+                    scale_h = tl.full([BLOCK_N, 1], ACC_FACTOR, tl.float32)
+                part = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+            else:
+                scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
             for p in tl.static_range(2):
                 col = kb + SLICE * (4 * h + 2 * p)  # slices 4h + 2p and 4h + 2p + 1
                 if GROUP % (4 * SLICE) == 0:  # a half block lies in one group
@@ -272,10 +294,18 @@ def _w12_kernel(
                         xm = xm & (cols < K)
                     a = input_tile(x_rows, cols, xm, nw_ptr, rstd_, K, dtype, NORM, GLU)
                     w = w0 if s == 0 else w1
-                    if USE_DOT:
+                    if ACC_SCALE:
+                        part += dot(w.to(dtype), tl.trans(a), F32_DOT)
+                    elif USE_DOT:
                         acc_t += dot(w.to(dtype), tl.trans(a), F32_DOT)  # exact: w is a bf16
                     else:
                         acc4 += a.to(tl.float32) * w.to(tl.float32)
+            if ACC_SCALE:  # the half block's sum times its rows' 2^(2b - ACC_SHIFT) (exact)
+                col = kb + 4 * SLICE * h
+                bm = rows_ok if EVEN_K else rows_ok & (col < K)
+                b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
+                b = (2 * b.to(tl.int32) + 127 - ACC_SHIFT) << 23
+                acc_t += part * b.to(tl.float32, bitcast=True)[:, None]
     if USE_DOT:
         acc = tl.trans(acc_t)
     else:
@@ -407,6 +437,11 @@ def w12_linear(
     cfg.setdefault("UNROLL", 1)
     if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
         raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
+    acc_ok = cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0
+    if config is None and ACC_SCALE_TILES and acc_ok:
+        cfg["ACC_SCALE"] = True
+    if cfg.get("ACC_SCALE") and not acc_ok:
+        raise ValueError(f"ACC_SCALE needs tl.dot tiles and a group size multiple of {4 * SLICE}")
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
     split_steps = triton.cdiv(triton.cdiv(k, splits), step)  # whole steps per split
