@@ -55,17 +55,20 @@ from specpilot.models.synth import TARGET_PRESETS, draft_hf_config
 # (BLOCK_N, UNROLL, num_warps, num_stages) for M <= 4, tensor cores (BLOCK_N, SPLIT_K, num_warps,
 # num_stages) for any M; a step reads UNROLL blocks of w12.BLOCK columns (element-wise) or one
 W12_ELEMENTWISE_GRID = ((1, 2, 4, 8), (8, 16, 32), (4, 8), (1,))
-# run 63: 2 warps (mma.sync, 32 or 64 weight rows) and 2 stages (less shared memory: more
+# runs 67-68: 1-2 warps (mma.sync, 16-64 weight rows) and 1-2 stages (less shared memory: more
 # programs an SM) added; each tile with and without inline PTX
 W12_DOT_GRID = ((16, 32, 64), (1, 2, 4, 8, 16), (1, 2, 4), (1, 2, 3, 4))
-# --grid regs / acc: the run-68 winners' family (32 rows, 2 warps), each tile as it is and with
-# each variant: "regs", ptxas register caps (maxnreg; the 165 registers a thread of that tile
-# takes leave 12 warps an SM, 128 / 96 / 80 allow 16 / 20 / 24, with spills); "acc", the group
-# scales on each half block's sum (kernels/w12_linear.ACC_SCALE_TILES)
+# --grid regs / acc / esc (or several, comma-separated): the run-68 winners' family (32 rows,
+# 2 warps), each tile as it is and with each variant: "regs", ptxas register caps (maxnreg; the
+# 165 registers a thread of that tile takes leave 12 warps an SM, 128 / 96 / 80 allow 16 / 20 /
+# 24, with spills); "acc", the group scales on each half block's sum
+# (kernels/w12_linear.ACC_SCALE_TILES); "esc", each row's first escape fetched in the first
+# loop step (ESC_IN_LOOP_TILES)
 W12_FAMILY_GRID = ((32,), (1, 4), (2,), (2, 3))
 W12_VARIANTS = {
     "regs": [dict(maxnreg=cap) for cap in (128, 96, 80)],
     "acc": [dict(ACC_SCALE=True)],
+    "esc": [dict(ESC_IN_LOOP=True)],
 }
 
 
@@ -93,7 +96,8 @@ def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
         # the decode without inline PTX (ASM=False) read faster at 16 rows on gate_up and
         # lm_head (run 51: 2.80 vs 2.29 TB/s), slower with a K split
         for tile in (cfg, dict(cfg, ASM=False)):
-            out += [tile] + [dict(tile, **v) for v in W12_VARIANTS.get(grid, [])]
+            variants = [v for g in grid.split(",") for v in W12_VARIANTS.get(g, [])]
+            out += [tile] + [dict(tile, **v) for v in variants]
     return out
 
 
@@ -205,6 +209,8 @@ def bench_shape(
 W12_ARMS = {
     "sum_in_kernel": {"SPLIT_SUM_IN_KERNEL": True},
     "acc_scale": {"ACC_SCALE_TILES": True},
+    "esc_in_loop": {"ESC_IN_LOOP_TILES": True},
+    "acc_esc": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True},
 }
 
 
@@ -274,8 +280,8 @@ def main() -> None:
     parser.add_argument(
         "--grid",
         default="full",
-        choices=["full", *W12_VARIANTS],
-        help="the sweep's tiles (candidates)",
+        help=f"the sweep's tiles: full, or a family's variants (comma-separated of "
+        f"{list(W12_VARIANTS)})",
     )
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
     parser.add_argument("--new-tokens", type=int, default=128)
@@ -295,6 +301,8 @@ def main() -> None:
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
+    if args.grid != "full" and set(args.grid.split(",")) - set(W12_VARIANTS):
+        parser.error(f"--grid: full or a comma-separated subset of {list(W12_VARIANTS)}")
     extra = tuple(a for a in args.w12_arms.split(",") if a)
     if set(extra) - set(W12_ARMS):
         parser.error(f"--w12-arms: unknown {sorted(set(extra) - set(W12_ARMS))}")

@@ -30,6 +30,7 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "SPLIT_K": 1,
         "SUM_IN_KERNEL": 0,
         "ACC_SCALE": 0,
+        "ESC_IN_LOOP": 0,
         "TRANS": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
@@ -89,6 +90,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 flags | w12_cfg | dict(GROUP=128, ASM=True, EVEN_K=True, EVEN_N=True, SLICE=SLICE)
             )
             out.append((f"w12_linear M={m} {flags}", w12_linear._w12_kernel, w12, consts))
+            esc = consts | dict(ESC_IN_LOOP=True)  # the first escapes in the first step
+            out.append((f"w12_linear M={m} ESC_IN_LOOP {flags}", w12_linear._w12_kernel, w12, esc))
             if w12_cfg["USE_DOT"]:  # the group scales on each half block's sum
                 acc = consts | dict(ACC_SCALE=True)
                 out.append(

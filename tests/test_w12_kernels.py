@@ -66,6 +66,10 @@ TILES = [  # (config, group size): several steps, a K tail, split K, groups of e
     # the group scales applied to each half block's sum (weights decoded times 2^126)
     (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True), 128),
     (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=2, USE_DOT=True, ACC_SCALE=True), 256),
+    # each row's first escape fetched in the first loop step
+    (dict(BLOCK_M=1, BLOCK_N=4, UNROLL=2, USE_DOT=False, ESC_IN_LOOP=True), 64),
+    (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=3, USE_DOT=True, ESC_IN_LOOP=True), 128),
+    (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ESC_IN_LOOP=True, ACC_SCALE=True), 128),
 ]
 
 
@@ -146,15 +150,18 @@ def test_w12_acc_scale_needs_tensor_cores_and_whole_half_blocks_per_group() -> N
             w12_linear(x, packed, config=config)
 
 
+@pytest.mark.parametrize("m", [1, 16])
 @pytest.mark.parametrize("group", [128, 32])
-def test_w12_acc_scale_default_tiles(group: int, monkeypatch) -> None:
-    """ACC_SCALE_TILES: the default tensor-core tiles scale the half blocks' sums where the
-    group size allows (128) and keep the per-weight scales where it does not (32)."""
+@pytest.mark.parametrize("switch", ["ACC_SCALE_TILES", "ESC_IN_LOOP_TILES"])
+def test_w12_default_tile_switches(switch: str, group: int, m: int, monkeypatch) -> None:
+    """The default tiles with each switch on: ACC_SCALE_TILES scales the half blocks' sums
+    where the tile and the group size allow (16 rows, 128) and keeps the per-weight scales
+    elsewhere; ESC_IN_LOOP_TILES fetches the first escapes in the first loop step."""
     from specpilot.kernels import w12_linear as kernel
 
-    monkeypatch.setattr(kernel, "ACC_SCALE_TILES", True)
-    gen = torch.Generator().manual_seed(group)
-    m, n, k = 16, 40, 512
+    monkeypatch.setattr(kernel, switch, True)
+    gen = torch.Generator().manual_seed(group + m)
+    n, k = 40, 512
     x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
     packed = w12.encode(weight_with_escapes(n, k, gen), group).to(DEVICE)
     residual = torch.randn(m, n, generator=gen).to(DEVICE, BF16)

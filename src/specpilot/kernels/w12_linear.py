@@ -41,7 +41,9 @@ and adds the residual) when the tiles alone are too few.
 A zero or escaped weight decodes to +-0 in the main loop; the epilogue adds x[:, col] * w for
 each escaped (col, w) of the program's rows from the CSR escape table (products are exact in
 fp32, so only the summation order differs from multiplying by the decoded weight, as between any
-two kernels); each row's first escape is fetched before the main loop to hide its latency.
+two kernels); each row's first escape is fetched ahead: before the main loop, where its three
+dependent loads delay the first weight load, or (ESC_IN_LOOP) in the first loop step once the
+planes' loads are issued.
 The weights stream once, at 1.5 bytes each plus the bases and escapes.
 
 NOTE: an escaped weight's 0 in the main loop meets an infinite or NaN activation as 0 * inf =
@@ -81,6 +83,12 @@ SPLIT_SUM_IN_KERNEL = False
 # sums differ from the other tiles' only in order. False until measured on the H200
 # (bench/w12_speed.py sweeps it).
 ACC_SCALE_TILES = False
+# Every tile: each row's first escape fetched in the first loop step, after the planes' loads
+# are issued, instead of before the loop. In the sm_90 SASS the default 16-row tile issues 41
+# loads (three dependent rounds: the escape offsets, the escapes, x at their columns) before
+# its first weight load, the one-row tile 12; with it, 1 each. False until measured on the
+# H200 (bench/w12_speed.py --grid esc, --w12-arms esc_in_loop).
+ESC_IN_LOOP_TILES = False
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)
 
@@ -150,6 +158,22 @@ def _scale(base_rows, row_ok, col, K, GROUP: tl.constexpr, ASM: tl.constexpr, EV
 
 
 @triton.jit
+def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows, nw_ptr,
+                   rstd, K, dtype, NORM: tl.constexpr, GLU: tl.constexpr):  # fmt: skip
+    """Rows rn's escape table offsets `first` and counts (0 but in the first K split) and
+    x[:, col] * w of each row's first escaped (col, w), fp32 [BLOCK_M, BLOCK_N]."""
+    first = tl.load(row_ptr + rn, mask=n_ok, other=0)
+    count = tl.load(row_ptr + rn + 1, mask=n_ok, other=0) - first
+    count = tl.where(pid_k == 0, count, 0)
+    has = count > 0
+    col = tl.load(esc_col_ptr + first, mask=has, other=0)
+    w = tl.load(esc_bits_ptr + first, mask=has, other=0).to(tl.bfloat16, bitcast=True)
+    xm = m_ok[:, None] & has[None, :]
+    a = input_tile(x_rows, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
+    return first, count, tl.where(xm, a.to(tl.float32) * w.to(tl.float32)[None, :], 0.0)
+
+
+@triton.jit
 def _w12_kernel(
     x_ptr,
     low_ptr,
@@ -192,6 +216,7 @@ def _w12_kernel(
     SUM_IN_KERNEL: tl.constexpr = False,
     FENCE: tl.constexpr = False,
     ACC_SCALE: tl.constexpr = False,
+    ESC_IN_LOOP: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -242,17 +267,19 @@ def _w12_kernel(
         k_step: tl.constexpr = 8 * SLICE * UNROLL
         kb0 = 8 * SLICE * tl.arange(0, UNROLL)[None, :, None, None]
     # escaped weights of rows rn: entries row_ptr[n] .. row_ptr[n + 1] - 1 of the CSR table,
-    # added by the first K split; the first entry of each row is fetched before the main loop
-    # so that its latency hides behind the weights' (most rows have at most one escape)
+    # added by the first K split; each row's first entry is fetched ahead, the others after
+    # the main loop (most rows have at most one escape). ESC_IN_LOOP: ahead means in the first
+    # loop step once the planes' loads are issued, else before the loop (three dependent loads
+    # that the first weights then wait for)
     x_rows2 = x_ptr + rm[:, None] * stride_xm
-    first = tl.load(row_ptr + rn, mask=n_ok, other=0)
-    count = tl.load(row_ptr + rn + 1, mask=n_ok, other=0) - first
-    count = tl.where(pid_k == 0, count, 0)
-    has = count > 0
-    esc_col = tl.load(esc_col_ptr + first, mask=has, other=0)
-    esc_w = tl.load(esc_bits_ptr + first, mask=has, other=0).to(tl.bfloat16, bitcast=True)
-    esc_m = m_ok[:, None] & has[None, :]
-    esc_a = input_tile(x_rows2, esc_col[None, :], esc_m, nw_ptr, rstd, K, dtype, NORM, GLU)
+    first = tl.zeros([BLOCK_N], dtype=tl.int32)
+    count = tl.zeros([BLOCK_N], dtype=tl.int32)
+    esc_sum = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    if not ESC_IN_LOOP:
+        first, count, esc_sum = _first_escapes(
+            row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr, rstd, K,
+            dtype, NORM, GLU,
+        )  # fmt: skip
     k_lo = 0
     k_hi = K
     if SPLIT_K > 1:  # NOTE: k_lo a visible multiple of k_step keeps the loads vectorized
@@ -264,8 +291,16 @@ def _w12_kernel(
         if not EVEN_K:
             wm = wm & (kb < K)  # the planes are padded to whole blocks: no mask within one
         codes = tl.load(code_rows + kb // 8 + ri, mask=wm, other=0)
+        low0 = tl.load(low_rows + kb // 4 + ri, mask=wm, other=0)
+        low1 = tl.load(low_rows + kb // 4 + SLICE + ri, mask=wm, other=0)
+        if ESC_IN_LOOP:
+            if k0 == k_lo:
+                first, count, esc_sum = _first_escapes(
+                    row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr,
+                    rstd, K, dtype, NORM, GLU,
+                )  # fmt: skip
         for h in tl.static_range(2):  # slices 4h .. 4h + 3
-            low = tl.load(low_rows + kb // 4 + SLICE * h + ri, mask=wm, other=0)
+            low = low0 if h == 0 else low1
             high = _high_bytes(codes, h)
             if ACC_SCALE:  # the weights times 2^ACC_SHIFT, the same for every group
                 if ASM:  # bf16 bits
@@ -310,7 +345,7 @@ def _w12_kernel(
         acc = tl.trans(acc_t)
     else:
         acc = tl.sum(tl.sum(acc4, axis=3), axis=1)
-    acc += tl.where(esc_m, esc_a.to(tl.float32) * esc_w.to(tl.float32)[None, :], 0.0)
+    acc += esc_sum
     for j in range(1, tl.max(count, axis=0)):
         has = j < count
         col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
@@ -437,6 +472,7 @@ def w12_linear(
     cfg.setdefault("UNROLL", 1)
     if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
         raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
+    cfg.setdefault("ESC_IN_LOOP", ESC_IN_LOOP_TILES)
     acc_ok = cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0
     if config is None and ACC_SCALE_TILES and acc_ok:
         cfg["ACC_SCALE"] = True
