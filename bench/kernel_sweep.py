@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import multiprocessing
+import time
 
 import torch
 import torch.nn.functional as F
@@ -86,11 +88,13 @@ def graph_time(fn, reps: int = 20) -> float:
 
 # tile grids: (BLOCK_N, BLOCK_K, num_warps, num_stages) without tensor cores, the same and
 # SPLIT_K with them; --grid quick takes the neighbourhood of the defaults (kernels/linear.py's
-# tile_config)
+# tile_config). The dot grids take 16 weight rows and 2 warps too: the W12 multiply's 16-row
+# tiles were fastest with 32 rows on 2 warps (runs 67-68; mma.sync, less shared memory, more
+# programs an SM), not yet tried for bf16
 ELEMENTWISE_GRID = ((4, 8, 16, 32), (128, 256, 512, 1024), (4, 8), (2, 3, 4))
-DOT_GRID = ((32, 64, 128), (64, 128, 256), (4, 8), (3, 4), (1, 2, 4))
+DOT_GRID = ((16, 32, 64, 128), (64, 128, 256), (2, 4, 8), (2, 3, 4), (1, 2, 4))
 QUICK_ELEMENTWISE_GRID = ((4, 8, 16), (512, 1024), (4, 8), (2, 3, 4))
-QUICK_DOT_GRID = ((32, 64), (128, 256), (4,), (3, 4), (1, 2, 4))
+QUICK_DOT_GRID = ((16, 32, 64), (128, 256), (2, 4), (2, 3, 4), (1, 2, 4))
 
 
 def candidates(
@@ -120,8 +124,6 @@ def candidates(
         if split and split[0] > 1:
             cfg["SPLIT_K"] = split[0]
         out.append(cfg)
-        if use_dot and bn >= 64 and warps == 4:  # y^T = W x^T: one wgmma of 64 weight rows
-            out.append(dict(cfg, TRANS=True))
     return out
 
 
@@ -139,6 +141,39 @@ def fastest(
         if t < best_t:
             best, best_t = cfg, t
     return best, best_t
+
+
+def _compile_skinny(m: int, configs: list[dict]) -> int:
+    """Launch each tile once at a small shape with the layers' launch specialisations (N, K and
+    the strides multiples of 16): Triton's disk cache then holds its kernel."""
+    x = torch.randn(m, 12288, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(256, 12288, device="cuda", dtype=torch.bfloat16)
+    return compile_each(lambda cfg: skinny_linear(x, w, config=cfg), configs)
+
+
+def compile_each(launch_one, configs: list[dict]) -> int:
+    """Call `launch_one(config)` for each configuration; how many compiled and ran."""
+    done = 0
+    for cfg in configs:
+        try:
+            launch_one(cfg)
+            done += 1
+        except Exception:  # noqa: BLE001 - the sweep reports tiles that do not compile or fit
+            pass
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return done
+
+
+def precompile(worker, m: int, configs: list[dict], workers: int = 16) -> None:  # noqa: ANN001
+    """Compile `configs` for M rows in `workers` processes at once, `worker(m, chunk)` each (a
+    module-level function; compiling takes seconds a tile), so that the sweep finds them in
+    Triton's cache."""
+    start = time.perf_counter()
+    chunks = [(m, configs[i::workers]) for i in range(workers)]
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        done = sum(pool.starmap(worker, chunks))
+    print(f"precompiled {done} of {len(configs)} tiles ({time.perf_counter() - start:.0f} s)")
 
 
 def sweep_shape(m: int, name: str, n: int, k: int, cold: bool = True, grid: str = "full") -> dict:
@@ -179,6 +214,8 @@ def main() -> None:
     torch.manual_seed(0)
     results = []
     for m in [int(r) for r in args.rows.split(",")]:
+        grids = (QUICK_ELEMENTWISE_GRID, QUICK_DOT_GRID) if args.grid == "quick" else ()
+        precompile(_compile_skinny, m, candidates(m, *grids))
         for name, (n, k) in SHAPES.items():
             with launch.forward_rows(m):  # as in a target forward of m tokens (--pdl decode)
                 row = sweep_shape(m, name, n, k, args.l2 == "cold", args.grid)

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import multiprocessing
-import time
 
 import torch
 import torch.nn.functional as F
@@ -39,7 +37,15 @@ from engine_speed import (  # noqa: E402
     linear_bytes,
     measure_context,
 )
-from kernel_sweep import SHAPES, add_l2_argument, cycled, fastest, graph_time  # noqa: E402
+from kernel_sweep import (  # noqa: E402
+    SHAPES,
+    add_l2_argument,
+    compile_each,
+    cycled,
+    fastest,
+    graph_time,
+    precompile,
+)
 from report import finish, save  # bench/ is on sys.path when run as a script
 
 from specpilot.config import EngineConfig
@@ -102,30 +108,11 @@ def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
 
 
 def _compile_tiles(m: int, configs: list[dict]) -> int:
-    """Launch each tile once at a small shape with the layers' launch specialisations (N, K and
-    the strides multiples of 16, whole blocks): Triton's disk cache then holds its kernel."""
+    """kernel_sweep.precompile's worker for W12 tiles: each launched once at a small shape with
+    the layers' launch specialisations (N, K and the strides multiples of 16, whole blocks)."""
     x = torch.randn(m, 12288, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode((torch.randn(256, 12288, device="cuda") * 0.02).to(torch.bfloat16))
-    done = 0
-    for cfg in configs:
-        try:
-            w12_linear(x, packed, config=cfg)
-            done += 1
-        except Exception:  # noqa: BLE001 - the sweep reports tiles that do not compile or fit
-            pass
-    torch.cuda.synchronize()
-    return done
-
-
-def precompile(m: int, grid: str, workers: int = 16) -> None:
-    """Compile the sweep's tiles for M rows in `workers` processes at once (a W12 tile takes
-    seconds to compile; the sweep then finds them in the cache)."""
-    configs = candidates(m, 4096, grid)
-    start = time.perf_counter()
-    chunks = [(m, configs[i::workers]) for i in range(workers)]
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        done = sum(pool.starmap(_compile_tiles, chunks))
-    print(f"precompiled {done} of {len(configs)} tiles ({time.perf_counter() - start:.0f} s)")
+    return compile_each(lambda cfg: w12_linear(x, packed, config=cfg), configs)
 
 
 def check(y: torch.Tensor, ref: torch.Tensor, what: str) -> None:
@@ -317,7 +304,7 @@ def main() -> None:
     )
     for m in [int(r) for r in args.rows.split(",") if r]:  # --rows "": end to end only
         if not args.no_sweep:
-            precompile(m, args.grid)
+            precompile(_compile_tiles, m, candidates(m, 4096, args.grid))
         for name, (n, k) in SHAPES.items():
             r = bench_shape(m, name, n, k, not args.no_sweep, args.l2 == "cold", args.grid)
             results.append(r)

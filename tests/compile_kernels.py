@@ -31,7 +31,6 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "SUM_IN_KERNEL": 0,
         "ACC_SCALE": 0,
         "ESC_IN_LOOP": 0,
-        "TRANS": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
     signature = {
@@ -74,11 +73,6 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             flags = dict(NORM=norm, GLU=glu, RESIDUAL=res, F32_DOT=False)
             cfg = {k: v for k, v in linear.tile_config(m, 24576, 4096).items() if k.isupper()}
             out.append((f"skinny_linear M={m} {flags}", linear._skinny_kernel, lin, flags | cfg))
-            if m > 1:  # y^T = W x^T: 64 weight rows on the product's M side (wgmma)
-                trans = flags | cfg | dict(BLOCK_N=64, TRANS=True)
-                out.append(
-                    (f"skinny_linear M={m} TRANS {flags}", linear._skinny_kernel, lin, trans)
-                )
             if m > 1:  # K split over programs, the last adding the slices (counter, fence)
                 split = flags | cfg | dict(SPLIT_K=4, FENCE=True)
                 types = lin | {"part_ptr": "*fp32", "count_ptr": "*i32"}

@@ -84,6 +84,25 @@ def test_cycled_weights_are_l2_cold_copies(monkeypatch) -> None:
     assert kernel_sweep.cycled(w, cold=False)() is w
 
 
+def _chunk_sizes(m: int, configs: list[dict]) -> int:  # a precompile worker (spawned)
+    return len(configs) if m == 16 else 0
+
+
+def test_precompile_spreads_the_tiles_over_workers(capsys) -> None:
+    """kernel_sweep.precompile hands every configuration to exactly one worker process;
+    compile_each counts the ones that launch."""
+    kernel_sweep = pytest.importorskip("kernel_sweep")
+    configs = [dict(BLOCK_N=n) for n in range(7)]
+    kernel_sweep.precompile(_chunk_sizes, 16, configs, workers=3)
+    assert "precompiled 7 of 7 tiles" in capsys.readouterr().out
+
+    def launch_one(cfg: dict) -> None:
+        if cfg["BLOCK_N"] % 2:
+            raise RuntimeError("does not fit")
+
+    assert kernel_sweep.compile_each(launch_one, configs) == 4
+
+
 def test_synthetic_draft_vocab_shrinks_the_draft_head(tmp_path, qwen_dir, qwen_drafter_dir):
     from specpilot.config import EngineConfig
 

@@ -110,25 +110,6 @@ def test_skinny_linear(m: int, mode: str) -> None:
     close(skinny_linear(x, w, **kw), skinny_linear_reference(x, w, **kw), 4 if m > 1 else 2)
 
 
-@pytest.mark.parametrize("m,k,split", [(16, 600, 1), (5, 96, 3), (33, 520, 2)])
-@pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
-def test_skinny_linear_trans(m: int, k: int, split: int, mode: str) -> None:
-    """Tensor-core tiles that compute y^T = W x^T (TRANS: the weight rows on the product's M
-    side), with a K tail, a row tail and a K split: the reference's values."""
-    from specpilot.kernels.linear import tile_config
-
-    gen = torch.Generator().manual_seed(m + k + split)
-    n = 70
-    cfg = dict(tile_config(m, n, k), BLOCK_N=64, BLOCK_K=64, SPLIT_K=split, TRANS=True)
-    x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
-    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
-    kw = prologue_kwargs(mode, m, n, k, gen)
-    close(skinny_linear(x, w, config=cfg, **kw), skinny_linear_reference(x, w, **kw), 4)
-    one_row = torch.randn(1, k, generator=gen).to(DEVICE, BF16)
-    with pytest.raises(ValueError, match="TRANS needs"):
-        skinny_linear(one_row, w, config=dict(tile_config(1, n, k), TRANS=True))
-
-
 @pytest.mark.parametrize("m,k,split", [(16, 600, 2), (5, 96, 3), (33, 520, 4)])
 @pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
 def test_skinny_linear_split_k(m: int, k: int, split: int, mode: str) -> None:

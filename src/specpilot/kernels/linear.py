@@ -12,10 +12,6 @@ of a tile each take a slice of K and store fp32 partial sums; the last of them t
 counter per tile: common.count_done) adds the slices in order, so the result does not depend on
 which came last, and runs the epilogue: no second launch. No measured tile uses it: on the
 H200 the 16-row sweep with SPLIT_K 2 and 4 found nothing faster (docs/LOG.md run 57).
-With TRANS (tensor-core tiles) the kernel computes y^T = W x^T: the weight rows are the
-product's M side, so a tile of 64 weight rows is one wgmma (m64n16) instead of mma.sync on 16
-token rows (sm_90 SASS: HGMMA, 2 barriers a step). Off: on the H200 the 16-row sweep's best
-TRANS tiles read within 2% of the defaults (docs/LOG.md run 64).
 Each step rounds to the activation dtype where the reference modules do (norm output, scaled
 norm, silu, product, matmul output, sum), so only the summation order of the dot products
 differs from the PyTorch path.
@@ -73,7 +69,6 @@ def _skinny_kernel(
     part_ptr=None,
     count_ptr=None,
     FENCE: tl.constexpr = False,
-    TRANS: tl.constexpr = False,
 ):
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -108,9 +103,7 @@ def _skinny_kernel(
         per_split = tl.cdiv(tl.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
         k_lo = tl.program_id(2) * per_split
         k_hi = tl.minimum(K, k_lo + per_split)
-    if USE_DOT and TRANS:
-        acc_t = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
-    elif USE_DOT:
+    if USE_DOT:
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     else:
         acc3 = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
@@ -129,14 +122,10 @@ def _skinny_kernel(
             )
         else:
             w = tl.load(w_rows + rk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
-        if USE_DOT and TRANS:  # y^T = W x^T: the weight rows are the product's M side
-            acc_t += dot(w, tl.trans(a), F32_DOT)
-        elif USE_DOT:
+        if USE_DOT:
             acc += dot(a, tl.trans(w), F32_DOT)
         else:
             acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
-    if USE_DOT and TRANS:
-        acc = tl.trans(acc_t)
     if not USE_DOT:
         acc = tl.sum(acc3, axis=2)
     if SPLIT_K > 1:  # this slice's sums; the tile's last program adds them in order
@@ -238,8 +227,6 @@ def skinny_linear(
     split = cfg.pop("SPLIT_K", 1)
     if split > 1 and not cfg["USE_DOT"]:
         raise ValueError("SPLIT_K > 1 needs the tensor-core tiles (USE_DOT)")
-    if cfg.get("TRANS") and not cfg["USE_DOT"]:
-        raise ValueError("TRANS needs the tensor-core tiles (USE_DOT)")
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), split)
     split_args = {}
     if split > 1:  # fp32 slices, counters per tile (left zero by the kernel)
