@@ -434,6 +434,39 @@ def measure_prefill(gen: Generator, tokens: int, reps: int = 10) -> dict:
     return out
 
 
+def host_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.55) -> dict:
+    """Host (CPU) time of one replayed speculative run at `context` by operator: torch.profiler
+    with CPU activities over `Generator.run_replay` (graphs captured by a run before it), the
+    operators with the most self time first, per decode step; and the run's wall time. Where
+    the host time of a step goes when it grows with the context (docs/LOG.md run 61)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    ids = prompt(context, gen.target.config.vocab_size)
+    acceptance = AcceptanceProfile.from_mean(tau, gen.block_size)
+
+    def fresh() -> list[Sequence]:
+        return [Sequence(list(ids), new_tokens, frozenset())]
+
+    gen.run_replay(fresh, acceptance, seed=0)  # warm-up: graphs, caches
+    sync()
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        seqs, _ = gen.run_replay(fresh, acceptance, seed=0)
+        sync()
+    wall = time.perf_counter() - start
+    steps = max(1, len(seqs[0].acceptance_lengths))
+    ops = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:20]
+    return {
+        "context": context,
+        "tau": tau,
+        "steps": steps,
+        "wall_ms": wall * 1e3,
+        "top_self_cpu_us_per_step": {
+            e.key[:80]: {"us": e.self_cpu_time_total / steps, "calls": e.count / steps} for e in ops
+        },
+    }
+
+
 def kernel_profile(gen: Generator, context: int) -> dict:
     """GPU microseconds per forward by kernel name (torch.profiler over eager forwards, so
     names are resolved): decode (K=1), verify (K=16) and draft, at `context`."""
@@ -548,6 +581,12 @@ def main() -> None:
         "--taus", default=",".join(map(str, TAUS)), help="replayed acceptance lengths (6.55 always)"
     )
     parser.add_argument(
+        "--host-profile",
+        type=int,
+        default=0,
+        help="1: after each context, the host time of one spec@6.55 run by CPU operator",
+    )
+    parser.add_argument(
         "--repeats", type=int, default=REPEATS, help="timed runs per decode arm (each prefills)"
     )
     parser.add_argument("--out")
@@ -622,6 +661,13 @@ def main() -> None:
                 measure_context(gen, context, args.new_tokens, bw, taus=taus, repeats=args.repeats)
             )
             c = entry["contexts"][-1]
+            if args.host_profile:
+                c["host_profile"] = h = host_profile(gen, context, args.new_tokens)
+                top = ", ".join(
+                    f"{k} {v['us']:.0f}us/{v['calls']:.1f}"
+                    for k, v in list(h["top_self_cpu_us_per_step"].items())[:6]
+                )
+                print(f"{preset} ctx {context} host per step ({h['steps']} steps): {top}")
             save(report | {preset: entry}, args.out)  # partial results survive a timeout
             print(
                 f"{preset} ctx {context}: AR {c['ar']['tok_s']:.1f} tok/s "

@@ -33,6 +33,15 @@ def test_measure_context_and_pipelined(gen) -> None:
     assert set(r["forward"]) == set(engine_speed.WIDTHS)
 
 
+def test_host_profile(gen) -> None:
+    r = engine_speed.host_profile(gen, context=24, new_tokens=12)
+    assert r["steps"] >= 1 and r["wall_ms"] > 0
+    ops = r["top_self_cpu_us_per_step"]
+    assert 0 < len(ops) <= 20 and all(v["us"] >= 0 and v["calls"] > 0 for v in ops.values())
+    times = [v["us"] for v in ops.values()]
+    assert times == sorted(times, reverse=True)
+
+
 def test_measure_batched(gen) -> None:
     rows = engine_speed.measure_batched(gen, context=20, new_tokens=10, batches=[3])
     (r,) = rows
