@@ -69,12 +69,15 @@ W12_DOT_GRID = ((16, 32, 64), (1, 2, 4, 8, 16), (1, 2, 4), (1, 2, 3, 4))
 # 165 registers a thread of that tile takes leave 12 warps an SM, 128 / 96 / 80 allow 16 / 20 /
 # 24, with spills); "acc", the group scales on each half block's sum
 # (kernels/w12_linear.ACC_SCALE_TILES); "esc", each row's first escape fetched in the first
-# loop step (ESC_IN_LOOP_TILES)
+# loop step (ESC_IN_LOOP_TILES); "halves", the decoded pairs' bf16 halves straight to tl.dot
+# (HALVES_TILES); "all", the three together
 W12_FAMILY_GRID = ((32,), (1, 4), (2,), (2, 3))
 W12_VARIANTS = {
     "regs": [dict(maxnreg=cap) for cap in (128, 96, 80)],
     "acc": [dict(ACC_SCALE=True)],
     "esc": [dict(ESC_IN_LOOP=True)],
+    "halves": [dict(HALVES=True)],
+    "all": [dict(ACC_SCALE=True, ESC_IN_LOOP=True, HALVES=True)],
 }
 
 
@@ -197,7 +200,8 @@ W12_ARMS = {
     "sum_in_kernel": {"SPLIT_SUM_IN_KERNEL": True},
     "acc_scale": {"ACC_SCALE_TILES": True},
     "esc_in_loop": {"ESC_IN_LOOP_TILES": True},
-    "acc_esc": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True},
+    "halves": {"HALVES_TILES": True},
+    "all": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True, "HALVES_TILES": True},
 }
 
 

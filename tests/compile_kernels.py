@@ -31,6 +31,7 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "SUM_IN_KERNEL": 0,
         "ACC_SCALE": 0,
         "ESC_IN_LOOP": 0,
+        "HALVES": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
     signature = {
@@ -86,10 +87,10 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             out.append((f"w12_linear M={m} {flags}", w12_linear._w12_kernel, w12, consts))
             esc = consts | dict(ESC_IN_LOOP=True)  # the first escapes in the first step
             out.append((f"w12_linear M={m} ESC_IN_LOOP {flags}", w12_linear._w12_kernel, w12, esc))
-            if w12_cfg["USE_DOT"]:  # the group scales on each half block's sum
-                acc = consts | dict(ACC_SCALE=True)
+            if w12_cfg["USE_DOT"]:  # the group scales on each half block's sum; bf16 halves
+                acc = consts | dict(ACC_SCALE=True, HALVES=True)
                 out.append(
-                    (f"w12_linear M={m} ACC_SCALE {flags}", w12_linear._w12_kernel, w12, acc)
+                    (f"w12_linear M={m} ACC_SCALE HALVES {flags}", w12_linear._w12_kernel, w12, acc)
                 )
         # the plain-Triton decode (ASM=False), a group size that is not a multiple of 32, tails
         for asm, group, even in ((False, 128, True), (True, 48, False), (True, 64, False)):

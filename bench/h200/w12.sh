@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Device call (~5 min, no carry): W12 on the H200. (1) The W12 GPU tests; (2) the kernel table
 # at ROWS (default 1 and 16) with the default tiles; SWEEP=1 adds the tile sweep (GRID: full,
-# ~1-3 min a row count, or a small family with variants, e.g. GRID=acc,esc; precompiled in 16
+# ~1-3 min a row count, or a small family with variants, e.g. GRID=acc,esc,halves,all; in 16
 # processes); (3) end to end at 1k, W12 against bf16, plus the W12 arms named in W12_ARMS
-# (comma-separated: sum_in_kernel, acc_scale, esc_in_loop, acc_esc; ~1 min each). E2E=0 skips
+# (comma-separated: sum_in_kernel, acc_scale, esc_in_loop, halves, all; ~1 min each). E2E=0 skips
 # (3).
 set -u
 export PYTHONPATH=$PWD/src:$PWD

@@ -89,17 +89,24 @@ ACC_SCALE_TILES = False
 # its first weight load, the one-row tile 12; with it, 1 each. False until measured on the
 # H200 (bench/w12_speed.py --grid esc, --w12-arms esc_in_loop).
 ESC_IN_LOOP_TILES = False
+# Tensor-core tiles with inline PTX: the decoded bf16 pairs go to tl.dot as their two halves
+# instead of widened to fp32 and narrowed back (sm_90 SASS of the 16-row tile: 688 -> 557 loop
+# instructions a block, with ACC_SCALE 617 -> 497; the same bits). False until measured
+# on the H200 (bench/w12_speed.py --grid halves, --w12-arms halves).
+HALVES_TILES = False
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)
 
 
 @triton.jit
-def _weight_pair(low, high, scale0, scale1, FIRST: tl.constexpr, ASM: tl.constexpr):
+def _weight_pair(low, high, scale0, scale1, FIRST: tl.constexpr, ASM: tl.constexpr,
+                 HALVES: tl.constexpr = False):  # fmt: skip
     """Weights of byte lanes FIRST and FIRST + 1 of int32 words of low bytes and high bytes, times
     their group scales 2^(2b) (exact, see formats/w12.py), as two fp32 tensors. ASM: one `prmt`
     puts the high and low bytes side by side (a bf16x2 pair), one `mul.rn.bf16x2` scales it by
-    the scales' bf16 bits, and a shift or a mask widens each half; else plain Triton, with the
-    scales as fp32."""
+    the scales' bf16 bits, and a shift or a mask widens each half (HALVES: the two bf16 halves
+    are returned as they are, for tl.dot, which would narrow them again); else plain Triton,
+    with the scales as fp32."""
     if ASM:
         scale = scale0 | (scale1 << 16)
         # prmt: result byte r = byte sel[r] of {high, low} (low = bytes 0-3, high = bytes 4-7):
@@ -122,8 +129,12 @@ def _weight_pair(low, high, scale0, scale1, FIRST: tl.constexpr, ASM: tl.constex
                 True,
                 1,
             )
-        first = (pair << 16).to(tl.float32, bitcast=True)
-        second = (pair & -65536).to(tl.float32, bitcast=True)
+        if HALVES:  # the pair's two bf16 halves as they are (for tl.dot: no fp32 round trip)
+            first = pair.to(tl.int16).to(tl.bfloat16, bitcast=True)
+            second = (pair >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)
+        else:
+            first = (pair << 16).to(tl.float32, bitcast=True)
+            second = (pair & -65536).to(tl.float32, bitcast=True)
     else:
         shift: tl.constexpr = 8 * FIRST
         first = (((high >> shift) & 0xFF) << 24) | (((low >> shift) & 0xFF) << 16)
@@ -217,6 +228,7 @@ def _w12_kernel(
     FENCE: tl.constexpr = False,
     ACC_SCALE: tl.constexpr = False,
     ESC_IN_LOOP: tl.constexpr = False,
+    HALVES: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -321,7 +333,7 @@ def _w12_kernel(
                 else:
                     scale0 = _scale(base_rows, row_ok, col + ri, K, GROUP, ASM, EVEN_K)
                     scale1 = _scale(base_rows, row_ok, col + SLICE + ri, K, GROUP, ASM, EVEN_K)
-                w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, ASM)
+                w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, ASM, HALVES and USE_DOT)
                 for s in tl.static_range(2):
                     cols = col + SLICE * s + ri
                     xm = x_ok
@@ -473,6 +485,7 @@ def w12_linear(
     if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
         raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
     cfg.setdefault("ESC_IN_LOOP", ESC_IN_LOOP_TILES)
+    cfg.setdefault("HALVES", HALVES_TILES)
     acc_ok = cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0
     if config is None and ACC_SCALE_TILES and acc_ok:
         cfg["ACC_SCALE"] = True
