@@ -176,6 +176,17 @@ def forcing(target: TargetModel, prompt_ids: list[int], output_ids: list[int]) -
 REPEATS = 5  # timed runs of each decode measurement after its warm-up: median, min and max
 
 
+def fresh_runs(context: int, vocab: int, new_tokens: int) -> Callable[[], list[Sequence]]:
+    """A function returning a new sequence of the benches' `context`-token prompt, to decode
+    `new_tokens` more (every timed run starts from one)."""
+    ids = prompt(context, vocab)
+
+    def fresh() -> list[Sequence]:
+        return [Sequence(list(ids), new_tokens, frozenset())]
+
+    return fresh
+
+
 def tok_s_runs(run: Callable[[], Sequence], repeats: int) -> tuple[list[float], Sequence]:
     """`repeats` calls of run (which decodes and returns the sequence it timed) -> each call's
     tokens/s after the first token, and the last call's sequence."""
@@ -230,12 +241,10 @@ def measure_context(
     target, drafter, dev = gen.target, gen.drafter, gen.device
     reference = target if reference is None else reference
     tcfg = target.config
-    ids = prompt(context, tcfg.vocab_size)
+    fresh = fresh_runs(context, tcfg.vocab_size, new_tokens)
+    ids = fresh()[0].prompt_ids
     weight_bytes = linear_bytes(target)
     result: dict = {"context": context}
-
-    def fresh() -> list[Sequence]:
-        return [Sequence(list(ids), new_tokens, frozenset())]
 
     # AR through the engine (graphs captured by the warm-up run)
     gen.run(fresh(), speculative=False)
@@ -441,11 +450,8 @@ def host_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.5
     the host time of a step goes when it grows with the context (docs/LOG.md run 61)."""
     from torch.profiler import ProfilerActivity, profile
 
-    ids = prompt(context, gen.target.config.vocab_size)
+    fresh = fresh_runs(context, gen.target.config.vocab_size, new_tokens)
     acceptance = AcceptanceProfile.from_mean(tau, gen.block_size)
-
-    def fresh() -> list[Sequence]:
-        return [Sequence(list(ids), new_tokens, frozenset())]
 
     gen.run_replay(fresh, acceptance, seed=0)  # warm-up: graphs, caches
     sync()
@@ -720,9 +726,9 @@ def main() -> None:
                 torch.device("cuda"),
                 torch.bfloat16,
             )
-            ids = prompt(context, target.config.vocab_size)
-            base.run([Sequence(list(ids), args.new_tokens, frozenset())], speculative=False)
-            stats = base.run([Sequence(list(ids), args.new_tokens, frozenset())], False)
+            fresh = fresh_runs(context, target.config.vocab_size, args.new_tokens)
+            base.run(fresh(), speculative=False)
+            stats = base.run(fresh(), speculative=False)
             entry["torch_path_ar_tok_s"] = (args.new_tokens - 1) / stats.decode_s
             entry["torch_path_context"] = context
             del base

@@ -78,7 +78,7 @@ SPLIT_SUM_IN_KERNEL = False
 # Tensor-core tiles (group sizes a multiple of 4 * SLICE): the weights decoded times 2^126 for
 # every group alike, each half block's product summed on its own and scaled once by its rows'
 # 2^(2b - 126), so the group bases leave the per-weight decode (in the sm_90 SASS of the 16-row
-# tile: 695 -> ~580 loop instructions a block, 5 -> 2 barriers, no shared-memory stores; the
+# tile: 695 -> 616 loop instructions a block, 5 -> 2 barriers, no shared-memory stores; the
 # bases were a [32, 1] byte tile moved into the operand's layout through shared memory). The
 # sums differ from the other tiles' only in order. False until measured on the H200
 # (bench/w12_speed.py sweeps it).
@@ -445,6 +445,11 @@ def _check(w: W12Weight, m: int, x: torch.Tensor, glu: bool) -> None:
         raise ValueError(f"w12_linear wants bf16 x (W12 holds bf16 weights), got {x.dtype}")
     if x.stride(1) != 1:
         raise ValueError("w12_linear wants unit stride along K")
+    _check_weight(w, {x.device})
+
+
+def _check_weight(w: W12Weight, devices: set) -> None:
+    """What the kernels need of a W12 weight's arrays (also on `devices`, the other tensors')."""
     for name in ("low", "codes", "base"):
         t = getattr(w, name)
         if t.stride(1) != 1:
@@ -456,9 +461,17 @@ def _check(w: W12Weight, m: int, x: torch.Tensor, glu: bool) -> None:
     for name in ("row_ptr", "esc_col", "esc_bits"):
         if getattr(w, name).stride(0) != 1 and getattr(w, name).numel() > 1:
             raise ValueError(f"W12 {name} must be contiguous")
-    devices = {t.device for t in w.tensors().values()} | {x.device}
+    devices = {t.device for t in w.tensors().values()} | devices
     if len(devices) != 1:
-        raise ValueError(f"x and the W12 arrays must be on one device, got {devices}")
+        raise ValueError(f"the W12 arrays (and x) must be on one device, got {devices}")
+
+
+def _escape_arrays(w: W12Weight) -> tuple[torch.Tensor, torch.Tensor]:
+    """The escape table's columns and bits for a launch: an empty table is never read, so a
+    tensor with storage stands in for it."""
+    if w.esc_col.numel():
+        return w.esc_col, w.esc_bits
+    return w.row_ptr, w.row_ptr.view(torch.int16)
 
 
 def w12_linear(
@@ -506,9 +519,7 @@ def w12_linear(
         weight.codes.view(torch.int32),
         weight.base,
         weight.row_ptr,
-        # NOTE: an empty escape table is never read; pass a tensor with storage instead
-        weight.esc_col if weight.esc_col.numel() else weight.row_ptr,
-        weight.esc_bits if weight.esc_bits.numel() else weight.row_ptr.view(torch.int16),
+        *_escape_arrays(weight),
         y,
         residual if residual is not None else y,
         norm_weight if norm_weight is not None else x,
@@ -616,16 +627,11 @@ def w12_decode(weight: W12Weight, block_n: int = 16) -> torch.Tensor:
     without its host synchronisations): for multiplies of more rows than w12_linear takes
     (prompts, the drafter's context), which then run on cuBLAS."""
     n, k = weight.shape
-    for name in ("low", "codes", "base"):
-        if getattr(weight, name).stride(1) != 1:
-            raise ValueError(f"W12 {name} must have unit stride along K")
+    _check_weight(weight, set())
     out = torch.empty(n, k, device=weight.device, dtype=torch.bfloat16)
-    esc_col, esc_bits = weight.esc_col, weight.esc_bits
-    if not esc_col.numel():  # never read; a tensor with storage instead
-        esc_col, esc_bits = weight.row_ptr, weight.row_ptr.view(torch.int16)
     _w12_decode_kernel[(triton.cdiv(n, block_n),)](
         weight.low.view(torch.int32), weight.codes.view(torch.int32), weight.base,
-        weight.row_ptr, esc_col, esc_bits, out, n, k, weight.low.stride(0) // 4,
+        weight.row_ptr, *_escape_arrays(weight), out, n, k, weight.low.stride(0) // 4,
         weight.codes.stride(0) // 4, weight.base.stride(0), out.stride(0),
         GROUP=weight.group_size, BLOCK_N=block_n, SLICE=SLICE,
     )  # fmt: skip
