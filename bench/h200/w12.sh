@@ -3,12 +3,12 @@
 # at ROWS (default 1 and 16) with the default tiles; SWEEP=1 adds the tile sweep (GRID: full,
 # ~1-3 min a row count, or a small family with variants, e.g. GRID=acc,esc,halves,all; in 16
 # processes); (3) end to end at 1k, W12 against bf16, plus the W12 arms named in W12_ARMS
-# (comma-separated: sum_in_kernel, acc_scale, esc_in_loop, halves, all; ~1 min each). E2E=0 skips
-# (3).
+# (comma-separated: sum_in_kernel, acc_scale, esc_in_loop, halves, all, none; ~1 min each). E2E=0
+# skips (3); TESTS_K limits (1) to the tests a pytest -k expression selects.
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 timeout "${TESTS_S:-150}" python3 -m pytest -q -p no:cacheprovider tests/test_w12_kernels.py \
-    >"$OUT/gpu-tests.log" 2>&1
+    ${TESTS_K:+-k "$TESTS_K"} >"$OUT/gpu-tests.log" 2>&1
 echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"
 sweep=--no-sweep; [ "${SWEEP:-0}" = 1 ] && sweep="--grid ${GRID:-full}"
 timeout "${TABLE_S:-280}" python3 bench/w12_speed.py --rows "${ROWS:-1,16}" $sweep --e2e 0 \

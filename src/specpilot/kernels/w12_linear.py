@@ -80,15 +80,15 @@ SPLIT_SUM_IN_KERNEL = False
 # 2^(2b - 126), so the group bases leave the per-weight decode (in the sm_90 SASS of the 16-row
 # tile: 695 -> 616 loop instructions a block, 5 -> 2 barriers, no shared-memory stores; the
 # bases were a [32, 1] byte tile moved into the operand's layout through shared memory). The
-# sums differ from the other tiles' only in order. False until measured on the H200
-# (bench/w12_speed.py sweeps it).
-ACC_SCALE_TILES = False
+# sums differ from the other tiles' only in order. On the H200 (docs/LOG.md run 73) it won the
+# 16-row sweep for q|k|v, gate_up and lm_head and took W12 spec@6.55 from 873 to 969 tok/s.
+ACC_SCALE_TILES = True
 # Every tile: each row's first escape fetched in the first loop step, after the planes' loads
 # are issued, instead of before the loop. In the sm_90 SASS the default 16-row tile issues 41
 # loads (three dependent rounds: the escape offsets, the escapes, x at their columns) before
-# its first weight load, the one-row tile 12; with it, 1 each. False until measured on the
-# H200 (bench/w12_speed.py --grid esc, --w12-arms esc_in_loop).
-ESC_IN_LOOP_TILES = False
+# its first weight load, the one-row tile 12; with it, 1 each. On the H200 (docs/LOG.md run
+# 73): W12 spec@6.55 873 -> 967 tok/s, AR 220.0 -> 226.5 (bench/w12_speed.py --w12-arms).
+ESC_IN_LOOP_TILES = True
 # Tensor-core tiles with inline PTX: the decoded bf16 pairs go to tl.dot as their two halves
 # instead of widened to fp32 and narrowed back (sm_90 SASS of the 16-row tile: 688 -> 557 loop
 # instructions a block, with ACC_SCALE 617 -> 497; the same bits). False until measured
