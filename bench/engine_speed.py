@@ -443,33 +443,53 @@ def measure_prefill(gen: Generator, tokens: int, reps: int = 10) -> dict:
     return out
 
 
+# CUDA runtime calls whose self time includes waiting for the device (a copy to the host, a
+# synchronisation): host time only in part
+BLOCKING_CALLS = ("cudaMemcpyAsync", "cudaStreamSynchronize", "cudaEventSynchronize",
+                  "cudaDeviceSynchronize")  # fmt: skip
+
+
 def host_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.55) -> dict:
-    """Host (CPU) time of one replayed speculative run at `context` by operator: torch.profiler
-    with CPU activities over `Generator.run_replay` (graphs captured by a run before it), the
-    operators with the most self time first, per decode step; and the run's wall time. Where
-    the host time of a step goes when it grows with the context (docs/LOG.md run 61)."""
+    """Host (CPU) time a decode step by operator: torch.profiler with CPU activities over two
+    replayed speculative runs at `context`, of `new_tokens` and of 3x as many; each operator's
+    self time and calls in the longer run less the shorter's, over the steps it has more. So the
+    prefill, the drafter's context write and the run's set-up cancel, which a single run's
+    totals would charge to its steps (docs/LOG.md run 75). Calls in BLOCKING_CALLS are listed
+    apart: their self time is mostly the host waiting for the device."""
     from torch.profiler import ProfilerActivity, profile
 
-    fresh = fresh_runs(context, gen.target.config.vocab_size, new_tokens)
     acceptance = AcceptanceProfile.from_mean(tau, gen.block_size)
-
-    gen.run_replay(fresh, acceptance, seed=0)  # warm-up: graphs, caches
-    sync()
-    start = time.perf_counter()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        seqs, _ = gen.run_replay(fresh, acceptance, seed=0)
+    profiled = []
+    for tokens in (new_tokens, 3 * new_tokens):
+        fresh = fresh_runs(context, gen.target.config.vocab_size, tokens)
+        gen.run_replay(fresh, acceptance, seed=0)  # warm-up: graphs, caches
         sync()
-    wall = time.perf_counter() - start
-    steps = max(1, len(seqs[0].acceptance_lengths))
-    ops = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:20]
+        start = time.perf_counter()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            seqs, _ = gen.run_replay(fresh, acceptance, seed=0)
+            sync()
+        wall = time.perf_counter() - start
+        ops = {e.key[:80]: (e.self_cpu_time_total, e.count) for e in prof.key_averages()}
+        profiled.append((len(seqs[0].acceptance_lengths), wall, ops))
+    (steps0, wall0, ops0), (steps1, wall1, ops1) = profiled
+    steps = steps1 - steps0
+    if steps < 1:
+        raise RuntimeError(f"the longer run made no more steps ({steps1} vs {steps0})")
+    per_step = {}
+    for key, (us, calls) in ops1.items():
+        us0, calls0 = ops0.get(key, (0.0, 0))
+        if calls > calls0:
+            per_step[key] = {"us": (us - us0) / steps, "calls": (calls - calls0) / steps}
+    ranked = sorted(per_step.items(), key=lambda kv: -kv[1]["us"])
+    host = [kv for kv in ranked if kv[0] not in BLOCKING_CALLS]
     return {
         "context": context,
         "tau": tau,
         "steps": steps,
-        "wall_ms": wall * 1e3,
-        "top_self_cpu_us_per_step": {
-            e.key[:80]: {"us": e.self_cpu_time_total / steps, "calls": e.count / steps} for e in ops
-        },
+        "wall_ms_per_step": (wall1 - wall0) / steps * 1e3,  # under the profiler
+        "top_self_cpu_us_per_step": dict(host[:20]),
+        "host_us_per_step": sum(v["us"] for _, v in host),
+        "blocking_per_step": {k: v for k, v in ranked if k in BLOCKING_CALLS},
     }
 
 
@@ -673,7 +693,10 @@ def main() -> None:
                     f"{k} {v['us']:.0f}us/{v['calls']:.1f}"
                     for k, v in list(h["top_self_cpu_us_per_step"].items())[:6]
                 )
-                print(f"{preset} ctx {context} host per step ({h['steps']} steps): {top}")
+                print(
+                    f"{preset} ctx {context} host per step ({h['steps']} steps): "
+                    f"{h['host_us_per_step']:.0f} us, {top}"
+                )
             save(report | {preset: entry}, args.out)  # partial results survive a timeout
             print(
                 f"{preset} ctx {context}: AR {c['ar']['tok_s']:.1f} tok/s "

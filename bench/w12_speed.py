@@ -202,6 +202,7 @@ W12_ARMS = {
     "esc_in_loop": {"ESC_IN_LOOP_TILES": True},
     "halves": {"HALVES_TILES": True},
     "all": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True, "HALVES_TILES": True},
+    "old_one_row": {"ONE_ROW_SWEPT_TILES": False},
     "none": {"ACC_SCALE_TILES": False, "ESC_IN_LOOP_TILES": False, "HALVES_TILES": False},
 }
 

@@ -172,6 +172,23 @@ def test_w12_default_tile_switches(switch: str, group: int, m: int, monkeypatch)
     close_columns(y, w12_linear_reference(x, packed, residual=residual), 4)
 
 
+@pytest.mark.parametrize("shape", [(6144, 4096), (4096, 4096), (24576, 4096), (151936, 4096)])
+def test_w12_one_row_tiles(shape: tuple[int, int], monkeypatch) -> None:
+    """The one-row tiles tile_config picks for Qwen3-8B's layers (2 or 4 rows a program, or the
+    tensor-core tile without ACC_SCALE for wide N), through the launcher's default path, on a
+    small weight with a K tail."""
+    from specpilot.kernels import w12_linear as kernel
+
+    config = kernel.tile_config(1, *shape)
+    monkeypatch.setattr(kernel, "tile_config", lambda m, n, k: dict(config))
+    gen = torch.Generator().manual_seed(shape[0])
+    x = torch.randn(1, 600, generator=gen).to(DEVICE, BF16)
+    packed = w12.encode(weight_with_escapes(70, 600, gen), 128).to(DEVICE)
+    residual = torch.randn(1, 70, generator=gen).to(DEVICE, BF16)
+    y = w12_linear(x, packed, residual=residual)
+    close_columns(y, w12_linear_reference(x, packed, residual=residual), 2)
+
+
 def test_w12_linear_on_fused_row_views() -> None:
     """The fused forwards multiply by row slices of a concatenated weight (views, absolute
     escape offsets) and call `linear` for either weight type."""

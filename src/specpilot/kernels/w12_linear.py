@@ -91,9 +91,14 @@ ACC_SCALE_TILES = True
 ESC_IN_LOOP_TILES = True
 # Tensor-core tiles with inline PTX: the decoded bf16 pairs go to tl.dot as their two halves
 # instead of widened to fp32 and narrowed back (sm_90 SASS of the 16-row tile: 688 -> 557 loop
-# instructions a block, with ACC_SCALE 617 -> 497; the same bits). False until measured
-# on the H200 (bench/w12_speed.py --grid halves, --w12-arms halves).
-HALVES_TILES = False
+# instructions a block, with ACC_SCALE 617 -> 497; the same bits). On the H200 (docs/LOG.md
+# runs 73-74): alone +1% W12 spec@6.55 (inside the spread); on top of ACC_SCALE and
+# ESC_IN_LOOP 942 -> 988 tok/s in one process.
+HALVES_TILES = True
+# One-row tiles from the 1-row sweep with the switches above on (docs/LOG.md run 77): the
+# tensor-core tile for N >= 16384 (gate_up, lm_head), 4 rows a program for N <= 4096 (o, down).
+# False: the run-19 tiles (2 rows a program below N = 65,536).
+ONE_ROW_SWEPT_TILES = True
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)
 
@@ -402,9 +407,15 @@ def tile_config(m: int, n: int, k: int) -> dict:
     M = 2-16 (and the one-row LM head): 32 rows per tile on mma.sync, 2 warps (below). M > 16:
     64 rows per tile on wgmma, ~5.4 instructions per weight whatever M; the K split gives >= 256
     programs (unmeasured since run 51 at these row counts)."""
+    if m == 1 and ONE_ROW_SWEPT_TILES and n >= 16384:
+        # run 77 (with ESC_IN_LOOP and HALVES): gate_up 3.11 -> 3.46 TB/s, lm_head 4.08 -> 4.14
+        return dict(BLOCK_M=16, BLOCK_N=64, UNROLL=1, SPLIT_K=1, USE_DOT=True, num_warps=4,
+                    num_stages=3, ACC_SCALE=False)  # fmt: skip
     if m == 1 and n <= 65536:
+        # run 77: 4 rows a program where N <= 4096 (o 2.18 -> 2.28 TB/s, down 2.90 -> 3.20)
+        rows = 4 if ONE_ROW_SWEPT_TILES and n <= 4096 else 2
         return dict(
-            BLOCK_M=1, BLOCK_N=2, UNROLL=16, SPLIT_K=1, USE_DOT=False, num_warps=4, num_stages=1
+            BLOCK_M=1, BLOCK_N=rows, UNROLL=16, SPLIT_K=1, USE_DOT=False, num_warps=4, num_stages=1
         )
     block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
     if block_m == 16:
@@ -501,7 +512,7 @@ def w12_linear(
     cfg.setdefault("HALVES", HALVES_TILES)
     acc_ok = cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0
     if config is None and ACC_SCALE_TILES and acc_ok:
-        cfg["ACC_SCALE"] = True
+        cfg.setdefault("ACC_SCALE", True)  # a tile_config entry may turn it off
     if cfg.get("ACC_SCALE") and not acc_ok:
         raise ValueError(f"ACC_SCALE needs tl.dot tiles and a group size multiple of {4 * SLICE}")
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
