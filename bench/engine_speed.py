@@ -325,6 +325,65 @@ def measure_context(
 
 
 @torch.inference_mode()
+def paired_rounds(
+    arms: dict[str, tuple[Generator, Callable[[], None]]],
+    context: int,
+    new_tokens: int,
+    rounds: int,
+    tau: float = 6.55,
+) -> dict:
+    """A/B(/C...) in interleaved rounds: each round runs every arm once, AR then speculative
+    (replayed tau), in an order rotated by one each round, so that drift of the GPU's clocks or
+    of the host falls on every arm alike. arms: name -> (its Generator, a function that puts
+    its process-wide switches in place, called before each of its runs); the first arm is the
+    base. Each arm's median tok/s, and each other arm's speed-up over the base as a ratio of
+    summed rates with its 95% bootstrap interval over rounds (measure.compare.bootstrap_speedup,
+    rounds as the pairs). Also whether each arm's tokens equal the base's (bf16 and W12 may
+    part at near-ties: forcing is checked by measure_context)."""
+    if rounds < 2 or not arms:
+        raise ValueError(f"paired_rounds needs arms and >= 2 rounds, got {len(arms)} / {rounds}")
+    import numpy as np
+
+    from specpilot.measure.compare import bootstrap_speedup
+
+    names = list(arms)
+    first = arms[names[0]][0]
+    fresh = fresh_runs(context, first.target.config.vocab_size, new_tokens)
+    profile = AcceptanceProfile.from_mean(tau, first.block_size)
+    runs: dict[str, dict[str, list[tuple[int, float]]]] = {n: {"ar": [], "spec": []} for n in names}
+    outputs: dict[str, dict[str, list[int]]] = {}
+    for gen, prepare in arms.values():  # warm-up: graphs captured with the arm's switches
+        prepare()
+        gen.run(fresh(), speculative=False)
+        gen.run_replay(fresh, profile, seed=0)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            gen, prepare = arms[name]
+            prepare()
+            for mode, seq in (
+                ("ar", ar_decode(gen, fresh)),
+                ("spec", replay_decode(gen, fresh, profile, [])),
+            ):
+                runs[name][mode].append((len(seq.output_ids) - 1, seq.decode_time_s))
+                outputs.setdefault(name, {})[mode] = seq.output_ids
+    out: dict = {"rounds": rounds, "tau": tau, "drafter": "replay", "base": names[0], "arms": {}}
+    for name in names:
+        out["arms"][name] = {
+            mode: {
+                **spread([t / s for t, s in pairs]),
+                "identical_to_base": outputs[name][mode] == outputs[names[0]][mode],
+            }  # fmt: skip
+            for mode, pairs in runs[name].items()
+        }
+    for name in names[1:]:
+        for mode in ("ar", "spec"):
+            new, base = np.array(runs[name][mode]), np.array(runs[names[0]][mode])
+            up = bootstrap_speedup(new[:, 0], new[:, 1], base[:, 0], base[:, 1])
+            out["arms"][name][mode]["over_base"] = dataclasses.asdict(up)
+    return out
+
+
+@torch.inference_mode()
 def measure_batched(
     gen: Generator, context: int, new_tokens: int, batches: list[int], tau: float = 6.55
 ) -> list[dict]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +37,7 @@ from engine_speed import (  # noqa: E402
     copy_bandwidth,
     linear_bytes,
     measure_context,
+    paired_rounds,
 )
 from kernel_sweep import (  # noqa: E402
     SHAPES,
@@ -208,11 +210,16 @@ W12_ARMS = {
 
 
 def end_to_end(
-    context: int, new_tokens: int, engine: EngineConfig | None = None, extra: tuple = ()
+    context: int,
+    new_tokens: int,
+    engine: EngineConfig | None = None,
+    extra: tuple = (),
+    paired: int = 0,
 ) -> dict:
     """AR and spec@6.55 (replay) with bf16 weights, then with the same weights in W12 (both arms
     with `engine`, default CUDA graphs on); then the same W12 models once for each W12_ARMS
-    name in `extra` (arm "w12_<name>", with its kernel switches set)."""
+    name in `extra` (arm "w12_<name>", with its kernel switches set). paired: then that many
+    interleaved rounds of every arm (engine_speed.paired_rounds; the generators are kept)."""
     engine = engine or EngineConfig(cuda_graphs=True)
     bw = copy_bandwidth()
     hf = dict(TARGET_PRESETS["qwen3-8b"], eos_token_id=None, architectures=["Qwen3ForCausalLM"])
@@ -221,10 +228,15 @@ def end_to_end(
     out: dict = {"context": context, "copy_bandwidth_tb_s": bw / 1e12, "arms": {}}
     arms = ("bf16", "w12", *(f"w12_{name}" for name in extra))
     defaults = {flag: getattr(w12_kernels, flag) for sw in W12_ARMS.values() for flag in sw}
-    for weights in arms:
+    kept: dict = {}  # arm -> (generator, its switches' setter), for the paired rounds
+
+    def switch_to(weights: str) -> None:
         switches = defaults | W12_ARMS.get(weights.removeprefix("w12_"), {})
         for flag, value in switches.items():
             setattr(w12_kernels, flag, value)
+
+    for weights in arms:
+        switch_to(weights)
         if weights in ("bf16", "w12"):  # the other arms reuse the W12 models
             target = bf16_target if weights == "bf16" else build(hf, "target", 0)  # same seed
             drafter = build(draft_hf, "draft", 1)
@@ -248,10 +260,23 @@ def end_to_end(
             f"{r['ar']['token_forcing']['passed']}/{spec['token_forcing']['passed']}",
             flush=True,
         )
+        if paired:
+            kept[weights] = (gen, partial(switch_to, weights))
         del gen
         if weights == arms[-1]:
             del target, drafter
         torch.cuda.empty_cache()
+    if paired:
+        out["paired"] = p = paired_rounds(kept, context, new_tokens, paired)
+        for name in arms[1:]:
+            ar, spec = (p["arms"][name][mode]["over_base"] for mode in ("ar", "spec"))
+            print(
+                f"e2e paired ({paired} rounds) {name}/bf16: AR {ar['ratio']:.3f}x "
+                f"[{ar['low']:.3f}-{ar['high']:.3f}], spec@6.55 {spec['ratio']:.3f}x "
+                f"[{spec['low']:.3f}-{spec['high']:.3f}]",
+                flush=True,
+            )
+        kept.clear()
     for flag, value in defaults.items():
         setattr(w12_kernels, flag, value)
     a = out["arms"]["bf16"]
@@ -290,6 +315,13 @@ def main() -> None:
         "--w12-arms",
         default="",
         help=f"end to end, more W12 arms, comma-separated: {', '.join(W12_ARMS)}",
+    )
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        help="end to end, then this many interleaved rounds of every arm: speed-ups over bf16 "
+        "with 95%% bootstrap intervals (0: none)",
     )
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
@@ -334,7 +366,7 @@ def main() -> None:
     save(report, args.out)  # the kernel table survives a failure end to end
     if args.e2e:
         engine = EngineConfig(cuda_graphs=True, pdl=args.pdl, weight_prefetch=args.weight_prefetch)
-        report["end_to_end"] = end_to_end(args.e2e, args.new_tokens, engine, extra)
+        report["end_to_end"] = end_to_end(args.e2e, args.new_tokens, engine, extra, args.paired)
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch}
         report["end_to_end"]["engine"] = launches
     finish(report, args.out)

@@ -4,17 +4,19 @@
 # ~1-3 min a row count, or a small family with variants, e.g. GRID=acc,esc,halves,all; in 16
 # processes); (3) end to end at 1k, W12 against bf16, plus the W12 arms named in W12_ARMS
 # (comma-separated: sum_in_kernel, acc_scale, esc_in_loop, halves, all, none; ~1 min each). E2E=0
-# skips (3); TESTS_K limits (1) to the tests a pytest -k expression selects.
+# skips (3); PAIRED=N adds N interleaved rounds of every arm (speed-ups with 95% intervals;
+# ~1 s a round an arm at 1k); ROWS= (empty) skips (2); TESTS_K limits (1) to the tests a pytest -k expression selects.
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 timeout "${TESTS_S:-150}" python3 -m pytest -q -p no:cacheprovider tests/test_w12_kernels.py \
     ${TESTS_K:+-k "$TESTS_K"} >"$OUT/gpu-tests.log" 2>&1
 echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"
 sweep=--no-sweep; [ "${SWEEP:-0}" = 1 ] && sweep="--grid ${GRID:-full}"
-timeout "${TABLE_S:-280}" python3 bench/w12_speed.py --rows "${ROWS:-1,16}" $sweep --e2e 0 \
+timeout "${TABLE_S:-280}" python3 bench/w12_speed.py --rows "${ROWS-1,16}" $sweep --e2e 0 \
     --out "$OUT/w12-table.json" >"$OUT/w12-table.log" 2>&1
 echo "w12 table rc=$?"; grep -E "^ +(1|16) " "$OUT/w12-table.log" | cut -c1-240
 [ "${E2E:-1}" = 1 ] || exit 0
 timeout "${E2E_S:-420}" python3 bench/w12_speed.py --rows '' --e2e 1024 \
-    --w12-arms "${W12_ARMS:-}" --out "$OUT/w12-e2e.json" >"$OUT/w12-e2e.log" 2>&1
+    --w12-arms "${W12_ARMS:-}" --paired "${PAIRED:-0}" --out "$OUT/w12-e2e.json" \
+    >"$OUT/w12-e2e.log" 2>&1
 echo "e2e rc=$?"; grep "^e2e" "$OUT/w12-e2e.log"
