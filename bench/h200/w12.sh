@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Device call (~5 min, no carry): W12 on the H200. (1) The W12 GPU tests; (2) the kernel table
-# at ROWS (default 1 and 16) with the default tiles; SWEEP=1 adds the tile sweep (GRID: full,
-# ~1-3 min a row count, or a small family with variants, e.g. GRID=acc,esc,halves,all; in 16
-# processes); (3) end to end at 1k, W12 against bf16, plus the W12 arms named in W12_ARMS
-# (comma-separated: sum_in_kernel, acc_scale, esc_in_loop, halves, all, none; ~1 min each). E2E=0
-# skips (3); PAIRED=N adds N interleaved rounds of every arm (speed-ups with 95% intervals;
-# ~1 s a round an arm at 1k); ROWS= (empty) skips (2); TESTS_K limits (1) to the tests a pytest -k expression selects.
+# Device call (~5 min, no carry): W12 on the H200. (1) The W12 GPU tests (TESTS_K: only those
+# a pytest -k expression selects); (2) the kernel table at ROWS (default 1 and 16; empty: none)
+# with the default tiles; SWEEP=1 adds the tile sweep (GRID: full, ~1-3 min a row count, or a
+# small family with variants, e.g. GRID=acc,esc,halves,all; in 16 processes); (3) end to end
+# at 1k, W12 against bf16, plus the W12 arms named in W12_ARMS (comma-separated:
+# sum_in_kernel, acc_scale, esc_in_loop, halves, all, old_one_row, none; ~1 min each); PAIRED=N
+# then N interleaved rounds of every arm (speed-ups with 95% intervals; ~1 s a round an arm).
+# E2E=0 skips (3).
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 timeout "${TESTS_S:-150}" python3 -m pytest -q -p no:cacheprovider tests/test_w12_kernels.py \
