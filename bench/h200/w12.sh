@@ -9,7 +9,7 @@
 # E2E=0 skips (3).
 set -u
 export PYTHONPATH=$PWD/src:$PWD
-timeout "${TESTS_S:-150}" python3 -m pytest -q -p no:cacheprovider tests/test_w12_kernels.py \
+timeout "${TESTS_S:-240}" python3 -m pytest -q -p no:cacheprovider tests/test_w12_kernels.py \
     ${TESTS_K:+-k "$TESTS_K"} >"$OUT/gpu-tests.log" 2>&1
 echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"
 sweep=--no-sweep; [ "${SWEEP:-0}" = 1 ] && sweep="--grid ${GRID:-full}"
