@@ -552,17 +552,23 @@ def host_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.5
     }
 
 
+@torch.inference_mode()
 def kernel_profile(gen: Generator, context: int) -> dict:
     """GPU microseconds per forward by kernel name (torch.profiler over eager forwards, so
-    names are resolved): decode (K=1), verify (K=16) and draft, at `context`."""
+    names are resolved): decode (K=1), verify (K=16) and draft, at `context`. On the CPU (the
+    smoke test) the operators' self CPU time instead."""
     from torch.profiler import ProfilerActivity, profile
 
+    dev = gen.device
+    cuda = dev.type == "cuda"
+    gen._buffers_for("target", 1, context + 64)
+    gen._buffers_for("draft", 1, context + 64)
     k = gen.block_size
     width = len(gen.drafter.config.target_layer_ids) * gen.drafter.config.hidden_size
-    hidden = torch.randn(1, k, width, device="cuda", dtype=torch.bfloat16)
-    ctx_pos = context - k + torch.arange(k, device="cuda")[None]
-    block_pos = context + torch.arange(k, device="cuda")[None]
-    anchors = torch.tensor([1], device="cuda")
+    hidden = torch.randn(1, k, width, device=dev, dtype=gen.dtype)
+    ctx_pos = context - k + torch.arange(k, device=dev)[None]
+    block_pos = context + torch.arange(k, device=dev)[None]
+    anchors = torch.tensor([1], device=dev)
     use_graphs, gen.use_graphs = gen.use_graphs, False
     forwards = {
         "decode": lambda: gen._target_forward(block_pos[:, :1] * 0 + 1, block_pos[:, :1], 0, ()),
@@ -572,19 +578,33 @@ def kernel_profile(gen: Generator, context: int) -> dict:
     out = {}
     for name, fn in forwards.items():
         fn()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        sync()
+        with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
             for _ in range(3):
                 fn()
-            torch.cuda.synchronize()
+            sync()
         rows = {}
         for e in prof.key_averages():
-            us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+            if cuda:
+                us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+            else:
+                us = e.self_cpu_time_total
             if us > 0:
                 rows[e.key[:60]] = {"us_per_forward": us / 3, "calls_per_forward": e.count / 3}
         out[name] = dict(sorted(rows.items(), key=lambda kv: -kv[1]["us_per_forward"]))
     gen.use_graphs = use_graphs
     return out
+
+
+def print_kernel_profile(label: str, context: int, profiles: dict) -> None:
+    """One line a forward of kernel_profile's result: its total and its six largest kernels."""
+    for name, rows in profiles.items():
+        total = sum(r["us_per_forward"] for r in rows.values())
+        top = ", ".join(
+            f"{k} {r['us_per_forward']:.0f}us/{r['calls_per_forward']:.0f}"
+            for k, r in list(rows.items())[:6]
+        )
+        print(f"{label} {name} forward (eager, ctx {context}): {total:.0f} us: {top}", flush=True)
 
 
 @torch.inference_mode()
@@ -731,16 +751,8 @@ def main() -> None:
         entry = {"weight_bytes": linear_bytes(target), "pdl": gen.pdl, "contexts": []}
         if args.profile:
             context = int(args.contexts.split(",")[0])
-            gen._buffers_for("target", 1, context + 64)
-            gen._buffers_for("draft", 1, context + 64)
             entry["kernel_profile"] = kernel_profile(gen, context)
-            for name, rows in entry["kernel_profile"].items():
-                total = sum(r["us_per_forward"] for r in rows.values())
-                top = ", ".join(
-                    f"{k} {r['us_per_forward']:.0f}us/{r['calls_per_forward']:.0f}"
-                    for k, r in list(rows.items())[:6]
-                )
-                print(f"{preset} {name} forward (eager, ctx {context}): {total:.0f} us: {top}")
+            print_kernel_profile(preset, context, entry["kernel_profile"])
         for context in [int(c) for c in contexts[preset].split(",")]:
             entry["contexts"].append(
                 measure_context(gen, context, args.new_tokens, bw, taus=taus, repeats=args.repeats)

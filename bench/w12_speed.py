@@ -35,9 +35,11 @@ from engine_speed import (  # noqa: E402
     add_launch_arguments,
     build,
     copy_bandwidth,
+    kernel_profile,
     linear_bytes,
     measure_context,
     paired_rounds,
+    print_kernel_profile,
 )
 from kernel_sweep import (  # noqa: E402
     SHAPES,
@@ -215,11 +217,13 @@ def end_to_end(
     engine: EngineConfig | None = None,
     extra: tuple = (),
     paired: int = 0,
+    profile: bool = False,
 ) -> dict:
     """AR and spec@6.55 (replay) with bf16 weights, then with the same weights in W12 (both arms
     with `engine`, default CUDA graphs on); then the same W12 models once for each W12_ARMS
     name in `extra` (arm "w12_<name>", with its kernel switches set). paired: then that many
-    interleaved rounds of every arm (engine_speed.paired_rounds; the generators are kept)."""
+    interleaved rounds of every arm (engine_speed.paired_rounds; the generators are kept).
+    profile: each arm's GPU time by kernel of eager decode / verify / draft forwards."""
     engine = engine or EngineConfig(cuda_graphs=True)
     bw = copy_bandwidth()
     hf = dict(TARGET_PRESETS["qwen3-8b"], eos_token_id=None, architectures=["Qwen3ForCausalLM"])
@@ -250,6 +254,9 @@ def end_to_end(
         r = measure_context(gen, context, new_tokens, bw, reference=bf16_target, taus=(6.55,))
         r["weight_bytes"] = linear_bytes(target)
         r["pdl"] = gen.pdl
+        if profile:
+            r["kernel_profile"] = kernel_profile(gen, context)
+            print_kernel_profile(f"e2e {weights}", context, r["kernel_profile"])
         out["arms"][weights] = r
         spec = r["speculative"]["6.55"]
         print(
@@ -323,6 +330,12 @@ def main() -> None:
         help="end to end, then this many interleaved rounds of every arm: speed-ups over bf16 "
         "with 95%% bootstrap intervals (0: none)",
     )
+    parser.add_argument(
+        "--kernel-profile",
+        type=int,
+        default=0,
+        help="1: end to end, each arm's GPU time by kernel of eager forwards (torch.profiler)",
+    )
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -366,7 +379,9 @@ def main() -> None:
     save(report, args.out)  # the kernel table survives a failure end to end
     if args.e2e:
         engine = EngineConfig(cuda_graphs=True, pdl=args.pdl, weight_prefetch=args.weight_prefetch)
-        report["end_to_end"] = end_to_end(args.e2e, args.new_tokens, engine, extra, args.paired)
+        report["end_to_end"] = end_to_end(
+            args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile)
+        )
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch}
         report["end_to_end"]["engine"] = launches
     finish(report, args.out)

@@ -64,6 +64,17 @@ def test_paired_rounds(gen) -> None:
         engine_speed.paired_rounds(arms, context=20, new_tokens=10, rounds=1)
 
 
+def test_kernel_profile(gen, capsys) -> None:
+    prof = engine_speed.kernel_profile(gen, context=24)
+    assert set(prof) == {"decode", "verify", "draft"}
+    for rows in prof.values():
+        times = [r["us_per_forward"] for r in rows.values()]
+        assert times and times == sorted(times, reverse=True) and min(times) > 0
+    assert gen.use_graphs is False or gen.device.type == "cuda"  # put back as it was
+    engine_speed.print_kernel_profile("tiny", 24, prof)
+    assert capsys.readouterr().out.count("forward (eager, ctx 24)") == 3
+
+
 def test_measure_batched(gen) -> None:
     rows = engine_speed.measure_batched(gen, context=20, new_tokens=10, batches=[3])
     (r,) = rows
