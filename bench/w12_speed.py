@@ -74,7 +74,8 @@ W12_DOT_GRID = ((16, 32, 64), (1, 2, 4, 8, 16), (1, 2, 4), (1, 2, 3, 4))
 # 24, with spills); "acc", the group scales on each half block's sum
 # (kernels/w12_linear.ACC_SCALE_TILES); "esc", each row's first escape fetched in the first
 # loop step (ESC_IN_LOOP_TILES); "halves", the decoded pairs' bf16 halves straight to tl.dot
-# (HALVES_TILES); "all", the three together
+# (HALVES_TILES); "all", the three together; "ahead", ACC_SCALE and HALVES with and without the
+# group bases loaded one loop step ahead (BASE_AHEAD_TILES)
 W12_FAMILY_GRID = ((32,), (1, 4), (2,), (2, 3))
 W12_VARIANTS = {
     "regs": [dict(maxnreg=cap) for cap in (128, 96, 80)],
@@ -82,6 +83,10 @@ W12_VARIANTS = {
     "esc": [dict(ESC_IN_LOOP=True)],
     "halves": [dict(HALVES=True)],
     "all": [dict(ACC_SCALE=True, ESC_IN_LOOP=True, HALVES=True)],
+    "ahead": [
+        dict(ACC_SCALE=True, ESC_IN_LOOP=True, HALVES=True),
+        dict(ACC_SCALE=True, ESC_IN_LOOP=True, HALVES=True, BASE_AHEAD=True),
+    ],
 }
 
 
@@ -206,6 +211,7 @@ W12_ARMS = {
     "esc_in_loop": {"ESC_IN_LOOP_TILES": True},
     "halves": {"HALVES_TILES": True},
     "all": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True, "HALVES_TILES": True},
+    "base_ahead": {"BASE_AHEAD_TILES": True},
     "old_one_row": {"ONE_ROW_SWEPT_TILES": False},
     "none": {"ACC_SCALE_TILES": False, "ESC_IN_LOOP_TILES": False, "HALVES_TILES": False},
 }

@@ -31,6 +31,7 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "SUM_IN_KERNEL": 0,
         "ACC_SCALE": 0,
         "ESC_IN_LOOP": 0,
+        "BASE_AHEAD": 0,
         "HALVES": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
@@ -92,6 +93,9 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 out.append(
                     (f"w12_linear M={m} ACC_SCALE HALVES {flags}", w12_linear._w12_kernel, w12, acc)
                 )
+                ahead = acc | dict(BASE_AHEAD=True)  # the bases one step ahead
+                label = f"w12_linear M={m} ACC_SCALE HALVES BASE_AHEAD {flags}"
+                out.append((label, w12_linear._w12_kernel, w12, ahead))
         # the plain-Triton decode (ASM=False), a group size that is not a multiple of 32, tails
         for asm, group, even in ((False, 128, True), (True, 48, False), (True, 64, False)):
             w12_cfg = w12_linear.tile_config(m, 4096, 4096)

@@ -73,6 +73,9 @@ TILES = [  # (config, group size): several steps, a K tail, split K, groups of e
     # the decoded pairs' bf16 halves straight to tl.dot (inline PTX: on the GPU only)
     (dict(BLOCK_M=16, BLOCK_N=32, SPLIT_K=2, USE_DOT=True, HALVES=True), 64),
     (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, HALVES=True, ACC_SCALE=True), 128),
+    # the group bases loaded one step ahead
+    (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True, BASE_AHEAD=True), 128),
+    (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=2, USE_DOT=True, ACC_SCALE=True, BASE_AHEAD=True), 256),
 ]
 
 
@@ -151,11 +154,15 @@ def test_w12_acc_scale_needs_tensor_cores_and_whole_half_blocks_per_group() -> N
                    dict(BLOCK_M=1, BLOCK_N=4, USE_DOT=False, ACC_SCALE=True)):  # fmt: skip
         with pytest.raises(ValueError, match="ACC_SCALE needs"):
             w12_linear(x, packed, config=config)
+    with pytest.raises(ValueError, match="BASE_AHEAD .* needs ACC_SCALE"):
+        w12_linear(x, packed, config=dict(BLOCK_M=16, BLOCK_N=16, USE_DOT=True, BASE_AHEAD=True))
 
 
 @pytest.mark.parametrize("m", [1, 16])
 @pytest.mark.parametrize("group", [128, 32])
-@pytest.mark.parametrize("switch", ["ACC_SCALE_TILES", "ESC_IN_LOOP_TILES", "HALVES_TILES"])
+@pytest.mark.parametrize(
+    "switch", ["ACC_SCALE_TILES", "ESC_IN_LOOP_TILES", "HALVES_TILES", "BASE_AHEAD_TILES"]
+)
 def test_w12_default_tile_switches(switch: str, group: int, m: int, monkeypatch) -> None:
     """The default tiles with each switch on: ACC_SCALE_TILES scales the half blocks' sums
     where the tile and the group size allow (16 rows, 128) and keeps the per-weight scales

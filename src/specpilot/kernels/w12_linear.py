@@ -95,6 +95,11 @@ ESC_IN_LOOP_TILES = True
 # runs 73-74): alone +1% W12 spec@6.55 (inside the spread); on top of ACC_SCALE and
 # ESC_IN_LOOP 942 -> 988 tok/s in one process.
 HALVES_TILES = True
+# ACC_SCALE tiles: the rows' group bases of the next loop step loaded during this one (in the
+# sm_90 SASS of the 16-row tile the bases are the loop's only loads outside the cp.async
+# pipeline: 4 byte loads issued mid-step, used ~200 instructions later). Off until measured on
+# the H200 (bench/w12_speed.py --grid ahead, --w12-arms base_ahead).
+BASE_AHEAD_TILES = False
 # One-row tiles from the 1-row sweep with the switches above on (docs/LOG.md run 77): the
 # tensor-core tile for N >= 16384 (gate_up, lm_head), 4 rows a program for N <= 4096 (o, down).
 # False: the run-19 tiles (2 rows a program below N = 65,536).
@@ -174,6 +179,18 @@ def _scale(base_rows, row_ok, col, K, GROUP: tl.constexpr, ASM: tl.constexpr, EV
 
 
 @triton.jit
+def _half_bases(base_ptr, rn, ok, stride_base, k0, K, SLICE: tl.constexpr, GROUP: tl.constexpr,
+                EVEN_K: tl.constexpr):  # fmt: skip
+    """Rows rn's group bases (int32) of the two half blocks of the block at column k0."""
+    ok0 = ok if EVEN_K else ok & (k0 < K)
+    ok1 = ok if EVEN_K else ok & (k0 + 4 * SLICE < K)
+    rows = base_ptr + rn * stride_base
+    b0 = tl.load(rows + k0 // GROUP, mask=ok0, other=0).to(tl.int32)
+    b1 = tl.load(rows + (k0 + 4 * SLICE) // GROUP, mask=ok1, other=0).to(tl.int32)
+    return b0, b1
+
+
+@triton.jit
 def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows, nw_ptr,
                    rstd, K, dtype, NORM: tl.constexpr, GLU: tl.constexpr):  # fmt: skip
     """Rows rn's escape table offsets `first` and counts (0 but in the first K split) and
@@ -234,6 +251,7 @@ def _w12_kernel(
     ACC_SCALE: tl.constexpr = False,
     ESC_IN_LOOP: tl.constexpr = False,
     HALVES: tl.constexpr = False,
+    BASE_AHEAD: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -302,8 +320,22 @@ def _w12_kernel(
     if SPLIT_K > 1:  # NOTE: k_lo a visible multiple of k_step keeps the loads vectorized
         k_lo = pid_k * split_steps * k_step
         k_hi = tl.minimum(K, k_lo + split_steps * k_step)
+    # BASE_AHEAD (ACC_SCALE tiles): the rows' group bases of both half blocks loaded one loop
+    # step ahead (byte loads cannot join the cp.async pipeline, and loaded in their own step
+    # they are used ~200 instructions later, across the skipped escape fetch)
+    base_next0 = tl.zeros([BLOCK_N], dtype=tl.int32)
+    base_next1 = tl.zeros([BLOCK_N], dtype=tl.int32)
+    if BASE_AHEAD:
+        base_next0, base_next1 = _half_bases(base_ptr, rn, rows_ok, stride_base, k_lo, K, SLICE,
+                                             GROUP, EVEN_K)  # fmt: skip
     for k0 in range(k_lo, k_hi, k_step):
         kb = k0 + kb0  # first column of each block
+        base_cur0 = base_next0
+        base_cur1 = base_next1
+        if BASE_AHEAD:  # the next step's (past k_hi: masked, unused)
+            ahead_ok = rows_ok & (k0 + k_step < k_hi)
+            base_next0, base_next1 = _half_bases(base_ptr, rn, ahead_ok, stride_base,
+                                                 k0 + k_step, K, SLICE, GROUP, EVEN_K)  # fmt: skip
         wm = row_ok
         if not EVEN_K:
             wm = wm & (kb < K)  # the planes are padded to whole blocks: no mask within one
@@ -353,10 +385,14 @@ def _w12_kernel(
                     else:
                         acc4 += a.to(tl.float32) * w.to(tl.float32)
             if ACC_SCALE:  # the half block's sum times its rows' 2^(2b - ACC_SHIFT) (exact)
-                col = kb + 4 * SLICE * h
-                bm = rows_ok if EVEN_K else rows_ok & (col < K)
-                b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
-                b = (2 * b.to(tl.int32) + 127 - ACC_SHIFT) << 23
+                if BASE_AHEAD:
+                    b = base_cur0 if h == 0 else base_cur1
+                else:
+                    col = kb + 4 * SLICE * h
+                    bm = rows_ok if EVEN_K else rows_ok & (col < K)
+                    b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
+                    b = b.to(tl.int32)
+                b = (2 * b + 127 - ACC_SHIFT) << 23
                 acc_t += part * b.to(tl.float32, bitcast=True)[:, None]
     if USE_DOT:
         acc = tl.trans(acc_t)
@@ -516,6 +552,9 @@ def w12_linear(
         cfg.setdefault("ACC_SCALE", True)  # a tile_config entry may turn it off
     if cfg.get("ACC_SCALE") and not acc_ok:
         raise ValueError(f"ACC_SCALE needs tl.dot tiles and a group size multiple of {4 * SLICE}")
+    cfg.setdefault("BASE_AHEAD", BASE_AHEAD_TILES and cfg.get("ACC_SCALE", False))
+    if cfg["BASE_AHEAD"] and not cfg.get("ACC_SCALE"):
+        raise ValueError("BASE_AHEAD loads the bases that ACC_SCALE applies: it needs ACC_SCALE")
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
     split_steps = triton.cdiv(triton.cdiv(k, splits), step)  # whole steps per split
