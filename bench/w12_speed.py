@@ -273,7 +273,8 @@ def end_to_end(
             f"{r['ar']['token_forcing']['passed']}/{spec['token_forcing']['passed']}",
             flush=True,
         )
-        if paired:
+        if paired:  # NOTE: each kept generator of the shared W12 models holds its own fused
+            # q|k|v and gate|up weights (fused.concat_rows: ~7 GB at this shape), well in an H200
             kept[weights] = (gen, partial(switch_to, weights))
         del gen
         if weights == arms[-1]:
