@@ -213,7 +213,12 @@ W12_ARMS = {
     "all": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True, "HALVES_TILES": True},
     "base_ahead": {"BASE_AHEAD_TILES": True},
     "old_one_row": {"ONE_ROW_SWEPT_TILES": False},
-    "none": {"ACC_SCALE_TILES": False, "ESC_IN_LOOP_TILES": False, "HALVES_TILES": False},
+    "none": {
+        "ACC_SCALE_TILES": False,
+        "ESC_IN_LOOP_TILES": False,
+        "HALVES_TILES": False,
+        "BASE_AHEAD_TILES": False,
+    },
 }
 
 
