@@ -1,0 +1,131 @@
+"""Where a decode step's time goes against its bound, from measurements already taken.
+
+Reads a `w12_speed.py` report (its kernel table at one row count, and optionally its end-to-end
+arms) and charges each multiply of a Qwen3-8B-shaped forward (q|k|v, o, gate|up and down once a
+layer, the LM head once) its measured microseconds, next to its bound: its bytes over the
+bandwidth. For each arm (bf16: our skinny kernel; W12: the default W12 tile) it prints the
+multiplies' sum a token and the time each shape loses against its bound; with the end-to-end
+arms, also the rest of the measured step (attention, norms, launches; it has no bound here, so
+all of it counts as lost) and the component furthest from its bound. `--fraction F` predicts
+the step with every W12 multiply at F of the bandwidth, the rest unchanged. Nothing is timed
+here; the numbers are the report's. The last line is one JSON object.
+
+    python bench/cost_model.py bench/results/2026-11-30-w12-one-row-run78/w12-table.json \
+        --e2e bench/results/2026-11-30-w12-one-row-run78/w12-e2e.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+# how many times a forward runs each multiply of kernel_sweep.SHAPES (Qwen3-8B: 36 layers)
+LAYERS = 36
+PER_FORWARD = {"qkv": LAYERS, "o": LAYERS, "gate_up": LAYERS, "down": LAYERS, "lm_head": 1}
+ARMS = {"bf16": "skinny", "w12": "w12"}  # arm -> the table's column that arm's engine runs
+
+
+def multiplies(table: dict, rows: int, bandwidth: float) -> dict:
+    """arm -> shape -> measured and bound microseconds of one multiply, and its count a forward,
+    from the kernel table's results at `rows` rows."""
+    found = [r for r in table["results"] if r["m"] == rows]
+    if {r["shape"] for r in found} != set(PER_FORWARD):
+        raise ValueError(f"the table has no complete set of shapes at {rows} rows")
+    out: dict = {arm: {} for arm in ARMS}
+    for r in found:
+        for arm, column in ARMS.items():
+            us = r["us"][column]
+            nbytes = r["tb_s"][column] * 1e12 * us * 1e-6  # the bytes that arm's kernel reads
+            out[arm][r["shape"]] = {
+                "us": us,
+                "bound_us": nbytes / bandwidth * 1e6,
+                "bytes": nbytes,
+                "per_forward": PER_FORWARD[r["shape"]],
+            }
+    return out
+
+
+def step_model(table: dict, e2e: dict | None, rows: int, bandwidth: float, fraction: float):
+    """The model's numbers for every arm (see the module docstring)."""
+    model = {}
+    steps = {}
+    if e2e is not None:
+        steps = {arm: e2e["arms"][arm]["ar"]["step_ms"] * 1e3 for arm in ARMS}
+    for arm, shapes in multiplies(table, rows, bandwidth).items():
+        total = sum(s["us"] * s["per_forward"] for s in shapes.values())
+        bound = sum(s["bound_us"] * s["per_forward"] for s in shapes.values())
+        lost = {name: (s["us"] - s["bound_us"]) * s["per_forward"] for name, s in shapes.items()}
+        entry = {
+            "multiplies_us": total,
+            "multiplies_bound_us": bound,
+            "lost_us": dict(sorted(lost.items(), key=lambda kv: -kv[1])),
+            "shapes": shapes,
+        }
+        if arm in steps:
+            entry["step_us"] = steps[arm]
+            entry["rest_us"] = steps[arm] - total  # everything but the multiplies
+        model[arm] = entry
+    out: dict = {"rows": rows, "bandwidth_tb_s": bandwidth / 1e12, "arms": model}
+    if steps:
+        bf16, w12 = model["bf16"], model["w12"]
+        out["w12_over_bf16"] = {
+            "multiplies": bf16["multiplies_us"] / w12["multiplies_us"],
+            "measured_step": bf16["step_us"] / w12["step_us"],
+        }
+        at = w12["multiplies_bound_us"] / fraction + w12["rest_us"]
+        out["w12_at_fraction"] = {
+            "fraction": fraction,
+            "step_us": at,
+            "over_bf16": bf16["step_us"] / at,
+        }
+        parts = [
+            (f"{arm} {name}", us) for arm in ARMS for name, us in model[arm]["lost_us"].items()
+        ]
+        parts += [(f"{arm} rest", model[arm]["rest_us"]) for arm in ARMS]
+        out["furthest_from_bound"] = max(parts, key=lambda p: p[1])[0]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("table", help="a w12_speed.py JSON report with a kernel table")
+    parser.add_argument("--e2e", help="a w12_speed.py JSON report with end-to-end arms")
+    parser.add_argument("--rows", type=int, default=1, help="the table's row count (1: decode)")
+    parser.add_argument("--bandwidth", type=float, default=4.26, help="TB/s (ANCHORS.md)")
+    parser.add_argument("--fraction", type=float, default=0.85, help="of the bandwidth")
+    args = parser.parse_args()
+    if not 0 < args.fraction <= 1 or args.bandwidth <= 0:
+        parser.error("--fraction must be in (0, 1] and --bandwidth > 0")
+    with open(args.table) as f:
+        table = json.load(f)
+    e2e = None
+    if args.e2e:
+        with open(args.e2e) as f:
+            e2e = json.load(f)["end_to_end"]
+    out = step_model(table, e2e, args.rows, args.bandwidth * 1e12, args.fraction)
+    print(f"{'arm':<5} {'shape':<8} {'us':>8} {'bound':>8} {'x count':>8} {'lost a token':>13}")
+    for arm, m in out["arms"].items():
+        for name, s in m["shapes"].items():
+            lost = m["lost_us"][name]
+            print(
+                f"{arm:<5} {name:<8} {s['us']:8.1f} {s['bound_us']:8.1f} {s['per_forward']:8d} "
+                f"{lost:10.0f} us"
+            )
+        line = f"{arm}: multiplies {m['multiplies_us'] / 1e3:.2f} ms a token "
+        line += f"(bound {m['multiplies_bound_us'] / 1e3:.2f})"
+        if "step_us" in m:
+            line += f", step {m['step_us'] / 1e3:.2f} ms, rest {m['rest_us'] / 1e3:.2f}"
+        print(line)
+    if "w12_over_bf16" in out:
+        r, at = out["w12_over_bf16"], out["w12_at_fraction"]
+        print(
+            f"W12 / bf16: multiplies {r['multiplies']:.3f}x, measured step "
+            f"{r['measured_step']:.3f}x; every W12 multiply at {at['fraction']:.0%} of the "
+            f"bandwidth: step {at['step_us'] / 1e3:.2f} ms = {at['over_bf16']:.3f}x; furthest "
+            f"from its bound: {out['furthest_from_bound']}"
+        )
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
