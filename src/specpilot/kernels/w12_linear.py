@@ -100,6 +100,13 @@ HALVES_TILES = True
 # pipeline: 4 byte loads issued mid-step, used ~200 instructions later). Off until measured on
 # the H200 (bench/w12_speed.py --grid ahead, --w12-arms base_ahead).
 BASE_AHEAD_TILES = False
+# One-row element-wise tiles by persistent programs (_w12_stream_kernel): this many programs an
+# SM, each looping over row blocks with the next step's planes loaded during this one; 0: off.
+# In run 78's table the one-step programs of q|k|v, o and down lose 4.8-6.3 us a multiply
+# against their bound (docs/LOG.md, session 18). Off until measured (bench/w12_speed.py --grid
+# stream, --w12-arms stream).
+STREAM_ONE_ROW = 0
+STREAM_CPU_SMS = 2  # the interpreter's "SMs": a few programs, each with several row blocks
 # One-row tiles from the 1-row sweep with the switches above on (docs/LOG.md run 77): the
 # tensor-core tile for N >= 16384 (gate_up, lm_head), 4 rows a program for N <= 4096 (o, down).
 # False: the run-19 tiles (2 rows a program below N = 65,536).
@@ -176,6 +183,21 @@ def _scale(base_rows, row_ok, col, K, GROUP: tl.constexpr, ASM: tl.constexpr, EV
         return (2 * b + 127) << 7
     else:
         return ((2 * b + 127) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _pair_scales(base_rows, row_ok, col, ri, scale_h, K, GROUP: tl.constexpr, ASM: tl.constexpr,
+                 EVEN_K: tl.constexpr, SLICE: tl.constexpr):  # fmt: skip
+    """The group scales of slices starting at columns `col` and `col + SLICE`: the half block's
+    `scale_h` where a half block lies in one group, else each slice's, else each column's."""
+    if GROUP % (4 * SLICE) == 0:
+        return scale_h, scale_h
+    elif GROUP % SLICE == 0:
+        scale0 = _scale(base_rows, row_ok, col, K, GROUP, ASM, EVEN_K)
+        return scale0, _scale(base_rows, row_ok, col + SLICE, K, GROUP, ASM, EVEN_K)
+    else:
+        scale0 = _scale(base_rows, row_ok, col + ri, K, GROUP, ASM, EVEN_K)
+        return scale0, _scale(base_rows, row_ok, col + SLICE + ri, K, GROUP, ASM, EVEN_K)
 
 
 @triton.jit
@@ -361,15 +383,8 @@ def _w12_kernel(
                 scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
             for p in tl.static_range(2):
                 col = kb + SLICE * (4 * h + 2 * p)  # slices 4h + 2p and 4h + 2p + 1
-                if GROUP % (4 * SLICE) == 0:  # a half block lies in one group
-                    scale0 = scale_h
-                    scale1 = scale_h
-                elif GROUP % SLICE == 0:  # a slice lies in one group
-                    scale0 = _scale(base_rows, row_ok, col, K, GROUP, ASM, EVEN_K)
-                    scale1 = _scale(base_rows, row_ok, col + SLICE, K, GROUP, ASM, EVEN_K)
-                else:
-                    scale0 = _scale(base_rows, row_ok, col + ri, K, GROUP, ASM, EVEN_K)
-                    scale1 = _scale(base_rows, row_ok, col + SLICE + ri, K, GROUP, ASM, EVEN_K)
+                scale0, scale1 = _pair_scales(base_rows, row_ok, col, ri, scale_h, K, GROUP, ASM,
+                                              EVEN_K, SLICE)  # fmt: skip
                 w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, ASM, HALVES and USE_DOT)
                 for s in tl.static_range(2):
                     cols = col + SLICE * s + ri
@@ -414,6 +429,118 @@ def _w12_kernel(
                     FENCE)  # fmt: skip
     else:
         store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+
+
+@triton.jit
+def _stream_planes(code_ptr, low_ptr, rn, ok, kb, ri, K, stride_code, stride_low,
+                   SLICE: tl.constexpr, EVEN_K: tl.constexpr):  # fmt: skip
+    """The planes of rows rn at blocks kb ([1, UNROLL, BLOCK_N, SLICE] words), 0 where not ok."""
+    wm = ok
+    if not EVEN_K:
+        wm = wm & (kb < K)
+    codes = tl.load(code_ptr + rn * stride_code + kb // 8 + ri, mask=wm, other=0)
+    low0 = tl.load(low_ptr + rn * stride_low + kb // 4 + ri, mask=wm, other=0)
+    low1 = tl.load(low_ptr + rn * stride_low + kb // 4 + SLICE + ri, mask=wm, other=0)
+    return codes, low0, low1
+
+
+@triton.jit
+def _w12_stream_kernel(
+    x_ptr, low_ptr, code_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr, res_ptr,
+    N, K, steps, n_blocks, stride_low, stride_code, stride_base,
+    GROUP: tl.constexpr, RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr, UNROLL: tl.constexpr,
+    EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, ASM: tl.constexpr, SLICE: tl.constexpr,
+    PDL: tl.constexpr = False,
+):  # fmt: skip
+    """One-row W12 multiply (no prologue, no K split) by persistent programs: program p takes
+    the row blocks p, p + P, ... (P programs), each in `steps` loop steps of UNROLL blocks, as
+    one flattened loop whose iteration t loads the planes of iteration t + 1 (and, when that
+    starts a row block, its rows' first escapes) before it decodes its own: a step of weights
+    stays in flight while the program decodes. The element-wise tiles of _w12_kernel otherwise
+    (the same products, summed in the same order). NOTE: a name assigned in the loop is carried
+    by it: the escape loop's names must not reuse the decode's (their shapes differ)."""
+    pdl_enter(PDL)
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    dtype = y_ptr.dtype.element_ty
+    rm = tl.arange(0, 1)
+    m_ok = rm < 1
+    ri = tl.arange(0, SLICE)[None, None, None, :]
+    kb0 = 8 * SLICE * tl.arange(0, UNROLL)[None, :, None, None]
+    k_step: tl.constexpr = 8 * SLICE * UNROLL
+    rb = tl.arange(0, BLOCK_N)
+    x_rows = x_ptr + rm[:, None, None, None]
+    x_ok = m_ok[:, None, None, None]
+    x_rows2 = x_ptr + rm[:, None]
+    rstd = tl.zeros([1], dtype=tl.float32)  # no prologue: input_tile reads x as it is
+    total = tl.cdiv(n_blocks - pid, nprog) * steps  # this program's iterations
+    rn = pid * BLOCK_N + rb
+    n_ok = rn < N
+    rows_ok = tl.full([BLOCK_N], 1, tl.int1) if EVEN_N else n_ok
+    ok = rows_ok[None, None, :, None] & (total > 0)
+    codes, low0, low1 = _stream_planes(code_ptr, low_ptr, rn[None, None, :, None], ok, kb0, ri,
+                                       K, stride_code, stride_low, SLICE, EVEN_K)  # fmt: skip
+    first, count, esc_sum = _first_escapes(
+        row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, 0, x_rows2, x_ptr, rstd, K, dtype,
+        False, False,
+    )  # fmt: skip
+    acc4 = tl.zeros([1, UNROLL, BLOCK_N, SLICE], dtype=tl.float32)
+    blk = pid  # this iteration's row block and first column (carried: no division)
+    k0 = 0
+    for t in range(0, total):
+        kb = k0 + kb0
+        rn = blk * BLOCK_N + rb
+        n_ok = rn < N
+        rows_ok = tl.full([BLOCK_N], 1, tl.int1) if EVEN_N else n_ok
+        row_ok = rows_ok[None, None, :, None]
+        # the next iteration's planes first (none past this program's last)
+        last = k0 + k_step >= K  # the row block's last step
+        blk1 = tl.where(last, blk + nprog, blk)
+        k1 = tl.where(last, 0, k0 + k_step)
+        t1 = t + 1
+        rn1 = blk1 * BLOCK_N + rb
+        ok1 = (rn1 < N)[None, None, :, None] & (t1 < total)
+        next_planes = _stream_planes(code_ptr, low_ptr, rn1[None, None, :, None], ok1, k1 + kb0,
+                                     ri, K, stride_code, stride_low, SLICE, EVEN_K)  # fmt: skip
+        next_escapes = (first, count, esc_sum)
+        if last:  # the next row block's first escapes, behind its planes
+            next_escapes = _first_escapes(
+                row_ptr, esc_col_ptr, esc_bits_ptr, rn1, (rn1 < N) & (t1 < total), m_ok, 0,
+                x_rows2, x_ptr, rstd, K, dtype, False, False,
+            )  # fmt: skip
+        base_rows = base_ptr + rn[None, None, :, None] * stride_base
+        for h in tl.static_range(2):  # slices 4h .. 4h + 3, as in _w12_kernel
+            low = low0 if h == 0 else low1
+            high = _high_bytes(codes, h)
+            scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
+            for p in tl.static_range(2):
+                col = kb + SLICE * (4 * h + 2 * p)
+                scale0, scale1 = _pair_scales(base_rows, row_ok, col, ri, scale_h, K, GROUP, ASM,
+                                              EVEN_K, SLICE)  # fmt: skip
+                w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, ASM)
+                for s in tl.static_range(2):
+                    cols = col + SLICE * s + ri
+                    xm = x_ok
+                    if not EVEN_K:
+                        xm = xm & (cols < K)
+                    a = input_tile(x_rows, cols, xm, x_ptr, rstd, K, dtype, False, False)
+                    acc4 += a.to(tl.float32) * (w0 if s == 0 else w1).to(tl.float32)
+        codes, low0, low1 = next_planes
+        if last:  # the rest of the escapes, the store; the next row block starts from zero
+            acc = tl.sum(tl.sum(acc4, axis=3), axis=1) + esc_sum
+            for j in range(1, tl.max(count, axis=0)):  # NOTE: names of their own (see above)
+                e_has = j < count
+                e_col = tl.load(esc_col_ptr + first + j, mask=e_has, other=0)
+                e_w = tl.load(esc_bits_ptr + first + j, mask=e_has, other=0)
+                e_m = m_ok[:, None] & e_has[None, :]
+                e_x = tl.load(x_rows2 + e_col[None, :], mask=e_m, other=0.0)
+                e_w = e_w.to(tl.bfloat16, bitcast=True).to(tl.float32)
+                acc += tl.where(e_m, e_x.to(tl.float32) * e_w[None, :], 0.0)
+            store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, 0, 0, RESIDUAL)
+            acc4 = tl.zeros([1, UNROLL, BLOCK_N, SLICE], dtype=tl.float32)
+        first, count, esc_sum = next_escapes
+        blk = blk1
+        k0 = k1
 
 
 @triton.jit
@@ -555,6 +682,13 @@ def w12_linear(
     cfg.setdefault("BASE_AHEAD", BASE_AHEAD_TILES and cfg.get("ACC_SCALE", False))
     if cfg["BASE_AHEAD"] and not cfg.get("ACC_SCALE"):
         raise ValueError("BASE_AHEAD loads the bases that ACC_SCALE applies: it needs ACC_SCALE")
+    plain_row = m == 1 and norm_weight is None and not glu and cfg["SPLIT_K"] == 1
+    if config is None and STREAM_ONE_ROW and plain_row and not cfg["USE_DOT"]:
+        cfg.setdefault("STREAM", STREAM_ONE_ROW)
+    if cfg.get("STREAM"):
+        if not plain_row or cfg["USE_DOT"] or cfg["BLOCK_M"] != 1:
+            raise ValueError("STREAM tiles take one row, element-wise, no prologue or K split")
+        return _stream(x, weight, y, residual, cfg)
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
     split_steps = triton.cdiv(triton.cdiv(k, splits), step)  # whole steps per split
@@ -615,6 +749,48 @@ def w12_linear(
             BLOCK_N=block,
             **launch.pdl(y),
         )
+    return y
+
+
+def _stream(
+    x: torch.Tensor, weight: W12Weight, y: torch.Tensor, residual: torch.Tensor | None, cfg: dict
+) -> torch.Tensor:
+    """w12_linear by _w12_stream_kernel: cfg["STREAM"] programs an SM (the interpreter: an SM
+    counts as STREAM_CPU_SMS), never more than there are row blocks."""
+    n, k = weight.shape
+    blocks = triton.cdiv(n, cfg["BLOCK_N"])
+    step = BLOCK * cfg["UNROLL"]
+    sms = STREAM_CPU_SMS
+    if x.device.type == "cuda":
+        sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    _w12_stream_kernel[(min(blocks, sms * cfg["STREAM"]),)](
+        x,
+        weight.low.view(torch.int32),
+        weight.codes.view(torch.int32),
+        weight.base,
+        weight.row_ptr,
+        *_escape_arrays(weight),
+        y,
+        residual if residual is not None else y,
+        n,
+        k,
+        triton.cdiv(k, step),
+        blocks,
+        weight.low.stride(0) // 4,
+        weight.codes.stride(0) // 4,
+        weight.base.stride(0),
+        GROUP=weight.group_size,
+        RESIDUAL=residual is not None,
+        BLOCK_N=cfg["BLOCK_N"],
+        UNROLL=cfg["UNROLL"],
+        EVEN_K=k % step == 0,
+        EVEN_N=n % cfg["BLOCK_N"] == 0,
+        ASM=cfg["ASM"],
+        SLICE=SLICE,
+        num_warps=cfg.get("num_warps", 4),
+        num_stages=cfg.get("num_stages", 1),
+        **launch.pdl(x),
+    )
     return y
 
 
