@@ -201,6 +201,16 @@ def _pair_scales(base_rows, row_ok, col, ri, scale_h, K, GROUP: tl.constexpr, AS
 
 
 @triton.jit
+def _slice_input(x_rows, cols, x_ok, nw_ptr, rstd, K, dtype, NORM: tl.constexpr,
+                 GLU: tl.constexpr, EVEN_K: tl.constexpr):  # fmt: skip
+    """The multiply's input at one slice's columns `cols` (masked past K unless EVEN_K)."""
+    xm = x_ok
+    if not EVEN_K:
+        xm = xm & (cols < K)
+    return input_tile(x_rows, cols, xm, nw_ptr, rstd, K, dtype, NORM, GLU)
+
+
+@triton.jit
 def _half_bases(base_ptr, rn, ok, stride_base, k0, K, SLICE: tl.constexpr, GROUP: tl.constexpr,
                 EVEN_K: tl.constexpr):  # fmt: skip
     """Rows rn's group bases (int32) of the two half blocks of the block at column k0."""
@@ -387,11 +397,8 @@ def _w12_kernel(
                                               EVEN_K, SLICE)  # fmt: skip
                 w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, ASM, HALVES and USE_DOT)
                 for s in tl.static_range(2):
-                    cols = col + SLICE * s + ri
-                    xm = x_ok
-                    if not EVEN_K:
-                        xm = xm & (cols < K)
-                    a = input_tile(x_rows, cols, xm, nw_ptr, rstd_, K, dtype, NORM, GLU)
+                    a = _slice_input(x_rows, col + SLICE * s + ri, x_ok, nw_ptr, rstd_, K, dtype,
+                                     NORM, GLU, EVEN_K)  # fmt: skip
                     w = w0 if s == 0 else w1
                     if ACC_SCALE:
                         part += dot(w.to(dtype), tl.trans(a), F32_DOT)
@@ -519,11 +526,8 @@ def _w12_stream_kernel(
                                               EVEN_K, SLICE)  # fmt: skip
                 w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, ASM)
                 for s in tl.static_range(2):
-                    cols = col + SLICE * s + ri
-                    xm = x_ok
-                    if not EVEN_K:
-                        xm = xm & (cols < K)
-                    a = input_tile(x_rows, cols, xm, x_ptr, rstd, K, dtype, False, False)
+                    a = _slice_input(x_rows, col + SLICE * s + ri, x_ok, x_ptr, rstd, K, dtype,
+                                     False, False, EVEN_K)  # fmt: skip
                     acc4 += a.to(tl.float32) * (w0 if s == 0 else w1).to(tl.float32)
         codes, low0, low1 = next_planes
         if last:  # the rest of the escapes, the store; the next row block starts from zero
