@@ -206,10 +206,13 @@ def test_w12_one_row_tiles(shape: tuple[int, int], monkeypatch) -> None:
     ],
 )
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf
-def test_w12_stream_tiles(tile: dict, group: int, n: int, residual: bool) -> None:
+def test_w12_stream_tiles(tile: dict, group: int, n: int, residual: bool, monkeypatch) -> None:
     """Persistent one-row programs (STREAM): several row blocks a program, each in several
     loop steps, escapes (the first fetched ahead, the rest at the block's end), row and column
     tails, every group kind; against the reference and the one-step tiles."""
+    from specpilot.kernels import w12_linear as kernel
+
+    monkeypatch.setattr(kernel, "STREAM_SMS", 2)  # a few programs, on a GPU too
     gen = torch.Generator().manual_seed(n + group)
     k = 600
     x = torch.randn(1, k, generator=gen).to(DEVICE, BF16)

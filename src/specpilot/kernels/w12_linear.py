@@ -106,7 +106,9 @@ BASE_AHEAD_TILES = False
 # against their bound (docs/LOG.md, session 18). Off until measured (bench/w12_speed.py --grid
 # stream, --w12-arms stream).
 STREAM_ONE_ROW = 0
-STREAM_CPU_SMS = 2  # the interpreter's "SMs": a few programs, each with several row blocks
+# the SMs STREAM counts programs by; None: the device's (the interpreter: 2). Tests set a few,
+# so that every program takes several row blocks on a GPU too
+STREAM_SMS: int | None = None
 # One-row tiles from the 1-row sweep with the switches above on (docs/LOG.md run 77): the
 # tensor-core tile for N >= 16384 (gate_up, lm_head), 4 rows a program for N <= 4096 (o, down).
 # False: the run-19 tiles (2 rows a program below N = 65,536).
@@ -759,13 +761,13 @@ def w12_linear(
 def _stream(
     x: torch.Tensor, weight: W12Weight, y: torch.Tensor, residual: torch.Tensor | None, cfg: dict
 ) -> torch.Tensor:
-    """w12_linear by _w12_stream_kernel: cfg["STREAM"] programs an SM (the interpreter: an SM
-    counts as STREAM_CPU_SMS), never more than there are row blocks."""
+    """w12_linear by _w12_stream_kernel: cfg["STREAM"] programs an SM (STREAM_SMS), never more
+    than there are row blocks."""
     n, k = weight.shape
     blocks = triton.cdiv(n, cfg["BLOCK_N"])
     step = BLOCK * cfg["UNROLL"]
-    sms = STREAM_CPU_SMS
-    if x.device.type == "cuda":
+    sms = STREAM_SMS or 2
+    if STREAM_SMS is None and x.device.type == "cuda" and not INTERPRETED:
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     _w12_stream_kernel[(min(blocks, sms * cfg["STREAM"]),)](
         x,
