@@ -35,6 +35,7 @@ from specpilot.config import (
 )
 from specpilot.engine.generator import Generator
 from specpilot.engine.sequence import Sequence
+from specpilot.formats import w12_engine
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.synth import TARGET_PRESETS, draft_hf_config, randomize
 from specpilot.models.target import TargetModel
@@ -557,6 +558,7 @@ def kernel_profile(gen: Generator, context: int) -> dict:
     """GPU microseconds per forward by kernel name (torch.profiler over eager forwards, so
     names are resolved): decode (K=1), verify (K=16) and draft, at `context`. On the CPU (the
     smoke test) the operators' self CPU time instead."""
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     dev = gen.device
@@ -575,36 +577,57 @@ def kernel_profile(gen: Generator, context: int) -> dict:
         "verify": lambda: gen._target_forward(block_pos * 0 + 1, block_pos, 0, ()),
         "draft": lambda: gen._draft_forward(hidden, ctx_pos, anchors, block_pos, context + k),
     }
-    out = {}
-    for name, fn in forwards.items():
-        fn()
-        sync()
-        with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
-            for _ in range(3):
-                fn()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    out: dict = {}
+    by_multiply = {}
+    w12_engine.PROFILE_RANGES = True  # each multiply in a range named by its kind and shape
+    try:
+        for name, fn in forwards.items():
+            fn()
             sync()
-        rows = {}
-        for e in prof.key_averages():
-            if cuda:
-                us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
-            else:
-                us = e.self_cpu_time_total
-            if us > 0:
-                rows[e.key[:60]] = {"us_per_forward": us / 3, "calls_per_forward": e.count / 3}
-        out[name] = dict(sorted(rows.items(), key=lambda kv: -kv[1]["us_per_forward"]))
-    gen.use_graphs = use_graphs
+            with profile(activities=activities) as prof:
+                for _ in range(3):
+                    fn()
+                sync()
+            rows, ranges = {}, {}
+            for e in prof.key_averages():
+                is_range = e.key.startswith(("w12 ", "bf16 "))
+                if cuda:
+                    us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+                    if not is_range and e.device_type != DeviceType.CUDA:
+                        continue  # operators: their kernels are listed themselves
+                else:
+                    us = e.cpu_time_total if is_range else e.self_cpu_time_total
+                if us > 0:
+                    row = {"us_per_forward": us / 3, "calls_per_forward": e.count / 3}
+                    (ranges if is_range else rows)[e.key[:60]] = row
+            out[name] = dict(sorted(rows.items(), key=lambda kv: -kv[1]["us_per_forward"]))
+            by_multiply[name] = dict(sorted(ranges.items(), key=lambda kv: kv[0]))
+    finally:
+        w12_engine.PROFILE_RANGES = False
+        gen.use_graphs = use_graphs
+    out["by_multiply"] = by_multiply
     return out
 
 
 def print_kernel_profile(label: str, context: int, profiles: dict) -> None:
-    """One line a forward of kernel_profile's result: its total and its six largest kernels."""
+    """kernel_profile's result: a line a forward with its total and its six largest kernels,
+    then a line a forward with each multiply shape's time (us) and calls."""
     for name, rows in profiles.items():
+        if name == "by_multiply":
+            continue
         total = sum(r["us_per_forward"] for r in rows.values())
         top = ", ".join(
             f"{k} {r['us_per_forward']:.0f}us/{r['calls_per_forward']:.0f}"
             for k, r in list(rows.items())[:6]
         )
         print(f"{label} {name} forward (eager, ctx {context}): {total:.0f} us: {top}", flush=True)
+    for name, ranges in profiles.get("by_multiply", {}).items():
+        shapes = ", ".join(
+            f"{k} {r['us_per_forward']:.0f}us/{r['calls_per_forward']:.0f}"
+            for k, r in ranges.items()
+        )
+        print(f"{label} {name} multiplies: {shapes or 'none (no fused path here)'}", flush=True)
 
 
 @torch.inference_mode()

@@ -71,12 +71,15 @@ def test_kernel_profile(gen, capsys) -> None:
         assert gen.use_graphs is True
     finally:
         gen.use_graphs = own
-    assert set(prof) == {"decode", "verify", "draft"}
-    for rows in prof.values():
-        times = [r["us_per_forward"] for r in rows.values()]
+    assert set(prof) == {"decode", "verify", "draft", "by_multiply"}
+    for name in ("decode", "verify", "draft"):
+        times = [r["us_per_forward"] for r in prof[name].values()]
         assert times and times == sorted(times, reverse=True) and min(times) > 0
+    assert prof["by_multiply"] == {"decode": {}, "verify": {}, "draft": {}}  # no fused path here
     engine_speed.print_kernel_profile("tiny", 24, prof)
-    assert capsys.readouterr().out.count("forward (eager, ctx 24)") == 3
+    printed = capsys.readouterr().out
+    assert printed.count("forward (eager, ctx 24)") == 3
+    assert printed.count("multiplies: none (no fused path here)") == 3
 
 
 def test_measure_batched(gen) -> None:

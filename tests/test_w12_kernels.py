@@ -256,6 +256,25 @@ def test_w12_stream_default_switch_and_errors(monkeypatch) -> None:
             w12_linear(x, packed, config=bad, **kw)
 
 
+def test_linear_profile_ranges(monkeypatch) -> None:
+    """w12_engine.PROFILE_RANGES (bench/engine_speed.kernel_profile) puts each multiply in a
+    profiler range named by its kind and shape; off, the same product."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from specpilot.formats import w12_engine
+
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 64, generator=gen).to(DEVICE, BF16)
+    weight = torch.randn(48, 64, generator=gen).to(DEVICE, BF16)
+    monkeypatch.setattr(w12_engine, "PROFILE_RANGES", True)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        y = linear(x, weight)
+        linear(x, w12.encode(weight))
+    assert {"bf16 2x48x64", "w12 2x48x64"} <= {e.key for e in prof.key_averages()}
+    monkeypatch.setattr(w12_engine, "PROFILE_RANGES", False)
+    assert torch.equal(y, linear(x, weight))
+
+
 def test_w12_linear_on_fused_row_views() -> None:
     """The fused forwards multiply by row slices of a concatenated weight (views, absolute
     escape offsets) and call `linear` for either weight type."""
