@@ -591,7 +591,7 @@ def kernel_profile(gen: Generator, context: int) -> dict:
                 sync()
             rows, ranges = {}, {}
             for e in prof.key_averages():
-                is_range = e.key.startswith(("w12 ", "bf16 "))
+                is_range = e.key.split(" ")[0] in w12_engine.PROFILE_KINDS
                 if cuda:
                     us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
                     if not is_range and e.device_type != DeviceType.CUDA:

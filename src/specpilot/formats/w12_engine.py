@@ -165,8 +165,10 @@ def concat_rows(*linears: nn.Module) -> torch.Tensor | W12Weight:
 
 
 # bench/engine_speed.kernel_profile: each multiply inside a profiler range named by its kind
-# and shape ("w12 16x6144x4096"), so that a profile gives the device time of each shape
+# (one of PROFILE_KINDS) and shape ("w12 16x6144x4096"), so that a profile gives the device
+# time of each shape
 PROFILE_RANGES = False
+PROFILE_KINDS = ("w12", "bf16")
 
 
 def linear(
@@ -183,19 +185,17 @@ def linear(
     to cuBLAS, after our norm / SwiGLU kernels for the prologue; the residual is then added to
     the rounded product (one more rounding than the fused epilogue: a summation-order
     difference like any other between kernels)."""
-    kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual)
-    if PROFILE_RANGES:
-        kind = "w12" if isinstance(weight, W12Weight) else "bf16"
-        n, k = weight.shape
-        with torch.profiler.record_function(f"{kind} {x.shape[0]}x{n}x{k}"):
-            return _linear(x, weight, **kw)
-    return _linear(x, weight, **kw)
+    if not PROFILE_RANGES:
+        return _linear(x, weight, norm_weight, eps, glu, residual)
+    kind = PROFILE_KINDS[0] if isinstance(weight, W12Weight) else PROFILE_KINDS[1]
+    n, k = weight.shape
+    with torch.profiler.record_function(f"{kind} {x.shape[0]}x{n}x{k}"):
+        return _linear(x, weight, norm_weight, eps, glu, residual)
 
 
 def _linear(
     x: torch.Tensor,
     weight: torch.Tensor | W12Weight,
-    *,
     norm_weight: torch.Tensor | None,
     eps: float,
     glu: bool,

@@ -241,6 +241,21 @@ def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_
 
 
 @triton.jit
+def _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows, nw_ptr, rstd, K,
+                  dtype, NORM: tl.constexpr, GLU: tl.constexpr):  # fmt: skip
+    """acc plus x[:, col] * w of each row's escaped (col, w) after its first (entries first + 1
+    .. first + count - 1 of the CSR table)."""
+    for j in range(1, tl.max(count, axis=0)):
+        has = j < count
+        col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
+        w = tl.load(esc_bits_ptr + first + j, mask=has, other=0).to(tl.bfloat16, bitcast=True)
+        xm = m_ok[:, None] & has[None, :]
+        a = input_tile(x_rows, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
+        acc += tl.where(xm, a.to(tl.float32) * w.to(tl.float32)[None, :], 0.0)
+    return acc
+
+
+@triton.jit
 def _w12_kernel(
     x_ptr,
     low_ptr,
@@ -423,13 +438,8 @@ def _w12_kernel(
     else:
         acc = tl.sum(tl.sum(acc4, axis=3), axis=1)
     acc += esc_sum
-    for j in range(1, tl.max(count, axis=0)):
-        has = j < count
-        col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
-        w = tl.load(esc_bits_ptr + first + j, mask=has, other=0).to(tl.bfloat16, bitcast=True)
-        xm = m_ok[:, None] & has[None, :]
-        a = input_tile(x_rows2, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
-        acc += tl.where(xm, a.to(tl.float32) * w.to(tl.float32)[None, :], 0.0)
+    acc = _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows2, nw_ptr, rstd,
+                        K, dtype, NORM, GLU)  # fmt: skip
     if SPLIT_K > 1:  # fp32 partial sums [SPLIT_K, M, N]; _split_sum_kernel finishes, or
         # (SUM_IN_KERNEL) the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
@@ -466,8 +476,7 @@ def _w12_stream_kernel(
     one flattened loop whose iteration t loads the planes of iteration t + 1 (and, when that
     starts a row block, its rows' first escapes) before it decodes its own: a step of weights
     stays in flight while the program decodes. The element-wise tiles of _w12_kernel otherwise
-    (the same products, summed in the same order). NOTE: a name assigned in the loop is carried
-    by it: the escape loop's names must not reuse the decode's (their shapes differ)."""
+    (the same products, summed in the same order)."""
     pdl_enter(PDL)
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
@@ -534,14 +543,8 @@ def _w12_stream_kernel(
         codes, low0, low1 = next_planes
         if last:  # the rest of the escapes, the store; the next row block starts from zero
             acc = tl.sum(tl.sum(acc4, axis=3), axis=1) + esc_sum
-            for j in range(1, tl.max(count, axis=0)):  # NOTE: names of their own (see above)
-                e_has = j < count
-                e_col = tl.load(esc_col_ptr + first + j, mask=e_has, other=0)
-                e_w = tl.load(esc_bits_ptr + first + j, mask=e_has, other=0)
-                e_m = m_ok[:, None] & e_has[None, :]
-                e_x = tl.load(x_rows2 + e_col[None, :], mask=e_m, other=0.0)
-                e_w = e_w.to(tl.bfloat16, bitcast=True).to(tl.float32)
-                acc += tl.where(e_m, e_x.to(tl.float32) * e_w[None, :], 0.0)
+            acc = _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows2,
+                                x_ptr, rstd, K, dtype, False, False)  # fmt: skip
             store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, 0, 0, RESIDUAL)
             acc4 = tl.zeros([1, UNROLL, BLOCK_N, SLICE], dtype=tl.float32)
         first, count, esc_sum = next_escapes
