@@ -40,7 +40,7 @@ from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.synth import TARGET_PRESETS, draft_hf_config, randomize
 from specpilot.models.target import TargetModel
 from specpilot.spec.forcing import token_forcing
-from specpilot.spec.replay import AcceptanceProfile
+from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
 
 TAUS = (3.0, 4.25, 6.55, 7.87)
 WIDTHS = (1, 2, 4, 8, 16, 32, 64)
@@ -511,22 +511,28 @@ BLOCKING_CALLS = ("cudaMemcpyAsync", "cudaStreamSynchronize", "cudaEventSynchron
 
 def host_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.55) -> dict:
     """Host (CPU) time a decode step by operator: torch.profiler with CPU activities over two
-    replayed speculative runs at `context`, of `new_tokens` and of 3x as many; each operator's
-    self time and calls in the longer run less the shorter's, over the steps it has more. So the
-    prefill, the drafter's context write and the run's set-up cancel, which a single run's
-    totals would charge to its steps (docs/LOG.md run 75). Calls in BLOCKING_CALLS are listed
-    apart: their self time is mostly the host waiting for the device."""
+    speculative runs at `context` with replayed proposals, of `new_tokens` and of 3x as many;
+    each operator's self time and calls in the longer run less the shorter's, over the steps it
+    has more. So the prefill, the drafter's context write and the run's set-up cancel, which a
+    single run's totals would charge to its steps (docs/LOG.md run 75). Only the speculative run
+    is profiled: `run_replay`'s AR reference and its earlier passes only find the continuations
+    (profiled with them, run 81 charged ~6.5 AR steps to each speculative step). Calls in
+    BLOCKING_CALLS are listed apart: their self time is mostly the host waiting for the device."""
     from torch.profiler import ProfilerActivity, profile
 
     acceptance = AcceptanceProfile.from_mean(tau, gen.block_size)
+    vocab = gen.target.config.vocab_size
     profiled = []
     for tokens in (new_tokens, 3 * new_tokens):
-        fresh = fresh_runs(context, gen.target.config.vocab_size, tokens)
-        gen.run_replay(fresh, acceptance, seed=0)  # warm-up: graphs, caches
+        fresh = fresh_runs(context, vocab, tokens)
+        agreed, _ = gen.run_replay(fresh, acceptance, seed=0)  # also the warm-up
+        continuations = [s.output_ids for s in agreed]
+        seqs = fresh()
+        proposer = ReplayProposer(continuations, acceptance, vocab, seed=0)
         sync()
         start = time.perf_counter()
         with profile(activities=[ProfilerActivity.CPU]) as prof:
-            seqs, _ = gen.run_replay(fresh, acceptance, seed=0)
+            gen.run(seqs, speculative=True, proposer=proposer)
             sync()
         wall = time.perf_counter() - start
         ops = {e.key[:80]: (e.self_cpu_time_total, e.count) for e in prof.key_averages()}
@@ -550,6 +556,7 @@ def host_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.5
         "top_self_cpu_us_per_step": dict(host[:20]),
         "host_us_per_step": sum(v["us"] for _, v in host),
         "blocking_per_step": {k: v for k, v in ranked if k in BLOCKING_CALLS},
+        "calls_per_step": {k: round(v["calls"], 2) for k, v in ranked},
     }
 
 

@@ -1,0 +1,158 @@
+"""Hardware counters of the W12 and bf16 multiplies at Qwen3-8B's layer shapes (Nsight Compute).
+
+Two modes:
+- `run` (launched under `ncu --profile-from-start off`): compiles and warms each multiply of
+  --shapes at --rows with its default tiles (w12_linear and skinny_linear), then calls each once
+  between torch.cuda.profiler.start() and stop(), so ncu measures only those calls.
+- `table CSV`: reads ncu's `--csv --page raw` output and prints, per kernel, its time, DRAM bytes
+  and bandwidth, occupancy, issue activity and the largest warp stall reasons (cycles per issued
+  instruction); the last line is one JSON object.
+
+    ncu --profile-from-start off --clock-control none --csv --page raw \
+        --metrics $(python3 bench/ncu_kernels.py metrics) \
+        python3 bench/ncu_kernels.py run --rows 1,16 > ncu.csv
+    python3 bench/ncu_kernels.py table ncu.csv
+
+Weights are random normal (std 0.02): the escape rate of normal weights (~1.6e-4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+
+STALLS = (
+    "long_scoreboard", "short_scoreboard", "barrier", "wait", "math_pipe_throttle",
+    "lg_throttle", "mio_throttle", "no_instruction", "not_selected", "selected",
+    "dispatch_stall", "branch_resolving", "membar", "drain", "imc_miss", "tex_throttle",
+    "sleeping", "misc",
+)  # fmt: skip
+STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+METRICS = {
+    "us": "gpu__time_duration.sum",
+    "dram_bytes": "dram__bytes_read.sum",
+    "dram_pct": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "regs": "launch__registers_per_thread",
+    "smem": "launch__shared_mem_per_block",
+    "programs": "launch__grid_size",
+    "block": "launch__block_size",
+    "occ_theory": "sm__maximum_warps_per_active_cycle_pct",
+    "occ_achieved": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "issue_pct": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "l2_bytes": "lts__t_bytes.sum",
+    **{f"stall_{s}": STALL_METRIC.format(s) for s in STALLS},
+}
+
+
+def run(shapes: list[str], rows: list[int]) -> None:
+    import torch
+    from kernel_sweep import SHAPES
+
+    from specpilot.formats import w12
+    from specpilot.kernels.linear import skinny_linear
+    from specpilot.kernels.w12_linear import w12_linear
+
+    torch.manual_seed(0)
+    calls = []
+    for name in shapes:
+        n, k = SHAPES[name]
+        weight = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
+        packed = w12.encode(weight)
+        for m in rows:
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            calls.append((f"w12 {m}x{n}x{k}", lambda x=x, p=packed: w12_linear(x, p)))
+            calls.append((f"bf16 {m}x{n}x{k}", lambda x=x, w=weight: skinny_linear(x, w)))
+    for _, call in calls:  # compile and warm outside the profiled range
+        call()
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for label, call in calls:
+        torch.cuda.nvtx.range_push(label)
+        call()
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    print("calls: " + ", ".join(label for label, _ in calls), file=sys.stderr)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def table(path: str) -> dict:
+    """ncu's raw CSV (one row a kernel, a column a metric; its first line after the header holds
+    the units) -> {kernel rows}, printed as a table."""
+    text = open(path).read()
+    start = text.find('"ID"')
+    if start < 0:
+        raise SystemExit(f"{path}: no ncu CSV in it (did ncu read the counters?)")
+    reader = list(csv.DictReader(io.StringIO(text[start:])))
+    units, kernels = reader[0], reader[1:]
+    out = []
+    for row in kernels:
+        entry = {"kernel": row["Kernel Name"].split("(")[0], "grid": row.get("Grid Size", "")}
+        for key, metric in METRICS.items():
+            value = _number(row.get(metric, ""))
+            unit = units.get(metric, "")
+            if value is not None and key == "us":  # ncu reports ns, us or ms
+                value *= {
+                    "ns": 1e-3,
+                    "nsecond": 1e-3,
+                    "us": 1.0,
+                    "usecond": 1.0,
+                    "ms": 1e3,
+                    "msecond": 1e3,
+                }.get(unit, 1.0)
+            if value is not None and key.endswith("bytes"):
+                value *= {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}.get(unit, 1)
+            entry[key] = value
+        if entry["us"] and entry["dram_bytes"]:
+            entry["dram_tb_s"] = entry["dram_bytes"] / entry["us"] / 1e6
+        out.append(entry)
+    print(
+        f"{'kernel':22} {'grid':>14} {'us':>7} {'MB':>6} {'TB/s':>5} {'regs':>4} {'occ t/a %':>10} "
+        f"{'issue%':>6}  top stalls (cycles per issued instruction)"
+    )
+    for e in out:
+        stalls = [(k[6:], v) for k, v in e.items() if k.startswith("stall_") and v]
+        stalls = sorted(stalls, key=lambda kv: -kv[1])[:4]
+        cells = [
+            f"{e['kernel'][:22]:22} {e['grid'][:14]:>14} {e['us'] or 0:7.2f}",
+            f"{(e['dram_bytes'] or 0) / 1e6:6.1f} {e.get('dram_tb_s', 0):5.2f}",
+            f"{e['regs'] or 0:4.0f} {e['occ_theory'] or 0:4.0f}/{e['occ_achieved'] or 0:4.0f}",
+            f"{e['issue_pct'] or 0:6.1f} ",
+            ", ".join(f"{k} {v:.1f}" for k, v in stalls),
+        ]
+        print(" ".join(cells))
+    result = {"bench": "ncu_kernels", "kernels": out}
+    print(json.dumps(result))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="mode", required=True)
+    r = sub.add_parser("run", help="the profiled calls (under ncu)")
+    r.add_argument("--shapes", default="qkv,o,gate_up,down")
+    r.add_argument("--rows", default="1,16")
+    t = sub.add_parser("table", help="ncu's raw CSV -> a table and a JSON line")
+    t.add_argument("csv")
+    sub.add_parser("metrics", help="the --metrics list for ncu")
+    args = parser.parse_args()
+    if args.mode == "metrics":
+        print(",".join(METRICS.values()))
+    elif args.mode == "run":
+        run(args.shapes.split(","), [int(m) for m in args.rows.split(",")])
+    else:
+        table(args.csv)
+
+
+if __name__ == "__main__":
+    main()
