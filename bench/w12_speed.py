@@ -74,8 +74,7 @@ W12_DOT_GRID = ((16, 32, 64), (1, 2, 4, 8, 16), (1, 2, 4), (1, 2, 3, 4))
 # 24, with spills); "acc", the group scales on each half block's sum
 # (kernels/w12_linear.ACC_SCALE_TILES); "esc", each row's first escape fetched in the first
 # loop step (ESC_IN_LOOP_TILES); "halves", the decoded pairs' bf16 halves straight to tl.dot
-# (HALVES_TILES); "all", the three together; "ahead", ACC_SCALE and HALVES with and without the
-# group bases loaded one loop step ahead (BASE_AHEAD_TILES)
+# (HALVES_TILES); "all", the three together
 W12_FAMILY_GRID = ((32,), (1, 4), (2,), (2, 3))
 W12_VARIANTS = {
     "regs": [dict(maxnreg=cap) for cap in (128, 96, 80)],
@@ -83,30 +82,12 @@ W12_VARIANTS = {
     "esc": [dict(ESC_IN_LOOP=True)],
     "halves": [dict(HALVES=True)],
     "all": [dict(ACC_SCALE=True, ESC_IN_LOOP=True, HALVES=True)],
-    "ahead": [
-        dict(ACC_SCALE=True, ESC_IN_LOOP=True, HALVES=True),
-        dict(ACC_SCALE=True, ESC_IN_LOOP=True, HALVES=True, BASE_AHEAD=True),
-    ],
 }
-
-
-# --grid stream (one row): element-wise tiles by persistent programs (kernels/w12_linear's
-# STREAM: programs an SM), against the same tiles launched one program a row block
-W12_STREAM_GRID = ((2, 4), (8, 16), (4, 8), (0, 2, 4, 8))
 
 
 def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
     """W12 tile configurations for M rows (the split K must leave every split some columns);
-    grid "regs" / "acc": W12_FAMILY_GRID's tiles, each also with every W12_VARIANTS[grid];
-    "stream" (one row): W12_STREAM_GRID's element-wise tiles only."""
-    if grid == "stream":
-        if m != 1:
-            raise ValueError("--grid stream is for one row")
-        return [
-            dict(BLOCK_M=1, BLOCK_N=bn, UNROLL=unroll, SPLIT_K=1, USE_DOT=False,
-                 num_warps=warps, num_stages=1, **({"STREAM": per_sm} if per_sm else {}))
-            for bn, unroll, warps, per_sm in itertools.product(*W12_STREAM_GRID)
-        ]  # fmt: skip
+    grid "regs" / "acc": W12_FAMILY_GRID's tiles, each also with every W12_VARIANTS[grid]."""
     out = []
     if m <= 4 and grid == "full":
         block_m = 1 if m == 1 else (2 if m == 2 else 4)
@@ -225,15 +206,11 @@ W12_ARMS = {
     "esc_in_loop": {"ESC_IN_LOOP_TILES": True},
     "halves": {"HALVES_TILES": True},
     "all": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True, "HALVES_TILES": True},
-    "base_ahead": {"BASE_AHEAD_TILES": True},
-    "stream": {"STREAM_ONE_ROW": 4},
     "old_one_row": {"ONE_ROW_SWEPT_TILES": False},
     "none": {
         "ACC_SCALE_TILES": False,
         "ESC_IN_LOOP_TILES": False,
         "HALVES_TILES": False,
-        "BASE_AHEAD_TILES": False,
-        "STREAM_ONE_ROW": 0,
     },
 }
 
@@ -333,7 +310,7 @@ def main() -> None:
     parser.add_argument(
         "--grid",
         default="full",
-        help=f"the sweep's tiles: full, stream (one row: persistent programs), or a family's "
+        help=f"the sweep's tiles: full, or a family's "
         f"variants (comma-separated of {list(W12_VARIANTS)})",
     )
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
@@ -367,10 +344,8 @@ def main() -> None:
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
-    if args.grid not in ("full", "stream") and set(args.grid.split(",")) - set(W12_VARIANTS):
-        parser.error(f"--grid: full, stream or a comma-separated subset of {list(W12_VARIANTS)}")
-    if args.grid == "stream" and args.rows != "1":
-        parser.error("--grid stream sweeps one row: --rows 1")
+    if args.grid != "full" and set(args.grid.split(",")) - set(W12_VARIANTS):
+        parser.error(f"--grid: full or a comma-separated subset of {list(W12_VARIANTS)}")
     extra = tuple(a for a in args.w12_arms.split(",") if a)
     if set(extra) - set(W12_ARMS):
         parser.error(f"--w12-arms: unknown {sorted(set(extra) - set(W12_ARMS))}")

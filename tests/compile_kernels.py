@@ -31,7 +31,6 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "SUM_IN_KERNEL": 0,
         "ACC_SCALE": 0,
         "ESC_IN_LOOP": 0,
-        "BASE_AHEAD": 0,
         "HALVES": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
@@ -93,15 +92,6 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 out.append(
                     (f"w12_linear M={m} ACC_SCALE HALVES {flags}", w12_linear._w12_kernel, w12, acc)
                 )
-                ahead = acc | dict(BASE_AHEAD=True)  # the bases one step ahead
-                label = f"w12_linear M={m} ACC_SCALE HALVES BASE_AHEAD {flags}"
-                out.append((label, w12_linear._w12_kernel, w12, ahead))
-        if m == 1 and not norm and not glu:  # persistent one-row programs (STREAM)
-            for bn, unroll, group, even in ((2, 16, 128, True), (4, 8, 48, False)):
-                stream = dict(GROUP=group, RESIDUAL=True, BLOCK_N=bn, UNROLL=unroll, EVEN_K=even,
-                              EVEN_N=even, ASM=True, SLICE=SLICE)  # fmt: skip
-                label = f"w12 stream BLOCK_N={bn} UNROLL={unroll} GROUP={group}"
-                out.append((label, w12_linear._w12_stream_kernel, w12, stream))
         # the plain-Triton decode (ASM=False), a group size that is not a multiple of 32, tails
         for asm, group, even in ((False, 128, True), (True, 48, False), (True, 64, False)):
             w12_cfg = w12_linear.tile_config(m, 4096, 4096)

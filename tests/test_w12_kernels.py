@@ -73,9 +73,6 @@ TILES = [  # (config, group size): several steps, a K tail, split K, groups of e
     # the decoded pairs' bf16 halves straight to tl.dot (inline PTX: on the GPU only)
     (dict(BLOCK_M=16, BLOCK_N=32, SPLIT_K=2, USE_DOT=True, HALVES=True), 64),
     (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, HALVES=True, ACC_SCALE=True), 128),
-    # the group bases loaded one step ahead
-    (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True, BASE_AHEAD=True), 128),
-    (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=2, USE_DOT=True, ACC_SCALE=True, BASE_AHEAD=True), 256),
 ]
 
 
@@ -154,15 +151,11 @@ def test_w12_acc_scale_needs_tensor_cores_and_whole_half_blocks_per_group() -> N
                    dict(BLOCK_M=1, BLOCK_N=4, USE_DOT=False, ACC_SCALE=True)):  # fmt: skip
         with pytest.raises(ValueError, match="ACC_SCALE needs"):
             w12_linear(x, packed, config=config)
-    with pytest.raises(ValueError, match="BASE_AHEAD .* needs ACC_SCALE"):
-        w12_linear(x, packed, config=dict(BLOCK_M=16, BLOCK_N=16, USE_DOT=True, BASE_AHEAD=True))
 
 
 @pytest.mark.parametrize("m", [1, 16])
 @pytest.mark.parametrize("group", [128, 32])
-@pytest.mark.parametrize(
-    "switch", ["ACC_SCALE_TILES", "ESC_IN_LOOP_TILES", "HALVES_TILES", "BASE_AHEAD_TILES"]
-)
+@pytest.mark.parametrize("switch", ["ACC_SCALE_TILES", "ESC_IN_LOOP_TILES", "HALVES_TILES"])
 def test_w12_default_tile_switches(switch: str, group: int, m: int, monkeypatch) -> None:
     """The default tiles with each switch on: ACC_SCALE_TILES scales the half blocks' sums
     where the tile and the group size allow (16 rows, 128) and keeps the per-weight scales
@@ -194,66 +187,6 @@ def test_w12_one_row_tiles(shape: tuple[int, int], monkeypatch) -> None:
     residual = torch.randn(1, 70, generator=gen).to(DEVICE, BF16)
     y = w12_linear(x, packed, residual=residual)
     close_columns(y, w12_linear_reference(x, packed, residual=residual), 2)
-
-
-@pytest.mark.parametrize(
-    "tile, group, n, residual",
-    [
-        (dict(BLOCK_N=4, UNROLL=1, STREAM=1), 128, 21, True),  # 6 blocks on 2 programs, K tail
-        (dict(BLOCK_N=2, UNROLL=2, STREAM=2), 48, 19, False),  # 10 blocks on 4 programs
-        (dict(BLOCK_N=8, UNROLL=1, STREAM=1), 64, 64, True),  # 8 blocks, whole
-        (dict(BLOCK_N=4, UNROLL=1, STREAM=8), 128, 8, False),  # more programs than blocks
-    ],
-)
-@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf
-def test_w12_stream_tiles(tile: dict, group: int, n: int, residual: bool, monkeypatch) -> None:
-    """Persistent one-row programs (STREAM): several row blocks a program, each in several
-    loop steps, escapes (the first fetched ahead, the rest at the block's end), row and column
-    tails, every group kind; against the reference and the one-step tiles."""
-    from specpilot.kernels import w12_linear as kernel
-
-    monkeypatch.setattr(kernel, "STREAM_SMS", 2)  # a few programs, on a GPU too
-    gen = torch.Generator().manual_seed(n + group)
-    k = 600
-    x = torch.randn(1, k, generator=gen).to(DEVICE, BF16)
-    w = weight_with_escapes(n, k, gen)
-    w[3, :40] = torch.tensor(float("inf")).to(BF16)  # a row with many escapes
-    packed = w12.encode(w, group).to(DEVICE)
-    kw: dict = {}
-    if residual:
-        kw["residual"] = torch.randn(1, n, generator=gen).to(DEVICE, BF16)
-    config = dict(BLOCK_M=1, USE_DOT=False, num_warps=4, **tile)
-    y = w12_linear(x, packed, config=config, **kw)
-    ref = w12_linear_reference(x, packed, **kw)
-    finite = torch.isfinite(ref.float())
-    assert torch.equal(torch.isfinite(y.float()), finite)
-    close_columns(y[finite].view(1, -1), ref[finite].view(1, -1), 2)
-    plain = {key: v for key, v in config.items() if key != "STREAM"}
-    assert torch.equal(y[finite], w12_linear(x, packed, config=plain, **kw)[finite])
-
-
-def test_w12_stream_default_switch_and_errors(monkeypatch) -> None:
-    from specpilot.kernels import w12_linear as kernel
-
-    gen = torch.Generator().manual_seed(5)
-    packed = w12.encode(weight_with_escapes(40, 512, gen), 128).to(DEVICE)
-    x = torch.randn(1, 512, generator=gen).to(DEVICE, BF16)
-    calls = []
-    stream = kernel._stream
-    monkeypatch.setattr(kernel, "_stream", lambda *a: calls.append(a[-1]) or stream(*a))
-    monkeypatch.setattr(kernel, "STREAM_ONE_ROW", 3)
-    y = w12_linear(x, packed)
-    assert [c["STREAM"] for c in calls] == [3]
-    close_columns(y, w12_linear_reference(x, packed), 2)
-    w12_linear(torch.randn(2, 512, generator=gen).to(DEVICE, BF16), packed)  # 2 rows: not used
-    nw = torch.ones(512, dtype=BF16, device=DEVICE)
-    w12_linear(x, packed, norm_weight=nw)  # a prologue: not used
-    assert len(calls) == 1
-    one = dict(BLOCK_M=1, BLOCK_N=4, USE_DOT=False, STREAM=1)
-    for bad, kw in ((dict(one, SPLIT_K=2), {}), (one, {"norm_weight": nw}),
-                    (dict(one, BLOCK_M=16, USE_DOT=True), {})):  # fmt: skip
-        with pytest.raises(ValueError, match="STREAM tiles take one row"):
-            w12_linear(x, packed, config=bad, **kw)
 
 
 def test_linear_profile_ranges(monkeypatch) -> None:

@@ -95,20 +95,10 @@ ESC_IN_LOOP_TILES = True
 # runs 73-74): alone +1% W12 spec@6.55 (inside the spread); on top of ACC_SCALE and
 # ESC_IN_LOOP 942 -> 988 tok/s in one process.
 HALVES_TILES = True
-# ACC_SCALE tiles: the rows' group bases of the next loop step loaded during this one (in the
-# sm_90 SASS of the 16-row tile the bases are the loop's only loads outside the cp.async
-# pipeline: 4 byte loads issued mid-step, used ~200 instructions later). Off until measured on
-# the H200 (bench/w12_speed.py --grid ahead, --w12-arms base_ahead).
-BASE_AHEAD_TILES = False
-# One-row element-wise tiles by persistent programs (_w12_stream_kernel): this many programs an
-# SM, each looping over row blocks with the next step's planes loaded during this one; 0: off.
-# In run 78's table the one-step programs of q|k|v, o and down lose 4.8-6.3 us a multiply
-# against their bound (docs/LOG.md, session 18). Off until measured (bench/w12_speed.py --grid
-# stream, --w12-arms stream).
-STREAM_ONE_ROW = 0
-# the SMs STREAM counts programs by; None: the device's (the interpreter: 2). Tests set a few,
-# so that every program takes several row blocks on a GPU too
-STREAM_SMS: int | None = None
+# Tried and deleted (docs/LOG.md runs 79-80): the ACC_SCALE group bases loaded one loop step
+# ahead (BASE_AHEAD: no 16-row shape faster, W12 spec@6.55 0.937x bf16 vs 0.966x without), and
+# one-row tiles by persistent programs loading the next step's planes during this one (STREAM:
+# no one-row shape faster, W12 AR 0.959x bf16 vs 1.084x without).
 # One-row tiles from the 1-row sweep with the switches above on (docs/LOG.md run 77): the
 # tensor-core tile for N >= 16384 (gate_up, lm_head), 4 rows a program for N <= 4096 (o, down).
 # False: the run-19 tiles (2 rows a program below N = 65,536).
@@ -213,18 +203,6 @@ def _slice_input(x_rows, cols, x_ok, nw_ptr, rstd, K, dtype, NORM: tl.constexpr,
 
 
 @triton.jit
-def _half_bases(base_ptr, rn, ok, stride_base, k0, K, SLICE: tl.constexpr, GROUP: tl.constexpr,
-                EVEN_K: tl.constexpr):  # fmt: skip
-    """Rows rn's group bases (int32) of the two half blocks of the block at column k0."""
-    ok0 = ok if EVEN_K else ok & (k0 < K)
-    ok1 = ok if EVEN_K else ok & (k0 + 4 * SLICE < K)
-    rows = base_ptr + rn * stride_base
-    b0 = tl.load(rows + k0 // GROUP, mask=ok0, other=0).to(tl.int32)
-    b1 = tl.load(rows + (k0 + 4 * SLICE) // GROUP, mask=ok1, other=0).to(tl.int32)
-    return b0, b1
-
-
-@triton.jit
 def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows, nw_ptr,
                    rstd, K, dtype, NORM: tl.constexpr, GLU: tl.constexpr):  # fmt: skip
     """Rows rn's escape table offsets `first` and counts (0 but in the first K split) and
@@ -300,7 +278,6 @@ def _w12_kernel(
     ACC_SCALE: tl.constexpr = False,
     ESC_IN_LOOP: tl.constexpr = False,
     HALVES: tl.constexpr = False,
-    BASE_AHEAD: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -369,22 +346,8 @@ def _w12_kernel(
     if SPLIT_K > 1:  # NOTE: k_lo a visible multiple of k_step keeps the loads vectorized
         k_lo = pid_k * split_steps * k_step
         k_hi = tl.minimum(K, k_lo + split_steps * k_step)
-    # BASE_AHEAD (ACC_SCALE tiles): the rows' group bases of both half blocks loaded one loop
-    # step ahead (byte loads cannot join the cp.async pipeline, and loaded in their own step
-    # they are used ~200 instructions later, across the skipped escape fetch)
-    base_next0 = tl.zeros([BLOCK_N], dtype=tl.int32)
-    base_next1 = tl.zeros([BLOCK_N], dtype=tl.int32)
-    if BASE_AHEAD:
-        base_next0, base_next1 = _half_bases(base_ptr, rn, rows_ok, stride_base, k_lo, K, SLICE,
-                                             GROUP, EVEN_K)  # fmt: skip
     for k0 in range(k_lo, k_hi, k_step):
         kb = k0 + kb0  # first column of each block
-        base_cur0 = base_next0
-        base_cur1 = base_next1
-        if BASE_AHEAD:  # the next step's (past k_hi: masked, unused)
-            ahead_ok = rows_ok & (k0 + k_step < k_hi)
-            base_next0, base_next1 = _half_bases(base_ptr, rn, ahead_ok, stride_base,
-                                                 k0 + k_step, K, SLICE, GROUP, EVEN_K)  # fmt: skip
         wm = row_ok
         if not EVEN_K:
             wm = wm & (kb < K)  # the planes are padded to whole blocks: no mask within one
@@ -424,13 +387,10 @@ def _w12_kernel(
                     else:
                         acc4 += a.to(tl.float32) * w.to(tl.float32)
             if ACC_SCALE:  # the half block's sum times its rows' 2^(2b - ACC_SHIFT) (exact)
-                if BASE_AHEAD:
-                    b = base_cur0 if h == 0 else base_cur1
-                else:
-                    col = kb + 4 * SLICE * h
-                    bm = rows_ok if EVEN_K else rows_ok & (col < K)
-                    b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
-                    b = b.to(tl.int32)
+                col = kb + 4 * SLICE * h
+                bm = rows_ok if EVEN_K else rows_ok & (col < K)
+                b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
+                b = b.to(tl.int32)
                 b = (2 * b + 127 - ACC_SHIFT) << 23
                 acc_t += part * b.to(tl.float32, bitcast=True)[:, None]
     if USE_DOT:
@@ -448,108 +408,6 @@ def _w12_kernel(
                     FENCE)  # fmt: skip
     else:
         store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
-
-
-@triton.jit
-def _stream_planes(code_ptr, low_ptr, rn, ok, kb, ri, K, stride_code, stride_low,
-                   SLICE: tl.constexpr, EVEN_K: tl.constexpr):  # fmt: skip
-    """The planes of rows rn at blocks kb ([1, UNROLL, BLOCK_N, SLICE] words), 0 where not ok."""
-    wm = ok
-    if not EVEN_K:
-        wm = wm & (kb < K)
-    codes = tl.load(code_ptr + rn * stride_code + kb // 8 + ri, mask=wm, other=0)
-    low0 = tl.load(low_ptr + rn * stride_low + kb // 4 + ri, mask=wm, other=0)
-    low1 = tl.load(low_ptr + rn * stride_low + kb // 4 + SLICE + ri, mask=wm, other=0)
-    return codes, low0, low1
-
-
-@triton.jit
-def _w12_stream_kernel(
-    x_ptr, low_ptr, code_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr, res_ptr,
-    N, K, steps, n_blocks, stride_low, stride_code, stride_base,
-    GROUP: tl.constexpr, RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr, UNROLL: tl.constexpr,
-    EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, ASM: tl.constexpr, SLICE: tl.constexpr,
-    PDL: tl.constexpr = False,
-):  # fmt: skip
-    """One-row W12 multiply (no prologue, no K split) by persistent programs: program p takes
-    the row blocks p, p + P, ... (P programs), each in `steps` loop steps of UNROLL blocks, as
-    one flattened loop whose iteration t loads the planes of iteration t + 1 (and, when that
-    starts a row block, its rows' first escapes) before it decodes its own: a step of weights
-    stays in flight while the program decodes. The element-wise tiles of _w12_kernel otherwise
-    (the same products, summed in the same order)."""
-    pdl_enter(PDL)
-    pid = tl.program_id(0)
-    nprog = tl.num_programs(0)
-    dtype = y_ptr.dtype.element_ty
-    rm = tl.arange(0, 1)
-    m_ok = rm < 1
-    ri = tl.arange(0, SLICE)[None, None, None, :]
-    kb0 = 8 * SLICE * tl.arange(0, UNROLL)[None, :, None, None]
-    k_step: tl.constexpr = 8 * SLICE * UNROLL
-    rb = tl.arange(0, BLOCK_N)
-    x_rows = x_ptr + rm[:, None, None, None]
-    x_ok = m_ok[:, None, None, None]
-    x_rows2 = x_ptr + rm[:, None]
-    rstd = tl.zeros([1], dtype=tl.float32)  # no prologue: input_tile reads x as it is
-    total = tl.cdiv(n_blocks - pid, nprog) * steps  # this program's iterations
-    rn = pid * BLOCK_N + rb
-    n_ok = rn < N
-    rows_ok = tl.full([BLOCK_N], 1, tl.int1) if EVEN_N else n_ok
-    ok = rows_ok[None, None, :, None] & (total > 0)
-    codes, low0, low1 = _stream_planes(code_ptr, low_ptr, rn[None, None, :, None], ok, kb0, ri,
-                                       K, stride_code, stride_low, SLICE, EVEN_K)  # fmt: skip
-    first, count, esc_sum = _first_escapes(
-        row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, 0, x_rows2, x_ptr, rstd, K, dtype,
-        False, False,
-    )  # fmt: skip
-    acc4 = tl.zeros([1, UNROLL, BLOCK_N, SLICE], dtype=tl.float32)
-    blk = pid  # this iteration's row block and first column (carried: no division)
-    k0 = 0
-    for t in range(0, total):
-        kb = k0 + kb0
-        rn = blk * BLOCK_N + rb
-        n_ok = rn < N
-        rows_ok = tl.full([BLOCK_N], 1, tl.int1) if EVEN_N else n_ok
-        row_ok = rows_ok[None, None, :, None]
-        # the next iteration's planes first (none past this program's last)
-        last = k0 + k_step >= K  # the row block's last step
-        blk1 = tl.where(last, blk + nprog, blk)
-        k1 = tl.where(last, 0, k0 + k_step)
-        t1 = t + 1
-        rn1 = blk1 * BLOCK_N + rb
-        ok1 = (rn1 < N)[None, None, :, None] & (t1 < total)
-        next_planes = _stream_planes(code_ptr, low_ptr, rn1[None, None, :, None], ok1, k1 + kb0,
-                                     ri, K, stride_code, stride_low, SLICE, EVEN_K)  # fmt: skip
-        next_escapes = (first, count, esc_sum)
-        if last:  # the next row block's first escapes, behind its planes
-            next_escapes = _first_escapes(
-                row_ptr, esc_col_ptr, esc_bits_ptr, rn1, (rn1 < N) & (t1 < total), m_ok, 0,
-                x_rows2, x_ptr, rstd, K, dtype, False, False,
-            )  # fmt: skip
-        base_rows = base_ptr + rn[None, None, :, None] * stride_base
-        for h in tl.static_range(2):  # slices 4h .. 4h + 3, as in _w12_kernel
-            low = low0 if h == 0 else low1
-            high = _high_bytes(codes, h)
-            scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
-            for p in tl.static_range(2):
-                col = kb + SLICE * (4 * h + 2 * p)
-                scale0, scale1 = _pair_scales(base_rows, row_ok, col, ri, scale_h, K, GROUP, ASM,
-                                              EVEN_K, SLICE)  # fmt: skip
-                w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, ASM)
-                for s in tl.static_range(2):
-                    a = _slice_input(x_rows, col + SLICE * s + ri, x_ok, x_ptr, rstd, K, dtype,
-                                     False, False, EVEN_K)  # fmt: skip
-                    acc4 += a.to(tl.float32) * (w0 if s == 0 else w1).to(tl.float32)
-        codes, low0, low1 = next_planes
-        if last:  # the rest of the escapes, the store; the next row block starts from zero
-            acc = tl.sum(tl.sum(acc4, axis=3), axis=1) + esc_sum
-            acc = _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows2,
-                                x_ptr, rstd, K, dtype, False, False)  # fmt: skip
-            store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, 0, 0, RESIDUAL)
-            acc4 = tl.zeros([1, UNROLL, BLOCK_N, SLICE], dtype=tl.float32)
-        first, count, esc_sum = next_escapes
-        blk = blk1
-        k0 = k1
 
 
 @triton.jit
@@ -688,16 +546,6 @@ def w12_linear(
         cfg.setdefault("ACC_SCALE", True)  # a tile_config entry may turn it off
     if cfg.get("ACC_SCALE") and not acc_ok:
         raise ValueError(f"ACC_SCALE needs tl.dot tiles and a group size multiple of {4 * SLICE}")
-    cfg.setdefault("BASE_AHEAD", BASE_AHEAD_TILES and cfg.get("ACC_SCALE", False))
-    if cfg["BASE_AHEAD"] and not cfg.get("ACC_SCALE"):
-        raise ValueError("BASE_AHEAD loads the bases that ACC_SCALE applies: it needs ACC_SCALE")
-    plain_row = m == 1 and norm_weight is None and not glu and cfg["SPLIT_K"] == 1
-    if config is None and STREAM_ONE_ROW and plain_row and not cfg["USE_DOT"]:
-        cfg.setdefault("STREAM", STREAM_ONE_ROW)
-    if cfg.get("STREAM"):
-        if not plain_row or cfg["USE_DOT"] or cfg["BLOCK_M"] != 1:
-            raise ValueError("STREAM tiles take one row, element-wise, no prologue or K split")
-        return _stream(x, weight, y, residual, cfg)
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
     split_steps = triton.cdiv(triton.cdiv(k, splits), step)  # whole steps per split
@@ -758,48 +606,6 @@ def w12_linear(
             BLOCK_N=block,
             **launch.pdl(y),
         )
-    return y
-
-
-def _stream(
-    x: torch.Tensor, weight: W12Weight, y: torch.Tensor, residual: torch.Tensor | None, cfg: dict
-) -> torch.Tensor:
-    """w12_linear by _w12_stream_kernel: cfg["STREAM"] programs an SM (STREAM_SMS), never more
-    than there are row blocks."""
-    n, k = weight.shape
-    blocks = triton.cdiv(n, cfg["BLOCK_N"])
-    step = BLOCK * cfg["UNROLL"]
-    sms = STREAM_SMS or 2
-    if STREAM_SMS is None and x.device.type == "cuda" and not INTERPRETED:
-        sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-    _w12_stream_kernel[(min(blocks, sms * cfg["STREAM"]),)](
-        x,
-        weight.low.view(torch.int32),
-        weight.codes.view(torch.int32),
-        weight.base,
-        weight.row_ptr,
-        *_escape_arrays(weight),
-        y,
-        residual if residual is not None else y,
-        n,
-        k,
-        triton.cdiv(k, step),
-        blocks,
-        weight.low.stride(0) // 4,
-        weight.codes.stride(0) // 4,
-        weight.base.stride(0),
-        GROUP=weight.group_size,
-        RESIDUAL=residual is not None,
-        BLOCK_N=cfg["BLOCK_N"],
-        UNROLL=cfg["UNROLL"],
-        EVEN_K=k % step == 0,
-        EVEN_N=n % cfg["BLOCK_N"] == 0,
-        ASM=cfg["ASM"],
-        SLICE=SLICE,
-        num_warps=cfg.get("num_warps", 4),
-        num_stages=cfg.get("num_stages", 1),
-        **launch.pdl(x),
-    )
     return y
 
 
