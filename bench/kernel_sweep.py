@@ -95,12 +95,26 @@ ELEMENTWISE_GRID = ((4, 8, 16, 32), (128, 256, 512, 1024), (4, 8), (2, 3, 4))
 DOT_GRID = ((16, 32, 64, 128), (64, 128, 256), (2, 4, 8), (2, 3, 4), (1, 2, 4))
 QUICK_ELEMENTWISE_GRID = ((4, 8, 16), (512, 1024), (4, 8), (2, 3, 4))
 QUICK_DOT_GRID = ((16, 32, 64), (128, 256), (2, 4), (2, 3, 4), (1, 2, 4))
+# --grid loop (one row): element-wise tiles whose loop pipelines its loads through shared memory
+# (kernels/linear.py's LOOP_STAGES): (BLOCK_N, BLOCK_K, num_warps, LOOP_STAGES)
+LOOP_GRID = ((4, 8, 16), (256, 512, 1024), (4,), (2, 3, 4))
+
+GRIDS = {"full": (), "quick": (QUICK_ELEMENTWISE_GRID, QUICK_DOT_GRID), "loop": (LOOP_GRID,)}
 
 
 def candidates(
     m: int, elementwise_grid: tuple = ELEMENTWISE_GRID, dot_grid: tuple = DOT_GRID
 ) -> list[dict]:
     """Tile configurations for M rows: element-wise products up to 4 rows, tl.dot above."""
+    if elementwise_grid is LOOP_GRID:
+        if m != 1:
+            raise ValueError("--grid loop is for one row")
+        return [
+            dict(BLOCK_M=1, BLOCK_N=bn, BLOCK_K=bk, USE_DOT=False, num_warps=warps,
+                 num_stages=3, LOOP_STAGES=stages)
+            for bn, bk, warps, stages in itertools.product(*LOOP_GRID)
+            if bn * bk <= 64 * 32 * warps
+        ]  # fmt: skip
     use_dot = m > 4
     if use_dot:
         block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
@@ -183,8 +197,7 @@ def sweep_shape(m: int, name: str, n: int, k: int, cold: bool = True, grid: str 
     ws = cycled(w, cold)
     t_cublas = graph_time(lambda: F.linear(x, ws()))
     t_default = graph_time(lambda: skinny_linear(x, ws()))
-    grids = (QUICK_ELEMENTWISE_GRID, QUICK_DOT_GRID) if grid == "quick" else ()
-    configs = candidates(m, *grids)
+    configs = candidates(m, *GRIDS[grid])
     best, best_t = fastest(lambda c: skinny_linear(x, ws(), config=c), configs)
     return dict(
         m=m,
@@ -202,7 +215,7 @@ def sweep_shape(m: int, name: str, n: int, k: int, cold: bool = True, grid: str 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="1,16")
-    parser.add_argument("--grid", default="full", choices=["full", "quick"])
+    parser.add_argument("--grid", default="full", choices=list(GRIDS))
     add_l2_argument(parser)
     add_launch_arguments(parser)  # our kernel's
     parser.add_argument("--out")
@@ -214,8 +227,7 @@ def main() -> None:
     torch.manual_seed(0)
     results = []
     for m in [int(r) for r in args.rows.split(",")]:
-        grids = (QUICK_ELEMENTWISE_GRID, QUICK_DOT_GRID) if args.grid == "quick" else ()
-        precompile(_compile_skinny, m, candidates(m, *grids))
+        precompile(_compile_skinny, m, candidates(m, *GRIDS[args.grid]))
         for name, (n, k) in SHAPES.items():
             with launch.forward_rows(m):  # as in a target forward of m tokens (--pdl decode)
                 row = sweep_shape(m, name, n, k, args.l2 == "cold", args.grid)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 from functools import partial
 
 import torch
@@ -56,6 +57,7 @@ from specpilot.config import EngineConfig
 from specpilot.engine.generator import Generator
 from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model
+from specpilot.kernels import linear as bf16_kernels
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear
 from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
@@ -68,6 +70,9 @@ W12_ELEMENTWISE_GRID = ((1, 2, 4, 8), (8, 16, 32), (4, 8), (1,))
 # runs 67-68: 1-2 warps (mma.sync, 16-64 weight rows) and 1-2 stages (less shared memory: more
 # programs an SM) added; each tile with and without inline PTX
 W12_DOT_GRID = ((16, 32, 64), (1, 2, 4, 8, 16), (1, 2, 4), (1, 2, 3, 4))
+# --grid loop (one row): element-wise tiles whose loop pipelines the planes' loads through shared
+# memory (kernels/w12_linear's LOOP_STAGES): (BLOCK_N, UNROLL, num_warps, LOOP_STAGES)
+W12_LOOP_GRID = ((2, 4, 8), (2, 4, 8), (4,), (2, 3, 4))
 # --grid regs / acc / esc (or several, comma-separated): the run-68 winners' family (32 rows,
 # 2 warps), each tile as it is and with each variant: "regs", ptxas register caps (maxnreg; the
 # 165 registers a thread of that tile takes leave 12 warps an SM, 128 / 96 / 80 allow 16 / 20 /
@@ -87,7 +92,16 @@ W12_VARIANTS = {
 
 def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
     """W12 tile configurations for M rows (the split K must leave every split some columns);
-    grid "regs" / "acc": W12_FAMILY_GRID's tiles, each also with every W12_VARIANTS[grid]."""
+    grid "regs" / "acc": W12_FAMILY_GRID's tiles, each also with every W12_VARIANTS[grid];
+    "loop" (one row): W12_LOOP_GRID's element-wise tiles."""
+    if grid == "loop":
+        if m != 1:
+            raise ValueError("--grid loop is for one row")
+        return [
+            dict(BLOCK_M=1, BLOCK_N=bn, UNROLL=unroll, SPLIT_K=1, USE_DOT=False,
+                 num_warps=warps, num_stages=1, LOOP_STAGES=stages)
+            for bn, unroll, warps, stages in itertools.product(*W12_LOOP_GRID)
+        ]  # fmt: skip
     out = []
     if m <= 4 and grid == "full":
         block_m = 1 if m == 1 else (2 if m == 2 else 4)
@@ -199,6 +213,22 @@ def bench_shape(
     )
 
 
+def swept_tiles(paths: list[str]) -> tuple[dict, dict]:
+    """The tiles that beat the defaults in sweep reports (w12_speed: W12 tiles; kernel_sweep:
+    bf16), as MEASURED_TILES entries of kernels/w12_linear.py and kernels/linear.py."""
+    w12_tiles, bf16_tiles = {}, {}
+    for path in paths:
+        with open(path) as f:
+            report = json.load(f)
+        for r in report["results"]:
+            rows = 1 if r["m"] == 1 else (16 if r["m"] <= 16 else r["m"])
+            if report["bench"] == "w12_speed" and r["tb_s"]["w12_best"] > r["tb_s"]["w12"]:
+                w12_tiles[(rows, r["n"], r["k"])] = r["best"]
+            elif report["bench"] == "kernel_sweep" and r["best_tb_s"] > r["default_tb_s"]:
+                bf16_tiles[(rows, r["n"], r["k"])] = r["best"]
+    return w12_tiles, bf16_tiles
+
+
 # end to end, more W12 arms on the same W12 models: the kernel switches each one sets
 W12_ARMS = {
     "sum_in_kernel": {"SPLIT_SUM_IN_KERNEL": True},
@@ -222,32 +252,40 @@ def end_to_end(
     extra: tuple = (),
     paired: int = 0,
     profile: bool = False,
+    bf16_tiles: dict | None = None,
 ) -> dict:
     """AR and spec@6.55 (replay) with bf16 weights, then with the same weights in W12 (both arms
     with `engine`, default CUDA graphs on); then the same W12 models once for each W12_ARMS
     name in `extra` (arm "w12_<name>", with its kernel switches set). paired: then that many
     interleaved rounds of every arm (engine_speed.paired_rounds; the generators are kept).
-    profile: each arm's GPU time by kernel of eager decode / verify / draft forwards."""
+    profile: each arm's GPU time by kernel of eager decode / verify / draft forwards.
+    bf16_tiles: one more arm, "bf16_swept", the bf16 model with these kernels/linear.py
+    MEASURED_TILES entries added (the W12 arms' tiles come with their switches)."""
     engine = engine or EngineConfig(cuda_graphs=True)
     bw = copy_bandwidth()
     hf = dict(TARGET_PRESETS["qwen3-8b"], eos_token_id=None, architectures=["Qwen3ForCausalLM"])
     draft_hf = draft_hf_config("dflash-b16", hf)
-    bf16_target = build(hf, "target", 0)
+    bf16_target, bf16_drafter = build(hf, "target", 0), build(draft_hf, "draft", 1)
     out: dict = {"context": context, "copy_bandwidth_tb_s": bw / 1e12, "arms": {}}
     arms = ("bf16", "w12", *(f"w12_{name}" for name in extra))
+    arms += ("bf16_swept",) if bf16_tiles else ()
     defaults = {flag: getattr(w12_kernels, flag) for sw in W12_ARMS.values() for flag in sw}
+    bf16_measured = dict(bf16_kernels.MEASURED_TILES)
     kept: dict = {}  # arm -> (generator, its switches' setter), for the paired rounds
 
     def switch_to(weights: str) -> None:
         switches = defaults | W12_ARMS.get(weights.removeprefix("w12_"), {})
         for flag, value in switches.items():
             setattr(w12_kernels, flag, value)
+        extra_bf16 = bf16_tiles if weights == "bf16_swept" else {}
+        bf16_kernels.MEASURED_TILES = bf16_measured | extra_bf16
 
     for weights in arms:
         switch_to(weights)
-        if weights in ("bf16", "w12"):  # the other arms reuse the W12 models
-            target = bf16_target if weights == "bf16" else build(hf, "target", 0)  # same seed
-            drafter = build(draft_hf, "draft", 1)
+        if weights in ("bf16", "bf16_swept"):
+            target, drafter = bf16_target, bf16_drafter
+        elif weights == "w12":  # the other W12 arms reuse its models
+            target, drafter = build(hf, "target", 0), build(draft_hf, "draft", 1)  # same seeds
         if weights == "w12":
             reports = [convert_model(m) for m in (target, drafter)]
             out["w12_convert"] = [
@@ -276,7 +314,7 @@ def end_to_end(
             kept[weights] = (gen, partial(switch_to, weights))
         del gen
         if weights == arms[-1]:
-            del target, drafter
+            del target, drafter, bf16_drafter
         torch.cuda.empty_cache()
     if paired:
         out["paired"] = p = paired_rounds(kept, context, new_tokens, paired)
@@ -291,6 +329,7 @@ def end_to_end(
         kept.clear()
     for flag, value in defaults.items():
         setattr(w12_kernels, flag, value)
+    bf16_kernels.MEASURED_TILES = bf16_measured
     a = out["arms"]["bf16"]
     for name in arms[1:]:  # each W12 arm against bf16 (the first: "w12_over_bf16")
         b = out["arms"][name]
@@ -341,14 +380,28 @@ def main() -> None:
         default=0,
         help="1: end to end, each arm's GPU time by kernel of eager forwards (torch.profiler)",
     )
+    parser.add_argument(
+        "--tiles-from",
+        default="",
+        help="end to end, two more arms with the winning tiles of these sweep reports "
+        "(comma-separated JSON of w12_speed and kernel_sweep): w12_swept and bf16_swept",
+    )
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
-    if args.grid != "full" and set(args.grid.split(",")) - set(W12_VARIANTS):
-        parser.error(f"--grid: full or a comma-separated subset of {list(W12_VARIANTS)}")
+    if args.grid not in ("full", "loop") and set(args.grid.split(",")) - set(W12_VARIANTS):
+        parser.error(f"--grid: full, loop or a comma-separated subset of {list(W12_VARIANTS)}")
+    if args.grid == "loop" and args.rows != "1":
+        parser.error("--grid loop sweeps one row: --rows 1")
     extra = tuple(a for a in args.w12_arms.split(",") if a)
     if set(extra) - set(W12_ARMS):
         parser.error(f"--w12-arms: unknown {sorted(set(extra) - set(W12_ARMS))}")
+    bf16_tiles = {}
+    if args.tiles_from:  # the sweeps' winners: arms w12_swept and bf16_swept
+        w12_tiles, bf16_tiles = swept_tiles(args.tiles_from.split(","))
+        W12_ARMS["swept"] = {"MEASURED_TILES": w12_tiles}
+        extra = (*extra, "swept")
+        print(f"swept tiles: W12 {w12_tiles}, bf16 {bf16_tiles}")
     w12_kernels.SPLIT_SUM_IN_KERNEL = args.split_sum == "kernel"
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
@@ -385,10 +438,16 @@ def main() -> None:
     if args.e2e:
         engine = EngineConfig(cuda_graphs=True, pdl=args.pdl, weight_prefetch=args.weight_prefetch)
         report["end_to_end"] = end_to_end(
-            args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile)
-        )
+            args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile),
+            bf16_tiles,
+        )  # fmt: skip
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch}
         report["end_to_end"]["engine"] = launches
+        if args.tiles_from:
+            report["end_to_end"]["swept_tiles"] = {
+                kind: [dict(rows=key[0], n=key[1], k=key[2], tile=tile) for key, tile in t.items()]
+                for kind, t in (("w12", W12_ARMS["swept"]["MEASURED_TILES"]), ("bf16", bf16_tiles))
+            }
     finish(report, args.out)
 
 

@@ -34,14 +34,24 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "HALVES": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
+    if "LOOP_STAGES" in fn.arg_names:  # linear.loop_stages at this compile's num_stages (3)
+        consts.setdefault("LOOP_STAGES", 3 if consts.get("USE_DOT") else 1)
     signature = {
         name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
     }
     constexprs = {(fn.arg_names.index(k),): v for k, v in consts.items()}
-    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    attrs = {}
+    if consts.get("LOOP_STAGES", 1) > 1:  # as launched for the layers: 16-byte aligned rows
+        aligned = [n for n in fn.arg_names if n not in consts and (signature[n].startswith("*")
+                   or n.startswith("stride") or n in ("N", "K"))]  # fmt: skip
+        attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     ptx = triton.compile(source, target=HOPPER).asm["ptx"]
     if consts.get("PDL") and not ("griddepcontrol.wait" in ptx and "launch_dependents" in ptx):
         raise AssertionError("PDL=True but no griddepcontrol instructions in the PTX")
+    elementwise = not consts.get("USE_DOT", True)
+    if elementwise and consts.get("LOOP_STAGES", 1) > 1 and "cp.async" not in ptx:
+        raise AssertionError("LOOP_STAGES > 1 but no cp.async in the PTX: the loads not pipelined")
     if consts.get("PREFETCH") == 2 and "cp.async.bulk.prefetch.L2" not in ptx:
         raise AssertionError("PREFETCH=2 but no bulk L2 prefetch in the PTX")
 
@@ -74,6 +84,10 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             flags = dict(NORM=norm, GLU=glu, RESIDUAL=res, F32_DOT=False)
             cfg = {k: v for k, v in linear.tile_config(m, 24576, 4096).items() if k.isupper()}
             out.append((f"skinny_linear M={m} {flags}", linear._skinny_kernel, lin, flags | cfg))
+            if m == 1:  # the loop's loads pipelined through shared memory
+                loop = flags | cfg | dict(LOOP_STAGES=3)
+                label = f"skinny_linear M=1 LOOP_STAGES=3 {flags}"
+                out.append((label, linear._skinny_kernel, lin, loop))
             if m > 1:  # K split over programs, the last adding the slices (counter, fence)
                 split = flags | cfg | dict(SPLIT_K=4, FENCE=True)
                 types = lin | {"part_ptr": "*fp32", "count_ptr": "*i32"}
@@ -87,6 +101,11 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             out.append((f"w12_linear M={m} {flags}", w12_linear._w12_kernel, w12, consts))
             esc = consts | dict(ESC_IN_LOOP=True)  # the first escapes in the first step
             out.append((f"w12_linear M={m} ESC_IN_LOOP {flags}", w12_linear._w12_kernel, w12, esc))
+            if m == 1:  # an element-wise tile with its loads pipelined
+                tile = dict(BLOCK_M=1, BLOCK_N=4, UNROLL=4, SPLIT_K=1, USE_DOT=False)
+                loop = esc | tile | dict(LOOP_STAGES=3)
+                label = f"w12_linear M=1 LOOP_STAGES=3 {flags}"
+                out.append((label, w12_linear._w12_kernel, w12, loop))
             if w12_cfg["USE_DOT"]:  # the group scales on each half block's sum; bf16 halves
                 acc = consts | dict(ACC_SCALE=True, HALVES=True)
                 out.append(

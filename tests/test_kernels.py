@@ -134,6 +134,23 @@ def test_skinny_linear_split_k(m: int, k: int, split: int, mode: str) -> None:
         skinny_linear(one_row, w, config=dict(tile_config(1, n, k), SPLIT_K=2))
 
 
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
+def test_skinny_linear_loop_stages(stages: int, mode: str) -> None:
+    """One-row element-wise tiles whose loop pipelines its loads (LOOP_STAGES): the same
+    products in the same order as the tile without it, so the same bits, with K several
+    BLOCK_K steps and a tail."""
+    gen = torch.Generator().manual_seed(stages)
+    n, k = 70, 600
+    x = torch.randn(1, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
+    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
+    kw = prologue_kwargs(mode, 1, n, k, gen)
+    tile = dict(BLOCK_M=1, BLOCK_N=8, BLOCK_K=128, USE_DOT=False, num_warps=4, num_stages=3)
+    y = skinny_linear(x, w, config=dict(tile, LOOP_STAGES=stages), **kw)
+    assert torch.equal(y, skinny_linear(x, w, config=tile, **kw))
+    close(y, skinny_linear_reference(x, w, **kw), 4 if mode in ("norm", "glu") else 2)
+
+
 @pytest.fixture
 def launch_settings():
     """kernels/launch.py's process-wide switches, restored after the test."""

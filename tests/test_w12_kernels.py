@@ -70,6 +70,9 @@ TILES = [  # (config, group size): several steps, a K tail, split K, groups of e
     (dict(BLOCK_M=1, BLOCK_N=4, UNROLL=2, USE_DOT=False, ESC_IN_LOOP=True), 64),
     (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=3, USE_DOT=True, ESC_IN_LOOP=True), 128),
     (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ESC_IN_LOOP=True, ACC_SCALE=True), 128),
+    # element-wise tiles whose loop pipelines the planes' loads (LOOP_STAGES)
+    (dict(BLOCK_M=1, BLOCK_N=4, UNROLL=1, USE_DOT=False, LOOP_STAGES=3), 128),
+    (dict(BLOCK_M=1, BLOCK_N=2, UNROLL=2, USE_DOT=False, LOOP_STAGES=2, ESC_IN_LOOP=True), 48),
     # the decoded pairs' bf16 halves straight to tl.dot (inline PTX: on the GPU only)
     (dict(BLOCK_M=16, BLOCK_N=32, SPLIT_K=2, USE_DOT=True, HALVES=True), 64),
     (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, HALVES=True, ACC_SCALE=True), 128),
@@ -170,6 +173,25 @@ def test_w12_default_tile_switches(switch: str, group: int, m: int, monkeypatch)
     residual = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
     y = w12_linear(x, packed, residual=residual)
     close_columns(y, w12_linear_reference(x, packed, residual=residual), 4)
+
+
+@pytest.mark.parametrize("stages", [2, 4])
+def test_w12_loop_stages_same_bits(stages: int, monkeypatch) -> None:
+    """A one-row element-wise tile with its loads pipelined (LOOP_STAGES) sums the same products
+    in the same order as without: the same bits. Through MEASURED_TILES, which tile_config
+    takes before its rules."""
+    from specpilot.kernels import w12_linear as kernel
+
+    gen = torch.Generator().manual_seed(stages)
+    x = torch.randn(1, 1100, generator=gen).to(DEVICE, BF16)
+    packed = w12.encode(weight_with_escapes(21, 1100, gen), 128).to(DEVICE)
+    tile = dict(BLOCK_M=1, BLOCK_N=4, UNROLL=1, SPLIT_K=1, USE_DOT=False, num_warps=4)
+    monkeypatch.setattr(kernel, "MEASURED_TILES", {(1, 21, 1100): dict(tile, LOOP_STAGES=stages)})
+    assert kernel.tile_config(1, 21, 1100)["LOOP_STAGES"] == stages
+    assert "LOOP_STAGES" not in kernel.tile_config(16, 21, 1100)
+    y = w12_linear(x, packed)
+    assert torch.equal(y, w12_linear(x, packed, config=tile))
+    close_columns(y, w12_linear_reference(x, packed), 2)
 
 
 @pytest.mark.parametrize("shape", [(6144, 4096), (4096, 4096), (24576, 4096), (151936, 4096)])

@@ -69,6 +69,7 @@ def _skinny_kernel(
     part_ptr=None,
     count_ptr=None,
     FENCE: tl.constexpr = False,
+    LOOP_STAGES: tl.constexpr = 1,
 ):
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -107,7 +108,9 @@ def _skinny_kernel(
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     else:
         acc3 = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BLOCK_K):
+    # LOOP_STAGES: the loop's loads software-pipelined through shared memory (cp.async) this
+    # many steps deep (loop_stages: the launcher's default)
+    for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=LOOP_STAGES):
         rk = k0 + rk0
         k_ok = rk < k_hi
         xm = m_ok[:, None] & k_ok[None, :]
@@ -157,6 +160,15 @@ def tile_config(m: int, n: int, k: int) -> dict:
     rows = 1 if m == 1 else (16 if m <= 16 else m)
     cfg.update(MEASURED_TILES.get((rows, n, k), {}))
     return cfg
+
+
+def loop_stages(cfg: dict) -> int:
+    """The tile's LOOP_STAGES: its own, else the launch's num_stages for tensor-core tiles
+    (whose loads the compiler pipelines at that depth anyway) and 1 for element-wise tiles (the
+    depth their loads had before LOOP_STAGES: none)."""
+    if "LOOP_STAGES" in cfg:
+        return cfg["LOOP_STAGES"]
+    return cfg.get("num_stages", 3) if cfg["USE_DOT"] else 1
 
 
 def _rule_tiles(m: int, n: int, k: int) -> dict:
@@ -225,6 +237,7 @@ def skinny_linear(
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
     cfg = dict(config or tile_config(m, n, k))
     split = cfg.pop("SPLIT_K", 1)
+    cfg["LOOP_STAGES"] = loop_stages(cfg)
     if split > 1 and not cfg["USE_DOT"]:
         raise ValueError("SPLIT_K > 1 needs the tensor-core tiles (USE_DOT)")
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), split)

@@ -68,7 +68,11 @@ from specpilot.kernels.common import (
     store_split,
     zeroed_counters,
 )
-from specpilot.kernels.linear import check_prologue_epilogue, skinny_linear_reference
+from specpilot.kernels.linear import (
+    check_prologue_epilogue,
+    loop_stages,
+    skinny_linear_reference,
+)
 
 MAX_ROWS = 64
 # K-split tiles: the tile's last program adds the slices (no _split_sum_kernel launch). False: on
@@ -103,6 +107,9 @@ HALVES_TILES = True
 # tensor-core tile for N >= 16384 (gate_up, lm_head), 4 rows a program for N <= 4096 (o, down).
 # False: the run-19 tiles (2 rows a program below N = 65,536).
 ONE_ROW_SWEPT_TILES = True
+# Tiles measured per (rows, N, K) that replace tile_config's rules (as kernels/linear.py's
+# MEASURED_TILES); bench/w12_speed.py --tiles-from fills it from a sweep's report for an arm.
+MEASURED_TILES: dict[tuple[int, int, int], dict] = {}
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)
 
@@ -278,6 +285,7 @@ def _w12_kernel(
     ACC_SCALE: tl.constexpr = False,
     ESC_IN_LOOP: tl.constexpr = False,
     HALVES: tl.constexpr = False,
+    LOOP_STAGES: tl.constexpr = 1,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -346,7 +354,11 @@ def _w12_kernel(
     if SPLIT_K > 1:  # NOTE: k_lo a visible multiple of k_step keeps the loads vectorized
         k_lo = pid_k * split_steps * k_step
         k_hi = tl.minimum(K, k_lo + split_steps * k_step)
-    for k0 in range(k_lo, k_hi, k_step):
+    # LOOP_STAGES (the launcher's default: linear.loop_stages): the loop's loads
+    # software-pipelined through shared memory (cp.async) this many steps deep. The compiler
+    # pipelines loads that feed tl.dot at the launch's num_stages by itself, but the loads of
+    # element-wise tiles only in a loop that asks for it
+    for k0 in tl.range(k_lo, k_hi, k_step, num_stages=LOOP_STAGES):
         kb = k0 + kb0  # first column of each block
         wm = row_ok
         if not EVEN_K:
@@ -438,6 +450,9 @@ def tile_config(m: int, n: int, k: int) -> dict:
     M = 2-16: 32 rows per tile on mma.sync, 2 warps (below). M > 16:
     64 rows per tile on wgmma, ~5.4 instructions per weight whatever M; the K split gives >= 256
     programs (unmeasured since run 51 at these row counts)."""
+    measured = MEASURED_TILES.get((1 if m == 1 else (16 if m <= 16 else m), n, k))
+    if measured is not None:
+        return dict(measured)
     if m == 1 and ONE_ROW_SWEPT_TILES and n >= 16384:
         # run 77 (with ESC_IN_LOOP and HALVES): gate_up 3.11 -> 3.46 TB/s, lm_head 4.08 -> 4.14
         return dict(BLOCK_M=16, BLOCK_N=64, UNROLL=1, SPLIT_K=1, USE_DOT=True, num_warps=4,
@@ -539,6 +554,7 @@ def w12_linear(
     cfg.setdefault("UNROLL", 1)
     if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
         raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
+    cfg["LOOP_STAGES"] = loop_stages(cfg)
     cfg.setdefault("ESC_IN_LOOP", ESC_IN_LOOP_TILES)
     cfg.setdefault("HALVES", HALVES_TILES)
     acc_ok = cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0
