@@ -196,9 +196,9 @@ def test_w12_loop_stages_same_bits(stages: int, monkeypatch) -> None:
 
 @pytest.mark.parametrize("shape", [(6144, 4096), (4096, 4096), (24576, 4096), (151936, 4096)])
 def test_w12_one_row_tiles(shape: tuple[int, int], monkeypatch) -> None:
-    """The one-row tiles tile_config picks for Qwen3-8B's layers (2 or 4 rows a program, or the
-    tensor-core tile without ACC_SCALE for wide N), through the launcher's default path, on a
-    small weight with a K tail."""
+    """The one-row tiles tile_config picks for Qwen3-8B's layers (the measured tiles with their
+    loads pipelined, 4 rows a program, or the tensor-core tile without ACC_SCALE for the LM
+    head), through the launcher's default path, on a small weight with a K tail."""
     from specpilot.kernels import w12_linear as kernel
 
     config = kernel.tile_config(1, *shape)

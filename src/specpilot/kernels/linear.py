@@ -142,11 +142,17 @@ def _skinny_kernel(
 
 # Tiles measured per weight shape (N, K) on the H200 that beat the rules below, for one row and
 # for 2-16 rows: bench/kernel_sweep.py with the weights read from HBM, runs 54 (--grid quick)
-# and 55 (full), docs/LOG.md; TB/s of the default -> these. Qwen3-8B's q|k|v at one row 3.22 ->
-# 3.46-3.50; at 16 rows q|k|v 3.15 -> 3.19-3.27, gate|up 3.92-3.97 -> 4.09-4.17, lm_head 4.31 ->
-# 4.41-4.46. Other shapes (and the ones where no tile won: o, down) take the rules.
+# and 55 (full), docs/LOG.md; TB/s of the default -> these. At 16 rows q|k|v 3.15 -> 3.19-3.27,
+# gate|up 3.92-3.97 -> 4.09-4.17, lm_head 4.31 -> 4.41-4.46. One row: element-wise tiles whose
+# loop pipelines its loads (LOOP_STAGES; run 83, --grid loop): q|k|v 3.45 -> 3.54, o 3.24 ->
+# 3.32, gate|up 4.05 -> 4.14, down 3.96 -> 4.02, lm_head 4.34 -> 4.51; bf16 AR 1.030x [1.008-
+# 1.051] in paired rounds. Other shapes take the rules.
 MEASURED_TILES = {
-    (1, 6144, 4096): dict(BLOCK_N=8, BLOCK_K=512, num_stages=2),
+    (1, 6144, 4096): dict(BLOCK_N=16, BLOCK_K=256, LOOP_STAGES=4),
+    (1, 4096, 4096): dict(BLOCK_N=8, BLOCK_K=512, LOOP_STAGES=3),
+    (1, 24576, 4096): dict(BLOCK_N=8, BLOCK_K=1024, LOOP_STAGES=2),
+    (1, 4096, 12288): dict(BLOCK_N=8, BLOCK_K=512, LOOP_STAGES=3),
+    (1, 151936, 4096): dict(BLOCK_N=8, BLOCK_K=1024, LOOP_STAGES=4),
     (16, 6144, 4096): dict(BLOCK_N=64, BLOCK_K=256, num_stages=4),
     (16, 24576, 4096): dict(BLOCK_N=64, BLOCK_K=128, num_stages=3),
     (16, 151936, 4096): dict(BLOCK_N=128, BLOCK_K=128, num_warps=8, num_stages=3),

@@ -107,9 +107,17 @@ HALVES_TILES = True
 # tensor-core tile for N >= 16384 (gate_up, lm_head), 4 rows a program for N <= 4096 (o, down).
 # False: the run-19 tiles (2 rows a program below N = 65,536).
 ONE_ROW_SWEPT_TILES = True
-# Tiles measured per (rows, N, K) that replace tile_config's rules (as kernels/linear.py's
-# MEASURED_TILES); bench/w12_speed.py --tiles-from fills it from a sweep's report for an arm.
-MEASURED_TILES: dict[tuple[int, int, int], dict] = {}
+# Tiles measured per (rows, N, K) on the H200 that replace tile_config's rules (as kernels/
+# linear.py's MEASURED_TILES; bench/w12_speed.py --tiles-from swaps them for an arm). One row,
+# element-wise tiles whose loop pipelines the planes' loads (LOOP_STAGES; run 83, --grid loop):
+# q|k|v 2.48 -> 2.69 TB/s, gate_up 3.39 (the tensor-core tile) -> 3.61; W12 AR 1.092x ->
+# 1.131x bf16 in the same paired rounds (o and down: no loop tile beat theirs).
+_LOOP_ONE_ROW = dict(BLOCK_M=1, BLOCK_N=8, UNROLL=2, SPLIT_K=1, USE_DOT=False, num_warps=4,
+                     num_stages=1, LOOP_STAGES=3)  # fmt: skip
+MEASURED_TILES: dict[tuple[int, int, int], dict] = {
+    (1, 6144, 4096): _LOOP_ONE_ROW,
+    (1, 24576, 4096): _LOOP_ONE_ROW,
+}
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)
 
@@ -441,8 +449,9 @@ def _split_sum_kernel(
 
 
 def tile_config(m: int, n: int, k: int) -> dict:
-    """W12 tiles by shape, from the H200 sweeps of bench/w12_speed.py where there is one.
-    M = 1: 2 rows (4 where N <= 4096) x 16 blocks (4096 columns) per step, which puts the
+    """W12 tiles by shape, from the H200 sweeps of bench/w12_speed.py where there is one:
+    MEASURED_TILES first (q|k|v and gate_up at one row: 8 rows x 2 blocks a step, the loads
+    pipelined 3 steps deep), then these rules. M = 1: 2 rows (4 where N <= 4096) x 16 blocks (4096 columns) per step, which puts the
     threads along K and the rows in registers: no layout conversion in the loop, ~4.9
     instructions per weight; for N >= 16384 (gate_up, the LM head) the tensor-core tile, 64
     rows on 4 warps, reads faster (run 77, with ESC_IN_LOOP and HALVES: q|k|v 2.51, o 2.28,
