@@ -25,14 +25,26 @@ from report import finish
 
 from specpilot.kernels import launch
 from specpilot.kernels.linear import skinny_linear, tile_config
+from specpilot.models.synth import TARGET_PRESETS
 
-SHAPES = {  # name: (N, K) of Qwen3-8B (hidden 4096, intermediate 12288, 32/8 heads of 128)
-    "qkv": (6144, 4096),
-    "o": (4096, 4096),
-    "gate_up": (24576, 4096),
-    "down": (4096, 12288),
-    "lm_head": (151936, 4096),
-}
+
+def layer_shapes(preset: str) -> dict[str, tuple[int, int]]:
+    """The (N, K) of each multiply of a decoder layer (fused q|k|v and gate|up) and of the LM
+    head, for a models/synth.py target preset."""
+    c = TARGET_PRESETS[preset]
+    hidden, heads, kv, dim = (c[key] for key in ("hidden_size", "num_attention_heads",
+                                                 "num_key_value_heads", "head_dim"))  # fmt: skip
+    return {
+        "qkv": ((heads + 2 * kv) * dim, hidden),
+        "o": (hidden, heads * dim),
+        "gate_up": (2 * c["intermediate_size"], hidden),
+        "down": (hidden, c["intermediate_size"]),
+        "lm_head": (c["vocab_size"], hidden),
+    }
+
+
+SHAPES = layer_shapes("qwen3-8b")  # q|k|v 6144 x 4096 ... LM head 151936 x 4096
+MODELS = ("qwen3-8b", "llama3.1-8b")  # --model
 
 
 L2_CLEAR_BYTES = 256 * 2**20  # what the copies of one weight add up to: 5x the H200's L2
@@ -142,16 +154,23 @@ def candidates(
 
 
 def fastest(
-    launch, configs: list[dict], best: dict | None = None, best_t: float = float("inf")
+    launch,
+    configs: list[dict],
+    best: dict | None = None,
+    best_t: float = float("inf"),
+    timings: list | None = None,
 ) -> tuple[dict | None, float]:
     """The configuration whose `launch(config)` takes least time (and that time), starting from
-    `best` / `best_t`; configurations that do not compile or fit are reported and skipped."""
+    `best` / `best_t`; configurations that do not compile or fit are reported and skipped.
+    timings: each timed configuration appended as {"tile", "us"} (the sweep's whole table)."""
     for cfg in configs:
         try:
             t = graph_time(lambda c=cfg: launch(c))
         except Exception as exc:  # noqa: BLE001 - a configuration that does not compile or fit
             print(f"skip {cfg}: {type(exc).__name__}")
             continue
+        if timings is not None:
+            timings.append({"tile": cfg, "us": t * 1e6})
         if t < best_t:
             best, best_t = cfg, t
     return best, best_t
@@ -198,7 +217,8 @@ def sweep_shape(m: int, name: str, n: int, k: int, cold: bool = True, grid: str 
     t_cublas = graph_time(lambda: F.linear(x, ws()))
     t_default = graph_time(lambda: skinny_linear(x, ws()))
     configs = candidates(m, *GRIDS[grid])
-    best, best_t = fastest(lambda c: skinny_linear(x, ws(), config=c), configs)
+    timings: list = []
+    best, best_t = fastest(lambda c: skinny_linear(x, ws(), config=c), configs, timings=timings)
     return dict(
         m=m,
         shape=name,
@@ -209,6 +229,7 @@ def sweep_shape(m: int, name: str, n: int, k: int, cold: bool = True, grid: str 
         default=tile_config(m, n, k),
         best_tb_s=nbytes / best_t / 1e12,
         best=best,
+        tiles=sorted(timings, key=lambda r: r["us"]),  # every tile timed, fastest first
     )
 
 
@@ -216,6 +237,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="1,16")
     parser.add_argument("--grid", default="full", choices=list(GRIDS))
+    parser.add_argument("--model", default="qwen3-8b", choices=MODELS)
     add_l2_argument(parser)
     add_launch_arguments(parser)  # our kernel's
     parser.add_argument("--out")
@@ -228,7 +250,7 @@ def main() -> None:
     results = []
     for m in [int(r) for r in args.rows.split(",")]:
         precompile(_compile_skinny, m, candidates(m, *GRIDS[args.grid]))
-        for name, (n, k) in SHAPES.items():
+        for name, (n, k) in layer_shapes(args.model).items():
             with launch.forward_rows(m):  # as in a target forward of m tokens (--pdl decode)
                 row = sweep_shape(m, name, n, k, args.l2 == "cold", args.grid)
             results.append(row)
@@ -242,6 +264,7 @@ def main() -> None:
         "gpu": torch.cuda.get_device_name(),
         "launch": launch.settings(),
         "l2": args.l2,
+        "model": args.model,
         "results": results,
     }
     finish(report, args.out)

@@ -71,8 +71,12 @@ W12_ELEMENTWISE_GRID = ((1, 2, 4, 8), (8, 16, 32), (4, 8), (1,))
 # programs an SM) added; each tile with and without inline PTX
 W12_DOT_GRID = ((16, 32, 64), (1, 2, 4, 8, 16), (1, 2, 4), (1, 2, 3, 4))
 # --grid loop (one row): element-wise tiles whose loop pipelines the planes' loads through shared
-# memory (kernels/w12_linear's LOOP_STAGES): (BLOCK_N, UNROLL, num_warps, LOOP_STAGES)
-W12_LOOP_GRID = ((2, 4, 8), (2, 4, 8), (4,), (2, 3, 4))
+# memory (kernels/w12_linear's LOOP_STAGES): (BLOCK_N, UNROLL, num_warps, LOOP_STAGES); run 83
+# found q|k|v's and gate_up's. loop_wide: around it, for o and down (none won there in run 83)
+W12_LOOP_GRIDS = {
+    "loop": ((2, 4, 8), (2, 4, 8), (4,), (2, 3, 4)),
+    "loop_wide": ((1, 2, 4, 16), (1, 2, 4), (2, 4, 8), (3, 4, 6)),
+}
 # --grid regs / acc / esc (or several, comma-separated): the run-68 winners' family (32 rows,
 # 2 warps), each tile as it is and with each variant: "regs", ptxas register caps (maxnreg; the
 # 165 registers a thread of that tile takes leave 12 warps an SM, 128 / 96 / 80 allow 16 / 20 /
@@ -93,14 +97,15 @@ W12_VARIANTS = {
 def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
     """W12 tile configurations for M rows (the split K must leave every split some columns);
     grid "regs" / "acc": W12_FAMILY_GRID's tiles, each also with every W12_VARIANTS[grid];
-    "loop" (one row): W12_LOOP_GRID's element-wise tiles."""
-    if grid == "loop":
+    "loop" / "loop_wide" (one row): W12_LOOP_GRIDS' element-wise tiles."""
+    if grid in W12_LOOP_GRIDS:
         if m != 1:
-            raise ValueError("--grid loop is for one row")
+            raise ValueError(f"--grid {grid} is for one row")
         return [
             dict(BLOCK_M=1, BLOCK_N=bn, UNROLL=unroll, SPLIT_K=1, USE_DOT=False,
                  num_warps=warps, num_stages=1, LOOP_STAGES=stages)
-            for bn, unroll, warps, stages in itertools.product(*W12_LOOP_GRID)
+            for bn, unroll, warps, stages in itertools.product(*W12_LOOP_GRIDS[grid])
+            if bn * unroll * 32 <= 64 * 32 * warps  # accumulator: <= 64 fp32 a thread
         ]  # fmt: skip
     out = []
     if m <= 4 and grid == "full":
@@ -175,9 +180,12 @@ def bench_shape(
         t_pro = graph_time(lambda: w12_linear(x, ps(), norm_weight=nw))
         t_pro_skinny = graph_time(lambda: skinny_linear(x, ws(), norm_weight=nw))
     best, best_t = default, t_w12
+    timings: list = []
     if sweep:
         configs = candidates(m, k, grid)
-        best, best_t = fastest(lambda c: w12_linear(x, ps(), config=c), configs, best, best_t)
+        best, best_t = fastest(
+            lambda c: w12_linear(x, ps(), config=c), configs, best, best_t, timings
+        )
         check(w12_linear(x, packed, config=best), ref, f"{name} M={m} {best}")
     return dict(
         m=m,
@@ -210,6 +218,7 @@ def bench_shape(
         speedup_vs_skinny=t_skinny / best_t,
         default=default,
         best=best,
+        tiles=sorted(timings, key=lambda r: r["us"]),  # every swept tile, fastest first
     )
 
 
@@ -349,7 +358,7 @@ def main() -> None:
     parser.add_argument(
         "--grid",
         default="full",
-        help=f"the sweep's tiles: full, or a family's "
+        help=f"the sweep's tiles: full, loop, loop_wide (one row), or a family's "
         f"variants (comma-separated of {list(W12_VARIANTS)})",
     )
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
@@ -389,10 +398,11 @@ def main() -> None:
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
-    if args.grid not in ("full", "loop") and set(args.grid.split(",")) - set(W12_VARIANTS):
-        parser.error(f"--grid: full, loop or a comma-separated subset of {list(W12_VARIANTS)}")
-    if args.grid == "loop" and args.rows != "1":
-        parser.error("--grid loop sweeps one row: --rows 1")
+    whole = ("full", *W12_LOOP_GRIDS)
+    if args.grid not in whole and set(args.grid.split(",")) - set(W12_VARIANTS):
+        parser.error(f"--grid: one of {whole} or a comma-separated subset of {list(W12_VARIANTS)}")
+    if args.grid in W12_LOOP_GRIDS and args.rows != "1":
+        parser.error(f"--grid {args.grid} sweeps one row: --rows 1")
     extra = tuple(a for a in args.w12_arms.split(",") if a)
     if set(extra) - set(W12_ARMS):
         parser.error(f"--w12-arms: unknown {sorted(set(extra) - set(W12_ARMS))}")

@@ -210,3 +210,36 @@ def test_swept_tiles_and_loop_grids(tmp_path) -> None:
         assert {t["LOOP_STAGES"] for t in tiles} == {2, 3, 4}
     with pytest.raises(ValueError, match="one row"):
         w12_speed.candidates(16, 4096, "loop")
+
+
+def test_fastest_records_every_tile(monkeypatch) -> None:
+    """kernel_sweep.fastest: the fastest tile from a starting best, every timed tile in
+    `timings`, and tiles that fail skipped (not timed, not chosen)."""
+    kernel_sweep = pytest.importorskip("kernel_sweep")
+    monkeypatch.setattr(kernel_sweep, "graph_time", lambda fn: fn())
+    times = {1: 3e-6, 2: 1e-6, 4: 2e-6}
+
+    def launch(cfg: dict) -> float:
+        if cfg["BLOCK_N"] == 8:
+            raise RuntimeError("out of shared memory")
+        return times[cfg["BLOCK_N"]]
+
+    configs = [{"BLOCK_N": bn} for bn in (1, 8, 2, 4)]
+    timings: list = []
+    best, best_t = kernel_sweep.fastest(launch, configs, {"BLOCK_N": 0}, 1.5e-6, timings)
+    assert best == {"BLOCK_N": 2} and best_t == 1e-6
+    assert [r["tile"]["BLOCK_N"] for r in timings] == [1, 2, 4]
+    assert [round(r["us"], 6) for r in timings] == [3.0, 1.0, 2.0]
+    assert kernel_sweep.fastest(launch, configs[:2], {"BLOCK_N": 0}, 1e-7) == ({"BLOCK_N": 0}, 1e-7)
+
+
+def test_layer_shapes() -> None:
+    """kernel_sweep.layer_shapes: the fused multiplies' (N, K) of each target preset."""
+    kernel_sweep = pytest.importorskip("kernel_sweep")
+    assert kernel_sweep.SHAPES == kernel_sweep.layer_shapes("qwen3-8b")
+    assert kernel_sweep.SHAPES["qkv"] == (6144, 4096) and kernel_sweep.SHAPES["down"] == (
+        4096,
+        12288,
+    )
+    llama = kernel_sweep.layer_shapes("llama3.1-8b")
+    assert llama["gate_up"] == (28672, 4096) and llama["lm_head"] == (128256, 4096)
