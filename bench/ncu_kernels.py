@@ -45,6 +45,8 @@ METRICS = {
     "l2_bytes": "lts__t_bytes.sum",
     **{f"stall_{s}": STALL_METRIC.format(s) for s in STALLS},
 }
+TIME_UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
+BYTE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}  # ncu's units -> us, bytes
 
 
 def run(shapes: list[str], rows: list[int]) -> None:
@@ -101,17 +103,10 @@ def table(path: str) -> dict:
         for key, metric in METRICS.items():
             value = _number(row.get(metric, ""))
             unit = units.get(metric, "")
-            if value is not None and key == "us":  # ncu reports ns, us or ms
-                value *= {
-                    "ns": 1e-3,
-                    "nsecond": 1e-3,
-                    "us": 1.0,
-                    "usecond": 1.0,
-                    "ms": 1e3,
-                    "msecond": 1e3,
-                }.get(unit, 1.0)
+            if value is not None and key == "us":
+                value *= TIME_UNITS.get(unit, 1.0)
             if value is not None and key.endswith("bytes"):
-                value *= {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}.get(unit, 1)
+                value *= BYTE_UNITS.get(unit, 1)
             entry[key] = value
         if entry["us"] and entry["dram_bytes"]:
             entry["dram_tb_s"] = entry["dram_bytes"] / entry["us"] / 1e6

@@ -59,7 +59,7 @@ from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model
 from specpilot.kernels import linear as bf16_kernels
 from specpilot.kernels import w12_linear as w12_kernels
-from specpilot.kernels.linear import skinny_linear
+from specpilot.kernels.linear import skinny_linear, tile_rows
 from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
 from specpilot.models.synth import TARGET_PRESETS, draft_hf_config
 
@@ -230,11 +230,11 @@ def swept_tiles(paths: list[str]) -> tuple[dict, dict]:
         with open(path) as f:
             report = json.load(f)
         for r in report["results"]:
-            rows = 1 if r["m"] == 1 else (16 if r["m"] <= 16 else r["m"])
+            key = (tile_rows(r["m"]), r["n"], r["k"])
             if report["bench"] == "w12_speed" and r["tb_s"]["w12_best"] > r["tb_s"]["w12"]:
-                w12_tiles[(rows, r["n"], r["k"])] = r["best"]
+                w12_tiles[key] = r["best"]
             elif report["bench"] == "kernel_sweep" and r["best_tb_s"] > r["default_tb_s"]:
-                bf16_tiles[(rows, r["n"], r["k"])] = r["best"]
+                bf16_tiles[key] = r["best"]
     return w12_tiles, bf16_tiles
 
 

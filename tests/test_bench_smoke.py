@@ -243,3 +243,19 @@ def test_layer_shapes() -> None:
     )
     llama = kernel_sweep.layer_shapes("llama3.1-8b")
     assert llama["gate_up"] == (28672, 4096) and llama["lm_head"] == (128256, 4096)
+
+
+def test_ncu_table_reads_run_82(capsys) -> None:
+    """bench/ncu_kernels.py's table of the CSV that Nsight Compute wrote in run 82 (committed):
+    every profiled kernel, times in us (ncu reported ns), DRAM bytes, registers, stalls."""
+    ncu_kernels = pytest.importorskip("ncu_kernels")
+    path = Path(__file__).resolve().parents[1] / "bench/results/2026-11-30-ncu-run82/ncu.csv"
+    out = ncu_kernels.table(str(path))
+    kernels = out["kernels"]
+    assert len(kernels) == 19 and kernels[0]["kernel"] == "_w12_kernel"
+    first = kernels[0]  # the one-row W12 q|k|v multiply
+    assert first["us"] == pytest.approx(16.512) and first["dram_bytes"] == 38_014_464
+    assert first["regs"] == 66 and first["grid"] == "(3072, 1, 1)"
+    assert first["dram_tb_s"] == pytest.approx(38_014_464 / 16.512e-6 / 1e12)
+    assert first["stall_long_scoreboard"] > 1  # the largest stall: waiting on memory
+    assert capsys.readouterr().out.splitlines()[-1].startswith('{"bench": "ncu_kernels"')

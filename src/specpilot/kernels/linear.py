@@ -163,9 +163,14 @@ def tile_config(m: int, n: int, k: int) -> dict:
     """Tile sizes by shape: rules from bench/kernel_sweep.py on the H200 (LOG run 8), then
     MEASURED_TILES for the shapes where a sweep with HBM-resident weights found better."""
     cfg = _rule_tiles(m, n, k)
-    rows = 1 if m == 1 else (16 if m <= 16 else m)
-    cfg.update(MEASURED_TILES.get((rows, n, k), {}))
+    cfg.update(MEASURED_TILES.get((tile_rows(m), n, k), {}))
     return cfg
+
+
+def tile_rows(m: int) -> int:
+    """The row count under which MEASURED_TILES keeps a multiply of m rows: 1, 16 for 2-16
+    (the sweeps' 16-row tiles serve them all), else m."""
+    return 1 if m == 1 else (16 if m <= 16 else m)
 
 
 def loop_stages(cfg: dict) -> int:

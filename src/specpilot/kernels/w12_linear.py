@@ -72,6 +72,7 @@ from specpilot.kernels.linear import (
     check_prologue_epilogue,
     loop_stages,
     skinny_linear_reference,
+    tile_rows,
 )
 
 MAX_ROWS = 64
@@ -460,7 +461,7 @@ def tile_config(m: int, n: int, k: int) -> dict:
     M = 2-16: 32 rows per tile on mma.sync, 2 warps (below). M > 16:
     64 rows per tile on wgmma, ~5.4 instructions per weight whatever M; the K split gives >= 256
     programs (unmeasured since run 51 at these row counts)."""
-    measured = MEASURED_TILES.get((1 if m == 1 else (16 if m <= 16 else m), n, k))
+    measured = MEASURED_TILES.get((tile_rows(m), n, k))
     if measured is not None:
         return dict(measured)
     if m == 1 and ONE_ROW_SWEPT_TILES and n >= 16384:
