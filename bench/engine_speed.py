@@ -666,7 +666,7 @@ def transformers_ar(target: TargetModel, hf: dict, new_tokens: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--contexts", default="1024,8192,32768")
+    parser.add_argument("--contexts", default="1024,8192,32768", help="comma-separated; '': none")
     parser.add_argument("--new-tokens", type=int, default=128)
     parser.add_argument("--graphs", type=int, default=1)
     parser.add_argument(
@@ -675,8 +675,10 @@ def main() -> None:
         help="target shapes (models/synth.py presets), e.g. "
         "qwen3-8b,smollm2-135m (the embedded target's shape, with a 3-layer drafter)",
     )
-    parser.add_argument("--llama", action="store_true")
-    parser.add_argument("--llama-contexts", default="1024")
+    parser.add_argument(
+        "--llama", action="store_true", help="also the Llama-3.1-8B shape, at --llama-contexts"
+    )
+    parser.add_argument("--llama-contexts", default="1024", help="with --llama ('': none)")
     parser.add_argument("--hf-baseline", type=int, default=1)
     parser.add_argument("--profile", type=int, default=1, help="per-kernel GPU time per forward")
     parser.add_argument("--kernels", default="auto", help="auto, triton or torch (EngineConfig)")

@@ -58,6 +58,7 @@ from specpilot.engine.generator import Generator
 from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model
 from specpilot.kernels import linear as bf16_kernels
+from specpilot.kernels import tiles
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear, tile_rows
 from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
@@ -395,6 +396,11 @@ def main() -> None:
         help="end to end, two more arms with the winning tiles of these sweep reports "
         "(comma-separated JSON of w12_speed and kernel_sweep): w12_swept and bf16_swept",
     )
+    parser.add_argument(
+        "--tiles-out",
+        default="",
+        help="write --tiles-from's winners as a tiles file (EngineConfig.tiles, --tiles)",
+    )
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -412,6 +418,12 @@ def main() -> None:
         W12_ARMS["swept"] = {"MEASURED_TILES": w12_tiles}
         extra = (*extra, "swept")
         print(f"swept tiles: W12 {w12_tiles}, bf16 {bf16_tiles}")
+        if args.tiles_out:  # for EngineConfig.tiles / --tiles
+            tiles.write(args.tiles_out, {"w12": w12_tiles, "bf16": bf16_tiles})
+    elif args.tiles_out:
+        parser.error("--tiles-out writes the winners of --tiles-from")
+    if not args.rows and not args.e2e:  # nothing to time (e.g. only --tiles-out): no GPU needed
+        return
     w12_kernels.SPLIT_SUM_IN_KERNEL = args.split_sum == "kernel"
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)

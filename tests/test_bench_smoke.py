@@ -179,7 +179,7 @@ def test_embedded_acceptance_variants() -> None:
         embedded.variant_config("b16f", cuda_graphs=False)
 
 
-def test_swept_tiles_and_loop_grids(tmp_path) -> None:
+def test_swept_tiles_and_loop_grids(tmp_path, monkeypatch) -> None:
     """w12_speed.swept_tiles keeps the sweep winners that beat the defaults (W12 from w12_speed,
     bf16 from kernel_sweep reports) as MEASURED_TILES keys; the loop grids are one-row
     element-wise tiles with LOOP_STAGES."""
@@ -188,20 +188,29 @@ def test_swept_tiles_and_loop_grids(tmp_path) -> None:
     w12_speed = pytest.importorskip("w12_speed")
     kernel_sweep = pytest.importorskip("kernel_sweep")
     tile = {"BLOCK_M": 1, "BLOCK_N": 2, "UNROLL": 4, "LOOP_STAGES": 3}
+    bf16_tile = {"BLOCK_M": 1, "BLOCK_N": 8, "BLOCK_K": 512, "LOOP_STAGES": 3}
     w12_report = {"bench": "w12_speed", "results": [
         {"m": 1, "n": 6144, "k": 4096, "tb_s": {"w12": 2.5, "w12_best": 3.1}, "best": tile},
         {"m": 1, "n": 4096, "k": 4096, "tb_s": {"w12": 2.3, "w12_best": 2.3}, "best": {}},
     ]}  # fmt: skip
     bf16_report = {"bench": "kernel_sweep", "results": [
-        {"m": 1, "n": 4096, "k": 12288, "default_tb_s": 3.9, "best_tb_s": 4.1, "best": tile},
-        {"m": 16, "n": 4096, "k": 4096, "default_tb_s": 3.0, "best_tb_s": 2.9, "best": tile},
+        {"m": 1, "n": 4096, "k": 12288, "default_tb_s": 3.9, "best_tb_s": 4.1, "best": bf16_tile},
+        {"m": 16, "n": 4096, "k": 4096, "default_tb_s": 3.0, "best_tb_s": 2.9, "best": bf16_tile},
     ]}  # fmt: skip
     paths = []
     for name, report in (("w12", w12_report), ("bf16", bf16_report)):
         paths.append(tmp_path / f"{name}.json")
         paths[-1].write_text(json.dumps(report))
     w12_tiles, bf16_tiles = w12_speed.swept_tiles([str(p) for p in paths])
-    assert w12_tiles == {(1, 6144, 4096): tile} and bf16_tiles == {(1, 4096, 12288): tile}
+    assert w12_tiles == {(1, 6144, 4096): tile} and bf16_tiles == {(1, 4096, 12288): bf16_tile}
+    # --tiles-out: the same winners as a tiles file (EngineConfig.tiles), no GPU needed
+    from specpilot.kernels import tiles as tiles_file
+
+    out = tmp_path / "tiles.json"
+    argv = ["w12_speed", "--rows", "", "--e2e", "0", "--tiles-out", str(out)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--tiles-from", ",".join(str(p) for p in paths)])
+    w12_speed.main()
+    assert tiles_file.read(out) == {"w12": w12_tiles, "bf16": bf16_tiles}
     for tiles in (
         w12_speed.candidates(1, 4096, "loop"),
         kernel_sweep.candidates(1, *kernel_sweep.GRIDS["loop"]),

@@ -215,8 +215,18 @@ def test_prompt_longer_than_context_long_prompt(capsys, qwen_dir):
         (["--dtype", "float64"], ["dtype", "'float64'"]),
         (["--prompt-ids", "1,two,3"], ["--prompt-ids", "'1,two,3'", "integers"]),
         (["--prompt-ids", "1,2,999"], ["999", "vocabulary"]),
+        (["--tiles", "/nonexistent/tiles.json"], ["tiles file", "/nonexistent/tiles.json"]),
     ],
-    ids=["max-new-0", "max-new-neg", "tpu", "cuda", "float64", "ids-not-int", "ids-vocab"],
+    ids=[
+        "max-new-0",
+        "max-new-neg",
+        "tpu",
+        "cuda",
+        "float64",
+        "ids-not-int",
+        "ids-vocab",
+        "tiles-missing",
+    ],  # fmt: skip
 )
 def test_bad_generate_argument(capsys, qwen_dir, extra, needles):
     if extra == ["--device", "cuda"]:

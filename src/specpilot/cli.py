@@ -87,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve_command.add_draft_vocab_argument(gen)
     serve_command.add_pdl_argument(gen)
+    serve_command.add_tiles_argument(gen)
     gen.add_argument(
         "--min-acceptance",
         type=float,
@@ -188,6 +189,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             weights=args.weights,
             draft_vocab=args.draft_vocab,
             pdl=args.pdl,
+            tiles=args.tiles,
             min_acceptance=args.min_acceptance,
             pipeline=defaults["pipeline"] if args.pipeline == "auto" else args.pipeline == "on",
         ),

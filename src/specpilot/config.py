@@ -351,6 +351,9 @@ class EngineConfig:
         "tile", its first weight tile before waiting for the kernel before it, then each next
         tile one step ahead; "l2", each program's rows into L2 in one bulk prefetch (Hopper;
         with pdl, during the previous kernel's tail). Same arithmetic. Off until measured.
+    tiles: a tiles file (kernels/tiles.py; bench/w12_speed.py --tiles-out writes one from a
+        deployment's own sweeps) whose multiply tiles go over the compiled-in H200 ones, for
+        the whole process, when the engine runs its Triton kernels. Same tokens. "": none.
     """
 
     block_size: int = 0
@@ -367,6 +370,7 @@ class EngineConfig:
     weight_prefetch: str = "off"
     draft_vocab: str = ""
     min_acceptance: float = 0.0
+    tiles: str = ""
 
     def __post_init__(self) -> None:
         self.batch_block_table()  # parse once, so a bad value fails at construction

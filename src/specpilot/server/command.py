@@ -48,6 +48,16 @@ def add_draft_vocab_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_tiles_argument(parser: argparse.ArgumentParser) -> None:
+    """--tiles, shared by `serve` and `generate` (EngineConfig.tiles)."""
+    parser.add_argument(
+        "--tiles",
+        default="",
+        help="tiles file of this GPU's own sweep winners (bench/w12_speed.py --tiles-out), "
+        "used over the built-in H200 tiles (same tokens)",
+    )
+
+
 def add_pdl_argument(parser: argparse.ArgumentParser) -> None:
     """--pdl, shared by `serve` and `generate` (EngineConfig.pdl)."""
     from specpilot.config import PDL_MODES
@@ -106,6 +116,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_cuda_graphs_argument(p)
     add_draft_vocab_argument(p)
+    add_tiles_argument(p)
     add_pdl_argument(p)
     p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
     p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
@@ -193,6 +204,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             prefill=args.prefill,
             draft_vocab=args.draft_vocab,
             pdl=args.pdl,
+            tiles=args.tiles,
         ),
         seed=args.seed,
     )

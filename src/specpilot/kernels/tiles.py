@@ -1,0 +1,80 @@
+"""A deployment's own measured tiles, from a file (EngineConfig.tiles).
+
+The multiplies' tile tables (`MEASURED_TILES` of kernels/linear.py and kernels/w12_linear.py)
+hold the tiles that beat the rules on our H200. Another GPU, or the same one after a new sweep,
+has its own winners: bench/w12_speed.py --tiles-out writes them (from the sweeps of
+bench/kernel_sweep.py and bench/w12_speed.py), and a file given as EngineConfig.tiles puts them
+over the compiled-in table for the whole process (like kernels/launch.py's switches). The tiles
+change only the order of the sums inside a multiply, as between any two tiles.
+
+The file: {"tiles": [{"kernel": "bf16" | "w12", "rows": R, "n": N, "k": K, "tile": {...}}]}
+(rows: 1, 16 for any 2-16 rows, or the exact count above 16; see linear.tile_rows).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specpilot.errors import ConfigError
+from specpilot.kernels import linear, w12_linear
+
+# the keys a tile of each kernel may set (its launcher's tile parameters)
+TILE_KEYS = {
+    "bf16": {"BLOCK_M", "BLOCK_N", "BLOCK_K", "USE_DOT", "SPLIT_K", "LOOP_STAGES",
+             "num_warps", "num_stages", "maxnreg"},
+    "w12": {"BLOCK_M", "BLOCK_N", "UNROLL", "USE_DOT", "SPLIT_K", "LOOP_STAGES", "ACC_SCALE",
+            "ESC_IN_LOOP", "HALVES", "ASM", "num_warps", "num_stages", "maxnreg"},
+}  # fmt: skip
+TABLES = {"bf16": linear, "w12": w12_linear}  # whose MEASURED_TILES each kind goes into
+
+
+def read(path: str | Path) -> dict[str, dict[tuple[int, int, int], dict]]:
+    """The file's tiles by kernel kind and (rows, N, K); a clear ConfigError for anything else."""
+    try:
+        entries = json.loads(Path(path).read_text())["tiles"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"tiles file {path}: not a {{'tiles': [...]}} JSON file ({exc})") from exc
+    out: dict[str, dict] = {kind: {} for kind in TILE_KEYS}
+    for i, e in enumerate(entries if isinstance(entries, list) else [None]):
+        where = f"tiles file {path}, entry {i}"
+        if not isinstance(e, dict) or e.get("kernel") not in TILE_KEYS:
+            raise ConfigError(f"{where}: wants kernel bf16 or w12, rows, n, k and tile")
+        shape = tuple(e.get(key) for key in ("rows", "n", "k"))
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape):
+            raise ConfigError(f"{where}: rows, n and k must be positive integers, got {shape}")
+        if shape[0] != linear.tile_rows(shape[0]):
+            raise ConfigError(f"{where}: rows {shape[0]} is not a table row count (1, 16, > 16)")
+        tile = e.get("tile")
+        if not isinstance(tile, dict) or not tile:
+            raise ConfigError(f"{where}: tile must be a non-empty object")
+        unknown = set(tile) - TILE_KEYS[e["kernel"]]
+        if unknown:
+            raise ConfigError(f"{where}: unknown {e['kernel']} tile keys {sorted(unknown)}")
+        out[e["kernel"]][shape] = dict(tile)
+    return out
+
+
+def install(path: str | Path) -> dict[str, dict]:
+    """Put the file's tiles over the compiled-in MEASURED_TILES (process-wide); returns the
+    tables as they were, for `restore`."""
+    tiles = read(path)
+    before = {kind: dict(module.MEASURED_TILES) for kind, module in TABLES.items()}
+    for kind, module in TABLES.items():
+        module.MEASURED_TILES = before[kind] | tiles[kind]
+    return before
+
+
+def restore(before: dict[str, dict]) -> None:
+    for kind, module in TABLES.items():
+        module.MEASURED_TILES = dict(before[kind])
+
+
+def write(path: str | Path, tiles: dict[str, dict[tuple[int, int, int], dict]]) -> None:
+    """{kind: {(rows, N, K): tile}} -> a tiles file that `read` takes back."""
+    entries = [
+        dict(kernel=kind, rows=rows, n=n, k=k, tile=tile)
+        for kind, table in tiles.items()
+        for (rows, n, k), tile in sorted(table.items())
+    ]
+    Path(path).write_text(json.dumps({"tiles": entries}, indent=1) + "\n")

@@ -1,0 +1,104 @@
+"""Tiles files (kernels/tiles.py, EngineConfig.tiles): a deployment's own measured tiles over the
+compiled-in ones, checked on read, written by bench/w12_speed.py --tiles-out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from tests.test_kernels import (  # sets TRITON_INTERPRET=1 without CUDA  # isort: skip
+    BF16,
+    DEVICE,
+    _sequences,
+    _tiny_pair,
+)
+from specpilot.config import EngineConfig
+from specpilot.errors import ConfigError
+from specpilot.kernels import linear, tiles, w12_linear
+
+LOOP_BF16 = dict(BLOCK_M=1, BLOCK_N=4, BLOCK_K=32, USE_DOT=False, num_warps=4, LOOP_STAGES=2)
+LOOP_W12 = dict(BLOCK_M=1, BLOCK_N=4, UNROLL=1, SPLIT_K=1, USE_DOT=False, LOOP_STAGES=2)
+
+
+@pytest.fixture
+def tables():
+    """Both kernels' MEASURED_TILES as they were, put back after the test (process-wide)."""
+    before = {kind: dict(module.MEASURED_TILES) for kind, module in tiles.TABLES.items()}
+    yield
+    tiles.restore(before)
+
+
+def test_write_read_install_restore(tmp_path, tables) -> None:
+    path = tmp_path / "tiles.json"
+    table = {"bf16": {(1, 96, 64): LOOP_BF16}, "w12": {(16, 96, 512): dict(LOOP_W12, BLOCK_M=16)}}
+    tiles.write(path, table)
+    assert tiles.read(path) == table
+    compiled = linear.tile_config(1, 6144, 4096)
+    before = tiles.install(path)
+    cfg = linear.tile_config(1, 96, 64)
+    assert {key: cfg[key] for key in LOOP_BF16} == LOOP_BF16
+    assert w12_linear.tile_config(5, 96, 512) == dict(LOOP_W12, BLOCK_M=16)  # 2-16 rows: 16
+    assert linear.tile_config(1, 6144, 4096) == compiled  # the compiled-in tiles stay
+    tiles.restore(before)
+    assert "LOOP_STAGES" not in linear.tile_config(1, 96, 64)
+    assert (16, 96, 512) not in w12_linear.MEASURED_TILES
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json", "not a"),
+        ('{"tile": []}', "not a"),
+        ('{"tiles": {}}', "wants kernel"),
+        ('{"tiles": [{"kernel": "fp8", "rows": 1, "n": 8, "k": 8, "tile": {"BLOCK_N": 4}}]}',
+         "wants kernel"),
+        ('{"tiles": [{"kernel": "bf16", "rows": 5, "n": 8, "k": 8, "tile": {"BLOCK_N": 4}}]}',
+         "not a table row count"),
+        ('{"tiles": [{"kernel": "bf16", "rows": 1, "n": 0, "k": 8, "tile": {"BLOCK_N": 4}}]}',
+         "positive integers"),
+        ('{"tiles": [{"kernel": "bf16", "rows": 1, "n": 8, "k": true, "tile": {"BLOCK_N": 4}}]}',
+         "positive integers"),
+        ('{"tiles": [{"kernel": "bf16", "rows": 1, "n": 8, "k": 8, "tile": {}}]}', "non-empty"),
+        ('{"tiles": [{"kernel": "bf16", "rows": 1, "n": 8, "k": 8, "tile": {"UNROLL": 2}}]}',
+         "unknown bf16 tile keys"),
+    ],
+)  # fmt: skip
+def test_bad_tiles_files(tmp_path, content: str, message: str) -> None:
+    path = tmp_path / "tiles.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        tiles.read(path)
+    with pytest.raises(ConfigError, match="tiles file"):
+        tiles.read(tmp_path / "missing.json")
+
+
+def test_engine_takes_a_tiles_file(tmp_path, tables) -> None:
+    """EngineConfig.tiles through the kernels (the interpreter on CPU): the engine installs the
+    file's one-row tiles (here pipelined-loop tiles for every one-row multiply of the tiny
+    target, fused ones included) and its AR and speculative outputs pass token forcing; a bad
+    file fails at the engine's start."""
+    from specpilot.engine.generator import Generator
+    from specpilot.spec.forcing import token_forcing
+
+    target, drafter, reference = _tiny_pair(tmp_path)
+    shapes = {tuple(m.weight.shape) for m in target.modules() if isinstance(m, torch.nn.Linear)}
+    layer = target.model.layers[0]
+    fused = [layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj]
+    shapes.add((sum(m.weight.shape[0] for m in fused), fused[0].weight.shape[1]))
+    up = layer.mlp.up_proj.weight
+    shapes.add((2 * up.shape[0], up.shape[1]))
+    path = tmp_path / "tiles.json"
+    tiles.write(path, {"bf16": {(1, n, k): LOOP_BF16 for n, k in shapes}, "w12": {}})
+    gen = Generator(target, drafter, EngineConfig(kernels="triton", tiles=str(path)), DEVICE, BF16)
+    assert all(linear.tile_config(1, n, k)["LOOP_STAGES"] == 2 for n, k in shapes)
+    for speculative in (False, True):
+        seqs = _sequences(target.config.vocab_size, 6)
+        gen.run(seqs, speculative=speculative)
+        for s in seqs:
+            report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
+            assert report.passed, report.failures
+    path.write_text(json.dumps({"tiles": [{"kernel": "bf16"}]}))
+    with pytest.raises(ConfigError, match="positive integers"):
+        Generator(target, drafter, EngineConfig(kernels="triton", tiles=str(path)), DEVICE, BF16)
