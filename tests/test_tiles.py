@@ -36,7 +36,7 @@ def test_write_read_install_restore(tmp_path, tables) -> None:
     tiles.write(path, table)
     assert tiles.read(path) == table
     compiled = linear.tile_config(1, 6144, 4096)
-    before = tiles.install(path)
+    before = tiles.install(tiles.read(path))
     cfg = linear.tile_config(1, 96, 64)
     assert {key: cfg[key] for key in LOOP_BF16} == LOOP_BF16
     assert w12_linear.tile_config(5, 96, 512) == dict(LOOP_W12, BLOCK_M=16)  # 2-16 rows: 16

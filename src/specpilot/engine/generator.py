@@ -119,16 +119,17 @@ class Generator:
         self.fused_target, self.fused_drafter = self._fused_models()
         # EngineConfig.pdl for this target ("auto" resolved by its size); no Triton, no PDL
         self.pdl = "off"
+        measured = None
         if config.tiles:  # a bad file fails here, whichever kernels run
             from specpilot.kernels import tiles  # NOTE: Triton, only when asked for
 
-            tiles.read(config.tiles)
+            measured = tiles.read(config.tiles)
         if self.fused_target is not None:  # process-wide: see kernels/launch.py
             weight_bytes = sum(t.nbytes for t in (*target.parameters(), *target.buffers()))
             self.pdl = launch.resolve_pdl(config.pdl, weight_bytes)
             launch.configure(self.pdl, config.weight_prefetch)
-            if config.tiles:  # EngineConfig.tiles: this deployment's own measured tiles
-                tiles.install(config.tiles)
+            if measured is not None:  # EngineConfig.tiles: this deployment's own tiles
+                tiles.install(measured)
         self._pack_cpu_linears()
         # EngineConfig.draft_vocab: the ids the drafter may propose (None: all)
         self.draft_ids = self._load_draft_vocab()

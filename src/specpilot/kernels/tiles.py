@@ -55,10 +55,9 @@ def read(path: str | Path) -> dict[str, dict[tuple[int, int, int], dict]]:
     return out
 
 
-def install(path: str | Path) -> dict[str, dict]:
-    """Put the file's tiles over the compiled-in MEASURED_TILES (process-wide); returns the
-    tables as they were, for `restore`."""
-    tiles = read(path)
+def install(tiles: dict[str, dict[tuple[int, int, int], dict]]) -> dict[str, dict]:
+    """Put a file's tiles (`read`) over the compiled-in MEASURED_TILES (process-wide); returns
+    the tables as they were, for `restore`."""
     before = {kind: dict(module.MEASURED_TILES) for kind, module in TABLES.items()}
     for kind, module in TABLES.items():
         module.MEASURED_TILES = before[kind] | tiles[kind]
