@@ -709,6 +709,9 @@ def main() -> None:
         "(kernels/attention.FUSED_MERGE_MAX_ROWS; 0: always the merge kernel; -1: default)",
     )
     parser.add_argument(
+        "--tiles", default="", help="EngineConfig.tiles: a tiles file over the built-in tiles"
+    )
+    parser.add_argument(
         "--draft-vocab",
         type=int,
         default=0,
@@ -756,7 +759,7 @@ def main() -> None:
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }
     taus = tuple(sorted({float(t) for t in args.taus.split(",") if t} | {6.55}))
-    presets = args.models.split(",") + (["llama3.1-8b"] if args.llama else [])
+    presets = [p for p in args.models.split(",") if p] + (["llama3.1-8b"] if args.llama else [])
     contexts = {"llama3.1-8b": args.llama_contexts}
     contexts.update({p: args.contexts for p in presets if p != "llama3.1-8b"})
     for preset in presets:
@@ -778,6 +781,7 @@ def main() -> None:
                 draft_vocab=synthetic_draft_vocab(args.draft_vocab, hf["vocab_size"])
                 if args.draft_vocab
                 else "",
+                tiles=args.tiles,
             ),
             torch.device("cuda"),
             torch.bfloat16,
