@@ -111,22 +111,13 @@ QUICK_DOT_GRID = ((16, 32, 64), (128, 256), (2, 4), (2, 3, 4), (1, 2, 4))
 # (kernels/linear.py's LOOP_STAGES): (BLOCK_N, BLOCK_K, num_warps, LOOP_STAGES)
 LOOP_GRID = ((4, 8, 16), (256, 512, 1024), (4,), (2, 3, 4))
 
-GRIDS = {"full": (), "quick": (QUICK_ELEMENTWISE_GRID, QUICK_DOT_GRID), "loop": (LOOP_GRID,)}
+GRIDS = {"full": (), "quick": (QUICK_ELEMENTWISE_GRID, QUICK_DOT_GRID)}  # candidates' grids
 
 
 def candidates(
     m: int, elementwise_grid: tuple = ELEMENTWISE_GRID, dot_grid: tuple = DOT_GRID
 ) -> list[dict]:
     """Tile configurations for M rows: element-wise products up to 4 rows, tl.dot above."""
-    if elementwise_grid is LOOP_GRID:
-        if m != 1:
-            raise ValueError("--grid loop is for one row")
-        return [
-            dict(BLOCK_M=1, BLOCK_N=bn, BLOCK_K=bk, USE_DOT=False, num_warps=warps,
-                 num_stages=3, LOOP_STAGES=stages)
-            for bn, bk, warps, stages in itertools.product(*LOOP_GRID)
-            if bn * bk <= 64 * 32 * warps
-        ]  # fmt: skip
     use_dot = m > 4
     if use_dot:
         block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
@@ -151,6 +142,20 @@ def candidates(
             cfg["SPLIT_K"] = split[0]
         out.append(cfg)
     return out
+
+
+def grid_candidates(m: int, grid: str) -> list[dict]:
+    """--grid's tiles for M rows: GRIDS' through `candidates`, or "loop" (one row: LOOP_GRID)."""
+    if grid != "loop":
+        return candidates(m, *GRIDS[grid])
+    if m != 1:
+        raise ValueError("--grid loop is for one row")
+    return [
+        dict(BLOCK_M=1, BLOCK_N=bn, BLOCK_K=bk, USE_DOT=False, num_warps=warps, num_stages=3,
+             LOOP_STAGES=stages)
+        for bn, bk, warps, stages in itertools.product(*LOOP_GRID)
+        if bn * bk <= 64 * 32 * warps  # the accumulator: at most 64 fp32 per thread
+    ]  # fmt: skip
 
 
 def fastest(
@@ -216,7 +221,7 @@ def sweep_shape(m: int, name: str, n: int, k: int, cold: bool = True, grid: str 
     ws = cycled(w, cold)
     t_cublas = graph_time(lambda: F.linear(x, ws()))
     t_default = graph_time(lambda: skinny_linear(x, ws()))
-    configs = candidates(m, *GRIDS[grid])
+    configs = grid_candidates(m, grid)
     timings: list = []
     best, best_t = fastest(lambda c: skinny_linear(x, ws(), config=c), configs, timings=timings)
     return dict(
@@ -236,7 +241,7 @@ def sweep_shape(m: int, name: str, n: int, k: int, cold: bool = True, grid: str 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="1,16")
-    parser.add_argument("--grid", default="full", choices=list(GRIDS))
+    parser.add_argument("--grid", default="full", choices=[*GRIDS, "loop"])
     parser.add_argument("--model", default="qwen3-8b", choices=MODELS)
     add_l2_argument(parser)
     add_launch_arguments(parser)  # our kernel's
@@ -249,7 +254,7 @@ def main() -> None:
     torch.manual_seed(0)
     results = []
     for m in [int(r) for r in args.rows.split(",")]:
-        precompile(_compile_skinny, m, candidates(m, *GRIDS[args.grid]))
+        precompile(_compile_skinny, m, grid_candidates(m, args.grid))
         for name, (n, k) in layer_shapes(args.model).items():
             with launch.forward_rows(m):  # as in a target forward of m tokens (--pdl decode)
                 row = sweep_shape(m, name, n, k, args.l2 == "cold", args.grid)

@@ -246,7 +246,7 @@ W12_ARMS = {
     "esc_in_loop": {"ESC_IN_LOOP_TILES": True},
     "halves": {"HALVES_TILES": True},
     "all": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True, "HALVES_TILES": True},
-    "old_one_row": {"ONE_ROW_SWEPT_TILES": False},
+    "old_one_row": {"ONE_ROW_SWEPT_TILES": False, "MEASURED_TILES": {}},  # the run-19 tiles
     "none": {
         "ACC_SCALE_TILES": False,
         "ESC_IN_LOOP_TILES": False,
@@ -412,14 +412,14 @@ def main() -> None:
     extra = tuple(a for a in args.w12_arms.split(",") if a)
     if set(extra) - set(W12_ARMS):
         parser.error(f"--w12-arms: unknown {sorted(set(extra) - set(W12_ARMS))}")
-    bf16_tiles = {}
+    swept = {"w12": {}, "bf16": {}}
     if args.tiles_from:  # the sweeps' winners: arms w12_swept and bf16_swept
-        w12_tiles, bf16_tiles = swept_tiles(args.tiles_from.split(","))
-        W12_ARMS["swept"] = {"MEASURED_TILES": w12_tiles}
+        swept["w12"], swept["bf16"] = swept_tiles(args.tiles_from.split(","))
+        W12_ARMS["swept"] = {"MEASURED_TILES": swept["w12"]}
         extra = (*extra, "swept")
-        print(f"swept tiles: W12 {w12_tiles}, bf16 {bf16_tiles}")
+        print(f"swept tiles: W12 {swept['w12']}, bf16 {swept['bf16']}")
         if args.tiles_out:  # for EngineConfig.tiles / --tiles
-            tiles.write(args.tiles_out, {"w12": w12_tiles, "bf16": bf16_tiles})
+            tiles.write(args.tiles_out, swept)
     elif args.tiles_out:
         parser.error("--tiles-out writes the winners of --tiles-from")
     if not args.rows and not args.e2e:  # nothing to time (e.g. only --tiles-out): no GPU needed
@@ -461,15 +461,12 @@ def main() -> None:
         engine = EngineConfig(cuda_graphs=True, pdl=args.pdl, weight_prefetch=args.weight_prefetch)
         report["end_to_end"] = end_to_end(
             args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile),
-            bf16_tiles,
+            swept["bf16"],
         )  # fmt: skip
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch}
         report["end_to_end"]["engine"] = launches
-        if args.tiles_from:
-            report["end_to_end"]["swept_tiles"] = {
-                kind: [dict(rows=key[0], n=key[1], k=key[2], tile=tile) for key, tile in t.items()]
-                for kind, t in (("w12", W12_ARMS["swept"]["MEASURED_TILES"]), ("bf16", bf16_tiles))
-            }
+        if args.tiles_from:  # as a tiles file's content
+            report["end_to_end"]["swept_tiles"] = tiles.to_json(swept)
     finish(report, args.out)
 
 

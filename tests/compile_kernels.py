@@ -34,8 +34,8 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "HALVES": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
-    if "LOOP_STAGES" in fn.arg_names:  # linear.loop_stages at this compile's num_stages (3)
-        consts.setdefault("LOOP_STAGES", 3 if consts.get("USE_DOT") else 1)
+    if "LOOP_STAGES" in fn.arg_names:  # as the launchers set it, at this compile's num_stages
+        consts["LOOP_STAGES"] = linear.loop_stages({"num_stages": 3} | consts)
     signature = {
         name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
     }

@@ -213,7 +213,7 @@ def test_swept_tiles_and_loop_grids(tmp_path, monkeypatch) -> None:
     assert tiles_file.read(out) == {"w12": w12_tiles, "bf16": bf16_tiles}
     for tiles in (
         w12_speed.candidates(1, 4096, "loop"),
-        kernel_sweep.candidates(1, *kernel_sweep.GRIDS["loop"]),
+        kernel_sweep.grid_candidates(1, "loop"),
     ):
         assert tiles and all(t["BLOCK_M"] == 1 and not t["USE_DOT"] for t in tiles)
         assert {t["LOOP_STAGES"] for t in tiles} == {2, 3, 4}

@@ -69,11 +69,17 @@ def restore(before: dict[str, dict]) -> None:
         module.MEASURED_TILES = dict(before[kind])
 
 
+def to_json(tiles: dict[str, dict[tuple[int, int, int], dict]]) -> dict:
+    """{kind: {(rows, N, K): tile}} -> a tiles file's content."""
+    return {
+        "tiles": [
+            dict(kernel=kind, rows=rows, n=n, k=k, tile=tile)
+            for kind, table in tiles.items()
+            for (rows, n, k), tile in sorted(table.items())
+        ]
+    }
+
+
 def write(path: str | Path, tiles: dict[str, dict[tuple[int, int, int], dict]]) -> None:
     """{kind: {(rows, N, K): tile}} -> a tiles file that `read` takes back."""
-    entries = [
-        dict(kernel=kind, rows=rows, n=n, k=k, tile=tile)
-        for kind, table in tiles.items()
-        for (rows, n, k), tile in sorted(table.items())
-    ]
-    Path(path).write_text(json.dumps({"tiles": entries}, indent=1) + "\n")
+    Path(path).write_text(json.dumps(to_json(tiles), indent=1) + "\n")

@@ -105,8 +105,9 @@ HALVES_TILES = True
 # one-row tiles by persistent programs loading the next step's planes during this one (STREAM:
 # no one-row shape faster, W12 AR 0.959x bf16 vs 1.084x without).
 # One-row tiles from the 1-row sweep with the switches above on (docs/LOG.md run 77): the
-# tensor-core tile for N >= 16384 (gate_up, lm_head), 4 rows a program for N <= 4096 (o, down).
-# False: the run-19 tiles (2 rows a program below N = 65,536).
+# tensor-core tile for N >= 16384 (the LM head; gate_up until run 83's MEASURED_TILES), 4 rows
+# a program for N <= 4096 (o, down). False: the run-19 tiles (2 rows a program below N =
+# 65,536).
 ONE_ROW_SWEPT_TILES = True
 # Tiles measured per (rows, N, K) on the H200 that replace tile_config's rules (as kernels/
 # linear.py's MEASURED_TILES; bench/w12_speed.py --tiles-from swaps them for an arm). One row,
@@ -411,8 +412,7 @@ def _w12_kernel(
                 col = kb + 4 * SLICE * h
                 bm = rows_ok if EVEN_K else rows_ok & (col < K)
                 b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
-                b = b.to(tl.int32)
-                b = (2 * b + 127 - ACC_SHIFT) << 23
+                b = (2 * b.to(tl.int32) + 127 - ACC_SHIFT) << 23
                 acc_t += part * b.to(tl.float32, bitcast=True)[:, None]
     if USE_DOT:
         acc = tl.trans(acc_t)
