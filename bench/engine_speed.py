@@ -709,6 +709,13 @@ def main() -> None:
         "(kernels/attention.FUSED_MERGE_MAX_ROWS; 0: always the merge kernel; -1: default)",
     )
     parser.add_argument(
+        "--attention-min-keys",
+        type=int,
+        default=0,
+        help="attention: the fewest keys a slice takes (kernels/attention.MIN_SPLIT_KEYS, a "
+        "multiple of 64); 0: default",
+    )
+    parser.add_argument(
         "--tiles", default="", help="EngineConfig.tiles: a tiles file over the built-in tiles"
     )
     parser.add_argument(
@@ -737,6 +744,12 @@ def main() -> None:
         from specpilot.kernels import attention
 
         attention.FUSED_MERGE_MAX_ROWS = args.merge_rows
+    if args.attention_min_keys:
+        from specpilot.kernels import attention
+
+        if args.attention_min_keys % attention.BLOCK_KV:
+            parser.error(f"--attention-min-keys must be a multiple of {attention.BLOCK_KV}")
+        attention.MIN_SPLIT_KEYS = args.attention_min_keys
     if args.prologue_rows >= 0:
         from specpilot.models import fused
 
@@ -755,6 +768,7 @@ def main() -> None:
         "weight_prefetch": args.weight_prefetch,
         "draft_vocab": f"synthetic: first {args.draft_vocab} ids" if args.draft_vocab else "all",
         "attention_merge_rows": args.merge_rows if args.merge_rows >= 0 else "default",
+        "attention_min_keys": args.attention_min_keys or "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

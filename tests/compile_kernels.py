@@ -149,8 +149,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             fused = consts | dict(MERGE_ROWS=4, FENCE=True)
             out.append(("attention split+merge T=1", attention._split_kernel, fused_types, fused))
         merge = {k: consts[k] for k in ("HEADS", "GROUP", "HEAD_DIM", "NUM_SPLITS", "BLOCK_Q")}
-        merge["SPLITS_P2"] = 64
-        types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": bf16}
+        merge |= dict(SPLITS_P2=64, BLOCK_KV=attention.BLOCK_KV)
+        types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": bf16, "pos_ptr": "*i64"}
         out.append((f"attention merge T={t}", attention._merge_kernel, types, merge))
     norm_types = {"x_ptr": bf16, "w_ptr": bf16, "y_ptr": bf16, "eps": "fp32"}
     out.append(("rmsnorm", elementwise._rmsnorm_kernel, norm_types, dict(BLOCK=4096)))

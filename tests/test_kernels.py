@@ -9,6 +9,7 @@ is given torch's rounding; with it the element-wise kernel (rope) matches bit fo
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 
 import pytest
@@ -67,7 +68,7 @@ def close(actual: torch.Tensor, expected: torch.Tensor, ulps: float = 2.0) -> No
     a, e = actual.float(), expected.float()
     scale = e.abs().max().item()
     tol = ulps * 2**-8 * e.abs().clamp(min=scale / 10)
-    bad = (a - e).abs() > tol
+    bad = ~((a - e).abs() <= tol)  # NaN counts as off
     assert not bad.any(), f"{int(bad.sum())} of {e.numel()} off; max diff {(a - e).abs().max()}"
 
 
@@ -81,7 +82,7 @@ def attention_close(out: torch.Tensor, q, k, v, positions, causal: bool = True) 
     exact = decode_attention_reference(*f32, positions, causal=causal)
     spread = decode_attention_reference(f32[0], f32[1], f32[2].abs(), positions, causal=causal)
     err = (out.float() - exact).abs()
-    bad = err > 2**-8 * (exact.abs() + spread)
+    bad = ~(err <= 2**-8 * (exact.abs() + spread))  # NaN counts as off
     assert not bad.any(), f"{int(bad.sum())} of {err.numel()} off; max error {err.max()}"
 
 
@@ -393,6 +394,29 @@ def test_decode_attention(causal: bool, heads: int, kv_heads: int, t: int, split
     positions = starts + torch.arange(t, device=DEVICE)
     out = decode_attention(q, k, v, positions, splits, causal=causal)
     attention_close(out, q, k, v, positions, causal)
+
+
+@pytest.mark.parametrize("merge_rows", [0, 8])
+@pytest.mark.parametrize(("min_keys", "t"), [(128, 1), (256, 4), (1024, 16)])
+def test_decode_attention_min_split_keys(monkeypatch, min_keys: int, t: int, merge_rows: int):
+    """Slices of at least MIN_SPLIT_KEYS keys: a short sequence fills only its first slices (one,
+    for 40 keys and 1,024 a slice), a long one more; within the rounding bound of exact
+    attention, through the merge kernel and (few rows) the last split program's merge. The
+    slices that hold no keys store nothing: their parts are NaN here and must not be read."""
+    from specpilot.kernels import attention
+
+    monkeypatch.setattr(attention, "MIN_SPLIT_KEYS", min_keys)
+    monkeypatch.setattr(attention, "FUSED_MERGE_MAX_ROWS", merge_rows)
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *size, **kw: empty(*size, **kw).fill_(math.nan))
+    gen = torch.Generator().manual_seed(min_keys + t)
+    batch, kv_heads, heads, d, length = 2, 2, 4, 32, 700
+    k = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    v = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    q = torch.randn(batch * t, heads, d, generator=gen).to(DEVICE, BF16)
+    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
+    out = decode_attention(q, k, v, positions, 6)
+    attention_close(out, q, k, v, positions)
 
 
 def _sequences(vocab: int, new_tokens: int) -> list[Sequence]:

@@ -40,15 +40,33 @@ BLOCK_KV = 64
 # the merge kernel. 0: on the H200 (GPU tests pass) 8 gave the same AR as 0 at the Qwen3-8B shape
 # (217.8 tok/s either way, docs/LOG.md run 57); bench/engine_speed.py --merge-rows N measures it.
 FUSED_MERGE_MAX_ROWS = 0
+# the fewest keys a slice takes (a multiple of BLOCK_KV). The launch has a fixed number of slices
+# (num_splits_for, from the cache's capacity, so graphs stay valid); each slice's length follows
+# the sequence's length on the device, but not below this, so a short context fills only its
+# first slices, the rest store nothing and the merge reads only the filled ones. BLOCK_KV: a
+# slice of one key block, as many slices filled as the keys allow (the behaviour before it).
+# bench/engine_speed.py --attention-min-keys N measures it.
+MIN_SPLIT_KEYS = BLOCK_KV
 
 
 @triton.jit
-def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, HEADS: tl.constexpr,
+def _span(pos_ptr, b, T, NUM_SPLITS: tl.constexpr, BLOCK_KV: tl.constexpr,
+          MIN_KEYS: tl.constexpr):  # fmt: skip
+    """Sequence b's keys (its last position + 1), the keys of each slice (a multiple of
+    BLOCK_KV, at least MIN_KEYS) and the number of slices that hold any."""
+    kv_end = tl.load(pos_ptr + b * T + T - 1) + 1
+    per_split = tl.cdiv(tl.cdiv(kv_end, NUM_SPLITS), BLOCK_KV) * BLOCK_KV
+    per_split = tl.maximum(per_split, MIN_KEYS)
+    return kv_end, per_split, tl.cdiv(kv_end, per_split)
+
+
+@triton.jit
+def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, filled, HEADS: tl.constexpr,
                 GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, NUM_SPLITS: tl.constexpr,
                 BLOCK_Q: tl.constexpr):  # fmt: skip
-    """out for query rows `rows` of (sequence, KV head) bh: the splits' partial softmaxes
-    combined, split by split in order, read through L2 (other programs of this launch wrote
-    them)."""
+    """out for query rows `rows` of (sequence, KV head) bh: the partial softmaxes of its first
+    `filled` splits combined, split by split in order, read through L2 (other programs of this
+    launch wrote them)."""
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
@@ -56,14 +74,14 @@ def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, HEADS: tl.con
     d = tl.arange(0, HEAD_DIM)
     mod: tl.constexpr = ".cg"
     m_max = tl.full(rows.shape, float("-inf"), dtype=tl.float32)
-    for s in range(NUM_SPLITS):
+    for s in range(filled):
         slot = (bh * NUM_SPLITS + s) * BLOCK_Q + rows
         m = tl.load(stats_ptr + slot * 2, mask=row_ok, other=float("-inf"), cache_modifier=mod)
         m_max = tl.maximum(m_max, m)
     m_max = tl.where(row_ok, m_max, 0.0)  # rows past the block: no NaN from -inf - -inf
     num = tl.zeros([rows.shape[0], HEAD_DIM], dtype=tl.float32)
     den = tl.zeros(rows.shape, dtype=tl.float32)
-    for s in range(NUM_SPLITS):
+    for s in range(filled):
         slot = (bh * NUM_SPLITS + s) * BLOCK_Q + rows
         m = tl.load(stats_ptr + slot * 2, mask=row_ok, other=float("-inf"), cache_modifier=mod)
         l_s = tl.load(stats_ptr + slot * 2 + 1, mask=row_ok, other=0.0, cache_modifier=mod)
@@ -103,6 +121,7 @@ def _split_kernel(
     BLOCK_KV: tl.constexpr,
     F32_DOT: tl.constexpr,
     CAUSAL: tl.constexpr,
+    MIN_KEYS: tl.constexpr = 64,
     PDL: tl.constexpr = False,
     out_ptr=None,
     count_ptr=None,
@@ -121,8 +140,7 @@ def _split_kernel(
     row_ok = t < T
     d = tl.arange(0, HEAD_DIM)
     q_pos = tl.load(pos_ptr + b * T + t, mask=row_ok, other=-1)
-    kv_end = tl.load(pos_ptr + b * T + T - 1) + 1
-    per_split = tl.cdiv(tl.cdiv(kv_end, NUM_SPLITS), BLOCK_KV) * BLOCK_KV
+    kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS)
     lo = split * per_split
     hi = tl.minimum(lo + per_split, kv_end)
     q_rows = (b * T + t) * HEADS + kvh * GROUP + g
@@ -154,14 +172,15 @@ def _split_kernel(
         acc = acc * alpha[:, None] + dot(p.to(v.dtype), v, F32_DOT)
         m_i = m_new
     slot = (bh * NUM_SPLITS + split) * BLOCK_Q + rows
-    tl.store(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], acc)
-    tl.store(stats_ptr + slot * 2, m_i)
-    tl.store(stats_ptr + slot * 2 + 1, l_i)
+    if split < filled:  # the merge reads only the filled slices
+        tl.store(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], acc)
+        tl.store(stats_ptr + slot * 2, m_i)
+        tl.store(stats_ptr + slot * 2 + 1, l_i)
     if MERGE_ROWS > 0:  # publish, then count; the last split merges (reading through L2)
         if count_done(count_ptr + bh, rows, NUM_SPLITS, FENCE):
             mrows = tl.arange(0, MERGE_ROWS)
-            _merge_rows(part_ptr, stats_ptr, out_ptr, bh, mrows, mrows < GROUP * T, T, HEADS,
-                        GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q)  # fmt: skip
+            _merge_rows(part_ptr, stats_ptr, out_ptr, bh, mrows, mrows < GROUP * T, T, filled,
+                        HEADS, GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q)  # fmt: skip
             count_reset(count_ptr + bh)
 
 
@@ -170,6 +189,7 @@ def _merge_kernel(
     part_ptr,
     stats_ptr,
     out_ptr,
+    pos_ptr,
     T,
     HEADS: tl.constexpr,
     GROUP: tl.constexpr,
@@ -177,6 +197,8 @@ def _merge_kernel(
     NUM_SPLITS: tl.constexpr,
     SPLITS_P2: tl.constexpr,
     BLOCK_Q: tl.constexpr,
+    BLOCK_KV: tl.constexpr,
+    MIN_KEYS: tl.constexpr = 64,
     PDL: tl.constexpr = False,
 ):
     pdl_enter(PDL)
@@ -188,8 +210,9 @@ def _merge_kernel(
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
+    _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS)
     sp = tl.arange(0, SPLITS_P2)
-    sp_ok = sp < NUM_SPLITS
+    sp_ok = sp < filled
     slot = (bh * NUM_SPLITS + sp) * BLOCK_Q + row
     m = tl.load(stats_ptr + slot * 2, mask=sp_ok, other=float("-inf"))
     l_s = tl.load(stats_ptr + slot * 2 + 1, mask=sp_ok, other=0.0)
@@ -267,6 +290,7 @@ def decode_attention(
         BLOCK_KV=BLOCK_KV,
         F32_DOT=INTERPRETED,
         CAUSAL=causal,
+        MIN_KEYS=MIN_SPLIT_KEYS,
         **launch.pdl(q),
         out_ptr=out,
         count_ptr=counters,
@@ -279,6 +303,7 @@ def decode_attention(
         part,
         stats,
         out,
+        pos,
         t,
         HEADS=heads,
         GROUP=group,
@@ -286,6 +311,8 @@ def decode_attention(
         NUM_SPLITS=num_splits,
         SPLITS_P2=triton.next_power_of_2(num_splits),
         BLOCK_Q=block_q,
+        BLOCK_KV=BLOCK_KV,
+        MIN_KEYS=MIN_SPLIT_KEYS,
         **launch.pdl(out),
     )
     return out

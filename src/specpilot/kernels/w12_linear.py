@@ -114,11 +114,16 @@ ONE_ROW_SWEPT_TILES = True
 # element-wise tiles whose loop pipelines the planes' loads (LOOP_STAGES; run 83, --grid loop):
 # q|k|v 2.48 -> 2.69 TB/s, gate_up 3.39 (the tensor-core tile) -> 3.61; W12 AR 1.092x ->
 # 1.131x bf16 in the same paired rounds (o and down: no loop tile beat theirs).
+# Run 88 (--grid loop_wide, around run 83's): gate_up 3.62 -> 3.87 TB/s and lm_head 4.15 -> 4.51
+# with 16 rows a program, down 3.21 -> 3.22 with 2 warps; W12 AR 1.094x -> 1.124x bf16 in the
+# same paired rounds (o: no loop tile won).
 _LOOP_ONE_ROW = dict(BLOCK_M=1, BLOCK_N=8, UNROLL=2, SPLIT_K=1, USE_DOT=False, num_warps=4,
                      num_stages=1, LOOP_STAGES=3)  # fmt: skip
 MEASURED_TILES: dict[tuple[int, int, int], dict] = {
     (1, 6144, 4096): _LOOP_ONE_ROW,
-    (1, 24576, 4096): _LOOP_ONE_ROW,
+    (1, 24576, 4096): _LOOP_ONE_ROW | dict(BLOCK_N=16),
+    (1, 151936, 4096): _LOOP_ONE_ROW | dict(BLOCK_N=16),
+    (1, 4096, 12288): _LOOP_ONE_ROW | dict(BLOCK_N=4, UNROLL=4, num_warps=2),
 }
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)
