@@ -7,6 +7,10 @@ Two modes:
 - `table CSV`: reads ncu's `--csv --page raw` output and prints, per kernel, its time, DRAM bytes
   and bandwidth, occupancy, issue activity and the largest warp stall reasons (cycles per issued
   instruction); the last line is one JSON object.
+- `source CSV`: reads ncu's SASS source view of one kernel (`ncu -i REPORT --page source --csv
+  --print-source sass`, from a report with the SourceCounters section) and prints where the
+  warps' stall samples fall: per opcode, and the instructions with the most samples with their
+  addresses (bench/h200/ncu_source.sh); the last line is one JSON object.
 
     ncu --profile-from-start off --clock-control none --csv --page raw \
         --metrics $(python3 bench/ncu_kernels.py metrics) \
@@ -131,6 +135,61 @@ def table(path: str) -> dict:
     return result
 
 
+def _opcode(sass: str) -> str:
+    """'@!P0 LDG.E.128 R4, desc[UR6][R2.64] ;' -> 'LDG' (the opcode without its modifiers)."""
+    words = sass.strip().split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else ""
+
+
+def source(path: str, top: int = 25) -> dict:
+    """ncu's SASS source view as CSV (a row an instruction) -> stall samples per opcode and the
+    instructions with the most. The sample column is the first whose name has 'Warp Stall
+    Sampling (All' (else 'Sampling'); the instruction text is the 'Source' column."""
+    text = open(path).read()
+    start = text.find('"Address"') if '"Address"' in text else text.find('"# Address"')
+    if start < 0:
+        start = text.find('"Source"')
+    if start < 0:
+        raise SystemExit(f"{path}: no source-view CSV in it")
+    rows = list(csv.DictReader(io.StringIO(text[start:])))
+    if not rows:
+        raise SystemExit(f"{path}: the source view has no instructions")
+    names = list(rows[0])
+    samples = next((n for n in names if "Warp Stall Sampling (All" in n), None)
+    samples = samples or next((n for n in names if "Sampling" in n), None)
+    address = next((n for n in names if "Address" in n), names[0])
+    if samples is None or "Source" not in names:
+        raise SystemExit(f"{path}: no 'Source' or stall-sampling column in {names}")
+    listing = []
+    for row in rows:
+        count = _number(row.get(samples) or "")
+        if count is None:  # a units line or a source-only line
+            continue
+        listing.append((row[address], row["Source"].strip(), count))
+    total = sum(c for _, _, c in listing) or 1.0
+    by_opcode: dict[str, float] = {}
+    for _, sass, count in listing:
+        by_opcode[_opcode(sass)] = by_opcode.get(_opcode(sass), 0.0) + count
+    opcodes = sorted(by_opcode.items(), key=lambda kv: -kv[1])
+    hottest = sorted(listing, key=lambda r: -r[2])[:top]
+    print(f"{len(listing)} instructions, {total:.0f} stall samples ({samples})")
+    print("by opcode: " + ", ".join(f"{op} {100 * c / total:.1f}%" for op, c in opcodes[:12]))
+    for addr, sass, count in hottest:
+        print(f"{addr:>8} {100 * count / total:5.1f}%  {sass[:90]}")
+    result = {
+        "bench": "ncu_source",
+        "instructions": len(listing),
+        "samples": total,
+        "column": samples,
+        "by_opcode": {op: c / total for op, c in opcodes},
+        "hottest": [{"address": a, "sass": s, "share": c / total} for a, s, c in hottest],
+    }
+    print(json.dumps(result))
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -139,12 +198,16 @@ def main() -> None:
     r.add_argument("--rows", default="1,16")
     t = sub.add_parser("table", help="ncu's raw CSV -> a table and a JSON line")
     t.add_argument("csv")
+    src = sub.add_parser("source", help="ncu's SASS source view (CSV) -> where the stalls fall")
+    src.add_argument("csv")
     sub.add_parser("metrics", help="the --metrics list for ncu")
     args = parser.parse_args()
     if args.mode == "metrics":
         print(",".join(METRICS.values()))
     elif args.mode == "run":
         run(args.shapes.split(","), [int(m) for m in args.rows.split(",")])
+    elif args.mode == "source":
+        source(args.csv)
     else:
         table(args.csv)
 

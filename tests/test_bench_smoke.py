@@ -268,3 +268,25 @@ def test_ncu_table_reads_run_82(capsys) -> None:
     assert first["dram_tb_s"] == pytest.approx(38_014_464 / 16.512e-6 / 1e12)
     assert first["stall_long_scoreboard"] > 1  # the largest stall: waiting on memory
     assert capsys.readouterr().out.splitlines()[-1].startswith('{"bench": "ncu_kernels"')
+
+
+def test_ncu_source_view_counts_stalls_by_opcode(tmp_path, capsys) -> None:
+    """bench/ncu_kernels.py's `source` mode on a small CSV in the layout we expect of ncu's SASS
+    view (assumed: no real one is committed yet; the device script keeps the raw CSV): a units
+    line is skipped, predicates and modifiers leave the opcode, shares sum to one."""
+    ncu_kernels = pytest.importorskip("ncu_kernels")
+    path = tmp_path / "sass.csv"
+    path.write_text(
+        '"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued'
+        ' Samples)"\n'
+        '"","","",""\n'
+        '"0x10","LDG.E.128 R4, desc[UR6][R2.64] ;","30","29"\n'
+        '"0x20","@!P0 LDG.E.128 R8, desc[UR6][R2.64+0x10] ;","10","9"\n'
+        '"0x30","HMMA.16816.F32.BF16 R12, R4, R8, R12 ;","50","40"\n'
+        '"0x40","PRMT R1, R2, 0x5140, R3 ;","10","2"\n'
+    )
+    out = ncu_kernels.source(str(path), top=2)
+    assert out["instructions"] == 4 and out["samples"] == 100
+    assert out["by_opcode"] == {"HMMA": 0.5, "LDG": 0.4, "PRMT": 0.1}
+    assert [h["address"] for h in out["hottest"]] == ["0x30", "0x10"]
+    assert capsys.readouterr().out.splitlines()[-1].startswith('{"bench": "ncu_source"')
