@@ -1,8 +1,9 @@
 """SASS probe (no GPU): what the W12 16-row multiply's decode would save if a word's two decoded
 weights were adjacent columns instead of 32 columns apart.
 
-Two micro-kernels with the W12 decode's core (prmt + mul.rn.bf16x2 of a low and a high word) feed
-tl.dot, compiled for sm_90 with Triton's own ptxas and read with its nvdisasm:
+One micro-kernel whose weights the W12 kernel's own pair decode (prmt + mul.rn.bf16x2 of a low and
+a high word) turns into tl.dot's operand, in two forms, compiled for sm_90 with Triton's own ptxas
+and read with its nvdisasm:
 - `apart`: the pair's halves belong to two slices 32 columns apart (today's layout), so each half
   goes to its own [BLOCK_N, 32] dot;
 - `adjacent`: the halves are columns 2i and 2i + 1, joined (tl.join + reshape) into one
@@ -27,66 +28,44 @@ import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from specpilot.kernels.w12_linear import _weight_pair
+
 BIN = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
-ONE_PAIR = tl.constexpr(0x3F803F80)  # two bf16 1.0 scales
+ONE = tl.constexpr(0x3F80)  # a group scale of 1.0 (bf16 bits)
 
 
 @triton.jit
-def _pair(low, high, scale):
-    pair = tl.inline_asm_elementwise(
-        "{ .reg .b32 t; prmt.b32 t, $1, $2, 0x5140; mul.rn.bf16x2 $0, t, $3; }",
-        "=r,r,r,r",
-        [low, high, scale],
-        tl.int32,
-        True,
-        1,
-    )
-    first = pair.to(tl.int16).to(tl.bfloat16, bitcast=True)
-    second = (pair >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)
-    return first, second
-
-
-@triton.jit
-def _apart(w_ptr, h_ptr, x_ptr, y_ptr, K, BLOCK_N: tl.constexpr, M: tl.constexpr,
-           STAGES: tl.constexpr):  # fmt: skip
+def _multiply(w_ptr, h_ptr, x_ptr, y_ptr, K, BLOCK_N: tl.constexpr, M: tl.constexpr,
+              STAGES: tl.constexpr, ADJACENT: tl.constexpr):  # fmt: skip
+    """y = W x for 64 columns a step, W's two weights a word decoded by the W12 kernel's own
+    `_weight_pair`; ADJACENT: word i holds columns 2i and 2i + 1, else i and 32 + i."""
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     i = tl.arange(0, 32)
     rm = tl.arange(0, M)
     acc = tl.zeros([BLOCK_N, M], dtype=tl.float32)
-    for k0 in tl.range(0, K, 64, num_stages=STAGES):  # word i: columns k0 + i, k0 + 32 + i
+    for k0 in tl.range(0, K, 64, num_stages=STAGES):
         low = tl.load(w_ptr + rn[:, None] * (K // 2) + k0 // 2 + i[None, :])
         high = tl.load(h_ptr + rn[:, None] * (K // 2) + k0 // 2 + i[None, :])
-        a, b = _pair(low, high, ONE_PAIR)
-        xa = tl.load(x_ptr + rm[None, :] * K + (k0 + i)[:, None])
-        xb = tl.load(x_ptr + rm[None, :] * K + (k0 + 32 + i)[:, None])
-        acc = tl.dot(a, xa, acc)
-        acc = tl.dot(b, xb, acc)
+        a, b = _weight_pair(low, high, ONE, ONE, 0, True, True)  # bf16 halves, scales 1.0
+        if ADJACENT:
+            w = tl.reshape(tl.join(a, b), [BLOCK_N, 64])
+            x = tl.load(x_ptr + rm[None, :] * K + (k0 + tl.arange(0, 64))[:, None])
+            acc = tl.dot(w, x, acc)
+        else:
+            xa = tl.load(x_ptr + rm[None, :] * K + (k0 + i)[:, None])
+            xb = tl.load(x_ptr + rm[None, :] * K + (k0 + 32 + i)[:, None])
+            acc = tl.dot(a, xa, acc)
+            acc = tl.dot(b, xb, acc)
     tl.store(y_ptr + rn[:, None] * M + rm[None, :], acc)
 
 
-@triton.jit
-def _adjacent(w_ptr, h_ptr, x_ptr, y_ptr, K, BLOCK_N: tl.constexpr, M: tl.constexpr,
-              STAGES: tl.constexpr):  # fmt: skip
-    rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    i = tl.arange(0, 32)
-    rm = tl.arange(0, M)
-    acc = tl.zeros([BLOCK_N, M], dtype=tl.float32)
-    for k0 in tl.range(0, K, 64, num_stages=STAGES):  # word i: columns k0 + 2i, k0 + 2i + 1
-        low = tl.load(w_ptr + rn[:, None] * (K // 2) + k0 // 2 + i[None, :])
-        high = tl.load(h_ptr + rn[:, None] * (K // 2) + k0 // 2 + i[None, :])
-        a, b = _pair(low, high, ONE_PAIR)
-        w = tl.reshape(tl.join(a, b), [BLOCK_N, 64])
-        x = tl.load(x_ptr + rm[None, :] * K + (k0 + tl.arange(0, 64))[:, None])
-        acc = tl.dot(w, x, acc)
-    tl.store(y_ptr + rn[:, None] * M + rm[None, :], acc)
-
-
-def sass_stats(fn, num_warps: int, block_n: int = 32, rows: int = 16, stages: int = 2) -> dict:
+def sass_stats(adjacent: bool, num_warps: int, block_n: int = 32, rows: int = 16,
+               stages: int = 2) -> dict:  # fmt: skip
     signature = {"w_ptr": "*i32", "h_ptr": "*i32", "x_ptr": "*bf16", "y_ptr": "*fp32", "K": "i32"}
-    signature |= {name: "constexpr" for name in ("BLOCK_N", "M", "STAGES")}
-    constexprs = {(5,): block_n, (6,): rows, (7,): stages}
+    signature |= {name: "constexpr" for name in ("BLOCK_N", "M", "STAGES", "ADJACENT")}
+    constexprs = {(5,): block_n, (6,): rows, (7,): stages, (8,): adjacent}
     aligned = {(j,): [["tt.divisibility", 16]] for j in range(5)}
-    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=aligned)
+    source = ASTSource(fn=_multiply, signature=signature, constexprs=constexprs, attrs=aligned)
     options = dict(num_warps=num_warps, num_stages=stages)
     kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
@@ -109,9 +88,9 @@ def sass_stats(fn, num_warps: int, block_n: int = 32, rows: int = 16, stages: in
 
 def main() -> None:
     out = {}
-    for name, fn in (("apart", _apart), ("adjacent", _adjacent)):
+    for name, adjacent in (("apart", False), ("adjacent", True)):
         for warps in (2, 4):
-            stats = sass_stats(fn, warps)
+            stats = sass_stats(adjacent, warps)
             out[f"{name} {warps} warps"] = stats
             print(f"{name:8} {warps} warps: {stats['instructions']} instructions, "
                   f"{stats['registers']} registers, {stats['shared_bytes']} B shared; "
