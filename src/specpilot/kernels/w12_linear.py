@@ -456,8 +456,9 @@ def _split_sum_kernel(
 
 def tile_config(m: int, n: int, k: int) -> dict:
     """W12 tiles by shape, from the H200 sweeps of bench/w12_speed.py where there is one:
-    MEASURED_TILES first (q|k|v and gate_up at one row: 8 rows x 2 blocks a step, the loads
-    pipelined 3 steps deep), then these rules. M = 1: 2 rows (4 where N <= 4096) x 16 blocks
+    MEASURED_TILES first (one row: q|k|v 8 rows x 2 blocks a step, gate_up and the LM head 16
+    rows, down 4 rows x 4 blocks on 2 warps, the loads pipelined 3 steps deep), then these
+    rules. M = 1: 2 rows (4 where N <= 4096) x 16 blocks
     (4096 columns) per step, which puts the threads along K and the rows in registers: no
     layout conversion in the loop, ~4.9 instructions per weight; for N >= 16384 (gate_up, the
     LM head) the tensor-core tile, 64 rows on 4 warps, reads faster (run 77, with ESC_IN_LOOP
