@@ -466,9 +466,9 @@ def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
     assert gen.fused_target is not None and gen.fused_drafter is not None
     vocab = target.config.vocab_size
     for speculative in (False, True) if weights == "bf16" else (True,):
-        seqs = _sequences(vocab, 8)
+        seqs = _sequences(vocab, 5)
         gen.run(seqs, speculative=speculative)
-        assert all(len(s.output_ids) == 8 for s in seqs)
+        assert all(len(s.output_ids) == 5 for s in seqs)
         for s in seqs:
             report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
             assert report.passed, report.failures
@@ -493,7 +493,7 @@ def test_fused_drafter_with_a_draft_vocabulary(tmp_path, weights: str) -> None:
     path = tmp_path / "vocab.safetensors"
     draft_vocab.save_ids(path, ids, vocab, "test")
     gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    ar = _sequences(vocab, 8)
+    ar = _sequences(vocab, 5)
     gen.run(ar, speculative=False)
     config = EngineConfig(kernels="triton", draft_vocab=str(path))
     gen = Generator(target, drafter, config, DEVICE, BF16)
@@ -509,7 +509,7 @@ def test_fused_drafter_with_a_draft_vocabulary(tmp_path, weights: str) -> None:
         return drafts
 
     gen._draft_fn = recording
-    seqs = _sequences(vocab, 8)
+    seqs = _sequences(vocab, 5)
     gen.run(seqs, speculative=True)
     assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
     assert seen and set(seen) <= set(ids.tolist())
@@ -539,11 +539,11 @@ def test_wide_steps_run_fused_and_pass_token_forcing(tmp_path) -> None:
     assert (wide.tokens == plain.tokens).float().mean() > 0.9  # bf16: near-ties may differ
     gen_seq = torch.Generator().manual_seed(7)
     seqs = [
-        Sequence(torch.randint(0, 263, (n,), generator=gen_seq).tolist(), 6, frozenset())
+        Sequence(torch.randint(0, 263, (n,), generator=gen_seq).tolist(), 4, frozenset())
         for n in (5, 9, 6, 12, 7)
     ]
     gen.run(seqs, speculative=True)
-    assert all(len(s.output_ids) == 6 for s in seqs)
+    assert all(len(s.output_ids) == 4 for s in seqs)
     for s in seqs:
         report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
         assert report.passed, report.failures
@@ -606,14 +606,14 @@ def test_fused_prefill_matches_the_pytorch_path(tmp_path, monkeypatch) -> None:
     )
     vocab = target.config.vocab_size
     for speculative in (False, True):
-        seqs = _sequences(vocab, 8)
+        seqs = _sequences(vocab, 5)
         gen.run(seqs, speculative=speculative)
         for s in seqs:
             report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
             assert report.passed, report.failures
     assert len(calls) == 2  # one batched prefill per run
     sched = Scheduler(gen, 4, 64)
-    seqs = _sequences(vocab, 8)
+    seqs = _sequences(vocab, 5)
     sched.add_many([(s, None, 0) for s in seqs])  # slots 0 and 1: a contiguous view
     while not all(s.finished for s in seqs):
         sched.step()
@@ -623,5 +623,5 @@ def test_fused_prefill_matches_the_pytorch_path(tmp_path, monkeypatch) -> None:
         assert report.passed, report.failures
     # the default, "auto": the fused prefill on CUDA only (under the interpreter it is slow)
     gen.config = dataclasses.replace(gen.config, prefill="auto")
-    gen.run(_sequences(vocab, 8), speculative=False)
+    gen.run(_sequences(vocab, 2), speculative=False)
     assert len(calls) == 3 + CUDA
