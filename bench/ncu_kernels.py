@@ -27,6 +27,7 @@ import csv
 import io
 import json
 import sys
+from collections import Counter
 
 STALLS = (
     "long_scoreboard", "short_scoreboard", "barrier", "wait", "math_pipe_throttle",
@@ -148,12 +149,10 @@ def source(path: str, top: int = 25) -> dict:
     instructions with the most. The sample column is the first whose name has 'Warp Stall
     Sampling (All' (else 'Sampling'); the instruction text is the 'Source' column."""
     text = open(path).read()
-    start = text.find('"Address"') if '"Address"' in text else text.find('"# Address"')
-    if start < 0:
-        start = text.find('"Source"')
-    if start < 0:
+    at = text.find('"Source"')  # in the header line, after ncu's "Kernel Name" line
+    if at < 0:
         raise SystemExit(f"{path}: no source-view CSV in it")
-    rows = list(csv.DictReader(io.StringIO(text[start:])))
+    rows = list(csv.DictReader(io.StringIO(text[text.rfind("\n", 0, at) + 1 :])))
     if not rows:
         raise SystemExit(f"{path}: the source view has no instructions")
     names = list(rows[0])
@@ -169,10 +168,10 @@ def source(path: str, top: int = 25) -> dict:
             continue
         listing.append((row[address], row["Source"].strip(), count))
     total = sum(c for _, _, c in listing) or 1.0
-    by_opcode: dict[str, float] = {}
+    by_opcode: Counter[str] = Counter()
     for _, sass, count in listing:
-        by_opcode[_opcode(sass)] = by_opcode.get(_opcode(sass), 0.0) + count
-    opcodes = sorted(by_opcode.items(), key=lambda kv: -kv[1])
+        by_opcode[_opcode(sass)] += count
+    opcodes = by_opcode.most_common()
     hottest = sorted(listing, key=lambda r: -r[2])[:top]
     print(f"{len(listing)} instructions, {total:.0f} stall samples ({samples})")
     print("by opcode: " + ", ".join(f"{op} {100 * c / total:.1f}%" for op, c in opcodes[:12]))
