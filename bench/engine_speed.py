@@ -27,6 +27,7 @@ import torch
 from report import finish, save  # bench/ is on sys.path when run as a script
 
 from specpilot.config import (
+    L2_AHEAD_MODES,
     PDL_MODES,
     WEIGHT_PREFETCH_MODES,
     DraftConfig,
@@ -63,8 +64,8 @@ def copy_bandwidth() -> float:
 
 
 def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
-    """--pdl and --weight-prefetch: the kernels' launch switches (EngineConfig.pdl /
-    weight_prefetch, kernels/launch.py)."""
+    """--pdl, --weight-prefetch and --l2-ahead: the kernels' launch switches (EngineConfig.pdl /
+    weight_prefetch / l2_ahead, kernels/launch.py)."""
     parser.add_argument(
         "--pdl",
         default=EngineConfig.pdl,
@@ -76,6 +77,12 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
         default="off",
         choices=list(WEIGHT_PREFETCH_MODES),
         help="EngineConfig.weight_prefetch",
+    )
+    parser.add_argument(
+        "--l2-ahead",
+        default=EngineConfig.l2_ahead,
+        choices=list(L2_AHEAD_MODES),
+        help="EngineConfig.l2_ahead: weights asked for in L2 ahead of their multiply",
     )
 
 
@@ -766,6 +773,7 @@ def main() -> None:
         "prologue_rows": args.prologue_rows if args.prologue_rows >= 0 else "default",
         "pdl": args.pdl,
         "weight_prefetch": args.weight_prefetch,
+        "l2_ahead": args.l2_ahead,
         "draft_vocab": f"synthetic: first {args.draft_vocab} ids" if args.draft_vocab else "all",
         "attention_merge_rows": args.merge_rows if args.merge_rows >= 0 else "default",
         "attention_min_keys": args.attention_min_keys or "default",
@@ -792,6 +800,7 @@ def main() -> None:
                 kernels=args.kernels,
                 pdl=args.pdl,
                 weight_prefetch=args.weight_prefetch,
+                l2_ahead=args.l2_ahead,
                 draft_vocab=synthetic_draft_vocab(args.draft_vocab, hf["vocab_size"])
                 if args.draft_vocab
                 else "",

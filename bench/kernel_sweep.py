@@ -250,7 +250,7 @@ def main() -> None:
     # NOTE: back-to-back calls of one multiply in a graph: with PDL each overlaps the tail of
     # the one before, as consecutive layers' multiplies would
     # "auto" as for the Qwen3-8B target whose layers these are
-    launch.configure(launch.resolve_pdl(args.pdl, 15 << 30), args.weight_prefetch)
+    launch.configure(launch.resolve_pdl(args.pdl, 15 << 30), args.weight_prefetch, args.l2_ahead)
     torch.manual_seed(0)
     results = []
     for m in [int(r) for r in args.rows.split(",")]:

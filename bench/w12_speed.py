@@ -458,12 +458,14 @@ def main() -> None:
     }
     save(report, args.out)  # the kernel table survives a failure end to end
     if args.e2e:
-        engine = EngineConfig(cuda_graphs=True, pdl=args.pdl, weight_prefetch=args.weight_prefetch)
+        engine = EngineConfig(cuda_graphs=True, pdl=args.pdl, weight_prefetch=args.weight_prefetch,
+                              l2_ahead=args.l2_ahead)  # fmt: skip
         report["end_to_end"] = end_to_end(
             args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile),
             swept["bf16"],
         )  # fmt: skip
-        launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch}
+        launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch,
+                    "l2_ahead": engine.l2_ahead}  # fmt: skip
         report["end_to_end"]["engine"] = launches
         if args.tiles_from:  # as a tiles file's content
             report["end_to_end"]["swept_tiles"] = tiles.to_json(swept)

@@ -32,6 +32,7 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "ACC_SCALE": 0,
         "ESC_IN_LOOP": 0,
         "HALVES": 0,
+        "AHEAD": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
     if "LOOP_STAGES" in fn.arg_names:  # as the launchers set it, at this compile's num_stages
@@ -54,6 +55,8 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         raise AssertionError("LOOP_STAGES > 1 but no cp.async in the PTX: the loads not pipelined")
     if consts.get("PREFETCH") == 2 and "cp.async.bulk.prefetch.L2" not in ptx:
         raise AssertionError("PREFETCH=2 but no bulk L2 prefetch in the PTX")
+    if ptx.count("cp.async.bulk.prefetch.L2") < consts.get("AHEAD", 0):
+        raise AssertionError("AHEAD regions but fewer bulk L2 prefetches in the PTX")
 
 
 def with_pdl(cases: list[tuple[str, object, dict, dict]]) -> list[tuple[str, object, dict, dict]]:
@@ -144,6 +147,9 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         consts = dict(HEADS=32, GROUP=4, HEAD_DIM=128, NUM_SPLITS=33, BLOCK_Q=block_q)
         consts |= dict(BLOCK_KV=attention.BLOCK_KV, F32_DOT=False, CAUSAL=causal)
         out.append((f"attention split T={t}", attention._split_kernel, split_types, consts))
+        ahead = consts | dict(AHEAD=2)  # the o weight's two W12 planes asked for in L2
+        types = split_types | {"ahead0_ptr": "*u8", "ahead1_ptr": "*u8"}
+        out.append((f"attention split T={t} AHEAD=2", attention._split_kernel, types, ahead))
         if t == 1:  # decode: the last split program merges (fence, counter, L2 reads)
             fused_types = split_types | {"out_ptr": bf16, "count_ptr": "*i32"}
             fused = consts | dict(MERGE_ROWS=4, FENCE=True)
@@ -156,6 +162,11 @@ def cases() -> list[tuple[str, object, dict, dict]]:
     out.append(("rmsnorm", elementwise._rmsnorm_kernel, norm_types, dict(BLOCK=4096)))
     glu_types = {"x_ptr": bf16, "y_ptr": bf16}
     out.append(("silu_mul", elementwise._silu_mul_kernel, glu_types, dict(BLOCK=1024)))
+    regions = {"ahead0_ptr": "*u8", "ahead1_ptr": "*u8"}  # extra programs ask L2 for a head
+    out.append(("rmsnorm AHEAD=2", elementwise._rmsnorm_kernel, norm_types | regions,
+                dict(BLOCK=4096, AHEAD=2)))  # fmt: skip
+    out.append(("silu_mul AHEAD=2", elementwise._silu_mul_kernel, glu_types | regions,
+                dict(BLOCK=1024, AHEAD=2)))  # fmt: skip
     return out
 
 

@@ -197,6 +197,45 @@ def test_launch_switches_are_off_where_they_cannot_run(launch_settings) -> None:
         launch_settings.configure(pdl=True, prefetch="off")
 
 
+def test_l2_ahead_asks_only_where_it_can(launch_settings) -> None:
+    """EngineConfig.l2_ahead: launch.l2_ahead gives the tensors' bytes only in its own mode, on
+    a Hopper GPU, for contiguous 16-byte multiples; a bad mode fails in the config and in
+    configure; decode_attention rejects what the bulk prefetch cannot take."""
+    from specpilot.kernels.attention import decode_attention
+
+    w = torch.zeros(64, 32, dtype=BF16, device=DEVICE)
+    launch_settings.configure(pdl="off", prefetch="off", ahead="off")
+    assert launch_settings.l2_ahead("o", w) == ()
+    launch_settings.configure(pdl="off", prefetch="off", ahead="o")
+    regions = launch_settings.l2_ahead("o", w, w[:, :8].contiguous())
+    assert launch_settings.l2_ahead("head", w) == ()  # "all" only
+    hopper = CUDA and torch.cuda.get_device_capability()[0] >= 9
+    if hopper:
+        assert [(r.dtype, r.numel()) for r in regions] == [(torch.uint8, 4096), (torch.uint8, 1024)]
+        assert launch_settings.l2_ahead("o", w[:, :7]) == ()  # not contiguous
+    else:
+        assert regions == ()  # no bulk prefetch here
+    launch_settings.configure(pdl="off", prefetch="off", ahead="all")
+    monkey = launch_settings.HEAD_BYTES
+    try:  # the head: the same first rows of each plane, HEAD_BYTES over all of them
+        launch_settings.HEAD_BYTES = 1536
+        heads = launch_settings.l2_ahead("head", w, w[:, :16].contiguous())
+        assert [r.numel() for r in heads] == ([1024, 512] if hopper else [])
+    finally:
+        launch_settings.HEAD_BYTES = monkey
+    with pytest.raises(ValueError, match="ahead must be one of"):
+        launch_settings.configure(pdl="off", prefetch="off", ahead="qkv")
+    with pytest.raises(ConfigError, match="l2_ahead must be one of"):
+        EngineConfig(l2_ahead="qkv")
+    q = torch.zeros(1, 4, 16, dtype=BF16, device=DEVICE)
+    cache = torch.zeros(1, 2, 8, 16, dtype=BF16, device=DEVICE)
+    pos = torch.zeros(1, 1, dtype=torch.long, device=DEVICE)
+    odd = torch.zeros(24, dtype=torch.uint8, device=DEVICE)  # not a multiple of 16 bytes
+    for bad in [(w,), (odd,), (w.view(torch.uint8)[0],) * 3]:
+        with pytest.raises(ValueError, match="ahead takes"):
+            decode_attention(q, cache, cache, pos, 1, ahead=bad)
+
+
 def test_pdl_decode_mode_is_on_only_inside_one_row_forwards(launch_settings) -> None:
     """pdl="decode" asks for PDL in a target forward of one token row (nested scopes: the
     innermost counts), never outside one; "all" everywhere; "off" nowhere."""
@@ -239,10 +278,11 @@ def test_pdl_auto_resolves_by_target_size(tmp_path, launch_settings) -> None:
 @pytest.mark.skipif(not CUDA, reason="programmatic dependent launch needs a GPU (Hopper)")
 @pytest.mark.parametrize("weights", ["bf16", "w12"])
 def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: str) -> None:
-    """EngineConfig(pdl="decode" / "all") with each weight prefetch on the GPU: the kernels
-    launched with programmatic dependent launch, in CUDA graphs and eagerly; the same tokens as
-    without, AR and speculative, and token forcing passes. W12 (untied: its lm_head too) with
-    and without PDL (the prefetch is the bf16 multiply's)."""
+    """EngineConfig(pdl="decode" / "all") with each weight prefetch on the GPU, and
+    l2_ahead="o" with and without PDL: the kernels launched with programmatic dependent launch,
+    in CUDA graphs and eagerly; the same tokens as without, AR and speculative, and token
+    forcing passes. W12 (untied: its lm_head too) with and without PDL (the prefetch is the
+    bf16 multiply's; l2_ahead asks for both W12 planes)."""
     from specpilot.spec.forcing import token_forcing
 
     if torch.cuda.get_device_capability()[0] < 9:
@@ -255,9 +295,11 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
         convert_model(target)
         convert_model(drafter)
         variants = variants[:3]
+    variants += [("off", "o"), ("decode", "o"), ("decode", "all")]  # l2_ahead
     outputs = {}
     for pdl, ahead in variants:
-        config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, weight_prefetch=ahead)
+        knobs = dict(l2_ahead=ahead) if ahead in ("o", "all") else dict(weight_prefetch=ahead)
+        config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, **knobs)
         gen = Generator(target, drafter, config, DEVICE, BF16)
         assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is (pdl == "all")
         for speculative in (False, True):

@@ -265,8 +265,9 @@ class DraftConfig:
             )
 
 
-# EngineConfig.weight_prefetch's and EngineConfig.pdl's values (kernels/launch.py)
+# EngineConfig.weight_prefetch's, l2_ahead's and pdl's values (kernels/launch.py)
 WEIGHT_PREFETCH_MODES = ("off", "tile", "l2")
+L2_AHEAD_MODES = ("off", "o", "all")
 PDL_MODES = ("auto", "off", "decode", "all")
 
 
@@ -351,6 +352,11 @@ class EngineConfig:
         "tile", its first weight tile before waiting for the kernel before it, then each next
         tile one step ahead; "l2", each program's rows into L2 in one bulk prefetch (Hopper;
         with pdl, during the previous kernel's tail). Same arithmetic. Off until measured.
+    l2_ahead: weights asked for in L2 by the kernels before the ones that read them, while
+        HBM would otherwise idle (kernels/launch.py): "off"; "o", each layer's attention
+        programs ask for its output projection (bf16 or W12 planes, 25-34 MB at the 8B
+        shapes) while they read the cache; "all", also the RMSNorm and SwiGLU kernels for the
+        first rows of the multiply after them. Hopper only (a bulk prefetch); same arithmetic.
     tiles: a tiles file (kernels/tiles.py; bench/w12_speed.py --tiles-out writes one from a
         deployment's own sweeps) whose multiply tiles go over the compiled-in H200 ones, for
         the whole process, when the engine runs its Triton kernels. Same tokens. "": none.
@@ -368,6 +374,7 @@ class EngineConfig:
     prefill: str = "auto"
     pdl: str = "auto"
     weight_prefetch: str = "off"
+    l2_ahead: str = "off"
     draft_vocab: str = ""
     min_acceptance: float = 0.0
     tiles: str = ""
@@ -392,6 +399,8 @@ class EngineConfig:
             raise ConfigError(
                 f"weight_prefetch must be off, tile or l2, got {self.weight_prefetch!r}"
             )
+        if self.l2_ahead not in L2_AHEAD_MODES:
+            raise ConfigError(f"l2_ahead must be one of {L2_AHEAD_MODES}, got {self.l2_ahead!r}")
         if self.prefill not in ("auto", "torch", "fused"):
             raise ConfigError(f"prefill must be auto, torch or fused, got {self.prefill!r}")
         if self.cpu_linear not in ("auto", "onednn", "torch"):

@@ -127,7 +127,7 @@ class Generator:
         if self.fused_target is not None:  # process-wide: see kernels/launch.py
             weight_bytes = sum(t.nbytes for t in (*target.parameters(), *target.buffers()))
             self.pdl = launch.resolve_pdl(config.pdl, weight_bytes)
-            launch.configure(self.pdl, config.weight_prefetch)
+            launch.configure(self.pdl, config.weight_prefetch, config.l2_ahead)
             if measured is not None:  # EngineConfig.tiles: this deployment's own tiles
                 tiles.install(measured)
         self._pack_cpu_linears()

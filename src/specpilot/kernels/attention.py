@@ -28,9 +28,11 @@ import triton.language as tl
 from specpilot.kernels import launch
 from specpilot.kernels.common import (
     INTERPRETED,
+    ahead_arguments,
     count_done,
     count_reset,
     dot,
+    l2_prefetch_share,
     pdl_enter,
     zeroed_counters,
 )
@@ -127,10 +129,21 @@ def _split_kernel(
     count_ptr=None,
     MERGE_ROWS: tl.constexpr = 0,
     FENCE: tl.constexpr = False,
+    AHEAD: tl.constexpr = 0,
+    ahead0_ptr=None,
+    ahead0_bytes=0,
+    ahead1_ptr=None,
+    ahead1_bytes=0,
 ):
-    pdl_enter(PDL)
     bh = tl.program_id(0)
     split = tl.program_id(1)
+    if AHEAD > 0:  # weights (never written): asked for before the wait, while the last kernel runs
+        pid = bh * NUM_SPLITS + split
+        programs = tl.num_programs(0) * NUM_SPLITS
+        l2_prefetch_share(ahead0_ptr, ahead0_bytes, pid, programs)
+        if AHEAD > 1:
+            l2_prefetch_share(ahead1_ptr, ahead1_bytes, pid, programs)
+    pdl_enter(PDL)
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
@@ -240,12 +253,15 @@ def decode_attention(
     positions: torch.Tensor,
     num_splits: int,
     causal: bool = True,
+    ahead: tuple[torch.Tensor, ...] = (),
 ) -> torch.Tensor:
     """q [B*T, heads, D] at positions [B, T] (consecutive per row), k/v_cache [B, kv_heads, L, D]
     (one layer, already holding these tokens' keys) -> [B*T, heads * D].
 
     causal: the token at position p sees keys 0..p; otherwise every token of a row sees keys
-    0..(its row's last position), as a DFlash block does (context plus the whole block)."""
+    0..(its row's last position), as a DFlash block does (context plus the whole block).
+    ahead: bytes (common.ahead_arguments) that the split programs ask L2 for, in equal shares,
+    while they run: the weights read next."""
     batch, t = positions.shape
     _, kv_heads, length, head_dim = k_cache.shape
     heads = q.shape[1]
@@ -257,6 +273,7 @@ def decode_attention(
         raise ValueError(f"cache {tuple(k_cache.shape)} does not fit q {tuple(q.shape)}")
     if k_cache.stride(3) != 1 or head_dim & (head_dim - 1) or head_dim < 16:
         raise ValueError("head_dim must be a power of two >= 16, contiguous in the cache")
+    regions = ahead_arguments(ahead)
     group = heads // kv_heads
     block_q = max(16, triton.next_power_of_2(group * t))
     pos = positions.contiguous()
@@ -296,6 +313,7 @@ def decode_attention(
         count_ptr=counters,
         MERGE_ROWS=merge_rows if fused_merge else 0,
         FENCE=fused_merge and not INTERPRETED,
+        **regions,
     )
     if fused_merge:
         return out

@@ -52,6 +52,29 @@ def l2_prefetch(ptr, nbytes):
     )
 
 
+def ahead_arguments(ahead: tuple[torch.Tensor, ...]) -> dict:
+    """A kernel's AHEAD constant and region arguments for at most two contiguous uint8 tensors
+    of a multiple of 16 bytes each (launch.l2_ahead gives such), which its programs ask L2
+    for."""
+    if len(ahead) > 2 or any(a.dtype != torch.uint8 or a.numel() % 16 for a in ahead):
+        raise ValueError("ahead takes at most two uint8 tensors of a multiple of 16 bytes")
+    out: dict = {"AHEAD": len(ahead)}
+    for i, a in enumerate(ahead):
+        out |= {f"ahead{i}_ptr": a, f"ahead{i}_bytes": a.numel()}
+    return out
+
+
+@triton.jit
+def l2_prefetch_share(ptr, nbytes, pid, programs):
+    """Program `pid` of `programs` asks for its share of [ptr, ptr + nbytes) in L2 (byte
+    pointer; ptr and nbytes multiples of 16): equal runs of whole 16-byte pieces."""
+    share = tl.cdiv(tl.cdiv(nbytes, 16), programs) * 16
+    start = pid * share
+    size = tl.minimum(share, nbytes - start)
+    if size > 0:
+        l2_prefetch(ptr + start, size)
+
+
 @triton.jit
 def row_rstd(x_rows, m_ok, K, eps, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     """1 / RMS of each row of x [BLOCK_M, K] (fp32), the RMSNorm scale."""

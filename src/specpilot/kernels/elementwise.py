@@ -14,15 +14,38 @@ import triton
 import triton.language as tl
 
 from specpilot.kernels import launch
-from specpilot.kernels.common import pdl_enter
+from specpilot.kernels.common import ahead_arguments, l2_prefetch_share, pdl_enter
+
+# programs added to a launch given `ahead` bytes, each asking L2 for an equal share of them
+AHEAD_PROGRAMS = 32
+
+
+@triton.jit
+def _ask_ahead(row, M, ask, AHEAD: tl.constexpr, ahead0_ptr, ahead0_bytes, ahead1_ptr,
+               ahead1_bytes):  # fmt: skip
+    """Programs past the M rows (AHEAD_PROGRAMS of them; where `ask`) ask L2 for their shares
+    of the regions; whether this program is one of them."""
+    extra = False
+    if AHEAD > 0:
+        if row >= M:
+            extra = True
+            if ask:
+                l2_prefetch_share(ahead0_ptr, ahead0_bytes, row - M, tl.num_programs(0) - M)
+                if AHEAD > 1:
+                    l2_prefetch_share(ahead1_ptr, ahead1_bytes, row - M, tl.num_programs(0) - M)
+    return extra
 
 
 @triton.jit
 def _rmsnorm_kernel(
-    x_ptr, w_ptr, y_ptr, K, stride_x, stride_y, eps, BLOCK: tl.constexpr, PDL: tl.constexpr = False
-):
-    pdl_enter(PDL)
+    x_ptr, w_ptr, y_ptr, M, K, stride_x, stride_y, eps, BLOCK: tl.constexpr,
+    PDL: tl.constexpr = False, AHEAD: tl.constexpr = 0, ahead0_ptr=None, ahead0_bytes=0,
+    ahead1_ptr=None, ahead1_bytes=0,
+):  # fmt: skip
     row = tl.program_id(0)
+    if _ask_ahead(row, M, True, AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes):
+        return
+    pdl_enter(PDL)
     dtype = y_ptr.dtype.element_ty
     cols = tl.arange(0, BLOCK)
     ok = cols < K
@@ -35,11 +58,14 @@ def _rmsnorm_kernel(
 
 @triton.jit
 def _silu_mul_kernel(
-    x_ptr, y_ptr, K, stride_x, stride_y, BLOCK: tl.constexpr, PDL: tl.constexpr = False
-):
-    pdl_enter(PDL)
+    x_ptr, y_ptr, M, K, stride_x, stride_y, BLOCK: tl.constexpr, PDL: tl.constexpr = False,
+    AHEAD: tl.constexpr = 0, ahead0_ptr=None, ahead0_bytes=0, ahead1_ptr=None, ahead1_bytes=0,
+):  # fmt: skip
     row = tl.program_id(0)
     chunk = tl.program_id(1)
+    if _ask_ahead(row, M, chunk == 0, AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes):
+        return  # an extra row's first chunk asks for its share
+    pdl_enter(PDL)
     dtype = y_ptr.dtype.element_ty
     cols = chunk * BLOCK + tl.arange(0, BLOCK)
     ok = cols < K
@@ -56,37 +82,44 @@ def _check_rows(x: torch.Tensor, name: str) -> None:
         raise ValueError(f"{name} wants bf16/fp16, got {x.dtype}")
 
 
-def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """x [M, K] -> weight * normalised x, [M, K] in x's dtype."""
+def rmsnorm(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, ahead: tuple[torch.Tensor, ...] = ()
+) -> torch.Tensor:
+    """x [M, K] -> weight * normalised x, [M, K] in x's dtype. ahead: bytes (ahead_arguments)
+    that AHEAD_PROGRAMS extra programs ask L2 for: the head of the multiply that reads y."""
     _check_rows(x, "rmsnorm")
     if weight.shape != (x.shape[1],):
         raise ValueError(f"weight {tuple(weight.shape)} does not match x {tuple(x.shape)}")
     y = torch.empty_like(x)
-    k = x.shape[1]
-    _rmsnorm_kernel[(x.shape[0],)](
+    m, k = x.shape
+    extra = ahead_arguments(ahead)
+    _rmsnorm_kernel[(m + (AHEAD_PROGRAMS if ahead else 0),)](
         x,
         weight,
         y,
+        m,
         k,
         x.stride(0),
         y.stride(0),
         eps,
         BLOCK=triton.next_power_of_2(k),
         **launch.pdl(x),
+        **extra,
     )
     return y
 
 
-def silu_mul(x: torch.Tensor) -> torch.Tensor:
-    """x [M, 2K] = [gate | up] -> silu(gate) * up, [M, K]."""
+def silu_mul(x: torch.Tensor, ahead: tuple[torch.Tensor, ...] = ()) -> torch.Tensor:
+    """x [M, 2K] = [gate | up] -> silu(gate) * up, [M, K]. ahead: as rmsnorm's."""
     _check_rows(x, "silu_mul")
     if x.shape[1] % 2:
         raise ValueError(f"silu_mul wants an even number of columns, got {x.shape[1]}")
-    k = x.shape[1] // 2
-    y = torch.empty(x.shape[0], k, device=x.device, dtype=x.dtype)
+    m, k = x.shape[0], x.shape[1] // 2
+    y = torch.empty(m, k, device=x.device, dtype=x.dtype)
     block = 1024
-    _silu_mul_kernel[(x.shape[0], triton.cdiv(k, block))](
-        x, y, k, x.stride(0), y.stride(0), BLOCK=block, **launch.pdl(x)
+    extra = ahead_arguments(ahead)
+    _silu_mul_kernel[(m + (AHEAD_PROGRAMS if ahead else 0), triton.cdiv(k, block))](
+        x, y, m, k, x.stride(0), y.stride(0), BLOCK=block, **launch.pdl(x), **extra
     )
     return y
 

@@ -14,6 +14,12 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
   in L2 with one bulk prefetch (Hopper), so that the programs resident early (PDL) stream their
   weights during the previous kernel's tail. Both lost on the H200 (runs 49-50: AR 177-187
   against 206-212 tok/s): off by default.
+- L2 ahead (`l2_ahead`): a kernel that reads little from HBM asks L2 for the weights that a
+  later kernel will read, so that they stream in while HBM would idle: "o", each layer's
+  attention split programs ask for its output projection (the attention between the q|k|v and
+  o multiplies is ~8 us at a 1k context, about the o weight's 34 MB at 4.2 TB/s); "all", also
+  the RMSNorm and SwiGLU kernels for the first rows (HEAD_BYTES) of the multiply after them.
+  Hopper's bulk prefetch; a hint, no values change.
 
 PDL has three modes: "off", "all", and "decode", which is on only inside a target forward of one
 token row (`forward_rows`, set by models/fused.FusedTarget). EngineConfig.pdl="auto" picks one
@@ -32,6 +38,7 @@ from collections.abc import Iterator
 
 import torch
 
+from specpilot.config import L2_AHEAD_MODES
 from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
@@ -39,7 +46,10 @@ LAUNCH_PDL_MODES = ("off", "decode", "all")  # what configure takes: "auto" reso
 # pdl="auto": "all" below this many bytes of target weights, "decode" from it on. Set between the
 # two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "decode" wins).
 PDL_ALL_BELOW_BYTES = 1 << 30
-_SETTINGS: dict = {"pdl": "off", "prefetch": "off"}
+_SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
+# l2_ahead "all": the bytes of a multiply's first rows that the norm or SwiGLU kernel before it
+# asks L2 for: about what HBM delivers in such a kernel's ~2 us at ~4 TB/s
+HEAD_BYTES = 8 << 20
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
 
 
@@ -51,14 +61,17 @@ def resolve_pdl(mode: str, weight_bytes: int) -> str:
     return "all" if weight_bytes < PDL_ALL_BELOW_BYTES else "decode"
 
 
-def configure(pdl: str, prefetch: str) -> None:
-    """Switch programmatic dependent launch (one of LAUNCH_PDL_MODES) and the skinny
-    multiply's weight prefetch (one of PREFETCH_MODES)."""
+def configure(pdl: str, prefetch: str, ahead: str = "off") -> None:
+    """Switch programmatic dependent launch (one of LAUNCH_PDL_MODES), the skinny multiply's
+    weight prefetch (one of PREFETCH_MODES) and the weights asked for ahead in L2 (one of
+    L2_AHEAD_MODES)."""
     if pdl not in LAUNCH_PDL_MODES:
         raise ValueError(f"pdl must be one of {LAUNCH_PDL_MODES}, got {pdl!r}")
     if prefetch not in PREFETCH_MODES:
         raise ValueError(f"prefetch must be one of {PREFETCH_MODES}, got {prefetch!r}")
-    _SETTINGS.update(pdl=pdl, prefetch=prefetch)
+    if ahead not in L2_AHEAD_MODES:
+        raise ValueError(f"ahead must be one of {L2_AHEAD_MODES}, got {ahead!r}")
+    _SETTINGS.update(pdl=pdl, prefetch=prefetch, ahead=ahead)
 
 
 def settings() -> dict:
@@ -115,3 +128,23 @@ def prefetch_mode(weight: torch.Tensor) -> int:
         and weight.data_ptr() % 16 == 0
     )
     return 2 if ok else 0
+
+
+def l2_ahead(where: str, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The bytes of `tensors` (a weight, or a W12 weight's planes) as uint8 views for a kernel to
+    ask L2 for ahead of the multiply that reads them: `where` "o" (the attention, for the
+    whole output projection: l2_ahead "o" or "all") or "head" (a norm or SwiGLU kernel, for
+    the first rows, about HEAD_BYTES, of the multiply after it: "all"); on a CUDA device with
+    the bulk prefetch, each tensor contiguous, 16-byte aligned and a multiple of 16 bytes;
+    else none."""
+    mode = _SETTINGS["ahead"]
+    if not (mode == "all" or mode == where):
+        return ()
+    if where == "head":  # the same first rows of each plane
+        rows = max(1, HEAD_BYTES // sum(t[:1].nbytes for t in tensors))
+        tensors = tuple(t[:rows] for t in tensors)
+    ok = all(
+        _on_hopper(t) and t.is_contiguous() and t.data_ptr() % 16 == 0 and t.nbytes % 16 == 0
+        for t in tensors
+    )
+    return tuple(t.reshape(-1).view(torch.uint8) for t in tensors) if ok else ()

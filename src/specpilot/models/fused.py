@@ -109,6 +109,13 @@ def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
     return PROLOGUE_ROWS[kind] if weight.shape[1] <= PROLOGUE_MAX_K else 0
 
 
+def ahead(where: str, weight: torch.Tensor | W12Weight) -> tuple[torch.Tensor, ...]:
+    """The bytes of `weight` (its planes if W12) for a kernel before its multiply to ask L2
+    for (EngineConfig.l2_ahead; kernels/launch.l2_ahead), or none."""
+    planes = (weight.low, weight.codes) if isinstance(weight, W12Weight) else (weight,)
+    return launch.l2_ahead(where, *planes)
+
+
 def normed_linear(
     x: torch.Tensor,
     weight: torch.Tensor | W12Weight,
@@ -119,7 +126,7 @@ def normed_linear(
     """(RMSNorm(x) * norm) @ weight^T [+ residual]."""
     if x.shape[0] <= prologue_rows(weight, "norm"):
         return linear(x, weight, norm_weight=norm, eps=eps, residual=residual)
-    return linear(rmsnorm(x, norm, eps), weight, residual=residual)
+    return linear(rmsnorm(x, norm, eps, ahead("head", weight)), weight, residual=residual)
 
 
 def glu_linear(
@@ -128,7 +135,7 @@ def glu_linear(
     """(silu(gate) * up) @ weight^T + residual."""
     if gate_up.shape[0] <= prologue_rows(weight, "glu"):
         return linear(gate_up, weight, glu=True, residual=residual)
-    return linear(silu_mul(gate_up), weight, residual=residual)
+    return linear(silu_mul(gate_up, ahead("head", weight)), weight, residual=residual)
 
 
 class _FusedBlock:
@@ -239,7 +246,9 @@ class FusedTarget:
             raise ValueError(f"fused forward cannot take {batch} rows x {t} tokens")
 
         def attend(i: int, blk: _FusedBlock, q: torch.Tensor) -> torch.Tensor:
-            return decode_attention(q, cache.k[i], cache.v[i], positions, num_splits)
+            return decode_attention(
+                q, cache.k[i], cache.v[i], positions, num_splits, ahead=ahead("o", blk.o)
+            )
 
         with launch.forward_rows(batch * t):
             x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
@@ -340,8 +349,9 @@ class FusedDrafter:
             qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
             q = blk.write_kv(qkv, blk.heads, block_positions, table, cache, i)
             attn = decode_attention(
-                q, cache.k[i], cache.v[i], block_positions, num_splits, causal=False
-            )
+                q, cache.k[i], cache.v[i], block_positions, num_splits, causal=False,
+                ahead=ahead("o", blk.o),
+            )  # fmt: skip
             x = blk.finish(x, attn)
         rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
         logits = normed_linear(rows, self.head, d.norm.weight, d.norm.eps)
