@@ -254,6 +254,18 @@ def test_pdl_decode_mode_is_on_only_inside_one_row_forwards(launch_settings) -> 
     launch_settings.configure(pdl="off", prefetch="off")
     with launch_settings.forward_rows(1):
         assert not launch_settings.pdl_wanted()
+    launch_settings.configure(pdl="small", prefetch="off")  # decode's, plus the small kernels
+    with launch_settings.forward_rows(1):
+        assert launch_settings.pdl_wanted()
+    with launch_settings.forward_rows(16):
+        assert not launch_settings.pdl_wanted()
+        cpu = torch.zeros(1)
+        assert launch_settings.pdl(cpu) == launch_settings.pdl(cpu, multiply=True)
+        assert launch_settings.pdl(cpu) == {"PDL": False, "launch_pdl": False}  # not here
+        if CUDA and torch.cuda.get_device_capability()[0] >= 9:
+            gpu = torch.zeros(1, device="cuda")
+            assert launch_settings.pdl(gpu) == {"PDL": True, "launch_pdl": True}
+            assert launch_settings.pdl(gpu, multiply=True) == {"PDL": True, "launch_pdl": False}
     with pytest.raises(ConfigError, match="pdl must be one of"):
         EngineConfig(pdl="yes")
 
@@ -295,13 +307,15 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
         convert_model(target)
         convert_model(drafter)
         variants = variants[:3]
+    variants += [("small", "off")]  # PDL for all but the multi-row multiplies' launches
     variants += [("off", "o"), ("decode", "o"), ("decode", "all")]  # l2_ahead
     outputs = {}
     for pdl, ahead in variants:
         knobs = dict(l2_ahead=ahead) if ahead in ("o", "all") else dict(weight_prefetch=ahead)
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, **knobs)
         gen = Generator(target, drafter, config, DEVICE, BF16)
-        assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is (pdl == "all")
+        on = pdl in ("all", "small")  # outside a one-row forward
+        assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is on
         for speculative in (False, True):
             seqs = _sequences(target.config.vocab_size, 24)
             gen.run(seqs, speculative=speculative)

@@ -21,11 +21,13 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
   the RMSNorm and SwiGLU kernels for the first rows (HEAD_BYTES) of the multiply after them.
   Hopper's bulk prefetch; a hint, no values change.
 
-PDL has three modes: "off", "all", and "decode", which is on only inside a target forward of one
-token row (`forward_rows`, set by models/fused.FusedTarget). EngineConfig.pdl="auto" picks one
-per target (`resolve_pdl`): on the H200 PDL shortened the 8B one-token forward and lengthened its
-16-token verify ("decode" wins, docs/LOG.md runs 50-52), while at the SmolLM2-135M shape, where
-every kernel lasts a few microseconds, "all" shortened the whole speculative step (runs 60, 62).
+PDL has four modes: "off", "all", "decode", which is on only inside a target forward of one
+token row (`forward_rows`, set by models/fused.FusedTarget), and "small", decode's and, outside
+one-row forwards, PDL for every kernel but the multiplies' launches. EngineConfig.pdl="auto"
+picks one per target (`resolve_pdl`): on the H200 PDL shortened the 8B one-token forward and
+lengthened its 16-token verify ("decode" wins, docs/LOG.md runs 50-52), while at the
+SmolLM2-135M shape, where every kernel lasts a few microseconds, "all" shortened the whole
+speculative step (runs 60, 62).
 The settings are read when a kernel is launched, so a CUDA graph keeps the ones it was captured
 with; the last Generator built sets them.
 """
@@ -42,7 +44,7 @@ from specpilot.config import L2_AHEAD_MODES
 from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
-LAUNCH_PDL_MODES = ("off", "decode", "all")  # what configure takes: "auto" resolved
+LAUNCH_PDL_MODES = ("off", "decode", "all", "small")  # what configure takes: "auto" resolved
 # pdl="auto": "all" below this many bytes of target weights, "decode" from it on. Set between the
 # two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "decode" wins).
 PDL_ALL_BELOW_BYTES = 1 << 30
@@ -92,7 +94,7 @@ def forward_rows(rows: int) -> Iterator[None]:
 def pdl_wanted() -> bool:
     """Whether the PDL mode asks for it here: "all"; "decode" inside a one-row forward."""
     mode = _SETTINGS["pdl"]
-    return mode == "all" or (mode == "decode" and _FORWARD_ROWS[-1:] == [1])
+    return mode == "all" or (mode in ("decode", "small") and _FORWARD_ROWS[-1:] == [1])
 
 
 @functools.cache
@@ -106,10 +108,17 @@ def _on_hopper(t: torch.Tensor) -> bool:
     return t.is_cuda and not interpreted() and _hopper_or_later(t.device.index or 0)
 
 
-def pdl(t: torch.Tensor) -> dict[str, bool]:
+def pdl(t: torch.Tensor, multiply: bool = False) -> dict[str, bool]:
     """The launch keyword (`launch_pdl`) and kernel constant (`PDL`) for a kernel on t's device:
-    on where asked for, on a CUDA device that has it (never under the interpreter)."""
-    on = pdl_wanted() and _on_hopper(t)
+    on where asked for, on a CUDA device that has it (never under the interpreter). "small"
+    outside one-row forwards: every kernel waits and lets the next one launch (PDL), but a
+    `multiply` is launched plainly, after the kernel before it has completed, so that no
+    waiting program of its grid holds an SM slot (run 50: the 16-row tiles lost with PDL)."""
+    if not _on_hopper(t):
+        return {"PDL": False, "launch_pdl": False}
+    if _SETTINGS["pdl"] == "small" and _FORWARD_ROWS[-1:] != [1]:
+        return {"PDL": True, "launch_pdl": not multiply}
+    on = pdl_wanted()
     return {"PDL": on, "launch_pdl": on}
 
 

@@ -281,7 +281,7 @@ def skinny_linear(
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
         PREFETCH=launch.prefetch_mode(weight) if split == 1 else 0,
-        **launch.pdl(x),
+        **launch.pdl(x, multiply=True),
         SPLIT_K=split,
         **split_args,
         **cfg,

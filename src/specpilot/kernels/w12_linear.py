@@ -619,7 +619,7 @@ def w12_linear(
         EVEN_N=n % cfg["BLOCK_N"] == 0,
         SLICE=SLICE,
         **cfg,
-        **launch.pdl(x),
+        **launch.pdl(x, multiply=True),
         count_ptr=counters,
         SUM_IN_KERNEL=in_kernel,
         FENCE=in_kernel and not INTERPRETED,
