@@ -594,12 +594,12 @@ def test_wide_steps_run_fused_and_pass_token_forcing(tmp_path) -> None:
     gen.fused_target = fused_target
     assert (wide.tokens == plain.tokens).float().mean() > 0.9  # bf16: near-ties may differ
     gen_seq = torch.Generator().manual_seed(7)
-    seqs = [
-        Sequence(torch.randint(0, 263, (n,), generator=gen_seq).tolist(), 4, frozenset())
+    seqs = [  # the prompt's token, then one wide speculative step (draft and verify)
+        Sequence(torch.randint(0, 263, (n,), generator=gen_seq).tolist(), 2, frozenset())
         for n in (5, 9, 6, 12, 7)
     ]
     gen.run(seqs, speculative=True)
-    assert all(len(s.output_ids) == 4 for s in seqs)
+    assert all(len(s.output_ids) == 2 for s in seqs)
     for s in seqs:
         report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
         assert report.passed, report.failures
