@@ -329,11 +329,13 @@ class EngineConfig:
         forwards of one token (AR decode steps); "all", every Triton kernel; "small", decode's
         and elsewhere every kernel but the multiplies (launched plainly); "auto" (default):
         "all" for targets whose weights are under launch.PDL_ALL_BELOW_BYTES (1 GiB), where a
-        step is bound by launches, else "decode". Measured on the H200 (docs/LOG.md): at the
+        step is bound by launches, else "small". Measured on the H200 (docs/LOG.md): at the
         Qwen3-8B shape "all" made the one-token forward 1.3% faster and the 16-token verify 2.7%
         slower (speculative -5%, runs 50-52), "decode" AR 213.7 against 202.7 tok/s with
-        speculative decoding unchanged, W12 AR +7%; at the SmolLM2-135M shape "all" took the
-        speculative step graph from 1.24 to 1.01 ms and pipelined speculative decoding from
+        speculative decoding unchanged, W12 AR +7%; "small" against "decode", two processes
+        each in two calls: verify 4.95 -> 4.82 and 4.87 -> 4.77 ms, draft 1.10 -> 1.06 ms,
+        pipelined spec@6.55 +2.3% and +3.0% (runs 93-94); at the SmolLM2-135M shape "all" took
+        the speculative step graph from 1.24 to 1.01 ms and pipelined speculative decoding from
         4,961 to 5,871 tok/s (runs 60, 62). Nothing between the two sizes is measured yet.
     draft_vocab: "" (the drafter proposes from the whole vocabulary) or a draft vocabulary file
         (spec/draft_vocab.py, `specpilot draft-vocab`): the draft head multiplies by those

@@ -25,9 +25,10 @@ PDL has four modes: "off", "all", "decode", which is on only inside a target for
 token row (`forward_rows`, set by models/fused.FusedTarget), and "small", decode's and, outside
 one-row forwards, PDL for every kernel but the multiplies' launches. EngineConfig.pdl="auto"
 picks one per target (`resolve_pdl`): on the H200 PDL shortened the 8B one-token forward and
-lengthened its 16-token verify ("decode" wins, docs/LOG.md runs 50-52), while at the
-SmolLM2-135M shape, where every kernel lasts a few microseconds, "all" shortened the whole
-speculative step (runs 60, 62).
+lengthened its 16-token verify when every kernel used it (runs 50-52: "decode" won), and
+"small" then shortened the verify and the draft by 2-4% with the one-token forward unchanged
+(runs 93-94); at the SmolLM2-135M shape, where every kernel lasts a few microseconds, "all"
+shortened the whole speculative step (runs 60, 62).
 The settings are read when a kernel is launched, so a CUDA graph keeps the ones it was captured
 with; the last Generator built sets them.
 """
@@ -45,8 +46,8 @@ from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
 LAUNCH_PDL_MODES = ("off", "decode", "all", "small")  # what configure takes: "auto" resolved
-# pdl="auto": "all" below this many bytes of target weights, "decode" from it on. Set between the
-# two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "decode" wins).
+# pdl="auto": "all" below this many bytes of target weights, "small" from it on. Set between the
+# two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "small" wins).
 PDL_ALL_BELOW_BYTES = 1 << 30
 _SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
 # l2_ahead "all": the bytes of a multiply's first rows that the norm or SwiGLU kernel before it
@@ -57,10 +58,10 @@ _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launche
 
 def resolve_pdl(mode: str, weight_bytes: int) -> str:
     """EngineConfig.pdl for a target of `weight_bytes`: "auto" becomes "all" for small targets
-    (launch-bound) and "decode" for the rest; other modes stay."""
+    (launch-bound) and "small" for the rest; other modes stay."""
     if mode != "auto":
         return mode
-    return "all" if weight_bytes < PDL_ALL_BELOW_BYTES else "decode"
+    return "all" if weight_bytes < PDL_ALL_BELOW_BYTES else "small"
 
 
 def configure(pdl: str, prefetch: str, ahead: str = "off") -> None:
@@ -92,7 +93,8 @@ def forward_rows(rows: int) -> Iterator[None]:
 
 
 def pdl_wanted() -> bool:
-    """Whether the PDL mode asks for it here: "all"; "decode" inside a one-row forward."""
+    """Whether the PDL mode asks for it here: "all"; "decode" and "small" inside a one-row
+    forward (launch.pdl says what "small" does outside one)."""
     mode = _SETTINGS["pdl"]
     return mode == "all" or (mode in ("decode", "small") and _FORWARD_ROWS[-1:] == [1])
 
