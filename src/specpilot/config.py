@@ -360,6 +360,9 @@ class EngineConfig:
         programs ask for its output projection (bf16 or W12 planes, 25-34 MB at the 8B
         shapes) while they read the cache; "all", also the RMSNorm and SwiGLU kernels for the
         first rows of the multiply after them. Hopper only (a bulk prefetch); same arithmetic.
+        Off: at the Qwen3-8B shape (1k) it lengthened the one-token forward from 4.34 to 4.39
+        ("o") and 4.45 ms ("all"); at the SmolLM2-135M shape the 16-token forward read 0.77 ->
+        0.75 / 0.71 ms in single processes, not yet repeated (docs/LOG.md runs 91, 93).
     tiles: a tiles file (kernels/tiles.py; bench/w12_speed.py --tiles-out writes one from a
         deployment's own sweeps) whose multiply tiles go over the compiled-in H200 ones, for
         the whole process, when the engine runs its Triton kernels. Same tokens. "": none.

@@ -19,7 +19,9 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
   attention split programs ask for its output projection (the attention between the q|k|v and
   o multiplies is ~8 us at a 1k context, about the o weight's 34 MB at 4.2 TB/s); "all", also
   the RMSNorm and SwiGLU kernels for the first rows (HEAD_BYTES) of the multiply after them.
-  Hopper's bulk prefetch; a hint, no values change.
+  Hopper's bulk prefetch; a hint, no values change. At the Qwen3-8B shape both modes made the
+  one-token forward slower (run 91: the early requests queue ahead of the attention's and the
+  multiply's own): off by default.
 
 PDL has four modes: "off", "all", "decode", which is on only inside a target forward of one
 token row (`forward_rows`, set by models/fused.FusedTarget), and "small", decode's and, outside
