@@ -723,6 +723,13 @@ def main() -> None:
         "multiple of 64); 0: default",
     )
     parser.add_argument(
+        "--swiglu-epilogue",
+        type=int,
+        default=-1,
+        help="1: the gate|up multiply ends in silu(gate) * up, 0: the SwiGLU kernel after it "
+        "(models/fused.SWIGLU_EPILOGUE; -1: default)",
+    )
+    parser.add_argument(
         "--tiles", default="", help="EngineConfig.tiles: a tiles file over the built-in tiles"
     )
     parser.add_argument(
@@ -747,6 +754,10 @@ def main() -> None:
     )
     parser.add_argument("--out")
     args = parser.parse_args()
+    if args.swiglu_epilogue >= 0:
+        from specpilot.models import fused
+
+        fused.SWIGLU_EPILOGUE = bool(args.swiglu_epilogue)
     if args.merge_rows >= 0:
         from specpilot.kernels import attention
 
@@ -776,6 +787,7 @@ def main() -> None:
         "l2_ahead": args.l2_ahead,
         "draft_vocab": f"synthetic: first {args.draft_vocab} ids" if args.draft_vocab else "all",
         "attention_merge_rows": args.merge_rows if args.merge_rows >= 0 else "default",
+        "swiglu_epilogue": bool(args.swiglu_epilogue) if args.swiglu_epilogue >= 0 else "default",
         "attention_min_keys": args.attention_min_keys or "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",

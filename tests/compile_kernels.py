@@ -96,6 +96,10 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 types = lin | {"part_ptr": "*fp32", "count_ptr": "*i32"}
                 label = f"skinny_linear M={m} SPLIT_K=4 {flags}"
                 out.append((label, linear._skinny_kernel, types, split))
+            if res is False and m in (1, 16):  # gate|up ending in silu(gate) * up
+                swiglu = flags | cfg | dict(SWIGLU=True)
+                label = f"skinny_linear M={m} SWIGLU {flags}"
+                out.append((label, linear._skinny_kernel, lin, swiglu))
             w12_cfg = w12_linear.tile_config(m, 24576, 4096)
             w12_cfg = {k: v for k, v in w12_cfg.items() if k.isupper()}
             consts = (
@@ -109,6 +113,9 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 loop = esc | tile | dict(LOOP_STAGES=3)
                 label = f"w12_linear M=1 LOOP_STAGES=3 {flags}"
                 out.append((label, w12_linear._w12_kernel, w12, loop))
+            if res is False and m in (1, 16):
+                label = f"w12_linear M={m} SWIGLU {flags}"
+                out.append((label, w12_linear._w12_kernel, w12, esc | dict(SWIGLU=True)))
             if w12_cfg["USE_DOT"]:  # the group scales on each half block's sum; bf16 halves
                 acc = consts | dict(ACC_SCALE=True, HALVES=True)
                 out.append(

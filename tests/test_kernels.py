@@ -352,6 +352,45 @@ def test_fused_merge_engine_gives_the_same_tokens(tmp_path, monkeypatch) -> None
         assert outputs[8, speculative] == outputs[0, speculative]
 
 
+@pytest.mark.parametrize(
+    "m,n,tile",
+    [
+        (1, 44, None),
+        (3, 44, None),
+        (16, 140, None),
+        (16, 140, "split"),
+        (1, 44, "odd"),
+        (16, 70, "norm"),
+    ],
+)
+def test_swiglu_epilogue_gives_the_bits_of_the_swiglu_kernel(m: int, n: int, tile) -> None:
+    """skinny_linear(swiglu=True) of a [gate | up] weight: silu(gate) * up of the rounded
+    products, bit for bit what silu_mul makes of the plain multiply's output, in the tile's
+    epilogue (element-wise and tensor-core tiles; N / 2 not a whole number of tiles; with the
+    norm prologue) or, for a tile that cannot end so (a K split, an odd BLOCK_N), by silu_mul
+    after it; and close to the PyTorch reference."""
+    from specpilot.kernels.linear import tile_config
+
+    gen = torch.Generator().manual_seed(m * n)
+    k = 96
+    x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
+    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
+    kw = prologue_kwargs("norm", m, n, k, gen) if tile == "norm" else {}
+    cfg = None
+    if tile == "split":
+        cfg = dict(tile_config(m, n, k), BLOCK_K=32, SPLIT_K=2)
+    elif tile == "odd":
+        cfg = dict(tile_config(m, n, k), BLOCK_N=1)
+    y = skinny_linear(x, w, config=cfg, swiglu=True, **kw)
+    assert y.shape == (m, n // 2)
+    assert torch.equal(y, silu_mul(skinny_linear(x, w, config=cfg, **kw)))
+    close(y, skinny_linear_reference(x, w, swiglu=True, **kw), 4)
+    with pytest.raises(ValueError, match="swiglu epilogue"):
+        skinny_linear(x, w[:-1], swiglu=True)
+    with pytest.raises(ValueError, match="swiglu epilogue"):
+        skinny_linear(x, w, swiglu=True, residual=torch.zeros(m, n, dtype=BF16, device=DEVICE))
+
+
 def test_skinny_linear_rejects_bad_input() -> None:
     x = torch.randn(2, 8, dtype=BF16, device=DEVICE)
     with pytest.raises(ValueError, match="columns"):
@@ -501,6 +540,41 @@ def _tiny_pair(tmp_path, tied: bool = True) -> tuple:
     drafter, _ = load_drafter(draft_dir, target.config, DEVICE, BF16)
     reference, _ = load_target(target_dir, DEVICE, torch.float32)
     return target, drafter, reference
+
+
+@pytest.mark.parametrize("weights", ["bf16", "w12"])
+def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weights: str) -> None:
+    """A fused verify forward with the gate|up multiply ending in silu(gate) * up
+    (fused.SWIGLU_EPILOGUE): the same tokens and captured hidden states, bit for bit, as with
+    the SwiGLU kernel, bf16 and W12; the epilogue is asked for only when on."""
+    from specpilot.models import fused
+
+    target, drafter, _ = _tiny_pair(tmp_path, tied=weights == "bf16")
+    if weights == "w12":
+        from specpilot.formats.w12_engine import convert_model
+
+        convert_model(target)
+        convert_model(drafter)
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    gen._buffers_for("target", 1, 64)
+    ids = torch.randint(0, 263, (1, 5), generator=torch.Generator().manual_seed(5)).to(DEVICE)
+    pos = torch.arange(5, device=DEVICE)[None]
+    asked = []
+    plain_linear = fused.linear
+
+    def recording(*args, **kw):
+        asked.append(kw.get("swiglu", False))
+        return plain_linear(*args, **kw)
+
+    monkeypatch.setattr(fused, "linear", recording)
+    outs = {}
+    for on in (False, True):
+        monkeypatch.setattr(fused, "SWIGLU_EPILOGUE", on)
+        asked.clear()
+        outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
+        assert any(asked) is on
+    assert torch.equal(outs[True].tokens, outs[False].tokens)
+    assert torch.equal(outs[True].hidden, outs[False].hidden)
 
 
 @pytest.mark.parametrize("weights", ["bf16", "w12"])

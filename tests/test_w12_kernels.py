@@ -201,6 +201,24 @@ def test_w12_loop_stages_same_bits(stages: int, monkeypatch) -> None:
     close_columns(y, w12_linear_reference(x, packed), 2)
 
 
+@pytest.mark.parametrize("m,tile", [(1, 0), (1, 11), (3, 1), (16, 5), (16, 13), (16, 4)])
+def test_w12_swiglu_epilogue_gives_the_bits_of_the_swiglu_kernel(m: int, tile: int) -> None:
+    """w12_linear(swiglu=True) of a [gate | up] W12 weight with escapes in both halves: the bits
+    of silu_mul after the plain multiply, element-wise and tensor-core tiles (one with a K
+    split: silu_mul after it), and close to the reference."""
+    from specpilot.kernels.elementwise import silu_mul
+
+    config, group = TILES[tile]
+    gen = torch.Generator().manual_seed(100 + tile)
+    n, k = 42, 600
+    x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
+    packed = w12.encode(weight_with_escapes(n, k, gen), group).to(DEVICE)
+    y = w12_linear(x, packed, config=config, swiglu=True)
+    assert y.shape == (m, n // 2)
+    assert torch.equal(y, silu_mul(w12_linear(x, packed, config=config)))
+    close_columns(y, w12_linear_reference(x, packed, swiglu=True), 4)
+
+
 @pytest.mark.parametrize("shape", [(6144, 4096), (4096, 4096), (24576, 4096), (151936, 4096)])
 def test_w12_one_row_tiles(shape: tuple[int, int], monkeypatch) -> None:
     """The one-row tiles tile_config picks for Qwen3-8B's layers (the measured tiles with their

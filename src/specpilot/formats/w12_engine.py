@@ -179,18 +179,19 @@ def linear(
     eps: float = 1e-6,
     glu: bool = False,
     residual: torch.Tensor | None = None,
+    swiglu: bool = False,
 ) -> torch.Tensor:
     """skinny_linear for a bf16/fp16 weight, w12_linear for a W12Weight (same contract). Above
     the skinny kernels' rows (a wide step: many sequences' verify blocks), a bf16 weight goes
-    to cuBLAS, after our norm / SwiGLU kernels for the prologue; the residual is then added to
-    the rounded product (one more rounding than the fused epilogue: a summation-order
-    difference like any other between kernels)."""
+    to cuBLAS, after our norm / SwiGLU kernels for the prologue and before the SwiGLU one for
+    the epilogue; the residual is then added to the rounded product (one more rounding than
+    the fused epilogue: a summation-order difference like any other between kernels)."""
     if not PROFILE_RANGES:
-        return _linear(x, weight, norm_weight, eps, glu, residual)
+        return _linear(x, weight, norm_weight, eps, glu, residual, swiglu)
     kind = PROFILE_KINDS[0] if isinstance(weight, W12Weight) else PROFILE_KINDS[1]
     n, k = weight.shape
     with torch.profiler.record_function(f"{kind} {x.shape[0]}x{n}x{k}"):
-        return _linear(x, weight, norm_weight, eps, glu, residual)
+        return _linear(x, weight, norm_weight, eps, glu, residual, swiglu)
 
 
 def _linear(
@@ -200,8 +201,9 @@ def _linear(
     eps: float,
     glu: bool,
     residual: torch.Tensor | None,
+    swiglu: bool,
 ) -> torch.Tensor:
-    kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual)
+    kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual, swiglu=swiglu)
     from specpilot.kernels.linear import MAX_ROWS
 
     if x.shape[0] > MAX_ROWS and not isinstance(weight, W12Weight):
@@ -212,6 +214,8 @@ def _linear(
         elif glu:
             x = silu_mul(x)
         y = F.linear(x, weight)
+        if swiglu:
+            return silu_mul(y)
         return y if residual is None else y + residual
     if isinstance(weight, W12Weight):
         from specpilot.kernels.w12_linear import w12_linear

@@ -119,6 +119,43 @@ def store_output(
     tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], out, mask=om)
 
 
+@triton.jit
+def weight_rows(pid_n, N, BLOCK_N: tl.constexpr, SWIGLU: tl.constexpr):
+    """The weight rows of tile pid_n and whether each exists: BLOCK_N consecutive rows, or
+    (SWIGLU: a [gate | up] weight of N rows) the same BLOCK_N / 2 rows of each half, so that
+    the tile's epilogue holds every gate row beside its up row."""
+    r = tl.arange(0, BLOCK_N)
+    if SWIGLU:
+        HALF: tl.constexpr = BLOCK_N // 2
+        j = pid_n * HALF + r % HALF
+        return j + (r // HALF) * (N // 2), j < N // 2
+    else:
+        rn = pid_n * BLOCK_N + r
+        return rn, rn < N
+
+
+@triton.jit
+def store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M: tl.constexpr,
+                 BLOCK_N: tl.constexpr):  # fmt: skip
+    """y[rm, cols] = silu(gate) * up from a `weight_rows(SWIGLU=True)` tile's sums acc
+    [BLOCK_M, BLOCK_N] (gates, then their ups), each rounded to y's dtype first: the bits of
+    storing [gate | up] and running elementwise.silu_mul on it."""
+    dtype = y_ptr.dtype.element_ty
+    HALF: tl.constexpr = BLOCK_N // 2
+    a = acc.to(dtype).to(tl.float32)
+    g, u = tl.split(tl.permute(tl.reshape(a, [BLOCK_M, 2, HALF]), [0, 2, 1]))
+    s = (g / (1.0 + tl.exp(-g))).to(dtype).to(tl.float32)
+    cols = pid_n * HALF + tl.arange(0, HALF)
+    om = m_ok[:, None] & (cols < N // 2)[None, :]
+    tl.store(y_ptr + rm[:, None] * stride_ym + cols[None, :], (s * u).to(dtype), mask=om)
+
+
+def swiglu_tile_ok(cfg: dict, n: int, residual: torch.Tensor | None) -> bool:
+    """Whether a tile can end in store_swiglu: no K split, an even BLOCK_N, no residual, N
+    even."""
+    return cfg.get("SPLIT_K", 1) == 1 and cfg["BLOCK_N"] % 2 == 0 and residual is None and not n % 2
+
+
 # per device, every counter buffer made (the last is the largest), zero between launches
 _COUNTERS: dict[torch.device, list[torch.Tensor]] = {}
 

@@ -34,8 +34,12 @@ from specpilot.kernels.common import (
     row_rstd,
     store_output,
     store_split,
+    store_swiglu,
+    swiglu_tile_ok,
+    weight_rows,
     zeroed_counters,
 )
+from specpilot.kernels.elementwise import silu_mul
 
 MAX_ROWS = 64
 
@@ -70,15 +74,15 @@ def _skinny_kernel(
     count_ptr=None,
     FENCE: tl.constexpr = False,
     LOOP_STAGES: tl.constexpr = 1,
+    SWIGLU: tl.constexpr = False,
 ):
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
     dtype = y_ptr.dtype.element_ty
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rn, n_ok = weight_rows(pid_n, N, BLOCK_N, SWIGLU)
     rk0 = tl.arange(0, BLOCK_K)
     m_ok = rm < M
-    n_ok = rn < N
     x_rows = x_ptr + rm[:, None] * stride_xm
     w_rows = w_ptr + rn[:, None] * stride_wn
     # NOTE: the weights never change during a forward, so reading them needs no wait for the
@@ -136,6 +140,8 @@ def _skinny_kernel(
         store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N,
                     stride_ym, stride_rm, tl.program_id(2), tile, SPLIT_K, RESIDUAL, True,
                     FENCE)  # fmt: skip
+    elif SWIGLU:
+        store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N)
     else:
         store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
@@ -212,11 +218,14 @@ def check_prologue_epilogue(
     norm_weight: torch.Tensor | None,
     glu: bool,
     residual: torch.Tensor | None,
+    swiglu: bool = False,
 ) -> None:
-    """The optional RMSNorm / SwiGLU prologue and residual epilogue of an [M, K] x [N, K]^T
-    multiply (skinny_linear's and w12_linear's contract)."""
+    """The optional RMSNorm / SwiGLU prologue and residual / SwiGLU epilogue of an [M, K] x
+    [N, K]^T multiply (skinny_linear's and w12_linear's contract)."""
     if glu and norm_weight is not None:
         raise ValueError("norm prologue and glu prologue are exclusive")
+    if swiglu and (residual is not None or n % 2):
+        raise ValueError(f"the swiglu epilogue takes an even N ({n}) and no residual")
     if norm_weight is not None and norm_weight.shape != (k,):
         raise ValueError(f"norm_weight {tuple(norm_weight.shape)} != ({k},)")
     if residual is not None and (residual.shape != (m, n) or residual.stride(1) != 1):
@@ -232,8 +241,12 @@ def skinny_linear(
     glu: bool = False,
     residual: torch.Tensor | None = None,
     config: dict | None = None,
+    swiglu: bool = False,
 ) -> torch.Tensor:
-    """x [M, K] (or [M, 2K] with glu) @ weight [N, K]^T -> [M, N] in x's dtype; see module doc."""
+    """x [M, K] (or [M, 2K] with glu) @ weight [N, K]^T -> [M, N] in x's dtype; see module doc.
+    swiglu: the weight is [gate | up] and the result silu(gate) * up, [M, N / 2], each product
+    rounded first (elementwise.silu_mul's bits), in the tile's epilogue where it can end so
+    (swiglu_tile_ok), else by silu_mul after the multiply."""
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(
             f"skinny_linear wants 2-D x and weight, got {tuple(x.shape)}, {tuple(weight.shape)}"
@@ -249,14 +262,18 @@ def skinny_linear(
         )
     if x.stride(1) != 1 or weight.stride(1) != 1:
         raise ValueError("skinny_linear wants unit stride along K")
-    check_prologue_epilogue(m, n, k, norm_weight, glu, residual)
-    y = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     cfg = dict(config or tile_config(m, n, k))
+    if swiglu and not swiglu_tile_ok(cfg, n, residual):
+        return silu_mul(skinny_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
+                                      config=config))  # fmt: skip
+    y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     split = cfg.pop("SPLIT_K", 1)
     cfg["LOOP_STAGES"] = loop_stages(cfg)
     if split > 1 and not cfg["USE_DOT"]:
         raise ValueError("SPLIT_K > 1 needs the tensor-core tiles (USE_DOT)")
-    grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), split)
+    tiles_n = triton.cdiv(n // 2, cfg["BLOCK_N"] // 2) if swiglu else triton.cdiv(n, cfg["BLOCK_N"])
+    grid = (tiles_n, triton.cdiv(m, cfg["BLOCK_M"]), split)
     split_args = {}
     if split > 1:  # fp32 slices, counters per tile (left zero by the kernel)
         part = torch.empty(split, m, n, device=x.device, dtype=torch.float32)
@@ -280,9 +297,10 @@ def skinny_linear(
         GLU=glu,
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
-        PREFETCH=launch.prefetch_mode(weight) if split == 1 else 0,
+        PREFETCH=launch.prefetch_mode(weight) if split == 1 and not swiglu else 0,
         **launch.pdl(x, multiply=True),
         SPLIT_K=split,
+        SWIGLU=swiglu,
         **split_args,
         **cfg,
     )
@@ -297,6 +315,7 @@ def skinny_linear_reference(
     eps: float = 1e-6,
     glu: bool = False,
     residual: torch.Tensor | None = None,
+    swiglu: bool = False,
 ) -> torch.Tensor:
     """The same contract in plain PyTorch, step by step as the model's modules compute it."""
     if glu:
@@ -307,4 +326,7 @@ def skinny_linear_reference(
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
         x = norm_weight * h.to(x.dtype)
     y = F.linear(x, weight)
+    if swiglu:
+        gate, up = y.chunk(2, dim=-1)
+        return F.silu(gate) * up
     return y if residual is None else residual + y

@@ -66,8 +66,12 @@ from specpilot.kernels.common import (
     row_rstd,
     store_output,
     store_split,
+    store_swiglu,
+    swiglu_tile_ok,
+    weight_rows,
     zeroed_counters,
 )
+from specpilot.kernels.elementwise import silu_mul
 from specpilot.kernels.linear import (
     check_prologue_epilogue,
     loop_stages,
@@ -301,6 +305,7 @@ def _w12_kernel(
     ESC_IN_LOOP: tl.constexpr = False,
     HALVES: tl.constexpr = False,
     LOOP_STAGES: tl.constexpr = 1,
+    SWIGLU: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -310,9 +315,8 @@ def _w12_kernel(
     pid_k = tl.program_id(2)  # SPLIT_K > 1: split_steps loop steps from column pid_k * that
     dtype = y_ptr.dtype.element_ty
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rn, n_ok = weight_rows(pid_n, N, BLOCK_N, SWIGLU)
     m_ok = rm < M
-    n_ok = rn < N
     # NOTE: constant masks when the tiles divide the shape (the compiler drops them)
     rows_ok = tl.full([BLOCK_N], 1, tl.int1) if EVEN_N else n_ok
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -432,6 +436,8 @@ def _w12_kernel(
         store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N,
                     stride_ym, stride_rm, pid_k, tile, SPLIT_K, RESIDUAL, SUM_IN_KERNEL,
                     FENCE)  # fmt: skip
+    elif SWIGLU:
+        store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N)
     else:
         store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
@@ -557,14 +563,19 @@ def w12_linear(
     glu: bool = False,
     residual: torch.Tensor | None = None,
     config: dict | None = None,
+    swiglu: bool = False,
 ) -> torch.Tensor:
-    """x [M, K] (or [M, 2K] with glu) @ W^T -> [M, N] bf16; the contract of skinny_linear."""
+    """x [M, K] (or [M, 2K] with glu) @ W^T -> [M, N] bf16 ([M, N / 2] with swiglu); the
+    contract of skinny_linear."""
     m = x.shape[0] if x.dim() == 2 else 0
     n, k = weight.shape
     _check(weight, m, x, glu)
-    check_prologue_epilogue(m, n, k, norm_weight, glu, residual)
-    y = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     cfg = dict(config or tile_config(m, n, k))
+    if swiglu and not swiglu_tile_ok(cfg, n, residual):
+        return silu_mul(w12_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
+                                   config=config))  # fmt: skip
+    y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     # NOTE: the interpreter cannot run inline PTX; ASM=False is the same decode in plain Triton
     cfg["ASM"] = cfg.get("ASM", True) and not INTERPRETED
     cfg.setdefault("SPLIT_K", 1)
@@ -585,7 +596,8 @@ def w12_linear(
     if splits > 1 and (splits - 1) * split_steps * step >= k:
         raise ValueError(f"SPLIT_K={splits} leaves a split without columns (K={k}, step {step})")
     part = torch.empty(splits, m, n, device=x.device, dtype=torch.float32) if splits > 1 else y
-    grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), splits)
+    tiles_n = triton.cdiv(n // 2, cfg["BLOCK_N"] // 2) if swiglu else triton.cdiv(n, cfg["BLOCK_N"])
+    grid = (tiles_n, triton.cdiv(m, cfg["BLOCK_M"]), splits)
     in_kernel = splits > 1 and SPLIT_SUM_IN_KERNEL
     counters = zeroed_counters(x.device, grid[0] * grid[1]) if in_kernel else weight.row_ptr
     _w12_kernel[grid](
@@ -616,10 +628,11 @@ def w12_linear(
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
         EVEN_K=k % step == 0,
-        EVEN_N=n % cfg["BLOCK_N"] == 0,
+        EVEN_N=(n // 2) % (cfg["BLOCK_N"] // 2) == 0 if swiglu else n % cfg["BLOCK_N"] == 0,
         SLICE=SLICE,
         **cfg,
         **launch.pdl(x, multiply=True),
+        SWIGLU=swiglu,
         count_ptr=counters,
         SUM_IN_KERNEL=in_kernel,
         FENCE=in_kernel and not INTERPRETED,
@@ -650,11 +663,13 @@ def w12_linear_reference(
     eps: float = 1e-6,
     glu: bool = False,
     residual: torch.Tensor | None = None,
+    swiglu: bool = False,
 ) -> torch.Tensor:
     """The same contract in plain PyTorch: decode the weight, then skinny_linear's reference."""
     return skinny_linear_reference(
-        x, decode(weight), norm_weight=norm_weight, eps=eps, glu=glu, residual=residual
-    )
+        x, decode(weight), norm_weight=norm_weight, eps=eps, glu=glu, residual=residual,
+        swiglu=swiglu,
+    )  # fmt: skip
 
 
 @triton.jit

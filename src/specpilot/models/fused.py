@@ -102,6 +102,12 @@ PREFILL_SDPA_BACKENDS = [
 ]
 
 
+# The gate|up multiply ends in silu(gate) * up (the kernels' swiglu epilogue: the bits of the
+# SwiGLU kernel after it, one launch fewer a layer) instead of the SwiGLU kernel or the down
+# multiply's GLU prologue. bench/engine_speed.py --swiglu-epilogue measures it.
+SWIGLU_EPILOGUE = False
+
+
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
     """The most rows whose multiply by `weight` computes the `kind` prologue itself."""
     if isinstance(weight, W12Weight):
@@ -122,11 +128,13 @@ def normed_linear(
     norm: torch.Tensor,
     eps: float,
     residual: torch.Tensor | None = None,
+    swiglu: bool = False,
 ) -> torch.Tensor:
-    """(RMSNorm(x) * norm) @ weight^T [+ residual]."""
+    """(RMSNorm(x) * norm) @ weight^T [+ residual], or with swiglu silu(gate) * up of it."""
+    kw = dict(residual=residual, swiglu=swiglu)
     if x.shape[0] <= prologue_rows(weight, "norm"):
-        return linear(x, weight, norm_weight=norm, eps=eps, residual=residual)
-    return linear(rmsnorm(x, norm, eps, ahead("head", weight)), weight, residual=residual)
+        return linear(x, weight, norm_weight=norm, eps=eps, **kw)
+    return linear(rmsnorm(x, norm, eps, ahead("head", weight)), weight, **kw)
 
 
 def glu_linear(
@@ -181,6 +189,9 @@ class _FusedBlock:
     def finish(self, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
         """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden]."""
         x = linear(attn_out, self.o, residual=x)
+        if SWIGLU_EPILOGUE:
+            act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True)
+            return linear(act, self.down, residual=x)
         gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps)
         return glu_linear(gate_up, self.down, residual=x)
 
