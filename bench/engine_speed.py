@@ -726,8 +726,8 @@ def main() -> None:
         "--swiglu-epilogue",
         type=int,
         default=-1,
-        help="1: the gate|up multiply ends in silu(gate) * up, 0: the SwiGLU kernel after it "
-        "(models/fused.SWIGLU_EPILOGUE; -1: default)",
+        help="the gate|up multiply ends in silu(gate) * up from this many token rows on, 0: "
+        "never (models/fused.SWIGLU_EPILOGUE_MIN_ROWS; -1: default)",
     )
     parser.add_argument(
         "--tiles", default="", help="EngineConfig.tiles: a tiles file over the built-in tiles"
@@ -757,7 +757,7 @@ def main() -> None:
     if args.swiglu_epilogue >= 0:
         from specpilot.models import fused
 
-        fused.SWIGLU_EPILOGUE = bool(args.swiglu_epilogue)
+        fused.SWIGLU_EPILOGUE_MIN_ROWS = args.swiglu_epilogue
     if args.merge_rows >= 0:
         from specpilot.kernels import attention
 
@@ -787,7 +787,9 @@ def main() -> None:
         "l2_ahead": args.l2_ahead,
         "draft_vocab": f"synthetic: first {args.draft_vocab} ids" if args.draft_vocab else "all",
         "attention_merge_rows": args.merge_rows if args.merge_rows >= 0 else "default",
-        "swiglu_epilogue": bool(args.swiglu_epilogue) if args.swiglu_epilogue >= 0 else "default",
+        "swiglu_epilogue_min_rows": (
+            args.swiglu_epilogue if args.swiglu_epilogue >= 0 else "default"
+        ),
         "attention_min_keys": args.attention_min_keys or "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",

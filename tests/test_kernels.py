@@ -545,8 +545,9 @@ def _tiny_pair(tmp_path, tied: bool = True) -> tuple:
 @pytest.mark.parametrize("weights", ["bf16", "w12"])
 def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weights: str) -> None:
     """A fused verify forward with the gate|up multiply ending in silu(gate) * up
-    (fused.SWIGLU_EPILOGUE): the same tokens and captured hidden states, bit for bit, as with
-    the SwiGLU kernel, bf16 and W12; the epilogue is asked for only when on."""
+    (fused.SWIGLU_EPILOGUE_MIN_ROWS): the same tokens and captured hidden states, bit for bit,
+    as with the SwiGLU kernel, bf16 and W12; the epilogue is asked for only from that many
+    rows on."""
     from specpilot.models import fused
 
     target, drafter, _ = _tiny_pair(tmp_path, tied=weights == "bf16")
@@ -568,13 +569,13 @@ def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weig
 
     monkeypatch.setattr(fused, "linear", recording)
     outs = {}
-    for on in (False, True):
-        monkeypatch.setattr(fused, "SWIGLU_EPILOGUE", on)
+    for rows in (0, 6, 5):  # never, from 6 rows on (not this 5-row forward), from 5 on
+        monkeypatch.setattr(fused, "SWIGLU_EPILOGUE_MIN_ROWS", rows)
         asked.clear()
-        outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
-        assert any(asked) is on
-    assert torch.equal(outs[True].tokens, outs[False].tokens)
-    assert torch.equal(outs[True].hidden, outs[False].hidden)
+        outs[rows] = gen._verify_fn(ids, pos, 5, (0, 1))
+        assert any(asked) is (rows == 5)
+    assert torch.equal(outs[5].tokens, outs[0].tokens)
+    assert torch.equal(outs[5].hidden, outs[0].hidden)
 
 
 @pytest.mark.parametrize("weights", ["bf16", "w12"])

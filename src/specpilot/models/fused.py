@@ -102,10 +102,14 @@ PREFILL_SDPA_BACKENDS = [
 ]
 
 
-# The gate|up multiply ends in silu(gate) * up (the kernels' swiglu epilogue: the bits of the
-# SwiGLU kernel after it, one launch fewer a layer) instead of the SwiGLU kernel or the down
-# multiply's GLU prologue. bench/engine_speed.py --swiglu-epilogue measures it.
-SWIGLU_EPILOGUE = False
+# From this many token rows on, the gate|up multiply ends in silu(gate) * up (the kernels'
+# swiglu epilogue: the bits of the SwiGLU kernel after it, one launch fewer a layer) instead of
+# the SwiGLU kernel or the down multiply's GLU prologue; 0: never. On the H200 at the Qwen3-8B
+# shape (docs/LOG.md run 96, one process each) it made the 16-row forward 4.80 -> 4.75 ms and
+# the draft 1.07 -> 1.05 ms but the one-row forward 4.37 -> 4.52 ms (the one-row tile with rows
+# from both halves); 2 (verify and draft only) is not measured yet, so it stays off.
+# bench/engine_speed.py --swiglu-epilogue N measures it.
+SWIGLU_EPILOGUE_MIN_ROWS = 0
 
 
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
@@ -189,7 +193,7 @@ class _FusedBlock:
     def finish(self, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
         """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden]."""
         x = linear(attn_out, self.o, residual=x)
-        if SWIGLU_EPILOGUE:
+        if 0 < SWIGLU_EPILOGUE_MIN_ROWS <= x.shape[0]:
             act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True)
             return linear(act, self.down, residual=x)
         gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps)
