@@ -68,6 +68,12 @@ def sass_stats(adjacent: bool, num_warps: int, block_n: int = 32, rows: int = 16
     source = ASTSource(fn=_multiply, signature=signature, constexprs=constexprs, attrs=aligned)
     options = dict(num_warps=num_warps, num_stages=stages)
     kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    return kernel_stats(kernel)
+
+
+def kernel_stats(kernel, top: int = 10) -> dict:
+    """A compiled kernel's SASS instruction count, registers, shared memory and `top` most
+    frequent opcodes (Triton's own nvdisasm and cuobjdump)."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
@@ -82,7 +88,7 @@ def sass_stats(adjacent: bool, num_warps: int, block_n: int = 32, rows: int = 16
         "instructions": sum(opcodes.values()),
         "registers": int(re.search(r"REG:(\d+)", usage.stdout).group(1)),
         "shared_bytes": kernel.metadata.shared,
-        "opcodes": dict(opcodes.most_common(10)),
+        "opcodes": dict(opcodes.most_common(top)),
     }
 
 
