@@ -391,6 +391,20 @@ def test_swiglu_epilogue_gives_the_bits_of_the_swiglu_kernel(m: int, n: int, til
         skinny_linear(x, w, swiglu=True, residual=torch.zeros(m, n, dtype=BF16, device=DEVICE))
 
 
+def test_swiglu_above_the_skinny_rows_runs_after_cublas() -> None:
+    """formats/w12_engine.linear past 64 rows (cuBLAS): swiglu is silu_mul of the product, and
+    the same contract checks."""
+    from specpilot.formats.w12_engine import linear
+
+    gen = torch.Generator().manual_seed(70)
+    x = torch.randn(70, 32, generator=gen).to(DEVICE, BF16)
+    w = (torch.randn(24, 32, generator=gen) * 0.2).to(DEVICE, BF16)
+    y = linear(x, w, swiglu=True)
+    assert y.shape == (70, 12) and torch.equal(y, silu_mul(linear(x, w)))
+    with pytest.raises(ValueError, match="swiglu epilogue"):
+        linear(x, w, swiglu=True, residual=torch.zeros(70, 24, dtype=BF16, device=DEVICE))
+
+
 def test_skinny_linear_rejects_bad_input() -> None:
     x = torch.randn(2, 8, dtype=BF16, device=DEVICE)
     with pytest.raises(ValueError, match="columns"):

@@ -208,6 +208,10 @@ def _linear(
 
     if x.shape[0] > MAX_ROWS and not isinstance(weight, W12Weight):
         from specpilot.kernels.elementwise import rmsnorm, silu_mul
+        from specpilot.kernels.linear import check_prologue_epilogue
+
+        n, k = weight.shape
+        check_prologue_epilogue(x.shape[0], n, k, norm_weight, glu, residual, swiglu)
 
         if norm_weight is not None:
             x = rmsnorm(x, norm_weight, eps)
