@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import torch
 
 from specpilot.models.synth import draft_hf_config, synth_drafter, synth_target, target_hf_config
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # one core for each of the workers (README: -n 2)
+    torch.set_num_threads(1)
 
 # Shapes that exercise every knob: tied/untied, GQA 1:1, 2:1, 4:1, head_dim != hidden/heads,
 # llama3 rope scaling, odd vocabulary sizes.

@@ -95,3 +95,31 @@ def test_shipped_drafter_accepts_drafts_and_stays_lossless() -> None:
     emitted = sum(sum(s.acceptance_lengths) for s in spec)
     assert emitted / steps > 1.6, emitted / steps
     assert all(s.drafter == "dflash" for s in spec) and all(a.drafter == "none" for a in ar)
+
+
+def test_conversions_racing_for_one_directory_leave_one_whole_copy(tmp_path, monkeypatch) -> None:
+    """Two conversions into the same directory (two processes starting on a fresh machine):
+    each writes a directory of its own; the second to finish keeps the first's, drops its own
+    and raises nothing. (read_gguf and the tokenizer faked: the race, not the conversion.)"""
+    from specpilot.models import gguf
+
+    class Tokenizer:
+        def save_pretrained(self, where: str) -> None:
+            (tmp_path / "saved").write_text("1")
+            open(f"{where}/tokenizer.json", "w").write("{}")
+
+    calls = []
+
+    def read(path):
+        calls.append(path)
+        return {"model_type": "llama", "n": len(calls)}, {"w": torch.zeros(2)}
+
+    monkeypatch.setattr(gguf, "read_gguf", read)
+    monkeypatch.setattr(gguf, "load_gguf_tokenizer", lambda path: Tokenizer())
+    source = tmp_path / "x.gguf"
+    source.write_bytes(b"0" * 16)
+    out = tmp_path / "models" / "m"
+    embedded.convert_gguf(source, out)
+    embedded.convert_gguf(source, out)  # finds `out` there when it renames
+    assert len(calls) == 2 and '"n": 1' in (out / "config.json").read_text()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["m"]  # no directory left behind

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 from safetensors.torch import save_file
@@ -42,14 +43,23 @@ def convert_gguf(gguf: Path, out: Path) -> None:
     from specpilot.models.gguf import load_gguf_tokenizer, read_gguf
 
     config, tensors = read_gguf(gguf)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    (tmp / "config.json").write_text(json.dumps({**config, "torch_dtype": "float32"}, indent=2))
-    load_gguf_tokenizer(gguf).save_pretrained(str(tmp))
-    (tmp / "SOURCE").write_text(f"{REQUIREMENT}: {GGUF_FILE}, size {gguf.stat().st_size}\n")
-    tmp.rename(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # NOTE: a directory of this process's own, renamed into place at the end: two processes
+    # converting at once (two servers starting on a fresh machine) each write their own, and
+    # the one that renames second finds `out` there and drops its copy
+    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=out.parent))
+    try:
+        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        config_text = json.dumps({**config, "torch_dtype": "float32"}, indent=2)
+        (tmp / "config.json").write_text(config_text)
+        load_gguf_tokenizer(gguf).save_pretrained(str(tmp))
+        (tmp / "SOURCE").write_text(f"{REQUIREMENT}: {GGUF_FILE}, size {gguf.stat().st_size}\n")
+        tmp.rename(out)
+    except OSError:
+        if not (out / "config.json").is_file():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def default_target() -> Path:
