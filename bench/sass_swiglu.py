@@ -28,19 +28,8 @@ def compile_tile(rows: int, swiglu: bool):
     fn = linear._skinny_kernel
     cfg = linear.tile_config(rows, *SHAPE)
     warps, stages = cfg.pop("num_warps", 4), cfg.pop("num_stages", 3)
-    consts = dict(
-        NORM=False,
-        GLU=False,
-        RESIDUAL=False,
-        F32_DOT=False,
-        PDL=True,
-        PREFETCH=0,
-        SPLIT_K=1,
-        FENCE=False,
-        SWIGLU=swiglu,
-        part_ptr=None,
-        count_ptr=None,
-    )
+    consts = dict(NORM=False, GLU=False, RESIDUAL=False, F32_DOT=False, PDL=True, PREFETCH=0,
+                  SPLIT_K=1, FENCE=False, SWIGLU=swiglu, part_ptr=None, count_ptr=None)  # fmt: skip
     consts |= cfg | {"LOOP_STAGES": linear.loop_stages(dict(cfg, num_stages=stages))}
     types = {n: "*bf16" for n in ("x_ptr", "w_ptr", "y_ptr", "res_ptr", "nw_ptr")}
     types["eps"] = "fp32"
