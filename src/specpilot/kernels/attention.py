@@ -32,7 +32,7 @@ from specpilot.kernels.common import (
     count_done,
     count_reset,
     dot,
-    l2_prefetch_share,
+    l2_prefetch_regions,
     pdl_enter,
     zeroed_counters,
 )
@@ -137,12 +137,9 @@ def _split_kernel(
 ):
     bh = tl.program_id(0)
     split = tl.program_id(1)
-    if AHEAD > 0:  # weights (never written): asked for before the wait, while the last kernel runs
-        pid = bh * NUM_SPLITS + split
-        programs = tl.num_programs(0) * NUM_SPLITS
-        l2_prefetch_share(ahead0_ptr, ahead0_bytes, pid, programs)
-        if AHEAD > 1:
-            l2_prefetch_share(ahead1_ptr, ahead1_bytes, pid, programs)
+    # weights (never written): asked for before the wait, while the last kernel runs
+    l2_prefetch_regions(AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes,
+                        bh * NUM_SPLITS + split, tl.num_programs(0) * NUM_SPLITS)  # fmt: skip
     pdl_enter(PDL)
     kv_heads = HEADS // GROUP
     b = bh // kv_heads

@@ -76,6 +76,17 @@ def l2_prefetch_share(ptr, nbytes, pid, programs):
 
 
 @triton.jit
+def l2_prefetch_regions(AHEAD: tl.constexpr, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes,
+                        pid, programs):  # fmt: skip
+    """Program `pid` of `programs` asks L2 for its share of each of the AHEAD regions that
+    ahead_arguments passed."""
+    if AHEAD > 0:
+        l2_prefetch_share(ahead0_ptr, ahead0_bytes, pid, programs)
+    if AHEAD > 1:
+        l2_prefetch_share(ahead1_ptr, ahead1_bytes, pid, programs)
+
+
+@triton.jit
 def row_rstd(x_rows, m_ok, K, eps, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     """1 / RMS of each row of x [BLOCK_M, K] (fp32), the RMSNorm scale."""
     rk0 = tl.arange(0, BLOCK_K)
@@ -150,10 +161,10 @@ def store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M: tl.constexp
     tl.store(y_ptr + rm[:, None] * stride_ym + cols[None, :], (s * u).to(dtype), mask=om)
 
 
-def swiglu_tile_ok(cfg: dict, n: int, residual: torch.Tensor | None) -> bool:
-    """Whether a tile can end in store_swiglu: no K split, an even BLOCK_N, no residual, N
-    even."""
-    return cfg.get("SPLIT_K", 1) == 1 and cfg["BLOCK_N"] % 2 == 0 and residual is None and not n % 2
+def swiglu_tile_ok(cfg: dict) -> bool:
+    """Whether a tile can end in store_swiglu: no K split and an even BLOCK_N (an even N and no
+    residual are the swiglu contract, linear.check_prologue_epilogue)."""
+    return cfg.get("SPLIT_K", 1) == 1 and cfg["BLOCK_N"] % 2 == 0
 
 
 # per device, every counter buffer made (the last is the largest), zero between launches

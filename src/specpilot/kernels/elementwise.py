@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from specpilot.kernels import launch
-from specpilot.kernels.common import ahead_arguments, l2_prefetch_share, pdl_enter
+from specpilot.kernels.common import ahead_arguments, l2_prefetch_regions, pdl_enter
 
 # programs added to a launch given `ahead` bytes, each asking L2 for an equal share of them
 AHEAD_PROGRAMS = 32
@@ -30,9 +30,8 @@ def _ask_ahead(row, M, ask, AHEAD: tl.constexpr, ahead0_ptr, ahead0_bytes, ahead
         if row >= M:
             extra = True
             if ask:
-                l2_prefetch_share(ahead0_ptr, ahead0_bytes, row - M, tl.num_programs(0) - M)
-                if AHEAD > 1:
-                    l2_prefetch_share(ahead1_ptr, ahead1_bytes, row - M, tl.num_programs(0) - M)
+                l2_prefetch_regions(AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes,
+                                    row - M, tl.num_programs(0) - M)  # fmt: skip
     return extra
 
 

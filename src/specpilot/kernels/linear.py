@@ -264,7 +264,7 @@ def skinny_linear(
         raise ValueError("skinny_linear wants unit stride along K")
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     cfg = dict(config or tile_config(m, n, k))
-    if swiglu and not swiglu_tile_ok(cfg, n, residual):
+    if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(skinny_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
                                       config=config))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
@@ -272,8 +272,9 @@ def skinny_linear(
     cfg["LOOP_STAGES"] = loop_stages(cfg)
     if split > 1 and not cfg["USE_DOT"]:
         raise ValueError("SPLIT_K > 1 needs the tensor-core tiles (USE_DOT)")
-    tiles_n = triton.cdiv(n // 2, cfg["BLOCK_N"] // 2) if swiglu else triton.cdiv(n, cfg["BLOCK_N"])
-    grid = (tiles_n, triton.cdiv(m, cfg["BLOCK_M"]), split)
+    # NOTE: with swiglu (N and BLOCK_N even) tile pid_n takes rows of each half: N / BLOCK_N
+    # tiles either way
+    grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), split)
     split_args = {}
     if split > 1:  # fp32 slices, counters per tile (left zero by the kernel)
         part = torch.empty(split, m, n, device=x.device, dtype=torch.float32)

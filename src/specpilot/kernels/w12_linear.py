@@ -572,7 +572,7 @@ def w12_linear(
     _check(weight, m, x, glu)
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     cfg = dict(config or tile_config(m, n, k))
-    if swiglu and not swiglu_tile_ok(cfg, n, residual):
+    if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(w12_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
                                    config=config))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
@@ -596,8 +596,7 @@ def w12_linear(
     if splits > 1 and (splits - 1) * split_steps * step >= k:
         raise ValueError(f"SPLIT_K={splits} leaves a split without columns (K={k}, step {step})")
     part = torch.empty(splits, m, n, device=x.device, dtype=torch.float32) if splits > 1 else y
-    tiles_n = triton.cdiv(n // 2, cfg["BLOCK_N"] // 2) if swiglu else triton.cdiv(n, cfg["BLOCK_N"])
-    grid = (tiles_n, triton.cdiv(m, cfg["BLOCK_M"]), splits)
+    grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), splits)  # as linear
     in_kernel = splits > 1 and SPLIT_SUM_IN_KERNEL
     counters = zeroed_counters(x.device, grid[0] * grid[1]) if in_kernel else weight.row_ptr
     _w12_kernel[grid](
@@ -628,7 +627,7 @@ def w12_linear(
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
         EVEN_K=k % step == 0,
-        EVEN_N=(n // 2) % (cfg["BLOCK_N"] // 2) == 0 if swiglu else n % cfg["BLOCK_N"] == 0,
+        EVEN_N=n % cfg["BLOCK_N"] == 0,  # with swiglu: each half a whole number of half tiles
         SLICE=SLICE,
         **cfg,
         **launch.pdl(x, multiply=True),

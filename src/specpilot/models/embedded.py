@@ -67,7 +67,6 @@ def default_target() -> Path:
     gguf = embedded_gguf()
     out = cache_dir() / "models" / CACHE_NAME
     if not (out / "config.json").is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
         convert_gguf(gguf, out)
     return out
 
