@@ -8,7 +8,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from specpilot.models.synth import draft_hf_config, synth_drafter, synth_target, target_hf_config
+# Without a GPU the kernels run in Triton's CPU interpreter (tests/test_kernels.py), which must
+# be chosen before anything imports triton or a kernel module, whichever test file comes first
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from specpilot.models.synth import (  # noqa: E402
+    draft_hf_config,
+    synth_drafter,
+    synth_target,
+    target_hf_config,
+)
 
 if os.environ.get("PYTEST_XDIST_WORKER"):  # one core for each of the workers (README: -n 2)
     torch.set_num_threads(1)

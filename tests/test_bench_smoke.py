@@ -3,6 +3,7 @@ timing, fp32), so that a device call never dies on bookkeeping. Nothing here ass
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -271,9 +272,9 @@ def test_ncu_table_reads_run_82(capsys) -> None:
 
 
 def test_ncu_source_view_counts_stalls_by_opcode(tmp_path, capsys) -> None:
-    """bench/ncu_kernels.py's `source` mode on a small CSV in the layout we expect of ncu's SASS
-    view (assumed: no real one is committed yet; the device script keeps the raw CSV): a units
-    line is skipped, predicates and modifiers leave the opcode, shares sum to one."""
+    """bench/ncu_kernels.py's `source` mode on a small CSV in the layout of ncu's SASS view (a
+    units line is skipped, predicates and modifiers leave the opcode, shares sum to one), then on
+    the real one of run 90 (committed), which gives the JSON committed beside it."""
     ncu_kernels = pytest.importorskip("ncu_kernels")
     path = tmp_path / "sass.csv"
     path.write_text(
@@ -290,3 +291,6 @@ def test_ncu_source_view_counts_stalls_by_opcode(tmp_path, capsys) -> None:
     assert out["by_opcode"] == {"HMMA": 0.5, "LDG": 0.4, "PRMT": 0.1}
     assert [h["address"] for h in out["hottest"]] == ["0x30", "0x10"]
     assert capsys.readouterr().out.splitlines()[-1].startswith('{"bench": "ncu_source"')
+    run90 = Path(__file__).parent.parent / "bench/results/2026-12-01-ncu-source-run90"
+    out = ncu_kernels.source(str(run90 / "_w12_kernel-sass.csv"))
+    assert out == json.loads((run90 / "_w12_kernel-source.json").read_text())

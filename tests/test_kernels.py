@@ -197,7 +197,7 @@ def test_launch_switches_are_off_where_they_cannot_run(launch_settings) -> None:
         launch_settings.configure(pdl=True, prefetch="off")
 
 
-def test_l2_ahead_asks_only_where_it_can(launch_settings) -> None:
+def test_l2_ahead_asks_only_where_it_can(launch_settings, monkeypatch) -> None:
     """EngineConfig.l2_ahead: launch.l2_ahead gives the tensors' bytes only in its own mode, on
     a Hopper GPU, for contiguous 16-byte multiples; a bad mode fails in the config and in
     configure; decode_attention rejects what the bulk prefetch cannot take."""
@@ -216,13 +216,10 @@ def test_l2_ahead_asks_only_where_it_can(launch_settings) -> None:
     else:
         assert regions == ()  # no bulk prefetch here
     launch_settings.configure(pdl="off", prefetch="off", ahead="all")
-    monkey = launch_settings.HEAD_BYTES
-    try:  # the head: the same first rows of each plane, HEAD_BYTES over all of them
-        launch_settings.HEAD_BYTES = 1536
-        heads = launch_settings.l2_ahead("head", w, w[:, :16].contiguous())
-        assert [r.numel() for r in heads] == ([1024, 512] if hopper else [])
-    finally:
-        launch_settings.HEAD_BYTES = monkey
+    # the head: the same first rows of each plane, HEAD_BYTES over all of them
+    monkeypatch.setattr(launch_settings, "HEAD_BYTES", 1536)
+    heads = launch_settings.l2_ahead("head", w, w[:, :16].contiguous())
+    assert [r.numel() for r in heads] == ([1024, 512] if hopper else [])
     with pytest.raises(ValueError, match="ahead must be one of"):
         launch_settings.configure(pdl="off", prefetch="off", ahead="qkv")
     with pytest.raises(ConfigError, match="l2_ahead must be one of"):
