@@ -730,6 +730,14 @@ def main() -> None:
         "never (models/fused.SWIGLU_EPILOGUE_MIN_ROWS; -1: default)",
     )
     parser.add_argument(
+        "--norm-squares",
+        type=int,
+        default=-1,
+        help="up to this many token rows the o and down multiplies store their output's sums of "
+        "squares and the next multiply normalizes from them (models/fused."
+        "NORM_SQUARES_MAX_ROWS; 0: never, -1: default)",
+    )
+    parser.add_argument(
         "--tiles", default="", help="EngineConfig.tiles: a tiles file over the built-in tiles"
     )
     parser.add_argument(
@@ -758,6 +766,10 @@ def main() -> None:
         from specpilot.models import fused
 
         fused.SWIGLU_EPILOGUE_MIN_ROWS = args.swiglu_epilogue
+    if args.norm_squares >= 0:
+        from specpilot.models import fused
+
+        fused.NORM_SQUARES_MAX_ROWS = args.norm_squares
     if args.merge_rows >= 0:
         from specpilot.kernels import attention
 
@@ -791,6 +803,7 @@ def main() -> None:
             args.swiglu_epilogue if args.swiglu_epilogue >= 0 else "default"
         ),
         "attention_min_keys": args.attention_min_keys or "default",
+        "norm_squares_max_rows": args.norm_squares if args.norm_squares >= 0 else "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

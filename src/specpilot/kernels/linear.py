@@ -32,8 +32,10 @@ from specpilot.kernels.common import (
     l2_prefetch,
     pdl_enter,
     row_rstd,
+    squares_rstd,
     store_output,
     store_split,
+    store_squares,
     store_swiglu,
     swiglu_tile_ok,
     weight_rows,
@@ -42,6 +44,8 @@ from specpilot.kernels.common import (
 from specpilot.kernels.elementwise import silu_mul
 
 MAX_ROWS = 64
+# partial sums of squares a norm prologue adds per step (kernels/common.squares_rstd)
+SQUARES_BLOCK = tl.constexpr(128)
 
 
 @triton.jit
@@ -75,6 +79,13 @@ def _skinny_kernel(
     FENCE: tl.constexpr = False,
     LOOP_STAGES: tl.constexpr = 1,
     SWIGLU: tl.constexpr = False,
+    sq_in_ptr=None,
+    sq_in_cols=0,
+    stride_sqi=0,
+    NORM_SQ: tl.constexpr = False,
+    sq_out_ptr=None,
+    stride_sqo=0,
+    SQ_OUT: tl.constexpr = False,
 ):
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -97,7 +108,10 @@ def _skinny_kernel(
             l2_prefetch(w_ptr + pid_n * BLOCK_N * stride_wn, nbytes)
     pdl_enter(PDL)  # x and the residual come from the kernel before: wait for it here
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
-    if NORM:
+    if NORM and NORM_SQ:  # the statistics that the multiply which wrote x left
+        rstd = squares_rstd(sq_in_ptr + rm[:, None] * stride_sqi, m_ok, sq_in_cols, K, eps,
+                            BLOCK_M, SQUARES_BLOCK)  # fmt: skip
+    elif NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
     # NOTE: without tensor cores (M < 16 rows) the products accumulate element-wise in a
     # [BLOCK_M, BLOCK_N, BLOCK_K] tile and are reduced once at the end: a cross-lane reduction
@@ -143,7 +157,9 @@ def _skinny_kernel(
     elif SWIGLU:
         store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N)
     else:
-        store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+        out = store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+        if SQ_OUT:
+            store_squares(out, sq_out_ptr, rm, m_ok, n_ok, pid_n, stride_sqo)
 
 
 # Tiles measured per weight shape (N, K) on the H200 that beat the rules below, for one row and
@@ -211,6 +227,36 @@ def _rule_tiles(m: int, n: int, k: int) -> dict:
     )
 
 
+def squares_width(cfg: dict, n: int, swiglu: bool = False) -> int:
+    """The partial sums of squares per row that a multiply with tile `cfg` stores for the next
+    RMSNorm (one per output tile), or 0 where it cannot (a K split or the SwiGLU epilogue)."""
+    if swiglu or cfg.get("SPLIT_K", 1) > 1:
+        return 0
+    return triton.cdiv(n, cfg["BLOCK_N"])
+
+
+def check_squares(
+    m: int,
+    norm_weight: torch.Tensor | None,
+    norm_squares: torch.Tensor | None,
+    squares: torch.Tensor | None,
+    width: int,
+) -> None:
+    """The norm statistics a multiply reads (norm_squares [M, P], from the multiply that wrote
+    x) and stores (squares [M, width]): fp32, unit stride along the row."""
+    for name, t in (("norm_squares", norm_squares), ("squares", squares)):
+        if t is None:
+            continue
+        if t.dim() != 2 or t.shape[0] != m or t.dtype != torch.float32 or t.stride(1) != 1:
+            raise ValueError(f"{name} must be a float32 [{m}, P] with unit stride, got "
+                             f"{t.dtype} {tuple(t.shape)}")  # fmt: skip
+    if norm_squares is not None and norm_weight is None:
+        raise ValueError("norm_squares are the statistics of a norm prologue: give norm_weight")
+    if squares is not None and squares.shape[1] != width:
+        why = f"takes [{m}, {width}]" if width else "cannot store them (K split or swiglu)"
+        raise ValueError(f"squares {tuple(squares.shape)}: this tile {why}")
+
+
 def check_prologue_epilogue(
     m: int,
     n: int,
@@ -242,11 +288,16 @@ def skinny_linear(
     residual: torch.Tensor | None = None,
     config: dict | None = None,
     swiglu: bool = False,
+    norm_squares: torch.Tensor | None = None,
+    squares: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """x [M, K] (or [M, 2K] with glu) @ weight [N, K]^T -> [M, N] in x's dtype; see module doc.
     swiglu: the weight is [gate | up] and the result silu(gate) * up, [M, N / 2], each product
     rounded first (elementwise.silu_mul's bits), in the tile's epilogue where it can end so
-    (swiglu_tile_ok), else by silu_mul after the multiply."""
+    (swiglu_tile_ok), else by silu_mul after the multiply.
+    norm_squares [M, P]: the norm prologue's statistics, stored by the multiply that wrote x
+    (its `squares`), instead of each program reading the whole rows of x. squares [M, W]
+    (W = squares_width of this tile): filled with the output's partial sums of squares."""
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(
             f"skinny_linear wants 2-D x and weight, got {tuple(x.shape)}, {tuple(weight.shape)}"
@@ -264,9 +315,10 @@ def skinny_linear(
         raise ValueError("skinny_linear wants unit stride along K")
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     cfg = dict(config or tile_config(m, n, k))
+    check_squares(m, norm_weight, norm_squares, squares, squares_width(cfg, n, swiglu))
     if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(skinny_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
-                                      config=config))  # fmt: skip
+                                      config=config, norm_squares=norm_squares))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     split = cfg.pop("SPLIT_K", 1)
     cfg["LOOP_STAGES"] = loop_stages(cfg)
@@ -303,9 +355,21 @@ def skinny_linear(
         SPLIT_K=split,
         SWIGLU=swiglu,
         **split_args,
+        **squares_arguments(norm_squares, squares),
         **cfg,
     )
     return y
+
+
+def squares_arguments(norm_squares: torch.Tensor | None, squares: torch.Tensor | None) -> dict:
+    """The norm-statistics arguments of the skinny and W12 kernels (see skinny_linear)."""
+    out: dict = {}
+    if norm_squares is not None:
+        out |= dict(sq_in_ptr=norm_squares, sq_in_cols=norm_squares.shape[1],
+                    stride_sqi=norm_squares.stride(0), NORM_SQ=True)  # fmt: skip
+    if squares is not None:
+        out |= dict(sq_out_ptr=squares, stride_sqo=squares.stride(0), SQ_OUT=True)
+    return out
 
 
 def skinny_linear_reference(
