@@ -65,7 +65,7 @@ def copy_bandwidth() -> float:
 
 def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     """--pdl, --weight-prefetch and --l2-ahead: the kernels' launch switches (EngineConfig.pdl /
-    weight_prefetch / l2_ahead, kernels/launch.py)."""
+    weight_prefetch / l2_ahead, kernels/launch.py); --norm-squares (`apply_norm_squares`)."""
     parser.add_argument(
         "--pdl",
         default=EngineConfig.pdl,
@@ -84,6 +84,22 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
         choices=list(L2_AHEAD_MODES),
         help="EngineConfig.l2_ahead: weights asked for in L2 ahead of their multiply",
     )
+    parser.add_argument(
+        "--norm-squares",
+        type=int,
+        default=-1,
+        help="up to this many token rows the o and down multiplies store their output's sums of "
+        "squares and the next multiply normalizes from them (models/fused."
+        "NORM_SQUARES_MAX_ROWS; 0: never, -1: default)",
+    )
+
+
+def apply_norm_squares(rows: int) -> None:
+    """--norm-squares: models/fused.NORM_SQUARES_MAX_ROWS for this process (-1: leave it)."""
+    if rows >= 0:
+        from specpilot.models import fused
+
+        fused.NORM_SQUARES_MAX_ROWS = rows
 
 
 def sync() -> None:
@@ -730,14 +746,6 @@ def main() -> None:
         "never (models/fused.SWIGLU_EPILOGUE_MIN_ROWS; -1: default)",
     )
     parser.add_argument(
-        "--norm-squares",
-        type=int,
-        default=-1,
-        help="up to this many token rows the o and down multiplies store their output's sums of "
-        "squares and the next multiply normalizes from them (models/fused."
-        "NORM_SQUARES_MAX_ROWS; 0: never, -1: default)",
-    )
-    parser.add_argument(
         "--tiles", default="", help="EngineConfig.tiles: a tiles file over the built-in tiles"
     )
     parser.add_argument(
@@ -766,10 +774,7 @@ def main() -> None:
         from specpilot.models import fused
 
         fused.SWIGLU_EPILOGUE_MIN_ROWS = args.swiglu_epilogue
-    if args.norm_squares >= 0:
-        from specpilot.models import fused
-
-        fused.NORM_SQUARES_MAX_ROWS = args.norm_squares
+    apply_norm_squares(args.norm_squares)
     if args.merge_rows >= 0:
         from specpilot.kernels import attention
 
