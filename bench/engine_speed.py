@@ -94,6 +94,20 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def prologue_rows(text: str) -> dict[str, int]:
+    """--prologue-rows: "N" (both kinds; -1: the default) or "norm=N,glu=M"."""
+    if "=" not in text:
+        rows = int(text)
+        return {} if rows < 0 else {"norm": rows, "glu": rows}
+    out = {}
+    for item in text.split(","):
+        kind, _, rows = item.partition("=")
+        if kind not in ("norm", "glu"):
+            raise argparse.ArgumentTypeError(f"prologue kinds are norm and glu, got {kind!r}")
+        out[kind] = int(rows)
+    return out
+
+
 def apply_norm_squares(rows: int) -> None:
     """--norm-squares: models/fused.NORM_SQUARES_MAX_ROWS for this process (-1: leave it)."""
     if rows >= 0:
@@ -719,10 +733,16 @@ def main() -> None:
     )
     parser.add_argument(
         "--prologue-rows",
+        type=prologue_rows,
+        default={},
+        help="bf16 multiplies compute their norm / SwiGLU input themselves up to this many rows: "
+        "N for both or 'norm=N,glu=M' (models/fused.PROLOGUE_ROWS; -1 / none: the default)",
+    )
+    parser.add_argument(
+        "--prologue-max-k",
         type=int,
-        default=-1,
-        help="bf16 multiplies compute their norm / SwiGLU input themselves up to this many rows "
-        "(models/fused.PROLOGUE_ROWS; -1: the default rule)",
+        default=0,
+        help="... for inputs at most this wide (models/fused.PROLOGUE_MAX_K; 0: default)",
     )
     parser.add_argument(
         "--merge-rows",
@@ -785,10 +805,11 @@ def main() -> None:
         if args.attention_min_keys % attention.BLOCK_KV:
             parser.error(f"--attention-min-keys must be a multiple of {attention.BLOCK_KV}")
         attention.MIN_SPLIT_KEYS = args.attention_min_keys
-    if args.prologue_rows >= 0:
+    if args.prologue_rows or args.prologue_max_k:
         from specpilot.models import fused
 
-        fused.PROLOGUE_ROWS.update(norm=args.prologue_rows, glu=args.prologue_rows)
+        fused.PROLOGUE_ROWS.update(args.prologue_rows)
+        fused.PROLOGUE_MAX_K = args.prologue_max_k or fused.PROLOGUE_MAX_K
     torch.backends.cuda.matmul.allow_tf32 = False
     bw = copy_bandwidth()
     report: dict = {
@@ -798,7 +819,8 @@ def main() -> None:
         "copy_bandwidth_tb_s": bw / 1e12,
         "cuda_graphs": bool(args.graphs),
         "kernels": args.kernels,
-        "prologue_rows": args.prologue_rows if args.prologue_rows >= 0 else "default",
+        "prologue_rows": args.prologue_rows or "default",
+        "prologue_max_k": args.prologue_max_k or "default",
         "pdl": args.pdl,
         "weight_prefetch": args.weight_prefetch,
         "l2_ahead": args.l2_ahead,

@@ -44,8 +44,10 @@ from specpilot.kernels.common import (
 from specpilot.kernels.elementwise import silu_mul
 
 MAX_ROWS = 64
-# partial sums of squares a norm prologue adds per step (kernels/common.squares_rstd)
-SQUARES_BLOCK = tl.constexpr(128)
+# the most partial sums of squares a norm prologue loads at once (kernels/common.squares_rstd):
+# all of them in one load wherever a row has at most this many (one L2 round trip before the
+# loop's first step instead of one per block)
+SQUARES_BLOCK = 2048
 
 
 @triton.jit
@@ -83,6 +85,7 @@ def _skinny_kernel(
     sq_in_cols=0,
     stride_sqi=0,
     NORM_SQ: tl.constexpr = False,
+    SQ_BLOCK: tl.constexpr = 1,
     sq_out_ptr=None,
     stride_sqo=0,
     SQ_OUT: tl.constexpr = False,
@@ -110,7 +113,7 @@ def _skinny_kernel(
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM and NORM_SQ:  # the statistics that the multiply which wrote x left
         rstd = squares_rstd(sq_in_ptr + rm[:, None] * stride_sqi, m_ok, sq_in_cols, K, eps,
-                            BLOCK_M, SQUARES_BLOCK)  # fmt: skip
+                            BLOCK_M, SQ_BLOCK)  # fmt: skip
     elif NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
     # NOTE: without tensor cores (M < 16 rows) the products accumulate element-wise in a
@@ -365,8 +368,10 @@ def squares_arguments(norm_squares: torch.Tensor | None, squares: torch.Tensor |
     """The norm-statistics arguments of the skinny and W12 kernels (see skinny_linear)."""
     out: dict = {}
     if norm_squares is not None:
-        out |= dict(sq_in_ptr=norm_squares, sq_in_cols=norm_squares.shape[1],
-                    stride_sqi=norm_squares.stride(0), NORM_SQ=True)  # fmt: skip
+        cols = norm_squares.shape[1]
+        block = min(triton.next_power_of_2(cols), SQUARES_BLOCK)
+        out |= dict(sq_in_ptr=norm_squares, sq_in_cols=cols, stride_sqi=norm_squares.stride(0),
+                    NORM_SQ=True, SQ_BLOCK=block)  # fmt: skip
     if squares is not None:
         out |= dict(sq_out_ptr=squares, stride_sqo=squares.stride(0), SQ_OUT=True)
     return out

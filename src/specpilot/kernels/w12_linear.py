@@ -75,7 +75,6 @@ from specpilot.kernels.common import (
 )
 from specpilot.kernels.elementwise import silu_mul
 from specpilot.kernels.linear import (
-    SQUARES_BLOCK,
     check_prologue_epilogue,
     check_squares,
     loop_stages,
@@ -316,6 +315,7 @@ def _w12_kernel(
     sq_in_cols=0,
     stride_sqi=0,
     NORM_SQ: tl.constexpr = False,
+    SQ_BLOCK: tl.constexpr = 1,
     sq_out_ptr=None,
     stride_sqo=0,
     SQ_OUT: tl.constexpr = False,
@@ -335,7 +335,7 @@ def _w12_kernel(
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM and NORM_SQ:  # the statistics that the multiply which wrote x left
         rstd = squares_rstd(sq_in_ptr + rm[:, None] * stride_sqi, m_ok, sq_in_cols, K, eps,
-                            BLOCK_M, SQUARES_BLOCK)  # fmt: skip
+                            BLOCK_M, SQ_BLOCK)  # fmt: skip
     elif NORM:
         # NOTE: every program recomputes the rows' RMS (x is in L2): wide steps, few reductions
         RSTD_K: tl.constexpr = 2048 // BLOCK_M if BLOCK_M <= 8 else 256
