@@ -65,7 +65,7 @@ def copy_bandwidth() -> float:
 
 def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     """--pdl, --weight-prefetch and --l2-ahead: the kernels' launch switches (EngineConfig.pdl /
-    weight_prefetch / l2_ahead, kernels/launch.py); --norm-squares (`apply_norm_squares`)."""
+    weight_prefetch / l2_ahead, kernels/launch.py)."""
     parser.add_argument(
         "--pdl",
         default=EngineConfig.pdl,
@@ -84,14 +84,6 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
         choices=list(L2_AHEAD_MODES),
         help="EngineConfig.l2_ahead: weights asked for in L2 ahead of their multiply",
     )
-    parser.add_argument(
-        "--norm-squares",
-        type=int,
-        default=-1,
-        help="up to this many token rows the o and down multiplies store their output's sums of "
-        "squares and the next multiply normalizes from them (models/fused."
-        "NORM_SQUARES_MAX_ROWS; 0: never, -1: default)",
-    )
 
 
 def prologue_rows(text: str) -> dict[str, int]:
@@ -106,14 +98,6 @@ def prologue_rows(text: str) -> dict[str, int]:
             raise argparse.ArgumentTypeError(f"prologue kinds are norm and glu, got {kind!r}")
         out[kind] = int(rows)
     return out
-
-
-def apply_norm_squares(rows: int) -> None:
-    """--norm-squares: models/fused.NORM_SQUARES_MAX_ROWS for this process (-1: leave it)."""
-    if rows >= 0:
-        from specpilot.models import fused
-
-        fused.NORM_SQUARES_MAX_ROWS = rows
 
 
 def sync() -> None:
@@ -794,7 +778,6 @@ def main() -> None:
         from specpilot.models import fused
 
         fused.SWIGLU_EPILOGUE_MIN_ROWS = args.swiglu_epilogue
-    apply_norm_squares(args.norm_squares)
     if args.merge_rows >= 0:
         from specpilot.kernels import attention
 
@@ -830,7 +813,6 @@ def main() -> None:
             args.swiglu_epilogue if args.swiglu_epilogue >= 0 else "default"
         ),
         "attention_min_keys": args.attention_min_keys or "default",
-        "norm_squares_max_rows": args.norm_squares if args.norm_squares >= 0 else "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

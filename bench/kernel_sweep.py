@@ -110,6 +110,10 @@ QUICK_DOT_GRID = ((16, 32, 64), (128, 256), (2, 4), (2, 3, 4), (1, 2, 4))
 # --grid loop (one row): element-wise tiles whose loop pipelines its loads through shared memory
 # (kernels/linear.py's LOOP_STAGES): (BLOCK_N, BLOCK_K, num_warps, LOOP_STAGES)
 LOOP_GRID = ((4, 8, 16), (256, 512, 1024), (4,), (2, 3, 4))
+# --grid tma (one row): the same with the weight tiles fetched by bulk copies (kernels/linear.py's
+# TMA; a copy's box is at most 256 columns), deeper pipelines: (BLOCK_N, BLOCK_K, num_warps,
+# LOOP_STAGES)
+TMA_GRID = ((8, 16, 32), (128, 256), (4,), (3, 4, 6, 8))
 
 GRIDS = {"full": (), "quick": (QUICK_ELEMENTWISE_GRID, QUICK_DOT_GRID)}  # candidates' grids
 
@@ -145,15 +149,17 @@ def candidates(
 
 
 def grid_candidates(m: int, grid: str) -> list[dict]:
-    """--grid's tiles for M rows: GRIDS' through `candidates`, or "loop" (one row: LOOP_GRID)."""
-    if grid != "loop":
+    """--grid's tiles for M rows: GRIDS' through `candidates`, or "loop" / "tma" (one row:
+    LOOP_GRID / TMA_GRID)."""
+    if grid not in ("loop", "tma"):
         return candidates(m, *GRIDS[grid])
     if m != 1:
-        raise ValueError("--grid loop is for one row")
+        raise ValueError(f"--grid {grid} is for one row")
+    extra = {"TMA": True} if grid == "tma" else {}
     return [
         dict(BLOCK_M=1, BLOCK_N=bn, BLOCK_K=bk, USE_DOT=False, num_warps=warps, num_stages=3,
-             LOOP_STAGES=stages)
-        for bn, bk, warps, stages in itertools.product(*LOOP_GRID)
+             LOOP_STAGES=stages, **extra)
+        for bn, bk, warps, stages in itertools.product(*(TMA_GRID if extra else LOOP_GRID))
         if bn * bk <= 64 * 32 * warps  # the accumulator: at most 64 fp32 per thread
     ]  # fmt: skip
 
@@ -241,7 +247,7 @@ def sweep_shape(m: int, name: str, n: int, k: int, cold: bool = True, grid: str 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="1,16")
-    parser.add_argument("--grid", default="full", choices=[*GRIDS, "loop"])
+    parser.add_argument("--grid", default="full", choices=[*GRIDS, "loop", "tma"])
     parser.add_argument("--model", default="qwen3-8b", choices=MODELS)
     add_l2_argument(parser)
     add_launch_arguments(parser)  # our kernel's

@@ -34,7 +34,6 @@ import torch.nn.functional as F
 # run as a script from the repository root: bench/ is on sys.path
 from engine_speed import (  # noqa: E402
     add_launch_arguments,
-    apply_norm_squares,
     build,
     copy_bandwidth,
     kernel_profile,
@@ -426,7 +425,6 @@ def main() -> None:
     if not args.rows and not args.e2e:  # nothing to time (e.g. only --tiles-out): no GPU needed
         return
     w12_kernels.SPLIT_SUM_IN_KERNEL = args.split_sum == "kernel"
-    apply_norm_squares(args.norm_squares)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     results = []
@@ -467,8 +465,7 @@ def main() -> None:
             swept["bf16"],
         )  # fmt: skip
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch,
-                    "l2_ahead": engine.l2_ahead,
-                    "norm_squares_max_rows": args.norm_squares}  # fmt: skip
+                    "l2_ahead": engine.l2_ahead}  # fmt: skip
         report["end_to_end"]["engine"] = launches
         if args.tiles_from:  # as a tiles file's content
             report["end_to_end"]["swept_tiles"] = tiles.to_json(swept)

@@ -294,3 +294,14 @@ def test_ncu_source_view_counts_stalls_by_opcode(tmp_path, capsys) -> None:
     run90 = Path(__file__).parent.parent / "bench/results/2026-12-01-ncu-source-run90"
     out = ncu_kernels.source(str(run90 / "_w12_kernel-sass.csv"))
     assert out == json.loads((run90 / "_w12_kernel-source.json").read_text())
+
+
+def test_prologue_rows_argument() -> None:
+    """engine_speed --prologue-rows: one count for both prologues, or each by name."""
+    import argparse
+
+    assert engine_speed.prologue_rows("2") == {"norm": 2, "glu": 2}
+    assert engine_speed.prologue_rows("-1") == {}
+    assert engine_speed.prologue_rows("norm=0,glu=1") == {"norm": 0, "glu": 1}
+    with pytest.raises(argparse.ArgumentTypeError, match="norm and glu"):
+        engine_speed.prologue_rows("swiglu=1")

@@ -152,6 +152,31 @@ def test_skinny_linear_loop_stages(stages: int, mode: str) -> None:
     close(y, skinny_linear_reference(x, w, **kw), 4 if mode in ("norm", "glu") else 2)
 
 
+@pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
+def test_skinny_linear_tma_gives_the_same_bits(mode: str) -> None:
+    """One-row element-wise tiles whose weight tiles come by bulk copies (TMA): the same
+    products in the same order as the tile loading them itself, so the same bits, with N and
+    K not whole tiles (the copy fills zeros past them) and the loop pipelined or not; a tile
+    the copies cannot take is refused, a weight whose rows are not 16-byte aligned takes the
+    plain loads."""
+    gen = torch.Generator().manual_seed(7)
+    n, k = 70, 600
+    x = torch.randn(1, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
+    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
+    kw = prologue_kwargs(mode, 1, n, k, gen)
+    for stages in (1, 3):
+        tile = dict(BLOCK_M=1, BLOCK_N=16, BLOCK_K=128, USE_DOT=False, num_warps=4,
+                    num_stages=3, LOOP_STAGES=stages)  # fmt: skip
+        y = skinny_linear(x, w, config=dict(tile, TMA=True), **kw)
+        assert torch.equal(y, skinny_linear(x, w, config=tile, **kw)), stages
+    close(y, skinny_linear_reference(x, w, **kw), 4 if mode in ("norm", "glu") else 2)
+    with pytest.raises(ValueError, match="TMA tiles"):
+        skinny_linear(x, w, config=dict(tile, BLOCK_K=512, TMA=True), **kw)
+    odd = torch.zeros(n, k + 3, dtype=BF16, device=DEVICE)[:, :k]  # 1,206-byte rows
+    odd.copy_(w)
+    assert torch.equal(skinny_linear(x, odd, config=dict(tile, TMA=True), **kw), y)
+
+
 @pytest.fixture
 def launch_settings():
     """kernels/launch.py's process-wide switches, restored after the test."""
@@ -388,65 +413,6 @@ def test_swiglu_epilogue_gives_the_bits_of_the_swiglu_kernel(m: int, n: int, til
         skinny_linear(x, w, swiglu=True, residual=torch.zeros(m, n, dtype=BF16, device=DEVICE))
 
 
-def squares_of(y: torch.Tensor, block_n: int) -> torch.Tensor:
-    """The partial sums of squares a multiply's output y [M, N] should carry: y^2 (fp32) summed
-    over each output tile of block_n columns."""
-    m, n = y.shape
-    tiles = -(-n // block_n)
-    padded = torch.zeros(m, tiles * block_n, dtype=torch.float32, device=y.device)
-    padded[:, :n] = y.float()
-    return padded.view(m, tiles, block_n).pow(2).sum(-1)
-
-
-def check_norm_squares(multiply, tile_config, m: int, cfg: dict | None, k: int = 96) -> None:
-    """A multiply with the residual epilogue stores its output's partial sums of squares
-    (`squares`, one per output tile) without changing the output, and the next multiply's norm
-    prologue takes them (`norm_squares`) instead of reading x's rows: close to the reference,
-    and it does read them (four times the squares: half the norm). multiply(x, w, **kw) is
-    skinny_linear or a W12 one on the weight w (bf16); cfg None: the default tiles."""
-    from specpilot.kernels import linear
-
-    gen = torch.Generator().manual_seed(m)
-    n, n2 = 70, 40
-    x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
-    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
-    residual = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
-    tile = cfg or tile_config(m, n, k)
-    width = -(-n // tile["BLOCK_N"]) if tile.get("SPLIT_K", 1) == 1 else -(-n // 1024)
-    squares = torch.full((m, width), float("nan"), device=DEVICE)
-    y = multiply(x, w, config=cfg, residual=residual, squares=squares)
-    assert torch.equal(y, multiply(x, w, config=cfg, residual=residual))
-    block = tile["BLOCK_N"] if tile.get("SPLIT_K", 1) == 1 else 1024
-    torch.testing.assert_close(squares, squares_of(y, block), rtol=1e-5, atol=0)
-    w2 = (torch.randn(n2, n, generator=gen) * n**-0.5).to(DEVICE, BF16)
-    nw = (torch.rand(n, generator=gen) + 0.5).to(DEVICE, BF16)
-    z = multiply(y, w2, norm_weight=nw, norm_squares=squares)
-    ulps = 4 if m > 1 else 2
-    close(z, linear.skinny_linear_reference(y, w2, norm_weight=nw), ulps)
-    half = multiply(y, w2, norm_weight=nw, norm_squares=4 * squares)
-    close(half, linear.skinny_linear_reference(y, w2, norm_weight=nw * 0.5), ulps)
-    with pytest.raises(ValueError, match="squares"):
-        multiply(x, w, config=cfg, residual=residual, squares=squares[:, :-1].contiguous())
-    with pytest.raises(ValueError, match="give norm_weight"):
-        multiply(y, w2, norm_squares=squares)
-
-
-@pytest.mark.parametrize("m,tile", [(1, None), (5, None), (16, None), (16, "split")])
-def test_norm_squares_feed_the_next_norm(m: int, tile) -> None:
-    """bf16 multiplies: check_norm_squares on the default tiles (element-wise one-row, tensor
-    cores); a K-split tile cannot store them."""
-    from specpilot.kernels.linear import tile_config
-
-    if tile == "split":
-        x = torch.randn(m, 96).to(DEVICE, BF16)
-        w = torch.randn(70, 96).to(DEVICE, BF16)
-        cfg = dict(tile_config(m, 70, 96), BLOCK_K=32, SPLIT_K=2)
-        with pytest.raises(ValueError, match="cannot store them"):
-            skinny_linear(x, w, config=cfg, squares=torch.zeros(m, 3, device=DEVICE))
-        return
-    check_norm_squares(skinny_linear, tile_config, m, None)
-
-
 def test_swiglu_above_the_skinny_rows_runs_after_cublas() -> None:
     """formats/w12_engine.linear past 64 rows (cuBLAS): swiglu is silu_mul of the product, and
     the same contract checks."""
@@ -646,57 +612,6 @@ def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weig
         assert any(asked) is (rows == 5)
     assert torch.equal(outs[5].tokens, outs[0].tokens)
     assert torch.equal(outs[5].hidden, outs[0].hidden)
-
-
-@pytest.mark.parametrize("weights", ["bf16", "w12"])
-def test_norm_squares_forward_gives_the_same_tokens(tmp_path, monkeypatch, weights: str) -> None:
-    """Fused forwards whose o and down multiplies hand the next norm their sums of squares
-    (fused.NORM_SQUARES_MAX_ROWS): one-row and 5-row target forwards give the tokens of the
-    norm kernel path, their captured hidden states within bf16 rounding (the sums of squares
-    are added in another order), and every norm but the first layer's takes them; bf16
-    speculative decoding with them (the drafter's forward too) passes token forcing."""
-    from specpilot.models import fused
-    from specpilot.spec.forcing import token_forcing
-
-    target, drafter, reference = _tiny_pair(tmp_path, tied=weights == "bf16")
-    if weights == "w12":
-        from specpilot.formats.w12_engine import convert_model
-
-        convert_model(target)
-        convert_model(drafter)
-    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    gen._buffers_for("target", 1, 64)
-    read = []
-    plain_linear = fused.linear
-
-    def recording(*args, **kw):
-        if kw.get("norm_weight") is not None:
-            read.append(kw.get("norm_squares") is not None)
-        return plain_linear(*args, **kw)
-
-    monkeypatch.setattr(fused, "linear", recording)
-    for t in (1, 5):
-        ids = torch.randint(0, 263, (1, t), generator=torch.Generator().manual_seed(t))
-        pos = torch.arange(t, device=DEVICE)[None]
-        outs = {}
-        for rows in (0, 16):
-            monkeypatch.setattr(fused, "NORM_SQUARES_MAX_ROWS", rows)
-            read.clear()
-            outs[rows] = gen._verify_fn(ids.to(DEVICE), pos, t, (0, 1))
-            # 2 layers x 2 norms + the final one, all but the first layer's (the embedding's)
-            # from the squares; the others: one row of this narrow bf16 model takes the plain
-            # prologue, 5 rows and W12 the norm kernel
-            plain = [False] * (t == 1 and weights == "bf16")
-            assert read == (plain + [True] * 4 if rows else plain * 5)
-        assert torch.equal(outs[16].tokens, outs[0].tokens)
-        close(outs[16].hidden, outs[0].hidden, 4)
-    if weights == "bf16":
-        monkeypatch.setattr(fused, "NORM_SQUARES_MAX_ROWS", 16)
-        seqs = _sequences(target.config.vocab_size, 5)
-        gen.run(seqs, speculative=True)
-        for s in seqs:
-            report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
-            assert report.passed, report.failures
 
 
 @pytest.mark.parametrize("weights", ["bf16", "w12"])

@@ -180,53 +180,30 @@ def linear(
     glu: bool = False,
     residual: torch.Tensor | None = None,
     swiglu: bool = False,
-    norm_squares: torch.Tensor | None = None,
-    squares: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """skinny_linear for a bf16/fp16 weight, w12_linear for a W12Weight (same contract). Above
     the skinny kernels' rows (a wide step: many sequences' verify blocks), a bf16 weight goes
     to cuBLAS, after our norm / SwiGLU kernels for the prologue and before the SwiGLU one for
     the epilogue; the residual is then added to the rounded product (one more rounding than
-    the fused epilogue: a summation-order difference like any other between kernels); there
-    norm_squares are not needed and squares cannot be stored (`squares_width` is 0)."""
-    kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual, swiglu=swiglu,
-              norm_squares=norm_squares, squares=squares)  # fmt: skip
+    the fused epilogue: a summation-order difference like any other between kernels)."""
     if not PROFILE_RANGES:
-        return _linear(x, weight, **kw)
+        return _linear(x, weight, norm_weight, eps, glu, residual, swiglu)
     kind = PROFILE_KINDS[0] if isinstance(weight, W12Weight) else PROFILE_KINDS[1]
     n, k = weight.shape
     with torch.profiler.record_function(f"{kind} {x.shape[0]}x{n}x{k}"):
-        return _linear(x, weight, **kw)
-
-
-def squares_width(m: int, weight: torch.Tensor | W12Weight) -> int:
-    """How many partial sums of squares a row of `linear`'s output of m rows has (the `squares`
-    it can store, one per output tile), or 0 where its kernel cannot store them."""
-    from specpilot.kernels import linear as bf16_linear
-    from specpilot.kernels import w12_linear
-
-    n, k = weight.shape
-    if m > bf16_linear.MAX_ROWS:
-        return 0
-    if isinstance(weight, W12Weight):
-        return w12_linear.squares_width(w12_linear.tile_config(m, n, k), n)
-    return bf16_linear.squares_width(bf16_linear.tile_config(m, n, k), n)
+        return _linear(x, weight, norm_weight, eps, glu, residual, swiglu)
 
 
 def _linear(
     x: torch.Tensor,
     weight: torch.Tensor | W12Weight,
-    *,
     norm_weight: torch.Tensor | None,
     eps: float,
     glu: bool,
     residual: torch.Tensor | None,
     swiglu: bool,
-    norm_squares: torch.Tensor | None,
-    squares: torch.Tensor | None,
 ) -> torch.Tensor:
-    kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual, swiglu=swiglu,
-              norm_squares=norm_squares, squares=squares)  # fmt: skip
+    kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual, swiglu=swiglu)
     from specpilot.kernels.linear import MAX_ROWS
 
     if x.shape[0] > MAX_ROWS and not isinstance(weight, W12Weight):
@@ -235,8 +212,6 @@ def _linear(
 
         n, k = weight.shape
         check_prologue_epilogue(x.shape[0], n, k, norm_weight, glu, residual, swiglu)
-        if squares is not None:
-            raise ValueError(f"a multiply of {x.shape[0]} rows on cuBLAS stores no squares")
 
         if norm_weight is not None:
             x = rmsnorm(x, norm_weight, eps)

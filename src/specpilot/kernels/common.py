@@ -100,29 +100,6 @@ def row_rstd(x_rows, m_ok, K, eps, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr)
 
 
 @triton.jit
-def squares_rstd(sq_rows, m_ok, P, K, eps, BLOCK_M: tl.constexpr, BLOCK_P: tl.constexpr):
-    """1 / RMS of each row of x [BLOCK_M, K] from the P partial sums of squares of its columns
-    that the multiply which wrote x stored (`store_squares`, at sq_rows [BLOCK_M, 1]), added in
-    column order: one small read instead of the whole row."""
-    rp0 = tl.arange(0, BLOCK_P)
-    sum_sq = tl.zeros([BLOCK_M], dtype=tl.float32)
-    for p0 in range(0, P, BLOCK_P):
-        rp = p0 + rp0
-        sq = tl.load(sq_rows + rp[None, :], mask=m_ok[:, None] & (rp[None, :] < P), other=0.0)
-        sum_sq += tl.sum(sq, axis=1)
-    return tl.math.rsqrt(sum_sq / K + eps)
-
-
-@triton.jit
-def store_squares(out, sq_ptr, rm, m_ok, n_ok, col, stride_sq):
-    """sq[rm, col] = the sum over the tile's existing columns (n_ok) of out^2 (the stored
-    values, in fp32): the next RMSNorm's statistics, one partial per output tile
-    (`squares_rstd` adds them in column order)."""
-    o = tl.where(n_ok[None, :], out.to(tl.float32), 0.0)
-    tl.store(sq_ptr + rm * stride_sq + col, tl.sum(o * o, axis=1), mask=m_ok)
-
-
-@triton.jit
 def input_tile(x_rows, cols, mask, nw_ptr, rstd, K, dtype, NORM: tl.constexpr, GLU: tl.constexpr):
     """The multiply's input at columns `cols` (broadcasting with x_rows [BLOCK_M, 1]): x,
     silu(gate) * up (x = [gate | up], K columns each), or RMSNorm(x) * norm weight."""
@@ -143,8 +120,7 @@ def input_tile(x_rows, cols, mask, nw_ptr, rstd, K, dtype, NORM: tl.constexpr, G
 def store_output(
     acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL: tl.constexpr
 ):
-    """y[rm, rn] = acc rounded to y's dtype, plus residual[rm, rn] (rounded again) if asked;
-    returns what it stored (zero outside the output)."""
+    """y[rm, rn] = acc rounded to y's dtype, plus residual[rm, rn] (rounded again) if asked."""
     dtype = y_ptr.dtype.element_ty
     out = acc.to(dtype)
     om = m_ok[:, None] & n_ok[None, :]
@@ -152,7 +128,6 @@ def store_output(
         r = tl.load(res_ptr + rm[:, None] * stride_rm + rn[None, :], mask=om, other=0.0)
         out = (out.to(tl.float32) + r.to(tl.float32)).to(dtype)
     tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], out, mask=om)
-    return out
 
 
 @triton.jit

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from specpilot.kernels import launch
 from specpilot.kernels.common import (
@@ -32,10 +33,8 @@ from specpilot.kernels.common import (
     l2_prefetch,
     pdl_enter,
     row_rstd,
-    squares_rstd,
     store_output,
     store_split,
-    store_squares,
     store_swiglu,
     swiglu_tile_ok,
     weight_rows,
@@ -44,10 +43,6 @@ from specpilot.kernels.common import (
 from specpilot.kernels.elementwise import silu_mul
 
 MAX_ROWS = 64
-# the most partial sums of squares a norm prologue loads at once (kernels/common.squares_rstd):
-# all of them in one load wherever a row has at most this many (one L2 round trip before the
-# loop's first step instead of one per block)
-SQUARES_BLOCK = 2048
 
 
 @triton.jit
@@ -81,14 +76,8 @@ def _skinny_kernel(
     FENCE: tl.constexpr = False,
     LOOP_STAGES: tl.constexpr = 1,
     SWIGLU: tl.constexpr = False,
-    sq_in_ptr=None,
-    sq_in_cols=0,
-    stride_sqi=0,
-    NORM_SQ: tl.constexpr = False,
-    SQ_BLOCK: tl.constexpr = 1,
-    sq_out_ptr=None,
-    stride_sqo=0,
-    SQ_OUT: tl.constexpr = False,
+    w_desc=None,
+    TMA: tl.constexpr = False,
 ):
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -111,10 +100,7 @@ def _skinny_kernel(
             l2_prefetch(w_ptr + pid_n * BLOCK_N * stride_wn, nbytes)
     pdl_enter(PDL)  # x and the residual come from the kernel before: wait for it here
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
-    if NORM and NORM_SQ:  # the statistics that the multiply which wrote x left
-        rstd = squares_rstd(sq_in_ptr + rm[:, None] * stride_sqi, m_ok, sq_in_cols, K, eps,
-                            BLOCK_M, SQ_BLOCK)  # fmt: skip
-    elif NORM:
+    if NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
     # NOTE: without tensor cores (M < 16 rows) the products accumulate element-wise in a
     # [BLOCK_M, BLOCK_N, BLOCK_K] tile and are reduced once at the end: a cross-lane reduction
@@ -144,6 +130,8 @@ def _skinny_kernel(
                 mask=n_ok[:, None] & (rk_next < K)[None, :],
                 other=0.0,
             )
+        elif TMA:  # one bulk copy of the tile into shared memory (zeros past N and K)
+            w = w_desc.load([pid_n * BLOCK_N, k0])
         else:
             w = tl.load(w_rows + rk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
         if USE_DOT:
@@ -160,9 +148,7 @@ def _skinny_kernel(
     elif SWIGLU:
         store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N)
     else:
-        out = store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
-        if SQ_OUT:
-            store_squares(out, sq_out_ptr, rm, m_ok, n_ok, pid_n, stride_sqo)
+        store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
 
 # Tiles measured per weight shape (N, K) on the H200 that beat the rules below, for one row and
@@ -230,36 +216,6 @@ def _rule_tiles(m: int, n: int, k: int) -> dict:
     )
 
 
-def squares_width(cfg: dict, n: int, swiglu: bool = False) -> int:
-    """The partial sums of squares per row that a multiply with tile `cfg` stores for the next
-    RMSNorm (one per output tile), or 0 where it cannot (a K split or the SwiGLU epilogue)."""
-    if swiglu or cfg.get("SPLIT_K", 1) > 1:
-        return 0
-    return triton.cdiv(n, cfg["BLOCK_N"])
-
-
-def check_squares(
-    m: int,
-    norm_weight: torch.Tensor | None,
-    norm_squares: torch.Tensor | None,
-    squares: torch.Tensor | None,
-    width: int,
-) -> None:
-    """The norm statistics a multiply reads (norm_squares [M, P], from the multiply that wrote
-    x) and stores (squares [M, width]): fp32, unit stride along the row."""
-    for name, t in (("norm_squares", norm_squares), ("squares", squares)):
-        if t is None:
-            continue
-        if t.dim() != 2 or t.shape[0] != m or t.dtype != torch.float32 or t.stride(1) != 1:
-            raise ValueError(f"{name} must be a float32 [{m}, P] with unit stride, got "
-                             f"{t.dtype} {tuple(t.shape)}")  # fmt: skip
-    if norm_squares is not None and norm_weight is None:
-        raise ValueError("norm_squares are the statistics of a norm prologue: give norm_weight")
-    if squares is not None and squares.shape[1] != width:
-        why = f"takes [{m}, {width}]" if width else "cannot store them (K split or swiglu)"
-        raise ValueError(f"squares {tuple(squares.shape)}: this tile {why}")
-
-
 def check_prologue_epilogue(
     m: int,
     n: int,
@@ -291,16 +247,11 @@ def skinny_linear(
     residual: torch.Tensor | None = None,
     config: dict | None = None,
     swiglu: bool = False,
-    norm_squares: torch.Tensor | None = None,
-    squares: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """x [M, K] (or [M, 2K] with glu) @ weight [N, K]^T -> [M, N] in x's dtype; see module doc.
     swiglu: the weight is [gate | up] and the result silu(gate) * up, [M, N / 2], each product
     rounded first (elementwise.silu_mul's bits), in the tile's epilogue where it can end so
-    (swiglu_tile_ok), else by silu_mul after the multiply.
-    norm_squares [M, P]: the norm prologue's statistics, stored by the multiply that wrote x
-    (its `squares`), instead of each program reading the whole rows of x. squares [M, W]
-    (W = squares_width of this tile): filled with the output's partial sums of squares."""
+    (swiglu_tile_ok), else by silu_mul after the multiply."""
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(
             f"skinny_linear wants 2-D x and weight, got {tuple(x.shape)}, {tuple(weight.shape)}"
@@ -318,10 +269,9 @@ def skinny_linear(
         raise ValueError("skinny_linear wants unit stride along K")
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     cfg = dict(config or tile_config(m, n, k))
-    check_squares(m, norm_weight, norm_squares, squares, squares_width(cfg, n, swiglu))
     if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(skinny_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
-                                      config=config, norm_squares=norm_squares))  # fmt: skip
+                                      config=config))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     split = cfg.pop("SPLIT_K", 1)
     cfg["LOOP_STAGES"] = loop_stages(cfg)
@@ -330,6 +280,8 @@ def skinny_linear(
     # NOTE: with swiglu (N and BLOCK_N even) tile pid_n takes rows of each half: N / BLOCK_N
     # tiles either way
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), split)
+    tma_args = tma_arguments(weight, cfg, swiglu)
+    tma = cfg.pop("TMA", False) and tma_args["TMA"]
     split_args = {}
     if split > 1:  # fp32 slices, counters per tile (left zero by the kernel)
         part = torch.empty(split, m, n, device=x.device, dtype=torch.float32)
@@ -353,28 +305,39 @@ def skinny_linear(
         GLU=glu,
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
-        PREFETCH=launch.prefetch_mode(weight) if split == 1 and not swiglu else 0,
+        PREFETCH=launch.prefetch_mode(weight) if split == 1 and not swiglu and not tma else 0,
         **launch.pdl(x, multiply=True),
         SPLIT_K=split,
         SWIGLU=swiglu,
         **split_args,
-        **squares_arguments(norm_squares, squares),
+        **tma_args,
         **cfg,
     )
     return y
 
 
-def squares_arguments(norm_squares: torch.Tensor | None, squares: torch.Tensor | None) -> dict:
-    """The norm-statistics arguments of the skinny and W12 kernels (see skinny_linear)."""
-    out: dict = {}
-    if norm_squares is not None:
-        cols = norm_squares.shape[1]
-        block = min(triton.next_power_of_2(cols), SQUARES_BLOCK)
-        out |= dict(sq_in_ptr=norm_squares, sq_in_cols=cols, stride_sqi=norm_squares.stride(0),
-                    NORM_SQ=True, SQ_BLOCK=block)  # fmt: skip
-    if squares is not None:
-        out |= dict(sq_out_ptr=squares, stride_sqo=squares.stride(0), SQ_OUT=True)
-    return out
+# NOTE: a bulk copy's box takes at most this many elements along each dimension
+TMA_MAX_BOX = 256
+
+
+def tma_arguments(weight: torch.Tensor, cfg: dict, swiglu: bool) -> dict:
+    """The weight's tensor descriptor for a tile with TMA (its weight tiles fetched by bulk
+    copies into shared memory, no registers held while they are in flight): element-wise
+    tiles of consecutive rows, a box of at most TMA_MAX_BOX rows and columns. A weight whose
+    rows are not 16-byte aligned (which the copy engine needs) takes the plain loads (same
+    values)."""
+    if not cfg.get("TMA"):
+        return {"TMA": False}
+    if cfg["USE_DOT"] or swiglu or max(cfg["BLOCK_N"], cfg["BLOCK_K"]) > TMA_MAX_BOX:
+        raise ValueError(
+            f"TMA tiles are element-wise, without swiglu, of at most {TMA_MAX_BOX} rows and "
+            f"columns: got {cfg}, swiglu={swiglu}"
+        )
+    row_bytes = weight.stride(0) * weight.element_size()
+    if row_bytes % 16 or weight.data_ptr() % 16 or cfg["BLOCK_K"] * weight.element_size() < 16:
+        return {"TMA": False}
+    box = [cfg["BLOCK_N"], cfg["BLOCK_K"]]
+    return {"TMA": True, "w_desc": TensorDescriptor.from_tensor(weight, box)}
 
 
 def skinny_linear_reference(

@@ -21,7 +21,7 @@ from specpilot.kernels import linear, w12_linear
 
 # the keys a tile of each kernel may set (its launcher's tile parameters)
 TILE_KEYS = {
-    "bf16": {"BLOCK_M", "BLOCK_N", "BLOCK_K", "USE_DOT", "SPLIT_K", "LOOP_STAGES",
+    "bf16": {"BLOCK_M", "BLOCK_N", "BLOCK_K", "USE_DOT", "SPLIT_K", "LOOP_STAGES", "TMA",
              "num_warps", "num_stages", "maxnreg"},
     "w12": {"BLOCK_M", "BLOCK_N", "UNROLL", "USE_DOT", "SPLIT_K", "LOOP_STAGES", "ACC_SCALE",
             "ESC_IN_LOOP", "HALVES", "ASM", "num_warps", "num_stages", "maxnreg"},

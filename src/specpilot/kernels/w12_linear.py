@@ -64,10 +64,8 @@ from specpilot.kernels.common import (
     input_tile,
     pdl_enter,
     row_rstd,
-    squares_rstd,
     store_output,
     store_split,
-    store_squares,
     store_swiglu,
     swiglu_tile_ok,
     weight_rows,
@@ -76,15 +74,12 @@ from specpilot.kernels.common import (
 from specpilot.kernels.elementwise import silu_mul
 from specpilot.kernels.linear import (
     check_prologue_epilogue,
-    check_squares,
     loop_stages,
     skinny_linear_reference,
-    squares_arguments,
     tile_rows,
 )
 
 MAX_ROWS = 64
-SPLIT_SUM_BLOCK = 1024  # output columns a _split_sum_kernel program adds
 # K-split tiles: the tile's last program adds the slices (no _split_sum_kernel launch). False: on
 # the H200 it was no faster than the sum launch (16-row q|k|v 1.85 vs 1.89 TB/s, down 2.14 vs
 # 2.23; docs/LOG.md run 57); bench/w12_speed.py --split-sum kernel measures it.
@@ -311,14 +306,6 @@ def _w12_kernel(
     HALVES: tl.constexpr = False,
     LOOP_STAGES: tl.constexpr = 1,
     SWIGLU: tl.constexpr = False,
-    sq_in_ptr=None,
-    sq_in_cols=0,
-    stride_sqi=0,
-    NORM_SQ: tl.constexpr = False,
-    SQ_BLOCK: tl.constexpr = 1,
-    sq_out_ptr=None,
-    stride_sqo=0,
-    SQ_OUT: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -333,10 +320,7 @@ def _w12_kernel(
     # NOTE: constant masks when the tiles divide the shape (the compiler drops them)
     rows_ok = tl.full([BLOCK_N], 1, tl.int1) if EVEN_N else n_ok
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
-    if NORM and NORM_SQ:  # the statistics that the multiply which wrote x left
-        rstd = squares_rstd(sq_in_ptr + rm[:, None] * stride_sqi, m_ok, sq_in_cols, K, eps,
-                            BLOCK_M, SQ_BLOCK)  # fmt: skip
-    elif NORM:
+    if NORM:
         # NOTE: every program recomputes the rows' RMS (x is in L2): wide steps, few reductions
         RSTD_K: tl.constexpr = 2048 // BLOCK_M if BLOCK_M <= 8 else 256
         rstd = row_rstd(x_ptr + rm[:, None] * stride_xm, m_ok, K, eps, BLOCK_M, RSTD_K)
@@ -455,19 +439,16 @@ def _w12_kernel(
     elif SWIGLU:
         store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N)
     else:
-        out = store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
-        if SQ_OUT:
-            store_squares(out, sq_out_ptr, rm, m_ok, n_ok, pid_n, stride_sqo)
+        store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
 
 @triton.jit
 def _split_sum_kernel(
     part_ptr, y_ptr, res_ptr, M, N, stride_ym, stride_rm, SPLIT_K: tl.constexpr,
-    RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = False, sq_out_ptr=None,
-    stride_sqo=0, SQ_OUT: tl.constexpr = False,
+    RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = False,
 ):  # fmt: skip
     """y[m] = sum of the SPLIT_K partial rows (fp32), rounded, plus the residual: the split
-    kernel's epilogue (with SQ_OUT also its partial sums of squares, one per BLOCK_N)."""
+    kernel's epilogue."""
     pdl_enter(PDL)
     rm = tl.program_id(1) + tl.arange(0, 1)
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -476,9 +457,7 @@ def _split_sum_kernel(
     acc = tl.zeros([1, BLOCK_N], dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
         acc += tl.load(part_ptr + s * M * N + rm[:, None] * N + rn[None, :], mask=n_ok[None, :])
-    out = store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
-    if SQ_OUT:
-        store_squares(out, sq_out_ptr, rm, m_ok, n_ok, tl.program_id(0), stride_sqo)
+    store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
 
 
 def tile_config(m: int, n: int, k: int) -> dict:
@@ -585,20 +564,17 @@ def w12_linear(
     residual: torch.Tensor | None = None,
     config: dict | None = None,
     swiglu: bool = False,
-    norm_squares: torch.Tensor | None = None,
-    squares: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """x [M, K] (or [M, 2K] with glu) @ W^T -> [M, N] bf16 ([M, N / 2] with swiglu); the
-    contract of skinny_linear (squares [M, squares_width(cfg, N)])."""
+    contract of skinny_linear."""
     m = x.shape[0] if x.dim() == 2 else 0
     n, k = weight.shape
     _check(weight, m, x, glu)
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     cfg = dict(config or tile_config(m, n, k))
-    check_squares(m, norm_weight, norm_squares, squares, squares_width(cfg, n, swiglu))
     if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(w12_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
-                                   config=config, norm_squares=norm_squares))  # fmt: skip
+                                   config=config))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     # NOTE: the interpreter cannot run inline PTX; ASM=False is the same decode in plain Triton
     cfg["ASM"] = cfg.get("ASM", True) and not INTERPRETED
@@ -659,10 +635,9 @@ def w12_linear(
         count_ptr=counters,
         SUM_IN_KERNEL=in_kernel,
         FENCE=in_kernel and not INTERPRETED,
-        **squares_arguments(norm_squares, squares if splits == 1 else None),
     )
     if splits > 1 and not in_kernel:
-        block = SPLIT_SUM_BLOCK
+        block = 1024
         _split_sum_kernel[(triton.cdiv(n, block), m)](
             part,
             y,
@@ -675,19 +650,8 @@ def w12_linear(
             RESIDUAL=residual is not None,
             BLOCK_N=block,
             **launch.pdl(y),
-            **squares_arguments(None, squares),
         )
     return y
-
-
-def squares_width(cfg: dict, n: int, swiglu: bool = False) -> int:
-    """The partial sums of squares per row that a W12 multiply with tile `cfg` stores for the
-    next RMSNorm: one per output tile, or per _split_sum_kernel block after a K split; 0 where
-    it cannot (the SwiGLU epilogue, a split summed in the kernel)."""
-    splits = cfg.get("SPLIT_K", 1)
-    if swiglu or (splits > 1 and SPLIT_SUM_IN_KERNEL):
-        return 0
-    return triton.cdiv(n, cfg["BLOCK_N"] if splits == 1 else SPLIT_SUM_BLOCK)
 
 
 def w12_linear_reference(

@@ -25,7 +25,7 @@ from torch.nn.attention import SDPBackend
 
 from specpilot import kernels
 from specpilot.formats.w12 import W12Weight
-from specpilot.formats.w12_engine import W12Linear, concat_rows, linear, squares_width
+from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
 from specpilot.kernels import launch
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
@@ -112,15 +112,6 @@ PREFILL_SDPA_BACKENDS = [
 SWIGLU_EPILOGUE_MIN_ROWS = 0
 
 
-# NOTE: up to this many token rows, the multiplies that end in the residual add (o, down) also
-# store their output's partial sums of squares, one per output tile, and the multiply after them
-# computes the RMSNorm of its input in its prologue from those (kernels/common.squares_rstd): no
-# norm kernel between them and no program reading whole rows of x for the statistics (what made
-# the plain prologue lose at the 8B shape, run 27). Same rounding steps as the norm kernel; the
-# sum of squares in another order. 0: never. bench/engine_speed.py --norm-squares N measures it.
-NORM_SQUARES_MAX_ROWS = 0
-
-
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
     """The most rows whose multiply by `weight` computes the `kind` prologue itself."""
     if isinstance(weight, W12Weight):
@@ -142,32 +133,21 @@ def normed_linear(
     eps: float,
     residual: torch.Tensor | None = None,
     swiglu: bool = False,
-    squares: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """(RMSNorm(x) * norm) @ weight^T [+ residual], or with swiglu silu(gate) * up of it;
-    squares: x's partial sums of squares from the multiply that wrote it (`residual_linear`)."""
+    """(RMSNorm(x) * norm) @ weight^T [+ residual], or with swiglu silu(gate) * up of it."""
     kw = dict(residual=residual, swiglu=swiglu)
-    if squares is not None:
-        return linear(x, weight, norm_weight=norm, eps=eps, norm_squares=squares, **kw)
     if x.shape[0] <= prologue_rows(weight, "norm"):
         return linear(x, weight, norm_weight=norm, eps=eps, **kw)
     return linear(rmsnorm(x, norm, eps, ahead("head", weight)), weight, **kw)
 
 
-def residual_linear(
-    x: torch.Tensor, weight: torch.Tensor | W12Weight, residual: torch.Tensor, glu: bool = False
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """x @ weight^T + residual (with glu, x = [gate | up] and the input silu(gate) * up), and,
-    up to NORM_SQUARES_MAX_ROWS rows where the kernel can, the output's partial sums of squares
-    [M, P] fp32 for the RMSNorm after it (else None)."""
-    if glu and x.shape[0] > prologue_rows(weight, "glu"):
-        x, glu = silu_mul(x, ahead("head", weight)), False
-    rows = x.shape[0]
-    width = squares_width(rows, weight) if rows <= NORM_SQUARES_MAX_ROWS else 0
-    if not width:
-        return linear(x, weight, glu=glu, residual=residual), None
-    squares = torch.empty(rows, width, device=x.device, dtype=torch.float32)
-    return linear(x, weight, glu=glu, residual=residual, squares=squares), squares
+def glu_linear(
+    gate_up: torch.Tensor, weight: torch.Tensor | W12Weight, residual: torch.Tensor
+) -> torch.Tensor:
+    """(silu(gate) * up) @ weight^T + residual."""
+    if gate_up.shape[0] <= prologue_rows(weight, "glu"):
+        return linear(gate_up, weight, glu=True, residual=residual)
+    return linear(silu_mul(gate_up, ahead("head", weight)), weight, residual=residual)
 
 
 class _FusedBlock:
@@ -210,18 +190,14 @@ class _FusedBlock:
             self.eps,
         )
 
-    def finish(
-        self, x: torch.Tensor, attn_out: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden], and its
-        partial sums of squares for the next norm (`residual_linear`)."""
-        x, squares = residual_linear(attn_out, self.o, residual=x)
+    def finish(self, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
+        """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden]."""
+        x = linear(attn_out, self.o, residual=x)
         if 0 < SWIGLU_EPILOGUE_MIN_ROWS <= x.shape[0]:
-            act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True,
-                                squares=squares)  # fmt: skip
-            return residual_linear(act, self.down, residual=x)
-        gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps, squares=squares)
-        return residual_linear(gate_up, self.down, residual=x, glu=True)
+            act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True)
+            return linear(act, self.down, residual=x)
+        gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps)
+        return glu_linear(gate_up, self.down, residual=x)
 
 
 class FusedTarget:
@@ -244,21 +220,19 @@ class FusedTarget:
         table: RotaryTable,
         capture: tuple[int, ...],
         attend: Callable[[int, _FusedBlock, torch.Tensor], torch.Tensor],
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Embedding and decoder layers, attention by attend(layer, block, rotated q) ->
-        [B*T, heads * D] -> the last layer's output [B*T, hidden] (before the final norm), the
-        captured layers [B, T, *] (None without capture; the last one after the norm) and the
-        output's partial sums of squares (None where not stored)."""
+        [B*T, heads * D] -> the last layer's output [B*T, hidden] (before the final norm) and
+        the captured layers [B, T, *] (None without capture; the last one after the norm)."""
         batch, t = input_ids.shape
         model = self.model.model
         x = model.embed_tokens(input_ids).view(batch * t, -1)
         last = len(self.blocks) - 1
         captured: dict[int, torch.Tensor] = {}
-        squares = None
         for i, blk in enumerate(self.blocks):
-            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, squares=squares)
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
             q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
-            x, squares = blk.finish(x, attend(i, blk, q))
+            x = blk.finish(x, attend(i, blk, q))
             if i in capture and i != last:
                 captured[i] = x
         if last in capture:  # the last layer is captured after the final norm
@@ -266,11 +240,11 @@ class FusedTarget:
         hidden = None
         if capture:
             hidden = torch.cat([captured[i] for i in capture], dim=-1).view(batch, t, -1)
-        return x, hidden, squares
+        return x, hidden
 
-    def _logits(self, x: torch.Tensor, squares: torch.Tensor | None = None) -> torch.Tensor:
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
         norm = self.model.model.norm
-        return normed_linear(x, self.model.lm_head.weight, norm.weight, norm.eps, squares=squares)
+        return normed_linear(x, self.model.lm_head.weight, norm.weight, norm.eps)
 
     def __call__(
         self,
@@ -292,8 +266,8 @@ class FusedTarget:
             )
 
         with launch.forward_rows(batch * t):
-            x, hidden, squares = self._layers(input_ids, positions, cache, table, capture, attend)
-            logits = self._logits(x, squares).view(batch, t, -1)
+            x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
+            logits = self._logits(x).view(batch, t, -1)
         return TargetOutput(logits=logits, hidden=hidden)
 
     def prefill_fits(self, batch: int, width: int) -> bool:
@@ -326,7 +300,7 @@ class FusedTarget:
             out = attention_layer.sdpa(q, keys, values, None, blk.scale, backends, causal=True)
             return out.transpose(1, 2).reshape(batch * t, -1)
 
-        x, hidden, _ = self._layers(input_ids, positions, cache, table, capture, attend)
+        x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
         rows = x.view(batch, t, -1)
         if logit_rows is not None:
             rows = rows[torch.arange(batch, device=x.device), logit_rows].unsqueeze(1)
@@ -385,20 +359,17 @@ class FusedDrafter:
         ctx = linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
         ctx = rmsnorm(ctx, d.hidden_norm.weight, d.hidden_norm.eps)
         x = self.target.embed(block_ids).view(batch * k, -1)
-        squares = None
         for i, blk in enumerate(self.blocks):
             blk.write_kv(linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
-            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, squares=squares)
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
             q = blk.write_kv(qkv, blk.heads, block_positions, table, cache, i)
             attn = decode_attention(
                 q, cache.k[i], cache.v[i], block_positions, num_splits, causal=False,
                 ahead=ahead("o", blk.o),
             )  # fmt: skip
-            x, squares = blk.finish(x, attn)
+            x = blk.finish(x, attn)
         rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
-        if squares is not None:  # the same rows' statistics
-            squares = squares.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
-        logits = normed_linear(rows, self.head, d.norm.weight, d.norm.eps, squares=squares)
+        logits = normed_linear(rows, self.head, d.norm.weight, d.norm.eps)
         best = logits.argmax(dim=-1)
         if self.head_ids is not None:  # a row of the draft vocabulary -> its token id
             best = self.head_ids[best]
