@@ -86,6 +86,37 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# --ablate: the kernels of the fused forwards that can be left out
+ABLATIONS = ("norm", "swiglu", "rope", "attention")
+
+
+def ablate(parts: set[str]) -> None:
+    """--ablate: leave these kernels out of the fused forwards (models/fused.py), each input
+    passed on as the output with no launch, to time what they cost inside the graphs. The
+    tokens, acceptance checks and token forcing are then meaningless: times only. "norm":
+    the RMSNorm kernels; "swiglu": the SwiGLU kernel (the gate half goes on); "rope": q/k norm,
+    rotary and the cache write (q goes on unrotated); "attention": split-K attention and its
+    merge (q goes on as the attention output)."""
+    from specpilot.models import fused
+
+    if "norm" in parts:
+        fused.rmsnorm = lambda x, weight, eps, ahead=(): x
+    if "swiglu" in parts:
+        fused.silu_mul = lambda gate_up, ahead=(): gate_up[:, : gate_up.shape[1] // 2]
+    if "rope" in parts:
+        fused._FusedBlock.write_kv = lambda self, qkv, heads, *_: qkv[:, : heads * self.head_dim]
+    if "attention" in parts:
+        fused.decode_attention = lambda q, *_, **__: q
+
+
+def ablations(text: str) -> set[str]:
+    """--ablate's value: comma-separated ABLATIONS."""
+    parts = {p for p in text.split(",") if p}
+    if parts - set(ABLATIONS):
+        raise argparse.ArgumentTypeError(f"--ablate takes {ABLATIONS}, got {sorted(parts)}")
+    return parts
+
+
 def prologue_rows(text: str) -> dict[str, int]:
     """--prologue-rows: "N" (both kinds; -1: the default) or "norm=N,glu=M"."""
     if "=" not in text:
@@ -729,6 +760,13 @@ def main() -> None:
         help="... for inputs at most this wide (models/fused.PROLOGUE_MAX_K; 0: default)",
     )
     parser.add_argument(
+        "--ablate",
+        type=ablations,
+        default=set(),
+        help=f"leave these kernels out of the fused forwards to time them (comma-separated of "
+        f"{ABLATIONS}; the tokens are then meaningless: times only)",
+    )
+    parser.add_argument(
         "--merge-rows",
         type=int,
         default=-1,
@@ -793,6 +831,9 @@ def main() -> None:
 
         fused.PROLOGUE_ROWS.update(args.prologue_rows)
         fused.PROLOGUE_MAX_K = args.prologue_max_k or fused.PROLOGUE_MAX_K
+    if args.ablate:
+        print(f"ABLATED (times only, outputs meaningless): {sorted(args.ablate)}", flush=True)
+        ablate(args.ablate)
     torch.backends.cuda.matmul.allow_tf32 = False
     bw = copy_bandwidth()
     report: dict = {
@@ -804,6 +845,7 @@ def main() -> None:
         "kernels": args.kernels,
         "prologue_rows": args.prologue_rows or "default",
         "prologue_max_k": args.prologue_max_k or "default",
+        "ablated": sorted(args.ablate) or "none (outputs valid)",
         "pdl": args.pdl,
         "weight_prefetch": args.weight_prefetch,
         "l2_ahead": args.l2_ahead,

@@ -305,3 +305,27 @@ def test_prologue_rows_argument() -> None:
     assert engine_speed.prologue_rows("norm=0,glu=1") == {"norm": 0, "glu": 1}
     with pytest.raises(argparse.ArgumentTypeError, match="norm and glu"):
         engine_speed.prologue_rows("swiglu=1")
+
+
+def test_ablate_leaves_the_kernels_out(monkeypatch) -> None:
+    """engine_speed --ablate: each left-out kernel of the fused forwards passes its input on
+    (no launch), in the shape the next multiply takes; unknown names are refused."""
+    import argparse
+
+    import torch
+
+    from specpilot.models import fused
+
+    for name in ("rmsnorm", "silu_mul", "decode_attention"):
+        monkeypatch.setattr(fused, name, getattr(fused, name))  # restored after the test
+    monkeypatch.setattr(fused._FusedBlock, "write_kv", fused._FusedBlock.write_kv)
+    engine_speed.ablate(engine_speed.ablations("norm,swiglu,rope,attention"))
+    x = torch.randn(3, 8)
+    assert fused.rmsnorm(x, torch.ones(8), 1e-6) is x
+    assert torch.equal(fused.silu_mul(x), x[:, :4])
+    block = object.__new__(fused._FusedBlock)
+    block.head_dim = 2
+    assert torch.equal(block.write_kv(x, 2, None, None, None, 0), x[:, :4])
+    assert fused.decode_attention(x, None, None, None, 4, causal=False) is x
+    with pytest.raises(argparse.ArgumentTypeError, match="--ablate takes"):
+        engine_speed.ablations("norm,gemv")
