@@ -107,6 +107,9 @@ def ablate(parts: set[str]) -> None:
         fused._FusedBlock.write_kv = lambda self, qkv, heads, *_: qkv[:, : heads * self.head_dim]
     if "attention" in parts:
         fused.decode_attention = lambda q, *_, **__: q
+        fused.rope_attention = lambda qkv, pos, cos, sin, k, v, heads, *_, **__: qkv[
+            :, : heads * k.shape[3]
+        ]
 
 
 def ablations(text: str) -> set[str]:
@@ -114,6 +117,8 @@ def ablations(text: str) -> set[str]:
     parts = {p for p in text.split(",") if p}
     if parts - set(ABLATIONS):
         raise argparse.ArgumentTypeError(f"--ablate takes {ABLATIONS}, got {sorted(parts)}")
+    if "rope" in parts and "attention" not in parts:  # its q would be the projection's slice
+        raise argparse.ArgumentTypeError("--ablate rope needs attention too")
     return parts
 
 
@@ -781,6 +786,13 @@ def main() -> None:
         "multiple of 64); 0: default",
     )
     parser.add_argument(
+        "--rope-in-attention",
+        type=int,
+        default=-1,
+        help="1: the attention's split programs do the q/k norm, rotary and cache write "
+        "(models/fused.ROPE_IN_ATTENTION), 0: the rope kernel does; -1: default",
+    )
+    parser.add_argument(
         "--swiglu-epilogue",
         type=int,
         default=-1,
@@ -831,6 +843,10 @@ def main() -> None:
 
         fused.PROLOGUE_ROWS.update(args.prologue_rows)
         fused.PROLOGUE_MAX_K = args.prologue_max_k or fused.PROLOGUE_MAX_K
+    if args.rope_in_attention >= 0:
+        from specpilot.models import fused
+
+        fused.ROPE_IN_ATTENTION = bool(args.rope_in_attention)
     if args.ablate:
         print(f"ABLATED (times only, outputs meaningless): {sorted(args.ablate)}", flush=True)
         ablate(args.ablate)
@@ -846,6 +862,9 @@ def main() -> None:
         "prologue_rows": args.prologue_rows or "default",
         "prologue_max_k": args.prologue_max_k or "default",
         "ablated": sorted(args.ablate) or "none (outputs valid)",
+        "rope_in_attention": (
+            bool(args.rope_in_attention) if args.rope_in_attention >= 0 else "default"
+        ),
         "pdl": args.pdl,
         "weight_prefetch": args.weight_prefetch,
         "l2_ahead": args.l2_ahead,

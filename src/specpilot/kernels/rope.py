@@ -21,6 +21,33 @@ from specpilot.kernels.common import pdl_enter
 
 
 @triton.jit
+def norm_rotate(x1, x2, w1, w2, cos_ptr, sin_ptr, pos, r, eps, dtype, HEAD_DIM: tl.constexpr,
+                QK_NORM: tl.constexpr):  # fmt: skip
+    """Rows of heads given as halves x1, x2 [R, HEAD_DIM / 2] (columns r): RMSNorm by the norm
+    weight's halves w1, w2 (with QK_NORM), then rotary at positions pos (scalar or [R, 1]),
+    rounded where the PyTorch modules round; the rotated halves in `dtype`."""
+    half: tl.constexpr = HEAD_DIM // 2
+    x1 = x1.to(tl.float32)
+    x2 = x2.to(tl.float32)
+    if QK_NORM:
+        sum_sq = tl.sum(x1 * x1, axis=1) + tl.sum(x2 * x2, axis=1)
+        rstd = tl.math.rsqrt(sum_sq / HEAD_DIM + eps)
+        x1 = (x1 * rstd[:, None]).to(dtype).to(tl.float32)
+        x2 = (x2 * rstd[:, None]).to(dtype).to(tl.float32)
+        x1 = (x1 * w1.to(tl.float32)).to(dtype).to(tl.float32)
+        x2 = (x2 * w2.to(tl.float32)).to(dtype).to(tl.float32)
+    row = pos * HEAD_DIM
+    c1 = tl.load(cos_ptr + row + r).to(tl.float32)
+    c2 = tl.load(cos_ptr + row + half + r).to(tl.float32)
+    s1 = tl.load(sin_ptr + row + r).to(tl.float32)
+    s2 = tl.load(sin_ptr + row + half + r).to(tl.float32)
+    # x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1]; each product rounded first
+    o1 = ((x1 * c1).to(dtype).to(tl.float32) + (-x2 * s1).to(dtype).to(tl.float32)).to(dtype)
+    o2 = ((x2 * c2).to(dtype).to(tl.float32) + (x1 * s2).to(dtype).to(tl.float32)).to(dtype)
+    return o1, o2
+
+
+@triton.jit
 def _qk_rope_kernel(
     qkv_ptr,
     q_out_ptr,
@@ -63,26 +90,11 @@ def _qk_rope_kernel(
     cache_row = b * stride_cb + kvh[:, None] * stride_ch + pos * stride_cl + r[None, :]
     tl.store(v_cache_ptr + cache_row, x1, mask=is_v[:, None])
     tl.store(v_cache_ptr + cache_row + half, x2, mask=is_v[:, None])
-    x1 = x1.to(tl.float32)
-    x2 = x2.to(tl.float32)
-    if QK_NORM:
-        sum_sq = tl.sum(x1 * x1, axis=1) + tl.sum(x2 * x2, axis=1)
-        rstd = tl.math.rsqrt(sum_sq / HEAD_DIM + eps)
-        x1 = (x1 * rstd[:, None]).to(dtype).to(tl.float32)
-        x2 = (x2 * rstd[:, None]).to(dtype).to(tl.float32)
-        w1 = tl.where(is_q[:, None], tl.load(qn_ptr + r)[None, :], tl.load(kn_ptr + r)[None, :])
-        w2 = tl.where(
-            is_q[:, None], tl.load(qn_ptr + half + r)[None, :], tl.load(kn_ptr + half + r)[None, :]
-        )
-        x1 = (x1 * w1.to(tl.float32)).to(dtype).to(tl.float32)
-        x2 = (x2 * w2.to(tl.float32)).to(dtype).to(tl.float32)
-    c1 = tl.load(cos_ptr + pos * HEAD_DIM + r).to(tl.float32)[None, :]
-    c2 = tl.load(cos_ptr + pos * HEAD_DIM + half + r).to(tl.float32)[None, :]
-    s1 = tl.load(sin_ptr + pos * HEAD_DIM + r).to(tl.float32)[None, :]
-    s2 = tl.load(sin_ptr + pos * HEAD_DIM + half + r).to(tl.float32)[None, :]
-    # x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1]; each product rounded first
-    o1 = ((x1 * c1).to(dtype).to(tl.float32) + (-x2 * s1).to(dtype).to(tl.float32)).to(dtype)
-    o2 = ((x2 * c2).to(dtype).to(tl.float32) + (x1 * s2).to(dtype).to(tl.float32)).to(dtype)
+    w1 = tl.where(is_q[:, None], tl.load(qn_ptr + r)[None, :], tl.load(kn_ptr + r)[None, :])
+    w2 = tl.where(
+        is_q[:, None], tl.load(qn_ptr + half + r)[None, :], tl.load(kn_ptr + half + r)[None, :]
+    )
+    o1, o2 = norm_rotate(x1, x2, w1, w2, cos_ptr, sin_ptr, pos, r, eps, dtype, HEAD_DIM, QK_NORM)
     q_dst = q_out_ptr + (m * HEADS + head[:, None]) * HEAD_DIM + r[None, :]
     tl.store(q_dst, o1, mask=is_q[:, None])
     tl.store(q_dst + half, o2, mask=is_q[:, None])
@@ -104,30 +116,9 @@ def qk_rope_write(
 ) -> torch.Tensor:
     """qkv [B*T, (heads + 2 kv_heads) * D], positions [B, T], cos/sin [max_pos, D],
     k_cache/v_cache [B, kv_heads, L, D] (one layer) -> rotated queries [B*T, heads, D]."""
+    check_rope_arguments(qkv, positions, cos, sin, k_cache, v_cache, heads, q_norm, k_norm)
     batch, t = positions.shape
     _, kv_heads, length, head_dim = k_cache.shape
-    if qkv.shape != (batch * t, (heads + 2 * kv_heads) * head_dim) or qkv.stride(1) != 1:
-        raise ValueError(
-            f"qkv {tuple(qkv.shape)} does not match positions {tuple(positions.shape)}"
-            f" and cache {tuple(k_cache.shape)} with {heads} heads"
-        )
-    if (
-        k_cache.shape[0] != batch
-        or v_cache.shape != k_cache.shape
-        or v_cache.stride() != k_cache.stride()
-    ):
-        raise ValueError("k_cache and v_cache must have the same shape, strides and batch")
-    if (
-        k_cache.stride(3) != 1
-        or cos.shape[1] != head_dim
-        or not cos.is_contiguous()
-        or not sin.is_contiguous()
-    ):
-        raise ValueError("cache rows and cos/sin tables must be contiguous along head_dim")
-    if head_dim % 2 or head_dim & (head_dim - 1):
-        raise ValueError(f"head_dim must be a power of two, got {head_dim}")
-    if (q_norm is None) != (k_norm is None):
-        raise ValueError("q_norm and k_norm come together")
     pos = positions.reshape(-1).contiguous()
     q = torch.empty(batch * t, heads, head_dim, device=qkv.device, dtype=qkv.dtype)
     _qk_rope_kernel[(batch * t,)](
@@ -154,6 +145,44 @@ def qk_rope_write(
         **launch.pdl(qkv),
     )
     return q
+
+
+def check_rope_arguments(
+    qkv: torch.Tensor,
+    positions: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    heads: int,
+    q_norm: torch.Tensor | None,
+    k_norm: torch.Tensor | None,
+) -> None:
+    """qk_rope_write's contract (also that of attention.rope_attention)."""
+    batch, t = positions.shape
+    _, kv_heads, length, head_dim = k_cache.shape
+    if qkv.shape != (batch * t, (heads + 2 * kv_heads) * head_dim) or qkv.stride(1) != 1:
+        raise ValueError(
+            f"qkv {tuple(qkv.shape)} does not match positions {tuple(positions.shape)}"
+            f" and cache {tuple(k_cache.shape)} with {heads} heads"
+        )
+    if (
+        k_cache.shape[0] != batch
+        or v_cache.shape != k_cache.shape
+        or v_cache.stride() != k_cache.stride()
+    ):
+        raise ValueError("k_cache and v_cache must have the same shape, strides and batch")
+    if (
+        k_cache.stride(3) != 1
+        or cos.shape[1] != head_dim
+        or not cos.is_contiguous()
+        or not sin.is_contiguous()
+    ):
+        raise ValueError("cache rows and cos/sin tables must be contiguous along head_dim")
+    if head_dim % 2 or head_dim & (head_dim - 1):
+        raise ValueError(f"head_dim must be a power of two, got {head_dim}")
+    if (q_norm is None) != (k_norm is None):
+        raise ValueError("q_norm and k_norm come together")
 
 
 def qk_rope_write_reference(

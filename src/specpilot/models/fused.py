@@ -27,7 +27,7 @@ from specpilot import kernels
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
 from specpilot.kernels import launch
-from specpilot.kernels.attention import decode_attention, num_splits_for
+from specpilot.kernels.attention import decode_attention, num_splits_for, rope_attention
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS
 from specpilot.kernels.rope import qk_rope_write
@@ -112,6 +112,15 @@ PREFILL_SDPA_BACKENDS = [
 SWIGLU_EPILOGUE_MIN_ROWS = 0
 
 
+# NOTE: the attention's split programs norm and rotate their queries and write the new keys and
+# values themselves (kernels/attention.rope_attention) instead of the rope kernel before them: one
+# launch fewer a layer in decode, verify and draft forwards, the same arithmetic. Run 102
+# (bench/engine_speed.py --ablate rope,attention) put rope + attention + merge at 0.31 ms of the
+# one-token forward and 0.51 ms of the 16-token one at the Qwen3-8B shape (1k), against ~1 us
+# a layer for the keys they read. Off until measured (--rope-in-attention 1).
+ROPE_IN_ATTENTION = False
+
+
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
     """The most rows whose multiply by `weight` computes the `kind` prologue itself."""
     if isinstance(weight, W12Weight):
@@ -190,6 +199,27 @@ class _FusedBlock:
             self.eps,
         )
 
+    def attend(
+        self,
+        qkv: torch.Tensor,
+        positions: torch.Tensor,
+        table: RotaryTable,
+        cache: KVCache,
+        index: int,
+        num_splits: int,
+        causal: bool = True,
+    ) -> torch.Tensor:
+        """q/k norm, rotary, the cache write and split-K attention over the cache for the
+        q|k|v projection's output -> [M, heads * D]."""
+        kw = dict(causal=causal, ahead=ahead("o", self.o))
+        k_cache, v_cache = cache.k[index], cache.v[index]
+        if ROPE_IN_ATTENTION:
+            return rope_attention(qkv, positions, table.cos, table.sin, k_cache, v_cache,
+                                  self.heads, self.q_norm, self.k_norm, self.eps, num_splits,
+                                  **kw)  # fmt: skip
+        q = self.write_kv(qkv, self.heads, positions, table, cache, index)
+        return decode_attention(q, k_cache, v_cache, positions, num_splits, **kw)
+
     def finish(self, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
         """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden]."""
         x = linear(attn_out, self.o, residual=x)
@@ -221,7 +251,7 @@ class FusedTarget:
         capture: tuple[int, ...],
         attend: Callable[[int, _FusedBlock, torch.Tensor], torch.Tensor],
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Embedding and decoder layers, attention by attend(layer, block, rotated q) ->
+        """Embedding and decoder layers, attention by attend(layer, block, q|k|v projection) ->
         [B*T, heads * D] -> the last layer's output [B*T, hidden] (before the final norm) and
         the captured layers [B, T, *] (None without capture; the last one after the norm)."""
         batch, t = input_ids.shape
@@ -231,8 +261,7 @@ class FusedTarget:
         captured: dict[int, torch.Tensor] = {}
         for i, blk in enumerate(self.blocks):
             qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
-            q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
-            x = blk.finish(x, attend(i, blk, q))
+            x = blk.finish(x, attend(i, blk, qkv))
             if i in capture and i != last:
                 captured[i] = x
         if last in capture:  # the last layer is captured after the final norm
@@ -260,10 +289,8 @@ class FusedTarget:
         if not self.fits(batch, t):
             raise ValueError(f"fused forward cannot take {batch} rows x {t} tokens")
 
-        def attend(i: int, blk: _FusedBlock, q: torch.Tensor) -> torch.Tensor:
-            return decode_attention(
-                q, cache.k[i], cache.v[i], positions, num_splits, ahead=ahead("o", blk.o)
-            )
+        def attend(i: int, blk: _FusedBlock, qkv: torch.Tensor) -> torch.Tensor:
+            return blk.attend(qkv, positions, table, cache, i, num_splits)
 
         with launch.forward_rows(batch * t):
             x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
@@ -294,7 +321,8 @@ class FusedTarget:
         positions = torch.arange(t, device=input_ids.device)[None, :].expand(batch, t)
         backends = PREFILL_SDPA_BACKENDS if input_ids.is_cuda else None
 
-        def attend(i: int, blk: _FusedBlock, q: torch.Tensor) -> torch.Tensor:
+        def attend(i: int, blk: _FusedBlock, qkv: torch.Tensor) -> torch.Tensor:
+            q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
             q = q.view(batch, t, blk.heads, blk.head_dim).transpose(1, 2)
             keys, values = cache.k[i][:, :, :t], cache.v[i][:, :, :t]
             out = attention_layer.sdpa(q, keys, values, None, blk.scale, backends, causal=True)
@@ -362,11 +390,7 @@ class FusedDrafter:
         for i, blk in enumerate(self.blocks):
             blk.write_kv(linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
             qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
-            q = blk.write_kv(qkv, blk.heads, block_positions, table, cache, i)
-            attn = decode_attention(
-                q, cache.k[i], cache.v[i], block_positions, num_splits, causal=False,
-                ahead=ahead("o", blk.o),
-            )  # fmt: skip
+            attn = blk.attend(qkv, block_positions, table, cache, i, num_splits, causal=False)
             x = blk.finish(x, attn)
         rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
         logits = normed_linear(rows, self.head, d.norm.weight, d.norm.eps)
