@@ -2,7 +2,8 @@
 
 The PyTorch modules in target.py and dflash.py define the models; these classes run the same
 parameters with fewer, fused launches: per layer one q|k|v multiply with the input norm in its
-prologue, one kernel for q/k norm + rotary + cache write, split-K attention, the output
+prologue, one kernel for q/k norm + rotary + cache write (or that work inside the attention's
+programs: ROPE_IN_ATTENTION), split-K attention, the output
 projection with the residual add in its epilogue, one gate|up multiply with the norm in its
 prologue, and the down projection with SwiGLU in its prologue and the residual add in its
 epilogue. q|k|v and gate|up weights are concatenated once; the modules' own parameters become
