@@ -793,6 +793,14 @@ def main() -> None:
         "(models/fused.ROPE_IN_ATTENTION), 0: the rope kernel does; -1: default",
     )
     parser.add_argument(
+        "--attention-min-keys-wide",
+        type=int,
+        default=0,
+        help="attention: the fewest keys a slice takes in verify and draft blocks (more than "
+        "attention.WIDE_ROWS query rows; kernels/attention.WIDE_MIN_SPLIT_KEYS, a multiple of "
+        "64); 0: default",
+    )
+    parser.add_argument(
         "--swiglu-epilogue",
         type=int,
         default=-1,
@@ -838,6 +846,12 @@ def main() -> None:
         if args.attention_min_keys % attention.BLOCK_KV:
             parser.error(f"--attention-min-keys must be a multiple of {attention.BLOCK_KV}")
         attention.MIN_SPLIT_KEYS = args.attention_min_keys
+    if args.attention_min_keys_wide:
+        from specpilot.kernels import attention
+
+        if args.attention_min_keys_wide % attention.BLOCK_KV:
+            parser.error(f"--attention-min-keys-wide must be a multiple of {attention.BLOCK_KV}")
+        attention.WIDE_MIN_SPLIT_KEYS = args.attention_min_keys_wide
     if args.prologue_rows or args.prologue_max_k:
         from specpilot.models import fused
 
@@ -874,6 +888,7 @@ def main() -> None:
             args.swiglu_epilogue if args.swiglu_epilogue >= 0 else "default"
         ),
         "attention_min_keys": args.attention_min_keys or "default",
+        "attention_min_keys_wide": args.attention_min_keys_wide or "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

@@ -590,6 +590,28 @@ def test_decode_attention_min_split_keys(monkeypatch, min_keys: int, t: int, mer
     attention_close(out, q, k, v, positions)
 
 
+@pytest.mark.parametrize("t", [4, 16])
+def test_decode_attention_wide_min_split_keys(monkeypatch, t: int) -> None:
+    """Verify and draft blocks (more than WIDE_ROWS query rows) take WIDE_MIN_SPLIT_KEYS as
+    their slices' minimum, fewer rows MIN_SPLIT_KEYS: the split and merge launches agree (NaN
+    scratch: a slice read but not written fails), within exact attention's rounding bound."""
+    from specpilot.kernels import attention
+
+    monkeypatch.setattr(attention, "WIDE_MIN_SPLIT_KEYS", 256)
+    assert attention.min_split_keys(8) == attention.MIN_SPLIT_KEYS
+    assert attention.min_split_keys(9) == 256
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *size, **kw: empty(*size, **kw).fill_(math.nan))
+    gen = torch.Generator().manual_seed(t)
+    batch, kv_heads, heads, d, length = 2, 2, 4, 32, 700
+    k = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    v = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    q = torch.randn(batch * t, heads, d, generator=gen).to(DEVICE, BF16)
+    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
+    out = decode_attention(q, k, v, positions, 6)
+    attention_close(out, q, k, v, positions)
+
+
 def _sequences(vocab: int, new_tokens: int) -> list[Sequence]:
     gen = torch.Generator().manual_seed(5)
     return [

@@ -50,6 +50,20 @@ FUSED_MERGE_MAX_ROWS = 0
 # slice of one key block, as many slices filled as the keys allow (the behaviour before it).
 # bench/engine_speed.py --attention-min-keys N measures it.
 MIN_SPLIT_KEYS = BLOCK_KV
+# the same for launches of more query rows (GROUP * T) than WIDE_ROWS: verify and draft blocks
+# (64 rows at the 8B shapes), whose partials grow with the rows (32 KB a slice at 64) and whose
+# merge reads every filled slice's; 0: MIN_SPLIT_KEYS. Run 89 measured one minimum for both:
+# 256 made verify 2% shorter (within the spread) and decode 2% longer.
+# bench/engine_speed.py --attention-min-keys-wide N measures it.
+WIDE_MIN_SPLIT_KEYS = 0
+WIDE_ROWS = 8
+
+
+def min_split_keys(rows: int) -> int:
+    """The fewest keys a slice takes in a launch of `rows` query rows (GROUP * T)."""
+    if rows > WIDE_ROWS and WIDE_MIN_SPLIT_KEYS:
+        return WIDE_MIN_SPLIT_KEYS
+    return MIN_SPLIT_KEYS
 
 
 @triton.jit
@@ -405,6 +419,7 @@ def _attention(
         batch * kv_heads * num_splits * block_q, 2, device=q.device, dtype=torch.float32
     )
     out = torch.empty(batch * t, heads * head_dim, device=q.device, dtype=q.dtype)
+    min_keys = min_split_keys(group * t)  # the split and the merge launch must agree
     merge_rows = triton.next_power_of_2(group * t)
     fused_merge = group * t <= FUSED_MERGE_MAX_ROWS
     counters = zeroed_counters(q.device, batch * kv_heads) if fused_merge else stats
@@ -428,7 +443,7 @@ def _attention(
         BLOCK_KV=BLOCK_KV,
         F32_DOT=INTERPRETED,
         CAUSAL=causal,
-        MIN_KEYS=MIN_SPLIT_KEYS,
+        MIN_KEYS=min_keys,
         **launch.pdl(q),
         out_ptr=out,
         count_ptr=counters,
@@ -452,7 +467,7 @@ def _attention(
         SPLITS_P2=triton.next_power_of_2(num_splits),
         BLOCK_Q=block_q,
         BLOCK_KV=BLOCK_KV,
-        MIN_KEYS=MIN_SPLIT_KEYS,
+        MIN_KEYS=min_keys,
         **launch.pdl(out),
     )
     return out
