@@ -567,6 +567,22 @@ def test_decode_attention(causal: bool, heads: int, kv_heads: int, t: int, split
     attention_close(out, q, k, v, positions, causal)
 
 
+def check_attention_nan_scratch(monkeypatch, t: int, seed: int) -> None:
+    """decode_attention of 2 sequences (40 and 650 keys before the block of t tokens) with its
+    scratch (partials, stats) NaN-filled, so a slice read but not written fails, within exact
+    attention's rounding bound."""
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *size, **kw: empty(*size, **kw).fill_(math.nan))
+    gen = torch.Generator().manual_seed(seed)
+    batch, kv_heads, heads, d, length = 2, 2, 4, 32, 700
+    k = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    v = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    q = torch.randn(batch * t, heads, d, generator=gen).to(DEVICE, BF16)
+    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
+    out = decode_attention(q, k, v, positions, 6)
+    attention_close(out, q, k, v, positions)
+
+
 @pytest.mark.parametrize("merge_rows", [0, 8])
 @pytest.mark.parametrize(("min_keys", "t"), [(128, 1), (256, 4), (1024, 16)])
 def test_decode_attention_min_split_keys(monkeypatch, min_keys: int, t: int, merge_rows: int):
@@ -578,38 +594,20 @@ def test_decode_attention_min_split_keys(monkeypatch, min_keys: int, t: int, mer
 
     monkeypatch.setattr(attention, "MIN_SPLIT_KEYS", min_keys)
     monkeypatch.setattr(attention, "FUSED_MERGE_MAX_ROWS", merge_rows)
-    empty = torch.empty
-    monkeypatch.setattr(torch, "empty", lambda *size, **kw: empty(*size, **kw).fill_(math.nan))
-    gen = torch.Generator().manual_seed(min_keys + t)
-    batch, kv_heads, heads, d, length = 2, 2, 4, 32, 700
-    k = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
-    v = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
-    q = torch.randn(batch * t, heads, d, generator=gen).to(DEVICE, BF16)
-    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
-    out = decode_attention(q, k, v, positions, 6)
-    attention_close(out, q, k, v, positions)
+    check_attention_nan_scratch(monkeypatch, t, min_keys + t)
 
 
 @pytest.mark.parametrize("t", [4, 16])
 def test_decode_attention_wide_min_split_keys(monkeypatch, t: int) -> None:
     """Verify and draft blocks (more than WIDE_ROWS query rows) take WIDE_MIN_SPLIT_KEYS as
-    their slices' minimum, fewer rows MIN_SPLIT_KEYS: the split and merge launches agree (NaN
-    scratch: a slice read but not written fails), within exact attention's rounding bound."""
+    their slices' minimum, fewer rows MIN_SPLIT_KEYS: the split and merge launches agree
+    (check_attention_nan_scratch)."""
     from specpilot.kernels import attention
 
     monkeypatch.setattr(attention, "WIDE_MIN_SPLIT_KEYS", 256)
     assert attention.min_split_keys(8) == attention.MIN_SPLIT_KEYS
     assert attention.min_split_keys(9) == 256
-    empty = torch.empty
-    monkeypatch.setattr(torch, "empty", lambda *size, **kw: empty(*size, **kw).fill_(math.nan))
-    gen = torch.Generator().manual_seed(t)
-    batch, kv_heads, heads, d, length = 2, 2, 4, 32, 700
-    k = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
-    v = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
-    q = torch.randn(batch * t, heads, d, generator=gen).to(DEVICE, BF16)
-    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
-    out = decode_attention(q, k, v, positions, 6)
-    attention_close(out, q, k, v, positions)
+    check_attention_nan_scratch(monkeypatch, t, t)
 
 
 def _sequences(vocab: int, new_tokens: int) -> list[Sequence]:
