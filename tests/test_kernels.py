@@ -288,6 +288,16 @@ def test_pdl_decode_mode_is_on_only_inside_one_row_forwards(launch_settings) -> 
             gpu = torch.zeros(1, device="cuda")
             assert launch_settings.pdl(gpu) == {"PDL": True, "launch_pdl": True}
             assert launch_settings.pdl(gpu, multiply=True) == {"PDL": True, "launch_pdl": False}
+    launch_settings.configure(pdl="kernels", prefetch="off")  # small's rule in every forward
+    if CUDA and torch.cuda.get_device_capability()[0] >= 9:
+        gpu = torch.zeros(1, device="cuda")
+        for rows in (1, 16):
+            with launch_settings.forward_rows(rows):
+                assert launch_settings.pdl(gpu) == {"PDL": True, "launch_pdl": True}
+                plain = {"PDL": True, "launch_pdl": False}
+                assert launch_settings.pdl(gpu, multiply=True) == plain
+    with launch_settings.forward_rows(1):
+        assert launch_settings.pdl(torch.zeros(1)) == {"PDL": False, "launch_pdl": False}
     with pytest.raises(ConfigError, match="pdl must be one of"):
         EngineConfig(pdl="yes")
 
@@ -300,7 +310,7 @@ def test_pdl_auto_resolves_by_target_size(tmp_path, launch_settings) -> None:
     assert EngineConfig().pdl == "auto"
     assert launch_settings.resolve_pdl("auto", limit - 1) == "all"
     assert launch_settings.resolve_pdl("auto", limit) == "small"
-    for mode in ("off", "decode", "all", "small"):
+    for mode in ("off", "decode", "all", "small", "kernels"):
         assert launch_settings.resolve_pdl(mode, 1) == mode
     with pytest.raises(ValueError, match="pdl must be one of"):
         launch_settings.configure(pdl="auto", prefetch="off")  # resolved before it gets here
@@ -322,7 +332,8 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("programmatic dependent launch needs sm_90 or later")
     target, drafter, reference = _tiny_pair(tmp_path, tied=weights == "bf16")
-    variants = [("off", "off"), ("decode", "off"), ("all", "off"), ("all", "tile"), ("all", "l2")]
+    variants = [("off", "off"), ("decode", "off"), ("all", "off"), ("all", "tile"), ("all", "l2"),
+                ("kernels", "off")]  # fmt: skip
     if weights == "w12":
         from specpilot.formats.w12_engine import convert_model
 
@@ -336,7 +347,7 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
         knobs = dict(l2_ahead=ahead) if ahead in ("o", "all") else dict(weight_prefetch=ahead)
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, **knobs)
         gen = Generator(target, drafter, config, DEVICE, BF16)
-        on = pdl in ("all", "small")  # outside a one-row forward
+        on = pdl in ("all", "small", "kernels")  # outside a one-row forward
         assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is on
         for speculative in (False, True):
             seqs = _sequences(target.config.vocab_size, 24)

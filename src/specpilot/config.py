@@ -268,7 +268,7 @@ class DraftConfig:
 # EngineConfig.weight_prefetch's, l2_ahead's and pdl's values (kernels/launch.py)
 WEIGHT_PREFETCH_MODES = ("off", "tile", "l2")
 L2_AHEAD_MODES = ("off", "o", "all")
-PDL_MODES = ("auto", "off", "decode", "all", "small")
+PDL_MODES = ("auto", "off", "decode", "all", "small", "kernels")
 
 
 @dataclass(frozen=True)
@@ -327,7 +327,9 @@ class EngineConfig:
         start while the one before it finishes, and waits for it before touching its results
         (kernels/launch.py). Same arithmetic, same tokens. "off"; "decode", only in target
         forwards of one token (AR decode steps); "all", every Triton kernel; "small", decode's
-        and elsewhere every kernel but the multiplies (launched plainly); "auto" (default):
+        and elsewhere every kernel but the multiplies (launched plainly); "kernels", that rule
+        in one-row forwards too (unmeasured: run 102 found a one-row multiply that follows a
+        multiply directly slower under PDL); "auto" (default):
         "all" for targets whose weights are under launch.PDL_ALL_BELOW_BYTES (1 GiB), where a
         step is bound by launches, else "small". Measured on the H200 (docs/LOG.md): at the
         Qwen3-8B shape "all" made the one-token forward 1.3% faster and the 16-token verify 2.7%

@@ -23,9 +23,10 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
   one-token forward slower (run 91: the early requests queue ahead of the attention's and the
   multiply's own): off by default.
 
-PDL has four modes: "off", "all", "decode", which is on only inside a target forward of one
-token row (`forward_rows`, set by models/fused.FusedTarget), and "small", decode's and, outside
-one-row forwards, PDL for every kernel but the multiplies' launches. EngineConfig.pdl="auto"
+PDL has five modes: "off", "all", "decode", which is on only inside a target forward of one
+token row (`forward_rows`, set by models/fused.FusedTarget), "small", decode's and, outside
+one-row forwards, PDL for every kernel but the multiplies' launches, and "kernels", that rule
+in every forward (one-row ones too; unmeasured). EngineConfig.pdl="auto"
 picks one per target (`resolve_pdl`): on the H200 PDL shortened the 8B one-token forward and
 lengthened its 16-token verify when every kernel used it (runs 50-52: "decode" won), and
 "small" then shortened the verify and the draft by 2-4% with the one-token forward unchanged
@@ -47,7 +48,7 @@ from specpilot.config import L2_AHEAD_MODES
 from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
-LAUNCH_PDL_MODES = ("off", "decode", "all", "small")  # what configure takes: "auto" resolved
+LAUNCH_PDL_MODES = ("off", "decode", "all", "small", "kernels")  # "auto" resolved first
 # pdl="auto": "all" below this many bytes of target weights, "small" from it on. Set between the
 # two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "small" wins).
 PDL_ALL_BELOW_BYTES = 1 << 30
@@ -117,10 +118,12 @@ def pdl(t: torch.Tensor, multiply: bool = False) -> dict[str, bool]:
     on where asked for, on a CUDA device that has it (never under the interpreter). "small"
     outside one-row forwards: every kernel waits and lets the next one launch (PDL), but a
     `multiply` is launched plainly, after the kernel before it has completed, so that no
-    waiting program of its grid holds an SM slot (run 50: the 16-row tiles lost with PDL)."""
+    waiting program of its grid holds an SM slot (run 50: the 16-row tiles lost with PDL);
+    "kernels": the same in every forward."""
     if not _on_hopper(t):
         return {"PDL": False, "launch_pdl": False}
-    if _SETTINGS["pdl"] == "small" and _FORWARD_ROWS[-1:] != [1]:
+    mode = _SETTINGS["pdl"]
+    if mode == "kernels" or (mode == "small" and _FORWARD_ROWS[-1:] != [1]):
         return {"PDL": True, "launch_pdl": not multiply}
     on = pdl_wanted()
     return {"PDL": on, "launch_pdl": on}
