@@ -68,7 +68,8 @@ def add_pdl_argument(parser: argparse.ArgumentParser) -> None:
         choices=PDL_MODES,
         help="programmatic dependent launch of the GPU kernels (Hopper; same tokens): auto "
         "(every kernel for targets under 1 GiB, else small), off, decode (one-token target "
-        "forwards only), all, small (decode's, and every kernel but the multi-row multiplies)",
+        "forwards only), all, small (decode's, and every kernel but the multi-row multiplies), "
+        "kernels (every kernel but the multiplies, one-row forwards too)",
     )
 
 
