@@ -832,34 +832,25 @@ def main() -> None:
     )
     parser.add_argument("--out")
     args = parser.parse_args()
-    if args.swiglu_epilogue >= 0:
-        from specpilot.models import fused
+    from specpilot.kernels import attention  # the switches below are these modules' own
+    from specpilot.models import fused
 
+    if args.swiglu_epilogue >= 0:
         fused.SWIGLU_EPILOGUE_MIN_ROWS = args.swiglu_epilogue
     if args.merge_rows >= 0:
-        from specpilot.kernels import attention
-
         attention.FUSED_MERGE_MAX_ROWS = args.merge_rows
-    if args.attention_min_keys:
-        from specpilot.kernels import attention
-
-        if args.attention_min_keys % attention.BLOCK_KV:
-            parser.error(f"--attention-min-keys must be a multiple of {attention.BLOCK_KV}")
-        attention.MIN_SPLIT_KEYS = args.attention_min_keys
-    if args.attention_min_keys_wide:
-        from specpilot.kernels import attention
-
-        if args.attention_min_keys_wide % attention.BLOCK_KV:
-            parser.error(f"--attention-min-keys-wide must be a multiple of {attention.BLOCK_KV}")
-        attention.WIDE_MIN_SPLIT_KEYS = args.attention_min_keys_wide
+    for flag, switch in (("attention_min_keys", "MIN_SPLIT_KEYS"),
+                         ("attention_min_keys_wide", "WIDE_MIN_SPLIT_KEYS")):  # fmt: skip
+        keys = getattr(args, flag)
+        if keys % attention.BLOCK_KV:
+            option = "--" + flag.replace("_", "-")
+            parser.error(f"{option} must be a multiple of {attention.BLOCK_KV}")
+        if keys:
+            setattr(attention, switch, keys)
     if args.prologue_rows or args.prologue_max_k:
-        from specpilot.models import fused
-
         fused.PROLOGUE_ROWS.update(args.prologue_rows)
         fused.PROLOGUE_MAX_K = args.prologue_max_k or fused.PROLOGUE_MAX_K
     if args.rope_in_attention >= 0:
-        from specpilot.models import fused
-
         fused.ROPE_IN_ATTENTION = bool(args.rope_in_attention)
     if args.ablate:
         print(f"ABLATED (times only, outputs meaningless): {sorted(args.ablate)}", flush=True)

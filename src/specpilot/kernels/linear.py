@@ -280,8 +280,8 @@ def skinny_linear(
     # NOTE: with swiglu (N and BLOCK_N even) tile pid_n takes rows of each half: N / BLOCK_N
     # tiles either way
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), split)
-    tma_args = tma_arguments(weight, cfg, swiglu)
-    tma = cfg.pop("TMA", False) and tma_args["TMA"]
+    tma_args = tma_arguments(weight, cfg, swiglu)  # its TMA is the tile's, where it can be
+    cfg.pop("TMA", None)
     split_args = {}
     if split > 1:  # fp32 slices, counters per tile (left zero by the kernel)
         part = torch.empty(split, m, n, device=x.device, dtype=torch.float32)
@@ -305,7 +305,7 @@ def skinny_linear(
         GLU=glu,
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
-        PREFETCH=launch.prefetch_mode(weight) if split == 1 and not swiglu and not tma else 0,
+        PREFETCH=0 if split > 1 or swiglu or tma_args["TMA"] else launch.prefetch_mode(weight),
         **launch.pdl(x, multiply=True),
         SPLIT_K=split,
         SWIGLU=swiglu,

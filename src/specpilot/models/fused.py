@@ -108,7 +108,8 @@ PREFILL_SDPA_BACKENDS = [
 # the SwiGLU kernel or the down multiply's GLU prologue; 0: never. On the H200 at the Qwen3-8B
 # shape (docs/LOG.md run 96, one process each) it made the 16-row forward 4.80 -> 4.75 ms and
 # the draft 1.07 -> 1.05 ms but the one-row forward 4.37 -> 4.52 ms (the one-row tile with rows
-# from both halves); 2 (verify and draft only) is not measured yet, so it stays off.
+# from both halves); from 2 rows (verify and draft only, run 97) the 16-row forward 4.76 -> 4.72
+# ms and speculative decoding within its spread, so it stays off.
 # bench/engine_speed.py --swiglu-epilogue N measures it.
 SWIGLU_EPILOGUE_MIN_ROWS = 0
 
