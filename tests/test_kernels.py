@@ -304,12 +304,12 @@ def test_pdl_decode_mode_is_on_only_inside_one_row_forwards(launch_settings) -> 
 
 def test_pdl_auto_resolves_by_target_size(tmp_path, launch_settings) -> None:
     """EngineConfig.pdl="auto" (the default): "all" below launch.PDL_ALL_BELOW_BYTES of target
-    weights, "small" from it on; explicit modes stay; the Generator keeps what it resolved
+    weights, "kernels" from it on; explicit modes stay; the Generator keeps what it resolved
     ("off" where no Triton kernel runs)."""
     limit = launch_settings.PDL_ALL_BELOW_BYTES
     assert EngineConfig().pdl == "auto"
     assert launch_settings.resolve_pdl("auto", limit - 1) == "all"
-    assert launch_settings.resolve_pdl("auto", limit) == "small"
+    assert launch_settings.resolve_pdl("auto", limit) == "kernels"
     for mode in ("off", "decode", "all", "small", "kernels"):
         assert launch_settings.resolve_pdl(mode, 1) == mode
     with pytest.raises(ValueError, match="pdl must be one of"):

@@ -328,15 +328,16 @@ class EngineConfig:
         (kernels/launch.py). Same arithmetic, same tokens. "off"; "decode", only in target
         forwards of one token (AR decode steps); "all", every Triton kernel; "small", decode's
         and elsewhere every kernel but the multiplies (launched plainly); "kernels", that rule
-        in one-row forwards too (unmeasured: run 102 found a one-row multiply that follows a
-        multiply directly slower under PDL); "auto" (default):
-        "all" for targets whose weights are under launch.PDL_ALL_BELOW_BYTES (1 GiB), where a
-        step is bound by launches, else "small". Measured on the H200 (docs/LOG.md): at the
-        Qwen3-8B shape "all" made the one-token forward 1.3% faster and the 16-token verify 2.7%
-        slower (speculative -5%, runs 50-52), "decode" AR 213.7 against 202.7 tok/s with
-        speculative decoding unchanged, W12 AR +7%; "small" against "decode", two processes
-        each in two calls: verify 4.95 -> 4.82 and 4.87 -> 4.77 ms, draft 1.10 -> 1.06 ms,
-        pipelined spec@6.55 +2.3% and +3.0% (runs 93-94); at the SmolLM2-135M shape "all" took
+        in one-row forwards too; "auto" (default): "all" for targets whose weights are under
+        launch.PDL_ALL_BELOW_BYTES (1 GiB), where a step is bound by launches, else "kernels".
+        Measured on the H200 (docs/LOG.md): at the Qwen3-8B shape "all" made the one-token
+        forward 1.3% faster and the 16-token verify 2.7% slower (speculative -5%, runs 50-52),
+        "decode" AR 213.7 against 202.7 tok/s with speculative decoding unchanged, W12 AR +7%;
+        "small" against "decode": verify 4.95 -> 4.82 and 4.87 -> 4.77 ms, draft 1.10 -> 1.06
+        ms, pipelined spec@6.55 +2.3% and +3.0% (runs 93-94); "kernels" level with "small"
+        alone, but with the SwiGLU epilogue at every row (which "small" slowed at one row) the
+        16-token forward 4.65-4.77 against 4.70-4.80 ms and pipelined spec@6.55 1,116-1,133
+        against 1,100-1,113, AR within 1% (runs 103-105); at the SmolLM2-135M shape "all" took
         the speculative step graph from 1.24 to 1.01 ms and pipelined speculative decoding from
         4,961 to 5,871 tok/s (runs 60, 62). Nothing between the two sizes is measured yet.
     draft_vocab: "" (the drafter proposes from the whole vocabulary) or a draft vocabulary file

@@ -41,7 +41,9 @@ from specpilot.kernels.rope import check_rope_arguments, norm_rotate
 BLOCK_KV = 64
 # the most query rows (GROUP * T) whose slices the last split program merges itself; 0: always
 # the merge kernel. 0: on the H200 (GPU tests pass) 8 gave the same AR as 0 at the Qwen3-8B shape
-# (217.8 tok/s either way, docs/LOG.md run 57); bench/engine_speed.py --merge-rows N measures it.
+# (217.8 tok/s either way, docs/LOG.md run 57); 64 (verify and draft blocks too, run 103) made
+# the 16-row forward 4.80 -> 5.16 ms and the draft 1.06 -> 1.10 ms (the last program of each
+# head merges 17 slices of 64 rows alone). bench/engine_speed.py --merge-rows N measures it.
 FUSED_MERGE_MAX_ROWS = 0
 # the fewest keys a slice takes (a multiple of BLOCK_KV). The launch has a fixed number of slices
 # (num_splits_for, from the cache's capacity, so graphs stay valid); each slice's length follows
@@ -53,8 +55,10 @@ MIN_SPLIT_KEYS = BLOCK_KV
 # the same for launches of more query rows (GROUP * T) than WIDE_ROWS: verify and draft blocks
 # (64 rows at the 8B shapes), whose partials grow with the rows (32 KB a slice at 64) and whose
 # merge reads every filled slice's; 0: MIN_SPLIT_KEYS. Run 89 measured one minimum for both:
-# 256 made verify 2% shorter (within the spread) and decode 2% longer.
-# bench/engine_speed.py --attention-min-keys-wide N measures it.
+# 256 made verify 2% shorter (within the spread) and decode 2% longer. For wide launches only
+# (run 103, one process): 16-row forward 4.782 against 4.799 ms, draft 1.055 against 1.061,
+# spec within its spread: nothing to tell, off. bench/engine_speed.py --attention-min-keys-wide
+# N measures it.
 WIDE_MIN_SPLIT_KEYS = 0
 WIDE_ROWS = 8
 

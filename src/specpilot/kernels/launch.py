@@ -26,12 +26,17 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
 PDL has five modes: "off", "all", "decode", which is on only inside a target forward of one
 token row (`forward_rows`, set by models/fused.FusedTarget), "small", decode's and, outside
 one-row forwards, PDL for every kernel but the multiplies' launches, and "kernels", that rule
-in every forward (one-row ones too; unmeasured). EngineConfig.pdl="auto"
+in every forward (one-row ones too). EngineConfig.pdl="auto"
 picks one per target (`resolve_pdl`): on the H200 PDL shortened the 8B one-token forward and
 lengthened its 16-token verify when every kernel used it (runs 50-52: "decode" won), and
 "small" then shortened the verify and the draft by 2-4% with the one-token forward unchanged
-(runs 93-94); at the SmolLM2-135M shape, where every kernel lasts a few microseconds, "all"
-shortened the whole speculative step (runs 60, 62).
+(runs 93-94). "kernels" alone is level with "small" (runs 103-104), but under it a one-row
+multiply may follow a multiply without the slowdown that "small" showed (run 102: without the
+norm and SwiGLU kernels the one-token forward 0.27 ms longer under "small", 0.13 ms shorter
+under "kernels", run 103), so the SwiGLU epilogue at every row count runs under it (models/
+fused.SWIGLU_EPILOGUE_MIN_ROWS; runs 104-105): "kernels" is the 8B default. At the
+SmolLM2-135M shape, where every kernel lasts a few microseconds, "all" shortened the whole
+speculative step (runs 60, 62).
 The settings are read when a kernel is launched, so a CUDA graph keeps the ones it was captured
 with; the last Generator built sets them.
 """
@@ -49,8 +54,8 @@ from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
 LAUNCH_PDL_MODES = ("off", "decode", "all", "small", "kernels")  # "auto" resolved first
-# pdl="auto": "all" below this many bytes of target weights, "small" from it on. Set between the
-# two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "small" wins).
+# pdl="auto": "all" below this many bytes of target weights, "kernels" from it on. Set between the
+# two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "kernels" wins).
 PDL_ALL_BELOW_BYTES = 1 << 30
 _SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
 # l2_ahead "all": the bytes of a multiply's first rows that the norm or SwiGLU kernel before it
@@ -61,10 +66,10 @@ _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launche
 
 def resolve_pdl(mode: str, weight_bytes: int) -> str:
     """EngineConfig.pdl for a target of `weight_bytes`: "auto" becomes "all" for small targets
-    (launch-bound) and "small" for the rest; other modes stay."""
+    (launch-bound) and "kernels" for the rest; other modes stay."""
     if mode != "auto":
         return mode
-    return "all" if weight_bytes < PDL_ALL_BELOW_BYTES else "small"
+    return "all" if weight_bytes < PDL_ALL_BELOW_BYTES else "kernels"
 
 
 def configure(pdl: str, prefetch: str, ahead: str = "off") -> None:

@@ -106,12 +106,15 @@ PREFILL_SDPA_BACKENDS = [
 # From this many token rows on, the gate|up multiply ends in silu(gate) * up (the kernels'
 # swiglu epilogue: the bits of the SwiGLU kernel after it, one launch fewer a layer) instead of
 # the SwiGLU kernel or the down multiply's GLU prologue; 0: never. On the H200 at the Qwen3-8B
-# shape (docs/LOG.md run 96, one process each) it made the 16-row forward 4.80 -> 4.75 ms and
-# the draft 1.07 -> 1.05 ms but the one-row forward 4.37 -> 4.52 ms (the one-row tile with rows
-# from both halves); from 2 rows (verify and draft only, run 97) the 16-row forward 4.76 -> 4.72
-# ms and speculative decoding within its spread, so it stays off.
-# bench/engine_speed.py --swiglu-epilogue N measures it.
-SWIGLU_EPILOGUE_MIN_ROWS = 0
+# shape under pdl "small" (docs/LOG.md runs 96-97) it shortened the 16-row forward ~1% but
+# lengthened the one-row one 4.37 -> 4.52 ms (a one-row multiply right after a multiply is
+# slower when PDL launches it, run 102). Under pdl "kernels" (multiplies launched plainly; the
+# 8B default) the one-row forward stays level: three processes each (runs 104-105), 16-row
+# forward 4.65-4.77 against 4.70-4.80 ms, pipelined spec@6.55 1,116-1,133 against 1,100-1,113,
+# one-row 4.31-4.36 against 4.29-4.34 ms; at the SmolLM2-135M shape (pdl "all") the draft
+# 0.189 -> 0.162 ms and pipelined spec 6,251 -> 6,583 tok/s (run 105). W12 takes it too (AR
+# 1.132x bf16, spec 1.012x in run 105). bench/engine_speed.py --swiglu-epilogue N measures it.
+SWIGLU_EPILOGUE_MIN_ROWS = 1
 
 
 # NOTE: the attention's split programs norm and rotate their queries and write the new keys and
@@ -119,7 +122,11 @@ SWIGLU_EPILOGUE_MIN_ROWS = 0
 # launch fewer a layer in decode, verify and draft forwards, the same arithmetic. Run 102
 # (bench/engine_speed.py --ablate rope,attention) put rope + attention + merge at 0.31 ms of the
 # one-token forward and 0.51 ms of the 16-token one at the Qwen3-8B shape (1k), against ~1 us
-# a layer for the keys they read. Off until measured (--rope-in-attention 1).
+# a layer for the keys they read. Measured (run 103, one process each): 4.368 / 4.850 ms for
+# one / 16 rows and a 1.110 ms draft against 4.338 / 4.799 / 1.061 with the rope kernel: the
+# split programs' extra work (every slice's program rotates its queries; the new keys' writes
+# and a barrier before the reads) costs more than the launch saves. Off
+# (--rope-in-attention 1).
 ROPE_IN_ATTENTION = False
 
 

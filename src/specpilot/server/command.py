@@ -67,7 +67,7 @@ def add_pdl_argument(parser: argparse.ArgumentParser) -> None:
         default="auto",
         choices=PDL_MODES,
         help="programmatic dependent launch of the GPU kernels (Hopper; same tokens): auto "
-        "(every kernel for targets under 1 GiB, else small), off, decode (one-token target "
+        "(every kernel for targets under 1 GiB, else kernels), off, decode (one-token target "
         "forwards only), all, small (decode's, and every kernel but the multi-row multiplies), "
         "kernels (every kernel but the multiplies, one-row forwards too)",
     )
