@@ -107,9 +107,6 @@ def ablate(parts: set[str]) -> None:
         fused._FusedBlock.write_kv = lambda self, qkv, heads, *_: qkv[:, : heads * self.head_dim]
     if "attention" in parts:
         fused.decode_attention = lambda q, *_, **__: q
-        fused.rope_attention = lambda qkv, pos, cos, sin, k, v, heads, *_, **__: qkv[
-            :, : heads * k.shape[3]
-        ]
 
 
 def ablations(text: str) -> set[str]:
@@ -786,13 +783,6 @@ def main() -> None:
         "multiple of 64); 0: default",
     )
     parser.add_argument(
-        "--rope-in-attention",
-        type=int,
-        default=-1,
-        help="1: the attention's split programs do the q/k norm, rotary and cache write "
-        "(models/fused.ROPE_IN_ATTENTION), 0: the rope kernel does; -1: default",
-    )
-    parser.add_argument(
         "--attention-min-keys-wide",
         type=int,
         default=0,
@@ -850,8 +840,6 @@ def main() -> None:
     if args.prologue_rows or args.prologue_max_k:
         fused.PROLOGUE_ROWS.update(args.prologue_rows)
         fused.PROLOGUE_MAX_K = args.prologue_max_k or fused.PROLOGUE_MAX_K
-    if args.rope_in_attention >= 0:
-        fused.ROPE_IN_ATTENTION = bool(args.rope_in_attention)
     if args.ablate:
         print(f"ABLATED (times only, outputs meaningless): {sorted(args.ablate)}", flush=True)
         ablate(args.ablate)
@@ -867,9 +855,6 @@ def main() -> None:
         "prologue_rows": args.prologue_rows or "default",
         "prologue_max_k": args.prologue_max_k or "default",
         "ablated": sorted(args.ablate) or "none (outputs valid)",
-        "rope_in_attention": (
-            bool(args.rope_in_attention) if args.rope_in_attention >= 0 else "default"
-        ),
         "pdl": args.pdl,
         "weight_prefetch": args.weight_prefetch,
         "l2_ahead": args.l2_ahead,

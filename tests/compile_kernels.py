@@ -34,7 +34,6 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         "HALVES": 0,
         "AHEAD": 0,
         "TMA": 0,
-        "ROPE": 0,
     }
     consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
     if "LOOP_STAGES" in fn.arg_names:  # as the launchers set it, at this compile's num_stages
@@ -164,11 +163,6 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         ahead = consts | dict(AHEAD=2)  # the o weight's two W12 planes asked for in L2
         types = split_types | {"ahead0_ptr": "*u8", "ahead1_ptr": "*u8"}
         out.append((f"attention split T={t} AHEAD=2", attention._split_kernel, types, ahead))
-        # the rope kernel's work in the split programs (fused.ROPE_IN_ATTENTION)
-        rope_split = consts | dict(ROPE=True, QK_NORM=True, BLOCK_T=t)
-        types = split_types | {n: bf16 for n in ("qkv_ptr", "cos_ptr", "sin_ptr", "qn_ptr",
-                                                 "kn_ptr")} | {"eps": "fp32"}  # fmt: skip
-        out.append((f"attention split T={t} ROPE", attention._split_kernel, types, rope_split))
         if t == 1:  # decode: the last split program merges (fence, counter, L2 reads)
             fused_types = split_types | {"out_ptr": bf16, "count_ptr": "*i32"}
             fused = consts | dict(MERGE_ROWS=4, FENCE=True)

@@ -316,7 +316,7 @@ def test_ablate_leaves_the_kernels_out(monkeypatch) -> None:
 
     from specpilot.models import fused
 
-    for name in ("rmsnorm", "silu_mul", "decode_attention", "rope_attention"):
+    for name in ("rmsnorm", "silu_mul", "decode_attention"):
         monkeypatch.setattr(fused, name, getattr(fused, name))  # restored after the test
     monkeypatch.setattr(fused._FusedBlock, "write_kv", fused._FusedBlock.write_kv)
     engine_speed.ablate(engine_speed.ablations("norm,swiglu,rope,attention"))
@@ -327,8 +327,6 @@ def test_ablate_leaves_the_kernels_out(monkeypatch) -> None:
     block.head_dim = 2
     assert torch.equal(block.write_kv(x, 2, None, None, None, 0), x[:, :4])
     assert fused.decode_attention(x, None, None, None, 4, causal=False) is x
-    cache = torch.zeros(1, 1, 4, 2)
-    assert torch.equal(fused.rope_attention(x, None, None, None, cache, cache, 2), x[:, :4])
     with pytest.raises(argparse.ArgumentTypeError, match="--ablate takes"):
         engine_speed.ablations("norm,gemv")
     with pytest.raises(argparse.ArgumentTypeError, match="needs attention"):

@@ -486,46 +486,6 @@ def test_qk_rope_write(qk_norm: bool) -> None:
     assert torch.equal(kernel[1], ref[1])  # values are copied as they are
 
 
-@pytest.mark.parametrize(
-    ("qk_norm", "causal", "heads", "kv_heads", "t", "splits"),
-    [(True, True, 8, 2, 1, 3), (True, True, 4, 2, 16, 7), (False, False, 4, 4, 5, 2)],
-)
-def test_rope_attention_matches_the_rope_and_attention_kernels(
-    qk_norm: bool, causal: bool, heads: int, kv_heads: int, t: int, splits: int
-) -> None:
-    """Attention whose split programs norm and rotate the queries and write the new keys and
-    values (rope_attention): the rope kernel's cache contents and decode_attention's output
-    (bit for bit in the interpreter; within rounding compiled), with new tokens that straddle
-    two slices (positions 56-71 with 64-key slices), a sequence whose slices do not reach
-    them all, and garbage in the cache where the new keys go; a caller's mismatch refused."""
-    from specpilot.kernels.attention import rope_attention
-
-    gen = torch.Generator().manual_seed(heads * t)
-    batch, d, length = 2, 32, 300
-    qkv = torch.randn(batch * t, (heads + 2 * kv_heads) * d, generator=gen).to(DEVICE, BF16)
-    positions = torch.tensor([[56], [250]], device=DEVICE) + torch.arange(t, device=DEVICE)
-    table = RotaryTable(d, 10000.0, RopeScaling(), length, DEVICE, BF16)
-    norms = [(torch.rand(d, generator=gen) + 0.5).to(DEVICE, BF16) for _ in range(2)]
-    if not qk_norm:
-        norms = [None, None]
-    caches = [torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)] * 2
-    fused = [c.clone() for c in caches]
-    plain = [c.clone() for c in caches]
-    args = (table.cos, table.sin)
-    out = rope_attention(qkv, positions, *args, *fused, heads, *norms, 1e-6, splits, causal)
-    q = qk_rope_write(qkv, positions, *args, *plain, heads, *norms, 1e-6)
-    expected = decode_attention(q, *plain, positions, splits, causal=causal)
-    assert torch.equal(fused[1], plain[1])  # values are copied as they are
-    if CUDA:  # compiled, the two kernels may keep different intermediates in fp32
-        close(fused[0], plain[0], 4)
-        attention_close(out, q, *fused, positions, causal)
-    else:
-        assert torch.equal(fused[0], plain[0])
-        assert torch.equal(out, expected)
-    with pytest.raises(ValueError, match="does not match"):
-        rope_attention(qkv[:, :-1], positions, *args, *fused, heads, *norms, 1e-6, splits)
-
-
 def test_counter_buffers_grow_and_are_kept(monkeypatch) -> None:
     """A larger counter buffer serves new launches; the smaller one stays alive (captured graphs
     replay its address)."""
@@ -683,28 +643,6 @@ def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weig
         assert any(asked) is (rows == 5)
     assert torch.equal(outs[5].tokens, outs[0].tokens)
     assert torch.equal(outs[5].hidden, outs[0].hidden)
-
-
-def test_rope_in_attention_engine_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
-    """Decoding with the rope kernel's work inside the attention's split programs
-    (fused.ROPE_IN_ATTENTION; the drafter's block too, non-causal): speculative decoding gives
-    the tokens it gives with the rope kernel, and they pass token forcing (one-row forwards:
-    test_rope_attention_matches_the_rope_and_attention_kernels at T = 1)."""
-    from specpilot.models import fused
-    from specpilot.spec.forcing import token_forcing
-
-    target, drafter, reference = _tiny_pair(tmp_path)
-    outputs = {}
-    for on in (True, False):
-        monkeypatch.setattr(fused, "ROPE_IN_ATTENTION", on)
-        gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-        seqs = _sequences(target.config.vocab_size, 4)
-        gen.run(seqs, speculative=True)
-        outputs[on] = [s.output_ids for s in seqs]
-        for s in seqs if on else []:
-            report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
-            assert report.passed, report.failures
-    assert outputs[True] == outputs[False]
 
 
 @pytest.mark.parametrize("weights", ["bf16", "w12"])

@@ -3,7 +3,8 @@
 # side. ARMS: "name|engine_speed arguments;name|arguments;..." (each after the common ones:
 # --batches '' --profile 0 --hf-baseline 0 --repeats 3, CONTEXTS, default 1024). TESTS: a
 # pytest -k expression of tests/test_kernels.py to run first ("" for none). ARM_S: each arm's
-# timeout in seconds (150).
+# timeout in seconds (150). The arms' JSON and logs come back as one arms.tgz (a call returns
+# at most 8 files: run 103 lost four arms' files).
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 if [ -n "${TESTS:-}" ]; then
@@ -26,3 +27,4 @@ for name, model in report.items():
         print(f"  {name} ctx {c['context']}: forward ms {ms}, draft {c['draft']['ms']:.3f} ms")
 PY
 done
+(cd "$OUT" && tar czf arms.tgz -- *.json *.log && rm -f -- *.json *.log)

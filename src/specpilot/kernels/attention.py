@@ -36,7 +36,6 @@ from specpilot.kernels.common import (
     pdl_enter,
     zeroed_counters,
 )
-from specpilot.kernels.rope import check_rope_arguments, norm_rotate
 
 BLOCK_KV = 64
 # the most query rows (GROUP * T) whose slices the last split program merges itself; 0: always
@@ -122,55 +121,6 @@ def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, filled, HEADS
 
 
 @triton.jit
-def _rope_queries(qkv_ptr, stride_qkv, cos_ptr, sin_ptr, qn_ptr, eps, b, t, g, kvh, row_ok,
-                  q_pos, T, HEADS: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
-                  QK_NORM: tl.constexpr):  # fmt: skip
-    """The rows' queries (row = t * GROUP + g of KV head kvh) from the q|k|v projection's output:
-    normed and rotated as kernels/rope.py does it, [BLOCK_Q, HEAD_DIM]."""
-    half: tl.constexpr = HEAD_DIM // 2
-    r = tl.arange(0, half)[None, :]
-    src = qkv_ptr + (b * T + t)[:, None] * stride_qkv + (kvh * GROUP + g)[:, None] * HEAD_DIM + r
-    x1 = tl.load(src, mask=row_ok[:, None], other=0.0)
-    x2 = tl.load(src + half, mask=row_ok[:, None], other=0.0)
-    w1 = tl.load(qn_ptr + r)
-    w2 = tl.load(qn_ptr + half + r)
-    pos = tl.where(row_ok, q_pos, 0)[:, None]
-    o1, o2 = norm_rotate(x1, x2, w1, w2, cos_ptr, sin_ptr, pos, r, eps, x1.dtype, HEAD_DIM,
-                         QK_NORM)  # fmt: skip
-    # [BLOCK_Q, 2, half] -> the halves side by side
-    return tl.reshape(tl.permute(tl.join(o1, o2), [0, 2, 1]), [o1.shape[0], HEAD_DIM])
-
-
-@triton.jit
-def _rope_write_keys(qkv_ptr, stride_qkv, k_ptr, v_ptr, base, stride_kl, pos_ptr, cos_ptr,
-                     sin_ptr, kn_ptr, eps, b, kvh, lo, hi, T, HEADS: tl.constexpr,
-                     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, QK_NORM: tl.constexpr,
-                     BLOCK_T: tl.constexpr):  # fmt: skip
-    """The block's new keys and values of KV head kvh whose positions lie in this slice [lo,
-    hi): normed and rotated keys (kernels/rope.py's arithmetic) and values into the cache."""
-    half: tl.constexpr = HEAD_DIM // 2
-    kv_heads: tl.constexpr = HEADS // GROUP
-    r = tl.arange(0, half)[None, :]
-    tt = tl.arange(0, BLOCK_T)
-    kp = tl.load(pos_ptr + b * T + tt, mask=tt < T, other=-1)
-    mine = ((tt < T) & (kp >= lo) & (kp < hi))[:, None]
-    src = qkv_ptr + (b * T + tt)[:, None] * stride_qkv + (HEADS + kvh) * HEAD_DIM + r
-    x1 = tl.load(src, mask=mine, other=0.0)
-    x2 = tl.load(src + half, mask=mine, other=0.0)
-    v_src = src + kv_heads * HEAD_DIM
-    dst = base + kp[:, None] * stride_kl + r
-    tl.store(v_ptr + dst, tl.load(v_src, mask=mine, other=0.0), mask=mine)
-    tl.store(v_ptr + dst + half, tl.load(v_src + half, mask=mine, other=0.0), mask=mine)
-    w1 = tl.load(kn_ptr + r)
-    w2 = tl.load(kn_ptr + half + r)
-    pos = tl.where(mine, kp[:, None], 0)
-    o1, o2 = norm_rotate(x1, x2, w1, w2, cos_ptr, sin_ptr, pos, r, eps, x1.dtype, HEAD_DIM,
-                         QK_NORM)  # fmt: skip
-    tl.store(k_ptr + dst, o1, mask=mine)
-    tl.store(k_ptr + dst + half, o2, mask=mine)
-
-
-@triton.jit
 def _split_kernel(
     q_ptr,
     k_ptr,
@@ -202,16 +152,6 @@ def _split_kernel(
     ahead0_bytes=0,
     ahead1_ptr=None,
     ahead1_bytes=0,
-    ROPE: tl.constexpr = False,
-    qkv_ptr=None,
-    stride_qkv=0,
-    cos_ptr=None,
-    sin_ptr=None,
-    qn_ptr=None,
-    kn_ptr=None,
-    eps=0.0,
-    QK_NORM: tl.constexpr = False,
-    BLOCK_T: tl.constexpr = 1,
 ):
     bh = tl.program_id(0)
     split = tl.program_id(1)
@@ -231,23 +171,12 @@ def _split_kernel(
     kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS)
     lo = split * per_split
     hi = tl.minimum(lo + per_split, kv_end)
-    base = b * stride_kb + kvh * stride_kh
-    if ROPE:  # q|k|v straight from the projection: this program norms and rotates its queries
-        q = _rope_queries(qkv_ptr, stride_qkv, cos_ptr, sin_ptr, qn_ptr, eps, b, t, g, kvh,
-                          row_ok, q_pos, T, HEADS, GROUP, HEAD_DIM, QK_NORM)  # fmt: skip
-        # and writes the new keys and values that fall in its slice, which its threads then
-        # read back with the others (a barrier orders the stores before the loads)
-        _rope_write_keys(qkv_ptr, stride_qkv, k_ptr, v_ptr, base, stride_kl, pos_ptr, cos_ptr,
-                         sin_ptr, kn_ptr, eps, b, kvh, lo, hi, T, HEADS, GROUP, HEAD_DIM,
-                         QK_NORM, BLOCK_T)  # fmt: skip
-        tl.debug_barrier()
-    else:
-        q_rows = (b * T + t) * HEADS + kvh * GROUP + g
-        q = tl.load(q_ptr + q_rows[:, None] * HEAD_DIM + d[None, :], mask=row_ok[:, None],
-                    other=0.0)  # fmt: skip
+    q_rows = (b * T + t) * HEADS + kvh * GROUP + g
+    q = tl.load(q_ptr + q_rows[:, None] * HEAD_DIM + d[None, :], mask=row_ok[:, None], other=0.0)
     m_i = tl.full([BLOCK_Q], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_Q], dtype=tl.float32)
     acc = tl.zeros([BLOCK_Q, HEAD_DIM], dtype=tl.float32)
+    base = b * stride_kb + kvh * stride_kh
     for start in range(lo, hi, BLOCK_KV):
         keys = start + tl.arange(0, BLOCK_KV)
         k_ok = keys < hi
@@ -349,65 +278,12 @@ def decode_attention(
     ahead: bytes (common.ahead_arguments) that the split programs ask L2 for, in equal shares,
     while they run: the weights read next."""
     batch, t = positions.shape
-    head_dim = k_cache.shape[3]
-    if q.shape != (batch * t, q.shape[1], head_dim) or not q.is_contiguous():
+    _, kv_heads, length, head_dim = k_cache.shape
+    heads = q.shape[1]
+    if q.shape != (batch * t, heads, head_dim) or not q.is_contiguous():
         raise ValueError(
             f"q {tuple(q.shape)} must be a contiguous [{batch * t}, heads, {head_dim}]"
         )
-    return _attention(q, q.shape[1], k_cache, v_cache, positions, num_splits, causal, ahead, {})
-
-
-def rope_attention(
-    qkv: torch.Tensor,
-    positions: torch.Tensor,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    k_cache: torch.Tensor,
-    v_cache: torch.Tensor,
-    heads: int,
-    q_norm: torch.Tensor | None,
-    k_norm: torch.Tensor | None,
-    eps: float,
-    num_splits: int,
-    causal: bool = True,
-    ahead: tuple[torch.Tensor, ...] = (),
-) -> torch.Tensor:
-    """decode_attention of the queries that rope.qk_rope_write makes of qkv, without its
-    launch: the split programs norm and rotate their queries themselves, and the program
-    whose slice holds a new token's position writes its key (normed, rotated) and value into
-    the cache before reading its slice. The same arithmetic (rope.norm_rotate) and arguments
-    as the two kernels (rope.qk_rope_write's contract)."""
-    check_rope_arguments(qkv, positions, cos, sin, k_cache, v_cache, heads, q_norm, k_norm)
-    rope = dict(
-        ROPE=True,
-        qkv_ptr=qkv,
-        stride_qkv=qkv.stride(0),
-        cos_ptr=cos,
-        sin_ptr=sin,
-        qn_ptr=q_norm if q_norm is not None else cos,
-        kn_ptr=k_norm if k_norm is not None else cos,
-        eps=eps,
-        QK_NORM=q_norm is not None,
-        BLOCK_T=triton.next_power_of_2(positions.shape[1]),
-    )
-    return _attention(qkv, heads, k_cache, v_cache, positions, num_splits, causal, ahead, rope)
-
-
-def _attention(
-    q: torch.Tensor,
-    heads: int,
-    k_cache: torch.Tensor,
-    v_cache: torch.Tensor,
-    positions: torch.Tensor,
-    num_splits: int,
-    causal: bool,
-    ahead: tuple[torch.Tensor, ...],
-    rope: dict,
-) -> torch.Tensor:
-    """The split and merge launches of decode_attention (q: the queries, or with `rope` the
-    q|k|v projection's output that the split programs take them from)."""
-    batch, t = positions.shape
-    _, kv_heads, length, head_dim = k_cache.shape
     if heads % kv_heads or k_cache.shape[0] != batch or v_cache.stride() != k_cache.stride():
         raise ValueError(f"cache {tuple(k_cache.shape)} does not fit {heads} query heads")
     if k_cache.stride(3) != 1 or head_dim & (head_dim - 1) or head_dim < 16:
@@ -454,7 +330,6 @@ def _attention(
         MERGE_ROWS=merge_rows if fused_merge else 0,
         FENCE=fused_merge and not INTERPRETED,
         **regions,
-        **rope,
     )
     if fused_merge:
         return out

@@ -158,7 +158,7 @@ def check_rope_arguments(
     q_norm: torch.Tensor | None,
     k_norm: torch.Tensor | None,
 ) -> None:
-    """qk_rope_write's contract (also that of attention.rope_attention)."""
+    """qk_rope_write's contract."""
     batch, t = positions.shape
     _, kv_heads, length, head_dim = k_cache.shape
     if qkv.shape != (batch * t, (heads + 2 * kv_heads) * head_dim) or qkv.stride(1) != 1:

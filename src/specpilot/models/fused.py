@@ -1,15 +1,16 @@
 """Decode, verify and draft forwards through the Triton kernels (CUDA, bf16/fp16, <= 64 tokens).
 
 The PyTorch modules in target.py and dflash.py define the models; these classes run the same
-parameters with fewer, fused launches: per layer one q|k|v multiply with the input norm in its
-prologue, one kernel for q/k norm + rotary + cache write (or that work inside the attention's
-programs: ROPE_IN_ATTENTION), split-K attention, the output
-projection with the residual add in its epilogue, one gate|up multiply with the norm in its
-prologue, and the down projection with SwiGLU in its prologue and the residual add in its
-epilogue. q|k|v and gate|up weights are concatenated once; the modules' own parameters become
-views of the concatenation, so no memory is duplicated and the PyTorch path (prefill, first
-draft) keeps working on the same storage. Weights converted to W12 (formats/w12_engine.py) go
-through the same code: `linear` sends them to the W12 kernel.
+parameters with fewer, fused launches: per layer the input norm (its own kernel, or in the
+q|k|v multiply's prologue for narrow inputs: PROLOGUE_ROWS), one q|k|v multiply, one kernel for
+q/k norm + rotary + cache write, split-K attention, the output projection with the residual add
+in its epilogue, the post-attention norm, one gate|up multiply ending in silu(gate) * up
+(SWIGLU_EPILOGUE_MIN_ROWS; else a SwiGLU kernel or the down multiply's prologue), and the down
+projection with the residual add in its epilogue. q|k|v and gate|up weights are concatenated
+once; the modules' own parameters become views of the concatenation, so no memory is
+duplicated and the PyTorch path (prefill, first draft) keeps working on the same storage.
+Weights converted to W12 (formats/w12_engine.py) go through the same code: `linear` sends
+them to the W12 kernel.
 
 Numerics: every element-wise step rounds where the modules round; only the summation order of
 dot products and of attention differs, which in bf16 can break exact near-ties differently (the
@@ -28,7 +29,7 @@ from specpilot import kernels
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
 from specpilot.kernels import launch
-from specpilot.kernels.attention import decode_attention, num_splits_for, rope_attention
+from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS
 from specpilot.kernels.rope import qk_rope_write
@@ -115,19 +116,6 @@ PREFILL_SDPA_BACKENDS = [
 # 0.189 -> 0.162 ms and pipelined spec 6,251 -> 6,583 tok/s (run 105). W12 takes it too (AR
 # 1.132x bf16, spec 1.012x in run 105). bench/engine_speed.py --swiglu-epilogue N measures it.
 SWIGLU_EPILOGUE_MIN_ROWS = 1
-
-
-# NOTE: the attention's split programs norm and rotate their queries and write the new keys and
-# values themselves (kernels/attention.rope_attention) instead of the rope kernel before them: one
-# launch fewer a layer in decode, verify and draft forwards, the same arithmetic. Run 102
-# (bench/engine_speed.py --ablate rope,attention) put rope + attention + merge at 0.31 ms of the
-# one-token forward and 0.51 ms of the 16-token one at the Qwen3-8B shape (1k), against ~1 us
-# a layer for the keys they read. Measured (run 103, one process each): 4.368 / 4.850 ms for
-# one / 16 rows and a 1.110 ms draft against 4.338 / 4.799 / 1.061 with the rope kernel: the
-# split programs' extra work (every slice's program rotates its queries; the new keys' writes
-# and a barrier before the reads) costs more than the launch saves. Off
-# (--rope-in-attention 1).
-ROPE_IN_ATTENTION = False
 
 
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
@@ -220,14 +208,11 @@ class _FusedBlock:
     ) -> torch.Tensor:
         """q/k norm, rotary, the cache write and split-K attention over the cache for the
         q|k|v projection's output -> [M, heads * D]."""
-        kw = dict(causal=causal, ahead=ahead("o", self.o))
-        k_cache, v_cache = cache.k[index], cache.v[index]
-        if ROPE_IN_ATTENTION:
-            return rope_attention(qkv, positions, table.cos, table.sin, k_cache, v_cache,
-                                  self.heads, self.q_norm, self.k_norm, self.eps, num_splits,
-                                  **kw)  # fmt: skip
         q = self.write_kv(qkv, self.heads, positions, table, cache, index)
-        return decode_attention(q, k_cache, v_cache, positions, num_splits, **kw)
+        return decode_attention(
+            q, cache.k[index], cache.v[index], positions, num_splits, causal=causal,
+            ahead=ahead("o", self.o),
+        )  # fmt: skip
 
     def finish(self, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
         """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden]."""
