@@ -718,7 +718,136 @@ def transformers_ar(target: TargetModel, hf: dict, new_tokens: int) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def main() -> None:
+def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
+    """(module, attribute) -> value: the process-wide switches of models/fused and
+    kernels/attention that these options set (the options left at their defaults set none)."""
+    from specpilot.kernels import attention  # the switches are these modules' own
+    from specpilot.models import fused
+
+    out: dict = {}
+    if args.swiglu_epilogue >= 0:
+        out[fused, "SWIGLU_EPILOGUE_MIN_ROWS"] = args.swiglu_epilogue
+    if args.merge_rows >= 0:
+        out[attention, "FUSED_MERGE_MAX_ROWS"] = args.merge_rows
+    for flag, switch in (("attention_min_keys", "MIN_SPLIT_KEYS"),
+                         ("attention_min_keys_wide", "WIDE_MIN_SPLIT_KEYS")):  # fmt: skip
+        keys = getattr(args, flag)
+        if keys % attention.BLOCK_KV:
+            option = "--" + flag.replace("_", "-")
+            parser.error(f"{option} must be a multiple of {attention.BLOCK_KV}")
+        if keys:
+            out[attention, switch] = keys
+    if args.prologue_rows:
+        out[fused, "PROLOGUE_ROWS"] = fused.PROLOGUE_ROWS | args.prologue_rows
+    if args.prologue_max_k:
+        out[fused, "PROLOGUE_MAX_K"] = args.prologue_max_k
+    return out
+
+
+def apply_switches(switches: dict) -> None:
+    for (module, name), value in switches.items():
+        setattr(module, name, value)
+
+
+def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
+    """The EngineConfig that these options ask for."""
+    return EngineConfig(
+        cuda_graphs=bool(args.graphs),
+        kernels=args.kernels,
+        pdl=args.pdl,
+        weight_prefetch=args.weight_prefetch,
+        l2_ahead=args.l2_ahead,
+        draft_vocab=synthetic_draft_vocab(args.draft_vocab, vocab_size) if args.draft_vocab else "",
+        tiles=args.tiles,
+    )
+
+
+# the options a --paired arm may set: an engine's own (EngineConfig) or a module switch
+ARM_OPTIONS = (
+    "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
+    "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
+    "prologue_max_k",
+)  # fmt: skip
+
+
+def paired_arms(
+    spec: str, parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> dict[str, argparse.Namespace]:
+    """--paired "name|options;name|options;...": each arm's options over the defaults, the
+    first arm the base. Only ARM_OPTIONS, which the command line (args) then leaves alone; at
+    least two arms."""
+    import shlex
+
+    defaults = parser.parse_args([])
+    common = [k for k in ARM_OPTIONS if getattr(args, k) != getattr(defaults, k)]
+    if common:
+        names = ", ".join("--" + k.replace("_", "-") for k in common)
+        parser.error(f"with --paired, {names} belong in the arms")
+    arms: dict[str, argparse.Namespace] = {}
+    for part in filter(None, (p.strip() for p in spec.split(";"))):
+        name, _, options = part.partition("|")
+        if not name or name in arms:
+            parser.error(f"--paired: arm names must be given and distinct ({part!r})")
+        arm = parser.parse_args(shlex.split(options))
+        other = [k for k, v in vars(arm).items() if v != getattr(defaults, k)]
+        other = [k for k in other if k not in ARM_OPTIONS]
+        if other:
+            names = ", ".join("--" + k.replace("_", "-") for k in other)
+            parser.error(f"--paired arm {name!r}: {names} cannot differ between arms")
+        module_switches(arm, parser)  # its errors now, not after the models are built
+        arms[name] = arm
+    if len(arms) < 2:
+        parser.error("--paired needs at least two arms")
+    return arms
+
+
+def run_paired(
+    arms: dict[str, argparse.Namespace],
+    target: TargetModel,
+    drafter: DFlashDrafter,
+    context: int,
+    args: argparse.Namespace,
+) -> dict:
+    """The arms on one target and drafter, each with its own Generator (graphs captured with
+    its switches in place), in args.paired_rounds interleaved rounds (paired_rounds): AR and
+    replayed spec@6.55 tok/s of each, and each arm's speed-up over the first with its 95%
+    interval. Switches an arm leaves alone are the defaults while it runs."""
+    from specpilot.kernels import launch
+
+    parser = build_parser()
+    switches = {n: module_switches(a, parser) for n, a in arms.items()}
+    defaults = {key: getattr(*key) for sw in switches.values() for key in sw}
+    kept: dict = {}
+    for name, arm in arms.items():
+        apply_switches(defaults | switches[name])
+        config = engine_config(arm, target.config.vocab_size)
+        weight = target.lm_head.weight
+        gen = Generator(target, drafter, config, weight.device, weight.dtype)
+
+        def prepare(name=name, gen=gen, config=config) -> None:
+            apply_switches(defaults | switches[name])
+            if gen.fused_target is not None:
+                launch.configure(gen.pdl, config.weight_prefetch, config.l2_ahead)
+
+        kept[name] = (gen, prepare)
+    result = paired_rounds(kept, context, args.new_tokens, args.paired_rounds)
+    apply_switches(defaults)
+    result["context"] = context
+    result["options"] = {n: {k: getattr(a, k) for k in ARM_OPTIONS} for n, a in arms.items()}
+    result["pdl"] = {n: gen.pdl for n, (gen, _) in kept.items()}
+    for name in list(arms)[1:]:
+        ar, spec = (result["arms"][name][mode]["over_base"] for mode in ("ar", "spec"))
+        print(
+            f"paired ({args.paired_rounds} rounds, ctx {context}) {name}/{result['base']}: AR "
+            f"{ar['ratio']:.3f}x [{ar['low']:.3f}-{ar['high']:.3f}], spec@6.55 "
+            f"{spec['ratio']:.3f}x [{spec['low']:.3f}-{spec['high']:.3f}]",
+            flush=True,
+        )
+    kept.clear()
+    return result
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("--contexts", default="1024,8192,32768", help="comma-separated; '': none")
     parser.add_argument("--new-tokens", type=int, default=128)
@@ -820,26 +949,24 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=REPEATS, help="timed runs per decode arm (each prefills)"
     )
+    parser.add_argument(
+        "--paired",
+        default="",
+        help="'name|options;name|options;...': instead of the report, these arms (each its own "
+        "options of " + ", ".join("--" + k.replace("_", "-") for k in ARM_OPTIONS) + " over "
+        "the defaults; the first the base) on one model each, at the first context, in "
+        "interleaved rounds: speed-ups with 95%% intervals",
+    )
+    parser.add_argument("--paired-rounds", type=int, default=8, help="with --paired")
     parser.add_argument("--out")
-    args = parser.parse_args()
-    from specpilot.kernels import attention  # the switches below are these modules' own
-    from specpilot.models import fused
+    return parser
 
-    if args.swiglu_epilogue >= 0:
-        fused.SWIGLU_EPILOGUE_MIN_ROWS = args.swiglu_epilogue
-    if args.merge_rows >= 0:
-        attention.FUSED_MERGE_MAX_ROWS = args.merge_rows
-    for flag, switch in (("attention_min_keys", "MIN_SPLIT_KEYS"),
-                         ("attention_min_keys_wide", "WIDE_MIN_SPLIT_KEYS")):  # fmt: skip
-        keys = getattr(args, flag)
-        if keys % attention.BLOCK_KV:
-            option = "--" + flag.replace("_", "-")
-            parser.error(f"{option} must be a multiple of {attention.BLOCK_KV}")
-        if keys:
-            setattr(attention, switch, keys)
-    if args.prologue_rows or args.prologue_max_k:
-        fused.PROLOGUE_ROWS.update(args.prologue_rows)
-        fused.PROLOGUE_MAX_K = args.prologue_max_k or fused.PROLOGUE_MAX_K
+
+def main() -> None:
+    parser = build_parser()
+    args = parser.parse_args()
+    apply_switches(module_switches(args, parser))
+    arms = paired_arms(args.paired, parser, args) if args.paired else {}
     if args.ablate:
         print(f"ABLATED (times only, outputs meaningless): {sorted(args.ablate)}", flush=True)
         ablate(args.ablate)
@@ -880,25 +1007,17 @@ def main() -> None:
         target = build(hf, "target", 0)
         draft_preset = "dflash-b16-l3" if preset == "smollm2-135m" else "dflash-b16"
         drafter = build(draft_hf_config(draft_preset, hf), "draft", 1)
-        gen = Generator(
-            target,
-            drafter,
-            EngineConfig(
-                cuda_graphs=bool(args.graphs),
-                kernels=args.kernels,
-                pdl=args.pdl,
-                weight_prefetch=args.weight_prefetch,
-                l2_ahead=args.l2_ahead,
-                draft_vocab=synthetic_draft_vocab(args.draft_vocab, hf["vocab_size"])
-                if args.draft_vocab
-                else "",
-                tiles=args.tiles,
-            ),
-            torch.device("cuda"),
-            torch.bfloat16,
-        )
-        entry = {"weight_bytes": linear_bytes(target), "pdl": gen.pdl, "contexts": []}
         own = [int(c) for c in contexts[preset].split(",") if c]  # "": none (e.g. --llama only)
+        if arms:  # instead of the report, at the first context
+            if own:
+                report[preset] = run_paired(arms, target, drafter, own[0], args)
+                save(report, args.out)
+            del target, drafter
+            torch.cuda.empty_cache()
+            continue
+        config = engine_config(args, hf["vocab_size"])
+        gen = Generator(target, drafter, config, torch.device("cuda"), torch.bfloat16)
+        entry = {"weight_bytes": linear_bytes(target), "pdl": gen.pdl, "contexts": []}
         if args.profile and own:
             entry["kernel_profile"] = kernel_profile(gen, own[0])
             print_kernel_profile(preset, own[0], entry["kernel_profile"])
@@ -986,7 +1105,7 @@ def main() -> None:
         f"{'draft/AR':>9} " + " ".join(f"{'tau' + str(t):>9}" for t in taus)
     )
     for preset in presets:
-        for c in report[preset]["contexts"]:
+        for c in report[preset].get("contexts", []):
             print(
                 f"{preset:<12} {c['context']:>6} {c['ar']['tok_s']:>9.1f} "
                 f"{c['ar']['fraction_of_floor']:>7.0%} {c['forward'][16]['ratio_to_k1']:>9.2f} "
@@ -998,7 +1117,7 @@ def main() -> None:
                 f"{preset}: our engine, PyTorch path (kernels=torch) AR "
                 f"{report[preset]['torch_path_ar_tok_s']:.1f} tok/s"
             )
-        for c in report[preset]["contexts"]:
+        for c in report[preset].get("contexts", []):
             b = c["speculative"]["6.55"]["breakdown_ms"]
             if b:
                 print(

@@ -331,3 +331,69 @@ def test_ablate_leaves_the_kernels_out(monkeypatch) -> None:
         engine_speed.ablations("norm,gemv")
     with pytest.raises(argparse.ArgumentTypeError, match="needs attention"):
         engine_speed.ablations("rope")
+
+
+def test_paired_arms_take_only_engine_options() -> None:
+    """engine_speed --paired: arms name their own engine options and switches over the
+    defaults; anything else, a lone arm, a repeated name, or an arm option also given on the
+    command line is a usage error before any model is built."""
+    parser = engine_speed.build_parser()
+    args = parser.parse_args([])
+    arms = engine_speed.paired_arms("base|; ep|--swiglu-epilogue 0;pk|--pdl kernels", parser, args)
+    assert list(arms) == ["base", "ep", "pk"]
+    assert arms["ep"].swiglu_epilogue == 0 and arms["ep"].pdl == "auto"
+    assert arms["pk"].pdl == "kernels" and arms["pk"].swiglu_epilogue == -1
+    bad = [
+        ("base|", args),
+        ("a|;a|--pdl off", args),
+        ("a|;b|--contexts 8192", args),
+        ("a|;b|--attention-min-keys 100", args),
+        ("a|;b|--pdl off", parser.parse_args(["--swiglu-epilogue", "0"])),
+    ]
+    for spec, given in bad:
+        with pytest.raises(SystemExit):
+            engine_speed.paired_arms(spec, parser, given)
+
+
+def test_run_paired_sets_each_arms_switches(gen, monkeypatch) -> None:
+    """run_paired: one Generator an arm on the same models, each arm's module switches in place
+    for its runs (and the defaults for those it leaves alone), the defaults back afterwards."""
+    from specpilot.kernels import attention
+    from specpilot.models import fused
+
+    parser = engine_speed.build_parser()
+    args = parser.parse_args(["--new-tokens", "10", "--paired-rounds", "2"])
+    arms = engine_speed.paired_arms(
+        "base|;ep|--swiglu-epilogue 0;mk|--attention-min-keys 128", parser, args
+    )
+    before = (fused.SWIGLU_EPILOGUE_MIN_ROWS, attention.MIN_SPLIT_KEYS)
+    seen = []
+    real = engine_speed.paired_rounds
+
+    def spy(kept, *a, **kw):
+        wrapped = {}
+        for name, (g, prepare) in kept.items():
+
+            def recording(name=name, prepare=prepare):
+                prepare()
+                seen.append((name, fused.SWIGLU_EPILOGUE_MIN_ROWS, attention.MIN_SPLIT_KEYS))
+
+            wrapped[name] = (g, recording)
+        return real(wrapped, *a, **kw)
+
+    monkeypatch.setattr(engine_speed, "paired_rounds", spy)
+    r = engine_speed.run_paired(arms, gen.target, gen.drafter, 20, args)
+    assert set(seen) == {
+        ("base", before[0], before[1]),
+        ("ep", 0, before[1]),
+        ("mk", before[0], 128),
+    }
+    assert (fused.SWIGLU_EPILOGUE_MIN_ROWS, attention.MIN_SPLIT_KEYS) == before
+    assert r["base"] == "base" and r["rounds"] == 2 and r["context"] == 20
+    assert r["options"]["mk"]["attention_min_keys"] == 128
+    for name in ("ep", "mk"):
+        for mode in ("ar", "spec"):
+            up = r["arms"][name][mode]["over_base"]
+            assert up["low"] <= up["ratio"] <= up["high"]
+            assert r["arms"][name][mode]["identical_to_base"]  # the PyTorch path: same tokens
+    json.dumps(r)
