@@ -298,6 +298,28 @@ def test_pdl_decode_mode_is_on_only_inside_one_row_forwards(launch_settings) -> 
                 assert launch_settings.pdl(gpu, multiply=True) == plain
     with launch_settings.forward_rows(1):
         assert launch_settings.pdl(torch.zeros(1)) == {"PDL": False, "launch_pdl": False}
+
+
+def test_pdl_chain_launches_a_multiply_after_a_multiply_plainly(launch_settings, monkeypatch):
+    """pdl="chain" (as if on a Hopper GPU): in a one-row forward every kernel is launched with
+    PDL but a multiply that directly follows a multiply; outside one, small's rule (multiplies
+    plainly). "small" in the same one-row sequence launches every multiply with PDL."""
+    monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
+    t = torch.zeros(1)
+    # norm, q|k|v, rope, attention, o, norm, gate|up (SwiGLU epilogue), down, norm, lm_head
+    order = [False, True, False, False, True, False, True, True, False, True]
+
+    def launched(mode: str, rows: int) -> list[bool]:
+        launch_settings.configure(pdl=mode, prefetch="off")
+        with launch_settings.forward_rows(rows):
+            return [launch_settings.pdl(t, multiply=m)["launch_pdl"] for m in order]
+
+    plain_down = [True] * 7 + [False] + [True] * 2
+    assert launched("chain", 1) == plain_down
+    assert launched("chain", 1) == plain_down  # the same again: each launch counts, not calls
+    assert launched("small", 1) == [True] * 10
+    assert launched("chain", 16) == [not m for m in order] == launched("kernels", 1)
+    assert all(launch_settings.pdl(t, multiply=m)["PDL"] for m in order)
     with pytest.raises(ConfigError, match="pdl must be one of"):
         EngineConfig(pdl="yes")
 
@@ -310,7 +332,7 @@ def test_pdl_auto_resolves_by_target_size(tmp_path, launch_settings) -> None:
     assert EngineConfig().pdl == "auto"
     assert launch_settings.resolve_pdl("auto", limit - 1) == "all"
     assert launch_settings.resolve_pdl("auto", limit) == "kernels"
-    for mode in ("off", "decode", "all", "small", "kernels"):
+    for mode in ("off", "decode", "all", "small", "kernels", "chain"):
         assert launch_settings.resolve_pdl(mode, 1) == mode
     with pytest.raises(ValueError, match="pdl must be one of"):
         launch_settings.configure(pdl="auto", prefetch="off")  # resolved before it gets here
@@ -333,7 +355,7 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
         pytest.skip("programmatic dependent launch needs sm_90 or later")
     target, drafter, reference = _tiny_pair(tmp_path, tied=weights == "bf16")
     variants = [("off", "off"), ("decode", "off"), ("all", "off"), ("all", "tile"), ("all", "l2"),
-                ("kernels", "off")]  # fmt: skip
+                ("kernels", "off"), ("chain", "off")]  # fmt: skip
     if weights == "w12":
         from specpilot.formats.w12_engine import convert_model
 
@@ -347,7 +369,7 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
         knobs = dict(l2_ahead=ahead) if ahead in ("o", "all") else dict(weight_prefetch=ahead)
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, **knobs)
         gen = Generator(target, drafter, config, DEVICE, BF16)
-        on = pdl in ("all", "small", "kernels")  # outside a one-row forward
+        on = pdl in ("all", "small", "kernels", "chain")  # outside a one-row forward
         assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is on
         for speculative in (False, True):
             seqs = _sequences(target.config.vocab_size, 24)

@@ -268,7 +268,7 @@ class DraftConfig:
 # EngineConfig.weight_prefetch's, l2_ahead's and pdl's values (kernels/launch.py)
 WEIGHT_PREFETCH_MODES = ("off", "tile", "l2")
 L2_AHEAD_MODES = ("off", "o", "all")
-PDL_MODES = ("auto", "off", "decode", "all", "small", "kernels")
+PDL_MODES = ("auto", "off", "decode", "all", "small", "kernels", "chain")
 
 
 @dataclass(frozen=True)
@@ -328,8 +328,10 @@ class EngineConfig:
         (kernels/launch.py). Same arithmetic, same tokens. "off"; "decode", only in target
         forwards of one token (AR decode steps); "all", every Triton kernel; "small", decode's
         and elsewhere every kernel but the multiplies (launched plainly); "kernels", that rule
-        in one-row forwards too; "auto" (default): "all" for targets whose weights are under
-        launch.PDL_ALL_BELOW_BYTES (1 GiB), where a step is bound by launches, else "kernels".
+        in one-row forwards too; "chain" (unmeasured), small's, but a one-row multiply right
+        after a multiply launched plainly too; "auto" (default): "all" for targets whose
+        weights are under launch.PDL_ALL_BELOW_BYTES (1 GiB), where a step is bound by
+        launches, else "kernels".
         Measured on the H200 (docs/LOG.md): at the Qwen3-8B shape "all" made the one-token
         forward 1.3% faster and the 16-token verify 2.7% slower (speculative -5%, runs 50-52),
         "decode" AR 213.7 against 202.7 tok/s with speculative decoding unchanged, W12 AR +7%;

@@ -23,10 +23,11 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
   one-token forward slower (run 91: the early requests queue ahead of the attention's and the
   multiply's own): off by default.
 
-PDL has five modes: "off", "all", "decode", which is on only inside a target forward of one
+PDL has six modes: "off", "all", "decode", which is on only inside a target forward of one
 token row (`forward_rows`, set by models/fused.FusedTarget), "small", decode's and, outside
-one-row forwards, PDL for every kernel but the multiplies' launches, and "kernels", that rule
-in every forward (one-row ones too). EngineConfig.pdl="auto"
+one-row forwards, PDL for every kernel but the multiplies' launches, "kernels", that rule
+in every forward (one-row ones too), and "chain" (unmeasured), small's but with a one-row
+multiply launched plainly where it directly follows a multiply. EngineConfig.pdl="auto"
 picks one per target (`resolve_pdl`): on the H200 PDL shortened the 8B one-token forward and
 lengthened its 16-token verify when every kernel used it (runs 50-52: "decode" won), and
 "small" then shortened the verify and the draft by 2-4% with the one-token forward unchanged
@@ -53,7 +54,7 @@ from specpilot.config import L2_AHEAD_MODES
 from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
-LAUNCH_PDL_MODES = ("off", "decode", "all", "small", "kernels")  # "auto" resolved first
+LAUNCH_PDL_MODES = ("off", "decode", "all", "small", "kernels", "chain")  # "auto" resolved first
 # pdl="auto": "all" below this many bytes of target weights, "kernels" from it on. Set between the
 # two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "kernels" wins).
 PDL_ALL_BELOW_BYTES = 1 << 30
@@ -62,6 +63,7 @@ _SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
 # asks L2 for: about what HBM delivers in such a kernel's ~2 us at ~4 TB/s
 HEAD_BYTES = 8 << 20
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
+_LAST_LAUNCH = {"multiply": False}  # what launch.pdl was last asked about ("chain")
 
 
 def resolve_pdl(mode: str, weight_bytes: int) -> str:
@@ -124,11 +126,18 @@ def pdl(t: torch.Tensor, multiply: bool = False) -> dict[str, bool]:
     outside one-row forwards: every kernel waits and lets the next one launch (PDL), but a
     `multiply` is launched plainly, after the kernel before it has completed, so that no
     waiting program of its grid holds an SM slot (run 50: the 16-row tiles lost with PDL);
-    "kernels": the same in every forward."""
+    "kernels": the same in every forward; "chain": small's rule, but in one-row forwards a
+    multiply that directly follows a multiply (the SwiGLU epilogue's gate|up, then down) is
+    launched plainly (run 102's slow multiply-after-multiply under PDL).
+    Called once a launch, in launch order (what "chain" counts on)."""
+    after_multiply, _LAST_LAUNCH["multiply"] = _LAST_LAUNCH["multiply"], multiply
     if not _on_hopper(t):
         return {"PDL": False, "launch_pdl": False}
     mode = _SETTINGS["pdl"]
-    if mode == "kernels" or (mode == "small" and _FORWARD_ROWS[-1:] != [1]):
+    one_row = _FORWARD_ROWS[-1:] == [1]
+    if mode == "chain" and one_row:
+        return {"PDL": True, "launch_pdl": not (multiply and after_multiply)}
+    if mode in ("kernels", "chain") or (mode == "small" and not one_row):
         return {"PDL": True, "launch_pdl": not multiply}
     on = pdl_wanted()
     return {"PDL": on, "launch_pdl": on}

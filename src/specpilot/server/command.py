@@ -69,7 +69,8 @@ def add_pdl_argument(parser: argparse.ArgumentParser) -> None:
         help="programmatic dependent launch of the GPU kernels (Hopper; same tokens): auto "
         "(every kernel for targets under 1 GiB, else kernels), off, decode (one-token target "
         "forwards only), all, small (decode's, and every kernel but the multi-row multiplies), "
-        "kernels (every kernel but the multiplies, one-row forwards too)",
+        "kernels (every kernel but the multiplies, one-row forwards too), chain (small's, but "
+        "a one-row multiply right after a multiply plainly)",
     )
 
 
