@@ -438,6 +438,18 @@ def paired_rounds(
     return out
 
 
+def paired_lines(result: dict) -> list[str]:
+    """A paired_rounds result, a line an arm after the base: its speed-ups with intervals."""
+    lines = []
+    for name in list(result["arms"])[1:]:
+        ar, spec = (result["arms"][name][mode]["over_base"] for mode in ("ar", "spec"))
+        lines.append(
+            f"{name}/{result['base']}: AR {ar['ratio']:.3f}x [{ar['low']:.3f}-{ar['high']:.3f}], "
+            f"spec@{result['tau']} {spec['ratio']:.3f}x [{spec['low']:.3f}-{spec['high']:.3f}]"
+        )
+    return lines
+
+
 @torch.inference_mode()
 def measure_batched(
     gen: Generator, context: int, new_tokens: int, batches: list[int], tau: float = 6.55
@@ -835,14 +847,8 @@ def run_paired(
     result["context"] = context
     result["options"] = {n: {k: getattr(a, k) for k in ARM_OPTIONS} for n, a in arms.items()}
     result["pdl"] = {n: gen.pdl for n, (gen, _) in kept.items()}
-    for name in list(arms)[1:]:
-        ar, spec = (result["arms"][name][mode]["over_base"] for mode in ("ar", "spec"))
-        print(
-            f"paired ({args.paired_rounds} rounds, ctx {context}) {name}/{result['base']}: AR "
-            f"{ar['ratio']:.3f}x [{ar['low']:.3f}-{ar['high']:.3f}], spec@6.55 "
-            f"{spec['ratio']:.3f}x [{spec['low']:.3f}-{spec['high']:.3f}]",
-            flush=True,
-        )
+    for line in paired_lines(result):
+        print(f"paired ({args.paired_rounds} rounds, ctx {context}) {line}", flush=True)
     kept.clear()
     return result
 

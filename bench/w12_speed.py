@@ -39,6 +39,7 @@ from engine_speed import (  # noqa: E402
     kernel_profile,
     linear_bytes,
     measure_context,
+    paired_lines,
     paired_rounds,
     print_kernel_profile,
 )
@@ -327,15 +328,9 @@ def end_to_end(
             del target, drafter, bf16_drafter
         torch.cuda.empty_cache()
     if paired:
-        out["paired"] = p = paired_rounds(kept, context, new_tokens, paired)
-        for name in arms[1:]:
-            ar, spec = (p["arms"][name][mode]["over_base"] for mode in ("ar", "spec"))
-            print(
-                f"e2e paired ({paired} rounds) {name}/bf16: AR {ar['ratio']:.3f}x "
-                f"[{ar['low']:.3f}-{ar['high']:.3f}], spec@6.55 {spec['ratio']:.3f}x "
-                f"[{spec['low']:.3f}-{spec['high']:.3f}]",
-                flush=True,
-            )
+        out["paired"] = paired_rounds(kept, context, new_tokens, paired)
+        for line in paired_lines(out["paired"]):
+            print(f"e2e paired ({paired} rounds) {line}", flush=True)
         kept.clear()
     for flag, value in defaults.items():
         setattr(w12_kernels, flag, value)

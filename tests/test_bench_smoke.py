@@ -64,6 +64,8 @@ def test_paired_rounds(gen) -> None:
         up = r["arms"]["other"][mode]["over_base"]
         assert up["low"] <= up["ratio"] <= up["high"]
     assert "over_base" not in r["arms"]["base"]["ar"]
+    (line,) = engine_speed.paired_lines(r)
+    assert line.startswith("other/base: AR ") and "spec@6.55 " in line
     with pytest.raises(ValueError, match=">= 2 rounds"):
         engine_speed.paired_rounds(arms, context=20, new_tokens=10, rounds=1)
 
