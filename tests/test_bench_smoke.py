@@ -399,3 +399,31 @@ def test_run_paired_sets_each_arms_switches(gen, monkeypatch) -> None:
             assert up["low"] <= up["ratio"] <= up["high"]
             assert r["arms"][name][mode]["identical_to_base"]  # the PyTorch path: same tokens
     json.dumps(r)
+
+
+def test_pdl_pairs_times_every_mode(monkeypatch) -> None:
+    """bench/pdl_pairs.py's bookkeeping on small shapes (CPU, the interpreter): a row for each
+    row count, pair and kernel between, each PDL mode timed, the grid sizes of the default
+    tiles, the launch settings as they were afterwards."""
+    import torch
+
+    from specpilot.kernels import launch
+
+    pdl_pairs = pytest.importorskip("pdl_pairs")
+    shapes = {"o": (32, 64), "gate_up": (96, 32), "down": (32, 48), "qkv": (48, 32)}
+    monkeypatch.setattr(pdl_pairs, "SHAPES", shapes)
+    before = launch.settings()
+    rows = pdl_pairs.measure(
+        [1, 2], pairs=(("o", "gate_up"),), device=torch.device("cpu"), pairs_a_graph=1
+    )
+    assert launch.settings() == before
+    assert [(r["rows"], r["between"]) for r in rows] == [(1, "none"), (1, "norm"), (2, "none"),
+                                                         (2, "norm")]  # fmt: skip
+    for r in rows:
+        assert list(r["us"]) == list(pdl_pairs.MODES) and all(t > 0 for t in r["us"].values())
+        grids = [pdl_pairs.programs(r["rows"], *shapes[name]) for name in ("o", "gate_up")]
+        assert r["programs"] == grids
+        assert r["weight_bytes"] == (32 * 64 + 96 * 32) * 2
+    assert pdl_pairs.programs(1, 96, 32) >= 1
+    lines = pdl_pairs.table(rows)
+    assert len(lines) == 1 + len(rows) and "all/kernels" in lines[0]
