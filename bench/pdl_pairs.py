@@ -15,9 +15,10 @@ RMSNorm kernel between them, and each PDL mode (launch.configure: "off" everythi
 "kernels" the multiplies plain and the norm with PDL, "chain" as "all" at one row but a
 multiply right after a multiply plain, "all" everything with PDL), PAIRS_A_GRAPH
 pairs are captured in one CUDA graph (weights cycled through copies so that none is read from
-L2, as in kernel_sweep) and replayed: microseconds a pair, median of the replays. Each pair's
-programs a launch (grid size) and waves over the SMs are reported with it. Prints a table; the
-last line is one JSON object.
+L2, as in kernel_sweep) and replayed: microseconds a pair, median of the replays; the second
+multiply with its default tile and with half its weight rows a program (twice the programs).
+Each multiply's programs (grid size) and waves over the SMs are reported with it. Prints a
+table; the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -42,17 +43,31 @@ MODES = ("off", "kernels", "chain", "all")
 BETWEEN = ("none", "norm")
 PAIRS_A_GRAPH = 12
 REPLAYS = 7
+# the second multiply's tile: the default, or "half" its weight rows a program (twice the
+# programs: more waves, for the guess above)
+VARIANTS = ("default", "half")
 
 
-def programs(rows: int, n: int, k: int) -> int:
-    """The skinny multiply's grid size for these shapes (default tiles, no K split here)."""
+def second_tile(rows: int, n: int, k: int, variant: str) -> dict:
+    """The second multiply's tile: tile_config's, or with half its BLOCK_N (at least 4)."""
     cfg = tile_config(rows, n, k)
+    if variant == "half":
+        cfg["BLOCK_N"] = max(4, cfg["BLOCK_N"] // 2)
+    return cfg
+
+
+def programs(rows: int, n: int, k: int, variant: str = "default") -> int:
+    """The skinny multiply's grid size for these shapes and tile variant."""
+    cfg = second_tile(rows, n, k, variant)
     return -(-n // cfg["BLOCK_N"]) * -(-rows // cfg["BLOCK_M"]) * cfg.get("SPLIT_K", 1)
 
 
-def pair_launcher(first: str, second: str, between: str, rows: int, device: torch.device):
-    """A function launching one pair (first multiply, the kernel between, second multiply) on
-    fresh weight copies each call, and the bytes of weights one pair reads."""
+def pair_launcher(
+    first: str, second: str, between: str, rows: int, device: torch.device, variant: str
+):
+    """A function launching one pair (first multiply, the kernel between, second multiply, with
+    the `variant` tile) on fresh weight copies each call, and the bytes of weights one pair
+    reads."""
     (n1, k1), (n2, k2) = SHAPES[first], SHAPES[second]
     dtype = torch.bfloat16
     w1 = torch.randn(n1, k1, device=device, dtype=dtype) * 0.02
@@ -62,11 +77,12 @@ def pair_launcher(first: str, second: str, between: str, rows: int, device: torc
     x1 = torch.randn(rows, k1, device=device, dtype=dtype)
     x2 = torch.randn(rows, k2, device=device, dtype=dtype)
     norm = torch.ones(k2, device=device, dtype=dtype)
+    tile = second_tile(rows, n2, k2, variant)
 
     def one_pair() -> None:
         skinny_linear(x1, next1())
         x = rmsnorm(x2, norm, 1e-6) if between == "norm" else x2
-        skinny_linear(x, next2())
+        skinny_linear(x, next2(), config=tile)
 
     return one_pair, (n1 * k1 + n2 * k2) * w1.element_size()
 
@@ -104,9 +120,11 @@ def measure(
     between: tuple = BETWEEN,
     device: torch.device | None = None,
     pairs_a_graph: int = PAIRS_A_GRAPH,
+    variants: tuple = VARIANTS,
 ) -> list[dict]:
-    """One row a (rows, pair, between, mode): microseconds a pair, its weights' floor at the
-    copy bandwidth (CUDA), each multiply's programs and waves over the SMs."""
+    """One row a (rows, pair, between, second tile variant): microseconds a pair in each mode,
+    its weights' floor at the copy bandwidth (CUDA), each multiply's programs and waves over
+    the SMs."""
     device = device or torch.device("cuda")
     cuda = device.type == "cuda"
     sms = torch.cuda.get_device_properties(device).multi_processor_count if cuda else 132
@@ -114,10 +132,13 @@ def measure(
     out = []
     before = launch.settings()
     try:
-        for rows, (first, second), mid in itertools.product(rows_list, pairs, between):
-            one_pair, nbytes = pair_launcher(first, second, mid, rows, device)
-            grids = [programs(rows, *SHAPES[name]) for name in (first, second)]
-            row = dict(rows=rows, first=first, second=second, between=mid, programs=grids,
+        for rows, (first, second), mid, variant in itertools.product(
+            rows_list, pairs, between, variants
+        ):
+            one_pair, nbytes = pair_launcher(first, second, mid, rows, device, variant)
+            grids = [programs(rows, *SHAPES[first]), programs(rows, *SHAPES[second], variant)]
+            row = dict(rows=rows, first=first, second=second, between=mid, variant=variant,
+                       tile=second_tile(rows, *SHAPES[second], variant), programs=grids,
                        waves=[round(g / sms, 2) for g in grids], weight_bytes=nbytes,
                        floor_us=nbytes / bw * 1e6 if bw else None, us={})  # fmt: skip
             for mode in modes:
@@ -137,7 +158,7 @@ def table(rows: list[dict]) -> list[str]:
     """The printed table: a line a row, each mode's microseconds and "all" against "kernels"."""
     modes = list(rows[0]["us"]) if rows else []
     lines = [
-        f"{'rows':>4} {'pair':<16} {'between':<7} {'programs':>11} {'waves':>11} "
+        f"{'rows':>4} {'pair':<16} {'between':<7} {'tile':<7} {'programs':>11} {'waves':>11} "
         + " ".join(f"{m + ' us':>10}" for m in modes)
         + f" {'all/kernels':>11}"
     ]
@@ -146,6 +167,7 @@ def table(rows: list[dict]) -> list[str]:
         ratio = us["all"] / us["kernels"] if "all" in us and "kernels" in us else float("nan")
         lines.append(
             f"{r['rows']:>4} {r['first'] + '>' + r['second']:<16} {r['between']:<7} "
+            f"{r['variant']:<7} "
             f"{'/'.join(map(str, r['programs'])):>11} {'/'.join(map(str, r['waves'])):>11} "
             + " ".join(f"{us[m]:>10.2f}" for m in modes)
             + f" {ratio:>11.3f}"

@@ -417,12 +417,15 @@ def test_pdl_pairs_times_every_mode(monkeypatch) -> None:
         [1, 2], pairs=(("o", "gate_up"),), device=torch.device("cpu"), pairs_a_graph=1
     )
     assert launch.settings() == before
-    assert [(r["rows"], r["between"]) for r in rows] == [(1, "none"), (1, "norm"), (2, "none"),
-                                                         (2, "norm")]  # fmt: skip
+    keys = [(r["rows"], r["between"], r["variant"]) for r in rows]
+    variants = ("default", "half")
+    assert keys == [(m, b, v) for m in (1, 2) for b in ("none", "norm") for v in variants]
     for r in rows:
         assert list(r["us"]) == list(pdl_pairs.MODES) and all(t > 0 for t in r["us"].values())
-        grids = [pdl_pairs.programs(r["rows"], *shapes[name]) for name in ("o", "gate_up")]
-        assert r["programs"] == grids
+        first, second = (pdl_pairs.programs(r["rows"], *shapes[n]) for n in ("o", "gate_up"))
+        half = pdl_pairs.programs(r["rows"], *shapes["gate_up"], "half")
+        assert r["programs"] == [first, second if r["variant"] == "default" else half]
+        assert half > second  # twice the programs (rounded up)
         assert r["weight_bytes"] == (32 * 64 + 96 * 32) * 2
     assert pdl_pairs.programs(1, 96, 32) >= 1
     lines = pdl_pairs.table(rows)
