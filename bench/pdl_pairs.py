@@ -31,7 +31,7 @@ import time
 import torch
 from engine_speed import copy_bandwidth  # bench/ is on sys.path when run as a script
 from kernel_sweep import SHAPES, cycled
-from report import finish
+from report import finish, save
 
 from specpilot.kernels import launch
 from specpilot.kernels.elementwise import rmsnorm
@@ -180,16 +180,18 @@ def main() -> None:
     parser.add_argument("--rows", default="1,16", help="token rows, comma-separated")
     parser.add_argument("--out")
     args = parser.parse_args()
-    rows = measure([int(r) for r in args.rows.split(",") if r])
-    for line in table(rows):
-        print(line)
     report = {
         "bench": "pdl_pairs",
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "pairs_a_graph": PAIRS_A_GRAPH,
-        "rows": rows,
+        "rows": [],
     }
+    for rows in (int(r) for r in args.rows.split(",") if r):
+        report["rows"] += measure([rows])
+        save(report, args.out)  # partial results survive a timeout
+    for line in table(report["rows"]):
+        print(line)
     finish(report, args.out)
 
 

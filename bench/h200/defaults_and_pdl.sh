@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Device call (~8-9 min, a guess: keep it under the 600 s a call; no carry): (1) the CUDA equality tests with today's defaults
-# and the PDL modes' GPU tests; (2) the defaults against the old ones and pdl "chain" as arms of
+# Device call (~8-9 min, a guess: keep it under the 600 s a call; no carry): (1) the CUDA
+# equality tests with today's defaults and the PDL modes' GPU tests; (2) the defaults against the old ones and pdl "chain" as arms of
 # one process (engine_speed --paired, interleaved rounds, 95% intervals); (3) bench/pdl_pairs.py:
 # two multiplies back to back under each PDL mode. Everything comes back in one all.tgz.
 set -u
