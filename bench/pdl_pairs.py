@@ -13,7 +13,8 @@ before the next grid arrives.
 For each pair of Qwen3-8B layer shapes (in layer order), each row count, with nothing or an
 RMSNorm kernel between them, and each PDL mode (launch.configure: "off" everything plain,
 "kernels" the multiplies plain and the norm with PDL, "chain" as "all" at one row but a
-multiply right after a multiply plain, "all" everything with PDL), PAIRS_A_GRAPH
+multiply right after a multiply plain, "waves" as "all" but a multiply right after a multiply
+or with a grid under two programs an SM plain, "all" everything with PDL), PAIRS_A_GRAPH
 pairs are captured in one CUDA graph (weights cycled through copies so that none is read from
 L2, as in kernel_sweep) and replayed: microseconds a pair, median of the replays; the second
 multiply with its default tile and with half its weight rows a program (twice the programs).
@@ -39,7 +40,7 @@ from specpilot.kernels.linear import skinny_linear, tile_config
 
 # consecutive multiplies of a layer (and into the next one), as (first, second)
 PAIRS = (("o", "gate_up"), ("gate_up", "down"), ("down", "qkv"), ("qkv", "o"))
-MODES = ("off", "kernels", "chain", "all")
+MODES = ("off", "kernels", "chain", "waves", "all")
 BETWEEN = ("none", "norm")
 PAIRS_A_GRAPH = 12
 REPLAYS = 7

@@ -320,6 +320,35 @@ def test_pdl_chain_launches_a_multiply_after_a_multiply_plainly(launch_settings,
     assert launched("small", 1) == [True] * 10
     assert launched("chain", 16) == [not m for m in order] == launched("kernels", 1)
     assert all(launch_settings.pdl(t, multiply=m)["PDL"] for m in order)
+
+
+def test_pdl_waves_launches_small_grids_and_chained_multiplies_plainly(
+    launch_settings, monkeypatch
+) -> None:
+    """pdl="waves" (as if on a Hopper GPU of 100 SMs): every kernel with PDL but a multiply that
+    directly follows a multiply or whose grid is under PDL_MIN_WAVES programs an SM, in
+    forwards of any width; the multiply launchers pass their grids (a q|k|v-shaped launch in
+    the interpreter)."""
+    monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
+    monkeypatch.setattr(launch_settings, "_sm_count", lambda index: 100)
+    t = torch.zeros(1)
+    launch_settings.configure(pdl="waves", prefetch="off")
+    big = launch_settings.PDL_MIN_WAVES * 100
+    # (multiply, programs): norm, a big multiply, a small one, norm, small, big after big
+    order = [(False, 0), (True, big), (True, big), (False, 0), (True, big - 1), (False, 0),
+             (True, big), (True, big)]  # fmt: skip
+    for rows in (1, 16):
+        with launch_settings.forward_rows(rows):
+            got = [launch_settings.pdl(t, multiply=m, programs=p)["launch_pdl"] for m, p in order]
+        assert got == [True, True, False, True, False, True, True, False]
+    seen = []  # what the launcher asks (answered "plainly": the interpreter has no PDL)
+    plainly = {"PDL": False, "launch_pdl": False}
+    monkeypatch.setattr(launch_settings, "pdl", lambda x, **kw: seen.append(kw) or plainly)
+    x = torch.randn(16, 64, dtype=BF16, device=DEVICE)
+    w = torch.randn(96, 64, dtype=BF16, device=DEVICE)
+    cfg = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=64, USE_DOT=True, num_warps=4, num_stages=2)
+    skinny_linear(x, w, config=cfg)
+    assert seen == [{"multiply": True, "programs": 3}]  # 96 / 32 weight rows, 16 / 16 token rows
     with pytest.raises(ConfigError, match="pdl must be one of"):
         EngineConfig(pdl="yes")
 
@@ -332,7 +361,7 @@ def test_pdl_auto_resolves_by_target_size(tmp_path, launch_settings) -> None:
     assert EngineConfig().pdl == "auto"
     assert launch_settings.resolve_pdl("auto", limit - 1) == "all"
     assert launch_settings.resolve_pdl("auto", limit) == "kernels"
-    for mode in ("off", "decode", "all", "small", "kernels", "chain"):
+    for mode in ("off", "decode", "all", "small", "kernels", "chain", "waves"):
         assert launch_settings.resolve_pdl(mode, 1) == mode
     with pytest.raises(ValueError, match="pdl must be one of"):
         launch_settings.configure(pdl="auto", prefetch="off")  # resolved before it gets here
@@ -355,7 +384,7 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
         pytest.skip("programmatic dependent launch needs sm_90 or later")
     target, drafter, reference = _tiny_pair(tmp_path, tied=weights == "bf16")
     variants = [("off", "off"), ("decode", "off"), ("all", "off"), ("all", "tile"), ("all", "l2"),
-                ("kernels", "off"), ("chain", "off")]  # fmt: skip
+                ("kernels", "off"), ("chain", "off"), ("waves", "off")]  # fmt: skip
     if weights == "w12":
         from specpilot.formats.w12_engine import convert_model
 
@@ -369,7 +398,7 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
         knobs = dict(l2_ahead=ahead) if ahead in ("o", "all") else dict(weight_prefetch=ahead)
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, **knobs)
         gen = Generator(target, drafter, config, DEVICE, BF16)
-        on = pdl in ("all", "small", "kernels", "chain")  # outside a one-row forward
+        on = pdl in ("all", "small", "kernels", "chain", "waves")  # outside a one-row forward
         assert launch_settings.pdl(torch.zeros(1, device="cuda"))["PDL"] is on
         for speculative in (False, True):
             seqs = _sequences(target.config.vocab_size, 24)

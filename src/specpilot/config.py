@@ -268,7 +268,7 @@ class DraftConfig:
 # EngineConfig.weight_prefetch's, l2_ahead's and pdl's values (kernels/launch.py)
 WEIGHT_PREFETCH_MODES = ("off", "tile", "l2")
 L2_AHEAD_MODES = ("off", "o", "all")
-PDL_MODES = ("auto", "off", "decode", "all", "small", "kernels", "chain")
+PDL_MODES = ("auto", "off", "decode", "all", "small", "kernels", "chain", "waves")
 
 
 @dataclass(frozen=True)
@@ -329,7 +329,9 @@ class EngineConfig:
         forwards of one token (AR decode steps); "all", every Triton kernel; "small", decode's
         and elsewhere every kernel but the multiplies (launched plainly); "kernels", that rule
         in one-row forwards too; "chain" (unmeasured), small's, but a one-row multiply right
-        after a multiply launched plainly too; "auto" (default): "all" for targets whose
+        after a multiply launched plainly too; "waves" (unmeasured), every kernel with PDL
+        but a multiply right after a multiply or with a grid under launch.PDL_MIN_WAVES
+        programs an SM (bench/pdl_pairs.py tests why); "auto" (default): "all" for targets whose
         weights are under launch.PDL_ALL_BELOW_BYTES (1 GiB), where a step is bound by
         launches, else "kernels".
         Measured on the H200 (docs/LOG.md): at the Qwen3-8B shape "all" made the one-token

@@ -23,11 +23,13 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
   one-token forward slower (run 91: the early requests queue ahead of the attention's and the
   multiply's own): off by default.
 
-PDL has six modes: "off", "all", "decode", which is on only inside a target forward of one
+PDL has seven modes: "off", "all", "decode", which is on only inside a target forward of one
 token row (`forward_rows`, set by models/fused.FusedTarget), "small", decode's and, outside
 one-row forwards, PDL for every kernel but the multiplies' launches, "kernels", that rule
 in every forward (one-row ones too), and "chain" (unmeasured), small's but with a one-row
-multiply launched plainly where it directly follows a multiply. EngineConfig.pdl="auto"
+multiply launched plainly where it directly follows a multiply; "waves" (unmeasured), PDL
+everywhere but for a multiply right after a multiply or one whose grid is under PDL_MIN_WAVES
+programs an SM. EngineConfig.pdl="auto"
 picks one per target (`resolve_pdl`): on the H200 PDL shortened the 8B one-token forward and
 lengthened its 16-token verify when every kernel used it (runs 50-52: "decode" won), and
 "small" then shortened the verify and the draft by 2-4% with the one-token forward unchanged
@@ -54,7 +56,7 @@ from specpilot.config import L2_AHEAD_MODES
 from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
-LAUNCH_PDL_MODES = ("off", "decode", "all", "small", "kernels", "chain")  # "auto" resolved first
+LAUNCH_PDL_MODES = ("off", "decode", "all", "small", "kernels", "chain", "waves")  # "auto" first
 # pdl="auto": "all" below this many bytes of target weights, "kernels" from it on. Set between the
 # two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "kernels" wins).
 PDL_ALL_BELOW_BYTES = 1 << 30
@@ -63,7 +65,9 @@ _SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
 # asks L2 for: about what HBM delivers in such a kernel's ~2 us at ~4 TB/s
 HEAD_BYTES = 8 << 20
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
-_LAST_LAUNCH = {"multiply": False}  # what launch.pdl was last asked about ("chain")
+_LAST_LAUNCH = {"multiply": False}  # what launch.pdl was last asked about ("chain", "waves")
+# pdl="waves": a multiply's grid of at least this many programs per SM is launched with PDL
+PDL_MIN_WAVES = 2
 
 
 def resolve_pdl(mode: str, weight_bytes: int) -> str:
@@ -120,7 +124,12 @@ def _on_hopper(t: torch.Tensor) -> bool:
     return t.is_cuda and not interpreted() and _hopper_or_later(t.device.index or 0)
 
 
-def pdl(t: torch.Tensor, multiply: bool = False) -> dict[str, bool]:
+@functools.cache
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def pdl(t: torch.Tensor, multiply: bool = False, programs: int = 0) -> dict[str, bool]:
     """The launch keyword (`launch_pdl`) and kernel constant (`PDL`) for a kernel on t's device:
     on where asked for, on a CUDA device that has it (never under the interpreter). "small"
     outside one-row forwards: every kernel waits and lets the next one launch (PDL), but a
@@ -128,13 +137,20 @@ def pdl(t: torch.Tensor, multiply: bool = False) -> dict[str, bool]:
     waiting program of its grid holds an SM slot (run 50: the 16-row tiles lost with PDL);
     "kernels": the same in every forward; "chain": small's rule, but in one-row forwards a
     multiply that directly follows a multiply (the SwiGLU epilogue's gate|up, then down) is
-    launched plainly (run 102's slow multiply-after-multiply under PDL).
-    Called once a launch, in launch order (what "chain" counts on)."""
+    launched plainly (run 102's slow multiply-after-multiply under PDL); "waves", in every
+    forward, every kernel with PDL but a multiply that directly follows a multiply or whose
+    grid (`programs`) is under PDL_MIN_WAVES programs an SM (bench/pdl_pairs.py's guess: a grid
+    of about one wave launched early sits unevenly on the SMs the kernel before has left).
+    Called once a launch, in launch order (what "chain" and "waves" count on)."""
     after_multiply, _LAST_LAUNCH["multiply"] = _LAST_LAUNCH["multiply"], multiply
     if not _on_hopper(t):
         return {"PDL": False, "launch_pdl": False}
     mode = _SETTINGS["pdl"]
     one_row = _FORWARD_ROWS[-1:] == [1]
+    if mode == "waves":
+        waves = programs / _sm_count(t.device.index or 0)
+        plain = multiply and (after_multiply or waves < PDL_MIN_WAVES)
+        return {"PDL": True, "launch_pdl": not plain}
     if mode == "chain" and one_row:
         return {"PDL": True, "launch_pdl": not (multiply and after_multiply)}
     if mode in ("kernels", "chain") or (mode == "small" and not one_row):

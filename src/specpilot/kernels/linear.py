@@ -306,7 +306,7 @@ def skinny_linear(
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
         PREFETCH=0 if split > 1 or swiglu or tma_args["TMA"] else launch.prefetch_mode(weight),
-        **launch.pdl(x, multiply=True),
+        **launch.pdl(x, multiply=True, programs=grid[0] * grid[1] * grid[2]),
         SPLIT_K=split,
         SWIGLU=swiglu,
         **split_args,

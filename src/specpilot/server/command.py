@@ -70,7 +70,8 @@ def add_pdl_argument(parser: argparse.ArgumentParser) -> None:
         "(every kernel for targets under 1 GiB, else kernels), off, decode (one-token target "
         "forwards only), all, small (decode's, and every kernel but the multi-row multiplies), "
         "kernels (every kernel but the multiplies, one-row forwards too), chain (small's, but "
-        "a one-row multiply right after a multiply plainly)",
+        "a one-row multiply right after a multiply plainly), waves (every kernel but a multiply "
+        "right after a multiply or with a grid under 2 programs an SM)",
     )
 
 
