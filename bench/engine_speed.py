@@ -733,7 +733,7 @@ def transformers_ar(target: TargetModel, hf: dict, new_tokens: int) -> float:
 def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
     """(module, attribute) -> value: the process-wide switches of models/fused and
     kernels/attention that these options set (the options left at their defaults set none)."""
-    from specpilot.kernels import attention  # the switches are these modules' own
+    from specpilot.kernels import attention, launch  # the switches are these modules' own
     from specpilot.models import fused
 
     out: dict = {}
@@ -753,6 +753,8 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         out[fused, "PROLOGUE_ROWS"] = fused.PROLOGUE_ROWS | args.prologue_rows
     if args.prologue_max_k:
         out[fused, "PROLOGUE_MAX_K"] = args.prologue_max_k
+    if args.pdl_min_waves:
+        out[launch, "PDL_MIN_WAVES"] = args.pdl_min_waves
     return out
 
 
@@ -778,7 +780,7 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
 ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
-    "prologue_max_k",
+    "prologue_max_k", "pdl_min_waves",
 )  # fmt: skip
 
 
@@ -944,6 +946,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_launch_arguments(parser)
     parser.add_argument(
+        "--pdl-min-waves",
+        type=float,
+        default=0.0,
+        help="pdl waves: the fewest programs an SM of a multiply launched with PDL "
+        "(kernels/launch.PDL_MIN_WAVES); 0: default",
+    )
+    parser.add_argument(
         "--taus", default=",".join(map(str, TAUS)), help="replayed acceptance lengths (6.55 always)"
     )
     parser.add_argument(
@@ -998,6 +1007,7 @@ def main() -> None:
         ),
         "attention_min_keys": args.attention_min_keys or "default",
         "attention_min_keys_wide": args.attention_min_keys_wide or "default",
+        "pdl_min_waves": args.pdl_min_waves or "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

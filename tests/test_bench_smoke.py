@@ -345,6 +345,10 @@ def test_paired_arms_take_only_engine_options() -> None:
     assert list(arms) == ["base", "ep", "pk"]
     assert arms["ep"].swiglu_epilogue == 0 and arms["ep"].pdl == "auto"
     assert arms["pk"].pdl == "kernels" and arms["pk"].swiglu_epilogue == -1
+    from specpilot.kernels import launch
+
+    waves = engine_speed.paired_arms("a|;w|--pdl waves --pdl-min-waves 1.9", parser, args)["w"]
+    assert engine_speed.module_switches(waves, parser) == {(launch, "PDL_MIN_WAVES"): 1.9}
     bad = [
         ("base|", args),
         ("a|;a|--pdl off", args),

@@ -101,3 +101,13 @@ def test_engine_takes_a_tiles_file(tmp_path, tables) -> None:
     path.write_text(json.dumps({"tiles": [{"kernel": "bf16"}]}))
     with pytest.raises(ConfigError, match="positive integers"):
         Generator(target, drafter, EngineConfig(kernels="triton", tiles=str(path)), DEVICE, BF16)
+
+
+def test_the_committed_tiles_files_read() -> None:
+    """bench/h200's tiles files (the device calls' --tiles arms) pass `tiles.read`."""
+    from pathlib import Path
+
+    found = sorted((Path(__file__).resolve().parents[1] / "bench" / "h200").glob("*.json"))
+    assert found
+    for path in found:
+        assert any(tiles.read(path).values()), path

@@ -330,7 +330,7 @@ class EngineConfig:
         and elsewhere every kernel but the multiplies (launched plainly); "kernels", that rule
         in one-row forwards too; "chain" (unmeasured), small's, but a one-row multiply right
         after a multiply launched plainly too; "waves" (unmeasured), every kernel with PDL
-        but a multiply right after a multiply or with a grid under launch.PDL_MIN_WAVES
+        but a multiply right after a multiply or with a grid under launch.PDL_MIN_WAVES (1.5)
         programs an SM (bench/pdl_pairs.py tests why); "auto" (default): "all" for targets whose
         weights are under launch.PDL_ALL_BELOW_BYTES (1 GiB), where a step is bound by
         launches, else "kernels".

@@ -67,7 +67,9 @@ HEAD_BYTES = 8 << 20
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
 _LAST_LAUNCH = {"multiply": False}  # what launch.pdl was last asked about ("chain", "waves")
 # pdl="waves": a multiply's grid of at least this many programs per SM is launched with PDL
-PDL_MIN_WAVES = 2
+# (between the 16-row o and down of the Qwen3-8B shape, 0.97 waves, and their tiles with half
+# the weight rows, 1.94: bench/h200/half16.json; bench/engine_speed.py --pdl-min-waves)
+PDL_MIN_WAVES = 1.5
 
 
 def resolve_pdl(mode: str, weight_bytes: int) -> str:

@@ -71,7 +71,7 @@ def add_pdl_argument(parser: argparse.ArgumentParser) -> None:
         "forwards only), all, small (decode's, and every kernel but the multi-row multiplies), "
         "kernels (every kernel but the multiplies, one-row forwards too), chain (small's, but "
         "a one-row multiply right after a multiply plainly), waves (every kernel but a multiply "
-        "right after a multiply or with a grid under 2 programs an SM)",
+        "right after a multiply or with a grid under 1.5 programs an SM)",
     )
 
 
