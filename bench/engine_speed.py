@@ -825,27 +825,38 @@ def run_paired(
     """The arms on one target and drafter, each with its own Generator (graphs captured with
     its switches in place), in args.paired_rounds interleaved rounds (paired_rounds): AR and
     replayed spec@6.55 tok/s of each, and each arm's speed-up over the first with its 95%
-    interval. Switches an arm leaves alone are the defaults while it runs."""
+    interval. Switches an arm leaves alone are the defaults while it runs, and the tile tables
+    are the built-in ones plus the arm's own tiles file."""
     from specpilot.kernels import launch
+    from specpilot.kernels import tiles as tiles_files
 
     parser = build_parser()
     switches = {n: module_switches(a, parser) for n, a in arms.items()}
     defaults = {key: getattr(*key) for sw in switches.values() for key in sw}
+    # EngineConfig.tiles goes over the tile tables process-wide when a Generator is built:
+    # each arm's own (or none) is put back in place before its runs
+    tables = {kind: dict(module.MEASURED_TILES) for kind, module in tiles_files.TABLES.items()}
     kept: dict = {}
     for name, arm in arms.items():
         apply_switches(defaults | switches[name])
+        tiles_files.restore(tables)
         config = engine_config(arm, target.config.vocab_size)
         weight = target.lm_head.weight
         gen = Generator(target, drafter, config, weight.device, weight.dtype)
+        own = tiles_files.read(arm.tiles) if arm.tiles else None
 
-        def prepare(name=name, gen=gen, config=config) -> None:
+        def prepare(name=name, gen=gen, config=config, own=own) -> None:
             apply_switches(defaults | switches[name])
+            tiles_files.restore(tables)
+            if own:
+                tiles_files.install(own)
             if gen.fused_target is not None:
                 launch.configure(gen.pdl, config.weight_prefetch, config.l2_ahead)
 
         kept[name] = (gen, prepare)
     result = paired_rounds(kept, context, args.new_tokens, args.paired_rounds)
     apply_switches(defaults)
+    tiles_files.restore(tables)
     result["context"] = context
     result["options"] = {n: {k: getattr(a, k) for k in ARM_OPTIONS} for n, a in arms.items()}
     result["pdl"] = {n: gen.pdl for n, (gen, _) in kept.items()}

@@ -361,18 +361,26 @@ def test_paired_arms_take_only_engine_options() -> None:
             engine_speed.paired_arms(spec, parser, given)
 
 
-def test_run_paired_sets_each_arms_switches(gen, monkeypatch) -> None:
-    """run_paired: one Generator an arm on the same models, each arm's module switches in place
-    for its runs (and the defaults for those it leaves alone), the defaults back afterwards."""
-    from specpilot.kernels import attention
+def test_run_paired_sets_each_arms_switches(gen, monkeypatch, tmp_path) -> None:
+    """run_paired: one Generator an arm on the same models, each arm's module switches and tiles
+    file in place for its runs (and the defaults for those it leaves alone), the defaults back
+    afterwards."""
+    from specpilot.kernels import attention, linear
     from specpilot.models import fused
 
+    shape = (16, 4096, 4096)
+    tiles_file = tmp_path / "t.json"
+    entry = {"kernel": "bf16", "rows": 16, "n": 4096, "k": 4096, "tile": {"BLOCK_N": 16}}
+    tiles_file.write_text(json.dumps({"tiles": [entry]}))
     parser = engine_speed.build_parser()
     args = parser.parse_args(["--new-tokens", "10", "--paired-rounds", "2"])
     arms = engine_speed.paired_arms(
-        "base|;ep|--swiglu-epilogue 0;mk|--attention-min-keys 128", parser, args
+        f"base|;ep|--swiglu-epilogue 0;mk|--attention-min-keys 128;t|--tiles {tiles_file}",
+        parser,
+        args,
     )
     before = (fused.SWIGLU_EPILOGUE_MIN_ROWS, attention.MIN_SPLIT_KEYS)
+    tile_before = linear.MEASURED_TILES.get(shape)
     seen = []
     real = engine_speed.paired_rounds
 
@@ -382,22 +390,26 @@ def test_run_paired_sets_each_arms_switches(gen, monkeypatch) -> None:
 
             def recording(name=name, prepare=prepare):
                 prepare()
-                seen.append((name, fused.SWIGLU_EPILOGUE_MIN_ROWS, attention.MIN_SPLIT_KEYS))
+                seen.append((name, fused.SWIGLU_EPILOGUE_MIN_ROWS, attention.MIN_SPLIT_KEYS,
+                             str(linear.MEASURED_TILES.get(shape))))  # fmt: skip
 
             wrapped[name] = (g, recording)
         return real(wrapped, *a, **kw)
 
     monkeypatch.setattr(engine_speed, "paired_rounds", spy)
     r = engine_speed.run_paired(arms, gen.target, gen.drafter, 20, args)
+    plain = str(tile_before)
     assert set(seen) == {
-        ("base", before[0], before[1]),
-        ("ep", 0, before[1]),
-        ("mk", before[0], 128),
+        ("base", before[0], before[1], plain),
+        ("ep", 0, before[1], plain),
+        ("mk", before[0], 128, plain),
+        ("t", before[0], before[1], str({"BLOCK_N": 16})),
     }
     assert (fused.SWIGLU_EPILOGUE_MIN_ROWS, attention.MIN_SPLIT_KEYS) == before
+    assert linear.MEASURED_TILES.get(shape) == tile_before
     assert r["base"] == "base" and r["rounds"] == 2 and r["context"] == 20
     assert r["options"]["mk"]["attention_min_keys"] == 128
-    for name in ("ep", "mk"):
+    for name in ("ep", "mk", "t"):
         for mode in ("ar", "spec"):
             up = r["arms"][name][mode]["over_base"]
             assert up["low"] <= up["ratio"] <= up["high"]
