@@ -731,8 +731,9 @@ def transformers_ar(target: TargetModel, hf: dict, new_tokens: int) -> float:
 
 
 def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
-    """(module, attribute) -> value: the process-wide switches of models/fused and
-    kernels/attention that these options set (the options left at their defaults set none)."""
+    """(module, attribute) -> value: the process-wide switches of models/fused,
+    kernels/attention and kernels/launch that these options set (the options left at their
+    defaults set none)."""
     from specpilot.kernels import attention, launch  # the switches are these modules' own
     from specpilot.models import fused
 
