@@ -119,17 +119,32 @@ def ablations(text: str) -> set[str]:
     return parts
 
 
-def prologue_rows(text: str) -> dict[str, int]:
-    """--prologue-rows: "N" (both kinds; -1: the default) or "norm=N,glu=M"."""
+def named_counts(text: str, names: tuple[str, ...], what: str) -> dict[str, int]:
+    """ "N" (every name; -1: none, the defaults) or "name=N,name=M" -> {name: count}."""
     if "=" not in text:
-        rows = int(text)
-        return {} if rows < 0 else {"norm": rows, "glu": rows}
+        count = int(text)
+        return {} if count < 0 else dict.fromkeys(names, count)
     out = {}
     for item in text.split(","):
-        kind, _, rows = item.partition("=")
-        if kind not in ("norm", "glu"):
-            raise argparse.ArgumentTypeError(f"prologue kinds are norm and glu, got {kind!r}")
-        out[kind] = int(rows)
+        name, _, count = item.partition("=")
+        if name not in names:
+            listed = ", ".join(names[:-1]) + " and " + names[-1]
+            raise argparse.ArgumentTypeError(f"{what} are {listed}, got {name!r}")
+        out[name] = int(count)
+    return out
+
+
+def prologue_rows(text: str) -> dict[str, int]:
+    """--prologue-rows: "N" (both kinds; -1: the default) or "norm=N,glu=M"."""
+    return named_counts(text, ("norm", "glu"), "prologue kinds")
+
+
+def attention_warps(text: str) -> dict[str, int]:
+    """--attention-warps: "N" (every launch) or e.g. "narrow=4,wide=8,merge=8" (the split
+    launches of at most / more than attention.WIDE_ROWS query rows, the merge launch)."""
+    out = named_counts(text, ("narrow", "wide", "merge"), "attention launches")
+    if any(w not in (1, 2, 4, 8, 16) for w in out.values()):
+        raise argparse.ArgumentTypeError(f"warps must be a power of two up to 16, got {text!r}")
     return out
 
 
@@ -756,6 +771,11 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         out[fused, "PROLOGUE_MAX_K"] = args.prologue_max_k
     if args.pdl_min_waves:
         out[launch, "PDL_MIN_WAVES"] = args.pdl_min_waves
+    split = {k: v for k, v in args.attention_warps.items() if k != "merge"}
+    if split:
+        out[attention, "SPLIT_WARPS"] = attention.SPLIT_WARPS | split
+    if "merge" in args.attention_warps:
+        out[attention, "MERGE_WARPS"] = args.attention_warps["merge"]
     return out
 
 
@@ -781,7 +801,7 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
 ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
-    "prologue_max_k", "pdl_min_waves",
+    "prologue_max_k", "pdl_min_waves", "attention_warps",
 )  # fmt: skip
 
 
@@ -940,6 +960,13 @@ def build_parser() -> argparse.ArgumentParser:
         "64); 0: default",
     )
     parser.add_argument(
+        "--attention-warps",
+        type=attention_warps,
+        default={},
+        help="warps a program of the attention's launches: N for all, or "
+        "'narrow=N,wide=M,merge=K' (kernels/attention.SPLIT_WARPS / MERGE_WARPS; default 4)",
+    )
+    parser.add_argument(
         "--swiglu-epilogue",
         type=int,
         default=-1,
@@ -1020,6 +1047,7 @@ def main() -> None:
         "attention_min_keys": args.attention_min_keys or "default",
         "attention_min_keys_wide": args.attention_min_keys_wide or "default",
         "pdl_min_waves": args.pdl_min_waves or "default",
+        "attention_warps": args.attention_warps or "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

@@ -20,6 +20,8 @@ HOPPER = GPUTarget("cuda", 90, 32)
 
 
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
+    consts = dict(consts)
+    options = {"num_warps": consts.pop("num_warps")} if "num_warps" in consts else {}
     # the launch switches (kernels/launch.py) and the attention's in-kernel merge default to
     # off: constants, not runtime arguments
     off = {
@@ -48,7 +50,7 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
                    or n.startswith("stride") or n in ("N", "K"))]  # fmt: skip
         attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
     source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    ptx = triton.compile(source, target=HOPPER).asm["ptx"]
+    ptx = triton.compile(source, target=HOPPER, options=options).asm["ptx"]
     if consts.get("PDL") and not ("griddepcontrol.wait" in ptx and "launch_dependents" in ptx):
         raise AssertionError("PDL=True but no griddepcontrol instructions in the PTX")
     elementwise = not consts.get("USE_DOT", True)
@@ -171,6 +173,12 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         merge |= dict(SPLITS_P2=64, BLOCK_KV=attention.BLOCK_KV)
         types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": bf16, "pos_ptr": "*i64"}
         out.append((f"attention merge T={t}", attention._merge_kernel, types, merge))
+        if causal:  # 8 warps a program (attention.SPLIT_WARPS / MERGE_WARPS)
+            eight = dict(num_warps=8)
+            out.append((f"attention split T={t} 8 warps", attention._split_kernel, split_types,
+                        consts | eight))  # fmt: skip
+            out.append((f"attention merge T={t} 8 warps", attention._merge_kernel, types,
+                        merge | eight))  # fmt: skip
     norm_types = {"x_ptr": bf16, "w_ptr": bf16, "y_ptr": bf16, "eps": "fp32"}
     out.append(("rmsnorm", elementwise._rmsnorm_kernel, norm_types, dict(BLOCK=4096)))
     glu_types = {"x_ptr": bf16, "y_ptr": bf16}

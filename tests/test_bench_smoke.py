@@ -3,6 +3,7 @@ timing, fp32), so that a device call never dies on bookkeeping. Nothing here ass
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -300,8 +301,6 @@ def test_ncu_source_view_counts_stalls_by_opcode(tmp_path, capsys) -> None:
 
 def test_prologue_rows_argument() -> None:
     """engine_speed --prologue-rows: one count for both prologues, or each by name."""
-    import argparse
-
     assert engine_speed.prologue_rows("2") == {"norm": 2, "glu": 2}
     assert engine_speed.prologue_rows("-1") == {}
     assert engine_speed.prologue_rows("norm=0,glu=1") == {"norm": 0, "glu": 1}
@@ -349,6 +348,17 @@ def test_paired_arms_take_only_engine_options() -> None:
 
     waves = engine_speed.paired_arms("a|;w|--pdl waves --pdl-min-waves 1.9", parser, args)["w"]
     assert engine_speed.module_switches(waves, parser) == {(launch, "PDL_MIN_WAVES"): 1.9}
+    from specpilot.kernels import attention
+
+    aw = engine_speed.paired_arms("a|;w|--attention-warps wide=8,merge=8", parser, args)["w"]
+    assert engine_speed.module_switches(aw, parser) == {
+        (attention, "SPLIT_WARPS"): {"narrow": attention.SPLIT_WARPS["narrow"], "wide": 8},
+        (attention, "MERGE_WARPS"): 8,
+    }
+    assert engine_speed.attention_warps("8") == {"narrow": 8, "wide": 8, "merge": 8}
+    for bad in ("split=8", "wide=3"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            engine_speed.attention_warps(bad)
     bad = [
         ("base|", args),
         ("a|;a|--pdl off", args),

@@ -605,6 +605,18 @@ def check_attention_nan_scratch(monkeypatch, t: int, seed: int) -> None:
     attention_close(out, q, k, v, positions)
 
 
+@pytest.mark.skipif(not CUDA, reason="warps a program mean nothing to the interpreter")
+@pytest.mark.parametrize("t", [1, 16])
+def test_decode_attention_eight_warps(monkeypatch, t: int) -> None:
+    """The split and merge launches with 8 warps a program (attention.SPLIT_WARPS /
+    MERGE_WARPS): within exact attention's rounding bound, no unwritten slice read."""
+    from specpilot.kernels import attention
+
+    monkeypatch.setattr(attention, "SPLIT_WARPS", {"narrow": 8, "wide": 8})
+    monkeypatch.setattr(attention, "MERGE_WARPS", 8)
+    check_attention_nan_scratch(monkeypatch, t, 3 + t)
+
+
 @pytest.mark.parametrize("merge_rows", [0, 8])
 @pytest.mark.parametrize(("min_keys", "t"), [(128, 1), (256, 4), (1024, 16)])
 def test_decode_attention_min_split_keys(monkeypatch, min_keys: int, t: int, merge_rows: int):

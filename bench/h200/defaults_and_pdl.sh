@@ -7,7 +7,7 @@
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_kernels.py \
-    -k "cuda_bf16 or cuda_fp32 or pdl" >"$OUT/gpu-tests.log" 2>&1
+    -k "cuda_bf16 or cuda_fp32 or pdl or eight_warps" >"$OUT/gpu-tests.log" 2>&1
 echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"
 timeout "${PAIRED_S:-240}" python3 bench/engine_speed.py --contexts 1024 --paired \
     "${PAIRED:-new|;small|--pdl small --swiglu-epilogue 0;chain|--pdl chain;waves|--pdl waves}" \

@@ -60,6 +60,14 @@ MIN_SPLIT_KEYS = BLOCK_KV
 # N measures it.
 WIDE_MIN_SPLIT_KEYS = 0
 WIDE_ROWS = 8
+# warps a program of the split and merge launches. Read in ptxas -v for sm_90 (Triton's own, no
+# GPU; 33 slices, head_dim 128): with 4 warps the split kernel uses 255 registers and spills 28
+# bytes a thread at one token row and 756 at 16 (a verify or draft block, 64 query rows); with
+# 8 none; the merge kernel uses 229 registers with 4, 113 with 8. num_stages changes neither
+# (the key loop's bounds are runtime values). 4: what every measurement so far ran; 8 unmeasured
+# (bench/engine_speed.py --attention-warps).
+SPLIT_WARPS = {"narrow": 4, "wide": 4}  # launches of at most / more than WIDE_ROWS query rows
+MERGE_WARPS = 4
 
 
 def min_split_keys(rows: int) -> int:
@@ -330,6 +338,7 @@ def decode_attention(
         MERGE_ROWS=merge_rows if fused_merge else 0,
         FENCE=fused_merge and not INTERPRETED,
         **regions,
+        num_warps=SPLIT_WARPS["wide" if group * t > WIDE_ROWS else "narrow"],
     )
     if fused_merge:
         return out
@@ -348,6 +357,7 @@ def decode_attention(
         BLOCK_KV=BLOCK_KV,
         MIN_KEYS=min_keys,
         **launch.pdl(out),
+        num_warps=MERGE_WARPS,
     )
     return out
 
