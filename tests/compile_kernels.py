@@ -10,47 +10,14 @@ from __future__ import annotations
 import sys
 
 import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
 from specpilot.formats.w12 import SLICE
-from specpilot.kernels import attention, elementwise, linear, rope, w12_linear
-
-HOPPER = GPUTarget("cuda", 90, 32)
+from specpilot.kernels import aot, attention, elementwise, linear, rope, w12_linear
 
 
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
-    consts = dict(consts)
-    options = {"num_warps": consts.pop("num_warps")} if "num_warps" in consts else {}
-    # the launch switches (kernels/launch.py) and the attention's in-kernel merge default to
-    # off: constants, not runtime arguments
-    off = {
-        "PDL": 0,
-        "PREFETCH": 0,
-        "MERGE_ROWS": 0,
-        "FENCE": 0,
-        "SPLIT_K": 1,
-        "SUM_IN_KERNEL": 0,
-        "ACC_SCALE": 0,
-        "ESC_IN_LOOP": 0,
-        "HALVES": 0,
-        "AHEAD": 0,
-        "TMA": 0,
-    }
-    consts = {k: v for k, v in off.items() if k in fn.arg_names} | consts
-    if "LOOP_STAGES" in fn.arg_names:  # as the launchers set it, at this compile's num_stages
-        consts["LOOP_STAGES"] = linear.loop_stages({"num_stages": 3} | consts)
-    signature = {
-        name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
-    }
-    constexprs = {(fn.arg_names.index(k),): v for k, v in consts.items()}
-    attrs = {}
-    if consts.get("LOOP_STAGES", 1) > 1:  # as launched for the layers: 16-byte aligned rows
-        aligned = [n for n in fn.arg_names if n not in consts and (signature[n].startswith("*")
-                   or n.startswith("stride") or n in ("N", "K"))]  # fmt: skip
-        attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
-    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    ptx = triton.compile(source, target=HOPPER, options=options).asm["ptx"]
+    consts = {k: v for k, v in aot.OFF.items() if k in fn.arg_names} | consts
+    ptx = aot.compile_kernel(fn, types, consts).asm["ptx"]
     if consts.get("PDL") and not ("griddepcontrol.wait" in ptx and "launch_dependents" in ptx):
         raise AssertionError("PDL=True but no griddepcontrol instructions in the PTX")
     elementwise = not consts.get("USE_DOT", True)

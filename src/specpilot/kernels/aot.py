@@ -1,0 +1,110 @@
+"""Our Triton kernels compiled ahead of time for a GPU that is not here (the H200: sm_90), and
+what ptxas says of them: registers, spills, shared memory, and so how many programs an SM holds.
+
+No GPU is needed: Triton lowers to PTX and its bundled ptxas assembles for the target. The
+constants a launcher would pass go in `consts` (kernel constexprs; "num_warps" and "num_stages"
+there are compile options), the pointer and scalar types in `types` (others: i32). The launch
+switches (kernels/launch.py) and the optional mechanisms default to off (OFF) unless given.
+tests/compile_kernels.py compiles every kernel this way; bench/ptxas_audit.py reads the
+deployed tiles' resources.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+HOPPER = GPUTarget("cuda", 90, 32)
+# the H200's per-SM budgets (sm_90): 64K 32-bit registers, 228 KB of shared memory (1 KB of it
+# reserved a program), 64 warps, 32 programs
+SM90 = dict(registers=65536, shared=233472, shared_reserved=1024, warps=64, programs=32)
+# constants that are launch switches or optional mechanisms: off unless a case gives them
+OFF = {
+    "PDL": 0,
+    "PREFETCH": 0,
+    "MERGE_ROWS": 0,
+    "FENCE": 0,
+    "SPLIT_K": 1,
+    "SUM_IN_KERNEL": 0,
+    "ACC_SCALE": 0,
+    "ESC_IN_LOOP": 0,
+    "HALVES": 0,
+    "AHEAD": 0,
+    "TMA": 0,
+}
+OPTIONS = ("num_warps", "num_stages", "maxnreg")
+
+
+def compile_kernel(fn, types: dict[str, str], consts: dict, target: GPUTarget = HOPPER):
+    """fn (a @triton.jit kernel) compiled for `target` with these constants (OFF's where not
+    given; compile options among them taken out) -> Triton's compiled kernel (.asm["ptx"],
+    .metadata). Tiles that pipeline their loop (LOOP_STAGES > 1) are compiled with the 16-byte
+    divisibility of pointers, strides, N and K that the layers' launches carry."""
+    from specpilot.kernels import linear
+
+    consts = dict(consts)
+    options = {k: consts.pop(k) for k in OPTIONS if k in consts}
+    consts = {k: v for k, v in OFF.items() if k in fn.arg_names} | consts
+    if "LOOP_STAGES" in fn.arg_names:  # as the launchers set it, at this compile's num_stages
+        consts["LOOP_STAGES"] = linear.loop_stages({"num_stages": 3} | consts)
+    signature = {
+        name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
+    }
+    constexprs = {(fn.arg_names.index(k),): v for k, v in consts.items()}
+    attrs = {}
+    if consts.get("LOOP_STAGES", 1) > 1:  # as launched for the layers: 16-byte aligned rows
+        aligned = [n for n in fn.arg_names if n not in consts and (signature[n].startswith("*")
+                   or n.startswith("stride") or n in ("N", "K"))]  # fmt: skip
+        attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    return triton.compile(source, target=target, options=options)
+
+
+def ptxas() -> Path:
+    """Triton's bundled ptxas."""
+    return Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+
+
+def usage(compiled, arch: str = "sm_90a") -> dict:
+    """ptxas -v of a compiled kernel's PTX: registers, spill stores / loads and stack (bytes a
+    thread), shared memory (bytes a program, Triton's), warps, and the programs an SM holds by
+    each budget (SM90) and overall."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = Path(tmp) / "k.ptx"
+        ptx.write_text(compiled.asm["ptx"])
+        command = [str(ptxas()), f"-arch={arch}", "-v", str(ptx), "-o", str(Path(tmp) / "k.o")]
+        done = subprocess.run(command, capture_output=True, text=True)
+    text = done.stdout + done.stderr
+    if done.returncode:
+        raise RuntimeError(f"ptxas failed: {text[-500:]}")
+
+    def number(pattern: str) -> int:
+        found = re.search(pattern, text)
+        return int(found.group(1)) if found else 0
+
+    warps = compiled.metadata.num_warps
+    registers = number(r"Used (\d+) registers")
+    shared = compiled.metadata.shared
+    by = {
+        # registers are allocated per warp in units of 256
+        "registers": SM90["registers"] // max(1, -(-registers * 32 // 256) * 256 * warps),
+        "shared": SM90["shared"] // (shared + SM90["shared_reserved"]),
+        "warps": SM90["warps"] // warps,
+        "programs": SM90["programs"],
+    }
+    return dict(
+        registers=registers,
+        spill_stores=number(r"(\d+) bytes spill stores"),
+        spill_loads=number(r"(\d+) bytes spill loads"),
+        stack=number(r"(\d+) bytes stack frame"),
+        shared=shared,
+        warps=warps,
+        programs_per_sm=min(by.values()),
+        limited_by=min(by, key=by.get),
+    )
