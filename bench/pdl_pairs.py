@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import statistics
 import time
 
 import torch
 from engine_speed import copy_bandwidth  # bench/ is on sys.path when run as a script
-from kernel_sweep import SHAPES, cycled
+from kernel_sweep import SHAPES, cycled, graph_time
 from report import finish, save
 
 from specpilot.kernels import launch
@@ -96,22 +95,7 @@ def time_pairs(one_pair, device: torch.device, pairs: int = PAIRS_A_GRAPH) -> fl
         for _ in range(pairs):
             one_pair()
         return (time.perf_counter() - start) / pairs
-    for _ in range(2):
-        one_pair()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(pairs):
-            one_pair()
-    times = []
-    for _ in range(REPLAYS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / pairs)
-    return statistics.median(times)
+    return graph_time(one_pair, pairs, REPLAYS)
 
 
 def measure(
