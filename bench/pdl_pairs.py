@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
+from collections.abc import Callable
 
 import torch
 from engine_speed import copy_bandwidth  # bench/ is on sys.path when run as a script
@@ -64,7 +65,7 @@ def programs(rows: int, n: int, k: int, variant: str = "default") -> int:
 
 def pair_launcher(
     first: str, second: str, between: str, rows: int, device: torch.device, variant: str
-):
+) -> tuple[Callable[[], None], int]:
     """A function launching one pair (first multiply, the kernel between, second multiply, with
     the `variant` tile) on fresh weight copies each call, and the bytes of weights one pair
     reads."""
@@ -87,7 +88,9 @@ def pair_launcher(
     return one_pair, (n1 * k1 + n2 * k2) * w1.element_size()
 
 
-def time_pairs(one_pair, device: torch.device, pairs: int = PAIRS_A_GRAPH) -> float:
+def time_pairs(
+    one_pair: Callable[[], None], device: torch.device, pairs: int = PAIRS_A_GRAPH
+) -> float:
     """Seconds a pair: on CUDA `pairs` pairs in one graph, replayed REPLAYS times (median); on
     the CPU (tests: the interpreter) the wall time of plain calls."""
     if device.type != "cuda":

@@ -137,6 +137,7 @@ def audit(preset: str, rows_list: list[int], context: int) -> list[dict]:
 
 
 def table(rows: list[dict]) -> list[str]:
+    """The printed table: a line a kernel."""
     lines = [f"{'rows':>4} {'kind':<5} {'kernel':<22} {'regs':>4} {'spill st/ld':>11} "
              f"{'smem':>7} {'warps':>5} {'per SM':>6} {'limited by':<10}"]  # fmt: skip
     for r in rows:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+from triton.compiler import ASTSource, CompiledKernel
+from triton.runtime.jit import JITFunction
 
 HOPPER = GPUTarget("cuda", 90, 32)
 # the H200's per-SM budgets (sm_90): 64K 32-bit registers, 228 KB of shared memory (1 KB of it
@@ -41,7 +42,9 @@ OFF = {
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 
 
-def compile_kernel(fn, types: dict[str, str], consts: dict, target: GPUTarget = HOPPER):
+def compile_kernel(
+    fn: JITFunction, types: dict[str, str], consts: dict, target: GPUTarget = HOPPER
+) -> CompiledKernel:
     """fn (a @triton.jit kernel) compiled for `target` with these constants (OFF's where not
     given; compile options among them taken out) -> Triton's compiled kernel (.asm["ptx"],
     .metadata). Tiles that pipeline their loop (LOOP_STAGES > 1) are compiled with the 16-byte
@@ -71,7 +74,7 @@ def ptxas() -> Path:
     return Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 
 
-def usage(compiled, arch: str = "sm_90a") -> dict:
+def usage(compiled: CompiledKernel, arch: str = "sm_90a") -> dict:
     """ptxas -v of a compiled kernel's PTX: registers, spill stores / loads and stack (bytes a
     thread), shared memory (bytes a program, Triton's), warps, and the programs an SM holds by
     each budget (SM90) and overall."""
