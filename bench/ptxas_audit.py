@@ -48,8 +48,7 @@ def bf16_case(name: str, rows: int, n: int, k: int) -> tuple:
     flags = dict(NORM=False, GLU=False, F32_DOT=False) | epilogue(name, rows)
     if flags["SWIGLU"] and not swiglu_tile_ok(cfg):
         flags["SWIGLU"] = False  # the launcher then runs the SwiGLU kernel after it
-    consts = flags | {k: v for k, v in cfg.items() if k != "LOOP_STAGES"}
-    consts["LOOP_STAGES"] = linear.loop_stages(cfg)
+    consts = flags | cfg | {"LOOP_STAGES": linear.loop_stages(cfg)}
     if consts.get("SPLIT_K", 1) > 1:
         consts["FENCE"] = True
     return linear._skinny_kernel, LINEAR_TYPES, consts
@@ -57,20 +56,13 @@ def bf16_case(name: str, rows: int, n: int, k: int) -> tuple:
 
 def w12_case(name: str, rows: int, n: int, k: int) -> tuple:
     """kernels/w12_linear.w12_linear's launch of this shape (the default group size)."""
-    cfg = w12_linear.tile_config(rows, n, k)
-    cfg.setdefault("SPLIT_K", 1)
-    cfg.setdefault("UNROLL", 1)
-    cfg["LOOP_STAGES"] = linear.loop_stages(cfg)
-    cfg.setdefault("ESC_IN_LOOP", w12_linear.ESC_IN_LOOP_TILES)
-    cfg.setdefault("HALVES", w12_linear.HALVES_TILES)
-    if w12_linear.ACC_SCALE_TILES and cfg["USE_DOT"] and DEFAULT_GROUP_SIZE % (4 * SLICE) == 0:
-        cfg.setdefault("ACC_SCALE", True)
+    cfg = w12_linear.launch_tile(w12_linear.tile_config(rows, n, k), DEFAULT_GROUP_SIZE)
     flags = dict(NORM=False, GLU=False, F32_DOT=False) | epilogue(name, rows)
     if flags["SWIGLU"] and not swiglu_tile_ok(cfg):
         flags["SWIGLU"] = False
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])
-    consts = flags | cfg | dict(GROUP=DEFAULT_GROUP_SIZE, ASM=True, SLICE=SLICE,
-                                EVEN_K=k % step == 0, EVEN_N=n % cfg["BLOCK_N"] == 0)  # fmt: skip
+    consts = flags | cfg | dict(GROUP=DEFAULT_GROUP_SIZE, SLICE=SLICE, EVEN_K=k % step == 0,
+                                EVEN_N=n % cfg["BLOCK_N"] == 0)  # fmt: skip
     return w12_linear._w12_kernel, W12_TYPES, consts
 
 

@@ -16,7 +16,6 @@ from specpilot.kernels import aot, attention, elementwise, linear, rope, w12_lin
 
 
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
-    consts = {k: v for k, v in aot.OFF.items() if k in fn.arg_names} | consts
     ptx = aot.compile_kernel(fn, types, consts).asm["ptx"]
     if consts.get("PDL") and not ("griddepcontrol.wait" in ptx and "launch_dependents" in ptx):
         raise AssertionError("PDL=True but no griddepcontrol instructions in the PTX")

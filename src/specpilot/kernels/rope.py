@@ -24,7 +24,7 @@ from specpilot.kernels.common import pdl_enter
 def norm_rotate(x1, x2, w1, w2, cos_ptr, sin_ptr, pos, r, eps, dtype, HEAD_DIM: tl.constexpr,
                 QK_NORM: tl.constexpr):  # fmt: skip
     """Rows of heads given as halves x1, x2 [R, HEAD_DIM / 2] (columns r): RMSNorm by the norm
-    weight's halves w1, w2 (with QK_NORM), then rotary at positions pos (scalar or [R, 1]),
+    weight's halves w1, w2 (with QK_NORM), then rotary at position pos (a scalar),
     rounded where the PyTorch modules round; the rotated halves in `dtype`."""
     half: tl.constexpr = HEAD_DIM // 2
     x1 = x1.to(tl.float32)
@@ -116,9 +116,30 @@ def qk_rope_write(
 ) -> torch.Tensor:
     """qkv [B*T, (heads + 2 kv_heads) * D], positions [B, T], cos/sin [max_pos, D],
     k_cache/v_cache [B, kv_heads, L, D] (one layer) -> rotated queries [B*T, heads, D]."""
-    check_rope_arguments(qkv, positions, cos, sin, k_cache, v_cache, heads, q_norm, k_norm)
     batch, t = positions.shape
     _, kv_heads, length, head_dim = k_cache.shape
+    if qkv.shape != (batch * t, (heads + 2 * kv_heads) * head_dim) or qkv.stride(1) != 1:
+        raise ValueError(
+            f"qkv {tuple(qkv.shape)} does not match positions {tuple(positions.shape)}"
+            f" and cache {tuple(k_cache.shape)} with {heads} heads"
+        )
+    if (
+        k_cache.shape[0] != batch
+        or v_cache.shape != k_cache.shape
+        or v_cache.stride() != k_cache.stride()
+    ):
+        raise ValueError("k_cache and v_cache must have the same shape, strides and batch")
+    if (
+        k_cache.stride(3) != 1
+        or cos.shape[1] != head_dim
+        or not cos.is_contiguous()
+        or not sin.is_contiguous()
+    ):
+        raise ValueError("cache rows and cos/sin tables must be contiguous along head_dim")
+    if head_dim % 2 or head_dim & (head_dim - 1):
+        raise ValueError(f"head_dim must be a power of two, got {head_dim}")
+    if (q_norm is None) != (k_norm is None):
+        raise ValueError("q_norm and k_norm come together")
     pos = positions.reshape(-1).contiguous()
     q = torch.empty(batch * t, heads, head_dim, device=qkv.device, dtype=qkv.dtype)
     _qk_rope_kernel[(batch * t,)](
@@ -145,44 +166,6 @@ def qk_rope_write(
         **launch.pdl(qkv),
     )
     return q
-
-
-def check_rope_arguments(
-    qkv: torch.Tensor,
-    positions: torch.Tensor,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    k_cache: torch.Tensor,
-    v_cache: torch.Tensor,
-    heads: int,
-    q_norm: torch.Tensor | None,
-    k_norm: torch.Tensor | None,
-) -> None:
-    """qk_rope_write's contract."""
-    batch, t = positions.shape
-    _, kv_heads, length, head_dim = k_cache.shape
-    if qkv.shape != (batch * t, (heads + 2 * kv_heads) * head_dim) or qkv.stride(1) != 1:
-        raise ValueError(
-            f"qkv {tuple(qkv.shape)} does not match positions {tuple(positions.shape)}"
-            f" and cache {tuple(k_cache.shape)} with {heads} heads"
-        )
-    if (
-        k_cache.shape[0] != batch
-        or v_cache.shape != k_cache.shape
-        or v_cache.stride() != k_cache.stride()
-    ):
-        raise ValueError("k_cache and v_cache must have the same shape, strides and batch")
-    if (
-        k_cache.stride(3) != 1
-        or cos.shape[1] != head_dim
-        or not cos.is_contiguous()
-        or not sin.is_contiguous()
-    ):
-        raise ValueError("cache rows and cos/sin tables must be contiguous along head_dim")
-    if head_dim % 2 or head_dim & (head_dim - 1):
-        raise ValueError(f"head_dim must be a power of two, got {head_dim}")
-    if (q_norm is None) != (k_norm is None):
-        raise ValueError("q_norm and k_norm come together")
 
 
 def qk_rope_write_reference(

@@ -554,6 +554,28 @@ def _escape_arrays(w: W12Weight) -> tuple[torch.Tensor, torch.Tensor]:
     return w.row_ptr, w.row_ptr.view(torch.int16)
 
 
+def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
+    """A tile (tile_config's, or `given` by the caller) completed as w12_linear launches it:
+    the switches' defaults (ACC_SCALE only for tile_config's tiles), LOOP_STAGES, ASM where
+    inline PTX runs. bench/ptxas_audit.py compiles what this returns."""
+    cfg = dict(cfg)
+    # NOTE: the interpreter cannot run inline PTX; ASM=False is the same decode in plain Triton
+    cfg["ASM"] = cfg.get("ASM", True) and not INTERPRETED
+    cfg.setdefault("SPLIT_K", 1)
+    cfg.setdefault("UNROLL", 1)
+    if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
+        raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
+    cfg["LOOP_STAGES"] = loop_stages(cfg)
+    cfg.setdefault("ESC_IN_LOOP", ESC_IN_LOOP_TILES)
+    cfg.setdefault("HALVES", HALVES_TILES)
+    acc_ok = cfg["USE_DOT"] and group_size % (4 * SLICE) == 0
+    if not given and ACC_SCALE_TILES and acc_ok:
+        cfg.setdefault("ACC_SCALE", True)  # a tile_config entry may turn it off
+    if cfg.get("ACC_SCALE") and not acc_ok:
+        raise ValueError(f"ACC_SCALE needs tl.dot tiles and a group size multiple of {4 * SLICE}")
+    return cfg
+
+
 def w12_linear(
     x: torch.Tensor,
     weight: W12Weight,
@@ -576,20 +598,7 @@ def w12_linear(
         return silu_mul(w12_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
                                    config=config))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
-    # NOTE: the interpreter cannot run inline PTX; ASM=False is the same decode in plain Triton
-    cfg["ASM"] = cfg.get("ASM", True) and not INTERPRETED
-    cfg.setdefault("SPLIT_K", 1)
-    cfg.setdefault("UNROLL", 1)
-    if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
-        raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
-    cfg["LOOP_STAGES"] = loop_stages(cfg)
-    cfg.setdefault("ESC_IN_LOOP", ESC_IN_LOOP_TILES)
-    cfg.setdefault("HALVES", HALVES_TILES)
-    acc_ok = cfg["USE_DOT"] and weight.group_size % (4 * SLICE) == 0
-    if config is None and ACC_SCALE_TILES and acc_ok:
-        cfg.setdefault("ACC_SCALE", True)  # a tile_config entry may turn it off
-    if cfg.get("ACC_SCALE") and not acc_ok:
-        raise ValueError(f"ACC_SCALE needs tl.dot tiles and a group size multiple of {4 * SLICE}")
+    cfg = launch_tile(cfg, weight.group_size, given=config is not None)
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
     split_steps = triton.cdiv(triton.cdiv(k, splits), step)  # whole steps per split
