@@ -109,14 +109,14 @@ def measure(
     device: torch.device | None = None,
     pairs_a_graph: int = PAIRS_A_GRAPH,
     variants: tuple = VARIANTS,
+    bandwidth: float = 0.0,
 ) -> list[dict]:
     """One row a (rows, pair, between, second tile variant): microseconds a pair in each mode,
-    its weights' floor at the copy bandwidth (CUDA), each multiply's programs and waves over
-    the SMs."""
+    its weights' floor at `bandwidth` (bytes/s; 0: none), each multiply's programs and waves
+    over the SMs."""
     device = device or torch.device("cuda")
     cuda = device.type == "cuda"
     sms = torch.cuda.get_device_properties(device).multi_processor_count if cuda else 132
-    bw = copy_bandwidth() if cuda else 0.0
     out = []
     before = launch.settings()
     try:
@@ -128,7 +128,7 @@ def measure(
             row = dict(rows=rows, first=first, second=second, between=mid, variant=variant,
                        tile=second_tile(rows, *SHAPES[second], variant), programs=grids,
                        waves=[round(g / sms, 2) for g in grids], weight_bytes=nbytes,
-                       floor_us=nbytes / bw * 1e6 if bw else None, us={})  # fmt: skip
+                       floor_us=nbytes / bandwidth * 1e6 if bandwidth else None, us={})  # fmt: skip
             for mode in modes:
                 launch.configure(pdl=mode, prefetch="off")
                 with launch.forward_rows(rows):  # as inside a target forward of `rows` rows
@@ -173,10 +173,11 @@ def main() -> None:
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "pairs_a_graph": PAIRS_A_GRAPH,
+        "copy_bandwidth_tb_s": copy_bandwidth() / 1e12,
         "rows": [],
     }
-    for rows in (int(r) for r in args.rows.split(",") if r):
-        report["rows"] += measure([rows])
+    for rows in (int(r) for r in args.rows.split(",") if r):  # measured once, for every row
+        report["rows"] += measure([rows], bandwidth=report["copy_bandwidth_tb_s"] * 1e12)
         save(report, args.out)  # partial results survive a timeout
     for line in table(report["rows"]):
         print(line)
