@@ -402,14 +402,15 @@ def paired_rounds(
     rounds: int,
     tau: float = 6.55,
 ) -> dict:
-    """A/B(/C...) in interleaved rounds: each round runs every arm once, AR then speculative
-    (replayed tau), in an order rotated by one each round, so that drift of the GPU's clocks or
-    of the host falls on every arm alike. arms: name -> (its Generator, a function that puts
-    its process-wide switches in place, called before each of its runs); the first arm is the
-    base. Each arm's median tok/s, and each other arm's speed-up over the base as a ratio of
-    summed rates with its 95% bootstrap interval over rounds (measure.compare.bootstrap_speedup,
-    rounds as the pairs). Also whether each arm's tokens equal the base's (bf16 and W12 may
-    part at near-ties: forcing is checked by measure_context)."""
+    """A/B(/C...) in interleaved rounds after an untimed one: each round runs every arm once,
+    AR then speculative (replayed tau), in an order rotated by one each round, so that drift
+    of the GPU's clocks or of the host falls on every arm alike. arms: name -> (its Generator,
+    a function that puts its process-wide switches in place, called before each of its runs);
+    the first arm is the base. Each arm's median tok/s, and each other arm's speed-up over the
+    base as a ratio of summed rates with its 95% bootstrap interval over rounds
+    (measure.compare.bootstrap_speedup, rounds as the pairs). Also whether each arm's tokens
+    equal the base's (bf16 and W12 may part at near-ties: forcing is checked by
+    measure_context)."""
     if rounds < 2 or not arms:
         raise ValueError(f"paired_rounds needs arms and >= 2 rounds, got {len(arms)} / {rounds}")
     import numpy as np
@@ -426,7 +427,8 @@ def paired_rounds(
         prepare()
         gen.run(fresh(), speculative=False)
         gen.run_replay(fresh, profile, seed=0)
-    for r in range(rounds):
+    # round -1 settles and is not kept: run 107's first round was 5-8% slow in every arm
+    for r in range(-1, rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             gen, prepare = arms[name]
             prepare()
@@ -434,6 +436,8 @@ def paired_rounds(
                 ("ar", ar_decode(gen, fresh)),
                 ("spec", replay_decode(gen, fresh, profile, [])),
             ):
+                if r < 0:
+                    continue
                 runs[name][mode].append((len(seq.output_ids) - 1, seq.decode_time_s))
                 outputs.setdefault(name, {})[mode] = seq.output_ids
     out: dict = {"rounds": rounds, "tau": tau, "drafter": "replay", "base": names[0], "arms": {}}

@@ -54,9 +54,10 @@ def test_paired_rounds(gen) -> None:
     arms = {name: (gen, lambda name=name: calls.append(name)) for name in ("base", "other")}
     r = engine_speed.paired_rounds(arms, context=20, new_tokens=10, rounds=3)
     assert r["base"] == "base" and r["rounds"] == 3 and r["drafter"] == "replay"
-    # each arm's switches go in before its warm-up and before each of its rounds, base first in
-    # even rounds and second in odd ones
-    assert calls == ["base", "other", "base", "other", "other", "base", "base", "other"]
+    # each arm's switches go in before its warm-up and before each of its rounds (the untimed
+    # round -1 first), base first in even rounds and second in odd ones
+    settle = ["other", "base"]
+    assert calls == ["base", "other", *settle, "base", "other", "other", "base", "base", "other"]
     for name in arms:
         for mode in ("ar", "spec"):
             arm = r["arms"][name][mode]

@@ -355,12 +355,12 @@ def test_pdl_waves_launches_small_grids_and_chained_multiplies_plainly(
 
 def test_pdl_auto_resolves_by_target_size(tmp_path, launch_settings) -> None:
     """EngineConfig.pdl="auto" (the default): "all" below launch.PDL_ALL_BELOW_BYTES of target
-    weights, "kernels" from it on; explicit modes stay; the Generator keeps what it resolved
+    weights, "chain" from it on; explicit modes stay; the Generator keeps what it resolved
     ("off" where no Triton kernel runs)."""
     limit = launch_settings.PDL_ALL_BELOW_BYTES
     assert EngineConfig().pdl == "auto"
     assert launch_settings.resolve_pdl("auto", limit - 1) == "all"
-    assert launch_settings.resolve_pdl("auto", limit) == "kernels"
+    assert launch_settings.resolve_pdl("auto", limit) == "chain"
     for mode in ("off", "decode", "all", "small", "kernels", "chain", "waves"):
         assert launch_settings.resolve_pdl(mode, 1) == mode
     with pytest.raises(ValueError, match="pdl must be one of"):

@@ -328,12 +328,12 @@ class EngineConfig:
         (kernels/launch.py). Same arithmetic, same tokens. "off"; "decode", only in target
         forwards of one token (AR decode steps); "all", every Triton kernel; "small", decode's
         and elsewhere every kernel but the multiplies (launched plainly); "kernels", that rule
-        in one-row forwards too; "chain" (unmeasured), small's, but a one-row multiply right
-        after a multiply launched plainly too; "waves" (unmeasured), every kernel with PDL
+        in one-row forwards too; "chain", small's, but a one-row multiply right after a
+        multiply launched plainly too; "waves" (unmeasured), every kernel with PDL
         but a multiply right after a multiply or with a grid under launch.PDL_MIN_WAVES (1.5)
         programs an SM (bench/pdl_pairs.py tests why); "auto" (default): "all" for targets whose
         weights are under launch.PDL_ALL_BELOW_BYTES (1 GiB), where a step is bound by
-        launches, else "kernels".
+        launches, else "chain".
         Measured on the H200 (docs/LOG.md): at the Qwen3-8B shape "all" made the one-token
         forward 1.3% faster and the 16-token verify 2.7% slower (speculative -5%, runs 50-52),
         "decode" AR 213.7 against 202.7 tok/s with speculative decoding unchanged, W12 AR +7%;
@@ -341,7 +341,9 @@ class EngineConfig:
         ms, pipelined spec@6.55 +2.3% and +3.0% (runs 93-94); "kernels" level with "small"
         alone, but with the SwiGLU epilogue at every row (which "small" slowed at one row) the
         16-token forward 4.65-4.77 against 4.70-4.80 ms and pipelined spec@6.55 1,116-1,133
-        against 1,100-1,113, AR within 1% (runs 103-105); at the SmolLM2-135M shape "all" took
+        against 1,100-1,113, AR within 1% (runs 103-105); "chain" against "kernels" in one
+        process (run 107): AR 1.023x [1.008-1.040], the speculative step's launches the same;
+        at the SmolLM2-135M shape "all" took
         the speculative step graph from 1.24 to 1.01 ms and pipelined speculative decoding from
         4,961 to 5,871 tok/s (runs 60, 62). Nothing between the two sizes is measured yet.
     draft_vocab: "" (the drafter proposes from the whole vocabulary) or a draft vocabulary file

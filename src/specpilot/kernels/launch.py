@@ -26,7 +26,7 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
 PDL has seven modes: "off", "all", "decode", which is on only inside a target forward of one
 token row (`forward_rows`, set by models/fused.FusedTarget), "small", decode's and, outside
 one-row forwards, PDL for every kernel but the multiplies' launches, "kernels", that rule
-in every forward (one-row ones too), and "chain" (unmeasured), small's but with a one-row
+in every forward (one-row ones too), and "chain", small's but with a one-row
 multiply launched plainly where it directly follows a multiply; "waves" (unmeasured), PDL
 everywhere but for a multiply right after a multiply or one whose grid is under PDL_MIN_WAVES
 programs an SM. EngineConfig.pdl="auto"
@@ -37,7 +37,10 @@ lengthened its 16-token verify when every kernel used it (runs 50-52: "decode" w
 multiply may follow a multiply without the slowdown that "small" showed (run 102: without the
 norm and SwiGLU kernels the one-token forward 0.27 ms longer under "small", 0.13 ms shorter
 under "kernels", run 103), so the SwiGLU epilogue at every row count runs under it (models/
-fused.SWIGLU_EPILOGUE_MIN_ROWS; runs 104-105): "kernels" is the 8B default. At the
+fused.SWIGLU_EPILOGUE_MIN_ROWS; runs 104-105). "chain" keeps "kernels"' rule outside one-row
+forwards and gives the one-row forward small's PDL back where no multiply follows a multiply
+(run 107, one process, 6 interleaved rounds: AR 1.023x [1.008-1.040] over "kernels"; its
+speculative step runs the same launches): "chain" is the 8B default. At the
 SmolLM2-135M shape, where every kernel lasts a few microseconds, "all" shortened the whole
 speculative step (runs 60, 62).
 The settings are read when a kernel is launched, so a CUDA graph keeps the ones it was captured
@@ -57,7 +60,7 @@ from specpilot.config import WEIGHT_PREFETCH_MODES as PREFETCH_MODES
 from specpilot.kernels import interpreted
 
 LAUNCH_PDL_MODES = ("off", "decode", "all", "small", "kernels", "chain", "waves")  # "auto" first
-# pdl="auto": "all" below this many bytes of target weights, "kernels" from it on. Set between the
+# pdl="auto": "all" below this many bytes of target weights, "chain" from it on. Set between the
 # two sizes measured (SmolLM2-135M: 0.27 GB, "all" wins; Qwen3-8B: 15 GB, "kernels" wins).
 PDL_ALL_BELOW_BYTES = 1 << 30
 _SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
@@ -74,10 +77,10 @@ PDL_MIN_WAVES = 1.5
 
 def resolve_pdl(mode: str, weight_bytes: int) -> str:
     """EngineConfig.pdl for a target of `weight_bytes`: "auto" becomes "all" for small targets
-    (launch-bound) and "kernels" for the rest; other modes stay."""
+    (launch-bound) and "chain" for the rest; other modes stay."""
     if mode != "auto":
         return mode
-    return "all" if weight_bytes < PDL_ALL_BELOW_BYTES else "kernels"
+    return "all" if weight_bytes < PDL_ALL_BELOW_BYTES else "chain"
 
 
 def configure(pdl: str, prefetch: str, ahead: str = "off") -> None:
