@@ -775,6 +775,10 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         out[fused, "PROLOGUE_MAX_K"] = args.prologue_max_k
     if args.pdl_min_waves:
         out[launch, "PDL_MIN_WAVES"] = args.pdl_min_waves
+    if args.attention_kv_prefetch >= 0:
+        if args.attention_kv_prefetch % attention.BLOCK_KV:
+            parser.error(f"--attention-kv-prefetch must be a multiple of {attention.BLOCK_KV}")
+        out[attention, "KV_PREFETCH_KEYS"] = args.attention_kv_prefetch
     split = {k: v for k, v in args.attention_warps.items() if k != "merge"}
     if split:
         out[attention, "SPLIT_WARPS"] = attention.SPLIT_WARPS | split
@@ -805,7 +809,7 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
 ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
-    "prologue_max_k", "pdl_min_waves", "attention_warps",
+    "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_kv_prefetch",
 )  # fmt: skip
 
 
@@ -964,6 +968,14 @@ def build_parser() -> argparse.ArgumentParser:
         "64); 0: default",
     )
     parser.add_argument(
+        "--attention-kv-prefetch",
+        type=int,
+        default=-1,
+        help="attention: the most keys of its slice whose keys and values a split program asks "
+        "L2 for before its PDL wait (kernels/attention.KV_PREFETCH_KEYS, a multiple of 64; 0 "
+        "none); -1: default",
+    )
+    parser.add_argument(
         "--attention-warps",
         type=attention_warps,
         default={},
@@ -1052,6 +1064,9 @@ def main() -> None:
         "attention_min_keys_wide": args.attention_min_keys_wide or "default",
         "pdl_min_waves": args.pdl_min_waves or "default",
         "attention_warps": args.attention_warps or "default",
+        "attention_kv_prefetch": (
+            args.attention_kv_prefetch if args.attention_kv_prefetch >= 0 else "default"
+        ),
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

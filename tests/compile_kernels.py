@@ -131,6 +131,9 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         ahead = consts | dict(AHEAD=2)  # the o weight's two W12 planes asked for in L2
         types = split_types | {"ahead0_ptr": "*u8", "ahead1_ptr": "*u8"}
         out.append((f"attention split T={t} AHEAD=2", attention._split_kernel, types, ahead))
+        kv = consts | dict(KV_AHEAD=128)  # the slice's keys and values asked for before the wait
+        out.append((f"attention split T={t} KV_AHEAD=128", attention._split_kernel, split_types,
+                    kv))  # fmt: skip
         if t == 1:  # decode: the last split program merges (fence, counter, L2 reads)
             fused_types = split_types | {"out_ptr": bf16, "count_ptr": "*i32"}
             fused = consts | dict(MERGE_ROWS=4, FENCE=True)

@@ -617,6 +617,43 @@ def test_decode_attention_eight_warps(monkeypatch, t: int) -> None:
     check_attention_nan_scratch(monkeypatch, t, 3 + t)
 
 
+@pytest.mark.skipif(not CUDA, reason="the L2 prefetch is inline PTX: CUDA only")
+@pytest.mark.parametrize(("t", "keys"), [(1, 64), (16, 128), (16, 1024)])
+def test_decode_attention_kv_prefetch(monkeypatch, launch_settings, t: int, keys: int) -> None:
+    """The split programs asking L2 for their slices' keys and values before the PDL wait
+    (attention.KV_PREFETCH_KEYS): a hint, so the same bits as without it, and within exact
+    attention's rounding bound with no unwritten slice read."""
+    from specpilot.kernels import attention
+
+    launch_settings.configure(pdl="all", prefetch="off")  # the wait the prefetch goes before
+    gen = torch.Generator().manual_seed(t)
+    k, v = (torch.randn(2, 2, 700, 32, generator=gen).to(DEVICE, BF16) for _ in range(2))
+    q = torch.randn(2 * t, 4, 32, generator=gen).to(DEVICE, BF16)
+    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
+    plain = decode_attention(q, k, v, positions, 6)
+    monkeypatch.setattr(attention, "KV_PREFETCH_KEYS", keys)
+    assert attention.kv_prefetch_arguments(k, v)["KV_AHEAD"] == keys
+    assert torch.equal(decode_attention(q, k, v, positions, 6), plain)
+    check_attention_nan_scratch(monkeypatch, t, 3 + t)
+
+
+def test_kv_prefetch_arguments() -> None:
+    """The split launch asks for keys only where it can (a CUDA bf16 cache of contiguous key
+    rows); a count that is not a multiple of BLOCK_KV is an error."""
+    from specpilot.kernels import attention
+
+    cache = torch.zeros(1, 2, 256, 64, dtype=torch.bfloat16)
+    old = attention.KV_PREFETCH_KEYS
+    try:
+        attention.KV_PREFETCH_KEYS = 128
+        assert attention.kv_prefetch_arguments(cache, cache) == {"KV_AHEAD": 0, "cache_len": 256}
+        attention.KV_PREFETCH_KEYS = 100
+        with pytest.raises(ValueError, match="multiple of 64"):
+            attention.kv_prefetch_arguments(cache, cache)
+    finally:
+        attention.KV_PREFETCH_KEYS = old
+
+
 @pytest.mark.parametrize("merge_rows", [0, 8])
 @pytest.mark.parametrize(("min_keys", "t"), [(128, 1), (256, 4), (1024, 16)])
 def test_decode_attention_min_split_keys(monkeypatch, min_keys: int, t: int, merge_rows: int):

@@ -32,6 +32,7 @@ from specpilot.kernels.common import (
     count_done,
     count_reset,
     dot,
+    l2_prefetch,
     l2_prefetch_regions,
     pdl_enter,
     zeroed_counters,
@@ -68,6 +69,34 @@ WIDE_ROWS = 8
 # (bench/engine_speed.py --attention-warps).
 SPLIT_WARPS = {"narrow": 4, "wide": 4}  # launches of at most / more than WIDE_ROWS query rows
 MERGE_WARPS = 4
+# the most keys of its slice whose keys and values a split program asks L2 for before its PDL
+# wait, while the kernel before it (the rope kernel, which writes only the new tokens' keys)
+# still runs; 0: none. A hint (Hopper's bulk prefetch), no value changes; the positions it reads
+# for the slice's bounds were written at least two kernels earlier (pdl_enter lets a kernel
+# launch only once the one before has waited). A slice's first KV_PREFETCH_KEYS keys: at 1k
+# keys and 33 slices the whole slice (64 keys, 32 KB a program), at 32k a 64 KB head of each
+# 1,024-key slice, 17 MB in all, within the H200's 50 MB L2. Unmeasured; bench/engine_speed.py
+# --attention-kv-prefetch N measures it.
+KV_PREFETCH_KEYS = 0
+
+
+def kv_prefetch_arguments(k_cache: torch.Tensor, v_cache: torch.Tensor) -> dict:
+    """The split launch's KV_AHEAD and cache_len: KV_PREFETCH_KEYS where the keys can be asked
+    for (a CUDA bf16 cache whose keys are contiguous rows, 16-byte aligned; never under the
+    interpreter), else none."""
+    keys = KV_PREFETCH_KEYS
+    if keys < 0 or keys % BLOCK_KV:
+        raise ValueError(f"KV_PREFETCH_KEYS must be a non-negative multiple of {BLOCK_KV}")
+    ok = (
+        keys > 0
+        and not INTERPRETED
+        and k_cache.is_cuda
+        and k_cache.dtype == torch.bfloat16
+        and k_cache.stride(2) == k_cache.shape[3]
+        and k_cache.data_ptr() % 16 == 0
+        and v_cache.data_ptr() % 16 == 0
+    )
+    return {"KV_AHEAD": keys if ok else 0, "cache_len": k_cache.shape[2]}
 
 
 def min_split_keys(rows: int) -> int:
@@ -86,6 +115,22 @@ def _span(pos_ptr, b, T, NUM_SPLITS: tl.constexpr, BLOCK_KV: tl.constexpr,
     per_split = tl.cdiv(tl.cdiv(kv_end, NUM_SPLITS), BLOCK_KV) * BLOCK_KV
     per_split = tl.maximum(per_split, MIN_KEYS)
     return kv_end, per_split, tl.cdiv(kv_end, per_split)
+
+
+@triton.jit
+def _prefetch_slice(k_ptr, v_ptr, pos_ptr, base, b, split, T, cache_len, HEAD_DIM: tl.constexpr,
+                    NUM_SPLITS: tl.constexpr, BLOCK_KV: tl.constexpr, MIN_KEYS: tl.constexpr,
+                    KEYS: tl.constexpr):  # fmt: skip
+    """Ask L2 for the first KEYS keys and values of this program's slice (rows of HEAD_DIM
+    contiguous elements from `base`, the cache's key stride HEAD_DIM), kept inside the cache's
+    cache_len rows."""
+    kv_end, per_split, _ = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS)
+    lo = tl.minimum(split * per_split, cache_len)
+    keys = tl.minimum(tl.minimum(per_split, KEYS), tl.minimum(kv_end, cache_len) - lo)
+    if keys > 0:
+        row_bytes: tl.constexpr = HEAD_DIM * 2  # bf16 (the launcher checks)
+        l2_prefetch(k_ptr + base + lo * HEAD_DIM, keys * row_bytes)
+        l2_prefetch(v_ptr + base + lo * HEAD_DIM, keys * row_bytes)
 
 
 @triton.jit
@@ -160,16 +205,21 @@ def _split_kernel(
     ahead0_bytes=0,
     ahead1_ptr=None,
     ahead1_bytes=0,
+    KV_AHEAD: tl.constexpr = 0,
+    cache_len=0,
 ):
     bh = tl.program_id(0)
     split = tl.program_id(1)
-    # weights (never written): asked for before the wait, while the last kernel runs
-    l2_prefetch_regions(AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes,
-                        bh * NUM_SPLITS + split, tl.num_programs(0) * NUM_SPLITS)  # fmt: skip
-    pdl_enter(PDL)
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
+    # weights (never written): asked for before the wait, while the last kernel runs
+    l2_prefetch_regions(AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes,
+                        bh * NUM_SPLITS + split, tl.num_programs(0) * NUM_SPLITS)  # fmt: skip
+    if KV_AHEAD > 0:  # this slice's first keys and values too (KV_PREFETCH_KEYS)
+        _prefetch_slice(k_ptr, v_ptr, pos_ptr, b * stride_kb + kvh * stride_kh, b, split, T,
+                        cache_len, HEAD_DIM, NUM_SPLITS, BLOCK_KV, MIN_KEYS, KV_AHEAD)  # fmt: skip
+    pdl_enter(PDL)
     rows = tl.arange(0, BLOCK_Q)  # row = t * GROUP + g
     t = rows // GROUP
     g = rows % GROUP
@@ -338,6 +388,7 @@ def decode_attention(
         MERGE_ROWS=merge_rows if fused_merge else 0,
         FENCE=fused_merge and not INTERPRETED,
         **regions,
+        **kv_prefetch_arguments(k_cache, v_cache),
         num_warps=SPLIT_WARPS["wide" if group * t > WIDE_ROWS else "narrow"],
     )
     if fused_merge:
