@@ -329,9 +329,9 @@ class EngineConfig:
         forwards of one token (AR decode steps); "all", every Triton kernel; "small", decode's
         and elsewhere every kernel but the multiplies (launched plainly); "kernels", that rule
         in one-row forwards too; "chain", small's, but a one-row multiply right after a
-        multiply launched plainly too; "waves" (unmeasured), every kernel with PDL
-        but a multiply right after a multiply or with a grid under launch.PDL_MIN_WAVES (1.5)
-        programs an SM (bench/pdl_pairs.py tests why); "auto" (default): "all" for targets whose
+        multiply launched plainly too; "waves" (level with "chain", run 111), every kernel
+        with PDL but a multiply right after a multiply or with a grid under
+        launch.PDL_MIN_WAVES (1.5) programs an SM; "auto" (default): "all" for targets whose
         weights are under launch.PDL_ALL_BELOW_BYTES (1 GiB), where a step is bound by
         launches, else "chain".
         Measured on the H200 (docs/LOG.md): at the Qwen3-8B shape "all" made the one-token

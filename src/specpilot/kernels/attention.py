@@ -65,7 +65,8 @@ WIDE_ROWS = 8
 # GPU; 33 slices, head_dim 128): with 4 warps the split kernel uses 255 registers and spills 28
 # bytes a thread at one token row and 756 at 16 (a verify or draft block, 64 query rows); with
 # 8 none; the merge kernel uses 229 registers with 4, 113 with 8. num_stages changes neither
-# (the key loop's bounds are runtime values). 4: what every measurement so far ran; 8 unmeasured
+# (the key loop's bounds are runtime values). 4: run 107 (one process, 6 rounds) measured 8
+# warps in verify and draft launches (no spills): spec@6.55 0.913x [0.899-0.928]
 # (bench/engine_speed.py --attention-warps).
 SPLIT_WARPS = {"narrow": 4, "wide": 4}  # launches of at most / more than WIDE_ROWS query rows
 MERGE_WARPS = 4
@@ -75,8 +76,10 @@ MERGE_WARPS = 4
 # for the slice's bounds were written at least two kernels earlier (pdl_enter lets a kernel
 # launch only once the one before has waited). A slice's first KV_PREFETCH_KEYS keys: at 1k
 # keys and 33 slices the whole slice (64 keys, 32 KB a program), at 32k a 64 KB head of each
-# 1,024-key slice, 17 MB in all, within the H200's 50 MB L2. Unmeasured; bench/engine_speed.py
-# --attention-kv-prefetch N measures it.
+# 1,024-key slice, 17 MB in all, within the H200's 50 MB L2. 0: run 109 (Qwen3-8B shape, one
+# process, 8 rounds) 128 keys AR 1.003x [0.994-1.012] at 1k, 0.995x [0.990-0.999] at 8k, 512
+# keys 0.980x at 8k: the early requests gain nothing the kernel waits on and queue ahead of the
+# rope kernel's (as l2_ahead's did, run 91). bench/engine_speed.py --attention-kv-prefetch N.
 KV_PREFETCH_KEYS = 0
 
 

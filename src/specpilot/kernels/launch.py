@@ -26,10 +26,10 @@ Generator sets from its EngineConfig (`configure`), read by every launcher.
 PDL has seven modes: "off", "all", "decode", which is on only inside a target forward of one
 token row (`forward_rows`, set by models/fused.FusedTarget), "small", decode's and, outside
 one-row forwards, PDL for every kernel but the multiplies' launches, "kernels", that rule
-in every forward (one-row ones too), and "chain", small's but with a one-row
-multiply launched plainly where it directly follows a multiply; "waves" (unmeasured), PDL
-everywhere but for a multiply right after a multiply or one whose grid is under PDL_MIN_WAVES
-programs an SM. EngineConfig.pdl="auto"
+in every forward (one-row ones too), and "chain", small's but with a one-row multiply
+launched plainly where it directly follows a multiply; "waves" (level with "chain", run 111),
+PDL everywhere but for a multiply right after a multiply or one whose grid is under
+PDL_MIN_WAVES programs an SM. EngineConfig.pdl="auto"
 picks one per target (`resolve_pdl`): on the H200 PDL shortened the 8B one-token forward and
 lengthened its 16-token verify when every kernel used it (runs 50-52: "decode" won), and
 "small" then shortened the verify and the draft by 2-4% with the one-token forward unchanged
