@@ -779,6 +779,11 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         if args.attention_kv_prefetch % attention.BLOCK_KV:
             parser.error(f"--attention-kv-prefetch must be a multiple of {attention.BLOCK_KV}")
         out[attention, "KV_PREFETCH_KEYS"] = args.attention_kv_prefetch
+    rows = args.attention_q_rows
+    if rows >= 0:
+        if rows and (rows < 16 or rows & (rows - 1)):
+            parser.error("--attention-q-rows must be 0 or a power of two >= 16")
+        out[attention, "WIDE_Q_ROWS"] = rows
     split = {k: v for k, v in args.attention_warps.items() if k != "merge"}
     if split:
         out[attention, "SPLIT_WARPS"] = attention.SPLIT_WARPS | split
@@ -810,6 +815,7 @@ ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_kv_prefetch",
+    "attention_q_rows",
 )  # fmt: skip
 
 
@@ -976,6 +982,13 @@ def build_parser() -> argparse.ArgumentParser:
         "none); -1: default",
     )
     parser.add_argument(
+        "--attention-q-rows",
+        type=int,
+        default=-1,
+        help="attention: the query rows a split program takes in verify and draft blocks "
+        "(kernels/attention.WIDE_Q_ROWS, a power of two >= 16; 0 all); -1: default",
+    )
+    parser.add_argument(
         "--attention-warps",
         type=attention_warps,
         default={},
@@ -1067,6 +1080,7 @@ def main() -> None:
         "attention_kv_prefetch": (
             args.attention_kv_prefetch if args.attention_kv_prefetch >= 0 else "default"
         ),
+        "attention_q_rows": args.attention_q_rows if args.attention_q_rows >= 0 else "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

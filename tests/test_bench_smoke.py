@@ -358,6 +358,8 @@ def test_paired_arms_take_only_engine_options() -> None:
     }
     kv = engine_speed.paired_arms("a|;k|--attention-kv-prefetch 128", parser, args)["k"]
     assert engine_speed.module_switches(kv, parser) == {(attention, "KV_PREFETCH_KEYS"): 128}
+    qr = engine_speed.paired_arms("a|;q|--attention-q-rows 16", parser, args)["q"]
+    assert engine_speed.module_switches(qr, parser) == {(attention, "WIDE_Q_ROWS"): 16}
     assert engine_speed.attention_warps("8") == {"narrow": 8, "wide": 8, "merge": 8}
     for bad in ("split=8", "wide=3"):
         with pytest.raises(argparse.ArgumentTypeError):
@@ -368,6 +370,7 @@ def test_paired_arms_take_only_engine_options() -> None:
         ("a|;b|--contexts 8192", args),
         ("a|;b|--attention-min-keys 100", args),
         ("a|;b|--attention-kv-prefetch 100", args),
+        ("a|;b|--attention-q-rows 24", args),
         ("a|;b|--pdl off", parser.parse_args(["--swiglu-epilogue", "0"])),
     ]
     for spec, given in bad:

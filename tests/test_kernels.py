@@ -637,6 +637,50 @@ def test_decode_attention_kv_prefetch(monkeypatch, launch_settings, t: int, keys
     check_attention_nan_scratch(monkeypatch, t, 3 + t)
 
 
+@pytest.mark.parametrize("q_rows", [16, 32])
+@pytest.mark.parametrize(("t", "causal"), [(16, True), (16, False), (5, True), (2, True)])
+def test_decode_attention_query_row_blocks(monkeypatch, q_rows: int, t: int, causal: bool):
+    """Verify and draft blocks with WIDE_Q_ROWS query rows a split program (the launch's rows
+    in blocks: 64 in 4 or 2, 20 (padded to 32) in 2 or 1): every row written, none twice,
+    within exact attention's rounding bound with NaN scratch; the same bits as one program a
+    slice under the interpreter (the rows' arithmetic does not change). 8 rows (t=2) stay
+    in one program (WIDE_ROWS). A program that took another block's rows fails the t=16 and
+    t=5 cases."""
+    from specpilot.kernels import attention
+
+    gen = torch.Generator().manual_seed(t + q_rows)
+    k, v = (torch.randn(2, 2, 700, 32, generator=gen).to(DEVICE, BF16) for _ in range(2))
+    q = torch.randn(2 * t, 8, 32, generator=gen).to(DEVICE, BF16)  # 4 query heads a KV head
+    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
+    whole = decode_attention(q, k, v, positions, 6, causal=causal)
+    monkeypatch.setattr(attention, "WIDE_Q_ROWS", q_rows)
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *size, **kw: empty(*size, **kw).fill_(math.nan))
+    out = decode_attention(q, k, v, positions, 6, causal=causal)
+    attention_close(out, q, k, v, positions, causal=causal)
+    if not CUDA:
+        assert torch.equal(out, whole)
+
+
+def test_split_query_rows_rules(monkeypatch) -> None:
+    """WIDE_Q_ROWS: 0 keeps every row in one program; a power of two >= 16 splits launches of
+    more than WIDE_ROWS rows (never past the launch's padded rows, never with the in-kernel
+    merge); anything else is an error."""
+    from specpilot.kernels import attention
+
+    assert attention.split_query_rows(64, 64, False) == 64
+    monkeypatch.setattr(attention, "WIDE_Q_ROWS", 16)
+    assert attention.split_query_rows(64, 64, False) == 16
+    assert attention.split_query_rows(64, 64, True) == 64
+    assert attention.split_query_rows(4, 16, False) == 16
+    monkeypatch.setattr(attention, "WIDE_Q_ROWS", 128)
+    assert attention.split_query_rows(20, 32, False) == 32
+    for bad in (8, 24, -16):
+        monkeypatch.setattr(attention, "WIDE_Q_ROWS", bad)
+        with pytest.raises(ValueError, match="WIDE_Q_ROWS"):
+            attention.split_query_rows(64, 64, False)
+
+
 def test_kv_prefetch_arguments() -> None:
     """The split launch asks for keys only where it can (a CUDA bf16 cache of contiguous key
     rows); a count that is not a multiple of BLOCK_KV is an error."""
@@ -707,6 +751,50 @@ def _tiny_pair(tmp_path, tied: bool = True) -> tuple:
     drafter, _ = load_drafter(draft_dir, target.config, DEVICE, BF16)
     reference, _ = load_target(target_dir, DEVICE, torch.float32)
     return target, drafter, reference
+
+
+def test_query_row_blocks_verify_gives_the_same_bits(tmp_path, monkeypatch) -> None:
+    """A fused verify forward of 16 tokens (32 query rows a KV head) with the attention in
+    programs of 16 query rows (attention.WIDE_Q_ROWS): the same tokens and captured hidden
+    states, bit for bit, as one program a slice (interpreter; on a GPU within the forwards'
+    rounding, the tokens equal)."""
+    from specpilot.kernels import attention
+
+    target, drafter, _ = _tiny_pair(tmp_path)
+    gen = Generator(target, drafter, EngineConfig(kernels="triton", block_size=16), DEVICE, BF16)
+    gen._buffers_for("target", 1, 64)
+    ids = torch.randint(0, 263, (1, 16), generator=torch.Generator().manual_seed(6)).to(DEVICE)
+    pos = torch.arange(16, device=DEVICE)[None]
+    outs = {}
+    for q_rows in (16, 0):  # blocks first: no partials left by a whole-launch run to reuse
+        monkeypatch.setattr(attention, "WIDE_Q_ROWS", q_rows)
+        outs[q_rows] = gen._verify_fn(ids, pos, 16, (0, 1))
+    assert torch.equal(outs[16].tokens, outs[0].tokens)
+    if not CUDA:
+        assert torch.equal(outs[16].hidden, outs[0].hidden)
+
+
+@pytest.mark.skipif(not CUDA, reason="whole speculative runs through the interpreter take minutes")
+def test_query_row_blocks_engine_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
+    """Speculative decoding through the kernels (CUDA graphs on) with the verify and draft
+    blocks' attention in programs of 16 query rows (attention.WIDE_Q_ROWS): the same tokens as
+    with one program a slice, and token forcing passes."""
+    from specpilot.kernels import attention
+    from specpilot.spec.forcing import token_forcing
+
+    target, drafter, reference = _tiny_pair(tmp_path)
+    outputs = {}
+    for q_rows in (0, 16):
+        monkeypatch.setattr(attention, "WIDE_Q_ROWS", q_rows)
+        config = EngineConfig(kernels="triton", cuda_graphs=True, block_size=16)
+        gen = Generator(target, drafter, config, DEVICE, BF16)
+        seqs = _sequences(target.config.vocab_size, 24)
+        gen.run(seqs, speculative=True)
+        outputs[q_rows] = [s.output_ids for s in seqs]
+        for s in seqs:
+            report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
+            assert report.passed, report.failures
+    assert outputs[16] == outputs[0]
 
 
 @pytest.mark.parametrize("weights", ["bf16", "w12"])

@@ -81,6 +81,27 @@ MERGE_WARPS = 4
 # keys 0.980x at 8k: the early requests gain nothing the kernel waits on and queue ahead of the
 # rope kernel's (as l2_ahead's did, run 91). bench/engine_speed.py --attention-kv-prefetch N.
 KV_PREFETCH_KEYS = 0
+# the query rows a split program takes in launches of more than WIDE_ROWS (verify and draft
+# blocks: 16 tokens x 4 query heads a KV head = 64 rows at the 8B shapes), a power of two >= 16;
+# 0: all of them in one program. With all 64 the program holds a 64 x 128 fp32 accumulator, its
+# query tile and a 64 x 64 score tile. ptxas for sm_90 (4 warps, 255 registers either way),
+# bytes a thread spilled in the verify's causal launch: 752 with all 64 rows, 32 with 32, 40
+# with 16, two programs an SM; the drafter's non-causal launch spills 900 / 852 / 612 whatever
+# the rows (its mask is not why). With 16 rows a program, four programs share each slice's
+# keys (read once from HBM, then from L2). Unmeasured; bench/engine_speed.py
+# --attention-q-rows N.
+WIDE_Q_ROWS = 0
+
+
+def split_query_rows(rows: int, block_q: int, fused_merge: bool) -> int:
+    """The query rows a split program takes, of a launch's `rows` (padded to block_q): all of
+    them, or WIDE_Q_ROWS in launches of more than WIDE_ROWS rows (not with the in-kernel
+    merge, whose last program of a slice count merges every row)."""
+    if WIDE_Q_ROWS < 0 or WIDE_Q_ROWS & (WIDE_Q_ROWS - 1) or 0 < WIDE_Q_ROWS < 16:
+        raise ValueError(f"WIDE_Q_ROWS must be 0 or a power of two >= 16, got {WIDE_Q_ROWS}")
+    if rows > WIDE_ROWS and WIDE_Q_ROWS and not fused_merge:
+        return min(block_q, WIDE_Q_ROWS)
+    return block_q
 
 
 def kv_prefetch_arguments(k_cache: torch.Tensor, v_cache: torch.Tensor) -> dict:
@@ -210,7 +231,9 @@ def _split_kernel(
     ahead1_bytes=0,
     KV_AHEAD: tl.constexpr = 0,
     cache_len=0,
+    Q_ROWS: tl.constexpr = 0,
 ):
+    tl.static_assert(Q_ROWS >= 16, "Q_ROWS: the query rows a program takes (split_query_rows)")
     bh = tl.program_id(0)
     split = tl.program_id(1)
     kv_heads = HEADS // GROUP
@@ -223,7 +246,8 @@ def _split_kernel(
         _prefetch_slice(k_ptr, v_ptr, pos_ptr, b * stride_kb + kvh * stride_kh, b, split, T,
                         cache_len, HEAD_DIM, NUM_SPLITS, BLOCK_KV, MIN_KEYS, KV_AHEAD)  # fmt: skip
     pdl_enter(PDL)
-    rows = tl.arange(0, BLOCK_Q)  # row = t * GROUP + g
+    # this program's Q_ROWS of the launch's BLOCK_Q query rows (row = t * GROUP + g)
+    rows = tl.program_id(2) * Q_ROWS + tl.arange(0, Q_ROWS)
     t = rows // GROUP
     g = rows % GROUP
     row_ok = t < T
@@ -234,9 +258,9 @@ def _split_kernel(
     hi = tl.minimum(lo + per_split, kv_end)
     q_rows = (b * T + t) * HEADS + kvh * GROUP + g
     q = tl.load(q_ptr + q_rows[:, None] * HEAD_DIM + d[None, :], mask=row_ok[:, None], other=0.0)
-    m_i = tl.full([BLOCK_Q], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_Q], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_Q, HEAD_DIM], dtype=tl.float32)
+    m_i = tl.full([Q_ROWS], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([Q_ROWS], dtype=tl.float32)
+    acc = tl.zeros([Q_ROWS, HEAD_DIM], dtype=tl.float32)
     base = b * stride_kb + kvh * stride_kh
     for start in range(lo, hi, BLOCK_KV):
         keys = start + tl.arange(0, BLOCK_KV)
@@ -266,6 +290,7 @@ def _split_kernel(
         tl.store(stats_ptr + slot * 2, m_i)
         tl.store(stats_ptr + slot * 2 + 1, l_i)
     if MERGE_ROWS > 0:  # publish, then count; the last split merges (reading through L2)
+        tl.static_assert(Q_ROWS == BLOCK_Q, "the in-kernel merge wants one program a slice")
         if count_done(count_ptr + bh, rows, NUM_SPLITS, FENCE):
             mrows = tl.arange(0, MERGE_ROWS)
             _merge_rows(part_ptr, stats_ptr, out_ptr, bh, mrows, mrows < GROUP * T, T, filled,
@@ -364,7 +389,8 @@ def decode_attention(
     merge_rows = triton.next_power_of_2(group * t)
     fused_merge = group * t <= FUSED_MERGE_MAX_ROWS
     counters = zeroed_counters(q.device, batch * kv_heads) if fused_merge else stats
-    _split_kernel[(batch * kv_heads, num_splits)](
+    q_rows = split_query_rows(group * t, block_q, fused_merge)
+    _split_kernel[(batch * kv_heads, num_splits, block_q // q_rows)](
         q,
         k_cache,
         v_cache,
@@ -392,6 +418,7 @@ def decode_attention(
         FENCE=fused_merge and not INTERPRETED,
         **regions,
         **kv_prefetch_arguments(k_cache, v_cache),
+        Q_ROWS=q_rows,
         num_warps=SPLIT_WARPS["wide" if group * t > WIDE_ROWS else "narrow"],
     )
     if fused_merge:
