@@ -784,6 +784,13 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         if rows and (rows < 16 or rows & (rows - 1)):
             parser.error("--attention-q-rows must be 0 or a power of two >= 16")
         out[attention, "WIDE_Q_ROWS"] = rows
+    step = args.attention_kv_step
+    if step:
+        if step < 16 or attention.BLOCK_KV % step or step & (step - 1):
+            parser.error(
+                f"--attention-kv-step must be a power of two from 16 to {attention.BLOCK_KV}"
+            )
+        out[attention, "SPLIT_KV_STEP"] = step
     split = {k: v for k, v in args.attention_warps.items() if k != "merge"}
     if split:
         out[attention, "SPLIT_WARPS"] = attention.SPLIT_WARPS | split
@@ -815,7 +822,7 @@ ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_kv_prefetch",
-    "attention_q_rows",
+    "attention_q_rows", "attention_kv_step",
 )  # fmt: skip
 
 
@@ -989,6 +996,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(kernels/attention.WIDE_Q_ROWS, a power of two >= 16; 0 all); -1: default",
     )
     parser.add_argument(
+        "--attention-kv-step",
+        type=int,
+        default=0,
+        help="attention: the keys a split program's loop takes a step (kernels/attention."
+        "SPLIT_KV_STEP, a power of two from 16 to 64); 0: default",
+    )
+    parser.add_argument(
         "--attention-warps",
         type=attention_warps,
         default={},
@@ -1081,6 +1095,7 @@ def main() -> None:
             args.attention_kv_prefetch if args.attention_kv_prefetch >= 0 else "default"
         ),
         "attention_q_rows": args.attention_q_rows if args.attention_q_rows >= 0 else "default",
+        "attention_kv_step": args.attention_kv_step or "default",
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

@@ -80,6 +80,7 @@ def small_cases(preset: str, rows: int, num_splits: int) -> list[tuple]:
     split = shape | dict(BLOCK_KV=attention.BLOCK_KV, F32_DOT=False, CAUSAL=True,
                          MIN_KEYS=attention.min_split_keys(group * rows),
                          Q_ROWS=attention.split_query_rows(group * rows, block_q, False),
+                         KV_STEP=attention.kv_step(),
                          num_warps=attention.SPLIT_WARPS[wide])  # fmt: skip
     merge_types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": BF16, "pos_ptr": "*i64"}
     merge = shape | dict(SPLITS_P2=triton.next_power_of_2(num_splits),

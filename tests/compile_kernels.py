@@ -126,11 +126,15 @@ def cases() -> list[tuple[str, object, dict, dict]]:
     for t, causal in ((1, True), (16, True), (16, False)):
         block_q = max(16, triton.next_power_of_2(4 * t))
         consts = dict(HEADS=32, GROUP=4, HEAD_DIM=128, NUM_SPLITS=33, BLOCK_Q=block_q)
-        consts |= dict(BLOCK_KV=attention.BLOCK_KV, F32_DOT=False, CAUSAL=causal, Q_ROWS=block_q)
+        consts |= dict(BLOCK_KV=attention.BLOCK_KV, F32_DOT=False, CAUSAL=causal, Q_ROWS=block_q,
+                       KV_STEP=attention.BLOCK_KV)  # fmt: skip
         out.append((f"attention split T={t}", attention._split_kernel, split_types, consts))
-        if t == 16:  # a program for each 16 of the 64 query rows (attention.WIDE_Q_ROWS)
+        if t == 16:  # a program for each 16 of the 64 query rows (attention.WIDE_Q_ROWS), and
+            # 32 keys a loop step (attention.SPLIT_KV_STEP)
             out.append((f"attention split T={t} Q_ROWS=16", attention._split_kernel,
                         split_types, consts | dict(Q_ROWS=16)))  # fmt: skip
+            out.append((f"attention split T={t} Q_ROWS=16 KV_STEP=32", attention._split_kernel,
+                        split_types, consts | dict(Q_ROWS=16, KV_STEP=32)))  # fmt: skip
         ahead = consts | dict(AHEAD=2)  # the o weight's two W12 planes asked for in L2
         types = split_types | {"ahead0_ptr": "*u8", "ahead1_ptr": "*u8"}
         out.append((f"attention split T={t} AHEAD=2", attention._split_kernel, types, ahead))

@@ -662,6 +662,29 @@ def test_decode_attention_query_row_blocks(monkeypatch, q_rows: int, t: int, cau
         assert torch.equal(out, whole)
 
 
+@pytest.mark.parametrize(("step", "t", "q_rows"), [(32, 1, 0), (16, 5, 0), (32, 16, 16)])
+def test_decode_attention_kv_step(monkeypatch, step: int, t: int, q_rows: int) -> None:
+    """Split programs that walk their slices SPLIT_KV_STEP keys a step (slices stay multiples
+    of BLOCK_KV): within exact attention's rounding bound with NaN scratch, alone and with
+    query-row blocks."""
+    from specpilot.kernels import attention
+
+    monkeypatch.setattr(attention, "SPLIT_KV_STEP", step)
+    monkeypatch.setattr(attention, "WIDE_Q_ROWS", q_rows)
+    check_attention_nan_scratch(monkeypatch, t, 7 + t)
+
+
+def test_kv_step_rules(monkeypatch) -> None:
+    """SPLIT_KV_STEP: a power of two from 16 to BLOCK_KV, else an error at launch."""
+    from specpilot.kernels import attention
+
+    assert attention.kv_step() == attention.BLOCK_KV
+    for bad in (8, 48, 2 * attention.BLOCK_KV):
+        monkeypatch.setattr(attention, "SPLIT_KV_STEP", bad)
+        with pytest.raises(ValueError, match="SPLIT_KV_STEP"):
+            attention.kv_step()
+
+
 def test_split_query_rows_rules(monkeypatch) -> None:
     """WIDE_Q_ROWS: 0 keeps every row in one program; a power of two >= 16 splits launches of
     more than WIDE_ROWS rows (never past the launch's padded rows, never with the in-kernel

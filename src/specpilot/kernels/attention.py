@@ -91,6 +91,19 @@ KV_PREFETCH_KEYS = 0
 # keys (read once from HBM, then from L2). Unmeasured; bench/engine_speed.py
 # --attention-q-rows N.
 WIDE_Q_ROWS = 0
+# the keys a split program's loop takes a step (a power of two dividing BLOCK_KV, which stays
+# the slices' grain). ptxas for sm_90 (4 warps): 32 a step leaves the 16-row programs 254
+# registers and no spill, causal or not (64: 40 and 612 bytes a thread), and the 64-row
+# launches 32 bytes (64: 752 and 900). Unmeasured; bench/engine_speed.py --attention-kv-step N.
+SPLIT_KV_STEP = BLOCK_KV
+
+
+def kv_step() -> int:
+    """SPLIT_KV_STEP, checked: the keys a split program's loop takes a step."""
+    step = SPLIT_KV_STEP
+    if step < 16 or BLOCK_KV % step or step & (step - 1):
+        raise ValueError(f"SPLIT_KV_STEP must be a power of two from 16 to {BLOCK_KV}, got {step}")
+    return step
 
 
 def split_query_rows(rows: int, block_q: int, fused_merge: bool) -> int:
@@ -232,8 +245,10 @@ def _split_kernel(
     KV_AHEAD: tl.constexpr = 0,
     cache_len=0,
     Q_ROWS: tl.constexpr = 0,
+    KV_STEP: tl.constexpr = 0,
 ):
     tl.static_assert(Q_ROWS >= 16, "Q_ROWS: the query rows a program takes (split_query_rows)")
+    tl.static_assert(KV_STEP >= 16 and BLOCK_KV % KV_STEP == 0, "KV_STEP: keys a loop step")
     bh = tl.program_id(0)
     split = tl.program_id(1)
     kv_heads = HEADS // GROUP
@@ -262,8 +277,8 @@ def _split_kernel(
     l_i = tl.zeros([Q_ROWS], dtype=tl.float32)
     acc = tl.zeros([Q_ROWS, HEAD_DIM], dtype=tl.float32)
     base = b * stride_kb + kvh * stride_kh
-    for start in range(lo, hi, BLOCK_KV):
-        keys = start + tl.arange(0, BLOCK_KV)
+    for start in range(lo, hi, KV_STEP):
+        keys = start + tl.arange(0, KV_STEP)
         k_ok = keys < hi
         k = tl.load(
             k_ptr + base + keys[:, None] * stride_kl + d[None, :], mask=k_ok[:, None], other=0.0
@@ -419,6 +434,7 @@ def decode_attention(
         **regions,
         **kv_prefetch_arguments(k_cache, v_cache),
         Q_ROWS=q_rows,
+        KV_STEP=kv_step(),
         num_warps=SPLIT_WARPS["wide" if group * t > WIDE_ROWS else "narrow"],
     )
     if fused_merge:
