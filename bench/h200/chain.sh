@@ -4,8 +4,8 @@
 # against "kernels" and the old "small" without the epilogue; (2) the same at the Llama-3.1-8B
 # shape (new against kernels); (3) the one-row and 16-row floors under "chain": every kernel
 # but the multiplies left out (g), rope + attention left out (na), one process each (ablated
-# outputs are meaningless, the times are the point); (4) W12 against bf16 end to end with
-# today's defaults, paired rounds. Everything comes back in one all.tgz.
+# outputs are meaningless, the times are the point; bench/h200/arms.sh); (4) W12 against
+# bf16 end to end with today's defaults, paired rounds. Everything comes back in one all.tgz.
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 for part in "qwen3-8b|new|;kern|--pdl kernels;small|--pdl small --swiglu-epilogue 0" \
@@ -16,22 +16,8 @@ for part in "qwen3-8b|new|;kern|--pdl kernels;small|--pdl small --swiglu-epilogu
         --out "$OUT/paired-$model.json" >"$OUT/paired-$model.log" 2>&1
     echo "paired $model rc=$?"; grep "^paired" "$OUT/paired-$model.log" | cut -c1-200
 done
-for arm in "g|norm,swiglu,rope,attention" "na|rope,attention"; do
-    name=${arm%%|*}
-    timeout 150 python3 bench/engine_speed.py --contexts 1024 --batches '' --profile 0 \
-        --hf-baseline 0 --repeats 3 --ablate "${arm#*|}" --out "$OUT/ablate-$name.json" \
-        >"$OUT/ablate-$name.log" 2>&1
-    echo "ablate $name (${arm#*|}) rc=$?"; grep "ctx [0-9]*:" "$OUT/ablate-$name.log" | cut -c1-250
-    python3 - "$OUT/ablate-$name.json" <<'PY'
-import json, sys
-report = json.load(open(sys.argv[1]))
-for name, model in report.items():
-    for c in model.get("contexts", []) if isinstance(model, dict) else []:
-        ms = {k: round(v["ms"], 3) for k, v in c["forward"].items() if k in ("1", "16")}
-        print(f"  {name} ctx {c['context']}: forward ms {ms}, draft {c['draft']['ms']:.3f} ms")
-PY
-done
+ARMS="g|--ablate norm,swiglu,rope,attention;na|--ablate rope,attention" bash bench/h200/arms.sh
 timeout "${E2E_S:-240}" python3 bench/w12_speed.py --rows '' --e2e 1024 --paired "${W12_ROUNDS:-6}" \
     --out "$OUT/w12-e2e.json" >"$OUT/w12-e2e.log" 2>&1
 echo "w12 e2e rc=$?"; grep -E "^(e2e|paired)" "$OUT/w12-e2e.log" | cut -c1-250
-(cd "$OUT" && tar czf all.tgz -- *.json *.log && rm -f -- *.json *.log)
+(cd "$OUT" && tar czf all.tgz -- *.json *.log arms.tgz && rm -f -- *.json *.log arms.tgz)
