@@ -24,6 +24,7 @@ bandwidth), and token forcing of the W12 outputs against the bf16 target.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 from functools import partial
@@ -54,12 +55,12 @@ from kernel_sweep import (  # noqa: E402
 )
 from report import finish, save  # bench/ is on sys.path when run as a script
 
-from specpilot.config import EngineConfig
+from specpilot.config import PDL_MODES, EngineConfig
 from specpilot.engine.generator import Generator
 from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model
+from specpilot.kernels import launch, tiles
 from specpilot.kernels import linear as bf16_kernels
-from specpilot.kernels import tiles
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear, tile_rows
 from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
@@ -264,10 +265,12 @@ def end_to_end(
     paired: int = 0,
     profile: bool = False,
     bf16_tiles: dict | None = None,
+    pdl_arms: tuple = (),
 ) -> dict:
     """AR and spec@6.55 (replay) with bf16 weights, then with the same weights in W12 (both arms
     with `engine`, default CUDA graphs on); then the same W12 models once for each W12_ARMS
-    name in `extra` (arm "w12_<name>", with its kernel switches set). paired: then that many
+    name in `extra` (arm "w12_<name>", with its kernel switches set) and for each
+    EngineConfig.pdl mode in `pdl_arms` (arm "w12_pdl_<mode>"). paired: then that many
     interleaved rounds of every arm (engine_speed.paired_rounds; the generators are kept).
     profile: each arm's GPU time by kernel of eager decode / verify / draft forwards.
     bf16_tiles: one more arm, "bf16_swept", the bf16 model with these kernels/linear.py
@@ -279,6 +282,7 @@ def end_to_end(
     bf16_target, bf16_drafter = build(hf, "target", 0), build(draft_hf, "draft", 1)
     out: dict = {"context": context, "copy_bandwidth_tb_s": bw / 1e12, "arms": {}}
     arms = ("bf16", "w12", *(f"w12_{name}" for name in extra))
+    arms += tuple(f"w12_pdl_{mode}" for mode in pdl_arms)  # W12 arms: before bf16_swept
     arms += ("bf16_swept",) if bf16_tiles else ()
     defaults = {flag: getattr(w12_kernels, flag) for sw in W12_ARMS.values() for flag in sw}
     bf16_measured = dict(bf16_kernels.MEASURED_TILES)
@@ -290,6 +294,12 @@ def end_to_end(
             setattr(w12_kernels, flag, value)
         extra_bf16 = bf16_tiles if weights == "bf16_swept" else {}
         bf16_kernels.MEASURED_TILES = bf16_measured | extra_bf16
+
+    def prepare(weights: str, gen: Generator, config: EngineConfig) -> None:
+        """Before each of an arm's paired runs: its kernel switches and its launch settings
+        (graphs keep the ones they were captured with; eager launches read these)."""
+        switch_to(weights)
+        launch.configure(gen.pdl, config.weight_prefetch, config.l2_ahead)
 
     for weights in arms:
         switch_to(weights)
@@ -303,7 +313,10 @@ def end_to_end(
                 dict(bits_per_weight=8 * r.w12_bytes / r.num_weights, escape_rate=r.escape_rate)
                 for r in reports
             ]
-        gen = Generator(target, drafter, engine, torch.device("cuda"), torch.bfloat16)
+        config = engine
+        if weights.startswith("w12_pdl_"):
+            config = dataclasses.replace(engine, pdl=weights.removeprefix("w12_pdl_"))
+        gen = Generator(target, drafter, config, torch.device("cuda"), torch.bfloat16)
         r = measure_context(gen, context, new_tokens, bw, reference=bf16_target, taus=(6.55,))
         r["weight_bytes"] = linear_bytes(target)
         r["pdl"] = gen.pdl
@@ -322,7 +335,7 @@ def end_to_end(
         )
         if paired:  # NOTE: each kept generator of the shared W12 models holds its own fused
             # q|k|v and gate|up weights (fused.concat_rows: ~7 GB at this shape), well in an H200
-            kept[weights] = (gen, partial(switch_to, weights))
+            kept[weights] = (gen, partial(prepare, weights, gen, config))
         del gen
         if weights == arms[-1]:
             del target, drafter, bf16_drafter
@@ -373,6 +386,12 @@ def main() -> None:
         help=f"end to end, more W12 arms, comma-separated: {', '.join(W12_ARMS)}",
     )
     parser.add_argument(
+        "--w12-pdl",
+        default="",
+        help="end to end, one more W12 arm for each of these EngineConfig.pdl modes "
+        "(comma-separated; arm w12_pdl_<mode>)",
+    )
+    parser.add_argument(
         "--paired",
         type=int,
         default=0,
@@ -405,6 +424,9 @@ def main() -> None:
     if args.grid in W12_LOOP_GRIDS and args.rows != "1":
         parser.error(f"--grid {args.grid} sweeps one row: --rows 1")
     extra = tuple(a for a in args.w12_arms.split(",") if a)
+    pdl_arms = tuple(m for m in args.w12_pdl.split(",") if m)
+    if set(pdl_arms) - set(PDL_MODES):
+        parser.error(f"--w12-pdl: unknown {sorted(set(pdl_arms) - set(PDL_MODES))}")
     if set(extra) - set(W12_ARMS):
         parser.error(f"--w12-arms: unknown {sorted(set(extra) - set(W12_ARMS))}")
     swept = {"w12": {}, "bf16": {}}
@@ -457,7 +479,7 @@ def main() -> None:
                               l2_ahead=args.l2_ahead)  # fmt: skip
         report["end_to_end"] = end_to_end(
             args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile),
-            swept["bf16"],
+            swept["bf16"], pdl_arms,
         )  # fmt: skip
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch,
                     "l2_ahead": engine.l2_ahead}  # fmt: skip

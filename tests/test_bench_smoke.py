@@ -224,6 +224,10 @@ def test_swept_tiles_and_loop_grids(tmp_path, monkeypatch) -> None:
         assert {t["LOOP_STAGES"] for t in tiles} == {2, 3, 4}
     with pytest.raises(ValueError, match="one row"):
         w12_speed.candidates(16, 4096, "loop")
+    # --w12-pdl names EngineConfig.pdl modes: anything else is a usage error before any model
+    monkeypatch.setattr(sys, "argv", [*argv, "--w12-pdl", "small,quick"])
+    with pytest.raises(SystemExit):
+        w12_speed.main()
 
 
 def test_fastest_records_every_tile(monkeypatch) -> None:
