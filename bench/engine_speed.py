@@ -791,6 +791,11 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
                 f"--attention-kv-step must be a power of two from 16 to {attention.BLOCK_KV}"
             )
         out[attention, "SPLIT_KV_STEP"] = step
+    block = args.attention_merge_program_rows
+    if block >= 0:
+        if block & (block - 1):
+            parser.error("--attention-merge-program-rows must be 0 or a power of two")
+        out[attention, "MERGE_PROGRAM_ROWS"] = block
     split = {k: v for k, v in args.attention_warps.items() if k != "merge"}
     if split:
         out[attention, "SPLIT_WARPS"] = attention.SPLIT_WARPS | split
@@ -822,7 +827,7 @@ ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_kv_prefetch",
-    "attention_q_rows", "attention_kv_step",
+    "attention_q_rows", "attention_kv_step", "attention_merge_program_rows",
 )  # fmt: skip
 
 
@@ -1003,6 +1008,13 @@ def build_parser() -> argparse.ArgumentParser:
         "SPLIT_KV_STEP, a power of two from 16 to 64); 0: default",
     )
     parser.add_argument(
+        "--attention-merge-program-rows",
+        type=int,
+        default=-1,
+        help="attention: the query rows a merge program takes (kernels/attention."
+        "MERGE_PROGRAM_ROWS, a power of two; 0 one, the merge kernel); -1: default",
+    )
+    parser.add_argument(
         "--attention-warps",
         type=attention_warps,
         default={},
@@ -1096,6 +1108,11 @@ def main() -> None:
         ),
         "attention_q_rows": args.attention_q_rows if args.attention_q_rows >= 0 else "default",
         "attention_kv_step": args.attention_kv_step or "default",
+        "attention_merge_program_rows": (
+            args.attention_merge_program_rows
+            if args.attention_merge_program_rows >= 0
+            else "default"
+        ),
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

@@ -366,6 +366,8 @@ def test_paired_arms_take_only_engine_options() -> None:
     assert engine_speed.module_switches(qr, parser) == {(attention, "WIDE_Q_ROWS"): 16}
     ks = engine_speed.paired_arms("a|;s|--attention-kv-step 32", parser, args)["s"]
     assert engine_speed.module_switches(ks, parser) == {(attention, "SPLIT_KV_STEP"): 32}
+    mp = engine_speed.paired_arms("a|;m|--attention-merge-program-rows 16", parser, args)["m"]
+    assert engine_speed.module_switches(mp, parser) == {(attention, "MERGE_PROGRAM_ROWS"): 16}
     assert engine_speed.attention_warps("8") == {"narrow": 8, "wide": 8, "merge": 8}
     for bad in ("split=8", "wide=3"):
         with pytest.raises(argparse.ArgumentTypeError):
@@ -378,6 +380,7 @@ def test_paired_arms_take_only_engine_options() -> None:
         ("a|;b|--attention-kv-prefetch 100", args),
         ("a|;b|--attention-q-rows 24", args),
         ("a|;b|--attention-kv-step 128", args),
+        ("a|;b|--attention-merge-program-rows 12", args),
         ("a|;b|--pdl off", parser.parse_args(["--swiglu-epilogue", "0"])),
     ]
     for spec, given in bad:

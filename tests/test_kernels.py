@@ -674,6 +674,30 @@ def test_decode_attention_kv_step(monkeypatch, step: int, t: int, q_rows: int) -
     check_attention_nan_scratch(monkeypatch, t, 7 + t)
 
 
+@pytest.mark.parametrize(("block", "t"), [(4, 1), (16, 16), (4, 5), (64, 2)])
+def test_decode_attention_merge_program_rows(monkeypatch, block: int, t: int) -> None:
+    """The merge with several query rows a program (MERGE_PROGRAM_ROWS, the slices walked in
+    order): within exact attention's rounding bound with NaN scratch (an unfilled slice read,
+    or a row left unmerged, fails), from one block of rows to many, a last block part full."""
+    from specpilot.kernels import attention
+
+    monkeypatch.setattr(attention, "MERGE_PROGRAM_ROWS", block)
+    rows = 2 * t  # check_attention_nan_scratch: 2 query heads a KV head
+    assert attention.merge_program_rows(rows) == min(block, 1 << (rows - 1).bit_length())
+    check_attention_nan_scratch(monkeypatch, t, 11 + t)
+
+
+def test_merge_program_rows_rules(monkeypatch) -> None:
+    """MERGE_PROGRAM_ROWS: 0 (one row a program) or a power of two, else an error."""
+    from specpilot.kernels import attention
+
+    assert attention.merge_program_rows(64) == 0
+    for bad in (-4, 12):
+        monkeypatch.setattr(attention, "MERGE_PROGRAM_ROWS", bad)
+        with pytest.raises(ValueError, match="MERGE_PROGRAM_ROWS"):
+            attention.merge_program_rows(64)
+
+
 def test_kv_step_rules(monkeypatch) -> None:
     """SPLIT_KV_STEP: a power of two from 16 to BLOCK_KV, else an error at launch."""
     from specpilot.kernels import attention

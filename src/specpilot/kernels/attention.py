@@ -96,6 +96,13 @@ WIDE_Q_ROWS = 0
 # registers and no spill, causal or not (64: 40 and 612 bytes a thread), and the 64-row
 # launches 32 bytes (64: 752 and 900). Unmeasured; bench/engine_speed.py --attention-kv-step N.
 SPLIT_KV_STEP = BLOCK_KV
+# the query rows a merge program takes; 0: one (_merge_kernel: every filled slice's partial of
+# the row loaded at once, [64, HEAD_DIM] fp32 padded at 33 slices: 229 registers with 4 warps,
+# ptxas), else that many rows (at most the launch's) walked slice by slice in order
+# (_merge_rows_kernel: the in-kernel merge's loop; verify and draft blocks 64 rows a KV head, so
+# 16 a program gives a quarter of the programs). Unmeasured; bench/engine_speed.py
+# --attention-merge-program-rows N.
+MERGE_PROGRAM_ROWS = 0
 
 
 def kv_step() -> int:
@@ -109,7 +116,7 @@ def kv_step() -> int:
 def split_query_rows(rows: int, block_q: int, fused_merge: bool) -> int:
     """The query rows a split program takes, of a launch's `rows` (padded to block_q): all of
     them, or WIDE_Q_ROWS in launches of more than WIDE_ROWS rows (not with the in-kernel
-    merge, whose last program of a slice count merges every row)."""
+    merge, where the last of a KV head's split programs merges all of its rows)."""
     if WIDE_Q_ROWS < 0 or WIDE_Q_ROWS & (WIDE_Q_ROWS - 1) or 0 < WIDE_Q_ROWS < 16:
         raise ValueError(f"WIDE_Q_ROWS must be 0 or a power of two >= 16, got {WIDE_Q_ROWS}")
     if rows > WIDE_ROWS and WIDE_Q_ROWS and not fused_merge:
@@ -356,6 +363,44 @@ def _merge_kernel(
     )
 
 
+@triton.jit
+def _merge_rows_kernel(
+    part_ptr,
+    stats_ptr,
+    out_ptr,
+    pos_ptr,
+    T,
+    HEADS: tl.constexpr,
+    GROUP: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    NUM_SPLITS: tl.constexpr,
+    BLOCK_Q: tl.constexpr,
+    BLOCK_KV: tl.constexpr,
+    MIN_KEYS: tl.constexpr,
+    ROWS: tl.constexpr,
+    PDL: tl.constexpr = False,
+):
+    """The merge for ROWS query rows of a (sequence, KV head) a program (MERGE_PROGRAM_ROWS):
+    the filled slices' partials combined in order, as the in-kernel merge does."""
+    pdl_enter(PDL)
+    bh = tl.program_id(0)
+    rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
+    b = bh // (HEADS // GROUP)
+    _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS)
+    _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, rows < GROUP * T, T, filled, HEADS,
+                GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q)  # fmt: skip
+
+
+def merge_program_rows(rows: int) -> int:
+    """The query rows a merge program takes in a launch of `rows`: 0 (one a program, the
+    slices combined at once: _merge_kernel), or MERGE_PROGRAM_ROWS (_merge_rows_kernel), at
+    most the launch's rows rounded up to a power of two."""
+    block = MERGE_PROGRAM_ROWS
+    if block < 0 or block & (block - 1):
+        raise ValueError(f"MERGE_PROGRAM_ROWS must be 0 or a power of two, got {block}")
+    return min(block, triton.next_power_of_2(rows)) if block else 0
+
+
 def num_splits_for(batch: int, kv_heads: int, max_len: int, num_sms: int = 132) -> int:
     """Enough key slices to give every SM about two programs, no more than the keys allow."""
     want = max(1, (2 * num_sms) // (batch * kv_heads))
@@ -438,6 +483,26 @@ def decode_attention(
         num_warps=SPLIT_WARPS["wide" if group * t > WIDE_ROWS else "narrow"],
     )
     if fused_merge:
+        return out
+    block = merge_program_rows(group * t)
+    if block:  # several rows a program, the slices walked in order (_merge_rows)
+        _merge_rows_kernel[(batch * kv_heads, triton.cdiv(group * t, block))](
+            part,
+            stats,
+            out,
+            pos,
+            t,
+            HEADS=heads,
+            GROUP=group,
+            HEAD_DIM=head_dim,
+            NUM_SPLITS=num_splits,
+            BLOCK_Q=block_q,
+            BLOCK_KV=BLOCK_KV,
+            MIN_KEYS=min_keys,
+            ROWS=block,
+            **launch.pdl(out),
+            num_warps=MERGE_WARPS,
+        )
         return out
     _merge_kernel[(batch * kv_heads, group * t)](
         part,
