@@ -13,6 +13,7 @@ JSON object.
 from __future__ import annotations
 
 import argparse
+import itertools
 
 import triton
 from kernel_sweep import layer_shapes  # bench/ is on sys.path when run as a script
@@ -103,7 +104,31 @@ def small_cases(preset: str, rows: int, num_splits: int) -> list[tuple]:
     ]  # fmt: skip
 
 
-def audit(preset: str, rows_list: list[int], context: int) -> list[dict]:
+def attention_variants(preset: str, rows: int, num_splits: int) -> list[tuple]:
+    """The split kernel as launched, then with each combination of the attention switches that
+    change its code (WIDE_Q_ROWS: query rows a program, SPLIT_KV_STEP: keys a loop step,
+    causal or not: target verify or drafter block), and the merge with MERGE_PROGRAM_ROWS rows
+    a program; labels name the variant ("split q16 s32 noncausal")."""
+    (_, split_fn, split_types, split), (_, merge_fn, merge_types, merge), *_ = small_cases(
+        preset, rows, num_splits
+    )
+    block_q = split["BLOCK_Q"]
+    out = []
+    for q_rows, step, causal in itertools.product(
+        sorted({block_q, min(32, block_q), 16}, reverse=True), (attention.BLOCK_KV, 32),
+        (True, False),
+    ):  # fmt: skip
+        label = f"split q{q_rows} s{step} {'causal' if causal else 'noncausal'}"
+        consts = split | dict(Q_ROWS=q_rows, KV_STEP=step, CAUSAL=causal)
+        out.append((label, split_fn, split_types, consts))
+    block = min(16, triton.next_power_of_2(split["GROUP"] * rows))
+    rows_consts = {k: v for k, v in merge.items() if k != "SPLITS_P2"} | dict(ROWS=block)
+    out.append((f"merge {block} rows a program", attention._merge_rows_kernel, merge_types,
+                rows_consts))  # fmt: skip
+    return out
+
+
+def audit(preset: str, rows_list: list[int], context: int, variants: bool = False) -> list[dict]:
     """A row a kernel: its label, token rows, kind, ptxas's resources (aot.usage) and the
     constants it was compiled with."""
     shapes = layer_shapes(preset)
@@ -117,6 +142,9 @@ def audit(preset: str, rows_list: list[int], context: int) -> list[dict]:
             cases.append((f"{name} {n}x{k}", "w12", *w12_case(name, rows, n, k)))
         cases += [(label, "small", *rest) for label, *rest in small_cases(preset, rows,
                                                                           num_splits)]  # fmt: skip
+        if variants:
+            cases += [(label, "attn", *rest) for label, *rest in attention_variants(
+                preset, rows, num_splits)]  # fmt: skip
         for label, kind, fn, types, consts in cases:
             row = dict(rows=rows, kernel=label, kind=kind)
             try:
@@ -132,15 +160,15 @@ def audit(preset: str, rows_list: list[int], context: int) -> list[dict]:
 
 def table(rows: list[dict]) -> list[str]:
     """The printed table: a line a kernel."""
-    lines = [f"{'rows':>4} {'kind':<5} {'kernel':<22} {'regs':>4} {'spill st/ld':>11} "
+    lines = [f"{'rows':>4} {'kind':<5} {'kernel':<26} {'regs':>4} {'spill st/ld':>11} "
              f"{'smem':>7} {'warps':>5} {'per SM':>6} {'limited by':<10}"]  # fmt: skip
     for r in rows:
         if "error" in r:
-            lines.append(f"{r['rows']:>4} {r['kind']:<5} {r['kernel']:<22} {r['error']}")
+            lines.append(f"{r['rows']:>4} {r['kind']:<5} {r['kernel']:<26} {r['error']}")
             continue
         spill = f"{r['spill_stores']}/{r['spill_loads']}"
         lines.append(
-            f"{r['rows']:>4} {r['kind']:<5} {r['kernel']:<22} {r['registers']:>4} {spill:>11} "
+            f"{r['rows']:>4} {r['kind']:<5} {r['kernel']:<26} {r['registers']:>4} {spill:>11} "
             f"{r['shared']:>7} {r['warps']:>5} {r['programs_per_sm']:>6} {r['limited_by']:<10}"
         )
     return lines
@@ -151,9 +179,16 @@ def main() -> None:
     parser.add_argument("--model", default="qwen3-8b", choices=["qwen3-8b", "llama3.1-8b"])
     parser.add_argument("--rows", default="1,16", help="token rows, comma-separated")
     parser.add_argument("--context", type=int, default=2048, help="the cache's capacity")
+    parser.add_argument(
+        "--attention-variants",
+        action="store_true",
+        help="also the attention kernels under each combination of WIDE_Q_ROWS, SPLIT_KV_STEP "
+        "and causal or not, and the merge with MERGE_PROGRAM_ROWS",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
-    rows = audit(args.model, [int(r) for r in args.rows.split(",") if r], args.context)
+    rows_list = [int(r) for r in args.rows.split(",") if r]
+    rows = audit(args.model, rows_list, args.context, args.attention_variants)
     for line in table(rows):
         print(line)
     finish({"bench": "ptxas_audit", "model": args.model, "target": "sm_90", "rows": rows},

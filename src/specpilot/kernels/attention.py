@@ -83,24 +83,24 @@ MERGE_WARPS = 4
 KV_PREFETCH_KEYS = 0
 # the query rows a split program takes in launches of more than WIDE_ROWS (verify and draft
 # blocks: 16 tokens x 4 query heads a KV head = 64 rows at the 8B shapes), a power of two >= 16;
-# 0: all of them in one program. With all 64 the program holds a 64 x 128 fp32 accumulator, its
-# query tile and a 64 x 64 score tile. ptxas for sm_90 (4 warps, 255 registers either way),
-# bytes a thread spilled in the verify's causal launch: 752 with all 64 rows, 32 with 32, 40
-# with 16, two programs an SM; the drafter's non-causal launch spills 900 / 852 / 612 whatever
-# the rows (its mask is not why). With 16 rows a program, four programs share each slice's
-# keys (read once from HBM, then from L2). Unmeasured; bench/engine_speed.py
-# --attention-q-rows N.
+# 0: all of them in one program, which holds a 64 x 128 fp32 accumulator, its query tile and a
+# 64 x 64 score tile. With 16 rows a program, four programs share each slice's keys (read once
+# from HBM, then from L2). Unmeasured; bench/engine_speed.py --attention-q-rows N.
 WIDE_Q_ROWS = 0
 # the keys a split program's loop takes a step (a power of two dividing BLOCK_KV, which stays
-# the slices' grain). ptxas for sm_90 (4 warps): 32 a step leaves the 16-row programs 254
-# registers and no spill, causal or not (64: 40 and 612 bytes a thread), and the 64-row
-# launches 32 bytes (64: 752 and 900). Unmeasured; bench/engine_speed.py --attention-kv-step N.
+# the slices' grain). Unmeasured; bench/engine_speed.py --attention-kv-step N.
+# ptxas for sm_90, 4 warps, 255 registers and two programs an SM in every case (bench/
+# ptxas_audit.py --attention-variants, an 8k cache; bench/results/2026-12-01-ptxas-attention-
+# cpu/), bytes a thread spilled, causal (verify) / non-causal (drafter):
+#   64 query rows a program: 612 / 908 at 64 keys a step, 32 / 0 at 32
+#   32 rows: 52 / 868 at 64 keys, 0 / 0 at 32; 16 rows: 36 / 628 at 64 keys, 0 / 0 at 32
+#   one-token launches (16 rows, 4 used): 36 / 628 at 64 keys, 0 / 0 at 32
 SPLIT_KV_STEP = BLOCK_KV
 # the query rows a merge program takes; 0: one (_merge_kernel: every filled slice's partial of
-# the row loaded at once, [64, HEAD_DIM] fp32 padded at 33 slices: 229 registers with 4 warps,
-# ptxas), else that many rows (at most the launch's) walked slice by slice in order
-# (_merge_rows_kernel: the in-kernel merge's loop; verify and draft blocks 64 rows a KV head, so
-# 16 a program gives a quarter of the programs). Unmeasured; bench/engine_speed.py
+# the row loaded at once: 229 registers, 2 programs an SM at 33 slices, which caches of more
+# than 2,048 tokens get; 94 and 5 at 17-32), else that many rows (at most the launch's) walked slice
+# by slice in order (_merge_rows_kernel: the in-kernel merge's loop; 16 rows 56 registers and 9
+# programs an SM, 4 rows 31 and 16). Unmeasured; bench/engine_speed.py
 # --attention-merge-program-rows N.
 MERGE_PROGRAM_ROWS = 0
 
