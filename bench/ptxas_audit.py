@@ -122,9 +122,9 @@ def attention_variants(preset: str, rows: int, num_splits: int) -> list[tuple]:
         consts = split | dict(Q_ROWS=q_rows, KV_STEP=step, CAUSAL=causal)
         out.append((label, split_fn, split_types, consts))
     block = min(16, triton.next_power_of_2(split["GROUP"] * rows))
-    rows_consts = {k: v for k, v in merge.items() if k != "SPLITS_P2"} | dict(ROWS=block)
-    out.append((f"merge {block} rows a program", attention._merge_rows_kernel, merge_types,
-                rows_consts))  # fmt: skip
+    out.append(
+        (f"merge {block} rows a program", merge_fn, merge_types, merge | dict(MERGE_BLOCK=block))
+    )
     return out
 
 

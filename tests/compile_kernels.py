@@ -149,10 +149,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         merge |= dict(SPLITS_P2=64, BLOCK_KV=attention.BLOCK_KV)
         types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": bf16, "pos_ptr": "*i64"}
         out.append((f"attention merge T={t}", attention._merge_kernel, types, merge))
-        rows = {k: v for k, v in merge.items() if k != "SPLITS_P2"}
-        rows |= dict(MIN_KEYS=attention.BLOCK_KV, ROWS=min(16, block_q))  # MERGE_PROGRAM_ROWS
-        out.append((f"attention merge T={t} rows a program", attention._merge_rows_kernel, types,
-                    rows))  # fmt: skip
+        rows = merge | dict(MERGE_BLOCK=min(16, block_q))  # MERGE_PROGRAM_ROWS
+        out.append((f"attention merge T={t} rows a program", attention._merge_kernel, types, rows))
         if causal:  # 8 warps a program (attention.SPLIT_WARPS / MERGE_WARPS)
             eight = dict(num_warps=8)
             out.append((f"attention split T={t} 8 warps", attention._split_kernel, split_types,

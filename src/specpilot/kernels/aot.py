@@ -37,6 +37,8 @@ OFF = {
     "ESC_IN_LOOP": 0,
     "HALVES": 0,
     "AHEAD": 0,
+    "KV_AHEAD": 0,
+    "MERGE_BLOCK": 0,
     "TMA": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")

@@ -92,14 +92,14 @@ WIDE_Q_ROWS = 0
 # ptxas for sm_90, 4 warps, 255 registers and two programs an SM in every case (bench/
 # ptxas_audit.py --attention-variants, an 8k cache; bench/results/2026-12-01-ptxas-attention-
 # cpu/), bytes a thread spilled, causal (verify) / non-causal (drafter):
-#   64 query rows a program: 612 / 908 at 64 keys a step, 32 / 0 at 32
-#   32 rows: 52 / 868 at 64 keys, 0 / 0 at 32; 16 rows: 36 / 628 at 64 keys, 0 / 0 at 32
-#   one-token launches (16 rows, 4 used): 36 / 628 at 64 keys, 0 / 0 at 32
+#   64 query rows a program: 620 / 896 at 64 keys a step, 100 / 0 at 32
+#   32 rows: 36 / 892 at 64 keys, 0 / 0 at 32; 16 rows: 44 / 604 at 64 keys, 0 / 0 at 32
+#   one-token launches (16 rows, 4 used): 44 / 604 at 64 keys, 0 / 0 at 32
 SPLIT_KV_STEP = BLOCK_KV
 # the query rows a merge program takes; 0: one (_merge_kernel: every filled slice's partial of
 # the row loaded at once: 229 registers, 2 programs an SM at 33 slices, which caches of more
 # than 2,048 tokens get; 94 and 5 at 17-32), else that many rows (at most the launch's) walked slice
-# by slice in order (_merge_rows_kernel: the in-kernel merge's loop; 16 rows 56 registers and 9
+# by slice in order (the in-kernel merge's loop, _merge_rows; 16 rows 56 registers and 9
 # programs an SM, 4 rows 31 and 16). Unmeasured; bench/engine_speed.py
 # --attention-merge-program-rows N.
 MERGE_PROGRAM_ROWS = 0
@@ -336,17 +336,26 @@ def _merge_kernel(
     BLOCK_KV: tl.constexpr,
     MIN_KEYS: tl.constexpr = 64,
     PDL: tl.constexpr = False,
+    MERGE_BLOCK: tl.constexpr = 0,
 ):
+    """The filled slices' partials of (sequence, KV head) combined into out: one query row a
+    program, every slice loaded at once (MERGE_BLOCK 0), or MERGE_BLOCK rows a program walking
+    the slices in order as the in-kernel merge does (MERGE_PROGRAM_ROWS)."""
     pdl_enter(PDL)
     bh = tl.program_id(0)
-    row = tl.program_id(1)  # row = t * GROUP + g
-    t = row // GROUP
-    if t >= T:
-        return
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
     _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS)
+    if MERGE_BLOCK > 0:
+        rows = tl.program_id(1) * MERGE_BLOCK + tl.arange(0, MERGE_BLOCK)
+        _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, rows < GROUP * T, T, filled, HEADS,
+                    GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q)  # fmt: skip
+        return
+    row = tl.program_id(1)  # row = t * GROUP + g
+    t = row // GROUP
+    if t >= T:
+        return
     sp = tl.arange(0, SPLITS_P2)
     sp_ok = sp < filled
     slot = (bh * NUM_SPLITS + sp) * BLOCK_Q + row
@@ -363,38 +372,10 @@ def _merge_kernel(
     )
 
 
-@triton.jit
-def _merge_rows_kernel(
-    part_ptr,
-    stats_ptr,
-    out_ptr,
-    pos_ptr,
-    T,
-    HEADS: tl.constexpr,
-    GROUP: tl.constexpr,
-    HEAD_DIM: tl.constexpr,
-    NUM_SPLITS: tl.constexpr,
-    BLOCK_Q: tl.constexpr,
-    BLOCK_KV: tl.constexpr,
-    MIN_KEYS: tl.constexpr,
-    ROWS: tl.constexpr,
-    PDL: tl.constexpr = False,
-):
-    """The merge for ROWS query rows of a (sequence, KV head) a program (MERGE_PROGRAM_ROWS):
-    the filled slices' partials combined in order, as the in-kernel merge does."""
-    pdl_enter(PDL)
-    bh = tl.program_id(0)
-    rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
-    b = bh // (HEADS // GROUP)
-    _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS)
-    _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, rows < GROUP * T, T, filled, HEADS,
-                GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q)  # fmt: skip
-
-
 def merge_program_rows(rows: int) -> int:
-    """The query rows a merge program takes in a launch of `rows`: 0 (one a program, the
-    slices combined at once: _merge_kernel), or MERGE_PROGRAM_ROWS (_merge_rows_kernel), at
-    most the launch's rows rounded up to a power of two."""
+    """The query rows a merge program takes in a launch of `rows` (_merge_kernel's MERGE_BLOCK): 0
+    (one a program, the slices combined at once), or MERGE_PROGRAM_ROWS, at most the launch's
+    rows rounded up to a power of two."""
     block = MERGE_PROGRAM_ROWS
     if block < 0 or block & (block - 1):
         raise ValueError(f"MERGE_PROGRAM_ROWS must be 0 or a power of two, got {block}")
@@ -484,27 +465,9 @@ def decode_attention(
     )
     if fused_merge:
         return out
-    block = merge_program_rows(group * t)
-    if block:  # several rows a program, the slices walked in order (_merge_rows)
-        _merge_rows_kernel[(batch * kv_heads, triton.cdiv(group * t, block))](
-            part,
-            stats,
-            out,
-            pos,
-            t,
-            HEADS=heads,
-            GROUP=group,
-            HEAD_DIM=head_dim,
-            NUM_SPLITS=num_splits,
-            BLOCK_Q=block_q,
-            BLOCK_KV=BLOCK_KV,
-            MIN_KEYS=min_keys,
-            ROWS=block,
-            **launch.pdl(out),
-            num_warps=MERGE_WARPS,
-        )
-        return out
-    _merge_kernel[(batch * kv_heads, group * t)](
+    block = merge_program_rows(group * t)  # 0: one row a program
+    grid = (batch * kv_heads, triton.cdiv(group * t, block) if block else group * t)
+    _merge_kernel[grid](
         part,
         stats,
         out,
@@ -519,6 +482,7 @@ def decode_attention(
         BLOCK_KV=BLOCK_KV,
         MIN_KEYS=min_keys,
         **launch.pdl(out),
+        MERGE_BLOCK=block,
         num_warps=MERGE_WARPS,
     )
     return out
