@@ -775,27 +775,18 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         out[fused, "PROLOGUE_MAX_K"] = args.prologue_max_k
     if args.pdl_min_waves:
         out[launch, "PDL_MIN_WAVES"] = args.pdl_min_waves
-    if args.attention_kv_prefetch >= 0:
-        if args.attention_kv_prefetch % attention.BLOCK_KV:
-            parser.error(f"--attention-kv-prefetch must be a multiple of {attention.BLOCK_KV}")
-        out[attention, "KV_PREFETCH_KEYS"] = args.attention_kv_prefetch
-    rows = args.attention_q_rows
-    if rows >= 0:
-        if rows and (rows < 16 or rows & (rows - 1)):
-            parser.error("--attention-q-rows must be 0 or a power of two >= 16")
-        out[attention, "WIDE_Q_ROWS"] = rows
-    step = args.attention_kv_step
-    if step:
-        if step < 16 or attention.BLOCK_KV % step or step & (step - 1):
-            parser.error(
-                f"--attention-kv-step must be a power of two from 16 to {attention.BLOCK_KV}"
-            )
-        out[attention, "SPLIT_KV_STEP"] = step
-    block = args.attention_merge_program_rows
-    if block >= 0:
-        if block & (block - 1):
-            parser.error("--attention-merge-program-rows must be 0 or a power of two")
-        out[attention, "MERGE_PROGRAM_ROWS"] = block
+    for flag, switch in (
+        ("attention_kv_prefetch", "KV_PREFETCH_KEYS"),
+        ("attention_q_rows", "WIDE_Q_ROWS"),
+        ("attention_kv_step", "SPLIT_KV_STEP"),
+        ("attention_merge_program_rows", "MERGE_PROGRAM_ROWS"),
+    ):  # -1: the default; the kernels' own rule for the rest
+        value = getattr(args, flag)
+        if value >= 0:
+            try:
+                out[attention, switch] = attention.checked(switch, value)
+            except ValueError as exc:
+                parser.error(f"--{flag.replace('_', '-')}: {exc}")
     split = {k: v for k, v in args.attention_warps.items() if k != "merge"}
     if split:
         out[attention, "SPLIT_WARPS"] = attention.SPLIT_WARPS | split
@@ -874,7 +865,6 @@ def run_paired(
     replayed spec@6.55 tok/s of each, and each arm's speed-up over the first with its 95%
     interval. Switches an arm leaves alone are the defaults while it runs, and the tile tables
     are the built-in ones plus the arm's own tiles file."""
-    from specpilot.kernels import launch
     from specpilot.kernels import tiles as tiles_files
 
     parser = build_parser()
@@ -892,13 +882,12 @@ def run_paired(
         gen = Generator(target, drafter, config, weight.device, weight.dtype)
         own = tiles_files.read(arm.tiles) if arm.tiles else None
 
-        def prepare(name=name, gen=gen, config=config, own=own) -> None:
+        def prepare(name=name, gen=gen, own=own) -> None:
             apply_switches(defaults | switches[name])
             tiles_files.restore(tables)
             if own:
                 tiles_files.install(own)
-            if gen.fused_target is not None:
-                launch.configure(gen.pdl, config.weight_prefetch, config.l2_ahead)
+            gen.configure_launches()
 
         kept[name] = (gen, prepare)
     result = paired_rounds(kept, context, args.new_tokens, args.paired_rounds)
@@ -1003,9 +992,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--attention-kv-step",
         type=int,
-        default=0,
+        default=-1,
         help="attention: the keys a split program's loop takes a step (kernels/attention."
-        "SPLIT_KV_STEP, a power of two from 16 to 64); 0: default",
+        "SPLIT_KV_STEP, a power of two from 16 to 64); -1: default",
     )
     parser.add_argument(
         "--attention-merge-program-rows",
@@ -1107,7 +1096,7 @@ def main() -> None:
             args.attention_kv_prefetch if args.attention_kv_prefetch >= 0 else "default"
         ),
         "attention_q_rows": args.attention_q_rows if args.attention_q_rows >= 0 else "default",
-        "attention_kv_step": args.attention_kv_step or "default",
+        "attention_kv_step": args.attention_kv_step if args.attention_kv_step >= 0 else "default",
         "attention_merge_program_rows": (
             args.attention_merge_program_rows
             if args.attention_merge_program_rows >= 0

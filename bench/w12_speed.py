@@ -59,8 +59,8 @@ from specpilot.config import PDL_MODES, EngineConfig
 from specpilot.engine.generator import Generator
 from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model
-from specpilot.kernels import launch, tiles
 from specpilot.kernels import linear as bf16_kernels
+from specpilot.kernels import tiles
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear, tile_rows
 from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
@@ -295,11 +295,10 @@ def end_to_end(
         extra_bf16 = bf16_tiles if weights == "bf16_swept" else {}
         bf16_kernels.MEASURED_TILES = bf16_measured | extra_bf16
 
-    def prepare(weights: str, gen: Generator, config: EngineConfig) -> None:
-        """Before each of an arm's paired runs: its kernel switches and its launch settings
-        (graphs keep the ones they were captured with; eager launches read these)."""
+    def prepare(weights: str, gen: Generator) -> None:
+        """Before each of an arm's paired runs: its kernel switches and its launch settings."""
         switch_to(weights)
-        launch.configure(gen.pdl, config.weight_prefetch, config.l2_ahead)
+        gen.configure_launches()
 
     for weights in arms:
         switch_to(weights)
@@ -335,7 +334,7 @@ def end_to_end(
         )
         if paired:  # NOTE: each kept generator of the shared W12 models holds its own fused
             # q|k|v and gate|up weights (fused.concat_rows: ~7 GB at this shape), well in an H200
-            kept[weights] = (gen, partial(prepare, weights, gen, config))
+            kept[weights] = (gen, partial(prepare, weights, gen))
         del gen
         if weights == arms[-1]:
             del target, drafter, bf16_drafter

@@ -127,7 +127,7 @@ class Generator:
         if self.fused_target is not None:  # process-wide: see kernels/launch.py
             weight_bytes = sum(t.nbytes for t in (*target.parameters(), *target.buffers()))
             self.pdl = launch.resolve_pdl(config.pdl, weight_bytes)
-            launch.configure(self.pdl, config.weight_prefetch, config.l2_ahead)
+            self.configure_launches()
             if measured is not None:  # EngineConfig.tiles: this deployment's own tiles
                 tiles.install(measured)
         self._pack_cpu_linears()
@@ -143,6 +143,14 @@ class Generator:
         self.profile_steps = False
         self.draft_prefill_s = 0.0
         self.step_events: list[tuple[torch.cuda.Event, ...]] = []
+
+    def configure_launches(self) -> None:
+        """Put this generator's launch settings (EngineConfig.pdl as resolved, weight_prefetch,
+        l2_ahead) in place. They are process-wide and the last Generator built sets them
+        (kernels/launch.py), so whoever runs several generators in turn calls this before each
+        one's runs; captured graphs keep the settings they were captured with."""
+        if self.fused_target is not None:
+            launch.configure(self.pdl, self.config.weight_prefetch, self.config.l2_ahead)
 
     def _fused_models(self) -> tuple[Any, Any]:
         """The Triton-kernel forwards (models/fused.py) this configuration uses, if any."""

@@ -105,21 +105,41 @@ SPLIT_KV_STEP = BLOCK_KV
 MERGE_PROGRAM_ROWS = 0
 
 
+def _power_of_two(n: int) -> bool:
+    return n > 0 and not n & (n - 1)
+
+
+# the values the launches take of the switches above that have rules (checked), with the rule
+SWITCH_RULES = {
+    "KV_PREFETCH_KEYS": (lambda n: n >= 0 and n % BLOCK_KV == 0,
+                         f"a non-negative multiple of {BLOCK_KV}"),
+    "WIDE_Q_ROWS": (lambda n: n == 0 or (_power_of_two(n) and n >= 16),
+                    "0 or a power of two >= 16"),
+    "SPLIT_KV_STEP": (lambda n: _power_of_two(n) and 16 <= n <= BLOCK_KV,
+                      f"a power of two from 16 to {BLOCK_KV}"),
+    "MERGE_PROGRAM_ROWS": (lambda n: n == 0 or _power_of_two(n), "0 or a power of two"),
+}  # fmt: skip
+
+
+def checked(name: str, value: int) -> int:
+    """`value` for the switch `name` of SWITCH_RULES, or a ValueError that states the rule (the
+    launchers check the module's values with it, bench/engine_speed.py its options)."""
+    ok, rule = SWITCH_RULES[name]
+    if not ok(value):
+        raise ValueError(f"{name} must be {rule}, got {value}")
+    return value
+
+
 def kv_step() -> int:
     """SPLIT_KV_STEP, checked: the keys a split program's loop takes a step."""
-    step = SPLIT_KV_STEP
-    if step < 16 or BLOCK_KV % step or step & (step - 1):
-        raise ValueError(f"SPLIT_KV_STEP must be a power of two from 16 to {BLOCK_KV}, got {step}")
-    return step
+    return checked("SPLIT_KV_STEP", SPLIT_KV_STEP)
 
 
 def split_query_rows(rows: int, block_q: int, fused_merge: bool) -> int:
     """The query rows a split program takes, of a launch's `rows` (padded to block_q): all of
     them, or WIDE_Q_ROWS in launches of more than WIDE_ROWS rows (not with the in-kernel
     merge, where the last of a KV head's split programs merges all of its rows)."""
-    if WIDE_Q_ROWS < 0 or WIDE_Q_ROWS & (WIDE_Q_ROWS - 1) or 0 < WIDE_Q_ROWS < 16:
-        raise ValueError(f"WIDE_Q_ROWS must be 0 or a power of two >= 16, got {WIDE_Q_ROWS}")
-    if rows > WIDE_ROWS and WIDE_Q_ROWS and not fused_merge:
+    if rows > WIDE_ROWS and checked("WIDE_Q_ROWS", WIDE_Q_ROWS) and not fused_merge:
         return min(block_q, WIDE_Q_ROWS)
     return block_q
 
@@ -128,9 +148,7 @@ def kv_prefetch_arguments(k_cache: torch.Tensor, v_cache: torch.Tensor) -> dict:
     """The split launch's KV_AHEAD and cache_len: KV_PREFETCH_KEYS where the keys can be asked
     for (a CUDA bf16 cache whose keys are contiguous rows, 16-byte aligned; never under the
     interpreter), else none."""
-    keys = KV_PREFETCH_KEYS
-    if keys < 0 or keys % BLOCK_KV:
-        raise ValueError(f"KV_PREFETCH_KEYS must be a non-negative multiple of {BLOCK_KV}")
+    keys = checked("KV_PREFETCH_KEYS", KV_PREFETCH_KEYS)
     ok = (
         keys > 0
         and not INTERPRETED
@@ -376,9 +394,7 @@ def merge_program_rows(rows: int) -> int:
     """The query rows a merge program takes in a launch of `rows` (_merge_kernel's MERGE_BLOCK): 0
     (one a program, the slices combined at once), or MERGE_PROGRAM_ROWS, at most the launch's
     rows rounded up to a power of two."""
-    block = MERGE_PROGRAM_ROWS
-    if block < 0 or block & (block - 1):
-        raise ValueError(f"MERGE_PROGRAM_ROWS must be 0 or a power of two, got {block}")
+    block = checked("MERGE_PROGRAM_ROWS", MERGE_PROGRAM_ROWS)
     return min(block, triton.next_power_of_2(rows)) if block else 0
 
 
