@@ -14,13 +14,17 @@ ARMS="new|;q16|--attention-q-rows 16;q32|--attention-q-rows 32;s32|--attention-k
 ARMS+=";q16s32|--attention-q-rows 16 --attention-kv-step 32;mp16|--attention-merge-program-rows 16"
 ARMS+=";m8|--merge-rows 8"
 export PYTHONPATH=$PWD/src:$PWD
+# all.tgz is redone after each step, so a call cut at the device's limit still brings back
+# what finished (a call returns at most 8 files)
+pack() { (cd "$OUT" && tar czf all.tgz -- *.json *.log 2>/dev/null); }
 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_kernels.py \
     -k "query_row or decode_attention or kv_step" >"$OUT/gpu-tests.log" 2>&1
-echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"
+echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"; pack
 for ctx in ${CONTEXTS:-1024 8192}; do
     timeout "${PAIRED_S:-240}" python3 bench/engine_speed.py --contexts "$ctx" \
         --paired "$ARMS" \
         --paired-rounds "${ROUNDS:-6}" --out "$OUT/paired-$ctx.json" >"$OUT/paired-$ctx.log" 2>&1
     echo "paired $ctx rc=$?"; grep "^paired" "$OUT/paired-$ctx.log" | cut -c1-200
+    pack
 done
-(cd "$OUT" && tar czf all.tgz -- *.json *.log && rm -f -- *.json *.log)
+rm -f -- "$OUT"/*.json "$OUT"/*.log
