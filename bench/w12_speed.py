@@ -95,6 +95,11 @@ W12_VARIANTS = {
     "halves": [dict(HALVES=True)],
     "all": [dict(ACC_SCALE=True, ESC_IN_LOOP=True, HALVES=True)],
 }
+# --grid dot_acc (2-64 rows): W12_DOT_GRID's tiles with inline PTX, each with ACC_SCALE on and
+# off (set either way: a winner becomes a MEASURED_TILES entry, where ACC_SCALE defaults to on).
+# Runs 67-68 swept the tensor-core tiles before ACC_SCALE, ESC_IN_LOOP and HALVES existed; run
+# 73 tried the switches on the run-68 winners' family only
+DOT_ACC_GRID = "dot_acc"
 
 
 def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
@@ -110,6 +115,8 @@ def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
             for bn, unroll, warps, stages in itertools.product(*W12_LOOP_GRIDS[grid])
             if bn * unroll * 32 <= 64 * 32 * warps  # accumulator: <= 64 fp32 a thread
         ]  # fmt: skip
+    if grid == DOT_ACC_GRID and m == 1:
+        raise ValueError(f"--grid {grid} is for tensor-core tiles: 2-64 rows")
     out = []
     if m <= 4 and grid == "full":
         block_m = 1 if m == 1 else (2 if m == 2 else 4)
@@ -122,12 +129,15 @@ def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
             )  # fmt: skip
     block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
     for bn, split, warps, stages in itertools.product(
-        *(W12_DOT_GRID if grid == "full" else W12_FAMILY_GRID)
+        *(W12_DOT_GRID if grid in ("full", DOT_ACC_GRID) else W12_FAMILY_GRID)
     ):
         if split > 1 and (split - 1) * -(-k // (w12.BLOCK * split)) * w12.BLOCK >= k:
             continue
         cfg = dict(BLOCK_M=block_m, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True,
                    num_warps=warps, num_stages=stages)  # fmt: skip
+        if grid == DOT_ACC_GRID:
+            out += [dict(cfg, ACC_SCALE=True), dict(cfg, ACC_SCALE=False)]
+            continue
         # the decode without inline PTX (ASM=False) read faster at 16 rows on gate_up and
         # lm_head (run 51: 2.80 vs 2.29 TB/s), slower with a K split
         for tile in (cfg, dict(cfg, ASM=False)):
@@ -366,7 +376,8 @@ def main() -> None:
     parser.add_argument(
         "--grid",
         default="full",
-        help=f"the sweep's tiles: full, loop, loop_wide (one row), or a family's "
+        help=f"the sweep's tiles: full, dot_acc (tensor-core tiles with ACC_SCALE on and off; "
+        "2-64 rows), loop, loop_wide (one row), or a family's "
         f"variants (comma-separated of {list(W12_VARIANTS)})",
     )
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
@@ -417,11 +428,13 @@ def main() -> None:
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
-    whole = ("full", *W12_LOOP_GRIDS)
+    whole = ("full", DOT_ACC_GRID, *W12_LOOP_GRIDS)
     if args.grid not in whole and set(args.grid.split(",")) - set(W12_VARIANTS):
         parser.error(f"--grid: one of {whole} or a comma-separated subset of {list(W12_VARIANTS)}")
     if args.grid in W12_LOOP_GRIDS and args.rows != "1":
         parser.error(f"--grid {args.grid} sweeps one row: --rows 1")
+    if args.grid == DOT_ACC_GRID and "1" in args.rows.split(","):
+        parser.error(f"--grid {args.grid} sweeps tensor-core tiles: 2-64 rows")
     extra = tuple(a for a in args.w12_arms.split(",") if a)
     pdl_arms = tuple(m for m in args.w12_pdl.split(",") if m)
     if set(pdl_arms) - set(PDL_MODES):
@@ -431,7 +444,8 @@ def main() -> None:
     swept = {"w12": {}, "bf16": {}}
     if args.tiles_from:  # the sweeps' winners: arms w12_swept and bf16_swept
         swept["w12"], swept["bf16"] = swept_tiles(args.tiles_from.split(","))
-        W12_ARMS["swept"] = {"MEASURED_TILES": swept["w12"]}
+        # over the compiled-in MEASURED_TILES, as EngineConfig.tiles puts a tiles file's
+        W12_ARMS["swept"] = {"MEASURED_TILES": w12_kernels.MEASURED_TILES | swept["w12"]}
         extra = (*extra, "swept")
         print(f"swept tiles: W12 {swept['w12']}, bf16 {swept['bf16']}")
         if args.tiles_out:  # for EngineConfig.tiles / --tiles

@@ -224,6 +224,14 @@ def test_swept_tiles_and_loop_grids(tmp_path, monkeypatch) -> None:
         assert {t["LOOP_STAGES"] for t in tiles} == {2, 3, 4}
     with pytest.raises(ValueError, match="one row"):
         w12_speed.candidates(16, 4096, "loop")
+    # dot_acc: every tensor-core tile twice, ACC_SCALE set on and off (a MEASURED_TILES entry
+    # without it would take the default, on)
+    dot_acc = w12_speed.candidates(16, 4096, "dot_acc")
+    assert dot_acc and all(t["USE_DOT"] and t["BLOCK_M"] == 16 for t in dot_acc)
+    plain = [{k: v for k, v in t.items() if k != "ACC_SCALE"} for t in dot_acc]
+    assert plain[0::2] == plain[1::2] and [t["ACC_SCALE"] for t in dot_acc[:2]] == [True, False]
+    with pytest.raises(ValueError, match="2-64 rows"):
+        w12_speed.candidates(1, 4096, "dot_acc")
     # --w12-pdl names EngineConfig.pdl modes: anything else is a usage error before any model
     monkeypatch.setattr(sys, "argv", [*argv, "--w12-pdl", "small,quick"])
     with pytest.raises(SystemExit):
