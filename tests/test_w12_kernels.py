@@ -219,19 +219,25 @@ def test_w12_swiglu_epilogue_gives_the_bits_of_the_swiglu_kernel(m: int, tile: i
     close_columns(y, w12_linear_reference(x, packed, swiglu=True), 4)
 
 
-@pytest.mark.parametrize("shape", [(6144, 4096), (4096, 4096), (24576, 4096), (151936, 4096)])
-def test_w12_one_row_tiles(shape: tuple[int, int], monkeypatch) -> None:
-    """The one-row tiles tile_config picks for Qwen3-8B's layers (the measured tiles with their
+QWEN3_8B_SHAPES = [(6144, 4096), (4096, 4096), (24576, 4096), (151936, 4096)]
+
+
+@pytest.mark.parametrize(
+    "m, shape", [(1, s) for s in QWEN3_8B_SHAPES] + [(16, (24576, 4096)), (16, (151936, 4096))]
+)
+def test_w12_qwen3_8b_tiles(m: int, shape: tuple[int, int], monkeypatch) -> None:
+    """The tiles tile_config picks for Qwen3-8B's layers (one row: the measured tiles with their
     loads pipelined, 4 rows a program, or the tensor-core tile without ACC_SCALE for the LM
-    head), through the launcher's default path, on a small weight with a K tail."""
+    head; 16 rows: the measured 64-row ACC_SCALE tile of gate_up and the LM head), through the
+    launcher's default path, on a small weight with a K tail."""
     from specpilot.kernels import w12_linear as kernel
 
-    config = kernel.tile_config(1, *shape)
+    config = kernel.tile_config(m, *shape)
     monkeypatch.setattr(kernel, "tile_config", lambda m, n, k: dict(config))
-    gen = torch.Generator().manual_seed(shape[0])
-    x = torch.randn(1, 600, generator=gen).to(DEVICE, BF16)
+    gen = torch.Generator().manual_seed(shape[0] + m)
+    x = torch.randn(m, 600, generator=gen).to(DEVICE, BF16)
     packed = w12.encode(weight_with_escapes(70, 600, gen), 128).to(DEVICE)
-    residual = torch.randn(1, 70, generator=gen).to(DEVICE, BF16)
+    residual = torch.randn(m, 70, generator=gen).to(DEVICE, BF16)
     y = w12_linear(x, packed, residual=residual)
     close_columns(y, w12_linear_reference(x, packed, residual=residual), 2)
 

@@ -123,11 +123,19 @@ ONE_ROW_SWEPT_TILES = True
 # same paired rounds (o: no loop tile won).
 _LOOP_ONE_ROW = dict(BLOCK_M=1, BLOCK_N=8, UNROLL=2, SPLIT_K=1, USE_DOT=False, num_warps=4,
                      num_stages=1, LOOP_STAGES=3)  # fmt: skip
+_WIDE_SIXTEEN_ROWS = dict(BLOCK_M=16, BLOCK_N=64, UNROLL=1, SPLIT_K=1, USE_DOT=True, num_warps=4,
+                          num_stages=3, ACC_SCALE=True)  # fmt: skip
 MEASURED_TILES: dict[tuple[int, int, int], dict] = {
     (1, 6144, 4096): _LOOP_ONE_ROW,
     (1, 24576, 4096): _LOOP_ONE_ROW | dict(BLOCK_N=16),
     (1, 151936, 4096): _LOOP_ONE_ROW | dict(BLOCK_N=16),
     (1, 4096, 12288): _LOOP_ONE_ROW | dict(BLOCK_N=4, UNROLL=4, num_warps=2),
+    # Run 115 (--rows 16 --grid dot_acc, the first 16-row sweep with ACC_SCALE in every tile):
+    # 64 weight rows on 4 warps (wgmma), 3 stages, for the wide shapes: gate_up 2.98 -> 3.36
+    # TB/s, lm_head 3.60 -> 3.84; W12 16-row forward 4.98 -> 4.74 ms, W12 spec@6.55 0.940x ->
+    # 0.979x bf16 in the same paired rounds (q|k|v, o, down: no tile beat tile_config's)
+    (16, 24576, 4096): _WIDE_SIXTEEN_ROWS,
+    (16, 151936, 4096): _WIDE_SIXTEEN_ROWS,
 }
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)
@@ -463,8 +471,8 @@ def _split_sum_kernel(
 def tile_config(m: int, n: int, k: int) -> dict:
     """W12 tiles by shape, from the H200 sweeps of bench/w12_speed.py where there is one:
     MEASURED_TILES first (one row: q|k|v 8 rows x 2 blocks a step, gate_up and the LM head 16
-    rows, down 4 rows x 4 blocks on 2 warps, the loads pipelined 3 steps deep), then these
-    rules. M = 1: 2 rows (4 where N <= 4096) x 16 blocks
+    rows, down 4 rows x 4 blocks on 2 warps, the loads pipelined 3 steps deep; 2-16 rows:
+    gate_up and the LM head 64 rows on 4 warps), then these rules. M = 1: 2 rows (4 where N <= 4096) x 16 blocks
     (4096 columns) per step, which puts the threads along K and the rows in registers: no
     layout conversion in the loop, ~4.9 instructions per weight; for N >= 16384 (gate_up, the
     LM head) the tensor-core tile, 64 rows on 4 warps, reads faster (run 77, with ESC_IN_LOOP
