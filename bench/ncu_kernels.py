@@ -4,6 +4,9 @@ Two modes:
 - `run` (launched under `ncu --profile-from-start off`): compiles and warms each multiply of
   --shapes at --rows with its default tiles (w12_linear and skinny_linear), then calls each once
   between torch.cuda.profiler.start() and stop(), so ncu measures only those calls.
+- `attention` (under ncu, as `run`): the split-K attention (split and merge launches) at the
+  Qwen3-8B head shape over a --context-token cache, for each of --tokens query tokens (1: a
+  decode step, 16: a verify block), each call once in the profiled range.
 - `table CSV`: reads ncu's `--csv --page raw` output and prints, per kernel, its time, DRAM bytes
   and bandwidth, occupancy, issue activity and the largest warp stall reasons (cycles per issued
   instruction); the last line is one JSON object.
@@ -72,9 +75,41 @@ def run(shapes: list[str], rows: list[int]) -> None:
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             calls.append((f"w12 {m}x{n}x{k}", lambda x=x, p=packed: w12_linear(x, p)))
             calls.append((f"bf16 {m}x{n}x{k}", lambda x=x, w=weight: skinny_linear(x, w)))
+    _profile(calls)
+
+
+def run_attention(context: int, tokens: list[int], capacity: int) -> None:
+    import torch
+
+    from specpilot.kernels.attention import decode_attention, num_splits_for
+
+    heads, kv_heads, head_dim = 32, 8, 128  # Qwen3-8B and Llama-3.1-8B
+    if context + max(tokens) > capacity:
+        raise SystemExit(f"--capacity {capacity} cannot hold {context} + {max(tokens)} tokens")
+    torch.manual_seed(0)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"  # cpu: a TRITON_INTERPRET=1 dry run
+    cache = torch.randn(2, 1, kv_heads, capacity, head_dim, device=dev, dtype=torch.bfloat16)
+    splits = num_splits_for(1, kv_heads, capacity)
+    calls = []
+    for t in tokens:
+        q = torch.randn(t, heads, head_dim, device=dev, dtype=torch.bfloat16)
+        pos = torch.arange(context, context + t, device=dev).view(1, t)
+        calls.append((f"attention {t} tokens", lambda q=q, pos=pos: decode_attention(
+            q, cache[0], cache[1], pos, splits)))  # fmt: skip
+    _profile(calls)
+    print(f"context {context}, capacity {capacity}, {splits} slices", file=sys.stderr)
+
+
+def _profile(calls: list) -> None:
+    """Each call compiled and warmed, then called once between profiler start and stop (what
+    `ncu --profile-from-start off` measures), each in an NVTX range named by its label."""
+    import torch
+
     for _, call in calls:  # compile and warm outside the profiled range
         call()
         call()
+    if not torch.cuda.is_available():  # a dry run (TRITON_INTERPRET=1): nothing to profile
+        return
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
     for label, call in calls:
@@ -195,6 +230,10 @@ def main() -> None:
     r = sub.add_parser("run", help="the profiled calls (under ncu)")
     r.add_argument("--shapes", default="qkv,o,gate_up,down")
     r.add_argument("--rows", default="1,16")
+    a = sub.add_parser("attention", help="the profiled attention calls (under ncu)")
+    a.add_argument("--context", type=int, default=1024)
+    a.add_argument("--tokens", default="1,16")
+    a.add_argument("--capacity", type=int, default=2048, help="cache slots (sets the slices)")
     t = sub.add_parser("table", help="ncu's raw CSV -> a table and a JSON line")
     t.add_argument("csv")
     src = sub.add_parser("source", help="ncu's SASS source view (CSV) -> where the stalls fall")
@@ -205,6 +244,8 @@ def main() -> None:
         print(",".join(METRICS.values()))
     elif args.mode == "run":
         run(args.shapes.split(","), [int(m) for m in args.rows.split(",")])
+    elif args.mode == "attention":
+        run_attention(args.context, [int(t) for t in args.tokens.split(",")], args.capacity)
     elif args.mode == "source":
         source(args.csv)
     else:

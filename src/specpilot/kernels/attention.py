@@ -43,7 +43,8 @@ BLOCK_KV = 64
 # the merge kernel. 0: on the H200 (GPU tests pass) 8 gave the same AR as 0 at the Qwen3-8B shape
 # (217.8 tok/s either way, docs/LOG.md run 57); 64 (verify and draft blocks too, run 103) made
 # the 16-row forward 4.80 -> 5.16 ms and the draft 1.06 -> 1.10 ms (the last program of each
-# head merges 17 slices of 64 rows alone). bench/engine_speed.py --merge-rows N measures it.
+# head merges 17 slices of 64 rows alone); 8 under pdl "chain" (run 113): AR 0.956x at 1k,
+# 0.929x at 8k. bench/engine_speed.py --merge-rows N measures it.
 FUSED_MERGE_MAX_ROWS = 0
 # the fewest keys a slice takes (a multiple of BLOCK_KV). The launch has a fixed number of slices
 # (num_splits_for, from the cache's capacity, so graphs stay valid); each slice's length follows
@@ -85,10 +86,13 @@ KV_PREFETCH_KEYS = 0
 # blocks: 16 tokens x 4 query heads a KV head = 64 rows at the 8B shapes), a power of two >= 16;
 # 0: all of them in one program, which holds a 64 x 128 fp32 accumulator, its query tile and a
 # 64 x 64 score tile. With 16 rows a program, four programs share each slice's keys (read once
-# from HBM, then from L2). Unmeasured; bench/engine_speed.py --attention-q-rows N.
+# from HBM, then from L2). 0: run 113 (Qwen3-8B shape, one process, 6 rounds) 16 rows spec@6.55
+# 0.973x at 1k and 0.892x at 8k, 32 rows 0.985x / 0.935x: more programs and more traffic for
+# a kernel that waits on latency, not on its spills. bench/engine_speed.py --attention-q-rows N.
 WIDE_Q_ROWS = 0
 # the keys a split program's loop takes a step (a power of two dividing BLOCK_KV, which stays
-# the slices' grain). Unmeasured; bench/engine_speed.py --attention-kv-step N.
+# the slices' grain). BLOCK_KV: run 113, 32 keys spec@6.55 0.994x at 1k, 0.975x at 8k (alone),
+# 0.965x / 0.890x with 16 query rows. bench/engine_speed.py --attention-kv-step N.
 # ptxas for sm_90, 4 warps, 255 registers and two programs an SM in every case (bench/
 # ptxas_audit.py --attention-variants, an 8k cache; bench/results/2026-12-01-ptxas-attention-
 # cpu/), bytes a thread spilled, causal (verify) / non-causal (drafter):
@@ -100,7 +104,8 @@ SPLIT_KV_STEP = BLOCK_KV
 # the row loaded at once: 229 registers, 2 programs an SM at 33 slices, which caches of more
 # than 2,048 tokens get; 94 and 5 at 17-32), else that many rows (at most the launch's) walked slice
 # by slice in order (the in-kernel merge's loop, _merge_rows; 16 rows 56 registers and 9
-# programs an SM, 4 rows 31 and 16). Unmeasured; bench/engine_speed.py
+# programs an SM, 4 rows 31 and 16). 0: run 113, 16 rows AR 0.965x and spec@6.55 0.969x at
+# 1k, 0.959x / 0.950x at 8k (the slices walked one after another). bench/engine_speed.py
 # --attention-merge-program-rows N.
 MERGE_PROGRAM_ROWS = 0
 
