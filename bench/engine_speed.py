@@ -148,6 +148,15 @@ def attention_warps(text: str) -> dict[str, int]:
     return out
 
 
+def attention_stages(text: str) -> dict[str, int]:
+    """--attention-stages: "N" (every split launch) or e.g. "narrow=3,wide=1" (launches of at
+    most / more than attention.WIDE_ROWS query rows)."""
+    out = named_counts(text, ("narrow", "wide"), "split launches")
+    if any(not 1 <= n <= 4 for n in out.values()):
+        raise argparse.ArgumentTypeError(f"stages must be 1 to 4, got {text!r}")
+    return out
+
+
 def sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
@@ -792,6 +801,8 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         out[attention, "SPLIT_WARPS"] = attention.SPLIT_WARPS | split
     if "merge" in args.attention_warps:
         out[attention, "MERGE_WARPS"] = args.attention_warps["merge"]
+    if args.attention_stages:
+        out[attention, "SPLIT_STAGES"] = attention.SPLIT_STAGES | args.attention_stages
     return out
 
 
@@ -818,7 +829,7 @@ ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_kv_prefetch",
-    "attention_q_rows", "attention_kv_step", "attention_merge_program_rows",
+    "attention_q_rows", "attention_kv_step", "attention_merge_program_rows", "attention_stages",
 )  # fmt: skip
 
 
@@ -1011,6 +1022,13 @@ def build_parser() -> argparse.ArgumentParser:
         "'narrow=N,wide=M,merge=K' (kernels/attention.SPLIT_WARPS / MERGE_WARPS; default 4)",
     )
     parser.add_argument(
+        "--attention-stages",
+        type=attention_stages,
+        default={},
+        help="key blocks the split launches' loop pipelines: N for all, or 'narrow=N,wide=M' "
+        "(kernels/attention.SPLIT_STAGES; default 3)",
+    )
+    parser.add_argument(
         "--swiglu-epilogue",
         type=int,
         default=-1,
@@ -1092,6 +1110,7 @@ def main() -> None:
         "attention_min_keys_wide": args.attention_min_keys_wide or "default",
         "pdl_min_waves": args.pdl_min_waves or "default",
         "attention_warps": args.attention_warps or "default",
+        "attention_stages": args.attention_stages or "default",
         "attention_kv_prefetch": (
             args.attention_kv_prefetch if args.attention_kv_prefetch >= 0 else "default"
         ),

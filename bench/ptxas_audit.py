@@ -4,9 +4,12 @@ memory and the programs an SM holds, for every multiply of a target shape's laye
 RMSNorm and SwiGLU kernels.
 
 Each kernel is compiled for sm_90 the way its launcher would launch it (kernels/aot.py; the
-constants mirror the launchers'), then assembled by Triton's ptxas. Spills and a low program
-count an SM are where to look first: the attention's split kernel spilled 756 bytes a thread in
-16-token blocks with 4 warps (docs/LOG.md, session 23). Prints a table; the last line is one
+constants mirror the launchers', the 16-divisible pointers, strides and sizes as Triton
+specialises them at launch), then assembled by Triton's ptxas. Spills and a low program count an
+SM are where to look first. Before the divisibility was applied to every kernel (run 117), this
+audit reported the attention's split kernel at 255 registers with 620-756 bytes of spills where
+the H200 ran 103-165 registers and none: check a surprising row against Nsight Compute's
+registers and shared memory (bench/h200/ncu_attention.sh). Prints a table; the last line is one
 JSON object.
 """
 
@@ -145,10 +148,13 @@ def audit(preset: str, rows_list: list[int], context: int, variants: bool = Fals
         if variants:
             cases += [(label, "attn", *rest) for label, *rest in attention_variants(
                 preset, rows, num_splits)]  # fmt: skip
+        # the row counts a launch passes (a multiply's M, the attention's tokens T) are
+        # specialised by Triton where they are multiples of 16, as the pointers and strides are
+        ints = ("M", "T") if rows % 16 == 0 else ()
         for label, kind, fn, types, consts in cases:
             row = dict(rows=rows, kernel=label, kind=kind)
             try:
-                row |= aot.usage(aot.compile_kernel(fn, types, consts))
+                row |= aot.usage(aot.compile_kernel(fn, types, consts, divisible=ints))
             except Exception as exc:  # noqa: BLE001 - report it, go on with the others
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
             row["consts"] = {k: v for k, v in consts.items() if k not in OPTIONS} | {

@@ -157,6 +157,9 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                         consts | eight))  # fmt: skip
             out.append((f"attention merge T={t} 8 warps", attention._merge_kernel, types,
                         merge | eight))  # fmt: skip
+            for stages in (1, 2):  # the loop's pipeline depth (attention.SPLIT_STAGES)
+                out.append((f"attention split T={t} {stages} stages", attention._split_kernel,
+                            split_types, consts | dict(num_stages=stages)))  # fmt: skip
     norm_types = {"x_ptr": bf16, "w_ptr": bf16, "y_ptr": bf16, "eps": "fp32"}
     out.append(("rmsnorm", elementwise._rmsnorm_kernel, norm_types, dict(BLOCK=4096)))
     glu_types = {"x_ptr": bf16, "y_ptr": bf16}

@@ -376,6 +376,14 @@ def test_paired_arms_take_only_engine_options() -> None:
     assert engine_speed.module_switches(ks, parser) == {(attention, "SPLIT_KV_STEP"): 32}
     mp = engine_speed.paired_arms("a|;m|--attention-merge-program-rows 16", parser, args)["m"]
     assert engine_speed.module_switches(mp, parser) == {(attention, "MERGE_PROGRAM_ROWS"): 16}
+    st = engine_speed.paired_arms("a|;s|--attention-stages wide=1", parser, args)["s"]
+    assert engine_speed.module_switches(st, parser) == {
+        (attention, "SPLIT_STAGES"): {"narrow": attention.SPLIT_STAGES["narrow"], "wide": 1},
+    }
+    assert engine_speed.attention_stages("2") == {"narrow": 2, "wide": 2}
+    for bad in ("merge=2", "wide=0", "5"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            engine_speed.attention_stages(bad)
     assert engine_speed.attention_warps("8") == {"narrow": 8, "wide": 8, "merge": 8}
     for bad in ("split=8", "wide=3"):
         with pytest.raises(argparse.ArgumentTypeError):

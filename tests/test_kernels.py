@@ -617,6 +617,18 @@ def test_decode_attention_eight_warps(monkeypatch, t: int) -> None:
     check_attention_nan_scratch(monkeypatch, t, 3 + t)
 
 
+@pytest.mark.skipif(not CUDA, reason="the interpreter does not pipeline loops")
+@pytest.mark.parametrize("t", [1, 16])
+@pytest.mark.parametrize("stages", [1, 2])
+def test_decode_attention_split_stages(monkeypatch, t: int, stages: int) -> None:
+    """The split launches' loop pipelined `stages` key blocks deep (attention.SPLIT_STAGES):
+    within exact attention's rounding bound, no unwritten slice read."""
+    from specpilot.kernels import attention
+
+    monkeypatch.setattr(attention, "SPLIT_STAGES", {"narrow": stages, "wide": stages})
+    check_attention_nan_scratch(monkeypatch, t, 3 + t)
+
+
 @pytest.mark.skipif(not CUDA, reason="the L2 prefetch is inline PTX: CUDA only")
 @pytest.mark.parametrize(("t", "keys"), [(1, 64), (16, 128), (16, 1024)])
 def test_decode_attention_kv_prefetch(monkeypatch, launch_settings, t: int, keys: int) -> None:

@@ -45,12 +45,22 @@ OPTIONS = ("num_warps", "num_stages", "maxnreg")
 
 
 def compile_kernel(
-    fn: JITFunction, types: dict[str, str], consts: dict, target: GPUTarget = HOPPER
+    fn: JITFunction,
+    types: dict[str, str],
+    consts: dict,
+    target: GPUTarget = HOPPER,
+    divisible: tuple[str, ...] = (),
 ) -> CompiledKernel:
     """fn (a @triton.jit kernel) compiled for `target` with these constants (OFF's where not
     given; compile options among them taken out) -> Triton's compiled kernel (.asm["ptx"],
-    .metadata). Tiles that pipeline their loop (LOOP_STAGES > 1) are compiled with the 16-byte
-    divisibility of pointers, strides, N and K that the layers' launches carry."""
+    .metadata).
+
+    Compiled as the engine's launches get it: Triton's JIT marks every argument whose value is a
+    multiple of 16 (a pointer's address, an integer) and compiles for that (vectorized loads,
+    pipelined loops), so every pointer, every stride and N and K are 16-divisible here, as at
+    the 8B shapes; `divisible` names more integers that are (a 16-token block's T, a 16-row
+    multiply's M). Without it the split attention compiled to 255 registers and 620 bytes of
+    spills at 16 tokens where the H200 ran 165 registers and none (docs/LOG.md run 117)."""
     from specpilot.kernels import linear
 
     consts = dict(consts)
@@ -62,11 +72,12 @@ def compile_kernel(
         name: "constexpr" if name in consts else types.get(name, "i32") for name in fn.arg_names
     }
     constexprs = {(fn.arg_names.index(k),): v for k, v in consts.items()}
-    attrs = {}
-    if consts.get("LOOP_STAGES", 1) > 1:  # as launched for the layers: 16-byte aligned rows
-        aligned = [n for n in fn.arg_names if n not in consts and (signature[n].startswith("*")
-                   or n.startswith("stride") or n in ("N", "K"))]  # fmt: skip
-        attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+    aligned = [
+        n for n in fn.arg_names if n not in consts and (
+            signature[n].startswith("*") or n.startswith("stride") or n in ("N", "K", *divisible)
+        )
+    ]  # fmt: skip
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
     source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(source, target=target, options=options)
 

@@ -71,6 +71,14 @@ WIDE_ROWS = 8
 # (bench/engine_speed.py --attention-warps).
 SPLIT_WARPS = {"narrow": 4, "wide": 4}  # launches of at most / more than WIDE_ROWS query rows
 MERGE_WARPS = 4
+# the split launches' num_stages: how many key blocks the loop's cp.async pipeline holds in
+# shared memory (3: Triton's default, what every launch had before it was a switch). Nsight
+# Compute (run 117, 1k cache, 16-token block): 165 registers, 115 KB of shared memory, two
+# programs an SM, 7.7 us; but at 1k each slice is one 64-key block, one loop step, for which
+# the pipeline's buffers and prologue do nothing. ptxas (sm_90, 16 tokens / one token): 1 stage
+# 168 / 144 registers, 32 / 22 KB, no cp.async; 2 stages 165 / 107 registers, 80 / 38 KB.
+# Unmeasured; bench/engine_speed.py --attention-stages.
+SPLIT_STAGES = {"narrow": 3, "wide": 3}  # launches of at most / more than WIDE_ROWS query rows
 # the most keys of its slice whose keys and values a split program asks L2 for before its PDL
 # wait, while the kernel before it (the rope kernel, which writes only the new tokens' keys)
 # still runs; 0: none. A hint (Hopper's bulk prefetch), no value changes; the positions it reads
@@ -483,6 +491,7 @@ def decode_attention(
         Q_ROWS=q_rows,
         KV_STEP=kv_step(),
         num_warps=SPLIT_WARPS["wide" if group * t > WIDE_ROWS else "narrow"],
+        num_stages=SPLIT_STAGES["wide" if group * t > WIDE_ROWS else "narrow"],
     )
     if fused_merge:
         return out
