@@ -789,6 +789,7 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         ("attention_q_rows", "WIDE_Q_ROWS"),
         ("attention_kv_step", "SPLIT_KV_STEP"),
         ("attention_merge_program_rows", "MERGE_PROGRAM_ROWS"),
+        ("attention_early_positions", "EARLY_POSITIONS"),
     ):  # -1: the default; the kernels' own rule for the rest
         value = getattr(args, flag)
         if value >= 0:
@@ -830,6 +831,7 @@ ARM_OPTIONS = (
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_kv_prefetch",
     "attention_q_rows", "attention_kv_step", "attention_merge_program_rows", "attention_stages",
+    "attention_early_positions",
 )  # fmt: skip
 
 
@@ -1022,6 +1024,13 @@ def build_parser() -> argparse.ArgumentParser:
         "'narrow=N,wide=M,merge=K' (kernels/attention.SPLIT_WARPS / MERGE_WARPS; default 4)",
     )
     parser.add_argument(
+        "--attention-early-positions",
+        type=int,
+        default=-1,
+        help="attention: 1, the split and merge programs read the positions before their PDL "
+        "wait (kernels/attention.EARLY_POSITIONS); -1: default",
+    )
+    parser.add_argument(
         "--attention-stages",
         type=attention_stages,
         default={},
@@ -1111,6 +1120,9 @@ def main() -> None:
         "pdl_min_waves": args.pdl_min_waves or "default",
         "attention_warps": args.attention_warps or "default",
         "attention_stages": args.attention_stages or "default",
+        "attention_early_positions": (
+            args.attention_early_positions if args.attention_early_positions >= 0 else "default"
+        ),
         "attention_kv_prefetch": (
             args.attention_kv_prefetch if args.attention_kv_prefetch >= 0 else "default"
         ),

@@ -22,6 +22,10 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
     elementwise = not consts.get("USE_DOT", True)
     if elementwise and consts.get("LOOP_STAGES", 1) > 1 and "cp.async" not in ptx:
         raise AssertionError("LOOP_STAGES > 1 but no cp.async in the PTX: the loads not pipelined")
+    if consts.get("EARLY_POS"):  # the positions' loads (.cg) stay ahead of the PDL wait
+        wait, early = ptx.find("griddepcontrol.wait"), ptx.find("ld.global.cg")
+        if not 0 <= early < wait:
+            raise AssertionError("EARLY_POS but no .cg position load before griddepcontrol.wait")
     if consts.get("PREFETCH") == 2 and "cp.async.bulk.prefetch.L2" not in ptx:
         raise AssertionError("PREFETCH=2 but no bulk L2 prefetch in the PTX")
     if ptx.count("cp.async.bulk.prefetch.L2") < consts.get("AHEAD", 0):
@@ -157,6 +161,11 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                         consts | eight))  # fmt: skip
             out.append((f"attention merge T={t} 8 warps", attention._merge_kernel, types,
                         merge | eight))  # fmt: skip
+            early = dict(EARLY_POS=True, PDL=True)  # positions before the wait
+            out.append((f"attention split T={t} early positions", attention._split_kernel,
+                        split_types, consts | early))  # fmt: skip
+            out.append((f"attention merge T={t} early positions", attention._merge_kernel, types,
+                        merge | early))  # fmt: skip
             for stages in (1, 2):  # the loop's pipeline depth (attention.SPLIT_STAGES)
                 out.append((f"attention split T={t} {stages} stages", attention._split_kernel,
                             split_types, consts | dict(num_stages=stages)))  # fmt: skip

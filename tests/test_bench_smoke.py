@@ -376,6 +376,8 @@ def test_paired_arms_take_only_engine_options() -> None:
     assert engine_speed.module_switches(ks, parser) == {(attention, "SPLIT_KV_STEP"): 32}
     mp = engine_speed.paired_arms("a|;m|--attention-merge-program-rows 16", parser, args)["m"]
     assert engine_speed.module_switches(mp, parser) == {(attention, "MERGE_PROGRAM_ROWS"): 16}
+    ep = engine_speed.paired_arms("a|;e|--attention-early-positions 1", parser, args)["e"]
+    assert engine_speed.module_switches(ep, parser) == {(attention, "EARLY_POSITIONS"): 1}
     st = engine_speed.paired_arms("a|;s|--attention-stages wide=1", parser, args)["s"]
     assert engine_speed.module_switches(st, parser) == {
         (attention, "SPLIT_STAGES"): {"narrow": attention.SPLIT_STAGES["narrow"], "wide": 1},
@@ -396,6 +398,7 @@ def test_paired_arms_take_only_engine_options() -> None:
         ("a|;b|--attention-kv-prefetch 100", args),
         ("a|;b|--attention-q-rows 24", args),
         ("a|;b|--attention-kv-step 128", args),
+        ("a|;b|--attention-early-positions 2", args),
         ("a|;b|--attention-merge-program-rows 12", args),
         ("a|;b|--pdl off", parser.parse_args(["--swiglu-epilogue", "0"])),
     ]

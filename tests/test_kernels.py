@@ -617,6 +617,28 @@ def test_decode_attention_eight_warps(monkeypatch, t: int) -> None:
     check_attention_nan_scratch(monkeypatch, t, 3 + t)
 
 
+@pytest.mark.parametrize("t", [1, 16])
+def test_decode_attention_early_positions(monkeypatch, launch_settings, t: int) -> None:
+    """The split and merge programs reading the positions before their PDL wait
+    (attention.EARLY_POSITIONS): the same loads in another order, so the same bits, and within
+    exact attention's rounding bound with no unwritten slice read. Under PDL on CUDA (a GPU
+    check: a position read before the wait that the kernel before had to write would differ)."""
+    from specpilot.kernels import attention
+
+    launch_settings.configure(pdl="all", prefetch="off")
+    gen = torch.Generator().manual_seed(t)
+    k, v = (torch.randn(2, 2, 700, 32, generator=gen).to(DEVICE, BF16) for _ in range(2))
+    q = torch.randn(2 * t, 4, 32, generator=gen).to(DEVICE, BF16)
+    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
+    plain = decode_attention(q, k, v, positions, 6)
+    monkeypatch.setattr(attention, "EARLY_POSITIONS", True)
+    assert torch.equal(decode_attention(q, k, v, positions, 6), plain)
+    check_attention_nan_scratch(monkeypatch, t, 5 + t)
+    monkeypatch.setattr(attention, "EARLY_POSITIONS", 2)
+    with pytest.raises(ValueError, match="EARLY_POSITIONS must be 0 or 1"):
+        decode_attention(q, k, v, positions, 6)
+
+
 @pytest.mark.skipif(not CUDA, reason="the interpreter does not pipeline loops")
 @pytest.mark.parametrize("t", [1, 16])
 @pytest.mark.parametrize("stages", [1, 2])

@@ -39,6 +39,7 @@ OFF = {
     "AHEAD": 0,
     "KV_AHEAD": 0,
     "MERGE_BLOCK": 0,
+    "EARLY_POS": 0,
     "TMA": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")

@@ -62,13 +62,12 @@ MIN_SPLIT_KEYS = BLOCK_KV
 # N measures it.
 WIDE_MIN_SPLIT_KEYS = 0
 WIDE_ROWS = 8
-# warps a program of the split and merge launches. Read in ptxas -v for sm_90 (Triton's own, no
-# GPU; 33 slices, head_dim 128): with 4 warps the split kernel uses 255 registers and spills 28
-# bytes a thread at one token row and 756 at 16 (a verify or draft block, 64 query rows); with
-# 8 none; the merge kernel uses 229 registers with 4, 113 with 8. num_stages changes neither
-# (the key loop's bounds are runtime values). 4: run 107 (one process, 6 rounds) measured 8
-# warps in verify and draft launches (no spills): spec@6.55 0.913x [0.899-0.928]
-# (bench/engine_speed.py --attention-warps).
+# warps a program of the split and merge launches. 4: run 107 (one process, 6 rounds) measured
+# 8 warps in verify and draft launches: spec@6.55 0.913x [0.899-0.928] (bench/engine_speed.py
+# --attention-warps). With 4 the split kernel runs at 104 registers (one token) and 165 (a
+# 16-token block), no spills, the merge at 38-72 (Nsight Compute, run 117; ptxas_audit agrees
+# since it compiles with the launches' 16-divisibility; before, it reported 255 registers and
+# 28-756 bytes of spills, which the H200's kernels never had).
 SPLIT_WARPS = {"narrow": 4, "wide": 4}  # launches of at most / more than WIDE_ROWS query rows
 MERGE_WARPS = 4
 # the split launches' num_stages: how many key blocks the loop's cp.async pipeline holds in
@@ -79,6 +78,14 @@ MERGE_WARPS = 4
 # 168 / 144 registers, 32 / 22 KB, no cp.async; 2 stages 165 / 107 registers, 80 / 38 KB.
 # Unmeasured; bench/engine_speed.py --attention-stages.
 SPLIT_STAGES = {"narrow": 3, "wide": 3}  # launches of at most / more than WIDE_ROWS query rows
+# the split and merge programs read the positions (and so their slices' bounds and how many
+# slices hold keys) before their PDL wait, while the kernel before them runs, instead of after
+# it: one dependent L2 round trip (~0.5-1 us) fewer after the wait in each of the two launches
+# a layer. Safe as the K/V prefetch is: the positions are written before the forward, at least
+# two kernels earlier, and a kernel launches its dependents only after its own wait; read with
+# .cg (from L2, never a stale L1 line). Only with PDL. Unmeasured; bench/engine_speed.py
+# --attention-early-positions 1.
+EARLY_POSITIONS = False
 # the most keys of its slice whose keys and values a split program asks L2 for before its PDL
 # wait, while the kernel before it (the rope kernel, which writes only the new tokens' keys)
 # still runs; 0: none. A hint (Hopper's bulk prefetch), no value changes; the positions it reads
@@ -96,23 +103,22 @@ KV_PREFETCH_KEYS = 0
 # 64 x 64 score tile. With 16 rows a program, four programs share each slice's keys (read once
 # from HBM, then from L2). 0: run 113 (Qwen3-8B shape, one process, 6 rounds) 16 rows spec@6.55
 # 0.973x at 1k and 0.892x at 8k, 32 rows 0.985x / 0.935x: more programs and more traffic for
-# a kernel that waits on latency, not on its spills. bench/engine_speed.py --attention-q-rows N.
+# a kernel that waits on latency (the spills that motivated it were the audit's error, run
+# 117). bench/engine_speed.py --attention-q-rows N.
 WIDE_Q_ROWS = 0
 # the keys a split program's loop takes a step (a power of two dividing BLOCK_KV, which stays
 # the slices' grain). BLOCK_KV: run 113, 32 keys spec@6.55 0.994x at 1k, 0.975x at 8k (alone),
 # 0.965x / 0.890x with 16 query rows. bench/engine_speed.py --attention-kv-step N.
-# ptxas for sm_90, 4 warps, 255 registers and two programs an SM in every case (bench/
-# ptxas_audit.py --attention-variants, an 8k cache; bench/results/2026-12-01-ptxas-attention-
-# cpu/), bytes a thread spilled, causal (verify) / non-causal (drafter):
-#   64 query rows a program: 620 / 896 at 64 keys a step, 100 / 0 at 32
-#   32 rows: 36 / 892 at 64 keys, 0 / 0 at 32; 16 rows: 44 / 604 at 64 keys, 0 / 0 at 32
-#   one-token launches (16 rows, 4 used): 44 / 604 at 64 keys, 0 / 0 at 32
+# ptxas for sm_90, 4 warps, no spills in any case (bench/ptxas_audit.py --attention-variants,
+# an 8k cache; bench/results/2026-12-01-ptxas-divisible-cpu/), registers / shared KB, causal:
+#   64 query rows a program: 165 / 115 at 64 keys a step, 152 / 66 at 32
+#   32 rows: 168 / 78 at 64 keys, 128 / 43 at 32; 16 rows: 104 / 72 at 64 keys, 85 / 38 at 32
 SPLIT_KV_STEP = BLOCK_KV
 # the query rows a merge program takes; 0: one (_merge_kernel: every filled slice's partial of
-# the row loaded at once: 229 registers, 2 programs an SM at 33 slices, which caches of more
-# than 2,048 tokens get; 94 and 5 at 17-32), else that many rows (at most the launch's) walked slice
-# by slice in order (the in-kernel merge's loop, _merge_rows; 16 rows 56 registers and 9
-# programs an SM, 4 rows 31 and 16). 0: run 113, 16 rows AR 0.965x and spec@6.55 0.969x at
+# the row loaded at once: 72 registers, 7 programs an SM at 33 slices, which caches of more
+# than 2,048 tokens get; 40 and 12 at 17-32), else that many rows (at most the launch's) walked
+# slice by slice in order (the in-kernel merge's loop, _merge_rows; 16 rows 62 registers and 8
+# programs an SM, 4 rows 30 and 16; ptxas with the launches' divisibility). 0: run 113, 16 rows AR 0.965x and spec@6.55 0.969x at
 # 1k, 0.959x / 0.950x at 8k (the slices walked one after another). bench/engine_speed.py
 # --attention-merge-program-rows N.
 MERGE_PROGRAM_ROWS = 0
@@ -131,6 +137,7 @@ SWITCH_RULES = {
     "SPLIT_KV_STEP": (lambda n: _power_of_two(n) and 16 <= n <= BLOCK_KV,
                       f"a power of two from 16 to {BLOCK_KV}"),
     "MERGE_PROGRAM_ROWS": (lambda n: n == 0 or _power_of_two(n), "0 or a power of two"),
+    "EARLY_POSITIONS": (lambda n: n in (0, 1), "0 or 1"),
 }  # fmt: skip
 
 
@@ -183,10 +190,11 @@ def min_split_keys(rows: int) -> int:
 
 @triton.jit
 def _span(pos_ptr, b, T, NUM_SPLITS: tl.constexpr, BLOCK_KV: tl.constexpr,
-          MIN_KEYS: tl.constexpr):  # fmt: skip
+          MIN_KEYS: tl.constexpr, MOD: tl.constexpr):  # fmt: skip
     """Sequence b's keys (its last position + 1), the keys of each slice (a multiple of
-    BLOCK_KV, at least MIN_KEYS) and the number of slices that hold any."""
-    kv_end = tl.load(pos_ptr + b * T + T - 1) + 1
+    BLOCK_KV, at least MIN_KEYS) and the number of slices that hold any (positions loaded with
+    cache modifier MOD)."""
+    kv_end = tl.load(pos_ptr + b * T + T - 1, cache_modifier=MOD) + 1
     per_split = tl.cdiv(tl.cdiv(kv_end, NUM_SPLITS), BLOCK_KV) * BLOCK_KV
     per_split = tl.maximum(per_split, MIN_KEYS)
     return kv_end, per_split, tl.cdiv(kv_end, per_split)
@@ -199,7 +207,7 @@ def _prefetch_slice(k_ptr, v_ptr, pos_ptr, base, b, split, T, cache_len, HEAD_DI
     """Ask L2 for the first KEYS keys and values of this program's slice (rows of HEAD_DIM
     contiguous elements from `base`, the cache's key stride HEAD_DIM), kept inside the cache's
     cache_len rows."""
-    kv_end, per_split, _ = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS)
+    kv_end, per_split, _ = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, "")
     lo = tl.minimum(split * per_split, cache_len)
     keys = tl.minimum(tl.minimum(per_split, KEYS), tl.minimum(kv_end, cache_len) - lo)
     if keys > 0:
@@ -284,6 +292,7 @@ def _split_kernel(
     cache_len=0,
     Q_ROWS: tl.constexpr = 0,
     KV_STEP: tl.constexpr = 0,
+    EARLY_POS: tl.constexpr = False,
 ):
     tl.static_assert(Q_ROWS >= 16, "Q_ROWS: the query rows a program takes (split_query_rows)")
     tl.static_assert(KV_STEP >= 16 and BLOCK_KV % KV_STEP == 0, "KV_STEP: keys a loop step")
@@ -298,15 +307,20 @@ def _split_kernel(
     if KV_AHEAD > 0:  # this slice's first keys and values too (KV_PREFETCH_KEYS)
         _prefetch_slice(k_ptr, v_ptr, pos_ptr, b * stride_kb + kvh * stride_kh, b, split, T,
                         cache_len, HEAD_DIM, NUM_SPLITS, BLOCK_KV, MIN_KEYS, KV_AHEAD)  # fmt: skip
-    pdl_enter(PDL)
     # this program's Q_ROWS of the launch's BLOCK_Q query rows (row = t * GROUP + g)
     rows = tl.program_id(2) * Q_ROWS + tl.arange(0, Q_ROWS)
     t = rows // GROUP
     g = rows % GROUP
     row_ok = t < T
     d = tl.arange(0, HEAD_DIM)
-    q_pos = tl.load(pos_ptr + b * T + t, mask=row_ok, other=-1)
-    kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS)
+    if EARLY_POS:  # the positions before the wait (EARLY_POSITIONS)
+        q_pos = tl.load(pos_ptr + b * T + t, mask=row_ok, other=-1, cache_modifier=".cg")
+        kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, ".cg")
+        pdl_enter(PDL)
+    else:
+        pdl_enter(PDL)
+        q_pos = tl.load(pos_ptr + b * T + t, mask=row_ok, other=-1)
+        kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, "")
     lo = split * per_split
     hi = tl.minimum(lo + per_split, kv_end)
     q_rows = (b * T + t) * HEADS + kvh * GROUP + g
@@ -368,16 +382,21 @@ def _merge_kernel(
     MIN_KEYS: tl.constexpr = 64,
     PDL: tl.constexpr = False,
     MERGE_BLOCK: tl.constexpr = 0,
+    EARLY_POS: tl.constexpr = False,
 ):
     """The filled slices' partials of (sequence, KV head) combined into out: one query row a
     program, every slice loaded at once (MERGE_BLOCK 0), or MERGE_BLOCK rows a program walking
     the slices in order as the in-kernel merge does (MERGE_PROGRAM_ROWS)."""
-    pdl_enter(PDL)
     bh = tl.program_id(0)
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
-    _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS)
+    if EARLY_POS:  # the positions before the wait (EARLY_POSITIONS)
+        _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, ".cg")
+        pdl_enter(PDL)
+    else:
+        pdl_enter(PDL)
+        _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, "")
     if MERGE_BLOCK > 0:
         rows = tl.program_id(1) * MERGE_BLOCK + tl.arange(0, MERGE_BLOCK)
         _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, rows < GROUP * T, T, filled, HEADS,
@@ -490,6 +509,7 @@ def decode_attention(
         **kv_prefetch_arguments(k_cache, v_cache),
         Q_ROWS=q_rows,
         KV_STEP=kv_step(),
+        EARLY_POS=bool(checked("EARLY_POSITIONS", int(EARLY_POSITIONS))),
         num_warps=SPLIT_WARPS["wide" if group * t > WIDE_ROWS else "narrow"],
         num_stages=SPLIT_STAGES["wide" if group * t > WIDE_ROWS else "narrow"],
     )
@@ -513,6 +533,7 @@ def decode_attention(
         MIN_KEYS=min_keys,
         **launch.pdl(out),
         MERGE_BLOCK=block,
+        EARLY_POS=bool(checked("EARLY_POSITIONS", int(EARLY_POSITIONS))),
         num_warps=MERGE_WARPS,
     )
     return out
