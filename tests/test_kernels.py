@@ -617,6 +617,22 @@ def test_decode_attention_eight_warps(monkeypatch, t: int) -> None:
     check_attention_nan_scratch(monkeypatch, t, 3 + t)
 
 
+def attention_under_pdl(launch_settings, t: int):
+    """With PDL on every kernel: a call of decode_attention on 2 sequences (40 and 650 keys
+    before a block of t tokens; 2 KV heads of 2 query heads, head_dim 32, 6 slices), its
+    output now (for a switch's same-bits check) and its key and value caches."""
+    launch_settings.configure(pdl="all", prefetch="off")
+    gen = torch.Generator().manual_seed(t)
+    k, v = (torch.randn(2, 2, 700, 32, generator=gen).to(DEVICE, BF16) for _ in range(2))
+    q = torch.randn(2 * t, 4, 32, generator=gen).to(DEVICE, BF16)
+    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
+
+    def attend() -> torch.Tensor:
+        return decode_attention(q, k, v, positions, 6)
+
+    return attend, attend(), (k, v)
+
+
 @pytest.mark.parametrize("t", [1, 16])
 def test_decode_attention_early_positions(monkeypatch, launch_settings, t: int) -> None:
     """The split and merge programs reading the positions before their PDL wait
@@ -625,18 +641,13 @@ def test_decode_attention_early_positions(monkeypatch, launch_settings, t: int) 
     check: a position read before the wait that the kernel before had to write would differ)."""
     from specpilot.kernels import attention
 
-    launch_settings.configure(pdl="all", prefetch="off")
-    gen = torch.Generator().manual_seed(t)
-    k, v = (torch.randn(2, 2, 700, 32, generator=gen).to(DEVICE, BF16) for _ in range(2))
-    q = torch.randn(2 * t, 4, 32, generator=gen).to(DEVICE, BF16)
-    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
-    plain = decode_attention(q, k, v, positions, 6)
+    attend, plain, _ = attention_under_pdl(launch_settings, t)
     monkeypatch.setattr(attention, "EARLY_POSITIONS", True)
-    assert torch.equal(decode_attention(q, k, v, positions, 6), plain)
+    assert torch.equal(attend(), plain)
     check_attention_nan_scratch(monkeypatch, t, 5 + t)
     monkeypatch.setattr(attention, "EARLY_POSITIONS", 2)
     with pytest.raises(ValueError, match="EARLY_POSITIONS must be 0 or 1"):
-        decode_attention(q, k, v, positions, 6)
+        attend()
 
 
 @pytest.mark.skipif(not CUDA, reason="the interpreter does not pipeline loops")
@@ -659,15 +670,10 @@ def test_decode_attention_kv_prefetch(monkeypatch, launch_settings, t: int, keys
     attention's rounding bound with no unwritten slice read."""
     from specpilot.kernels import attention
 
-    launch_settings.configure(pdl="all", prefetch="off")  # the wait the prefetch goes before
-    gen = torch.Generator().manual_seed(t)
-    k, v = (torch.randn(2, 2, 700, 32, generator=gen).to(DEVICE, BF16) for _ in range(2))
-    q = torch.randn(2 * t, 4, 32, generator=gen).to(DEVICE, BF16)
-    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
-    plain = decode_attention(q, k, v, positions, 6)
+    attend, plain, cache = attention_under_pdl(launch_settings, t)  # PDL: the prefetch's wait
     monkeypatch.setattr(attention, "KV_PREFETCH_KEYS", keys)
-    assert attention.kv_prefetch_arguments(k, v)["KV_AHEAD"] == keys
-    assert torch.equal(decode_attention(q, k, v, positions, 6), plain)
+    assert attention.kv_prefetch_arguments(*cache)["KV_AHEAD"] == keys
+    assert torch.equal(attend(), plain)
     check_attention_nan_scratch(monkeypatch, t, 3 + t)
 
 

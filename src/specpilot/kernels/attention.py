@@ -118,9 +118,9 @@ SPLIT_KV_STEP = BLOCK_KV
 # the row loaded at once: 72 registers, 7 programs an SM at 33 slices, which caches of more
 # than 2,048 tokens get; 40 and 12 at 17-32), else that many rows (at most the launch's) walked
 # slice by slice in order (the in-kernel merge's loop, _merge_rows; 16 rows 62 registers and 8
-# programs an SM, 4 rows 30 and 16; ptxas with the launches' divisibility). 0: run 113, 16 rows AR 0.965x and spec@6.55 0.969x at
-# 1k, 0.959x / 0.950x at 8k (the slices walked one after another). bench/engine_speed.py
-# --attention-merge-program-rows N.
+# programs an SM, 4 rows 30 and 16; ptxas with the launches' divisibility). 0: run 113, 16
+# rows AR 0.965x and spec@6.55 0.969x at 1k, 0.959x / 0.950x at 8k (the slices walked one
+# after another). bench/engine_speed.py --attention-merge-program-rows N.
 MERGE_PROGRAM_ROWS = 0
 
 

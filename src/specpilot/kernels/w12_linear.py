@@ -472,12 +472,12 @@ def tile_config(m: int, n: int, k: int) -> dict:
     """W12 tiles by shape, from the H200 sweeps of bench/w12_speed.py where there is one:
     MEASURED_TILES first (one row: q|k|v 8 rows x 2 blocks a step, gate_up and the LM head 16
     rows, down 4 rows x 4 blocks on 2 warps, the loads pipelined 3 steps deep; 2-16 rows:
-    gate_up and the LM head 64 rows on 4 warps), then these rules. M = 1: 2 rows (4 where N <= 4096) x 16 blocks
-    (4096 columns) per step, which puts the threads along K and the rows in registers: no
-    layout conversion in the loop, ~4.9 instructions per weight; for N >= 16384 (gate_up, the
-    LM head) the tensor-core tile, 64 rows on 4 warps, reads faster (run 77, with ESC_IN_LOOP
-    and HALVES: q|k|v 2.51, o 2.28, gate_up 3.46, down 3.20, lm_head 4.14 TB/s of W12 bytes;
-    ONE_ROW_SWEPT_TILES).
+    gate_up and the LM head 64 rows on 4 warps), then these rules. M = 1: 2 rows (4 where
+    N <= 4096) x 16 blocks (4096 columns) per step, which puts the threads along K and the rows
+    in registers: no layout conversion in the loop, ~4.9 instructions per weight; for N >=
+    16384 (gate_up, the LM head) the tensor-core tile, 64 rows on 4 warps, reads faster (run
+    77, with ESC_IN_LOOP and HALVES: q|k|v 2.51, o 2.28, gate_up 3.46, down 3.20, lm_head 4.14
+    TB/s of W12 bytes; ONE_ROW_SWEPT_TILES).
     M = 2-16: 32 rows per tile on mma.sync, 2 warps (below). M > 16:
     64 rows per tile on wgmma, ~5.4 instructions per weight whatever M; the K split gives >= 256
     programs (unmeasured since run 51 at these row counts)."""
