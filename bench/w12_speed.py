@@ -100,6 +100,13 @@ W12_VARIANTS = {
 # Runs 67-68 swept the tensor-core tiles before ACC_SCALE, ESC_IN_LOOP and HALVES existed; run
 # 73 tried the switches on the run-68 winners' family only
 DOT_ACC_GRID = "dot_acc"
+# --grid split_in (2-64 rows): tensor-core tiles whose K is split inside the program
+# (kernels/w12_linear's SPLIT_IN: one batched tl.dot over the K ranges, no partials in memory,
+# no second launch), against the K-split tiles of q|k|v, o and down (32 weight rows, 2 warps,
+# split over 4 programs and a sum launch). (BLOCK_N, SPLIT_IN, num_warps, num_stages), with
+# ACC_SCALE; ptxas (sm_90, o): 16 rows split 2 on 2 warps 130 registers, 7 programs an SM,
+# split 4 on 4 warps 168 and 3; 32 rows 232-255 registers, spills from split 4
+SPLIT_IN_GRID = ((16, 32), (2, 4), (2, 4, 8), (2, 3))
 
 
 def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
@@ -115,8 +122,16 @@ def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
             for bn, unroll, warps, stages in itertools.product(*W12_LOOP_GRIDS[grid])
             if bn * unroll * 32 <= 64 * 32 * warps  # accumulator: <= 64 fp32 a thread
         ]  # fmt: skip
-    if grid == DOT_ACC_GRID and m == 1:
+    if grid in (DOT_ACC_GRID, "split_in") and m == 1:
         raise ValueError(f"--grid {grid} is for tensor-core tiles: 2-64 rows")
+    tile_m = 16 if m <= 16 else (32 if m <= 32 else 64)
+    if grid == "split_in":
+        return [
+            dict(BLOCK_M=tile_m, BLOCK_N=bn, UNROLL=1, SPLIT_K=1, SPLIT_IN=si,
+                 USE_DOT=True, num_warps=warps, num_stages=stages, ACC_SCALE=True)
+            for bn, si, warps, stages in itertools.product(*SPLIT_IN_GRID)
+            if k % (w12.BLOCK * si) == 0
+        ]  # fmt: skip
     out = []
     if m <= 4 and grid == "full":
         block_m = 1 if m == 1 else (2 if m == 2 else 4)
@@ -127,13 +142,12 @@ def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
                 dict(BLOCK_M=block_m, BLOCK_N=bn, UNROLL=unroll, SPLIT_K=1, USE_DOT=False,
                      num_warps=warps, num_stages=stages)
             )  # fmt: skip
-    block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
     for bn, split, warps, stages in itertools.product(
         *(W12_DOT_GRID if grid in ("full", DOT_ACC_GRID) else W12_FAMILY_GRID)
     ):
         if split > 1 and (split - 1) * -(-k // (w12.BLOCK * split)) * w12.BLOCK >= k:
             continue
-        cfg = dict(BLOCK_M=block_m, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True,
+        cfg = dict(BLOCK_M=tile_m, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True,
                    num_warps=warps, num_stages=stages)  # fmt: skip
         if grid == DOT_ACC_GRID:
             out += [dict(cfg, ACC_SCALE=True), dict(cfg, ACC_SCALE=False)]
@@ -377,7 +391,8 @@ def main() -> None:
         "--grid",
         default="full",
         help=f"the sweep's tiles: full, dot_acc (tensor-core tiles with ACC_SCALE on and off; "
-        "2-64 rows), loop, loop_wide (one row), or a family's "
+        "2-64 rows), split_in (K split inside the program; 2-64 rows), loop, loop_wide (one "
+        "row), or a family's "
         f"variants (comma-separated of {list(W12_VARIANTS)})",
     )
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
@@ -428,12 +443,12 @@ def main() -> None:
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
-    whole = ("full", DOT_ACC_GRID, *W12_LOOP_GRIDS)
+    whole = ("full", DOT_ACC_GRID, "split_in", *W12_LOOP_GRIDS)
     if args.grid not in whole and set(args.grid.split(",")) - set(W12_VARIANTS):
         parser.error(f"--grid: one of {whole} or a comma-separated subset of {list(W12_VARIANTS)}")
     if args.grid in W12_LOOP_GRIDS and args.rows != "1":
         parser.error(f"--grid {args.grid} sweeps one row: --rows 1")
-    if args.grid == DOT_ACC_GRID and "1" in args.rows.split(","):
+    if args.grid in (DOT_ACC_GRID, "split_in") and "1" in args.rows.split(","):
         parser.error(f"--grid {args.grid} sweeps tensor-core tiles: 2-64 rows")
     extra = tuple(a for a in args.w12_arms.split(",") if a)
     pdl_arms = tuple(m for m in args.w12_pdl.split(",") if m)

@@ -99,6 +99,12 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 out.append(
                     (f"w12_linear M={m} ACC_SCALE HALVES {flags}", w12_linear._w12_kernel, w12, acc)
                 )
+                # K in 4 ranges inside the program (SPLIT_IN), with and without ACC_SCALE
+                for scaled in (True, False):
+                    inside = acc | dict(SPLIT_IN=4, SPLIT_K=1, BLOCK_N=16, num_warps=4,
+                                        ACC_SCALE=scaled, ESC_IN_LOOP=True)  # fmt: skip
+                    label = f"w12_linear M={m} SPLIT_IN=4 ACC_SCALE={scaled} {flags}"
+                    out.append((label, w12_linear._w12_kernel, w12, inside))
         # the plain-Triton decode (ASM=False), a group size that is not a multiple of 32, tails
         for asm, group, even in ((False, 128, True), (True, 48, False), (True, 64, False)):
             w12_cfg = w12_linear.tile_config(m, 4096, 4096)

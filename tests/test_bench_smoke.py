@@ -232,6 +232,11 @@ def test_swept_tiles_and_loop_grids(tmp_path, monkeypatch) -> None:
     assert plain[0::2] == plain[1::2] and [t["ACC_SCALE"] for t in dot_acc[:2]] == [True, False]
     with pytest.raises(ValueError, match="2-64 rows"):
         w12_speed.candidates(1, 4096, "dot_acc")
+    # split_in: K split inside the program, ACC_SCALE, only where K holds whole blocks a range
+    inside = w12_speed.candidates(16, 4096, "split_in")
+    assert inside and all(t["SPLIT_IN"] > 1 and t["SPLIT_K"] == 1 for t in inside)
+    assert {t["SPLIT_IN"] for t in w12_speed.candidates(16, 512, "split_in")} == {2}
+    assert all(t["BLOCK_M"] == 16 for t in inside + w12_speed.candidates(9, 4096, "full"))
     # --w12-pdl names EngineConfig.pdl modes: anything else is a usage error before any model
     monkeypatch.setattr(sys, "argv", [*argv, "--w12-pdl", "small,quick"])
     with pytest.raises(SystemExit):

@@ -96,14 +96,39 @@ def test_w12_linear_tiles(tile: int, mode: str) -> None:
     x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(BF16)
     w = weight_with_escapes(n, k, gen)
     packed = w12.encode(w, group)
-    kw: dict = {"glu": True} if mode == "glu" else {}
-    if mode == "norm":
-        kw["norm_weight"] = (torch.rand(k, generator=gen) + 0.5).to(DEVICE, BF16)
-    if mode == "residual":
-        kw["residual"] = torch.randn(m, n, generator=gen).to(DEVICE, BF16)
+    kw = prologue_kwargs(mode, m, n, k, gen)
     x, packed = x.to(DEVICE), packed.to(DEVICE)
     y = w12_linear(x, packed, config=config, **kw)
     close_columns(y, w12_linear_reference(x, packed, **kw), 4)
+
+
+@pytest.mark.parametrize(
+    ("split_in", "config", "group", "mode"),
+    [
+        (2, dict(ACC_SCALE=True), 128, "residual"),
+        (4, dict(ACC_SCALE=True, ESC_IN_LOOP=True), 256, "norm"),
+        (2, dict(), 32, "glu"),  # a scale per slice
+        (4, dict(), 48, "residual"),  # a scale per column
+    ],
+)
+def test_w12_split_inside_the_program(split_in: int, config: dict, group: int, mode: str):
+    """SPLIT_IN: K in split_in contiguous ranges, one batched tl.dot over them, their sums
+    added after the loop. Against the reference (a different order of the same exact products)
+    with escapes, row and column tails and each prologue; K must hold whole blocks a range."""
+    gen = torch.Generator().manual_seed(split_in + group)
+    m, n, k = 5, 21, 1024
+    x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(BF16)
+    packed = w12.encode(weight_with_escapes(n, k, gen), group)
+    kw = prologue_kwargs(mode, m, n, k, gen)
+    x, packed = x.to(DEVICE), packed.to(DEVICE)
+    tile = dict(BLOCK_M=16, BLOCK_N=16, USE_DOT=True, SPLIT_IN=split_in, **config)
+    y = w12_linear(x, packed, config=tile, **kw)
+    close_columns(y, w12_linear_reference(x, packed, **kw), 4)
+    with pytest.raises(ValueError, match="SPLIT_IN=4 needs K a multiple of 256 a range"):
+        w12_linear(x[:, :768], w12.encode(torch.zeros(n, 768, dtype=BF16)).to(DEVICE),
+                   config=dict(tile, SPLIT_IN=4))  # fmt: skip
+    with pytest.raises(ValueError, match="needs tl.dot tiles, SPLIT_K 1"):
+        w12_linear(x, packed, config=dict(tile, SPLIT_K=2), **kw)
 
 
 @pytest.mark.parametrize("tile", [i for i, (c, _) in enumerate(TILES) if c.get("SPLIT_K", 1) > 1])

@@ -10,12 +10,8 @@
 # limit keeps what finished; a call returns at most 8 files).
 set -u
 export PYTHONPATH=$PWD/src:$PWD
-pack() { (cd "$OUT" && tar czf all.tgz -- *.json *.log 2>/dev/null); }
-if [ -n "${TESTS_K:-}" ]; then
-    timeout "${TESTS_S:-90}" python3 -m pytest -q -p no:cacheprovider tests/test_kernels.py \
-        -k "$TESTS_K" >"$OUT/gpu-tests.log" 2>&1
-    echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"; pack
-fi
+source "$(dirname "$0")/lib.sh"
+gpu_tests tests/test_kernels.py
 for ctx in ${CONTEXTS:-${CONTEXT:-1024}}; do
     timeout "${PAIRED_S:-420}" python3 bench/engine_speed.py --contexts "$ctx" \
         --models "${MODELS:-qwen3-8b}" --paired "$PAIRED" --paired-rounds "${ROUNDS:-8}" \

@@ -32,6 +32,7 @@ OFF = {
     "MERGE_ROWS": 0,
     "FENCE": 0,
     "SPLIT_K": 1,
+    "SPLIT_IN": 1,
     "SUM_IN_KERNEL": 0,
     "ACC_SCALE": 0,
     "ESC_IN_LOOP": 0,

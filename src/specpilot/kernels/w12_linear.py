@@ -36,7 +36,11 @@ times the one constant 2^126 instead of their group's 2^(2b), each half block's 
 on its own, and that sum is multiplied by its rows' 2^(2b - 126): exact powers of two on normal
 numbers (weights 2^126 R lie in [1, 2^15)), so only the summation order changes.
 SPLIT_K > 1 splits K over programs (fp32 partial sums, then `_split_sum_kernel` adds them, rounds
-and adds the residual) when the tiles alone are too few.
+and adds the residual) when the tiles alone are too few. SPLIT_IN > 1 (tensor-core tiles, K a
+multiple of SPLIT_IN blocks) splits K inside the program instead: SPLIT_IN contiguous K ranges
+side by side as a leading tile dimension, one batched tl.dot for all of them, the ranges' sums
+added once after the loop, so no partials in memory and no second launch. No tile uses it
+yet (bench/w12_speed.py --grid split_in sweeps it).
 
 A zero or escaped weight decodes to +-0 in the main loop; the epilogue adds x[:, col] * w for
 each escaped (col, w) of the program's rows from the CSR escape table (products are exact in
@@ -268,6 +272,15 @@ def _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows, nw
 
 
 @triton.jit
+def _inner_t(a, SPLIT_IN: tl.constexpr):
+    """An input tile [.., BLOCK_M, SLICE] as tl.dot's right operand [.., SLICE, BLOCK_M]
+    (batched over the K ranges of SPLIT_IN > 1)."""
+    if SPLIT_IN > 1:
+        return tl.permute(a, (0, 2, 1))
+    return tl.trans(a)
+
+
+@triton.jit
 def _w12_kernel(
     x_ptr,
     low_ptr,
@@ -314,6 +327,7 @@ def _w12_kernel(
     HALVES: tl.constexpr = False,
     LOOP_STAGES: tl.constexpr = 1,
     SWIGLU: tl.constexpr = False,
+    SPLIT_IN: tl.constexpr = 1,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -332,7 +346,22 @@ def _w12_kernel(
         # NOTE: every program recomputes the rows' RMS (x is in L2): wide steps, few reductions
         RSTD_K: tl.constexpr = 2048 // BLOCK_M if BLOCK_M <= 8 else 256
         rstd = row_rstd(x_ptr + rm[:, None] * stride_xm, m_ok, K, eps, BLOCK_M, RSTD_K)
-    if USE_DOT:
+    if USE_DOT and SPLIT_IN > 1:
+        # the K split inside the program: SPLIT_IN contiguous K ranges side by side, tiles
+        # [SPLIT_IN, BLOCK_N, SLICE] per slice, one batched tl.dot for all of them; the ranges'
+        # sums are added once after the loop (no partials in memory, no second launch)
+        ri = tl.arange(0, SLICE)[None, None, :]
+        x_rows = x_ptr + rm[None, :, None] * stride_xm
+        x_ok = m_ok[None, :, None]
+        rstd_ = rstd  # input_tile's rstd[:, None] is [BLOCK_M, 1], broadcast over the ranges
+        row_ok = rows_ok[None, :, None]
+        low_rows = low_ptr + rn[None, :, None] * stride_low
+        code_rows = code_ptr + rn[None, :, None] * stride_code
+        base_rows = base_ptr + rn[None, :, None] * stride_base
+        acc_t = tl.zeros([SPLIT_IN, BLOCK_N, BLOCK_M], dtype=tl.float32)
+        k_step: tl.constexpr = 8 * SLICE
+        kb0 = (K // SPLIT_IN) * tl.arange(0, SPLIT_IN)[:, None, None]
+    elif USE_DOT:
         # tiles [BLOCK_N, SLICE] per slice; acc_t is y^T, the decoded weights the left operand
         ri = tl.arange(0, SLICE)[None, :]
         x_rows = x_ptr + rm[:, None] * stride_xm
@@ -381,6 +410,8 @@ def _w12_kernel(
     if SPLIT_K > 1:  # NOTE: k_lo a visible multiple of k_step keeps the loads vectorized
         k_lo = pid_k * split_steps * k_step
         k_hi = tl.minimum(K, k_lo + split_steps * k_step)
+    if SPLIT_IN > 1:  # each range's steps from its own first column (kb0)
+        k_hi = K // SPLIT_IN
     # LOOP_STAGES (the launcher's default: linear.loop_stages): the loop's loads
     # software-pipelined through shared memory (cp.async) this many steps deep. The compiler
     # pipelines loads that feed tl.dot at the launch's num_stages by itself, but the loads of
@@ -407,7 +438,10 @@ def _w12_kernel(
                     scale_h = tl.full([BLOCK_N, 1], (127 + ACC_SHIFT) << 7, tl.int32)
                 else:
                     scale_h = tl.full([BLOCK_N, 1], ACC_FACTOR, tl.float32)
-                part = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+                if SPLIT_IN > 1:
+                    part = tl.zeros([SPLIT_IN, BLOCK_N, BLOCK_M], dtype=tl.float32)
+                else:
+                    part = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
             else:
                 scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
             for p in tl.static_range(2):
@@ -420,18 +454,24 @@ def _w12_kernel(
                                      NORM, GLU, EVEN_K)  # fmt: skip
                     w = w0 if s == 0 else w1
                     if ACC_SCALE:
-                        part += dot(w.to(dtype), tl.trans(a), F32_DOT)
-                    elif USE_DOT:
-                        acc_t += dot(w.to(dtype), tl.trans(a), F32_DOT)  # exact: w is a bf16
+                        part += dot(w.to(dtype), _inner_t(a, SPLIT_IN), F32_DOT)
+                    elif USE_DOT:  # exact: w is a bf16
+                        acc_t += dot(w.to(dtype), _inner_t(a, SPLIT_IN), F32_DOT)
                     else:
                         acc4 += a.to(tl.float32) * w.to(tl.float32)
             if ACC_SCALE:  # the half block's sum times its rows' 2^(2b - ACC_SHIFT) (exact)
                 col = kb + 4 * SLICE * h
-                bm = rows_ok if EVEN_K else rows_ok & (col < K)
-                b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
+                if SPLIT_IN > 1:  # [SPLIT_IN, BLOCK_N, 1]: each range's group of each row
+                    b = tl.load(base_rows + col // GROUP, mask=row_ok, other=0)
+                else:
+                    bm = rows_ok if EVEN_K else rows_ok & (col < K)
+                    b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
+                    b = b[:, None]
                 b = (2 * b.to(tl.int32) + 127 - ACC_SHIFT) << 23
-                acc_t += part * b.to(tl.float32, bitcast=True)[:, None]
-    if USE_DOT:
+                acc_t += part * b.to(tl.float32, bitcast=True)
+    if USE_DOT and SPLIT_IN > 1:
+        acc = tl.trans(tl.sum(acc_t, axis=0))
+    elif USE_DOT:
         acc = tl.trans(acc_t)
     else:
         acc = tl.sum(tl.sum(acc4, axis=3), axis=1)
@@ -571,6 +611,9 @@ def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
     cfg["ASM"] = cfg.get("ASM", True) and not INTERPRETED
     cfg.setdefault("SPLIT_K", 1)
     cfg.setdefault("UNROLL", 1)
+    cfg.setdefault("SPLIT_IN", 1)
+    if cfg["SPLIT_IN"] > 1 and (not cfg["USE_DOT"] or cfg["SPLIT_K"] > 1):
+        raise ValueError("SPLIT_IN (the K split inside a program) needs tl.dot tiles, SPLIT_K 1")
     if cfg["USE_DOT"] and cfg["BLOCK_M"] < 16:
         raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
     cfg["LOOP_STAGES"] = loop_stages(cfg)
@@ -609,6 +652,8 @@ def w12_linear(
     cfg = launch_tile(cfg, weight.group_size, given=config is not None)
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
+    if cfg["SPLIT_IN"] > 1 and k % (BLOCK * cfg["SPLIT_IN"]):
+        raise ValueError(f"SPLIT_IN={cfg['SPLIT_IN']} needs K a multiple of {BLOCK} a range")
     split_steps = triton.cdiv(triton.cdiv(k, splits), step)  # whole steps per split
     if splits > 1 and (splits - 1) * split_steps * step >= k:
         raise ValueError(f"SPLIT_K={splits} leaves a split without columns (K={k}, step {step})")
