@@ -307,6 +307,8 @@ def _split_kernel(
     if KV_AHEAD > 0:  # this slice's first keys and values too (KV_PREFETCH_KEYS)
         _prefetch_slice(k_ptr, v_ptr, pos_ptr, b * stride_kb + kvh * stride_kh, b, split, T,
                         cache_len, HEAD_DIM, NUM_SPLITS, BLOCK_KV, MIN_KEYS, KV_AHEAD)  # fmt: skip
+    if not EARLY_POS:
+        pdl_enter(PDL)
     # this program's Q_ROWS of the launch's BLOCK_Q query rows (row = t * GROUP + g)
     rows = tl.program_id(2) * Q_ROWS + tl.arange(0, Q_ROWS)
     t = rows // GROUP
@@ -318,7 +320,6 @@ def _split_kernel(
         kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, ".cg")
         pdl_enter(PDL)
     else:
-        pdl_enter(PDL)
         q_pos = tl.load(pos_ptr + b * T + t, mask=row_ok, other=-1)
         kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, "")
     lo = split * per_split
@@ -387,6 +388,8 @@ def _merge_kernel(
     """The filled slices' partials of (sequence, KV head) combined into out: one query row a
     program, every slice loaded at once (MERGE_BLOCK 0), or MERGE_BLOCK rows a program walking
     the slices in order as the in-kernel merge does (MERGE_PROGRAM_ROWS)."""
+    if not EARLY_POS:
+        pdl_enter(PDL)
     bh = tl.program_id(0)
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
@@ -395,7 +398,6 @@ def _merge_kernel(
         _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, ".cg")
         pdl_enter(PDL)
     else:
-        pdl_enter(PDL)
         _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, "")
     if MERGE_BLOCK > 0:
         rows = tl.program_id(1) * MERGE_BLOCK + tl.arange(0, MERGE_BLOCK)

@@ -463,12 +463,13 @@ def _w12_kernel(
                 col = kb + 4 * SLICE * h
                 if SPLIT_IN > 1:  # [SPLIT_IN, BLOCK_N, 1]: each range's group of each row
                     b = tl.load(base_rows + col // GROUP, mask=row_ok, other=0)
+                    b = (2 * b.to(tl.int32) + 127 - ACC_SHIFT) << 23
+                    acc_t += part * b.to(tl.float32, bitcast=True)
                 else:
                     bm = rows_ok if EVEN_K else rows_ok & (col < K)
                     b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
-                    b = b[:, None]
-                b = (2 * b.to(tl.int32) + 127 - ACC_SHIFT) << 23
-                acc_t += part * b.to(tl.float32, bitcast=True)
+                    b = (2 * b.to(tl.int32) + 127 - ACC_SHIFT) << 23
+                    acc_t += part * b.to(tl.float32, bitcast=True)[:, None]
     if USE_DOT and SPLIT_IN > 1:
         acc = tl.trans(tl.sum(acc_t, axis=0))
     elif USE_DOT:
