@@ -497,3 +497,22 @@ def test_pdl_pairs_times_every_mode(monkeypatch) -> None:
     assert pdl_pairs.programs(1, 96, 32) >= 1
     lines = pdl_pairs.table(rows)
     assert len(lines) == 1 + len(rows) and "all/kernels" in lines[0]
+
+
+def test_device_scripts_parse() -> None:
+    """Every device script (bench/h200/*.sh) is valid bash, and each one that hands over to a
+    shared script (exec bash .../NAME.sh) or sources one names a file that exists: a typo there
+    would cost a device call."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "bench" / "h200"
+    scripts = sorted(folder.glob("*.sh"))
+    assert scripts
+    for script in scripts:
+        done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert done.returncode == 0, f"{script.name}: {done.stderr}"
+        for name in re.findall(r'(?:exec bash|source) "\$\(dirname "\$0"\)/([\w.]+)"',
+                               script.read_text()):  # fmt: skip
+            assert (folder / name).is_file(), f"{script.name} hands over to missing {name}"
