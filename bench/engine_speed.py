@@ -157,6 +157,21 @@ def attention_stages(text: str) -> dict[str, int]:
     return out
 
 
+# the attention switches that kernels/attention.SWITCH_RULES checks, as options (and --paired
+# arm options) of one integer each, -1 for the kernels' default: option -> (switch, what it sets)
+CHECKED_ATTENTION_OPTIONS = {
+    "attention_kv_prefetch": ("KV_PREFETCH_KEYS", "the most keys of its slice whose keys and "
+                              "values a split program asks L2 for before its PDL wait; 0 none"),
+    "attention_q_rows": ("WIDE_Q_ROWS", "the query rows a split program takes in verify and "
+                         "draft blocks; 0 all"),
+    "attention_kv_step": ("SPLIT_KV_STEP", "the keys a split program's loop takes a step"),
+    "attention_merge_program_rows": ("MERGE_PROGRAM_ROWS", "the query rows a merge program "
+                                     "takes; 0 one, the merge kernel"),
+    "attention_early_positions": ("EARLY_POSITIONS", "1: the split and merge programs read "
+                                  "the positions before their PDL wait"),
+}  # fmt: skip
+
+
 def sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
@@ -784,14 +799,8 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         out[fused, "PROLOGUE_MAX_K"] = args.prologue_max_k
     if args.pdl_min_waves:
         out[launch, "PDL_MIN_WAVES"] = args.pdl_min_waves
-    for flag, switch in (
-        ("attention_kv_prefetch", "KV_PREFETCH_KEYS"),
-        ("attention_q_rows", "WIDE_Q_ROWS"),
-        ("attention_kv_step", "SPLIT_KV_STEP"),
-        ("attention_merge_program_rows", "MERGE_PROGRAM_ROWS"),
-        ("attention_early_positions", "EARLY_POSITIONS"),
-    ):  # -1: the default; the kernels' own rule for the rest
-        value = getattr(args, flag)
+    for flag, (switch, _) in CHECKED_ATTENTION_OPTIONS.items():
+        value = getattr(args, flag)  # -1: the default; the kernels' own rule for the rest
         if value >= 0:
             try:
                 out[attention, switch] = attention.checked(switch, value)
@@ -829,9 +838,8 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
 ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
-    "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_kv_prefetch",
-    "attention_q_rows", "attention_kv_step", "attention_merge_program_rows", "attention_stages",
-    "attention_early_positions",
+    "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_stages",
+    *CHECKED_ATTENTION_OPTIONS,
 )  # fmt: skip
 
 
@@ -916,6 +924,8 @@ def run_paired(
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from specpilot.kernels import attention  # its switches' rules, for the options' help
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--contexts", default="1024,8192,32768", help="comma-separated; '': none")
     parser.add_argument("--new-tokens", type=int, default=128)
@@ -987,48 +997,20 @@ def build_parser() -> argparse.ArgumentParser:
         "attention.WIDE_ROWS query rows; kernels/attention.WIDE_MIN_SPLIT_KEYS, a multiple of "
         "64); 0: default",
     )
-    parser.add_argument(
-        "--attention-kv-prefetch",
-        type=int,
-        default=-1,
-        help="attention: the most keys of its slice whose keys and values a split program asks "
-        "L2 for before its PDL wait (kernels/attention.KV_PREFETCH_KEYS, a multiple of 64; 0 "
-        "none); -1: default",
-    )
-    parser.add_argument(
-        "--attention-q-rows",
-        type=int,
-        default=-1,
-        help="attention: the query rows a split program takes in verify and draft blocks "
-        "(kernels/attention.WIDE_Q_ROWS, a power of two >= 16; 0 all); -1: default",
-    )
-    parser.add_argument(
-        "--attention-kv-step",
-        type=int,
-        default=-1,
-        help="attention: the keys a split program's loop takes a step (kernels/attention."
-        "SPLIT_KV_STEP, a power of two from 16 to 64); -1: default",
-    )
-    parser.add_argument(
-        "--attention-merge-program-rows",
-        type=int,
-        default=-1,
-        help="attention: the query rows a merge program takes (kernels/attention."
-        "MERGE_PROGRAM_ROWS, a power of two; 0 one, the merge kernel); -1: default",
-    )
+    for flag, (switch, what) in CHECKED_ATTENTION_OPTIONS.items():
+        rule = attention.SWITCH_RULES[switch][1]
+        parser.add_argument(
+            "--" + flag.replace("_", "-"),
+            type=int,
+            default=-1,
+            help=f"attention: {what} (kernels/attention.{switch}: {rule}); -1: default",
+        )
     parser.add_argument(
         "--attention-warps",
         type=attention_warps,
         default={},
         help="warps a program of the attention's launches: N for all, or "
         "'narrow=N,wide=M,merge=K' (kernels/attention.SPLIT_WARPS / MERGE_WARPS; default 4)",
-    )
-    parser.add_argument(
-        "--attention-early-positions",
-        type=int,
-        default=-1,
-        help="attention: 1, the split and merge programs read the positions before their PDL "
-        "wait (kernels/attention.EARLY_POSITIONS); -1: default",
     )
     parser.add_argument(
         "--attention-stages",
@@ -1120,19 +1102,10 @@ def main() -> None:
         "pdl_min_waves": args.pdl_min_waves or "default",
         "attention_warps": args.attention_warps or "default",
         "attention_stages": args.attention_stages or "default",
-        "attention_early_positions": (
-            args.attention_early_positions if args.attention_early_positions >= 0 else "default"
-        ),
-        "attention_kv_prefetch": (
-            args.attention_kv_prefetch if args.attention_kv_prefetch >= 0 else "default"
-        ),
-        "attention_q_rows": args.attention_q_rows if args.attention_q_rows >= 0 else "default",
-        "attention_kv_step": args.attention_kv_step if args.attention_kv_step >= 0 else "default",
-        "attention_merge_program_rows": (
-            args.attention_merge_program_rows
-            if args.attention_merge_program_rows >= 0
-            else "default"
-        ),
+        **{
+            flag: getattr(args, flag) if getattr(args, flag) >= 0 else "default"
+            for flag in CHECKED_ATTENTION_OPTIONS
+        },
         "new_tokens": args.new_tokens,
         "acceptance": "replayed (drafter forward real, proposals replayed)",
     }

@@ -106,7 +106,9 @@ DOT_ACC_GRID = "dot_acc"
 # split over 4 programs and a sum launch). (BLOCK_N, SPLIT_IN, num_warps, num_stages), with
 # ACC_SCALE; ptxas (sm_90, o): 16 rows split 2 on 2 warps 130 registers, 7 programs an SM,
 # split 4 on 4 warps 168 and 3; 32 rows 232-255 registers, spills from split 4
-SPLIT_IN_GRID = ((16, 32), (2, 4), (2, 4, 8), (2, 3))
+SPLIT_IN_GRID = "split_in"
+SPLIT_IN_TILES = ((16, 32), (2, 4), (2, 4, 8), (2, 3))
+TENSOR_CORE_GRIDS = (DOT_ACC_GRID, SPLIT_IN_GRID)  # sweeps of tl.dot tiles only: 2-64 rows
 
 
 def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
@@ -122,14 +124,14 @@ def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
             for bn, unroll, warps, stages in itertools.product(*W12_LOOP_GRIDS[grid])
             if bn * unroll * 32 <= 64 * 32 * warps  # accumulator: <= 64 fp32 a thread
         ]  # fmt: skip
-    if grid in (DOT_ACC_GRID, "split_in") and m == 1:
+    if grid in TENSOR_CORE_GRIDS and m == 1:
         raise ValueError(f"--grid {grid} is for tensor-core tiles: 2-64 rows")
     tile_m = 16 if m <= 16 else (32 if m <= 32 else 64)
-    if grid == "split_in":
+    if grid == SPLIT_IN_GRID:
         return [
             dict(BLOCK_M=tile_m, BLOCK_N=bn, UNROLL=1, SPLIT_K=1, SPLIT_IN=si,
                  USE_DOT=True, num_warps=warps, num_stages=stages, ACC_SCALE=True)
-            for bn, si, warps, stages in itertools.product(*SPLIT_IN_GRID)
+            for bn, si, warps, stages in itertools.product(*SPLIT_IN_TILES)
             if k % (w12.BLOCK * si) == 0
         ]  # fmt: skip
     out = []
@@ -443,12 +445,12 @@ def main() -> None:
     add_launch_arguments(parser)  # end to end only
     parser.add_argument("--out")
     args = parser.parse_args()
-    whole = ("full", DOT_ACC_GRID, "split_in", *W12_LOOP_GRIDS)
+    whole = ("full", *TENSOR_CORE_GRIDS, *W12_LOOP_GRIDS)
     if args.grid not in whole and set(args.grid.split(",")) - set(W12_VARIANTS):
         parser.error(f"--grid: one of {whole} or a comma-separated subset of {list(W12_VARIANTS)}")
     if args.grid in W12_LOOP_GRIDS and args.rows != "1":
         parser.error(f"--grid {args.grid} sweeps one row: --rows 1")
-    if args.grid in (DOT_ACC_GRID, "split_in") and "1" in args.rows.split(","):
+    if args.grid in TENSOR_CORE_GRIDS and "1" in args.rows.split(","):
         parser.error(f"--grid {args.grid} sweeps tensor-core tiles: 2-64 rows")
     extra = tuple(a for a in args.w12_arms.split(",") if a)
     pdl_arms = tuple(m for m in args.w12_pdl.split(",") if m)

@@ -7,7 +7,7 @@
 # instruction. Everything comes back in one all.tgz.
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
-pack() { (cd "$OUT" && tar czf all.tgz -- *.csv *.log 2>/dev/null); }
+source "$(dirname "$0")/lib.sh"
 for ctx in 1024 8192; do
     timeout 120 ncu --profile-from-start off --clock-control none --csv --page raw \
         --metrics "$(python3 bench/ncu_kernels.py metrics)" \
@@ -25,5 +25,4 @@ echo "source ncu rc=$?"; tail -2 "$OUT/split16-ncu.log"
 ncu -i "$OUT/split16.ncu-rep" --page source --csv --print-source sass >"$OUT/split16-sass.csv" 2>&1
 python3 bench/ncu_kernels.py source "$OUT/split16-sass.csv" | head -32 | cut -c1-160
 ncu -i "$OUT/split16.ncu-rep" --page details --csv >"$OUT/split16-details.csv" 2>&1
-rm -f "$OUT/split16.ncu-rep"; pack
-rm -f -- "$OUT"/*.csv "$OUT"/*.log
+rm -f "$OUT/split16.ncu-rep"; pack; archive_only

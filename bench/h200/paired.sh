@@ -19,4 +19,4 @@ for ctx in ${CONTEXTS:-${CONTEXT:-1024}}; do
     echo "paired $ctx rc=$?"; grep "^paired" "$OUT/paired-$ctx.log" | cut -c1-200
     pack
 done
-rm -f -- "$OUT"/*.json "$OUT"/*.log
+archive_only

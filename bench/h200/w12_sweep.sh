@@ -21,4 +21,4 @@ arms=()
 timeout "${E2E_S:-290}" python3 bench/w12_speed.py --rows '' --e2e 1024 "${swept[@]}" "${arms[@]}" \
     --paired "${ROUNDS:-6}" --out "$OUT/e2e.json" >"$OUT/e2e.log" 2>&1
 echo "e2e rc=$?"; grep -E "^(paired|e2e|swept)" "$OUT/e2e.log" | cut -c1-300; pack
-rm -f -- "$OUT"/*.json "$OUT"/*.log
+archive_only

@@ -315,13 +315,12 @@ def _split_kernel(
     g = rows % GROUP
     row_ok = t < T
     d = tl.arange(0, HEAD_DIM)
-    if EARLY_POS:  # the positions before the wait (EARLY_POSITIONS)
-        q_pos = tl.load(pos_ptr + b * T + t, mask=row_ok, other=-1, cache_modifier=".cg")
-        kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, ".cg")
+    # EARLY_POS: the positions before the wait (EARLY_POSITIONS), from L2
+    MOD: tl.constexpr = ".cg" if EARLY_POS else ""
+    q_pos = tl.load(pos_ptr + b * T + t, mask=row_ok, other=-1, cache_modifier=MOD)
+    kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, MOD)
+    if EARLY_POS:
         pdl_enter(PDL)
-    else:
-        q_pos = tl.load(pos_ptr + b * T + t, mask=row_ok, other=-1)
-        kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, "")
     lo = split * per_split
     hi = tl.minimum(lo + per_split, kv_end)
     q_rows = (b * T + t) * HEADS + kvh * GROUP + g
@@ -394,11 +393,11 @@ def _merge_kernel(
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
-    if EARLY_POS:  # the positions before the wait (EARLY_POSITIONS)
-        _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, ".cg")
+    # EARLY_POS: the positions before the wait (EARLY_POSITIONS), from L2
+    _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS,
+                         ".cg" if EARLY_POS else "")  # fmt: skip
+    if EARLY_POS:
         pdl_enter(PDL)
-    else:
-        _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, "")
     if MERGE_BLOCK > 0:
         rows = tl.program_id(1) * MERGE_BLOCK + tl.arange(0, MERGE_BLOCK)
         _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, rows < GROUP * T, T, filled, HEADS,
@@ -481,6 +480,8 @@ def decode_attention(
     fused_merge = group * t <= FUSED_MERGE_MAX_ROWS
     counters = zeroed_counters(q.device, batch * kv_heads) if fused_merge else stats
     q_rows = split_query_rows(group * t, block_q, fused_merge)
+    early = bool(checked("EARLY_POSITIONS", int(EARLY_POSITIONS)))  # the split and merge agree
+    width = "wide" if group * t > WIDE_ROWS else "narrow"  # SPLIT_WARPS / SPLIT_STAGES
     _split_kernel[(batch * kv_heads, num_splits, block_q // q_rows)](
         q,
         k_cache,
@@ -511,9 +512,9 @@ def decode_attention(
         **kv_prefetch_arguments(k_cache, v_cache),
         Q_ROWS=q_rows,
         KV_STEP=kv_step(),
-        EARLY_POS=bool(checked("EARLY_POSITIONS", int(EARLY_POSITIONS))),
-        num_warps=SPLIT_WARPS["wide" if group * t > WIDE_ROWS else "narrow"],
-        num_stages=SPLIT_STAGES["wide" if group * t > WIDE_ROWS else "narrow"],
+        EARLY_POS=early,
+        num_warps=SPLIT_WARPS[width],
+        num_stages=SPLIT_STAGES[width],
     )
     if fused_merge:
         return out
@@ -535,7 +536,7 @@ def decode_attention(
         MIN_KEYS=min_keys,
         **launch.pdl(out),
         MERGE_BLOCK=block,
-        EARLY_POS=bool(checked("EARLY_POSITIONS", int(EARLY_POSITIONS))),
+        EARLY_POS=early,
         num_warps=MERGE_WARPS,
     )
     return out
