@@ -58,7 +58,7 @@ from report import finish, save  # bench/ is on sys.path when run as a script
 from specpilot.config import PDL_MODES, EngineConfig
 from specpilot.engine.generator import Generator
 from specpilot.formats import w12
-from specpilot.formats.w12_engine import convert_model
+from specpilot.formats.w12_engine import convert_model, parse_matrices
 from specpilot.kernels import linear as bf16_kernels
 from specpilot.kernels import tiles
 from specpilot.kernels import w12_linear as w12_kernels
@@ -292,11 +292,14 @@ def end_to_end(
     profile: bool = False,
     bf16_tiles: dict | None = None,
     pdl_arms: tuple = (),
+    matrix_arms: tuple = (),
 ) -> dict:
     """AR and spec@6.55 (replay) with bf16 weights, then with the same weights in W12 (both arms
     with `engine`, default CUDA graphs on); then the same W12 models once for each W12_ARMS
     name in `extra` (arm "w12_<name>", with its kernel switches set) and for each
-    EngineConfig.pdl mode in `pdl_arms` (arm "w12_pdl_<mode>"). paired: then that many
+    EngineConfig.pdl mode in `pdl_arms` (arm "w12_pdl_<mode>"); then, for each
+    EngineConfig.w12_matrices value in `matrix_arms`, new models (same seeds) with only those
+    matrices in W12 (arm "w12_only_<names joined by +>"). paired: then that many
     interleaved rounds of every arm (engine_speed.paired_rounds; the generators are kept).
     profile: each arm's GPU time by kernel of eager decode / verify / draft forwards.
     bf16_tiles: one more arm, "bf16_swept", the bf16 model with these kernels/linear.py
@@ -309,6 +312,10 @@ def end_to_end(
     out: dict = {"context": context, "copy_bandwidth_tb_s": bw / 1e12, "arms": {}}
     arms = ("bf16", "w12", *(f"w12_{name}" for name in extra))
     arms += tuple(f"w12_pdl_{mode}" for mode in pdl_arms)  # W12 arms: before bf16_swept
+    only = {
+        f"w12_only_{'+'.join(sorted(parse_matrices(m)))}": parse_matrices(m) for m in matrix_arms
+    }
+    arms += tuple(only)
     arms += ("bf16_swept",) if bf16_tiles else ()
     defaults = {flag: getattr(w12_kernels, flag) for sw in W12_ARMS.values() for flag in sw}
     bf16_measured = dict(bf16_kernels.MEASURED_TILES)
@@ -330,12 +337,17 @@ def end_to_end(
         switch_to(weights)
         if weights in ("bf16", "bf16_swept"):
             target, drafter = bf16_target, bf16_drafter
-        elif weights == "w12":  # the other W12 arms reuse its models
+        elif weights == "w12" or weights in only:  # the other W12 arms reuse w12's models
             target, drafter = build(hf, "target", 0), build(draft_hf, "draft", 1)  # same seeds
-        if weights == "w12":
-            reports = [convert_model(m) for m in (target, drafter)]
-            out["w12_convert"] = [
-                dict(bits_per_weight=8 * r.w12_bytes / r.num_weights, escape_rate=r.escape_rate)
+        if weights == "w12" or weights in only:
+            matrices = only.get(weights, parse_matrices("all"))
+            reports = [convert_model(m, matrices=matrices) for m in (target, drafter)]
+            out["w12_convert" if weights == "w12" else f"{weights}_convert"] = [
+                dict(
+                    bits_per_weight=8 * r.w12_bytes / max(1, r.num_weights),
+                    escape_rate=r.escape_rate,
+                    num_tensors=r.num_tensors,
+                )  # fmt: skip
                 for r in reports
             ]
         config = engine
@@ -419,6 +431,13 @@ def main() -> None:
         "(comma-separated; arm w12_pdl_<mode>)",
     )
     parser.add_argument(
+        "--w12-matrices",
+        default="",
+        help="end to end, one more arm for each of these EngineConfig.w12_matrices values "
+        "(';'-separated, e.g. 'gate_up,lm_head;gate_up,lm_head,down'): new models with only "
+        "those matrices in W12 (arm w12_only_<names joined by +>)",
+    )
+    parser.add_argument(
         "--paired",
         type=int,
         default=0,
@@ -458,6 +477,12 @@ def main() -> None:
         parser.error(f"--w12-pdl: unknown {sorted(set(pdl_arms) - set(PDL_MODES))}")
     if set(extra) - set(W12_ARMS):
         parser.error(f"--w12-arms: unknown {sorted(set(extra) - set(W12_ARMS))}")
+    matrix_arms = tuple(m for m in args.w12_matrices.split(";") if m.strip())
+    for value in matrix_arms:
+        try:
+            parse_matrices(value)
+        except ValueError as e:
+            parser.error(f"--w12-matrices: {e}")
     swept = {"w12": {}, "bf16": {}}
     if args.tiles_from:  # the sweeps' winners: arms w12_swept and bf16_swept
         swept["w12"], swept["bf16"] = swept_tiles(args.tiles_from.split(","))
@@ -509,7 +534,7 @@ def main() -> None:
                               l2_ahead=args.l2_ahead)  # fmt: skip
         report["end_to_end"] = end_to_end(
             args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile),
-            swept["bf16"], pdl_arms,
+            swept["bf16"], pdl_arms, matrix_arms,
         )  # fmt: skip
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch,
                     "l2_ahead": engine.l2_ahead}  # fmt: skip

@@ -920,21 +920,25 @@ def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weig
     assert torch.equal(outs[5].hidden, outs[0].hidden)
 
 
-@pytest.mark.parametrize("weights", ["bf16", "w12"])
+@pytest.mark.parametrize("weights", ["bf16", "w12", "w12:gate_up,lm_head"])
 def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
-    """AR and speculative decoding through the kernels (bf16, or W12 weights converted on load)
-    pass token forcing against the fp32 PyTorch model, and the drafter's fused forward is
-    exercised for steps after the first."""
+    """AR and speculative decoding through the kernels (bf16, or W12 weights converted on load:
+    all of them, or only some matrices with the rest in bf16, EngineConfig.w12_matrices) pass
+    token forcing against the fp32 PyTorch model, and the drafter's fused forward is exercised
+    for steps after the first."""
     from specpilot.spec.forcing import token_forcing
 
     target, drafter, reference = _tiny_pair(tmp_path, tied=weights == "bf16")
-    if weights == "w12":  # untied: the lm_head is W12 too
-        from specpilot.formats.w12_engine import W12Linear, convert_model
+    if weights.startswith("w12"):  # untied: the lm_head is W12 too
+        from specpilot.formats.w12_engine import W12Linear, convert_model, parse_matrices
 
-        convert_model(target)
-        convert_model(drafter)
-        assert isinstance(target.model.layers[0].mlp.down_proj, W12Linear)
-        assert isinstance(target.lm_head, W12Linear) and isinstance(drafter.fc, W12Linear)
+        matrices = parse_matrices(weights.partition(":")[2] or "all")
+        convert_model(target, matrices=matrices)
+        convert_model(drafter, matrices=matrices)
+        assert isinstance(target.model.layers[0].mlp.down_proj, W12Linear) == (weights == "w12")
+        assert isinstance(target.model.layers[0].mlp.up_proj, W12Linear)
+        assert isinstance(target.lm_head, W12Linear)
+        assert isinstance(drafter.fc, W12Linear) == (weights == "w12")
     gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
     assert gen.fused_target is not None and gen.fused_drafter is not None
     vocab = target.config.vocab_size

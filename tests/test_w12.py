@@ -16,7 +16,7 @@ from specpilot.config import EngineConfig
 from specpilot.engine.generator import Generator
 from specpilot.engine.sequence import Sequence
 from specpilot.formats import w12
-from specpilot.formats.w12_engine import W12Linear, concat_rows, convert_model
+from specpilot.formats.w12_engine import W12Linear, concat_rows, convert_model, parse_matrices
 from specpilot.models.loader import load_drafter, load_target
 
 BF16 = torch.bfloat16
@@ -200,6 +200,51 @@ def test_w12_converts_an_untied_head_and_the_drafters_fc(tmp_path) -> None:
     g = torch.Generator().manual_seed(3)  # _greedy's first prompt
     prompt = torch.randint(0, target.config.vocab_size, (5,), generator=g).tolist()
     assert token_forcing(target, prompt, expected[0][0]).passed
+
+
+def test_some_matrices_in_w12_decode_like_bf16(tmp_path) -> None:
+    """EngineConfig.w12_matrices: only the named matrices convert (q|k|v and down of the
+    decoder layers, the drafter's fc here; o, gate|up and the untied head stay nn.Linear), and
+    AR and speculative decoding give bf16's tokens; through LLM, the generate CLI's flag and a
+    bad name."""
+    from specpilot.config import EngineConfig
+    from specpilot.engine.llm import LLM
+    from specpilot.errors import ConfigError
+    from tests.conftest import make_drafter, make_target
+
+    target_dir = make_target(tmp_path / "t", "qwen3-untied-mha")
+    target, _ = load_target(target_dir, CPU, BF16)
+    drafter_dir = make_drafter(tmp_path / "d", target_dir)
+    drafter, _ = load_drafter(drafter_dir, target.config, CPU, BF16)
+    expected = [_greedy(target, drafter, spec) for spec in (False, True)]
+    matrices = parse_matrices("qkv, down,fc")
+    report = convert_model(target, group_size=32, use_kernel=False, matrices=matrices)
+    assert report.num_tensors == 4 * target.config.num_layers  # q, k, v, down; not the head
+    assert (
+        convert_model(drafter, 32, False, matrices).num_tensors == 4 * drafter.config.num_layers + 1
+    )
+    layer = target.model.layers[-1]
+    w12_layers = [layer.self_attn.q_proj, layer.self_attn.v_proj, layer.mlp.down_proj, drafter.fc]
+    assert all(isinstance(m, W12Linear) for m in w12_layers)
+    kept = [layer.self_attn.o_proj, layer.mlp.gate_proj, layer.mlp.up_proj, target.lm_head]
+    assert not any(isinstance(m, W12Linear) for m in kept)
+    assert [_greedy(target, drafter, spec) for spec in (False, True)] == expected
+
+    # kernels "torch": under the tests' TRITON_INTERPRET the PyTorch path, not the interpreter
+    engine = EngineConfig(kernels="torch", weights="w12", w12_matrices="gate_up,lm_head")
+    llm = LLM(target_dir, device="cpu", dtype="bfloat16", engine=engine)
+    assert isinstance(llm.target.lm_head, W12Linear)
+    assert isinstance(llm.target.model.layers[0].mlp.up_proj, W12Linear)
+    assert not isinstance(llm.target.model.layers[0].self_attn.q_proj, W12Linear)
+    out = llm.generate([4, 8, 15, 16, 23], max_new_tokens=12, ignore_eos=True)[0]
+    plain = LLM(target_dir, device="cpu", dtype="bfloat16", engine=EngineConfig(kernels="torch"))
+    assert out.output_ids == plain.generate([4, 8, 15, 16, 23], 12, ignore_eos=True)[0].output_ids
+    with pytest.raises(ConfigError, match="unknown: gate"):
+        EngineConfig(weights="w12", w12_matrices="gate,up")
+    with pytest.raises(ConfigError, match="needs weights='w12'"):
+        EngineConfig(w12_matrices="o")
+    args = ["generate", "--target", str(target_dir), "--prompt-ids", "4,8", "--device", "cpu"]
+    assert main([*args, "--weights", "w12", "--w12-matrices", "o,lm"]) == 2
 
 
 def test_cli_convert_and_stats(qwen_dir, tmp_path, capsys) -> None:

@@ -85,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--weights", default="bf16", choices=["bf16", "w12"], help="w12: convert on load"
     )
+    gen.add_argument(
+        "--w12-matrices",
+        default="all",
+        help="with --weights w12, which matrices convert: all, or a comma-separated list of "
+        "qkv, o, gate_up, down, lm_head, fc (the others stay bf16; same tokens)",
+    )
     serve_command.add_draft_vocab_argument(gen)
     serve_command.add_pdl_argument(gen)
     serve_command.add_tiles_argument(gen)
@@ -187,6 +193,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             block_size=args.block_size or defaults["block_size"],
             cuda_graphs=args.cuda_graphs,
             weights=args.weights,
+            w12_matrices=args.w12_matrices,
             draft_vocab=args.draft_vocab,
             pdl=args.pdl,
             tiles=args.tiles,

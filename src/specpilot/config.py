@@ -286,6 +286,11 @@ class EngineConfig:
     weights: "bf16" keeps the checkpoint's weights; "w12" converts every linear layer (the
         decoder layers', an untied lm_head, the drafter's fc) to the lossless 12-bit format on
         load (formats/w12.py; needs bf16).
+    w12_matrices: with weights "w12", which matrices convert: "all", or a comma-separated list
+        of formats/w12_engine.MATRICES (qkv, o, gate_up, down, lm_head, fc); the others keep
+        bf16. Same tokens either way. At 16 rows the W12 kernel loses to bf16 on q|k|v, o and
+        down while it wins on gate_up and the LM head (docs/LOG.md runs 115, 119), so a
+        verify-bound deployment may convert only the wide ones.
     pipeline: the host runs one step behind the device: step i + 1 is launched from inputs
         computed on the device (speculative: next positions, anchors, replayed drafts; AR: the
         argmax and position + 1) before the host reads step i's result back and books it, so the
@@ -382,6 +387,7 @@ class EngineConfig:
     kernels: str = "auto"
     step_graph: bool = False
     weights: str = "bf16"
+    w12_matrices: str = "all"
     pipeline: bool = False
     batch_blocks: str = ""
     draft_head: str = "auto"
@@ -402,6 +408,9 @@ class EngineConfig:
             )
         if self.weights not in ("bf16", "w12"):
             raise ConfigError(f"weights must be bf16 or w12, got {self.weights!r}")
+        self.w12_matrix_set()  # parse once
+        if self.weights != "w12" and self.w12_matrices != "all":
+            raise ConfigError(f"w12_matrices={self.w12_matrices!r} needs weights='w12'")
         if self.draft_head not in ("auto", "target", "bfloat16"):
             raise ConfigError(
                 f"draft_head must be auto, target or bfloat16, got {self.draft_head!r}"
@@ -422,6 +431,15 @@ class EngineConfig:
             raise ConfigError(f"cpu_linear must be auto, onednn or torch, got {self.cpu_linear!r}")
         if self.kernels not in ("auto", "triton", "torch"):
             raise ConfigError(f"kernels must be auto, triton or torch, got {self.kernels!r}")
+
+    def w12_matrix_set(self) -> frozenset[str]:
+        """`w12_matrices` as formats/w12_engine.MATRICES names."""
+        from specpilot.formats.w12_engine import parse_matrices
+
+        try:
+            return parse_matrices(self.w12_matrices)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
 
     def batch_block_table(self) -> tuple[tuple[int, int], ...]:
         """`batch_blocks` as ((min_rows, block), ...) sorted by rows."""

@@ -87,9 +87,10 @@ class LLM:
 
             if self.dtype != torch.bfloat16:
                 raise ConfigError(f"weights=w12 needs dtype bfloat16, not {dtype}")
+            matrices = self.engine_config.w12_matrix_set()
             for model in (self.target, self.drafter):
                 if model is not None:
-                    convert_model(model)
+                    convert_model(model, matrices=matrices)
         self.generator = Generator(
             self.target, self.drafter, self.engine_config, self.device, self.dtype
         )

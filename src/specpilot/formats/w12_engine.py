@@ -2,12 +2,13 @@
 
 `convert_model(model)` replaces, in place, every linear layer of a loaded TargetModel or
 DFlashDrafter (the decoder layers' q/k/v/o and gate/up/down, the target's lm_head unless it is
-tied to the embeddings, the drafter's `fc`) by a `W12Linear` holding the encoded weight; the bf16
-weight is dropped (convert on load). Embeddings and norms stay as they are. A `W12Linear` is an
-nn.Module, so the PyTorch forwards (prefill, first draft, references) run unchanged: rows <= 64 go
-to the Triton kernel where kernels run, anything else decodes the weight (exactly) and calls
-F.linear. The fused forwards (models/fused.py) use `concat_rows` and `linear` below in place of
-their bf16-only helpers.
+tied to the embeddings, the drafter's `fc`), or those of some MATRICES only, by a `W12Linear`
+holding the encoded weight; the bf16 weight is dropped (convert on load). Embeddings and norms
+stay as they are. A `W12Linear` is an nn.Module, so the PyTorch forwards (prefill, first draft,
+references) run unchanged: rows <= 64 go to the Triton kernel where kernels run, anything else
+decodes the weight (exactly) and calls F.linear. The fused forwards (models/fused.py) use
+`concat_rows` and `linear` below in place of their bf16-only helpers, per weight, so a model with
+some matrices in W12 and the rest in bf16 runs through them too.
 """
 
 from __future__ import annotations
@@ -21,10 +22,32 @@ from torch import nn
 from specpilot.formats import w12
 from specpilot.formats.w12 import W12Weight
 
-PROJECTIONS = {
-    "self_attn": ("q_proj", "k_proj", "v_proj", "o_proj"),
-    "mlp": ("gate_proj", "up_proj", "down_proj"),
+# the linear layers `convert_model` may convert, by matrix: (module of a decoder layer, its
+# projections); the fused forwards concatenate q|k|v and gate|up, so each of those converts whole.
+# "lm_head" (an untied target head) and "fc" (the drafter's) are the model's own.
+MATRICES = {
+    "qkv": ("self_attn", ("q_proj", "k_proj", "v_proj")),
+    "o": ("self_attn", ("o_proj",)),
+    "gate_up": ("mlp", ("gate_proj", "up_proj")),
+    "down": ("mlp", ("down_proj",)),
+    "lm_head": (None, ("lm_head",)),
+    "fc": (None, ("fc",)),
 }
+
+
+def parse_matrices(text: str) -> frozenset[str]:
+    """EngineConfig.w12_matrices: "all", or which MATRICES to convert, comma-separated (e.g.
+    "gate_up,lm_head,fc": the rest stay bf16)."""
+    if text.strip() == "all":
+        return frozenset(MATRICES)
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(MATRICES))
+    if not names or unknown:
+        raise ValueError(
+            f"w12 matrices: 'all' or a comma-separated list of {', '.join(MATRICES)}; "
+            f"got {text!r}" + (f" (unknown: {', '.join(unknown)})" if unknown else "")
+        )
+    return frozenset(names)
 
 
 def kernels_usable(device: torch.device) -> bool:
@@ -78,14 +101,21 @@ class ConvertReport:
 
 @torch.no_grad()
 def convert_model(
-    model: nn.Module, group_size: int = w12.DEFAULT_GROUP_SIZE, use_kernel: bool | None = None
+    model: nn.Module,
+    group_size: int = w12.DEFAULT_GROUP_SIZE,
+    use_kernel: bool | None = None,
+    matrices: frozenset[str] = frozenset(MATRICES),
 ) -> ConvertReport:
-    """Replace every linear layer of a TargetModel or DFlashDrafter by W12Linear, in place
+    """Replace the linear layers of a TargetModel or DFlashDrafter by W12Linear, in place
     (encoding on the model's device): the decoder layers' projections, the target's lm_head
     unless it is tied to the embeddings (the embedding lookup reads bf16 rows), the drafter's
-    `fc`. use_kernel None: the kernel wherever it can run (CUDA + Triton)."""
+    `fc`; of those, the ones of `matrices` (MATRICES names; the others stay as they are).
+    use_kernel None: the kernel wherever it can run (CUDA + Triton)."""
+    unknown = sorted(set(matrices) - set(MATRICES))
+    if unknown:
+        raise ValueError(f"unknown W12 matrices {unknown}; known: {', '.join(MATRICES)}")
     report = ConvertReport(0, 0, 0, 0, 0)
-    for parent, name in _linears(model):
+    for parent, name in _linears(model, matrices):
         linear = getattr(parent, name)
         if isinstance(linear, W12Linear):
             continue
@@ -105,8 +135,9 @@ def convert_model(
     return report
 
 
-def _linears(model: nn.Module) -> list[tuple[nn.Module, str]]:
-    """(parent module, attribute) of every linear layer `convert_model` converts."""
+def _linears(model: nn.Module, matrices: frozenset[str]) -> list[tuple[nn.Module, str]]:
+    """(parent module, attribute) of every linear layer of `matrices` that `convert_model`
+    converts."""
     from specpilot.models.dflash import DFlashDrafter
     from specpilot.models.target import TargetModel
 
@@ -122,10 +153,11 @@ def _linears(model: nn.Module) -> list[tuple[nn.Module, str]]:
     found = [
         (getattr(layer, part), name)
         for layer in layers
-        for part, names in PROJECTIONS.items()
+        for matrix, (part, names) in MATRICES.items()
+        if part is not None and matrix in matrices
         for name in names
     ]
-    return found + extra
+    return found + [(parent, name) for parent, name in extra if name in matrices]
 
 
 @torch.no_grad()
