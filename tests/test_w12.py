@@ -16,7 +16,13 @@ from specpilot.config import EngineConfig
 from specpilot.engine.generator import Generator
 from specpilot.engine.sequence import Sequence
 from specpilot.formats import w12
-from specpilot.formats.w12_engine import W12Linear, concat_rows, convert_model, parse_matrices
+from specpilot.formats.w12_engine import (
+    MATRICES,
+    W12Linear,
+    concat_rows,
+    convert_model,
+    parse_matrices,
+)
 from specpilot.models.loader import load_drafter, load_target
 
 BF16 = torch.bfloat16
@@ -239,6 +245,8 @@ def test_some_matrices_in_w12_decode_like_bf16(tmp_path) -> None:
     out = llm.generate([4, 8, 15, 16, 23], max_new_tokens=12, ignore_eos=True)[0]
     plain = LLM(target_dir, device="cpu", dtype="bfloat16", engine=EngineConfig(kernels="torch"))
     assert out.output_ids == plain.generate([4, 8, 15, 16, 23], 12, ignore_eos=True)[0].output_ids
+    assert EngineConfig(weights="w12").w12_matrix_set() == {"gate_up", "down", "lm_head"}
+    assert EngineConfig(weights="w12", w12_matrices="all").w12_matrix_set() == set(MATRICES)
     with pytest.raises(ConfigError, match="unknown: gate"):
         EngineConfig(weights="w12", w12_matrices="gate,up")
     with pytest.raises(ConfigError, match="needs weights='w12'"):

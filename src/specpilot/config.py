@@ -283,14 +283,14 @@ class EngineConfig:
     step_graph: with cuda_graphs, capture a whole speculative step (draft, verify, accept) as
         one graph instead of one graph each for draft and verify. Off by default: on the H200
         the single graph measured slower (854 vs 967 tok/s at tau 6.55, docs/LOG.md runs 10-11).
-    weights: "bf16" keeps the checkpoint's weights; "w12" converts every linear layer (the
-        decoder layers', an untied lm_head, the drafter's fc) to the lossless 12-bit format on
-        load (formats/w12.py; needs bf16).
+    weights: "bf16" keeps the checkpoint's weights; "w12" converts linear layers (those of
+        w12_matrices, among the decoder layers', an untied lm_head, the drafter's fc) to the
+        lossless 12-bit format on load (formats/w12.py; needs bf16).
     w12_matrices: with weights "w12", which matrices convert: "all", or a comma-separated list
-        of formats/w12_engine.MATRICES (qkv, o, gate_up, down, lm_head, fc); the others keep
-        bf16. Same tokens either way. At 16 rows the W12 kernel loses to bf16 on q|k|v, o and
-        down while it wins on gate_up and the LM head (docs/LOG.md runs 115, 119), so a
-        verify-bound deployment may convert only the wide ones.
+        of formats/w12_engine.MATRICES (qkv, o, gate_up, down, lm_head, fc; the others keep
+        bf16), or "auto": gate_up, down and an untied lm_head, measured fastest at the Qwen3-8B
+        shape (AR 1.120x, speculative 1.031x bf16, against 1.118x / 0.993x for "all", which
+        takes the least memory; docs/LOG.md run 120). Same tokens either way.
     pipeline: the host runs one step behind the device: step i + 1 is launched from inputs
         computed on the device (speculative: next positions, anchors, replayed drafts; AR: the
         argmax and position + 1) before the host reads step i's result back and books it, so the
@@ -387,7 +387,7 @@ class EngineConfig:
     kernels: str = "auto"
     step_graph: bool = False
     weights: str = "bf16"
-    w12_matrices: str = "all"
+    w12_matrices: str = "auto"
     pipeline: bool = False
     batch_blocks: str = ""
     draft_head: str = "auto"
@@ -409,7 +409,7 @@ class EngineConfig:
         if self.weights not in ("bf16", "w12"):
             raise ConfigError(f"weights must be bf16 or w12, got {self.weights!r}")
         self.w12_matrix_set()  # parse once
-        if self.weights != "w12" and self.w12_matrices != "all":
+        if self.weights != "w12" and self.w12_matrices != "auto":
             raise ConfigError(f"w12_matrices={self.w12_matrices!r} needs weights='w12'")
         if self.draft_head not in ("auto", "target", "bfloat16"):
             raise ConfigError(

@@ -35,16 +35,27 @@ MATRICES = {
 }
 
 
+# EngineConfig.w12_matrices "auto": at the Qwen3-8B shape on the H200 (1k, paired over bf16,
+# docs/LOG.md run 120) these three in W12 gave AR 1.120x and speculative decoding 1.031x
+# [1.022-1.040], against 1.118x and 0.993x with every matrix: at the 16 rows of a verify or draft
+# forward the W12 kernel loses to bf16 on q|k|v, o and down (run 119), and the drafter's fc (K =
+# 5 x 4096) in W12 costs its context write a decode. "all" keeps the least memory (11.4 against
+# 12.2 GB there).
+AUTO_MATRICES = frozenset({"gate_up", "down", "lm_head"})
+
+
 def parse_matrices(text: str) -> frozenset[str]:
-    """EngineConfig.w12_matrices: "all", or which MATRICES to convert, comma-separated (e.g.
-    "gate_up,lm_head,fc": the rest stay bf16)."""
+    """EngineConfig.w12_matrices: "auto" (AUTO_MATRICES), "all", or which MATRICES to convert,
+    comma-separated (e.g. "gate_up,lm_head": the rest stay bf16)."""
+    if text.strip() == "auto":
+        return AUTO_MATRICES
     if text.strip() == "all":
         return frozenset(MATRICES)
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = sorted(set(names) - set(MATRICES))
     if not names or unknown:
         raise ValueError(
-            f"w12 matrices: 'all' or a comma-separated list of {', '.join(MATRICES)}; "
+            f"w12 matrices: 'auto', 'all' or a comma-separated list of {', '.join(MATRICES)}; "
             f"got {text!r}" + (f" (unknown: {', '.join(unknown)})" if unknown else "")
         )
     return frozenset(names)
