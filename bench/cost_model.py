@@ -12,6 +12,16 @@ here; the numbers are the report's. The last line is one JSON object.
 
     python bench/cost_model.py bench/results/2026-11-30-w12-one-row-run78/w12-table.json \
         --e2e bench/results/2026-11-30-w12-one-row-run78/w12-e2e.json
+
+`--matrices` instead chooses EngineConfig.w12_matrices: from the tables' rows 1 and 16 (several
+reports, comma-separated, merge: a later one's shape wins), each matrix's W12-minus-bf16 time
+in an AR token (a one-row forward) and in a speculative step (a 16-row verify forward and a
+16-row draft forward through the drafter's `--draft-layers`), and the matrices that save time
+in each:
+
+    python bench/cost_model.py --matrices \
+        bench/results/2026-12-01-w12-loop-wide-run88/w12-loop-wide.json,\
+bench/results/2026-12-01-w12-split-in-run119/sweep16.json
 """
 
 from __future__ import annotations
@@ -86,9 +96,58 @@ def step_model(table: dict, e2e: dict | None, rows: int, bandwidth: float, fract
     return out
 
 
+def load_tables(paths: list[str]) -> dict:
+    """One kernel table from several w12_speed reports: their results by (rows, shape), a later
+    report's entry replacing an earlier one's."""
+    merged: dict = {}
+    for path in paths:
+        with open(path) as f:
+            for r in json.load(f)["results"]:
+                merged[(r["m"], r["shape"])] = r
+    return {"results": list(merged.values())}
+
+
+def choose_matrices(table: dict, draft_layers: int, verify_rows: int = 16) -> dict:
+    """For each multiply: W12's time minus bf16's (the table's W12 and skinny columns) in an AR
+    token and in a speculative step (verify + draft at `verify_rows` rows; the drafter runs the
+    decoder-layer shapes `draft_layers` times and the target's LM head once more), and the
+    formats/w12_engine.MATRICES names whose W12 form saves time in each mode. The drafter's fc
+    is not in the table: it stays out of both choices."""
+    us = {
+        m: {r["shape"]: r["us"] for r in table["results"] if r["m"] == m} for m in (1, verify_rows)
+    }
+    for m, shapes in us.items():
+        if set(shapes) != set(PER_FORWARD):
+            raise ValueError(f"the tables have no complete set of shapes at {m} rows")
+    per_step = {
+        name: count + (1 if name == "lm_head" else draft_layers)
+        for name, count in PER_FORWARD.items()
+    }
+    saved: dict = {}
+    for name in PER_FORWARD:
+        ar = (us[1][name]["w12"] - us[1][name]["skinny"]) * PER_FORWARD[name]
+        spec = (us[verify_rows][name]["w12"] - us[verify_rows][name]["skinny"]) * per_step[name]
+        saved[name] = {"ar_us": ar, "spec_step_us": spec}
+    choice = {
+        mode: sorted(name for name, d in saved.items() if d[key] < 0)
+        for mode, key in (("ar", "ar_us"), ("speculative", "spec_step_us"))
+    }
+    return {"verify_rows": verify_rows, "draft_layers": draft_layers, "w12_minus_bf16": saved,
+            "w12_matrices": {mode: ",".join(names) for mode, names in choice.items()}}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("table", help="a w12_speed.py JSON report with a kernel table")
+    parser.add_argument(
+        "table",
+        help="a w12_speed.py JSON report with a kernel table (--matrices: several, comma-joined)",
+    )
+    parser.add_argument(
+        "--matrices",
+        action="store_true",
+        help="choose EngineConfig.w12_matrices for AR and for speculative decoding (see above)",
+    )
+    parser.add_argument("--draft-layers", type=int, default=5, help="--matrices: the drafter's")
     parser.add_argument("--e2e", help="a w12_speed.py JSON report with end-to-end arms")
     parser.add_argument("--rows", type=int, default=1, help="the table's row count (1: decode)")
     parser.add_argument("--bandwidth", type=float, default=4.26, help="TB/s (ANCHORS.md)")
@@ -96,6 +155,15 @@ def main() -> None:
     args = parser.parse_args()
     if not 0 < args.fraction <= 1 or args.bandwidth <= 0:
         parser.error("--fraction must be in (0, 1] and --bandwidth > 0")
+    if args.matrices:
+        out = choose_matrices(load_tables(args.table.split(",")), args.draft_layers)
+        print(f"{'matrix':<8} {'W12 - bf16 an AR token':>23} {'a speculative step':>19}")
+        for name, d in out["w12_minus_bf16"].items():
+            print(f"{name:<8} {d['ar_us']:20.0f} us {d['spec_step_us']:16.0f} us")
+        for mode, names in out["w12_matrices"].items():
+            print(f"w12_matrices for {mode}: {names or '(none: bf16)'}")
+        print(json.dumps(out))
+        return
     with open(args.table) as f:
         table = json.load(f)
     e2e = None

@@ -47,3 +47,35 @@ def test_step_model_needs_every_shape() -> None:
     out = cost_model.step_model(load("w12-table.json"), None, rows=16, bandwidth=4.26e12,
                                 fraction=0.85)  # fmt: skip
     assert "w12_over_bf16" not in out and "step_us" not in out["arms"]["w12"]
+
+
+def test_choose_matrices_on_runs_88_and_119(capsys, monkeypatch) -> None:
+    """--matrices on the committed one-row (run 88) and 16-row (run 119) H200 tables: each
+    matrix's W12-minus-bf16 time is the table's difference times its count (36 layers, + 5
+    drafter layers in a speculative step; the LM head once, twice), and it picks the matrices
+    that run 120 measured: gate_up and the LM head for speculative decoding, those with down
+    and q|k|v for AR (o ties at one row and loses at 16)."""
+    paths = [
+        str(ROOT / "bench/results/2026-12-01-w12-loop-wide-run88/w12-loop-wide.json"),
+        str(ROOT / "bench/results/2026-12-01-w12-split-in-run119/sweep16.json"),
+    ]
+    table = cost_model.load_tables(paths)
+    out = cost_model.choose_matrices(table, draft_layers=5)
+    o16 = next(r["us"] for r in table["results"] if (r["m"], r["shape"]) == (16, "o"))
+    assert out["w12_minus_bf16"]["o"]["spec_step_us"] == pytest.approx(
+        (o16["w12"] - o16["skinny"]) * (36 + 5)
+    )
+    head1 = next(r["us"] for r in table["results"] if (r["m"], r["shape"]) == (1, "lm_head"))
+    assert out["w12_minus_bf16"]["lm_head"]["ar_us"] == pytest.approx(
+        head1["w12"] - head1["skinny"]
+    )
+    assert out["w12_matrices"] == {
+        "ar": "down,gate_up,lm_head,qkv",
+        "speculative": "gate_up,lm_head",
+    }
+    with pytest.raises(ValueError, match="no complete set of shapes at 1 rows"):
+        cost_model.choose_matrices(cost_model.load_tables(paths[1:]), draft_layers=5)
+    monkeypatch.setattr(sys, "argv", ["cost_model", "--matrices", ",".join(paths)])
+    cost_model.main()
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["w12_matrices"]["speculative"] == "gate_up,lm_head"
