@@ -87,10 +87,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     gen.add_argument(
         "--w12-matrices",
-        default="auto",
-        help="with --weights w12, which matrices convert: auto (gate_up, down, lm_head: the "
-        "fastest at the Qwen3-8B shape), all (the least memory), or a comma-separated list of "
-        "qkv, o, gate_up, down, lm_head, fc (the others stay bf16; same tokens)",
+        default="all",
+        help="with --weights w12, which matrices convert: all (every linear layer, the least "
+        "memory), auto (gate_up, down, lm_head: the fastest at the Qwen3-8B shape on the H200), "
+        "or a comma-separated list of qkv, o, gate_up, down, lm_head, fc (the others stay "
+        "bf16; same tokens)",
     )
     serve_command.add_draft_vocab_argument(gen)
     serve_command.add_pdl_argument(gen)

@@ -286,11 +286,13 @@ class EngineConfig:
     weights: "bf16" keeps the checkpoint's weights; "w12" converts linear layers (those of
         w12_matrices, among the decoder layers', an untied lm_head, the drafter's fc) to the
         lossless 12-bit format on load (formats/w12.py; needs bf16).
-    w12_matrices: with weights "w12", which matrices convert: "all", or a comma-separated list
-        of formats/w12_engine.MATRICES (qkv, o, gate_up, down, lm_head, fc; the others keep
-        bf16), or "auto": gate_up, down and an untied lm_head, measured fastest at the Qwen3-8B
-        shape (AR 1.120x, speculative 1.031x bf16, against 1.118x / 0.993x for "all", which
-        takes the least memory; docs/LOG.md run 120). Same tokens either way.
+    w12_matrices: with weights "w12", which matrices convert: "all" (every linear layer: the
+        least memory), a comma-separated list of formats/w12_engine.MATRICES (qkv, o, gate_up,
+        down, lm_head, fc; the others keep bf16), or "auto": gate_up, down and an untied
+        lm_head, measured fastest at the Qwen3-8B shape on the H200 (AR 1.120-1.125x,
+        speculative 1.031-1.055x bf16, against 1.118-1.126x / 0.993-0.996x for "all"; docs/LOG.md
+        runs 120-121; `bench/cost_model.py --matrices` chooses from a deployment's kernel
+        tables). Same tokens either way.
     pipeline: the host runs one step behind the device: step i + 1 is launched from inputs
         computed on the device (speculative: next positions, anchors, replayed drafts; AR: the
         argmax and position + 1) before the host reads step i's result back and books it, so the
@@ -387,7 +389,7 @@ class EngineConfig:
     kernels: str = "auto"
     step_graph: bool = False
     weights: str = "bf16"
-    w12_matrices: str = "auto"
+    w12_matrices: str = "all"
     pipeline: bool = False
     batch_blocks: str = ""
     draft_head: str = "auto"
@@ -409,7 +411,7 @@ class EngineConfig:
         if self.weights not in ("bf16", "w12"):
             raise ConfigError(f"weights must be bf16 or w12, got {self.weights!r}")
         self.w12_matrix_set()  # parse once
-        if self.weights != "w12" and self.w12_matrices != "auto":
+        if self.weights != "w12" and self.w12_matrices != "all":
             raise ConfigError(f"w12_matrices={self.w12_matrices!r} needs weights='w12'")
         if self.draft_head not in ("auto", "target", "bfloat16"):
             raise ConfigError(

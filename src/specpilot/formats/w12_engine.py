@@ -35,12 +35,12 @@ MATRICES = {
 }
 
 
-# EngineConfig.w12_matrices "auto": at the Qwen3-8B shape on the H200 (1k, paired over bf16,
-# docs/LOG.md run 120) these three in W12 gave AR 1.120x and speculative decoding 1.031x
-# [1.022-1.040], against 1.118x and 0.993x with every matrix: at the 16 rows of a verify or draft
-# forward the W12 kernel loses to bf16 on q|k|v, o and down (run 119), and the drafter's fc (K =
-# 5 x 4096) in W12 costs its context write a decode. "all" keeps the least memory (11.4 against
-# 12.2 GB there).
+# EngineConfig.w12_matrices "auto" (the default is "all", every linear layer, as issue 7 asks):
+# at the Qwen3-8B shape on the H200 (1k, paired over bf16, docs/LOG.md runs 120-121) these three
+# in W12 gave AR 1.120-1.125x and speculative decoding 1.031-1.055x, against 1.118-1.126x and
+# 0.993-0.996x with every matrix: at the 16 rows of a verify or draft forward the W12 kernel
+# loses to bf16 on q|k|v, o and down (run 119), and the drafter's fc (K = 5 x 4096) in W12 costs
+# its context write a decode. "all" keeps the least memory (11.4 against 12.2 GB there).
 AUTO_MATRICES = frozenset({"gate_up", "down", "lm_head"})
 
 
