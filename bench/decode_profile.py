@@ -12,13 +12,12 @@ from __future__ import annotations
 import argparse
 
 import torch
-from engine_speed import build  # bench/ is on sys.path when run as a script
+from engine_speed import build, preset_hf  # bench/ is on sys.path when run as a script
 from report import finish
 
 from specpilot.config import EngineConfig
 from specpilot.engine.generator import Generator
 from specpilot.formats.w12_engine import convert_model
-from specpilot.models.synth import TARGET_PRESETS
 
 
 def profile(gen: Generator, context: int, reps: int) -> list[dict]:
@@ -54,7 +53,7 @@ def main() -> None:
     parser.add_argument("--w12-block-n", default="", help="more W12 arms: M = 1 rows a program")
     parser.add_argument("--out")
     args = parser.parse_args()
-    hf = dict(TARGET_PRESETS["qwen3-8b"], eos_token_id=None, architectures=["Qwen3ForCausalLM"])
+    hf = preset_hf("qwen3-8b")
     report: dict = {"bench": "decode_profile", "context": args.context, "arms": {}}
     from specpilot.kernels import w12_linear
     from specpilot.models import fused

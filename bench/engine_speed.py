@@ -200,6 +200,14 @@ def timed(fn, reps: int = 20, wall: bool = False) -> float:
     return statistics.median(times)
 
 
+def preset_hf(preset: str) -> dict:
+    """A synthetic target's Hugging Face config (models/synth.TARGET_PRESETS), no EOS token."""
+    hf = dict(TARGET_PRESETS[preset], eos_token_id=None)
+    qwen = hf["model_type"] == "qwen3"
+    hf["architectures"] = ["Qwen3ForCausalLM" if qwen else "LlamaForCausalLM"]
+    return hf
+
+
 def build(hf: dict, kind: str, seed: int):
     cfg = ModelConfig.from_hf(hf) if kind == "target" else DraftConfig.from_hf(hf)
     with torch.device("cuda"):
@@ -1114,10 +1122,7 @@ def main() -> None:
     contexts = {"llama3.1-8b": args.llama_contexts}
     contexts.update({p: args.contexts for p in presets if p != "llama3.1-8b"})
     for preset in presets:
-        hf = dict(TARGET_PRESETS[preset], eos_token_id=None)
-        hf["architectures"] = [
-            "Qwen3ForCausalLM" if hf["model_type"] == "qwen3" else "LlamaForCausalLM"
-        ]
+        hf = preset_hf(preset)
         target = build(hf, "target", 0)
         draft_preset = "dflash-b16-l3" if preset == "smollm2-135m" else "dflash-b16"
         drafter = build(draft_hf_config(draft_preset, hf), "draft", 1)

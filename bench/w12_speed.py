@@ -42,6 +42,7 @@ from engine_speed import (  # noqa: E402
     measure_context,
     paired_lines,
     paired_rounds,
+    preset_hf,
     print_kernel_profile,
 )
 from kernel_sweep import (  # noqa: E402
@@ -64,7 +65,7 @@ from specpilot.kernels import tiles
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear, tile_rows
 from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
-from specpilot.models.synth import TARGET_PRESETS, draft_hf_config
+from specpilot.models.synth import draft_hf_config
 
 # the tile sweep around the default (kernels/w12_linear.py's tile_config): element-wise products
 # (BLOCK_N, UNROLL, num_warps, num_stages) for M <= 4, tensor cores (BLOCK_N, SPLIT_K, num_warps,
@@ -293,6 +294,7 @@ def end_to_end(
     bf16_tiles: dict | None = None,
     pdl_arms: tuple = (),
     matrix_arms: tuple = (),
+    model: str = "qwen3-8b",
 ) -> dict:
     """AR and spec@6.55 (replay) with bf16 weights, then with the same weights in W12 (both arms
     with `engine`, default CUDA graphs on); then the same W12 models once for each W12_ARMS
@@ -303,13 +305,14 @@ def end_to_end(
     interleaved rounds of every arm (engine_speed.paired_rounds; the generators are kept).
     profile: each arm's GPU time by kernel of eager decode / verify / draft forwards.
     bf16_tiles: one more arm, "bf16_swept", the bf16 model with these kernels/linear.py
-    MEASURED_TILES entries added (the W12 arms' tiles come with their switches)."""
+    MEASURED_TILES entries added (the W12 arms' tiles come with their switches). model: the
+    target's models/synth.TARGET_PRESETS shape (random weights), with a DFlash-b16 drafter."""
     engine = engine or EngineConfig(cuda_graphs=True)
     bw = copy_bandwidth()
-    hf = dict(TARGET_PRESETS["qwen3-8b"], eos_token_id=None, architectures=["Qwen3ForCausalLM"])
+    hf = preset_hf(model)
     draft_hf = draft_hf_config("dflash-b16", hf)
     bf16_target, bf16_drafter = build(hf, "target", 0), build(draft_hf, "draft", 1)
-    out: dict = {"context": context, "copy_bandwidth_tb_s": bw / 1e12, "arms": {}}
+    out: dict = {"model": model, "context": context, "copy_bandwidth_tb_s": bw / 1e12, "arms": {}}
     arms = ("bf16", "w12", *(f"w12_{name}" for name in extra))
     arms += tuple(f"w12_pdl_{mode}" for mode in pdl_arms)  # W12 arms: before bf16_swept
     only = {
@@ -411,6 +414,12 @@ def main() -> None:
     )
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
     parser.add_argument("--new-tokens", type=int, default=128)
+    parser.add_argument(
+        "--model",
+        default="qwen3-8b",
+        choices=["qwen3-8b", "llama3.1-8b"],
+        help="end to end: the target's shape (random weights)",
+    )
     add_l2_argument(parser)
     parser.add_argument(
         "--split-sum",
@@ -534,7 +543,7 @@ def main() -> None:
                               l2_ahead=args.l2_ahead)  # fmt: skip
         report["end_to_end"] = end_to_end(
             args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile),
-            swept["bf16"], pdl_arms, matrix_arms,
+            swept["bf16"], pdl_arms, matrix_arms, args.model,
         )  # fmt: skip
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch,
                     "l2_ahead": engine.l2_ahead}  # fmt: skip
