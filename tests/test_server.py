@@ -440,3 +440,38 @@ def test_api_key_queue_limit_and_disconnect(qwen_dir) -> None:
         assert server.stop(signal.SIGINT) == 0  # Ctrl-C: a clean stop, no traceback
     log = "".join(server.log)
     assert "Finished server process" in log and "Traceback" not in log
+
+
+def test_w12_server_answers_like_bf16(qwen_dir, qwen_drafter_dir, monkeypatch) -> None:
+    """`serve --weights w12 --w12-matrices auto` in bf16: speculative answers to two concurrent
+    requests (one batched step) carry the token ids of the bf16 engine in this process; a bad
+    matrix name stops the server at start with the message."""
+    from specpilot.config import EngineConfig
+
+    # the PyTorch path on this CPU (the tests' Triton interpreter would take minutes)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    args = ["--target", str(qwen_dir), "--draft", str(qwen_drafter_dir), "--dtype", "bfloat16"]
+    server = start_server(*args, "--weights", "w12", "--w12-matrices", "auto", timeout=120)
+    assert "W12 weights (down, gate_up, lm_head)" in "".join(server.log)
+    prompts = [[5, 17, 42, 8], [9, 3, 77]]
+    try:
+
+        async def gather() -> list:
+            ac = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+            try:
+                outs = await asyncio.gather(
+                    *(ac.completions.create(model=server.model, prompt=p, max_tokens=16)
+                      for p in prompts)
+                )  # fmt: skip
+                return [o.model_extra["meta_info"]["output_ids"] for o in outs]
+            finally:
+                await ac.close()
+
+        served = asyncio.run(gather())
+    finally:
+        assert server.stop() == 0
+    bf16 = LLM(qwen_dir, draft=str(qwen_drafter_dir), device="cpu", dtype="bfloat16",
+               engine=EngineConfig(kernels="torch"))  # fmt: skip
+    assert served == [out.output_ids for out in bf16.generate(prompts, max_new_tokens=16)]
+    with pytest.raises(RuntimeError, match=r"w12 matrices: .* \(unknown: up\)"):
+        start_server(*args, "--weights", "w12", "--w12-matrices", "qkv,up")

@@ -82,17 +82,7 @@ def _parser() -> argparse.ArgumentParser:
         "auto: on on CUDA (H200: a step ~7%% faster for the embedded pair, run 35; 2-4%% at the "
         "Qwen3-8B shape, runs 40 and 44), off on a CPU",
     )
-    gen.add_argument(
-        "--weights", default="bf16", choices=["bf16", "w12"], help="w12: convert on load"
-    )
-    gen.add_argument(
-        "--w12-matrices",
-        default="all",
-        help="with --weights w12, which matrices convert: all (every linear layer, the least "
-        "memory), auto (gate_up, down, lm_head: the fastest at the Qwen3-8B shape on the H200), "
-        "or a comma-separated list of qkv, o, gate_up, down, lm_head, fc (the others stay "
-        "bf16; same tokens)",
-    )
+    serve_command.add_weights_arguments(gen)
     serve_command.add_draft_vocab_argument(gen)
     serve_command.add_pdl_argument(gen)
     serve_command.add_tiles_argument(gen)

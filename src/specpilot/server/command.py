@@ -58,6 +58,22 @@ def add_tiles_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_weights_arguments(parser: argparse.ArgumentParser) -> None:
+    """--weights and --w12-matrices, shared by `serve` and `generate` (EngineConfig.weights,
+    EngineConfig.w12_matrices)."""
+    parser.add_argument(
+        "--weights", default="bf16", choices=["bf16", "w12"], help="w12: convert on load"
+    )
+    parser.add_argument(
+        "--w12-matrices",
+        default="all",
+        help="with --weights w12, which matrices convert: all (every linear layer, the least "
+        "memory), auto (gate_up, down, lm_head: the fastest at the Qwen3-8B shape on the H200), "
+        "or a comma-separated list of qkv, o, gate_up, down, lm_head, fc (the others stay "
+        "bf16; same tokens)",
+    )
+
+
 def add_pdl_argument(parser: argparse.ArgumentParser) -> None:
     """--pdl, shared by `serve` and `generate` (EngineConfig.pdl)."""
     from specpilot.config import PDL_MODES
@@ -121,6 +137,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_draft_vocab_argument(p)
     add_tiles_argument(p)
     add_pdl_argument(p)
+    add_weights_arguments(p)
     p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
     p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -208,6 +225,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             draft_vocab=args.draft_vocab,
             pdl=args.pdl,
             tiles=args.tiles,
+            weights=args.weights,
+            w12_matrices=args.w12_matrices,
         ),
         seed=args.seed,
     )
@@ -231,8 +250,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host, port = sock.getsockname()[:2]
     if note:
         log.warning(note)
+    config = llm.engine_config
+    weights = "bf16 weights"
+    if config.weights == "w12":
+        weights = f"W12 weights ({', '.join(sorted(config.w12_matrix_set()))})"
     log.info(
-        "serving %s (drafter %s, block %d, %d slots x %d tokens, %s %s) at http://%s:%d",
+        "serving %s (drafter %s, block %d, %d slots x %d tokens, %s %s, %s) at http://%s:%d",
         name,
         llm.drafter_kind,
         llm.generator.block_size,
@@ -240,6 +263,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         context,
         llm.device,
         str(llm.dtype).removeprefix("torch."),
+        weights,
         host,
         port,
     )
