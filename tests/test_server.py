@@ -37,6 +37,24 @@ def client(server, **kwargs) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.url + "/v1", max_retries=0, timeout=60, **kwargs)
 
 
+def concurrent_meta_info(server, prompts: list[list[int]], max_tokens: int) -> list[dict]:
+    """Completions of all `prompts` sent at once (the official async client): their
+    `meta_info`s, in the prompts' order."""
+
+    async def gather() -> list[dict]:
+        ac = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+        try:
+            outs = await asyncio.gather(
+                *(ac.completions.create(model=server.model, prompt=p, max_tokens=max_tokens)
+                  for p in prompts)
+            )  # fmt: skip
+            return [o.model_extra["meta_info"] for o in outs]
+        finally:
+            await ac.close()
+
+    return asyncio.run(gather())
+
+
 def test_models_health_metrics(spec_server) -> None:
     models = client(spec_server).models.list()
     assert [m.id for m in models.data] == ["tiny-spec"]
@@ -377,18 +395,7 @@ def test_replay_batched_high_acceptance_equal_sequential(qwen_dir) -> None:
         first = [run(p) for p in prompts]  # no continuation known yet: acceptance about 1
         assert all(m["drafter"] == "replay" for m in first)
 
-        async def gather() -> list:
-            ac = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
-            try:
-                outs = await asyncio.gather(
-                    *(ac.completions.create(model=server.model, prompt=p, max_tokens=40)
-                      for p in prompts)
-                )  # fmt: skip
-                return [o.model_extra["meta_info"] for o in outs]
-            finally:
-                await ac.close()
-
-        batched = asyncio.run(gather())
+        batched = concurrent_meta_info(server, prompts, max_tokens=40)
         assert [m["output_ids"] for m in batched] == [m["output_ids"] for m in first]
         assert min(m["spec_accept_length"] for m in batched) > 4
     finally:
@@ -455,19 +462,7 @@ def test_w12_server_answers_like_bf16(qwen_dir, qwen_drafter_dir, monkeypatch) -
     assert "W12 weights (down, gate_up, lm_head)" in "".join(server.log)
     prompts = [[5, 17, 42, 8], [9, 3, 77]]
     try:
-
-        async def gather() -> list:
-            ac = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
-            try:
-                outs = await asyncio.gather(
-                    *(ac.completions.create(model=server.model, prompt=p, max_tokens=16)
-                      for p in prompts)
-                )  # fmt: skip
-                return [o.model_extra["meta_info"]["output_ids"] for o in outs]
-            finally:
-                await ac.close()
-
-        served = asyncio.run(gather())
+        served = [m["output_ids"] for m in concurrent_meta_info(server, prompts, max_tokens=16)]
     finally:
         assert server.stop() == 0
     bf16 = LLM(qwen_dir, draft=str(qwen_drafter_dir), device="cpu", dtype="bfloat16",
