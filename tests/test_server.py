@@ -449,31 +449,28 @@ def test_api_key_queue_limit_and_disconnect(qwen_dir) -> None:
     assert "Finished server process" in log and "Traceback" not in log
 
 
-def test_w12_server_answers_like_bf16(qwen_dir, qwen_drafter_dir, monkeypatch) -> None:
-    """`serve --weights w12 --w12-matrices auto` in bf16: speculative answers to two concurrent
-    requests (one batched step) carry the token ids of the same server with bf16 weights (W12
-    decodes to the same bits, and both processes multiply alike), and pass token forcing
-    against the float32 model (two bf16 engines that batch differently may differ at near
-    ties); a bad matrix name stops the server at start with the message."""
+def test_w12_server_passes_token_forcing(qwen_dir, qwen_drafter_dir, monkeypatch) -> None:
+    """`serve --weights w12 --w12-matrices auto` in bf16 (the startup line names the W12
+    matrices): speculative answers to two concurrent requests pass token forcing against the
+    float32 model. Not compared with a bf16 server token for token: on this CPU how the two
+    requests share steps depends on timing, and bf16 rounding on how many rows a step has, so
+    two bf16 engines may part at a near tie (tests/test_w12.py compares W12 with bf16 bit for
+    bit in one process). A bad matrix name stops the server at start with the message."""
     from specpilot.config import EngineConfig
 
     # the PyTorch path on this CPU (the tests' Triton interpreter would take minutes)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     args = ["--target", str(qwen_dir), "--draft", str(qwen_drafter_dir), "--dtype", "bfloat16"]
     prompts = [[5, 17, 42, 8], [9, 3, 77]]
-    served = {}
-    for weights in (["--weights", "w12", "--w12-matrices", "auto"], []):
-        server = start_server(*args, *weights, timeout=120)
-        try:
-            named = "W12 weights (down, gate_up, lm_head)" if weights else "bf16 weights"
-            assert named in "".join(server.log)
-            metas = concurrent_meta_info(server, prompts, max_tokens=16)
-            served[bool(weights)] = [m["output_ids"] for m in metas]
-        finally:
-            assert server.stop() == 0
-    assert served[True] == served[False]
+    server = start_server(*args, "--weights", "w12", "--w12-matrices", "auto", timeout=120)
+    try:
+        assert "W12 weights (down, gate_up, lm_head)" in "".join(server.log)
+        served = [m["output_ids"] for m in concurrent_meta_info(server, prompts, max_tokens=16)]
+    finally:
+        assert server.stop() == 0
     llm = LLM(qwen_dir, device="cpu", dtype="bfloat16", engine=EngineConfig(kernels="torch"))
-    for prompt, output in zip(prompts, served[True]):
-        assert len(output) == 16 and llm.validate(prompt, output).passed
+    for prompt, output in zip(prompts, served):
+        report = llm.validate(prompt, output)
+        assert len(output) == 16 and report.passed, report.failures
     with pytest.raises(RuntimeError, match=r"w12 matrices: .* \(unknown: up\)"):
         start_server(*args, "--weights", "w12", "--w12-matrices", "qkv,up")
