@@ -450,12 +450,13 @@ def test_api_key_queue_limit_and_disconnect(qwen_dir) -> None:
 
 
 def test_w12_server_passes_token_forcing(qwen_dir, qwen_drafter_dir, monkeypatch) -> None:
-    """`serve --weights w12 --w12-matrices auto` in bf16 (the startup line names the W12
-    matrices): speculative answers to two concurrent requests pass token forcing against the
-    float32 model. Not compared with a bf16 server token for token: on this CPU how the two
-    requests share steps depends on timing, and bf16 rounding on how many rows a step has, so
-    two bf16 engines may part at a near tie (tests/test_w12.py compares W12 with bf16 bit for
-    bit in one process). A bad matrix name stops the server at start with the message."""
+    """`serve --weights w12 --w12-matrices auto` in bf16 (the startup line names the target's
+    W12 matrices: gate|up and down, its lm_head is tied to the embeddings): speculative answers
+    to two concurrent requests pass token forcing against the float32 model. Not compared with
+    a bf16 server token for token: on this CPU how the two requests share steps depends on
+    timing, and bf16 rounding on how many rows a step has, so two bf16 engines may part at a
+    near tie (tests/test_w12.py compares W12 with bf16 bit for bit in one process). A bad
+    matrix name stops the server at start with the message."""
     from specpilot.config import EngineConfig
 
     # the PyTorch path on this CPU (the tests' Triton interpreter would take minutes)
@@ -464,7 +465,7 @@ def test_w12_server_passes_token_forcing(qwen_dir, qwen_drafter_dir, monkeypatch
     prompts = [[5, 17, 42, 8], [9, 3, 77]]
     server = start_server(*args, "--weights", "w12", "--w12-matrices", "auto", timeout=120)
     try:
-        assert "W12 weights (down, gate_up, lm_head)" in "".join(server.log)
+        assert "W12 weights (gate_up, down)" in "".join(server.log)
         served = [m["output_ids"] for m in concurrent_meta_info(server, prompts, max_tokens=16)]
     finally:
         assert server.stop() == 0

@@ -21,6 +21,7 @@ from specpilot.formats.w12_engine import (
     W12Linear,
     concat_rows,
     convert_model,
+    converted_matrices,
     parse_matrices,
 )
 from specpilot.models.loader import load_drafter, load_target
@@ -235,6 +236,8 @@ def test_some_matrices_in_w12_decode_like_bf16(tmp_path) -> None:
     kept = [layer.self_attn.o_proj, layer.mlp.gate_proj, layer.mlp.up_proj, target.lm_head]
     assert not any(isinstance(m, W12Linear) for m in kept)
     assert [_greedy(target, drafter, spec) for spec in (False, True)] == expected
+    assert converted_matrices(target) == ["qkv", "down"]
+    assert converted_matrices(drafter) == ["qkv", "down", "fc"]
 
     # kernels "torch": under the tests' TRITON_INTERPRET the PyTorch path, not the interpreter
     engine = EngineConfig(kernels="torch", weights="w12", w12_matrices="gate_up,lm_head")

@@ -146,6 +146,17 @@ def convert_model(
     return report
 
 
+def converted_matrices(model: nn.Module) -> list[str]:
+    """The MATRICES names whose linear layers in `model` (a TargetModel or DFlashDrafter) hold
+    W12 weights, in MATRICES order (a tied lm_head never does)."""
+    return [
+        matrix
+        for matrix in MATRICES
+        if any(isinstance(getattr(parent, name), W12Linear)
+               for parent, name in _linears(model, frozenset({matrix})))
+    ]  # fmt: skip
+
+
 def _linears(model: nn.Module, matrices: frozenset[str]) -> list[tuple[nn.Module, str]]:
     """(parent module, attribute) of every linear layer of `matrices` that `convert_model`
     converts."""

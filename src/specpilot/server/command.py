@@ -250,10 +250,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host, port = sock.getsockname()[:2]
     if note:
         log.warning(note)
-    config = llm.engine_config
     weights = "bf16 weights"
-    if config.weights == "w12":
-        weights = f"W12 weights ({', '.join(sorted(config.w12_matrix_set()))})"
+    if llm.engine_config.weights == "w12":
+        from specpilot.formats.w12_engine import converted_matrices
+
+        weights = f"W12 weights ({', '.join(converted_matrices(llm.target)) or 'none'})"
     log.info(
         "serving %s (drafter %s, block %d, %d slots x %d tokens, %s %s, %s) at http://%s:%d",
         name,
