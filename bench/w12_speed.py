@@ -46,12 +46,13 @@ from engine_speed import (  # noqa: E402
     print_kernel_profile,
 )
 from kernel_sweep import (  # noqa: E402
-    SHAPES,
+    MODELS,
     add_l2_argument,
     compile_each,
     cycled,
     fastest,
     graph_time,
+    layer_shapes,
     precompile,
 )
 from report import finish, save  # bench/ is on sys.path when run as a script
@@ -417,8 +418,9 @@ def main() -> None:
     parser.add_argument(
         "--model",
         default="qwen3-8b",
-        choices=["qwen3-8b", "llama3.1-8b"],
-        help="end to end: the target's shape (random weights)",
+        choices=MODELS,
+        help="the target's shape: its multiplies in the kernel table, and end to end (random "
+        "weights)",
     )
     add_l2_argument(parser)
     parser.add_argument(
@@ -517,7 +519,7 @@ def main() -> None:
     for m in [int(r) for r in args.rows.split(",") if r]:  # --rows "": end to end only
         if not args.no_sweep:
             precompile(_compile_tiles, m, candidates(m, 4096, args.grid))
-        for name, (n, k) in SHAPES.items():
+        for name, (n, k) in layer_shapes(args.model).items():
             r = bench_shape(m, name, n, k, not args.no_sweep, args.l2 == "cold", args.grid)
             results.append(r)
             t = r["tb_s"]
