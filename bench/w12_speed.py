@@ -316,9 +316,7 @@ def end_to_end(
     out: dict = {"model": model, "context": context, "copy_bandwidth_tb_s": bw / 1e12, "arms": {}}
     arms = ("bf16", "w12", *(f"w12_{name}" for name in extra))
     arms += tuple(f"w12_pdl_{mode}" for mode in pdl_arms)  # W12 arms: before bf16_swept
-    only = {
-        f"w12_only_{'+'.join(sorted(parse_matrices(m)))}": parse_matrices(m) for m in matrix_arms
-    }
+    only = {f"w12_only_{'+'.join(sorted(m))}": m for m in map(parse_matrices, matrix_arms)}
     arms += tuple(only)
     arms += ("bf16_swept",) if bf16_tiles else ()
     defaults = {flag: getattr(w12_kernels, flag) for sw in W12_ARMS.values() for flag in sw}
@@ -341,9 +339,9 @@ def end_to_end(
         switch_to(weights)
         if weights in ("bf16", "bf16_swept"):
             target, drafter = bf16_target, bf16_drafter
-        elif weights == "w12" or weights in only:  # the other W12 arms reuse w12's models
-            target, drafter = build(hf, "target", 0), build(draft_hf, "draft", 1)  # same seeds
-        if weights == "w12" or weights in only:
+        elif weights == "w12" or weights in only:  # new models (same seeds), converted; the
+            # other W12 arms reuse w12's
+            target, drafter = build(hf, "target", 0), build(draft_hf, "draft", 1)
             matrices = only.get(weights, parse_matrices("all"))
             reports = [convert_model(m, matrices=matrices) for m in (target, drafter)]
             out["w12_convert" if weights == "w12" else f"{weights}_convert"] = [
@@ -351,7 +349,7 @@ def end_to_end(
                     bits_per_weight=8 * r.w12_bytes / max(1, r.num_weights),
                     escape_rate=r.escape_rate,
                     num_tensors=r.num_tensors,
-                )  # fmt: skip
+                )
                 for r in reports
             ]
         config = engine

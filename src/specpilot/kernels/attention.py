@@ -76,14 +76,18 @@ MERGE_WARPS = 4
 # programs an SM, 7.7 us; but at 1k each slice is one 64-key block, one loop step, for which
 # the pipeline's buffers and prologue do nothing. ptxas (sm_90, 16 tokens / one token): 1 stage
 # 168 / 144 registers, 32 / 22 KB, no cp.async; 2 stages 165 / 107 registers, 80 / 38 KB.
-# Unmeasured; bench/engine_speed.py --attention-stages.
+# 3: run 118 (Qwen3-8B shape, one process, 6 rounds) 1 or 2 stages were level at 1k and lost
+# 2-3% at 8k, where a slice takes several loop steps (1 stage: AR 0.971x, spec@6.55 0.973x);
+# 1 stage in verify and draft launches only, spec@6.55 0.966x at 8k. bench/engine_speed.py
+# --attention-stages.
 SPLIT_STAGES = {"narrow": 3, "wide": 3}  # launches of at most / more than WIDE_ROWS query rows
 # the split and merge programs read the positions (and so their slices' bounds and how many
 # slices hold keys) before their PDL wait, while the kernel before them runs, instead of after
 # it: one dependent L2 round trip (~0.5-1 us) fewer after the wait in each of the two launches
 # a layer. Safe as the K/V prefetch is: the positions are written before the forward, at least
 # two kernels earlier, and a kernel launches its dependents only after its own wait; read with
-# .cg (from L2, never a stale L1 line). Only with PDL. Unmeasured; bench/engine_speed.py
+# .cg (from L2, never a stale L1 line). Only with PDL. Off: run 118, level at 1k and 8k (AR
+# 0.993x / 1.002x, spec@6.55 1.006x / 1.001x); bench/engine_speed.py
 # --attention-early-positions 1.
 EARLY_POSITIONS = False
 # the most keys of its slice whose keys and values a split program asks L2 for before its PDL

@@ -39,8 +39,9 @@ SPLIT_K > 1 splits K over programs (fp32 partial sums, then `_split_sum_kernel` 
 and adds the residual) when the tiles alone are too few. SPLIT_IN > 1 (tensor-core tiles, K a
 multiple of SPLIT_IN blocks) splits K inside the program instead: SPLIT_IN contiguous K ranges
 side by side as a leading tile dimension, one batched tl.dot for all of them, the ranges' sums
-added once after the loop, so no partials in memory and no second launch. No tile uses it
-yet (bench/w12_speed.py --grid split_in sweeps it).
+added once after the loop, so no partials in memory and no second launch. No tile uses it:
+at 16 rows its best tiles took 25.7 / 18.0 / 47.2 us for q|k|v, o and down against the K-split
+tiles' 16.8 / 13.7 / 29.1 (docs/LOG.md run 119; bench/w12_speed.py --grid split_in).
 
 A zero or escaped weight decodes to +-0 in the main loop; the epilogue adds x[:, col] * w for
 each escaped (col, w) of the program's rows from the CSR escape table (products are exact in
@@ -86,7 +87,8 @@ from specpilot.kernels.linear import (
 MAX_ROWS = 64
 # K-split tiles: the tile's last program adds the slices (no _split_sum_kernel launch). False: on
 # the H200 it was no faster than the sum launch (16-row q|k|v 1.85 vs 1.89 TB/s, down 2.14 vs
-# 2.23; docs/LOG.md run 57); bench/w12_speed.py --split-sum kernel measures it.
+# 2.23; docs/LOG.md run 57), nor end to end under pdl "chain" (run 119: W12 spec@6.55 0.977x
+# bf16 against 0.999x); bench/w12_speed.py --split-sum kernel measures it.
 SPLIT_SUM_IN_KERNEL = False
 # Tensor-core tiles (group sizes a multiple of 4 * SLICE): the weights decoded times 2^126 for
 # every group alike, each half block's product summed on its own and scaled once by its rows'
