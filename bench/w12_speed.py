@@ -466,6 +466,12 @@ def main() -> None:
         "(comma-separated JSON of w12_speed and kernel_sweep): w12_swept and bf16_swept",
     )
     parser.add_argument(
+        "--tiles",
+        default="",
+        help="a tiles file (EngineConfig.tiles) over the compiled-in tiles for the whole run: "
+        "kernel table and every end-to-end arm",
+    )
+    parser.add_argument(
         "--tiles-out",
         default="",
         help="write --tiles-from's winners as a tiles file (EngineConfig.tiles, --tiles)",
@@ -503,9 +509,12 @@ def main() -> None:
             tiles.write(args.tiles_out, swept)
     elif args.tiles_out:
         parser.error("--tiles-out writes the winners of --tiles-from")
+    own_tiles = tiles.read(args.tiles) if args.tiles else None
     if not args.rows and not args.e2e:  # nothing to time (e.g. only --tiles-out): no GPU needed
         return
     w12_kernels.SPLIT_SUM_IN_KERNEL = args.split_sum == "kernel"
+    if own_tiles is not None:  # before anything reads the tables (end_to_end keeps them as found)
+        tiles.install(own_tiles)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     results = []
@@ -535,6 +544,7 @@ def main() -> None:
         "gpu": torch.cuda.get_device_name(),
         "l2": args.l2,
         "split_sum": args.split_sum,
+        "tiles_file": tiles.to_json(own_tiles) if own_tiles is not None else None,
         "results": results,
     }
     save(report, args.out)  # the kernel table survives a failure end to end
