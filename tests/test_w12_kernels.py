@@ -245,16 +245,18 @@ def test_w12_swiglu_epilogue_gives_the_bits_of_the_swiglu_kernel(m: int, tile: i
 
 
 QWEN3_8B_SHAPES = [(6144, 4096), (4096, 4096), (24576, 4096), (151936, 4096)]
+WIDE_SHAPES = [(24576, 4096), (151936, 4096), (28672, 4096)]  # Llama-3.1-8B's gate|up last
 
 
 @pytest.mark.parametrize(
-    "m, shape", [(1, s) for s in QWEN3_8B_SHAPES] + [(16, (24576, 4096)), (16, (151936, 4096))]
-)
-def test_w12_qwen3_8b_tiles(m: int, shape: tuple[int, int], monkeypatch) -> None:
-    """The tiles tile_config picks for Qwen3-8B's layers (one row: the measured tiles with their
-    loads pipelined, 4 rows a program, or the tensor-core tile without ACC_SCALE for the LM
-    head; 16 rows: the measured 64-row ACC_SCALE tile of gate_up and the LM head), through the
-    launcher's default path, on a small weight with a K tail."""
+    "m, shape", [(1, s) for s in QWEN3_8B_SHAPES] + [(1, (28672, 4096))]
+    + [(16, s) for s in WIDE_SHAPES]
+)  # fmt: skip
+def test_w12_measured_tiles(m: int, shape: tuple[int, int], monkeypatch) -> None:
+    """The tiles tile_config picks for Qwen3-8B's layers and Llama-3.1-8B's gate|up (one row:
+    the measured tiles with their loads pipelined, 4-16 rows a program on 2 or 4 warps; 16
+    rows: the measured 64-row ACC_SCALE tiles on 4 or 2 warps), through the launcher's default
+    path, on a small weight with a K tail."""
     from specpilot.kernels import w12_linear as kernel
 
     config = kernel.tile_config(m, *shape)
@@ -356,3 +358,19 @@ def test_w12_module_above_the_kernel_rows_decodes_in_one_kernel(monkeypatch) -> 
 
     monkeypatch.setattr(w12, "decode", refuse)
     assert torch.equal(module(x), torch.nn.functional.linear(x, w.to(DEVICE)))
+
+
+def test_w12_rules_give_unswept_wide_shapes_the_measured_families() -> None:
+    """A gate|up or LM head of a model whose shapes were never swept (here 20480 x 5120) gets
+    the families that won at every wide shape swept (runs 88, 115, 123), not the narrow
+    shapes' rules: one row, 16 rows a program with the loads pipelined; 2-16 rows, 64 rows on
+    2 warps with ACC_SCALE and no K split."""
+    from specpilot.kernels import w12_linear as kernel
+
+    one = kernel.tile_config(1, 20480, 5120)
+    assert (one["USE_DOT"], one["BLOCK_N"], one["LOOP_STAGES"]) == (False, 16, 3)
+    for m in (2, 16):
+        tile = kernel.tile_config(m, 20480, 5120)
+        assert (tile["BLOCK_N"], tile["num_warps"], tile["SPLIT_K"]) == (64, 2, 1)
+        assert tile["ACC_SCALE"]
+    assert kernel.tile_config(16, 4096, 5120)["BLOCK_N"] == 32  # narrow shapes: as before

@@ -142,6 +142,17 @@ MEASURED_TILES: dict[tuple[int, int, int], dict] = {
     # 0.979x bf16 in the same paired rounds (q|k|v, o, down: no tile beat tile_config's)
     (16, 24576, 4096): _WIDE_SIXTEEN_ROWS,
     (16, 151936, 4096): _WIDE_SIXTEEN_ROWS,
+    # Run 123 (--model llama3.1-8b, --grid loop_wide at one row, dot_acc at 16): Llama-3.1-8B's
+    # own shapes (its q|k|v and o are Qwen3's), until then on the rules. One row: gate_up 2.77
+    # -> 3.97 TB/s, lm_head 4.04 -> 4.48, down 3.23 -> 3.27; 16 rows: gate_up 2.35 -> 3.36,
+    # lm_head 3.57 -> 3.90 (64 rows on 2 warps, 2 stages: Qwen3's 4-warp tile takes 66.6 us at
+    # this gate_up against 52.8). End to end (run 124, paired): W12 "auto" AR 1.157x bf16, spec
+    # 1.067x, where run 122 without these tiles had single runs of 1.03x and 0.92x.
+    (1, 28672, 4096): _LOOP_ONE_ROW | dict(BLOCK_N=16, UNROLL=1, num_warps=2),
+    (1, 4096, 14336): _LOOP_ONE_ROW | dict(BLOCK_N=4, UNROLL=4, num_warps=2),
+    (1, 128256, 4096): _LOOP_ONE_ROW | dict(BLOCK_N=16),
+    (16, 28672, 4096): _WIDE_SIXTEEN_ROWS | dict(num_warps=2, num_stages=2),
+    (16, 128256, 4096): _WIDE_SIXTEEN_ROWS | dict(num_warps=2, num_stages=2),
 }
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)
@@ -513,24 +524,26 @@ def _split_sum_kernel(
 
 def tile_config(m: int, n: int, k: int) -> dict:
     """W12 tiles by shape, from the H200 sweeps of bench/w12_speed.py where there is one:
-    MEASURED_TILES first (one row: q|k|v 8 rows x 2 blocks a step, gate_up and the LM head 16
-    rows, down 4 rows x 4 blocks on 2 warps, the loads pipelined 3 steps deep; 2-16 rows:
-    gate_up and the LM head 64 rows on 4 warps), then these rules. M = 1: 2 rows (4 where
-    N <= 4096) x 16 blocks (4096 columns) per step, which puts the threads along K and the rows
-    in registers: no layout conversion in the loop, ~4.9 instructions per weight; for N >=
-    16384 (gate_up, the LM head) the tensor-core tile, 64 rows on 4 warps, reads faster (run
-    77, with ESC_IN_LOOP and HALVES: q|k|v 2.51, o 2.28, gate_up 3.46, down 3.20, lm_head 4.14
+    MEASURED_TILES first (Qwen3-8B's and Llama-3.1-8B's shapes; one row: q|k|v 8 rows x 2
+    blocks a step, gate_up and the LM head 16 rows, down 4 rows x 4 blocks on 2 warps, the
+    loads pipelined 3 steps deep; 2-16 rows: gate_up and the LM head 64 rows on 4 or 2 warps),
+    then these rules. M = 1, N >= 16384 (another model's gate_up or LM head): the measured wide
+    tile. M = 1 otherwise: 2 rows (4 where N <= 4096) x 16 blocks (4096 columns) per step, which
+    puts the threads along K and the rows in registers: no layout conversion in the loop, ~4.9
+    instructions per weight (run 77, with ESC_IN_LOOP and HALVES: q|k|v 2.51, o 2.28, down 3.20
     TB/s of W12 bytes; ONE_ROW_SWEPT_TILES).
-    M = 2-16: 32 rows per tile on mma.sync, 2 warps (below). M > 16:
+    M = 2-16: 64 rows on 2 warps for N >= 16384, else 32 rows per tile on mma.sync, 2 warps
+    (below). M > 16:
     64 rows per tile on wgmma, ~5.4 instructions per weight whatever M; the K split gives >= 256
     programs (unmeasured since run 51 at these row counts)."""
     measured = MEASURED_TILES.get((tile_rows(m), n, k))
     if measured is not None:
         return dict(measured)
     if m == 1 and ONE_ROW_SWEPT_TILES and n >= 16384:
-        # run 77 (with ESC_IN_LOOP and HALVES): gate_up 3.11 -> 3.46 TB/s, lm_head 4.08 -> 4.14
-        return dict(BLOCK_M=16, BLOCK_N=64, UNROLL=1, SPLIT_K=1, USE_DOT=True, num_warps=4,
-                    num_stages=3, ACC_SCALE=False)  # fmt: skip
+        # the measured wide tile, 16 rows a program with the loads pipelined: the best or within
+        # 1% of it at the four wide shapes swept (runs 88, 123), where run 77's tensor-core
+        # tile took 63.9 us at Llama-3.1-8B's gate_up against 45.0
+        return dict(_LOOP_ONE_ROW, BLOCK_N=16)
     if m == 1 and n <= 65536:
         # run 77: 4 rows a program where N <= 4096 (o 2.18 -> 2.28 TB/s, down 2.90 -> 3.20)
         rows = 4 if ONE_ROW_SWEPT_TILES and n <= 4096 else 2
@@ -538,6 +551,12 @@ def tile_config(m: int, n: int, k: int) -> dict:
             BLOCK_M=1, BLOCK_N=rows, UNROLL=16, SPLIT_K=1, USE_DOT=False, num_warps=4, num_stages=1
         )
     block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
+    if block_m == 16 and n >= 16384 and m > 1:  # (one row here: ONE_ROW_SWEPT_TILES off)
+        # 64 rows on 2 warps, 2 stages, ACC_SCALE: within 8% of the best at the four wide
+        # shapes swept (runs 115, 123: Qwen3-8B's gate_up 49.0 us against 45.3, its LM head
+        # 248.6 against 244.5, Llama-3.1-8B's the best), where the 32-row tile below took 13%
+        # (Qwen3's gate_up) to 43% (Llama's) longer
+        return dict(_WIDE_SIXTEEN_ROWS, num_warps=2, num_stages=2)
     if block_m == 16:
         # 32 weight rows and 2 warps a program: mma.sync with the decoded weights in registers,
         # little shared memory, many programs an SM. Runs 67-68 (two processes, every shape of
