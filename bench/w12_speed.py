@@ -65,7 +65,12 @@ from specpilot.kernels import linear as bf16_kernels
 from specpilot.kernels import tiles
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear, tile_rows
-from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
+from specpilot.kernels.w12_linear import (
+    launch_tile,
+    tile_config,
+    w12_linear,
+    w12_linear_reference,
+)
 from specpilot.models.synth import draft_hf_config
 
 # the tile sweep around the default (kernels/w12_linear.py's tile_config): element-wise products
@@ -198,6 +203,15 @@ def bench_shape(
     t_skinny = graph_time(lambda: skinny_linear(x, ws()))
     t_w12 = graph_time(lambda: w12_linear(x, ps()))
     t_plain = graph_time(lambda: w12_linear(x, ps(), config=plain))
+    # the default tile with the escape table's entries loaded first (ESC_AHEAD), and, as a
+    # bound only (wrong products), the same planes with the escape table emptied
+    ahead = dict(launch_tile(default, packed.group_size), ESC_AHEAD=True)
+    check(w12_linear(x, packed, config=ahead), ref, f"{name} M={m} ESC_AHEAD")
+    t_ahead = graph_time(lambda: w12_linear(x, ps(), config=ahead))
+    empty = dict(esc_col=packed.esc_col[:0], esc_bits=packed.esc_bits[:0])
+    bare = dataclasses.replace(packed, row_ptr=torch.zeros_like(packed.row_ptr), **empty)
+    bares = cycled(bare, cold)
+    t_bare = graph_time(lambda: w12_linear(x, bares()))
     # the fused forwards' prologues (RMSNorm before qkv / gate_up, SwiGLU before down): each
     # program recomputes them, so small tiles pay for them more often
     if name == "down":
@@ -230,6 +244,8 @@ def bench_shape(
             skinny=t_skinny * 1e6,
             w12=t_w12 * 1e6,
             w12_plain=t_plain * 1e6,
+            w12_esc_ahead=t_ahead * 1e6,
+            w12_without_escapes=t_bare * 1e6,  # a bound: the escape table emptied
             w12_best=best_t * 1e6,
             prologue=prologue,
             w12_with_prologue=t_pro * 1e6,
@@ -272,6 +288,7 @@ def swept_tiles(paths: list[str]) -> tuple[dict, dict]:
 # end to end, more W12 arms on the same W12 models: the kernel switches each one sets
 W12_ARMS = {
     "sum_in_kernel": {"SPLIT_SUM_IN_KERNEL": True},
+    "esc_ahead": {"ESC_AHEAD_TILES": True},
     "acc_scale": {"ACC_SCALE_TILES": True},
     "esc_in_loop": {"ESC_IN_LOOP_TILES": True},
     "halves": {"HALVES_TILES": True},
@@ -537,6 +554,13 @@ def main() -> None:
                 f"{r['bf16_equivalent_tb_s']['w12_best']:11.2f}  "
                 f"{r['speedup_vs_cublas']:6.2f}x / {r['speedup_vs_skinny']:.2f}x          "
                 f"{r['best']}",
+                flush=True,
+            )
+            us = r["us"]
+            print(
+                f"    {name} M={m}: default {us['w12']:.1f} us, escapes ahead "
+                f"{us['w12_esc_ahead']:.1f}, escape table emptied (a bound) "
+                f"{us['w12_without_escapes']:.1f}",
                 flush=True,
             )
     report = {
