@@ -104,13 +104,17 @@ ACC_SCALE_TILES = True
 # its first weight load, the one-row tile 12; with it, 1 each. On the H200 (docs/LOG.md run
 # 73): W12 spec@6.55 873 -> 967 tok/s, AR 220.0 -> 226.5 (bench/w12_speed.py --w12-arms).
 ESC_IN_LOOP_TILES = True
-# Every tile: the escape table's entries for the program's rows (offsets, then each row's first
-# escaped column and value: two dependent loads of weights) loaded first thing, before the PDL
-# wait and the planes' loads, so that only x at those columns is left for the first loop step.
-# Without it the two loads queue behind the planes' (ESC_IN_LOOP) and a program whose loop has
-# one step (one row, o: 4 rows x 4096 columns) waits two memory latencies after its weights.
-# Unmeasured (bench/w12_speed.py times it as "w12_esc_ahead" and arm w12_esc_ahead).
-ESC_AHEAD_TILES = False
+# Every tile: each row's escapes after its first, ESC_REST_TILES of them at once (0: one at a
+# time, a loop whose every step waits for its entry's column and then for x there). Run 126
+# timed the default tiles with their escape tables emptied (a bound): 16 rows 3-9% faster
+# (gate_up 45.7 -> 42.0 us, down 29.4 -> 26.8, lm_head 243.8 -> 231.5), one row within 1-2%;
+# a 64-row program has a row with 3 escapes most of the time (random normal weights, escape rate
+# 1.5e-4), a 32-row down program (K 12288) 5-6. Unmeasured.
+ESC_REST_TILES = 0
+# Tried and deleted (docs/LOG.md run 126): the escape table's entries loaded first thing, before
+# the PDL wait and the planes (ESC_AHEAD). Every load after them waited for their two dependent
+# latencies: one-row o 10.9 -> 14.3 us, 16-row gate_up 45.7 -> 54.3; W12 AR 1.092x bf16 against
+# 1.127x without, spec@6.55 0.935x against 1.021x in the same paired rounds.
 # Tensor-core tiles with inline PTX: the decoded bf16 pairs go to tl.dot as their two halves
 # instead of widened to fp32 and narrowed back (sm_90 SASS of the 16-row tile: 688 -> 557 loop
 # instructions a block, with ACC_SCALE 617 -> 497; the same bits). On the H200 (docs/LOG.md
@@ -261,45 +265,44 @@ def _slice_input(x_rows, cols, x_ok, nw_ptr, rstd, K, dtype, NORM: tl.constexpr,
 
 
 @triton.jit
-def _escape_entries(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, pid_k):
-    """Rows rn's escape table offsets `first` and counts (0 but in the first K split), and each
-    row's first escaped (col, w) where it has one (`has`): weights only, no activation."""
+def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows, nw_ptr,
+                   rstd, K, dtype, NORM: tl.constexpr, GLU: tl.constexpr):  # fmt: skip
+    """Rows rn's escape table offsets `first` and counts (0 but in the first K split) and
+    x[:, col] * w of each row's first escaped (col, w), fp32 [BLOCK_M, BLOCK_N]."""
     first = tl.load(row_ptr + rn, mask=n_ok, other=0)
     count = tl.load(row_ptr + rn + 1, mask=n_ok, other=0) - first
     count = tl.where(pid_k == 0, count, 0)
     has = count > 0
     col = tl.load(esc_col_ptr + first, mask=has, other=0)
     w = tl.load(esc_bits_ptr + first, mask=has, other=0).to(tl.bfloat16, bitcast=True)
-    return first, count, has, col, w
-
-
-@triton.jit
-def _escape_products(has, col, w, m_ok, x_rows, nw_ptr, rstd, K, dtype, NORM: tl.constexpr,
-                     GLU: tl.constexpr):  # fmt: skip
-    """x[:, col] * w of each row's first escaped (col, w) (`_escape_entries`), fp32
-    [BLOCK_M, BLOCK_N]."""
     xm = m_ok[:, None] & has[None, :]
     a = input_tile(x_rows, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
-    return tl.where(xm, a.to(tl.float32) * w.to(tl.float32)[None, :], 0.0)
-
-
-@triton.jit
-def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows, nw_ptr,
-                   rstd, K, dtype, NORM: tl.constexpr, GLU: tl.constexpr):  # fmt: skip
-    """Rows rn's escape table offsets `first` and counts (0 but in the first K split) and
-    x[:, col] * w of each row's first escaped (col, w), fp32 [BLOCK_M, BLOCK_N]."""
-    first, count, has, col, w = _escape_entries(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok,
-                                                pid_k)  # fmt: skip
-    esc = _escape_products(has, col, w, m_ok, x_rows, nw_ptr, rstd, K, dtype, NORM, GLU)
-    return first, count, esc
+    return first, count, tl.where(xm, a.to(tl.float32) * w.to(tl.float32)[None, :], 0.0)
 
 
 @triton.jit
 def _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows, nw_ptr, rstd, K,
-                  dtype, NORM: tl.constexpr, GLU: tl.constexpr):  # fmt: skip
+                  dtype, NORM: tl.constexpr, GLU: tl.constexpr,
+                  REST: tl.constexpr = 0):  # fmt: skip
     """acc plus x[:, col] * w of each row's escaped (col, w) after its first (entries first + 1
-    .. first + count - 1 of the CSR table)."""
-    for j in range(1, tl.max(count, axis=0)):
+    .. first + count - 1 of the CSR table). REST > 0: the next REST entries of every row at
+    once, as one [BLOCK_M, REST, BLOCK_N] tile (their loads issued together: two memory
+    latencies in all, where the loop below waits two for each entry), their products summed
+    over the entries first, then added; the loop takes any entries beyond."""
+    j0 = 1
+    if REST > 0:
+        # NOTE: names of their own (the loop's has, col, w: other shapes, compiled as carried)
+        rj = 1 + tl.arange(0, REST)[:, None]  # [REST, 1]
+        some = rj < count[None, :]  # [REST, BLOCK_N]
+        cols = tl.load(esc_col_ptr + first[None, :] + rj, mask=some, other=0)
+        ws = tl.load(esc_bits_ptr + first[None, :] + rj, mask=some, other=0)
+        ws = ws.to(tl.bfloat16, bitcast=True).to(tl.float32)
+        xms = m_ok[:, None, None] & some[None, :, :]
+        xs = input_tile(x_rows[:, :, None], cols[None, :, :], xms, nw_ptr, rstd[:, None], K, dtype,
+                        NORM, GLU)  # fmt: skip
+        acc += tl.sum(tl.where(xms, xs.to(tl.float32) * ws[None, :, :], 0.0), axis=1)
+        j0 = 1 + REST
+    for j in range(j0, tl.max(count, axis=0)):
         has = j < count
         col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
         w = tl.load(esc_bits_ptr + first + j, mask=has, other=0).to(tl.bfloat16, bitcast=True)
@@ -366,8 +369,9 @@ def _w12_kernel(
     LOOP_STAGES: tl.constexpr = 1,
     SWIGLU: tl.constexpr = False,
     SPLIT_IN: tl.constexpr = 1,
-    ESC_AHEAD: tl.constexpr = False,
+    ESC_REST: tl.constexpr = 0,
 ):
+    pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
     # 8 SLICE columns is SLICE word positions i; slice J of it is columns SLICE J + i.
     pid_n = tl.program_id(0)
@@ -376,11 +380,6 @@ def _w12_kernel(
     dtype = y_ptr.dtype.element_ty
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn, n_ok = weight_rows(pid_n, N, BLOCK_N, SWIGLU)
-    if ESC_AHEAD:  # the escape table's two dependent loads (weights: no kernel writes them)
-        # before the PDL wait and the planes' loads; only x at their columns waits for them
-        first, count, e_has, e_col, e_w = _escape_entries(row_ptr, esc_col_ptr, esc_bits_ptr,
-                                                          rn, n_ok, pid_k)  # fmt: skip
-    pdl_enter(PDL)
     m_ok = rm < M
     # NOTE: constant masks when the tiles divide the shape (the compiler drops them)
     rows_ok = tl.full([BLOCK_N], 1, tl.int1) if EVEN_N else n_ok
@@ -440,14 +439,10 @@ def _w12_kernel(
     # loop step once the planes' loads are issued, else before the loop (three dependent loads
     # that the first weights then wait for)
     x_rows2 = x_ptr + rm[:, None] * stride_xm
-    if not ESC_AHEAD:
-        first = tl.zeros([BLOCK_N], dtype=tl.int32)
-        count = tl.zeros([BLOCK_N], dtype=tl.int32)
+    first = tl.zeros([BLOCK_N], dtype=tl.int32)
+    count = tl.zeros([BLOCK_N], dtype=tl.int32)
     esc_sum = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    if ESC_AHEAD and not ESC_IN_LOOP:
-        esc_sum = _escape_products(e_has, e_col, e_w, m_ok, x_rows2, nw_ptr, rstd, K, dtype,
-                                   NORM, GLU)  # fmt: skip
-    elif not ESC_IN_LOOP:
+    if not ESC_IN_LOOP:
         first, count, esc_sum = _first_escapes(
             row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr, rstd, K,
             dtype, NORM, GLU,
@@ -471,11 +466,7 @@ def _w12_kernel(
         codes = tl.load(code_rows + kb // 8 + ri, mask=wm, other=0)
         low0 = tl.load(low_rows + kb // 4 + ri, mask=wm, other=0)
         low1 = tl.load(low_rows + kb // 4 + SLICE + ri, mask=wm, other=0)
-        if ESC_IN_LOOP and ESC_AHEAD:
-            if k0 == k_lo:
-                esc_sum = _escape_products(e_has, e_col, e_w, m_ok, x_rows2, nw_ptr, rstd, K,
-                                           dtype, NORM, GLU)  # fmt: skip
-        elif ESC_IN_LOOP:
+        if ESC_IN_LOOP:
             if k0 == k_lo:
                 first, count, esc_sum = _first_escapes(
                     row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr,
@@ -529,7 +520,7 @@ def _w12_kernel(
         acc = tl.sum(tl.sum(acc4, axis=3), axis=1)
     acc += esc_sum
     acc = _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows2, nw_ptr, rstd,
-                        K, dtype, NORM, GLU)  # fmt: skip
+                        K, dtype, NORM, GLU, ESC_REST)  # fmt: skip
     if SPLIT_K > 1:  # fp32 partial sums [SPLIT_K, M, N]; _split_sum_kernel finishes, or
         # (SUM_IN_KERNEL) the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
@@ -678,7 +669,7 @@ def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
         raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
     cfg["LOOP_STAGES"] = loop_stages(cfg)
     cfg.setdefault("ESC_IN_LOOP", ESC_IN_LOOP_TILES)
-    cfg.setdefault("ESC_AHEAD", ESC_AHEAD_TILES)
+    cfg.setdefault("ESC_REST", ESC_REST_TILES)
     cfg.setdefault("HALVES", HALVES_TILES)
     acc_ok = cfg["USE_DOT"] and group_size % (4 * SLICE) == 0
     if not given and ACC_SCALE_TILES and acc_ok:
