@@ -65,12 +65,7 @@ from specpilot.kernels import linear as bf16_kernels
 from specpilot.kernels import tiles
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear, tile_rows
-from specpilot.kernels.w12_linear import (
-    launch_tile,
-    tile_config,
-    w12_linear,
-    w12_linear_reference,
-)
+from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
 from specpilot.models.synth import draft_hf_config
 
 # the tile sweep around the default (kernels/w12_linear.py's tile_config): element-wise products
@@ -116,7 +111,6 @@ DOT_ACC_GRID = "dot_acc"
 SPLIT_IN_GRID = "split_in"
 SPLIT_IN_TILES = ((16, 32), (2, 4), (2, 4, 8), (2, 3))
 TENSOR_CORE_GRIDS = (DOT_ACC_GRID, SPLIT_IN_GRID)  # sweeps of tl.dot tiles only: 2-64 rows
-ESC_REST_TIMED = (2, 4)  # the kernel table: the default tiles with these ESC_REST too
 
 
 def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
@@ -204,13 +198,7 @@ def bench_shape(
     t_skinny = graph_time(lambda: skinny_linear(x, ws()))
     t_w12 = graph_time(lambda: w12_linear(x, ps()))
     t_plain = graph_time(lambda: w12_linear(x, ps(), config=plain))
-    # the default tile with each row's later escapes ESC_REST at a time, and, as a bound only
-    # (wrong products), the same planes with the escape table emptied
-    t_rest = {}
-    for rest in ESC_REST_TIMED:
-        tile = dict(launch_tile(default, packed.group_size), ESC_REST=rest)
-        check(w12_linear(x, packed, config=tile), ref, f"{name} M={m} ESC_REST={rest}")
-        t_rest[rest] = graph_time(lambda tile=tile: w12_linear(x, ps(), config=tile))
+    # as a bound only (wrong products): the same planes with the escape table emptied
     empty = dict(esc_col=packed.esc_col[:0], esc_bits=packed.esc_bits[:0])
     bare = dataclasses.replace(packed, row_ptr=torch.zeros_like(packed.row_ptr), **empty)
     bares = cycled(bare, cold)
@@ -247,7 +235,6 @@ def bench_shape(
             skinny=t_skinny * 1e6,
             w12=t_w12 * 1e6,
             w12_plain=t_plain * 1e6,
-            **{f"w12_esc_rest_{rest}": t * 1e6 for rest, t in t_rest.items()},
             w12_without_escapes=t_bare * 1e6,  # a bound: the escape table emptied
             w12_best=best_t * 1e6,
             prologue=prologue,
@@ -291,8 +278,6 @@ def swept_tiles(paths: list[str]) -> tuple[dict, dict]:
 # end to end, more W12 arms on the same W12 models: the kernel switches each one sets
 W12_ARMS = {
     "sum_in_kernel": {"SPLIT_SUM_IN_KERNEL": True},
-    "esc_rest2": {"ESC_REST_TILES": 2},
-    "esc_rest4": {"ESC_REST_TILES": 4},
     "acc_scale": {"ACC_SCALE_TILES": True},
     "esc_in_loop": {"ESC_IN_LOOP_TILES": True},
     "halves": {"HALVES_TILES": True},
@@ -561,10 +546,9 @@ def main() -> None:
                 flush=True,
             )
             us = r["us"]
-            rests = ", ".join(f"{rest} {us[f'w12_esc_rest_{rest}']:.1f}" for rest in ESC_REST_TIMED)
             print(
-                f"    {name} M={m}: default {us['w12']:.1f} us; later escapes at once: {rests}; "
-                f"escape table emptied (a bound) {us['w12_without_escapes']:.1f}",
+                f"    {name} M={m}: default {us['w12']:.1f} us, escape table emptied (a bound) "
+                f"{us['w12_without_escapes']:.1f}",
                 flush=True,
             )
     report = {

@@ -207,35 +207,6 @@ def test_w12_default_tile_switches(switch: str, group: int, m: int, monkeypatch)
     close_columns(y, w12_linear_reference(x, packed, residual=residual), 4)
 
 
-@pytest.mark.parametrize(
-    "rest,tile,mode",
-    [
-        (2, dict(BLOCK_M=1, BLOCK_N=4, UNROLL=4, USE_DOT=False, LOOP_STAGES=3), "norm"),
-        (1, dict(BLOCK_M=2, BLOCK_N=8, UNROLL=1, USE_DOT=False), "residual"),
-        (4, dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=3, USE_DOT=True, ESC_IN_LOOP=True), "glu"),
-        (4, dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True), "norm"),
-    ],
-)
-def test_w12_escapes_several_at_once(rest: int, tile: dict, mode: str) -> None:
-    """ESC_REST: each row's escapes after its first, `rest` of them in one tile and the loop
-    for any beyond (row 4 has dozens, others one or two), with a K split (escapes in the first
-    split only) and each prologue: against the reference, and within the fp32 summation order
-    of the same tile one escape at a time."""
-    gen = torch.Generator().manual_seed(rest + len(tile))
-    m, n, k = 3, 21, 1100
-    x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
-    w = weight_with_escapes(n, k, gen)
-    w[6, [10, 700]] = 300.0  # two escapes, three (far above their groups)
-    w[7, [3, 300, 1000]] = -400.0
-    packed = w12.encode(w, 128).to(DEVICE)
-    per_row = packed.row_ptr[1:] - packed.row_ptr[:-1]
-    assert per_row.max() > 1 + rest and ((per_row > 1) & (per_row <= 1 + rest)).any()
-    kw = prologue_kwargs(mode, m, n, k, gen)
-    y = w12_linear(x, packed, config=dict(tile, ESC_REST=rest), **kw)
-    close_columns(y, w12_linear_reference(x, packed, **kw), 4)
-    close_columns(y, w12_linear(x, packed, config=dict(tile, ESC_REST=0), **kw), 4)
-
-
 @pytest.mark.parametrize("stages", [2, 4])
 def test_w12_loop_stages_same_bits(stages: int, monkeypatch) -> None:
     """A one-row element-wise tile with its loads pipelined (LOOP_STAGES) sums the same products

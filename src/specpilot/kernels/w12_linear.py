@@ -104,17 +104,14 @@ ACC_SCALE_TILES = True
 # its first weight load, the one-row tile 12; with it, 1 each. On the H200 (docs/LOG.md run
 # 73): W12 spec@6.55 873 -> 967 tok/s, AR 220.0 -> 226.5 (bench/w12_speed.py --w12-arms).
 ESC_IN_LOOP_TILES = True
-# Every tile: each row's escapes after its first, ESC_REST_TILES of them at once (0: one at a
-# time, a loop whose every step waits for its entry's column and then for x there). Run 126
-# timed the default tiles with their escape tables emptied (a bound): 16 rows 3-9% faster
-# (gate_up 45.7 -> 42.0 us, down 29.4 -> 26.8, lm_head 243.8 -> 231.5), one row within 1-2%;
-# a 64-row program has a row with 3 escapes most of the time (random normal weights, escape rate
-# 1.5e-4), a 32-row down program (K 12288) 5-6. Unmeasured.
-ESC_REST_TILES = 0
-# Tried and deleted (docs/LOG.md run 126): the escape table's entries loaded first thing, before
-# the PDL wait and the planes (ESC_AHEAD). Every load after them waited for their two dependent
-# latencies: one-row o 10.9 -> 14.3 us, 16-row gate_up 45.7 -> 54.3; W12 AR 1.092x bf16 against
-# 1.127x without, spec@6.55 0.935x against 1.021x in the same paired rounds.
+# Tried and deleted (docs/LOG.md runs 126-127), after the default tiles with their escape tables
+# emptied (a bound, wrong products) ran 16 rows 3-9% faster (gate_up 45.7 -> 42.0 us, down 29.4
+# -> 26.8, lm_head 243.8 -> 231.5) and one row within 1-4%: the escape table's entries loaded
+# first thing, before the PDL wait and the planes (ESC_AHEAD: every later load waited for their
+# two dependent latencies; one-row o 10.9 -> 14.3 us, W12 AR 1.092x bf16 against 1.127x,
+# spec@6.55 0.935x against 1.021x), and each row's escapes after its first taken 2 or 4 at once
+# in one tile (ESC_REST: 16-row gate_up 44.6 -> 45.0 / 52.3 us, lm_head 239.4 -> 241.3 /
+# 276.5; W12 spec@6.55 0.987x / 0.831x bf16 against 0.979x).
 # Tensor-core tiles with inline PTX: the decoded bf16 pairs go to tl.dot as their two halves
 # instead of widened to fp32 and narrowed back (sm_90 SASS of the 16-row tile: 688 -> 557 loop
 # instructions a block, with ACC_SCALE 617 -> 497; the same bits). On the H200 (docs/LOG.md
@@ -282,27 +279,10 @@ def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_
 
 @triton.jit
 def _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows, nw_ptr, rstd, K,
-                  dtype, NORM: tl.constexpr, GLU: tl.constexpr,
-                  REST: tl.constexpr = 0):  # fmt: skip
+                  dtype, NORM: tl.constexpr, GLU: tl.constexpr):  # fmt: skip
     """acc plus x[:, col] * w of each row's escaped (col, w) after its first (entries first + 1
-    .. first + count - 1 of the CSR table). REST > 0: the next REST entries of every row at
-    once, as one [BLOCK_M, REST, BLOCK_N] tile (their loads issued together: two memory
-    latencies in all, where the loop below waits two for each entry), their products summed
-    over the entries first, then added; the loop takes any entries beyond."""
-    j0 = 1
-    if REST > 0:
-        # NOTE: names of their own (the loop's has, col, w: other shapes, compiled as carried)
-        rj = 1 + tl.arange(0, REST)[:, None]  # [REST, 1]
-        some = rj < count[None, :]  # [REST, BLOCK_N]
-        cols = tl.load(esc_col_ptr + first[None, :] + rj, mask=some, other=0)
-        ws = tl.load(esc_bits_ptr + first[None, :] + rj, mask=some, other=0)
-        ws = ws.to(tl.bfloat16, bitcast=True).to(tl.float32)
-        xms = m_ok[:, None, None] & some[None, :, :]
-        xs = input_tile(x_rows[:, :, None], cols[None, :, :], xms, nw_ptr, rstd[:, None], K, dtype,
-                        NORM, GLU)  # fmt: skip
-        acc += tl.sum(tl.where(xms, xs.to(tl.float32) * ws[None, :, :], 0.0), axis=1)
-        j0 = 1 + REST
-    for j in range(j0, tl.max(count, axis=0)):
+    .. first + count - 1 of the CSR table)."""
+    for j in range(1, tl.max(count, axis=0)):
         has = j < count
         col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
         w = tl.load(esc_bits_ptr + first + j, mask=has, other=0).to(tl.bfloat16, bitcast=True)
@@ -369,7 +349,6 @@ def _w12_kernel(
     LOOP_STAGES: tl.constexpr = 1,
     SWIGLU: tl.constexpr = False,
     SPLIT_IN: tl.constexpr = 1,
-    ESC_REST: tl.constexpr = 0,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -520,7 +499,7 @@ def _w12_kernel(
         acc = tl.sum(tl.sum(acc4, axis=3), axis=1)
     acc += esc_sum
     acc = _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows2, nw_ptr, rstd,
-                        K, dtype, NORM, GLU, ESC_REST)  # fmt: skip
+                        K, dtype, NORM, GLU)  # fmt: skip
     if SPLIT_K > 1:  # fp32 partial sums [SPLIT_K, M, N]; _split_sum_kernel finishes, or
         # (SUM_IN_KERNEL) the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
@@ -669,7 +648,6 @@ def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
         raise ValueError(f"tl.dot tiles need BLOCK_M >= 16, got {cfg['BLOCK_M']}")
     cfg["LOOP_STAGES"] = loop_stages(cfg)
     cfg.setdefault("ESC_IN_LOOP", ESC_IN_LOOP_TILES)
-    cfg.setdefault("ESC_REST", ESC_REST_TILES)
     cfg.setdefault("HALVES", HALVES_TILES)
     acc_ok = cfg["USE_DOT"] and group_size % (4 * SLICE) == 0
     if not given and ACC_SCALE_TILES and acc_ok:
