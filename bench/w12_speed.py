@@ -65,12 +65,7 @@ from specpilot.kernels import linear as bf16_kernels
 from specpilot.kernels import tiles
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear, tile_rows
-from specpilot.kernels.w12_linear import (
-    launch_tile,
-    tile_config,
-    w12_linear,
-    w12_linear_reference,
-)
+from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
 from specpilot.models.synth import draft_hf_config
 
 # the tile sweep around the default (kernels/w12_linear.py's tile_config): element-wise products
@@ -116,13 +111,6 @@ DOT_ACC_GRID = "dot_acc"
 SPLIT_IN_GRID = "split_in"
 SPLIT_IN_TILES = ((16, 32), (2, 4), (2, 4, 8), (2, 3))
 TENSOR_CORE_GRIDS = (DOT_ACC_GRID, SPLIT_IN_GRID)  # sweeps of tl.dot tiles only: 2-64 rows
-# --esc-placements: where the default tile fetches each row's first escape (today: in the
-# first loop step, ESC_IN_LOOP)
-ESC_PLACEMENTS = {
-    "before_loop": dict(ESC_IN_LOOP=False),
-    "in_first_step": dict(ESC_IN_LOOP=True),
-    "after_loop": dict(ESC_AFTER=True),
-}
 
 
 def candidates(m: int, k: int, grid: str = "full") -> list[dict]:
@@ -193,14 +181,7 @@ def check(y: torch.Tensor, ref: torch.Tensor, what: str) -> None:
 
 
 def bench_shape(
-    m: int,
-    name: str,
-    n: int,
-    k: int,
-    sweep: bool,
-    cold: bool = True,
-    grid: str = "full",
-    esc_placements: bool = False,
+    m: int, name: str, n: int, k: int, sweep: bool, cold: bool = True, grid: str = "full"
 ) -> dict:
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -222,11 +203,6 @@ def bench_shape(
     bare = dataclasses.replace(packed, row_ptr=torch.zeros_like(packed.row_ptr), **empty)
     bares = cycled(bare, cold)
     t_bare = graph_time(lambda: w12_linear(x, bares()))
-    placed = {}  # esc_placements: the default tile with its first escapes fetched elsewhere
-    for where, keys in ESC_PLACEMENTS.items() if esc_placements else ():
-        tile = dict(launch_tile(default, packed.group_size), **keys)
-        check(w12_linear(x, packed, config=tile), ref, f"{name} M={m} escapes {where}")
-        placed[where] = graph_time(lambda tile=tile: w12_linear(x, ps(), config=tile)) * 1e6
     # the fused forwards' prologues (RMSNorm before qkv / gate_up, SwiGLU before down): each
     # program recomputes them, so small tiles pay for them more often
     if name == "down":
@@ -260,7 +236,6 @@ def bench_shape(
             w12=t_w12 * 1e6,
             w12_plain=t_plain * 1e6,
             w12_without_escapes=t_bare * 1e6,  # a bound: the escape table emptied
-            **{f"w12_escapes_{where}": t for where, t in placed.items()},
             w12_best=best_t * 1e6,
             prologue=prologue,
             w12_with_prologue=t_pro * 1e6,
@@ -442,12 +417,6 @@ def main() -> None:
         "row), or a family's "
         f"variants (comma-separated of {list(W12_VARIANTS)})",
     )
-    parser.add_argument(
-        "--esc-placements",
-        action="store_true",
-        help="the kernel table: each default tile also with its first escapes fetched before "
-        "the loop, in its first step and after it",
-    )
     parser.add_argument("--e2e", type=int, default=1024, help="context; 0 skips end to end")
     parser.add_argument("--new-tokens", type=int, default=128)
     parser.add_argument(
@@ -564,8 +533,7 @@ def main() -> None:
         if not args.no_sweep:
             precompile(_compile_tiles, m, candidates(m, 4096, args.grid))
         for name, (n, k) in layer_shapes(args.model).items():
-            r = bench_shape(m, name, n, k, not args.no_sweep, args.l2 == "cold", args.grid,
-                            args.esc_placements)  # fmt: skip
+            r = bench_shape(m, name, n, k, not args.no_sweep, args.l2 == "cold", args.grid)
             results.append(r)
             t = r["tb_s"]
             print(
@@ -578,14 +546,9 @@ def main() -> None:
                 flush=True,
             )
             us = r["us"]
-            placed = "".join(
-                f", escapes {where} {us[f'w12_escapes_{where}']:.1f}"
-                for where in ESC_PLACEMENTS
-                if f"w12_escapes_{where}" in us
-            )
             print(
                 f"    {name} M={m}: default {us['w12']:.1f} us, escape table emptied (a bound) "
-                f"{us['w12_without_escapes']:.1f}{placed}",
+                f"{us['w12_without_escapes']:.1f}",
                 flush=True,
             )
     report = {

@@ -207,29 +207,6 @@ def test_w12_default_tile_switches(switch: str, group: int, m: int, monkeypatch)
     close_columns(y, w12_linear_reference(x, packed, residual=residual), 4)
 
 
-@pytest.mark.parametrize(
-    "tile,mode",
-    [
-        (dict(BLOCK_M=1, BLOCK_N=4, UNROLL=2, USE_DOT=False, LOOP_STAGES=3), "norm"),
-        (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=3, USE_DOT=True), "glu"),
-        (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True), "residual"),
-    ],
-)
-def test_w12_first_escapes_anywhere_give_the_same_bits(tile: dict, mode: str) -> None:
-    """Each row's first escape fetched before the loop, in its first step (ESC_IN_LOOP) or
-    after it (ESC_AFTER): the same product added at the same point, so the same bits, with a
-    K split (escapes in the first split only) and each prologue."""
-    gen = torch.Generator().manual_seed(len(tile) + len(mode))
-    m, n, k = 3, 21, 1100
-    x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
-    packed = w12.encode(weight_with_escapes(n, k, gen), 128).to(DEVICE)
-    kw = prologue_kwargs(mode, m, n, k, gen)
-    ys = [w12_linear(x, packed, config=dict(tile, **keys), **kw) for keys in (
-        dict(ESC_IN_LOOP=False), dict(ESC_IN_LOOP=True), dict(ESC_AFTER=True))]  # fmt: skip
-    assert torch.equal(ys[0], ys[1]) and torch.equal(ys[0], ys[2])
-    close_columns(ys[2], w12_linear_reference(x, packed, **kw), 4)
-
-
 @pytest.mark.parametrize("stages", [2, 4])
 def test_w12_loop_stages_same_bits(stages: int, monkeypatch) -> None:
     """A one-row element-wise tile with its loads pipelined (LOOP_STAGES) sums the same products

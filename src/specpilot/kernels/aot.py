@@ -36,7 +36,6 @@ OFF = {
     "SUM_IN_KERNEL": 0,
     "ACC_SCALE": 0,
     "ESC_IN_LOOP": 0,
-    "ESC_AFTER": 0,
     "HALVES": 0,
     "AHEAD": 0,
     "KV_AHEAD": 0,

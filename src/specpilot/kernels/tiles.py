@@ -24,8 +24,7 @@ TILE_KEYS = {
     "bf16": {"BLOCK_M", "BLOCK_N", "BLOCK_K", "USE_DOT", "SPLIT_K", "LOOP_STAGES", "TMA",
              "num_warps", "num_stages", "maxnreg"},
     "w12": {"BLOCK_M", "BLOCK_N", "UNROLL", "USE_DOT", "SPLIT_K", "SPLIT_IN", "LOOP_STAGES",
-            "ACC_SCALE", "ESC_IN_LOOP", "ESC_AFTER", "HALVES", "ASM", "num_warps", "num_stages",
-            "maxnreg"},
+            "ACC_SCALE", "ESC_IN_LOOP", "HALVES", "ASM", "num_warps", "num_stages", "maxnreg"},
 }  # fmt: skip
 TABLES = {"bf16": linear, "w12": w12_linear}  # whose MEASURED_TILES each kind goes into
 

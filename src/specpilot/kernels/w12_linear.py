@@ -111,10 +111,9 @@ ESC_IN_LOOP_TILES = True
 # two dependent latencies; one-row o 10.9 -> 14.3 us, W12 AR 1.092x bf16 against 1.127x,
 # spec@6.55 0.935x against 1.021x), and each row's escapes after its first taken 2 or 4 at once
 # in one tile (ESC_REST: 16-row gate_up 44.6 -> 45.0 / 52.3 us, lm_head 239.4 -> 241.3 /
-# 276.5; W12 spec@6.55 0.987x / 0.831x bf16 against 0.979x).
-# A tile key, off in every tile (unmeasured): each row's first escape fetched after the main loop
-# (ESC_AFTER) instead of in its first step, so that nothing but the planes sits in the
-# pipelined loop body; bench/w12_speed.py --esc-placements times it.
+# 276.5; W12 spec@6.55 0.987x / 0.831x bf16 against 0.979x). Nor does the first escapes' place
+# matter (run 128: before the loop, in its first step or after it, every shape within ~1 us of
+# the others, though after the loop ptxas counts 128-135 registers against 164-168 at 16 rows).
 # Tensor-core tiles with inline PTX: the decoded bf16 pairs go to tl.dot as their two halves
 # instead of widened to fp32 and narrowed back (sm_90 SASS of the 16-row tile: 688 -> 557 loop
 # instructions a block, with ACC_SCALE 617 -> 497; the same bits). On the H200 (docs/LOG.md
@@ -352,7 +351,6 @@ def _w12_kernel(
     LOOP_STAGES: tl.constexpr = 1,
     SWIGLU: tl.constexpr = False,
     SPLIT_IN: tl.constexpr = 1,
-    ESC_AFTER: tl.constexpr = False,
 ):
     pdl_enter(PDL)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
@@ -425,7 +423,7 @@ def _w12_kernel(
     first = tl.zeros([BLOCK_N], dtype=tl.int32)
     count = tl.zeros([BLOCK_N], dtype=tl.int32)
     esc_sum = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    if not ESC_IN_LOOP and not ESC_AFTER:
+    if not ESC_IN_LOOP:
         first, count, esc_sum = _first_escapes(
             row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr, rstd, K,
             dtype, NORM, GLU,
@@ -449,7 +447,7 @@ def _w12_kernel(
         codes = tl.load(code_rows + kb // 8 + ri, mask=wm, other=0)
         low0 = tl.load(low_rows + kb // 4 + ri, mask=wm, other=0)
         low1 = tl.load(low_rows + kb // 4 + SLICE + ri, mask=wm, other=0)
-        if ESC_IN_LOOP and not ESC_AFTER:
+        if ESC_IN_LOOP:
             if k0 == k_lo:
                 first, count, esc_sum = _first_escapes(
                     row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr,
@@ -501,11 +499,6 @@ def _w12_kernel(
         acc = tl.trans(acc_t)
     else:
         acc = tl.sum(tl.sum(acc4, axis=3), axis=1)
-    if ESC_AFTER:  # the first escapes after the loop: nothing in the (pipelined) loop body
-        first, count, esc_sum = _first_escapes(
-            row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr, rstd, K,
-            dtype, NORM, GLU,
-        )  # fmt: skip
     acc += esc_sum
     acc = _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows2, nw_ptr, rstd,
                         K, dtype, NORM, GLU)  # fmt: skip
