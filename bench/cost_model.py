@@ -108,7 +108,9 @@ def load_tables(paths: list[str]) -> dict:
 
 
 def choose_matrices(table: dict, draft_layers: int, verify_rows: int = 16) -> dict:
-    """For each multiply: W12's time minus bf16's (the table's W12 and skinny columns) in an AR
+    """For each multiply: W12's time minus bf16's (the table's fastest W12 tile, its sweep's
+    winner where it swept one, which a tiles file or MEASURED_TILES adopts, and the skinny
+    column) in an AR
     token and in a speculative step (verify + draft at `verify_rows` rows; the drafter runs the
     decoder-layer shapes `draft_layers` times and the target's LM head once more), and the
     formats/w12_engine.MATRICES names whose W12 form saves time in each mode. The drafter's fc
@@ -125,8 +127,9 @@ def choose_matrices(table: dict, draft_layers: int, verify_rows: int = 16) -> di
     }
     saved: dict = {}
     for name in PER_FORWARD:
-        ar = (us[1][name]["w12"] - us[1][name]["skinny"]) * PER_FORWARD[name]
-        spec = (us[verify_rows][name]["w12"] - us[verify_rows][name]["skinny"]) * per_step[name]
+        one, block = us[1][name], us[verify_rows][name]
+        ar = (min(one["w12"], one["w12_best"]) - one["skinny"]) * PER_FORWARD[name]
+        spec = (min(block["w12"], block["w12_best"]) - block["skinny"]) * per_step[name]
         saved[name] = {"ar_us": ar, "spec_step_us": spec}
     choice = {
         mode: sorted(name for name, d in saved.items() if d[key] < 0)
