@@ -254,7 +254,7 @@ def test_some_matrices_in_w12_decode_like_bf16(tmp_path) -> None:
     with pytest.raises(ConfigError, match="unknown: gate"):
         EngineConfig(weights="w12", w12_matrices="gate,up")
     with pytest.raises(ConfigError, match="needs weights='w12'"):
-        EngineConfig(w12_matrices="o")
+        EngineConfig(weights="bf16", w12_matrices="o")
     args = ["generate", "--target", str(target_dir), "--prompt-ids", "4,8", "--device", "cpu"]
     assert main([*args, "--weights", "w12", "--w12-matrices", "o,lm"]) == 2
 
@@ -279,3 +279,35 @@ def test_cli_convert_and_stats(qwen_dir, tmp_path, capsys) -> None:
     assert sa.keys() == sb.keys() and all(torch.equal(bits(sa[k]), bits(sb[k])) for k in sa)
     assert main(["w12", "convert", str(out), str(tmp_path / "again")]) == 2
     assert main(["w12", "convert", str(qwen_dir), str(out)]) == 2  # not empty
+
+
+def test_a_w12_checkpoint_runs_in_w12_by_default(qwen_dir, tmp_path) -> None:
+    """EngineConfig.weights "auto" (the default): a W12 checkpoint loaded in bfloat16 runs its
+    linear layers in W12, with the group size it was stored with, and gives the source's
+    tokens; in float32, or with weights "bf16", it runs decoded; w12_matrices picks among its
+    matrices; on a bf16 checkpoint, auto stays bf16 and refuses w12_matrices."""
+    from specpilot.config import EngineConfig
+    from specpilot.engine.llm import LLM
+    from specpilot.errors import ConfigError
+
+    out = tmp_path / "w12"
+    assert main(["w12", "convert", str(qwen_dir), str(out), "--group-size", "32"]) == 0
+
+    def llm(path, dtype="bfloat16", **engine):  # kernels "torch": no Triton interpreter here
+        return LLM(path, device="cpu", dtype=dtype, engine=EngineConfig(kernels="torch", **engine))
+
+    prompt = [4, 8, 15, 16, 23]
+    expected = llm(qwen_dir).generate(prompt, 10, ignore_eos=True)[0].output_ids
+    w12_llm = llm(out)
+    q_proj = w12_llm.target.model.layers[0].self_attn.q_proj
+    assert w12_llm.engine_config.weights == "w12" and isinstance(q_proj, W12Linear)
+    assert q_proj.weight.group_size == 32
+    assert w12_llm.generate(prompt, 10, ignore_eos=True)[0].output_ids == expected
+    for decoded in (llm(out, dtype="float32"), llm(out, weights="bf16")):
+        assert decoded.engine_config.weights == "bf16"
+        assert not isinstance(decoded.target.model.layers[0].self_attn.q_proj, W12Linear)
+    some = llm(out, w12_matrices="gate_up").target.model.layers[0]
+    assert isinstance(some.mlp.up_proj, W12Linear) and not isinstance(some.mlp.down_proj, W12Linear)
+    assert llm(qwen_dir).engine_config.weights == "bf16"
+    with pytest.raises(ConfigError, match="the target is not a W12 checkpoint"):
+        llm(qwen_dir, w12_matrices="auto")

@@ -285,14 +285,18 @@ class EngineConfig:
         the single graph measured slower (854 vs 967 tok/s at tau 6.55, docs/LOG.md runs 10-11).
     weights: "bf16" keeps the checkpoint's weights; "w12" converts linear layers (those of
         w12_matrices, among the decoder layers', an untied lm_head, the drafter's fc) to the
-        lossless 12-bit format on load (formats/w12.py; needs bf16).
-    w12_matrices: with weights "w12", which matrices convert: "all" (every linear layer: the
+        lossless 12-bit format on load (formats/w12.py; needs bf16); "auto" (default): "w12"
+        where the target is a W12 checkpoint (`specpilot w12 convert`) loaded in bfloat16 (the
+        CUDA default), with its group size, else "bf16". The model holds the weights resolved
+        (LLM.engine_config.weights is then "bf16" or "w12").
+    w12_matrices: with W12 weights, which matrices convert: "all" (every linear layer: the
         least memory), a comma-separated list of formats/w12_engine.MATRICES (qkv, o, gate_up,
         down, lm_head, fc; the others keep bf16), or "auto": gate_up, down and an untied
         lm_head, measured fastest at the Qwen3-8B shape on the H200 (AR 1.120-1.125x,
         speculative 1.031-1.055x bf16, against 1.118-1.126x / 0.993-0.996x for "all"; docs/LOG.md
-        runs 120-121; `bench/cost_model.py --matrices` chooses from a deployment's kernel
-        tables). Same tokens either way.
+        runs 120-121) and at the Llama-3.1-8B shape (1.157x / 1.067x against 1.079x / 0.947x,
+        run 124); `bench/cost_model.py --matrices` chooses from a deployment's kernel tables.
+        Same tokens either way.
     pipeline: the host runs one step behind the device: step i + 1 is launched from inputs
         computed on the device (speculative: next positions, anchors, replayed drafts; AR: the
         argmax and position + 1) before the host reads step i's result back and books it, so the
@@ -388,7 +392,7 @@ class EngineConfig:
     cuda_graphs: bool = False
     kernels: str = "auto"
     step_graph: bool = False
-    weights: str = "bf16"
+    weights: str = "auto"
     w12_matrices: str = "all"
     pipeline: bool = False
     batch_blocks: str = ""
@@ -408,10 +412,10 @@ class EngineConfig:
             raise ConfigError(
                 f"block_size must be 0 (drafter's own) or >= 2, got {self.block_size}"
             )
-        if self.weights not in ("bf16", "w12"):
-            raise ConfigError(f"weights must be bf16 or w12, got {self.weights!r}")
+        if self.weights not in ("auto", "bf16", "w12"):
+            raise ConfigError(f"weights must be auto, bf16 or w12, got {self.weights!r}")
         self.w12_matrix_set()  # parse once
-        if self.weights != "w12" and self.w12_matrices != "all":
+        if self.weights == "bf16" and self.w12_matrices != "all":
             raise ConfigError(f"w12_matrices={self.w12_matrices!r} needs weights='w12'")
         if self.draft_head not in ("auto", "target", "bfloat16"):
             raise ConfigError(

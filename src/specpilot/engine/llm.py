@@ -11,6 +11,7 @@ chosen acceptance).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from specpilot.config import EngineConfig, resolve_device, resolve_dtype
 from specpilot.engine.generator import Generator
 from specpilot.engine.sequence import Sequence
 from specpilot.errors import ConfigError
+from specpilot.formats import w12
 from specpilot.models.loader import load_drafter, load_target, load_tokenizer
 from specpilot.spec.forcing import ForcingReport, token_forcing
 from specpilot.spec.replay import AcceptanceProfile
@@ -82,21 +84,41 @@ class LLM:
             replay_text = draft_text[len(REPLAY_PREFIX) :]
         elif draft_text is not None:
             self.drafter, _ = load_drafter(draft_text, self.target.config, self.device, self.dtype)
+        self.engine_config = self._resolve_weights(self.engine_config)
         if self.engine_config.weights == "w12":  # convert on load, before the fused forwards
             from specpilot.formats.w12_engine import convert_model
 
             if self.dtype != torch.bfloat16:
                 raise ConfigError(f"weights=w12 needs dtype bfloat16, not {dtype}")
             matrices = self.engine_config.w12_matrix_set()
+            # a W12 checkpoint (decoded exactly on load) is encoded again as it was stored
+            stored = self.target_checkpoint.hf_config.get("w12") or {}
+            group = stored.get("group_size", w12.DEFAULT_GROUP_SIZE)
             for model in (self.target, self.drafter):
                 if model is not None:
-                    convert_model(model, matrices=matrices)
+                    convert_model(model, group_size=group, matrices=matrices)
         self.generator = Generator(
             self.target, self.drafter, self.engine_config, self.device, self.dtype
         )
         block = self.generator.block_size
         self.replay = None if replay_text is None else AcceptanceProfile.parse(replay_text, block)
         self.seed = seed
+
+    def _resolve_weights(self, config: EngineConfig) -> EngineConfig:
+        """EngineConfig.weights "auto" as the weights this model holds: "w12" for a W12
+        checkpoint loaded in bfloat16, else "bf16" (where w12_matrices then names matrices,
+        a clear error)."""
+        if config.weights != "auto":
+            return config
+        w12_checkpoint = "w12" in self.target_checkpoint.hf_config
+        weights = "w12" if w12_checkpoint and self.dtype == torch.bfloat16 else "bf16"
+        if weights == "bf16" and config.w12_matrices != "all":
+            why = f"loaded in {self.dtype}" if w12_checkpoint else "not a W12 checkpoint"
+            raise ConfigError(
+                f"w12_matrices={config.w12_matrices!r} needs weights='w12' or a W12 checkpoint "
+                f"loaded in bfloat16; weights='auto' resolves to bf16 here (the target is {why})"
+            )
+        return dataclasses.replace(config, weights=weights)
 
     @property
     def drafter_kind(self) -> str:

@@ -62,13 +62,18 @@ def add_weights_arguments(parser: argparse.ArgumentParser) -> None:
     """--weights and --w12-matrices, shared by `serve` and `generate` (EngineConfig.weights,
     EngineConfig.w12_matrices)."""
     parser.add_argument(
-        "--weights", default="bf16", choices=["bf16", "w12"], help="w12: convert on load"
+        "--weights",
+        default="auto",
+        choices=["auto", "bf16", "w12"],
+        help="w12: convert on load; auto (default): w12 for a W12 checkpoint (specpilot w12 "
+        "convert) in bfloat16, else bf16",
     )
     parser.add_argument(
         "--w12-matrices",
         default="all",
-        help="with --weights w12, which matrices convert: all (every linear layer, the least "
-        "memory), auto (gate_up, down, lm_head: the fastest at the Qwen3-8B shape on the H200), "
+        help="with W12 weights, which matrices convert: all (every linear layer, the least "
+        "memory), auto (gate_up, down, lm_head: the fastest at the Qwen3-8B and Llama-3.1-8B "
+        "shapes on the H200), "
         "or a comma-separated list of qkv, o, gate_up, down, lm_head, fc (the others stay "
         "bf16; same tokens)",
     )
