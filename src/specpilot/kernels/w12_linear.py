@@ -561,7 +561,8 @@ def tile_config(m: int, n: int, k: int) -> dict:
             BLOCK_M=1, BLOCK_N=rows, UNROLL=16, SPLIT_K=1, USE_DOT=False, num_warps=4, num_stages=1
         )
     block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
-    if block_m == 16 and n >= 16384 and m > 1:  # (one row here: ONE_ROW_SWEPT_TILES off)
+    # (m > 1: one row gets here only with ONE_ROW_SWEPT_TILES off, for the run-19 tiles)
+    if block_m == 16 and n >= 16384 and m > 1:
         # 64 rows on 2 warps, 2 stages, ACC_SCALE: within 8% of the best at the four wide
         # shapes swept (runs 115, 123: Qwen3-8B's gate_up 49.0 us against 45.3, its LM head
         # 248.6 against 244.5, Llama-3.1-8B's the best), where the 32-row tile below took 13%
