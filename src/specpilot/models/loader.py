@@ -107,8 +107,9 @@ def _weight_files(directory: Path) -> list[Path]:
     return files
 
 
-def read_tensors(ckpt: Checkpoint) -> dict[str, torch.Tensor]:
-    """All tensors of a checkpoint, on the CPU, in their stored dtype."""
+def read_tensors(ckpt: Checkpoint, device: torch.device | None = None) -> dict[str, torch.Tensor]:
+    """All tensors of a checkpoint, on the CPU, in their stored dtype; a W12 checkpoint's
+    weights decoded to bf16 on `device` (default: the CPU)."""
     if ckpt.gguf_tensors is not None:
         return ckpt.gguf_tensors
     tensors: dict[str, torch.Tensor] = {}
@@ -122,7 +123,7 @@ def read_tensors(ckpt: Checkpoint) -> dict[str, torch.Tensor]:
     if "w12" in ckpt.hf_config:  # a W12 checkpoint: its projection weights decode exactly
         from specpilot.formats.w12_checkpoint import decode_tensors
 
-        decode_tensors(tensors, ckpt.hf_config["w12"])
+        decode_tensors(tensors, ckpt.hf_config["w12"], device)
     return tensors
 
 
@@ -170,7 +171,7 @@ def load_target(
     cfg = _parse_config(ModelConfig.from_hf, ckpt.hf_config, str(ckpt.path))
     with torch.device("meta"):
         model = TargetModel(cfg)
-    tensors = read_tensors(ckpt)
+    tensors = read_tensors(ckpt, device)
     optional = ("lm_head.weight",) if cfg.tie_word_embeddings else ()
     _populate(model, tensors, ckpt.path, device, dtype, optional)
     if cfg.tie_word_embeddings:
