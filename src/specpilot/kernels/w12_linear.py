@@ -104,9 +104,9 @@ ACC_SCALE_TILES = True
 # its first weight load, the one-row tile 12; with it, 1 each. On the H200 (docs/LOG.md run
 # 73): W12 spec@6.55 873 -> 967 tok/s, AR 220.0 -> 226.5 (bench/w12_speed.py --w12-arms).
 ESC_IN_LOOP_TILES = True
-# Tried and deleted (docs/LOG.md runs 126-127), after the default tiles with their escape tables
+# Tried and deleted (docs/LOG.md runs 126-128), after the default tiles with their escape tables
 # emptied (a bound, wrong products) ran 16 rows 3-9% faster (gate_up 45.7 -> 42.0 us, down 29.4
-# -> 26.8, lm_head 243.8 -> 231.5) and one row within 1-4%: the escape table's entries loaded
+# -> 26.8, lm_head 243.8 -> 231.5) and one row 0-4%: the escape table's entries loaded
 # first thing, before the PDL wait and the planes (ESC_AHEAD: every later load waited for their
 # two dependent latencies; one-row o 10.9 -> 14.3 us, W12 AR 1.092x bf16 against 1.127x,
 # spec@6.55 0.935x against 1.021x), and each row's escapes after its first taken 2 or 4 at once
