@@ -281,11 +281,14 @@ def test_cli_convert_and_stats(qwen_dir, tmp_path, capsys) -> None:
     assert main(["w12", "convert", str(qwen_dir), str(out)]) == 2  # not empty
 
 
-def test_a_w12_checkpoint_runs_in_w12_by_default(qwen_dir, tmp_path) -> None:
+def test_a_w12_checkpoint_runs_in_w12_by_default(qwen_dir, tmp_path, monkeypatch) -> None:
     """EngineConfig.weights "auto" (the default): a W12 checkpoint loaded in bfloat16 runs its
-    linear layers in W12, with the group size it was stored with, and gives the source's
-    tokens; in float32, or with weights "bf16", it runs decoded; w12_matrices picks among its
-    matrices; on a bf16 checkpoint, auto stays bf16 and refuses w12_matrices."""
+    linear layers in W12, holding the stored arrays themselves (never decoded), and gives the
+    source's tokens; in float32, or with weights "bf16", it runs decoded; w12_matrices picks
+    among its matrices (the others decode to the source's bits); on a bf16 checkpoint, auto
+    stays bf16 and refuses w12_matrices."""
+    from safetensors.torch import load_file
+
     from specpilot.config import EngineConfig
     from specpilot.engine.llm import LLM
     from specpilot.errors import ConfigError
@@ -298,16 +301,27 @@ def test_a_w12_checkpoint_runs_in_w12_by_default(qwen_dir, tmp_path) -> None:
 
     prompt = [4, 8, 15, 16, 23]
     expected = llm(qwen_dir).generate(prompt, 10, ignore_eos=True)[0].output_ids
-    w12_llm = llm(out)
+    with monkeypatch.context() as patch:  # loading decodes nothing
+        patch.setattr(w12, "decode", lambda weight: pytest.fail("a W12 weight was decoded"))
+        w12_llm = llm(out)
     q_proj = w12_llm.target.model.layers[0].self_attn.q_proj
     assert w12_llm.engine_config.weights == "w12" and isinstance(q_proj, W12Linear)
     assert q_proj.weight.group_size == 32
+    stored = {}
+    for file in out.glob("*.safetensors"):
+        stored |= load_file(str(file))
+    name = "model.layers.0.self_attn.q_proj.weight"
+    for array in w12.ARRAYS:
+        assert torch.equal(getattr(q_proj.weight, array), stored[f"{name}.w12.{array}"])
     assert w12_llm.generate(prompt, 10, ignore_eos=True)[0].output_ids == expected
     for decoded in (llm(out, dtype="float32"), llm(out, weights="bf16")):
         assert decoded.engine_config.weights == "bf16"
         assert not isinstance(decoded.target.model.layers[0].self_attn.q_proj, W12Linear)
     some = llm(out, w12_matrices="gate_up").target.model.layers[0]
     assert isinstance(some.mlp.up_proj, W12Linear) and not isinstance(some.mlp.down_proj, W12Linear)
+    source, _ = load_target(qwen_dir, CPU, BF16)
+    down = source.model.layers[0].mlp.down_proj.weight
+    assert torch.equal(bits(some.mlp.down_proj.weight), bits(down))
     assert llm(qwen_dir).engine_config.weights == "bf16"
     with pytest.raises(ConfigError, match="the target is not a W12 checkpoint"):
         llm(qwen_dir, w12_matrices="auto")

@@ -287,8 +287,9 @@ class EngineConfig:
         w12_matrices, among the decoder layers', an untied lm_head, the drafter's fc) to the
         lossless 12-bit format on load (formats/w12.py; needs bf16); "auto" (default): "w12"
         where the target is a W12 checkpoint (`specpilot w12 convert`) loaded in bfloat16 (the
-        CUDA default), with its group size, else "bf16". The model holds the weights resolved
-        (LLM.engine_config.weights is then "bf16" or "w12").
+        CUDA default), else "bf16". A W12 checkpoint under "auto" or "w12" in bfloat16 loads its
+        stored arrays as they are (no bf16 copy of its weights is made). LLM.engine_config holds
+        the weights resolved ("bf16" or "w12").
     w12_matrices: with W12 weights, which matrices convert: "all" (every linear layer: the
         least memory), a comma-separated list of formats/w12_engine.MATRICES (qkv, o, gate_up,
         down, lm_head, fc; the others keep bf16), or "auto": gate_up, down and an untied

@@ -71,7 +71,12 @@ class LLM:
             dtype = "bfloat16" if self.device.type == "cuda" else "float32"
         self.dtype = resolve_dtype(dtype)
         self.engine_config = engine or EngineConfig()
-        self.target, self.target_checkpoint = load_target(target, self.device, self.dtype)
+        # a W12 checkpoint loads as W12 layers where the engine may run them (weights auto or
+        # w12, resolved below), with no bf16 copy of its weights on the way
+        keep_w12 = self.engine_config.weights in ("auto", "w12")
+        self.target, self.target_checkpoint = load_target(
+            target, self.device, self.dtype, keep_w12=keep_w12
+        )
         # (dtype, a copy of the target in it) for token forcing, made on first use
         self._reference: tuple[torch.dtype, torch.nn.Module] | None = None
         self.tokenizer = load_tokenizer(self.target_checkpoint)
@@ -86,14 +91,15 @@ class LLM:
             self.drafter, _ = load_drafter(draft_text, self.target.config, self.device, self.dtype)
         self.engine_config = self._resolve_weights(self.engine_config)
         if self.engine_config.weights == "w12":  # convert on load, before the fused forwards
-            from specpilot.formats.w12_engine import convert_model
+            from specpilot.formats.w12_engine import convert_model, keep_matrices
 
             if self.dtype != torch.bfloat16:
                 raise ConfigError(f"weights=w12 needs dtype bfloat16, not {dtype}")
             matrices = self.engine_config.w12_matrix_set()
-            # a W12 checkpoint (decoded exactly on load) is encoded again as it was stored
+            # the rest of a W12 checkpoint's model (an untied head, the drafter) in its group size
             stored = self.target_checkpoint.hf_config.get("w12") or {}
             group = stored.get("group_size", w12.DEFAULT_GROUP_SIZE)
+            keep_matrices(self.target, matrices)  # its stored W12 layers beyond w12_matrices
             for model in (self.target, self.drafter):
                 if model is not None:
                     convert_model(model, group_size=group, matrices=matrices)

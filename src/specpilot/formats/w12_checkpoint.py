@@ -39,17 +39,29 @@ def is_converted(name: str, tensor: torch.Tensor) -> bool:
     return bool(CONVERTED.search(name)) and tensor.dim() == 2 and tensor.is_floating_point()
 
 
+def packed_weights(
+    tensors: dict[str, torch.Tensor], section: dict[str, Any], device: torch.device | None = None
+) -> dict[str, W12Weight]:
+    """Take a checkpoint's W12 arrays out of its tensors (in place): each weight's W12Weight
+    by weight name, its arrays on `device` (default: where they are)."""
+    if section.get("tensors"):
+        check_version(section)
+    packed = {}
+    for name in section.get("tensors", []):
+        arrays = {a: tensors.pop(f"{name}{SUFFIX}{a}").to(device) for a in ARRAYS}
+        packed[name] = W12Weight.from_tensors(
+            arrays, section["group_size"], section["columns"][name]
+        )
+    return packed
+
+
 def decode_tensors(
     tensors: dict[str, torch.Tensor], section: dict[str, Any], device: torch.device | None = None
 ) -> None:
     """Replace, in place, the W12 arrays of a checkpoint's tensors by the bf16 weights, decoded
     on `device` (default: where the arrays are; the model's device saves a CPU decode of every
     weight when the model loads onto a GPU)."""
-    if section.get("tensors"):
-        check_version(section)
-    for name in section.get("tensors", []):
-        arrays = {a: tensors.pop(f"{name}{SUFFIX}{a}").to(device) for a in ARRAYS}
-        packed = W12Weight.from_tensors(arrays, section["group_size"], section["columns"][name])
+    for name, packed in packed_weights(tensors, section, device).items():
         tensors[name] = w12.decode(packed)
 
 

@@ -184,18 +184,34 @@ def _linears(model: nn.Module, matrices: frozenset[str]) -> list[tuple[nn.Module
     return found + [(parent, name) for parent, name in extra if name in matrices]
 
 
+def _decoded(layer: W12Linear) -> nn.Linear:
+    """An nn.Linear holding a W12Linear's decoded bf16 weight."""
+    lin = nn.Linear(layer.in_features, layer.out_features, bias=False, device=layer.weight.device)
+    lin.weight = nn.Parameter(w12.decode(layer.weight), requires_grad=False)
+    return lin
+
+
 @torch.no_grad()
 def dequantize_model(model: nn.Module) -> nn.Module:
     """Replace every W12Linear by an nn.Linear holding its decoded bf16 weight, in place."""
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if isinstance(child, W12Linear):
-                lin = nn.Linear(
-                    child.in_features, child.out_features, bias=False, device=child.weight.device
-                )
-                lin.weight = nn.Parameter(w12.decode(child.weight), requires_grad=False)
-                setattr(parent, name, lin)
+                setattr(parent, name, _decoded(child))
     return model
+
+
+@torch.no_grad()
+def keep_matrices(model: nn.Module, matrices: frozenset[str]) -> int:
+    """Decode, in place, the W12 layers of a TargetModel or DFlashDrafter (e.g. loaded from a
+    W12 checkpoint) that are not among `matrices` (MATRICES names); returns how many."""
+    count = 0
+    for parent, name in _linears(model, frozenset(MATRICES) - matrices):
+        child = getattr(parent, name)
+        if isinstance(child, W12Linear):
+            setattr(parent, name, _decoded(child))
+            count += 1
+    return count
 
 
 def concat_rows(*linears: nn.Module) -> torch.Tensor | W12Weight:

@@ -107,9 +107,11 @@ def _weight_files(directory: Path) -> list[Path]:
     return files
 
 
-def read_tensors(ckpt: Checkpoint, device: torch.device | None = None) -> dict[str, torch.Tensor]:
+def read_tensors(
+    ckpt: Checkpoint, device: torch.device | None = None, decode_w12: bool = True
+) -> dict[str, torch.Tensor]:
     """All tensors of a checkpoint, on the CPU, in their stored dtype; a W12 checkpoint's
-    weights decoded to bf16 on `device` (default: the CPU)."""
+    weights decoded to bf16 on `device` (default: the CPU), or left as their W12 arrays."""
     if ckpt.gguf_tensors is not None:
         return ckpt.gguf_tensors
     tensors: dict[str, torch.Tensor] = {}
@@ -120,7 +122,7 @@ def read_tensors(ckpt: Checkpoint, device: torch.device | None = None) -> dict[s
                     tensors[name] = handle.get_tensor(name)
         except (SafetensorError, OSError, ValueError) as exc:
             raise CheckpointError(f"{file}: cannot read safetensors ({exc})") from None
-    if "w12" in ckpt.hf_config:  # a W12 checkpoint: its projection weights decode exactly
+    if decode_w12 and "w12" in ckpt.hf_config:  # a W12 checkpoint: its weights decode exactly
         from specpilot.formats.w12_checkpoint import decode_tensors
 
         decode_tensors(tensors, ckpt.hf_config["w12"], device)
@@ -165,15 +167,37 @@ def _parse_config(parse: Any, hf: dict[str, Any], where: str) -> Any:
 
 
 def load_target(
-    spec: str | Path, device: torch.device, dtype: torch.dtype
+    spec: str | Path, device: torch.device, dtype: torch.dtype, keep_w12: bool = False
 ) -> tuple[TargetModel, Checkpoint]:
+    """The target model on `device` in `dtype`. keep_w12 (bf16 only): a W12 checkpoint's
+    weights load as they are stored, W12Linear layers (formats/w12_engine.py) holding its
+    arrays, instead of decoded: no bf16 copy of them is ever made."""
     ckpt = resolve(spec)
     cfg = _parse_config(ModelConfig.from_hf, ckpt.hf_config, str(ckpt.path))
     with torch.device("meta"):
         model = TargetModel(cfg)
-    tensors = read_tensors(ckpt, device)
+    section = ckpt.hf_config.get("w12") if keep_w12 and dtype == torch.bfloat16 else None
+    tensors = read_tensors(ckpt, device, decode_w12=section is None)
+    packed = {}
+    if section is not None:
+        from specpilot.formats.w12_checkpoint import packed_weights
+
+        packed = packed_weights(tensors, section, device)
     optional = ("lm_head.weight",) if cfg.tie_word_embeddings else ()
-    _populate(model, tensors, ckpt.path, device, dtype, optional)
+    _populate(model, tensors, ckpt.path, device, dtype, (*optional, *packed))
+    if packed:
+        from specpilot.formats.w12_engine import W12Linear, kernels_usable
+
+        kernel = kernels_usable(device)
+        for name, weight in packed.items():
+            parent_name, _, attr = name.removesuffix(".weight").rpartition(".")
+            try:
+                parent = model.get_submodule(parent_name)
+            except AttributeError:
+                parent = None
+            if not isinstance(getattr(parent, attr, None), nn.Linear):
+                raise CheckpointError(f"{ckpt.path}: W12 tensor {name} is not a linear layer's")
+            setattr(parent, attr, W12Linear(weight, kernel))
     if cfg.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
     return model.eval().requires_grad_(False), ckpt
