@@ -166,19 +166,8 @@ def _stored_weights(path: Path) -> tuple[dict[str, W12Weight], dict[str, Any]]:
             if is_converted(name, t)
         }
         return weights, dict(group_size=group, stored=False)
-    tensors: dict[str, torch.Tensor] = {}  # the raw arrays (read_tensors would decode them)
-    for file in _weight_files(ckpt.path):
-        with safe_open(str(file), framework="pt") as handle:
-            tensors.update({name: handle.get_tensor(name) for name in handle.keys()})
     check_version(section)
-    weights = {
-        name: W12Weight.from_tensors(
-            {a: tensors[f"{name}{SUFFIX}{a}"] for a in ARRAYS},
-            section["group_size"],
-            section["columns"][name],
-        )
-        for name in section["tensors"]
-    }
+    weights = packed_weights(read_tensors(ckpt, decode_w12=False), section)
     return weights, dict(group_size=section["group_size"], stored=True)
 
 

@@ -202,16 +202,13 @@ def dequantize_model(model: nn.Module) -> nn.Module:
 
 
 @torch.no_grad()
-def keep_matrices(model: nn.Module, matrices: frozenset[str]) -> int:
+def keep_matrices(model: nn.Module, matrices: frozenset[str]) -> None:
     """Decode, in place, the W12 layers of a TargetModel or DFlashDrafter (e.g. loaded from a
-    W12 checkpoint) that are not among `matrices` (MATRICES names); returns how many."""
-    count = 0
+    W12 checkpoint) that are not among `matrices` (MATRICES names)."""
     for parent, name in _linears(model, frozenset(MATRICES) - matrices):
         child = getattr(parent, name)
         if isinstance(child, W12Linear):
             setattr(parent, name, _decoded(child))
-            count += 1
-    return count
 
 
 def concat_rows(*linears: nn.Module) -> torch.Tensor | W12Weight:
