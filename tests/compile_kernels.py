@@ -30,6 +30,8 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         raise AssertionError("PREFETCH=2 but no bulk L2 prefetch in the PTX")
     if ptx.count("cp.async.bulk.prefetch.L2") < consts.get("AHEAD", 0):
         raise AssertionError("AHEAD regions but fewer bulk L2 prefetches in the PTX")
+    if consts.get("TRACE") and not ("%globaltimer" in ptx and "atom.global" in ptx):
+        raise AssertionError("TRACE=1 but no global timer read or atomic in the PTX")
 
 
 def with_pdl(cases: list[tuple[str, object, dict, dict]]) -> list[tuple[str, object, dict, dict]]:
@@ -43,6 +45,18 @@ def with_pdl(cases: list[tuple[str, object, dict, dict]]) -> list[tuple[str, obj
             for ahead in (1, 2) if fn is linear._skinny_kernel else (0,):
                 extra = {"PDL": True} | ({"PREFETCH": ahead} if ahead else {})
                 out.append((f"{label} {extra}", fn, types, consts | extra))
+    return out
+
+
+def with_trace(cases: list[tuple[str, object, dict, dict]]) -> list[tuple[str, object, dict, dict]]:
+    """The first case of every kernel that the timeline traces (kernels/trace.py) again with
+    TRACE=1 and PDL: the global timer and the atomics of kernels/common.trace_mark."""
+    seen, out = set(), []
+    for label, fn, types, consts in cases:
+        if fn not in seen and "TRACE" in fn.arg_names:
+            seen.add(fn)
+            ptrs = {"trace_ptr": "*i64", "clock_ptr": "*i64"}
+            out.append((f"{label} TRACE", fn, types | ptrs, consts | {"TRACE": 1, "PDL": True}))
     return out
 
 
@@ -190,7 +204,7 @@ def cases() -> list[tuple[str, object, dict, dict]]:
 def main() -> int:
     failed = 0
     every = cases()
-    for label, fn, types, consts in every + with_pdl(every):
+    for label, fn, types, consts in every + with_pdl(every) + with_trace(every):
         try:
             compile_for_hopper(fn, types, consts)
             print(f"ok   {label}")

@@ -42,6 +42,7 @@ OFF = {
     "MERGE_BLOCK": 0,
     "EARLY_POS": 0,
     "TMA": 0,
+    "TRACE": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from specpilot.kernels import launch
+from specpilot.kernels import launch, trace
 from specpilot.kernels.common import (
     INTERPRETED,
     ahead_arguments,
@@ -35,6 +35,7 @@ from specpilot.kernels.common import (
     l2_prefetch,
     l2_prefetch_regions,
     pdl_enter,
+    trace_mark,
     zeroed_counters,
 )
 
@@ -297,7 +298,11 @@ def _split_kernel(
     Q_ROWS: tl.constexpr = 0,
     KV_STEP: tl.constexpr = 0,
     EARLY_POS: tl.constexpr = False,
+    TRACE: tl.constexpr = 0,
+    trace_ptr=None,
+    clock_ptr=None,
 ):
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     tl.static_assert(Q_ROWS >= 16, "Q_ROWS: the query rows a program takes (split_query_rows)")
     tl.static_assert(KV_STEP >= 16 and BLOCK_KV % KV_STEP == 0, "KV_STEP: keys a loop step")
     bh = tl.program_id(0)
@@ -313,6 +318,7 @@ def _split_kernel(
                         cache_len, HEAD_DIM, NUM_SPLITS, BLOCK_KV, MIN_KEYS, KV_AHEAD)  # fmt: skip
     if not EARLY_POS:
         pdl_enter(PDL)
+        trace_mark(trace_ptr, clock_ptr, 1, TRACE)
     # this program's Q_ROWS of the launch's BLOCK_Q query rows (row = t * GROUP + g)
     rows = tl.program_id(2) * Q_ROWS + tl.arange(0, Q_ROWS)
     t = rows // GROUP
@@ -325,6 +331,7 @@ def _split_kernel(
     kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, MOD)
     if EARLY_POS:
         pdl_enter(PDL)
+        trace_mark(trace_ptr, clock_ptr, 1, TRACE)
     lo = split * per_split
     hi = tl.minimum(lo + per_split, kv_end)
     q_rows = (b * T + t) * HEADS + kvh * GROUP + g
@@ -367,6 +374,7 @@ def _split_kernel(
             _merge_rows(part_ptr, stats_ptr, out_ptr, bh, mrows, mrows < GROUP * T, T, filled,
                         HEADS, GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q)  # fmt: skip
             count_reset(count_ptr + bh)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
 @triton.jit
@@ -387,12 +395,17 @@ def _merge_kernel(
     PDL: tl.constexpr = False,
     MERGE_BLOCK: tl.constexpr = 0,
     EARLY_POS: tl.constexpr = False,
+    TRACE: tl.constexpr = 0,
+    trace_ptr=None,
+    clock_ptr=None,
 ):
     """The filled slices' partials of (sequence, KV head) combined into out: one query row a
     program, every slice loaded at once (MERGE_BLOCK 0), or MERGE_BLOCK rows a program walking
     the slices in order as the in-kernel merge does (MERGE_PROGRAM_ROWS)."""
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     if not EARLY_POS:
         pdl_enter(PDL)
+        trace_mark(trace_ptr, clock_ptr, 1, TRACE)
     bh = tl.program_id(0)
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
@@ -402,14 +415,17 @@ def _merge_kernel(
                          ".cg" if EARLY_POS else "")  # fmt: skip
     if EARLY_POS:
         pdl_enter(PDL)
+        trace_mark(trace_ptr, clock_ptr, 1, TRACE)
     if MERGE_BLOCK > 0:
         rows = tl.program_id(1) * MERGE_BLOCK + tl.arange(0, MERGE_BLOCK)
         _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, rows < GROUP * T, T, filled, HEADS,
                     GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q)  # fmt: skip
+        trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return
     row = tl.program_id(1)  # row = t * GROUP + g
     t = row // GROUP
     if t >= T:
+        trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return
     sp = tl.arange(0, SPLITS_P2)
     sp_ok = sp < filled
@@ -425,6 +441,7 @@ def _merge_kernel(
     tl.store(
         out_ptr + ((b * T + t) * HEADS + head) * HEAD_DIM + d, out.to(out_ptr.dtype.element_ty)
     )
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
 def merge_program_rows(rows: int) -> int:
@@ -517,6 +534,13 @@ def decode_attention(
         Q_ROWS=q_rows,
         KV_STEP=kv_step(),
         EARLY_POS=early,
+        **trace.arguments(
+            q,
+            "attention",
+            batch * kv_heads * num_splits * (block_q // q_rows),
+            rows=batch * t,
+            splits=num_splits,
+        ),
         num_warps=SPLIT_WARPS[width],
         num_stages=SPLIT_STAGES[width],
     )
@@ -541,6 +565,7 @@ def decode_attention(
         **launch.pdl(out),
         MERGE_BLOCK=block,
         EARLY_POS=early,
+        **trace.arguments(out, "merge", grid[0] * grid[1], rows=batch * t),
         num_warps=MERGE_WARPS,
     )
     return out

@@ -38,6 +38,30 @@ def pdl_enter(PDL: tl.constexpr):
 
 
 @triton.jit
+def trace_mark(trace_ptr, clock_ptr, WHICH: tl.constexpr, TRACE: tl.constexpr):
+    """The kernel timeline (kernels/launch.py `tracing`): one launch's row of 4 int64 at
+    trace_ptr, 0 its programs' first entry (min), 1 their first pass of the PDL wait (min), 2
+    their last exit (max), 3 programs that exited (count). WHICH 0, 1 or 2 marks this program's
+    moment; at 2 after a barrier, so that its threads are done. TRACE 1: the GPU's global
+    nanosecond timer; 2 (the interpreter, which runs programs one after another): the next tick
+    of a counter at clock_ptr, an order instead of a time. 0: nothing (every kernel's default,
+    whose code is then unchanged)."""
+    if TRACE > 0:
+        if WHICH == 2:
+            tl.debug_barrier()
+        if TRACE == 1:
+            now = tl.extra.cuda.globaltimer()
+        else:
+            now = tl.atomic_add(clock_ptr, 1, sem="relaxed")
+        # NOTE: relaxed, so that no fence orders the program's other memory operations
+        if WHICH == 2:
+            tl.atomic_max(trace_ptr + 2, now, sem="relaxed")
+            tl.atomic_add(trace_ptr + 3, 1, sem="relaxed")
+        else:
+            tl.atomic_min(trace_ptr + WHICH, now, sem="relaxed")
+
+
+@triton.jit
 def l2_prefetch(ptr, nbytes):
     """Ask for [ptr, ptr + nbytes) in L2 (Hopper's bulk prefetch, issued by one thread of the
     program; nbytes and ptr multiples of 16). A hint: no value, no ordering."""

@@ -13,8 +13,13 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from specpilot.kernels import launch
-from specpilot.kernels.common import ahead_arguments, l2_prefetch_regions, pdl_enter
+from specpilot.kernels import launch, trace
+from specpilot.kernels.common import (
+    ahead_arguments,
+    l2_prefetch_regions,
+    pdl_enter,
+    trace_mark,
+)
 
 # programs added to a launch given `ahead` bytes, each asking L2 for an equal share of them
 AHEAD_PROGRAMS = 32
@@ -39,12 +44,15 @@ def _ask_ahead(row, M, ask, AHEAD: tl.constexpr, ahead0_ptr, ahead0_bytes, ahead
 def _rmsnorm_kernel(
     x_ptr, w_ptr, y_ptr, M, K, stride_x, stride_y, eps, BLOCK: tl.constexpr,
     PDL: tl.constexpr = False, AHEAD: tl.constexpr = 0, ahead0_ptr=None, ahead0_bytes=0,
-    ahead1_ptr=None, ahead1_bytes=0,
+    ahead1_ptr=None, ahead1_bytes=0, TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
 ):  # fmt: skip
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     row = tl.program_id(0)
     if _ask_ahead(row, M, True, AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes):
+        trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return
     pdl_enter(PDL)
+    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
     dtype = y_ptr.dtype.element_ty
     cols = tl.arange(0, BLOCK)
     ok = cols < K
@@ -53,18 +61,23 @@ def _rmsnorm_kernel(
     h = (x * rstd).to(dtype).to(tl.float32)
     w = tl.load(w_ptr + cols, mask=ok, other=0.0).to(tl.float32)
     tl.store(y_ptr + row * stride_y + cols, (h * w).to(dtype), mask=ok)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
 @triton.jit
 def _silu_mul_kernel(
     x_ptr, y_ptr, M, K, stride_x, stride_y, BLOCK: tl.constexpr, PDL: tl.constexpr = False,
     AHEAD: tl.constexpr = 0, ahead0_ptr=None, ahead0_bytes=0, ahead1_ptr=None, ahead1_bytes=0,
+    TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
 ):  # fmt: skip
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     row = tl.program_id(0)
     chunk = tl.program_id(1)
     if _ask_ahead(row, M, chunk == 0, AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes):
+        trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return  # an extra row's first chunk asks for its share
     pdl_enter(PDL)
+    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
     dtype = y_ptr.dtype.element_ty
     cols = chunk * BLOCK + tl.arange(0, BLOCK)
     ok = cols < K
@@ -72,6 +85,7 @@ def _silu_mul_kernel(
     u = tl.load(x_ptr + row * stride_x + K + cols, mask=ok, other=0.0).to(tl.float32)
     s = (g / (1.0 + tl.exp(-g))).to(dtype).to(tl.float32)
     tl.store(y_ptr + row * stride_y + cols, (s * u).to(dtype), mask=ok)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
 def _check_rows(x: torch.Tensor, name: str) -> None:
@@ -92,7 +106,8 @@ def rmsnorm(
     y = torch.empty_like(x)
     m, k = x.shape
     extra = ahead_arguments(ahead)
-    _rmsnorm_kernel[(m + (AHEAD_PROGRAMS if ahead else 0),)](
+    grid = (m + (AHEAD_PROGRAMS if ahead else 0),)
+    _rmsnorm_kernel[grid](
         x,
         weight,
         y,
@@ -104,6 +119,7 @@ def rmsnorm(
         BLOCK=triton.next_power_of_2(k),
         **launch.pdl(x),
         **extra,
+        **trace.arguments(x, "rmsnorm", grid[0], bytes=x.nbytes, rows=m),
     )
     return y
 
@@ -117,9 +133,11 @@ def silu_mul(x: torch.Tensor, ahead: tuple[torch.Tensor, ...] = ()) -> torch.Ten
     y = torch.empty(m, k, device=x.device, dtype=x.dtype)
     block = 1024
     extra = ahead_arguments(ahead)
-    _silu_mul_kernel[(m + (AHEAD_PROGRAMS if ahead else 0), triton.cdiv(k, block))](
-        x, y, m, k, x.stride(0), y.stride(0), BLOCK=block, **launch.pdl(x), **extra
-    )
+    grid = (m + (AHEAD_PROGRAMS if ahead else 0), triton.cdiv(k, block))
+    _silu_mul_kernel[grid](
+        x, y, m, k, x.stride(0), y.stride(0), BLOCK=block, **launch.pdl(x), **extra,
+        **trace.arguments(x, "silu_mul", grid[0] * grid[1], bytes=x.nbytes, rows=m),
+    )  # fmt: skip
     return y
 
 

@@ -25,7 +25,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from specpilot.kernels import launch
+from specpilot.kernels import launch, trace
 from specpilot.kernels.common import (
     INTERPRETED,
     dot,
@@ -37,6 +37,7 @@ from specpilot.kernels.common import (
     store_split,
     store_swiglu,
     swiglu_tile_ok,
+    trace_mark,
     weight_rows,
     zeroed_counters,
 )
@@ -78,7 +79,11 @@ def _skinny_kernel(
     SWIGLU: tl.constexpr = False,
     w_desc=None,
     TMA: tl.constexpr = False,
+    TRACE: tl.constexpr = 0,
+    trace_ptr=None,
+    clock_ptr=None,
 ):
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
     dtype = y_ptr.dtype.element_ty
@@ -99,6 +104,7 @@ def _skinny_kernel(
             nbytes = rows_here * K * (w_ptr.dtype.element_ty.primitive_bitwidth // 8)
             l2_prefetch(w_ptr + pid_n * BLOCK_N * stride_wn, nbytes)
     pdl_enter(PDL)  # x and the residual come from the kernel before: wait for it here
+    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
@@ -149,6 +155,7 @@ def _skinny_kernel(
         store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N)
     else:
         store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
 # Tiles measured per weight shape (N, K) on the H200 that beat the rules below, for one row and
@@ -311,6 +318,9 @@ def skinny_linear(
         SWIGLU=swiglu,
         **split_args,
         **tma_args,
+        **trace.arguments(
+            x, "linear", grid[0] * grid[1] * grid[2], bytes=weight.nbytes, rows=m, n=n, k=k
+        ),
         **cfg,
     )
     return y

@@ -16,8 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
-from specpilot.kernels import launch
-from specpilot.kernels.common import pdl_enter
+from specpilot.kernels import launch, trace
+from specpilot.kernels.common import pdl_enter, trace_mark
 
 
 @triton.jit
@@ -70,8 +70,13 @@ def _qk_rope_kernel(
     ROWS: tl.constexpr,
     QK_NORM: tl.constexpr,
     PDL: tl.constexpr = False,
+    TRACE: tl.constexpr = 0,
+    trace_ptr=None,
+    clock_ptr=None,
 ):
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pdl_enter(PDL)
+    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
     m = tl.program_id(0)
     dtype = qkv_ptr.dtype.element_ty
     half: tl.constexpr = HEAD_DIM // 2
@@ -100,6 +105,7 @@ def _qk_rope_kernel(
     tl.store(q_dst + half, o2, mask=is_q[:, None])
     tl.store(k_cache_ptr + cache_row, o1, mask=is_k[:, None])
     tl.store(k_cache_ptr + cache_row + half, o2, mask=is_k[:, None])
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
 def qk_rope_write(
@@ -164,6 +170,7 @@ def qk_rope_write(
         ROWS=triton.next_power_of_2(heads + 2 * kv_heads),
         QK_NORM=q_norm is not None,
         **launch.pdl(qkv),
+        **trace.arguments(qkv, "rope", batch * t, bytes=qkv.nbytes, rows=batch * t),
     )
     return q
 

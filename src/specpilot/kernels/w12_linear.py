@@ -62,7 +62,7 @@ import triton
 import triton.language as tl
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, decode
-from specpilot.kernels import launch
+from specpilot.kernels import launch, trace
 from specpilot.kernels.common import (
     INTERPRETED,
     dot,
@@ -73,6 +73,7 @@ from specpilot.kernels.common import (
     store_split,
     store_swiglu,
     swiglu_tile_ok,
+    trace_mark,
     weight_rows,
     zeroed_counters,
 )
@@ -351,8 +352,13 @@ def _w12_kernel(
     LOOP_STAGES: tl.constexpr = 1,
     SWIGLU: tl.constexpr = False,
     SPLIT_IN: tl.constexpr = 1,
+    TRACE: tl.constexpr = 0,
+    trace_ptr=None,
+    clock_ptr=None,
 ):
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pdl_enter(PDL)
+    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
     # 8 SLICE columns is SLICE word positions i; slice J of it is columns SLICE J + i.
     pid_n = tl.program_id(0)
@@ -512,16 +518,20 @@ def _w12_kernel(
         store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N)
     else:
         store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
 @triton.jit
 def _split_sum_kernel(
     part_ptr, y_ptr, res_ptr, M, N, stride_ym, stride_rm, SPLIT_K: tl.constexpr,
     RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = False,
+    TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
 ):  # fmt: skip
     """y[m] = sum of the SPLIT_K partial rows (fp32), rounded, plus the residual: the split
     kernel's epilogue."""
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pdl_enter(PDL)
+    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
     rm = tl.program_id(1) + tl.arange(0, 1)
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = rm < M
@@ -530,6 +540,7 @@ def _split_sum_kernel(
     for s in tl.static_range(SPLIT_K):
         acc += tl.load(part_ptr + s * M * N + rm[:, None] * N + rn[None, :], mask=n_ok[None, :])
     store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
 def tile_config(m: int, n: int, k: int) -> dict:
@@ -730,10 +741,14 @@ def w12_linear(
         count_ptr=counters,
         SUM_IN_KERNEL=in_kernel,
         FENCE=in_kernel and not INTERPRETED,
+        **trace.arguments(
+            x, "w12_linear", grid[0] * grid[1] * grid[2], bytes=weight.nbytes(), rows=m, n=n, k=k
+        ),
     )
     if splits > 1 and not in_kernel:
         block = 1024
-        _split_sum_kernel[(triton.cdiv(n, block), m)](
+        sum_grid = (triton.cdiv(n, block), m)
+        _split_sum_kernel[sum_grid](
             part,
             y,
             residual if residual is not None else y,
@@ -745,6 +760,7 @@ def w12_linear(
             RESIDUAL=residual is not None,
             BLOCK_N=block,
             **launch.pdl(y),
+            **trace.arguments(y, "split_sum", sum_grid[0] * sum_grid[1], rows=m, n=n),
         )
     return y
 
