@@ -52,29 +52,31 @@ def forwards(gen: Generator, context: int) -> dict[str, Callable[[], object]]:
 
 
 def trace_runs(gen: Generator, name: str, fn: Callable[[], object], replays: int) -> list:
-    """`fn`'s traced launches, once per replay (Timeline.read lists). On CUDA the forward is
-    run once eagerly with tracing (so that the traced kernels compile outside a capture), then
-    captured with tracing and replayed `replays` times, the buffer reset before each; the
-    generator's graphs are dropped before and after. Elsewhere (the interpreter) one eager run."""
-    cuda = gen.device.type == "cuda"
-    if cuda:
-        use_graphs, gen.use_graphs = gen.use_graphs, False
-        with trace.tracing(gen.device, eager=True):
-            fn()
-        gen.use_graphs = use_graphs
-        gen.graphs.clear()
+    """`fn`'s traced launches, once per replay (Timeline.read lists). With CUDA graphs the
+    generator's graphs are dropped, so that the first call runs the graph's eager warm-ups
+    (traced, so that the traced kernels compile outside the capture) and captures it with the
+    trace arguments; then `replays` replays, the buffer reset before each, each read for the
+    captured launches only; the graphs are dropped again after. Without graphs: `replays` eager
+    runs on CUDA, one in the interpreter."""
+    if not gen.use_graphs:  # eager (the interpreter, or graphs off): each run its own rows
+        runs = []
+        for _ in range(replays if gen.device.type == "cuda" else 1):
+            with trace.tracing(gen.device, eager=True) as timeline:
+                timeline.section = name
+                fn()
+                runs.append(timeline.read(name))
+        return runs
+    gen.graphs.clear()
     runs = []
     try:
-        with trace.tracing(gen.device) as timeline:
+        with trace.tracing(gen.device, eager=True) as timeline:
             timeline.section = name
-            fn()  # CUDA: captures the graph with the trace arguments
-            if not cuda:
-                return [timeline.read(name)]
+            fn()  # the graph's eager warm-up runs (their traced kernels compile), its capture
             for _ in range(replays):
                 timeline.reset()
                 fn()
                 sync()
-                runs.append(timeline.read(name))
+                runs.append([r for r in timeline.read(name) if r["captured"]])
     finally:
         gen.graphs.clear()
     return runs
@@ -193,7 +195,7 @@ def measure_arm(gen: Generator, context: int, new_tokens: int, replays: int, bw:
     for name, fn in forwards(gen, context).items():
         untraced = timed(fn) * 1e3
         runs = trace_runs(gen, name, fn, replays)
-        with trace.tracing(gen.device):  # the traced graph's replay time, for the cost
+        with trace.tracing(gen.device, eager=True):  # the traced graph's replay time: its cost
             fn()
             traced = timed(fn) * 1e3
         gen.graphs.clear()

@@ -23,9 +23,9 @@ timeline_bench = pytest.importorskip("timeline")
 
 def _inputs(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(3, 256, generator=g).to(BF16)
-    w = torch.randn(64, 256, generator=g).to(BF16)
-    return x, w, torch.randn(256, generator=g).to(BF16)
+    x = torch.randn(3, 256, generator=g).to(DEVICE, BF16)
+    w = torch.randn(64, 256, generator=g).to(DEVICE, BF16)
+    return x, w, torch.randn(256, generator=g).to(DEVICE, BF16)
 
 
 def test_traced_launches_mark_entry_pass_and_exit_in_order() -> None:
@@ -56,7 +56,9 @@ def test_no_trace_arguments_outside_tracing() -> None:
     assert trace.arguments(x, "linear", 4) == {}
     with trace.tracing(DEVICE, eager=True) as timeline:
         assert trace.arguments(x, "linear", 4, bytes=8)["TRACE"] == (2 if INTERPRETED else 1)
-    assert timeline.launches == [{"section": "", "kernel": "linear", "programs": 4, "bytes": 8}]
+    assert timeline.launches == [
+        {"section": "", "kernel": "linear", "programs": 4, "captured": False, "bytes": 8}
+    ]
     assert trace.arguments(x, "linear", 4) == {}
     with trace.tracing(DEVICE, capacity=1, eager=True):
         linear.skinny_linear(x, w)
@@ -91,7 +93,8 @@ def test_timeline_bench_accounts_a_fused_forward(tmp_path, name: str) -> None:
     target (interpreter, no graphs): every kernel of the forward is traced and ran all its
     programs; the account adds up."""
     target, drafter, _ = _tiny_pair(tmp_path)
-    gen = Generator(target, drafter, EngineConfig(kernels="triton", block_size=16), DEVICE, BF16)
+    config = EngineConfig(kernels="triton", block_size=16, cuda_graphs=True)  # CPU: no graphs
+    gen = Generator(target, drafter, config, DEVICE, BF16)
     context = 20
     gen._buffers_for("target", 1, context + 32)
     gen._buffers_for("draft", 1, context + 32)

@@ -108,6 +108,12 @@ class W12Weight:
         dense = self.low.numel() + self.codes.numel() + self.base.numel()
         return dense + 4 * self.row_ptr.numel() + 6 * self.num_escapes
 
+    def nbytes_bound(self) -> int:
+        """`nbytes` without reading the device (so also inside a CUDA graph capture): the escape
+        arrays counted whole, which for a row slice are its parent's (then an upper bound)."""
+        dense = self.low.numel() + self.codes.numel() + self.base.numel()
+        return dense + 4 * self.row_ptr.numel() + 6 * self.esc_col.numel()
+
     def rows(self, start: int, stop: int) -> W12Weight:
         """Rows [start, stop) as views: the planes are row-major, row_ptr stays absolute."""
         return W12Weight(

@@ -49,8 +49,15 @@ class Timeline:
         slot = len(self.launches) + 1
         if slot > self.capacity:
             raise RuntimeError(f"the timeline holds {self.capacity} launches; give it more")
+        captured = self.device.type == "cuda" and torch.cuda.is_current_stream_capturing()
         self.launches.append(
-            {"section": self.section, "kernel": kernel, "programs": programs, **meta}
+            {
+                "section": self.section,
+                "kernel": kernel,
+                "programs": programs,
+                "captured": captured,  # into a CUDA graph (else run once, eagerly)
+                **meta,
+            }
         )
         return {
             "TRACE": 2 if interpreted() else 1,

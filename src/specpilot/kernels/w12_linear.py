@@ -742,7 +742,13 @@ def w12_linear(
         SUM_IN_KERNEL=in_kernel,
         FENCE=in_kernel and not INTERPRETED,
         **trace.arguments(
-            x, "w12_linear", grid[0] * grid[1] * grid[2], bytes=weight.nbytes(), rows=m, n=n, k=k
+            x,
+            "w12_linear",
+            grid[0] * grid[1] * grid[2],
+            bytes=weight.nbytes_bound(),
+            rows=m,
+            n=n,
+            k=k,
         ),
     )
     if splits > 1 and not in_kernel:
