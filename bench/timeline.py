@@ -212,6 +212,7 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=32, help="the warm-up AR generation's")
     parser.add_argument("--arms", default="bf16;w12:auto", help='"bf16" or "w12:<matrices>"')
     parser.add_argument("--replays", type=int, default=30)
+    parser.add_argument("--tiles", default="", help="EngineConfig.tiles: a tiles file")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     arms = [a for a in args.arms.split(";") if a]
@@ -230,6 +231,7 @@ def main() -> None:
         "model": args.model,
         "context": args.context,
         "replays": args.replays,
+        "tiles": args.tiles or "compiled-in",
         "copy_bandwidth_tb_s": bw / 1e12,
         "arms": {},
     }
@@ -240,8 +242,8 @@ def main() -> None:
             matrices = parse_matrices(arm.partition(":")[2] or "all")
             for model in (target, drafter):
                 convert_model(model, matrices=matrices)
-        gen = Generator(target, drafter, EngineConfig(cuda_graphs=True), torch.device("cuda"),
-                        torch.bfloat16)  # fmt: skip
+        config = EngineConfig(cuda_graphs=True, tiles=args.tiles)
+        gen = Generator(target, drafter, config, torch.device("cuda"), torch.bfloat16)
         report["arms"][arm] = r = measure_arm(gen, args.context, args.new_tokens, args.replays, bw)
         for name, a in r.items():
             print_account(f"{arm} {name}", a)
