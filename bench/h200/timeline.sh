@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Device call (~6 min; no carry): the kernel timeline (bench/timeline.py) of the decode, verify
+# Device call (~2-6 min; no carry): the kernel timeline (bench/timeline.py) of the decode, verify
 # and draft forwards inside their CUDA graphs, for ARMS (default "bf16;w12:auto") at MODEL
-# (qwen3-8b) and CONTEXT (1024), REPLAYS (30) replays each, within TL_S (420) seconds; first
-# the GPU tests that TESTS_K selects in tests/test_trace.py (default: all of them).
+# (qwen3-8b) and CONTEXT (1024), REPLAYS (30) replays each, one process for each tiles file of
+# TILES ("-": the compiled-in tiles; default "-"), each within TL_S (420) seconds; first the GPU
+# tests that TESTS_K selects in tests/test_trace.py (default: all of them; '' for none).
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 source "$(dirname "$0")/lib.sh"
 TESTS_K="${TESTS_K-trace or timeline or marks}" TESTS_S_DEFAULT=150 gpu_tests tests/test_trace.py
-timeout "${TL_S:-420}" python3 bench/timeline.py --model "${MODEL:-qwen3-8b}" \
-    --context "${CONTEXT:-1024}" --arms "${ARMS:-bf16;w12:auto}" --replays "${REPLAYS:-30}" \
-    --out "$OUT/timeline.json" >"$OUT/timeline.log" 2>&1
-echo "timeline rc=$?"; grep -vE "^\{" "$OUT/timeline.log" | tail -60 | cut -c1-220; pack
+for tiles in ${TILES:--}; do
+    name=$(basename "$tiles" .json); [ "$tiles" = - ] && name=compiled && tiles=
+    timeout "${TL_S:-420}" python3 bench/timeline.py --model "${MODEL:-qwen3-8b}" \
+        --context "${CONTEXT:-1024}" --arms "${ARMS:-bf16;w12:auto}" --replays "${REPLAYS:-30}" \
+        --tiles "$tiles" --out "$OUT/timeline-$name.json" >"$OUT/timeline-$name.log" 2>&1
+    echo "timeline $name rc=$?"
+    grep -E "^(bf16|w12|  linear 1x|  w12_linear 1x|  [a-z_]+ +[0-9])|b2b| (decode|verify|draft) " \
+        "$OUT/timeline-$name.log" | cut -c1-200
+    pack
+done
 archive_only
