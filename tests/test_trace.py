@@ -35,7 +35,7 @@ def test_traced_launches_mark_entry_pass_and_exit_in_order() -> None:
         timeline.section = "one"
         traced = (linear.skinny_linear(x, w), elementwise.rmsnorm(x, nw, 1e-6))
         timeline.section = "two"
-        elementwise.silu_mul(torch.cat([x, x], dim=1))
+        elementwise.silu_mul(torch.cat([x, x], dim=1).repeat(15, 1))  # 45 programs: > LANES
     assert all(torch.equal(a, b) for a, b in zip(plain, traced, strict=True))
     rows = timeline.read()
     assert [r["kernel"] for r in rows] == ["linear", "rmsnorm", "silu_mul"]
@@ -47,6 +47,7 @@ def test_traced_launches_mark_entry_pass_and_exit_in_order() -> None:
     for before, after in zip(rows, rows[1:], strict=False):  # launched plainly, one by one
         assert before["exit"] <= after["entry"]
     assert rows[0]["bytes"] == w.nbytes and (rows[0]["n"], rows[0]["k"]) == (64, 256)
+    assert rows[2]["programs"] == 45 > trace.LANES
     timeline.reset()
     assert all(r["exited"] == 0 for r in timeline.read())
 

@@ -10,11 +10,13 @@ import triton
 import triton.language as tl
 
 from specpilot.kernels import interpreted
+from specpilot.kernels.trace import LANES
 
 # NOTE: Triton's CPU interpreter (tests) multiplies bf16 operands of tl.dot wrongly (numpy has no
 # bf16), so there the kernels widen them to fp32 first (`dot` with F32_DOT); same values, exact
 # products.
 INTERPRETED = interpreted()
+TRACE_LANES = tl.constexpr(LANES)  # kernels/trace.py: a traced launch's atomics spread this wide
 
 
 @triton.jit
@@ -39,13 +41,14 @@ def pdl_enter(PDL: tl.constexpr):
 
 @triton.jit
 def trace_mark(trace_ptr, clock_ptr, WHICH: tl.constexpr, TRACE: tl.constexpr):
-    """The kernel timeline (kernels/launch.py `tracing`): one launch's row of 4 int64 at
-    trace_ptr, 0 its programs' first entry (min), 1 their first pass of the PDL wait (min), 2
-    their last exit (max), 3 programs that exited (count). WHICH 0, 1 or 2 marks this program's
-    moment; at 2 after a barrier, so that its threads are done. TRACE 1: the GPU's global
-    nanosecond timer; 2 (the interpreter, which runs programs one after another): the next tick
-    of a counter at clock_ptr, an order instead of a time. 0: nothing (every kernel's default,
-    whose code is then unchanged)."""
+    """The kernel timeline (kernels/trace.py): one launch's row of trace.LANES lanes of 4 int64
+    at trace_ptr, each lane for the programs whose linear id is its index modulo LANES (so that
+    a grid's atomics spread over LANES addresses): 0 their first entry (min), 1 their first pass
+    of the PDL wait (min), 2 their last exit (max), 3 how many exited (count). WHICH 0, 1 or 2
+    marks this program's moment; at 2 after a barrier, so that its threads are done. TRACE 1:
+    the GPU's global nanosecond timer; 2 (the interpreter, which runs programs one after
+    another): the next tick of a counter at clock_ptr, an order instead of a time. 0: nothing
+    (every kernel's default, whose code is then unchanged)."""
     if TRACE > 0:
         if WHICH == 2:
             tl.debug_barrier()
@@ -53,12 +56,16 @@ def trace_mark(trace_ptr, clock_ptr, WHICH: tl.constexpr, TRACE: tl.constexpr):
             now = tl.extra.cuda.globaltimer()
         else:
             now = tl.atomic_add(clock_ptr, 1, sem="relaxed")
+        pid = tl.program_id(0) + tl.num_programs(0) * (
+            tl.program_id(1) + tl.num_programs(1) * tl.program_id(2)
+        )
+        lane = trace_ptr + (pid % TRACE_LANES) * 4
         # NOTE: relaxed, so that no fence orders the program's other memory operations
         if WHICH == 2:
-            tl.atomic_max(trace_ptr + 2, now, sem="relaxed")
-            tl.atomic_add(trace_ptr + 3, 1, sem="relaxed")
+            tl.atomic_max(lane + 2, now, sem="relaxed")
+            tl.atomic_add(lane + 3, 1, sem="relaxed")
         else:
-            tl.atomic_min(trace_ptr + WHICH, now, sem="relaxed")
+            tl.atomic_min(lane + WHICH, now, sem="relaxed")
 
 
 @triton.jit
