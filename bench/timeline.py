@@ -26,7 +26,7 @@ import torch
 from engine_speed import build, copy_bandwidth, fresh_runs, preset_hf, sync, timed
 from report import finish, save
 
-from specpilot.config import EngineConfig
+from specpilot.config import PDL_MODES, EngineConfig
 from specpilot.engine.generator import Generator
 from specpilot.formats.w12_engine import convert_model, parse_matrices
 from specpilot.kernels import trace
@@ -240,6 +240,7 @@ def main() -> None:
     parser.add_argument("--arms", default="bf16;w12:auto", help='"bf16" or "w12:<matrices>"')
     parser.add_argument("--replays", type=int, default=30)
     parser.add_argument("--tiles", default="", help="EngineConfig.tiles: a tiles file")
+    parser.add_argument("--pdl", default="auto", choices=PDL_MODES, help="EngineConfig.pdl")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     arms = [a for a in args.arms.split(";") if a]
@@ -259,6 +260,7 @@ def main() -> None:
         "context": args.context,
         "replays": args.replays,
         "tiles": args.tiles or "compiled-in",
+        "pdl": args.pdl,
         "copy_bandwidth_tb_s": bw / 1e12,
         "arms": {},
     }
@@ -269,8 +271,9 @@ def main() -> None:
             matrices = parse_matrices(arm.partition(":")[2] or "all")
             for model in (target, drafter):
                 convert_model(model, matrices=matrices)
-        config = EngineConfig(cuda_graphs=True, tiles=args.tiles)
+        config = EngineConfig(cuda_graphs=True, tiles=args.tiles, pdl=args.pdl)
         gen = Generator(target, drafter, config, torch.device("cuda"), torch.bfloat16)
+        report.setdefault("pdl_resolved", {})[arm] = gen.pdl
         report["arms"][arm] = r = measure_arm(gen, args.context, args.new_tokens, args.replays, bw)
         for name, a in r.items():
             print_account(f"{arm} {name}", a)
