@@ -72,7 +72,9 @@ def cases() -> list[tuple[str, object, dict, dict]]:
     for m in (1, 16, 64):
         for norm, glu, res in ((True, False, False), (False, True, True), (False, False, True)):
             flags = dict(NORM=norm, GLU=glu, RESIDUAL=res, F32_DOT=False)
-            cfg = {k: v for k, v in linear.tile_config(m, 24576, 4096).items() if k.isupper()}
+            # one row: q|k|v's element-wise tile (gate|up's is the 16-row tensor-core tile)
+            n = 6144 if m == 1 else 24576
+            cfg = {k: v for k, v in linear.tile_config(m, n, 4096).items() if k.isupper()}
             out.append((f"skinny_linear M={m} {flags}", linear._skinny_kernel, lin, flags | cfg))
             if m == 1:  # the loop's loads pipelined through shared memory
                 loop = flags | cfg | dict(LOOP_STAGES=3)

@@ -302,8 +302,9 @@ def test_pdl_decode_mode_is_on_only_inside_one_row_forwards(launch_settings) -> 
 
 def test_pdl_chain_launches_a_multiply_after_a_multiply_plainly(launch_settings, monkeypatch):
     """pdl="chain" (as if on a Hopper GPU): in a one-row forward every kernel is launched with
-    PDL but a multiply that directly follows a multiply; outside one, small's rule (multiplies
-    plainly). "small" in the same one-row sequence launches every multiply with PDL."""
+    PDL but a multiply that directly follows a multiply on element-wise tiles; outside one,
+    small's rule (multiplies plainly). "small" in the same one-row sequence launches every
+    multiply with PDL."""
     monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
     t = torch.zeros(1)
     # norm, q|k|v, rope, attention, o, norm, gate|up (SwiGLU epilogue), down, norm, lm_head
@@ -312,7 +313,7 @@ def test_pdl_chain_launches_a_multiply_after_a_multiply_plainly(launch_settings,
     def launched(mode: str, rows: int) -> list[bool]:
         launch_settings.configure(pdl=mode, prefetch="off")
         with launch_settings.forward_rows(rows):
-            return [launch_settings.pdl(t, multiply=m)["launch_pdl"] for m in order]
+            return [launch_settings.pdl(t, multiply=m, elementwise=m)["launch_pdl"] for m in order]
 
     plain_down = [True] * 7 + [False] + [True] * 2
     assert launched("chain", 1) == plain_down
@@ -320,6 +321,14 @@ def test_pdl_chain_launches_a_multiply_after_a_multiply_plainly(launch_settings,
     assert launched("small", 1) == [True] * 10
     assert launched("chain", 16) == [not m for m in order] == launched("kernels", 1)
     assert all(launch_settings.pdl(t, multiply=m)["PDL"] for m in order)
+    # only a multiply on element-wise tiles makes the next one launch plainly: after a
+    # tensor-core gate|up the down keeps its PDL
+    launch_settings.configure(pdl="chain", prefetch="off")
+    with launch_settings.forward_rows(1):
+        gate_up = launch_settings.pdl(t, multiply=True, elementwise=False)
+        down = launch_settings.pdl(t, multiply=True, elementwise=True)
+        lm_head = launch_settings.pdl(t, multiply=True, elementwise=True)
+    assert (gate_up["launch_pdl"], down["launch_pdl"], lm_head["launch_pdl"]) == (True, True, False)
 
 
 def test_pdl_waves_launches_small_grids_and_chained_multiplies_plainly(
@@ -348,7 +357,8 @@ def test_pdl_waves_launches_small_grids_and_chained_multiplies_plainly(
     w = torch.randn(96, 64, dtype=BF16, device=DEVICE)
     cfg = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=64, USE_DOT=True, num_warps=4, num_stages=2)
     skinny_linear(x, w, config=cfg)
-    assert seen == [{"multiply": True, "programs": 3}]  # 96 / 32 weight rows, 16 / 16 token rows
+    # 96 / 32 weight rows, 16 / 16 token rows; a tensor-core tile
+    assert seen == [{"multiply": True, "programs": 3, "elementwise": False}]
     with pytest.raises(ConfigError, match="pdl must be one of"):
         EngineConfig(pdl="yes")
 

@@ -40,7 +40,8 @@ under "kernels", run 103), so the SwiGLU epilogue at every row count runs under 
 fused.SWIGLU_EPILOGUE_MIN_ROWS; runs 104-105). "chain" keeps "kernels"' rule outside one-row
 forwards and gives the one-row forward small's PDL back where no multiply follows a multiply
 (run 107, one process, 6 interleaved rounds: AR 1.023x [1.008-1.040] over "kernels"; its
-speculative step runs the same launches): "chain" is the 8B default. At the
+speculative step runs the same launches): "chain" is the 8B default. Since run 133 (kernel
+timeline) only a multiply after one on element-wise tiles is launched plainly. At the
 SmolLM2-135M shape, where every kernel lasts a few microseconds, "all" shortened the whole
 speculative step (runs 60, 62).
 The settings are read when a kernel is launched, so a CUDA graph keeps the ones it was captured
@@ -68,7 +69,8 @@ _SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
 # asks L2 for: about what HBM delivers in such a kernel's ~2 us at ~4 TB/s
 HEAD_BYTES = 8 << 20
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
-_LAST_LAUNCH = {"multiply": False}  # what launch.pdl was last asked about ("chain", "waves")
+# what launch.pdl was last asked about ("chain", "waves"): a multiply, on element-wise tiles
+_LAST_LAUNCH = {"multiply": False, "elementwise": False}
 # pdl="waves": a multiply's grid of at least this many programs per SM is launched with PDL
 # (between the 16-row o and down of the Qwen3-8B shape, 0.97 waves, and their tiles with half
 # the weight rows, 1.94: bench/h200/half16.json; bench/engine_speed.py --pdl-min-waves)
@@ -134,20 +136,26 @@ def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
-def pdl(t: torch.Tensor, multiply: bool = False, programs: int = 0) -> dict[str, bool]:
+def pdl(
+    t: torch.Tensor, multiply: bool = False, programs: int = 0, elementwise: bool = False
+) -> dict[str, bool]:
     """The launch keyword (`launch_pdl`) and kernel constant (`PDL`) for a kernel on t's device:
     on where asked for, on a CUDA device that has it (never under the interpreter). "small"
     outside one-row forwards: every kernel waits and lets the next one launch (PDL), but a
     `multiply` is launched plainly, after the kernel before it has completed, so that no
     waiting program of its grid holds an SM slot (run 50: the 16-row tiles lost with PDL);
     "kernels": the same in every forward; "chain": small's rule, but in one-row forwards a
-    multiply that directly follows a multiply (the SwiGLU epilogue's gate|up, then down) is
-    launched plainly (run 102's slow multiply-after-multiply under PDL); "waves", in every
+    multiply that directly follows a multiply on `elementwise` tiles (the SwiGLU epilogue's
+    gate|up, then down) is launched plainly (run 102's slow multiply-after-multiply under PDL:
+    W12's down 22.9 -> 29.1 us in run 133's timeline; after bf16's tensor-core gate|up tile it
+    took 24.6 us either way, and PDL cut its gap 1.39 -> 0.47 us); "waves", in every
     forward, every kernel with PDL but a multiply that directly follows a multiply or whose
     grid (`programs`) is under PDL_MIN_WAVES programs an SM (bench/pdl_pairs.py's guess: a grid
     of about one wave launched early sits unevenly on the SMs the kernel before has left).
     Called once a launch, in launch order (what "chain" and "waves" count on)."""
     after_multiply, _LAST_LAUNCH["multiply"] = _LAST_LAUNCH["multiply"], multiply
+    after_elementwise = _LAST_LAUNCH["elementwise"]
+    _LAST_LAUNCH["elementwise"] = multiply and elementwise
     if not _on_hopper(t):
         return {"PDL": False, "launch_pdl": False}
     mode = _SETTINGS["pdl"]
@@ -157,7 +165,7 @@ def pdl(t: torch.Tensor, multiply: bool = False, programs: int = 0) -> dict[str,
         plain = multiply and (after_multiply or waves < PDL_MIN_WAVES)
         return {"PDL": True, "launch_pdl": not plain}
     if mode == "chain" and one_row:
-        return {"PDL": True, "launch_pdl": not (multiply and after_multiply)}
+        return {"PDL": True, "launch_pdl": not (multiply and after_elementwise)}
     if mode in ("kernels", "chain") or (mode == "small" and not one_row):
         return {"PDL": True, "launch_pdl": not multiply}
     on = pdl_wanted()

@@ -165,12 +165,18 @@ def _skinny_kernel(
 # loop pipelines its loads (LOOP_STAGES; run 83, --grid loop): q|k|v 3.45 -> 3.54, o 3.24 ->
 # 3.32, gate|up 4.05 -> 4.14, down 3.96 -> 4.02, lm_head 4.34 -> 4.51; bf16 AR 1.030x [1.008-
 # 1.051] in paired rounds. Other shapes take the rules.
+# Runs 131-132 (bench/timeline.py, the kernels timed inside the captured graphs): the one-row
+# gate|up and LM head read faster on the 16-row tensor-core tiles (one token row of 16, masked)
+# than on their element-wise tiles: 50.9 -> 47.5 us and 288.7 -> 278.1 us, the one-token
+# forward 4.286 -> 4.235 ms (back-to-back replays, both runs); in isolation (kernel_sweep, cold
+# L2) the element-wise tiles had won.
+_DOT_ONE_ROW = dict(BLOCK_M=16, BLOCK_K=128, USE_DOT=True, num_stages=3)
 MEASURED_TILES = {
     (1, 6144, 4096): dict(BLOCK_N=16, BLOCK_K=256, LOOP_STAGES=4),
     (1, 4096, 4096): dict(BLOCK_N=8, BLOCK_K=512, LOOP_STAGES=3),
-    (1, 24576, 4096): dict(BLOCK_N=8, BLOCK_K=1024, LOOP_STAGES=2),
+    (1, 24576, 4096): _DOT_ONE_ROW | dict(BLOCK_N=64, num_warps=4),
     (1, 4096, 12288): dict(BLOCK_N=8, BLOCK_K=512, LOOP_STAGES=3),
-    (1, 151936, 4096): dict(BLOCK_N=8, BLOCK_K=1024, LOOP_STAGES=4),
+    (1, 151936, 4096): _DOT_ONE_ROW | dict(BLOCK_N=128, num_warps=8),
     # Llama-3.1-8B (run 87, --model llama3.1-8b; its o is Qwen3's, above): gate|up 4.10 ->
     # 4.23, down 4.11 -> 4.16, lm_head 4.39 -> 4.58; AR 226.1 -> 229.3 tok/s with them
     (1, 28672, 4096): dict(BLOCK_N=8, BLOCK_K=512, LOOP_STAGES=3),
@@ -313,7 +319,9 @@ def skinny_linear(
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
         PREFETCH=0 if split > 1 or swiglu or tma_args["TMA"] else launch.prefetch_mode(weight),
-        **launch.pdl(x, multiply=True, programs=grid[0] * grid[1] * grid[2]),
+        **launch.pdl(
+            x, multiply=True, programs=grid[0] * grid[1] * grid[2], elementwise=not cfg["USE_DOT"]
+        ),
         SPLIT_K=split,
         SWIGLU=swiglu,
         **split_args,

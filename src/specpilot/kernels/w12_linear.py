@@ -736,7 +736,9 @@ def w12_linear(
         EVEN_N=n % cfg["BLOCK_N"] == 0,  # with swiglu: each half a whole number of half tiles
         SLICE=SLICE,
         **cfg,
-        **launch.pdl(x, multiply=True, programs=grid[0] * grid[1] * grid[2]),
+        **launch.pdl(
+            x, multiply=True, programs=grid[0] * grid[1] * grid[2], elementwise=not cfg["USE_DOT"]
+        ),
         SWIGLU=swiglu,
         count_ptr=counters,
         SUM_IN_KERNEL=in_kernel,
