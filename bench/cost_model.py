@@ -22,6 +22,12 @@ in each:
     python bench/cost_model.py --matrices \
         bench/results/2026-12-01-w12-loop-wide-run88/w12-loop-wide.json,\
 bench/results/2026-12-01-w12-split-in-run119/sweep16.json
+
+`--timeline` reads a bench/timeline.py report instead (the kernels timed inside the graphs) and
+lists, per arm and forward, each component against its bound, the furthest first:
+
+    python bench/cost_model.py --timeline \
+        bench/results/2026-12-04-new-defaults-run134/timeline.json
 """
 
 from __future__ import annotations
@@ -139,6 +145,41 @@ def choose_matrices(table: dict, draft_layers: int, verify_rows: int = 16) -> di
             "w12_matrices": {mode: ",".join(names) for mode, names in choice.items()}}  # fmt: skip
 
 
+def timeline_losses(report: dict, bandwidth: float) -> dict:
+    """A bench/timeline.py report as losses: for each arm and forward, every component's
+    in-graph microseconds (the launches' runs, summed) against its bound (its bytes over
+    `bandwidth` in bytes/s: the multiplies by shape, the attention by the keys and values it
+    reads; kernels without a byte count and the gaps between launches are bound by 0, all
+    latency), sorted by what each loses, the first the furthest from its bound."""
+    out: dict = {}
+    for arm, forwards in report["arms"].items():
+        for name, a in forwards.items():
+            rows = {}
+            for shape, sh in a["shapes"].items():
+                rows[shape] = (sh["run_us"], sh["bytes"] / bandwidth * 1e6)
+            for kind, k in a["kinds"].items():
+                if kind in ("linear", "w12_linear"):
+                    continue  # by shape, above
+                rows[kind] = (
+                    k["run_us"],
+                    k["bytes"] / bandwidth * 1e6 if kind == "attention" else 0,
+                )
+            rows["gaps between launches"] = (a["gap_us"], 0.0)
+            table = [
+                {"component": c, "us": us, "bound_us": bound, "lost_us": us - bound}
+                for c, (us, bound) in rows.items()
+            ]
+            table.sort(key=lambda r: -r["lost_us"])
+            out.setdefault(arm, {})[name] = {
+                "span_us": a["span_us"],
+                "bound_us": sum(r["bound_us"] for r in table),
+                "lost_us": sum(r["lost_us"] for r in table),
+                "components": table,
+                "furthest_from_bound": table[0]["component"],
+            }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -155,9 +196,31 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1, help="the table's row count (1: decode)")
     parser.add_argument("--bandwidth", type=float, default=4.26, help="TB/s (ANCHORS.md)")
     parser.add_argument("--fraction", type=float, default=0.85, help="of the bandwidth")
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="the table is a bench/timeline.py report: each forward's in-graph losses",
+    )
     args = parser.parse_args()
     if not 0 < args.fraction <= 1 or args.bandwidth <= 0:
         parser.error("--fraction must be in (0, 1] and --bandwidth > 0")
+    if args.timeline:
+        with open(args.table) as f:
+            out = timeline_losses(json.load(f), args.bandwidth * 1e12)
+        for arm, forwards in out.items():
+            for name, f in forwards.items():
+                print(
+                    f"{arm} {name}: span {f['span_us'] / 1e3:.3f} ms, bound "
+                    f"{f['bound_us'] / 1e3:.3f}, lost {f['lost_us'] / 1e3:.3f}; furthest: "
+                    f"{f['furthest_from_bound']}"
+                )
+                for r in f["components"][:6]:
+                    print(
+                        f"  {r['component']:<28} {r['us']:8.1f} us, bound {r['bound_us']:8.1f}, "
+                        f"lost {r['lost_us']:7.1f}"
+                    )
+        print(json.dumps(out))
+        return
     if args.matrices:
         out = choose_matrices(load_tables(args.table.split(",")), args.draft_layers)
         print(f"{'matrix':<8} {'W12 - bf16 an AR token':>23} {'a speculative step':>19}")

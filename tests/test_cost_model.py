@@ -97,3 +97,32 @@ def test_choose_matrices_on_the_llama_sweeps_of_run_123() -> None:
         "ar": "down,gate_up,lm_head,qkv",
         "speculative": "gate_up,lm_head",
     }
+
+
+def test_timeline_losses_on_run_134(capsys, monkeypatch) -> None:
+    """--timeline on run 134's kernel timeline: each forward's components lose exactly its span
+    less its bound, the multiplies' bounds are their bytes over the bandwidth, and the list runs
+    from the furthest component down."""
+    path = ROOT / "bench/results/2026-12-04-new-defaults-run134/timeline.json"
+    report = json.loads(path.read_text())
+    out = cost_model.timeline_losses(report, 4.26e12)
+    assert set(out) == {"bf16", "w12:auto"}
+    for arm, forwards in out.items():
+        assert set(forwards) == {"decode", "verify", "draft"}
+        for name, f in forwards.items():
+            assert f["lost_us"] == pytest.approx(f["span_us"] - f["bound_us"], rel=1e-6)
+            lost = [r["lost_us"] for r in f["components"]]
+            assert lost == sorted(lost, reverse=True)
+            assert f["furthest_from_bound"] == f["components"][0]["component"]
+            shapes = report["arms"][arm][name]["shapes"]
+            for r in f["components"]:
+                if r["component"] in shapes:
+                    assert r["bound_us"] == pytest.approx(shapes[r["component"]]["bytes"] / 4.26e6)
+    decode = {r["component"]: r for r in out["bf16"]["decode"]["components"]}
+    assert decode["linear 1x4096x4096"]["lost_us"] > 0  # o: 9.9 us a launch against 7.9
+    assert decode["rmsnorm"]["bound_us"] == 0
+    monkeypatch.setattr(sys, "argv", ["cost_model.py", str(path), "--timeline"])
+    cost_model.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("bf16 decode: span 4.191 ms")
+    assert json.loads(lines[-1]) == json.loads(json.dumps(out))
