@@ -317,8 +317,7 @@ def _split_kernel(
         _prefetch_slice(k_ptr, v_ptr, pos_ptr, b * stride_kb + kvh * stride_kh, b, split, T,
                         cache_len, HEAD_DIM, NUM_SPLITS, BLOCK_KV, MIN_KEYS, KV_AHEAD)  # fmt: skip
     if not EARLY_POS:
-        pdl_enter(PDL)
-        trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     # this program's Q_ROWS of the launch's BLOCK_Q query rows (row = t * GROUP + g)
     rows = tl.program_id(2) * Q_ROWS + tl.arange(0, Q_ROWS)
     t = rows // GROUP
@@ -330,8 +329,7 @@ def _split_kernel(
     q_pos = tl.load(pos_ptr + b * T + t, mask=row_ok, other=-1, cache_modifier=MOD)
     kv_end, per_split, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS, MOD)
     if EARLY_POS:
-        pdl_enter(PDL)
-        trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     lo = split * per_split
     hi = tl.minimum(lo + per_split, kv_end)
     q_rows = (b * T + t) * HEADS + kvh * GROUP + g
@@ -404,8 +402,7 @@ def _merge_kernel(
     the slices in order as the in-kernel merge does (MERGE_PROGRAM_ROWS)."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     if not EARLY_POS:
-        pdl_enter(PDL)
-        trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     bh = tl.program_id(0)
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
@@ -414,8 +411,7 @@ def _merge_kernel(
     _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS,
                          ".cg" if EARLY_POS else "")  # fmt: skip
     if EARLY_POS:
-        pdl_enter(PDL)
-        trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     if MERGE_BLOCK > 0:
         rows = tl.program_id(1) * MERGE_BLOCK + tl.arange(0, MERGE_BLOCK)
         _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, rows < GROUP * T, T, filled, HEADS,

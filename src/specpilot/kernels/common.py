@@ -28,18 +28,6 @@ def dot(a, b, F32_DOT: tl.constexpr):
 
 
 @triton.jit
-def pdl_enter(PDL: tl.constexpr):
-    """With programmatic dependent launch (kernels/launch.py): wait until the previous kernel has
-    completed, then let the next one launch; call it before any load of what another kernel
-    wrote and before any store. Waiting first keeps at most one kernel resident ahead: letting
-    the next launch first chains every later kernel onto the SMs while the first still runs
-    (run 49: AR 199 against 206 tok/s without PDL)."""
-    if PDL:
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
-
-
-@triton.jit
 def trace_mark(trace_ptr, clock_ptr, WHICH: tl.constexpr, TRACE: tl.constexpr):
     """The kernel timeline (kernels/trace.py): one launch's row of trace.LANES lanes of 4 int64
     at trace_ptr, each lane for the programs whose linear id is its index modulo LANES (so that
@@ -66,6 +54,20 @@ def trace_mark(trace_ptr, clock_ptr, WHICH: tl.constexpr, TRACE: tl.constexpr):
             tl.atomic_add(lane + 3, 1, sem="relaxed")
         else:
             tl.atomic_min(lane + WHICH, now, sem="relaxed")
+
+
+@triton.jit
+def pdl_enter(PDL: tl.constexpr, trace_ptr, clock_ptr, TRACE: tl.constexpr):
+    """With programmatic dependent launch (kernels/launch.py): wait until the previous kernel has
+    completed, then let the next one launch; call it before any load of what another kernel
+    wrote and before any store. Waiting first keeps at most one kernel resident ahead: letting
+    the next launch first chains every later kernel onto the SMs while the first still runs
+    (run 49: AR 199 against 206 tok/s without PDL). Then the timeline's mark of this program's
+    pass (`trace_mark` 1; nothing with TRACE 0)."""
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
+    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
 
 
 @triton.jit

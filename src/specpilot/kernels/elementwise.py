@@ -51,8 +51,7 @@ def _rmsnorm_kernel(
     if _ask_ahead(row, M, True, AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes):
         trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return
-    pdl_enter(PDL)
-    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     dtype = y_ptr.dtype.element_ty
     cols = tl.arange(0, BLOCK)
     ok = cols < K
@@ -76,8 +75,7 @@ def _silu_mul_kernel(
     if _ask_ahead(row, M, chunk == 0, AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes):
         trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return  # an extra row's first chunk asks for its share
-    pdl_enter(PDL)
-    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     dtype = y_ptr.dtype.element_ty
     cols = chunk * BLOCK + tl.arange(0, BLOCK)
     ok = cols < K

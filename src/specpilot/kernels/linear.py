@@ -103,8 +103,8 @@ def _skinny_kernel(
             rows_here = tl.minimum(N - pid_n * BLOCK_N, BLOCK_N)
             nbytes = rows_here * K * (w_ptr.dtype.element_ty.primitive_bitwidth // 8)
             l2_prefetch(w_ptr + pid_n * BLOCK_N * stride_wn, nbytes)
-    pdl_enter(PDL)  # x and the residual come from the kernel before: wait for it here
-    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+    # x and the residual come from the kernel before: wait for it here
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)

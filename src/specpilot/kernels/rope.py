@@ -75,8 +75,7 @@ def _qk_rope_kernel(
     clock_ptr=None,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
-    pdl_enter(PDL)
-    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     m = tl.program_id(0)
     dtype = qkv_ptr.dtype.element_ty
     half: tl.constexpr = HEAD_DIM // 2

@@ -357,8 +357,7 @@ def _w12_kernel(
     clock_ptr=None,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
-    pdl_enter(PDL)
-    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
     # 8 SLICE columns is SLICE word positions i; slice J of it is columns SLICE J + i.
     pid_n = tl.program_id(0)
@@ -530,8 +529,7 @@ def _split_sum_kernel(
     """y[m] = sum of the SPLIT_K partial rows (fp32), rounded, plus the residual: the split
     kernel's epilogue."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
-    pdl_enter(PDL)
-    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     rm = tl.program_id(1) + tl.arange(0, 1)
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = rm < M
