@@ -53,13 +53,17 @@ def forwards(gen: Generator, context: int) -> dict[str, Callable[[], object]]:
     }
 
 
-def trace_runs(gen: Generator, name: str, fn: Callable[[], object], replays: int) -> list:
-    """`fn`'s traced launches, once per replay (Timeline.read lists). With CUDA graphs the
-    generator's graphs are dropped, so that the first call runs the graph's eager warm-ups
-    (traced, so that the traced kernels compile outside the capture) and captures it with the
-    trace arguments; then `replays` replays, the buffer reset before each, each read for the
-    captured launches only; the graphs are dropped again after. Without graphs: `replays` eager
-    runs on CUDA, one in the interpreter."""
+def trace_runs(
+    gen: Generator, name: str, fn: Callable[[], object], replays: int, time_traced: bool = False
+) -> tuple[list, dict]:
+    """`fn`'s traced launches, once per replay (Timeline.read lists), and with `time_traced`
+    and graphs the traced graph's replay times (synchronised and back to back, ms: what tracing
+    costs against the untraced ones). With CUDA graphs the generator's graphs are dropped, so
+    that the first call runs the graph's eager warm-ups (traced, so that the traced kernels
+    compile outside the capture) and captures it with the trace arguments; then `replays`
+    replays, the buffer reset before each, each read for the captured launches only, then the
+    timings on the same graph; the graphs are dropped again after. Without graphs: `replays`
+    eager runs on CUDA, one in the interpreter, and no timings."""
     if not gen.use_graphs:  # eager (the interpreter, or graphs off): each run its own rows
         runs = []
         for _ in range(replays if gen.device.type == "cuda" else 1):
@@ -67,9 +71,9 @@ def trace_runs(gen: Generator, name: str, fn: Callable[[], object], replays: int
                 timeline.section = name
                 fn()
                 runs.append(timeline.read(name))
-        return runs
+        return runs, {}
     gen.graphs.clear()
-    runs = []
+    runs, times = [], {}
     try:
         with trace.tracing(gen.device, eager=True) as timeline:
             timeline.section = name
@@ -79,9 +83,14 @@ def trace_runs(gen: Generator, name: str, fn: Callable[[], object], replays: int
                 fn()
                 sync()
                 runs.append([r for r in timeline.read(name) if r["captured"]])
+            if time_traced:
+                times = {
+                    "traced_ms": timed(fn) * 1e3,
+                    "traced_back_to_back_ms": back_to_back_ms(fn),
+                }
     finally:
         gen.graphs.clear()
-    return runs
+    return runs, times
 
 
 def back_to_back_ms(fn: Callable[[], object], calls: int = 50) -> float:
@@ -104,13 +113,12 @@ def back_to_back_ms(fn: Callable[[], object], calls: int = 50) -> float:
 def median_launches(runs: list[list[dict]]) -> list[dict]:
     """Each launch's entry, go and exit as medians over the runs, each run's times taken from
     its first entry; `exited` must agree."""
-    first = runs[0]
+    starts = [run[0]["entry"] for run in runs]
     out = []
-    for i, launch in enumerate(first):
+    for i, launch in enumerate(runs[0]):
         rows = [run[i] for run in runs]
         if len({r["exited"] for r in rows}) != 1:
             raise ValueError(f"launch {i} ({launch['kernel']}): programs differ between replays")
-        starts = [run[0]["entry"] for run in runs]
         out.append(
             launch
             | {
@@ -207,7 +215,8 @@ def print_account(label: str, a: dict) -> None:
 
 
 def measure_arm(gen: Generator, context: int, new_tokens: int, replays: int, bw: float) -> dict:
-    """One generator's three forwards: untraced and traced replay times, and their accounts."""
+    """One generator's three forwards (CUDA graphs on): untraced and traced replay times, and
+    their accounts."""
     cfg = gen.target.config
     gen.run(fresh_runs(context, cfg.vocab_size, new_tokens)(), speculative=False)
     gen._buffers_for("draft", 1, context + new_tokens + 2 * gen.block_size + 1)  # AR has none
@@ -215,17 +224,12 @@ def measure_arm(gen: Generator, context: int, new_tokens: int, replays: int, bw:
     out = {}
     for name, fn in forwards(gen, context).items():
         untraced, untraced_b2b = timed(fn) * 1e3, back_to_back_ms(fn)
-        runs = trace_runs(gen, name, fn, replays)
-        with trace.tracing(gen.device, eager=True):  # the traced graph's replay time: its cost
-            fn()
-            traced, traced_b2b = timed(fn) * 1e3, back_to_back_ms(fn)
-        gen.graphs.clear()
+        runs, traced = trace_runs(gen, name, fn, replays, time_traced=True)
         a = account(median_launches(runs), kv_per_layer, bw)
         a |= {
             "untraced_ms": untraced,
-            "traced_ms": traced,
             "untraced_back_to_back_ms": untraced_b2b,
-            "traced_back_to_back_ms": traced_b2b,
+            **traced,
             "timer_step_ns": timer_step(runs),
         }
         out[name] = a
