@@ -852,34 +852,71 @@ ARM_OPTIONS = (
 
 
 def paired_arms(
-    spec: str, parser: argparse.ArgumentParser, args: argparse.Namespace
+    spec: str,
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    least: int = 2,
+    option: str = "--paired",
 ) -> dict[str, argparse.Namespace]:
     """--paired "name|options;name|options;...": each arm's options over the defaults, the
     first arm the base. Only ARM_OPTIONS, which the command line (args) then leaves alone; at
-    least two arms."""
+    least `least` arms (`option`: the command line's name for them, in errors)."""
     import shlex
 
     defaults = parser.parse_args([])
     common = [k for k in ARM_OPTIONS if getattr(args, k) != getattr(defaults, k)]
     if common:
         names = ", ".join("--" + k.replace("_", "-") for k in common)
-        parser.error(f"with --paired, {names} belong in the arms")
+        parser.error(f"with {option}, {names} belong in the arms")
     arms: dict[str, argparse.Namespace] = {}
     for part in filter(None, (p.strip() for p in spec.split(";"))):
         name, _, options = part.partition("|")
         if not name or name in arms:
-            parser.error(f"--paired: arm names must be given and distinct ({part!r})")
+            parser.error(f"{option}: arm names must be given and distinct ({part!r})")
         arm = parser.parse_args(shlex.split(options))
         other = [k for k, v in vars(arm).items() if v != getattr(defaults, k)]
         other = [k for k in other if k not in ARM_OPTIONS]
         if other:
             names = ", ".join("--" + k.replace("_", "-") for k in other)
-            parser.error(f"--paired arm {name!r}: {names} cannot differ between arms")
+            parser.error(f"{option} arm {name!r}: {names} cannot differ between arms")
         module_switches(arm, parser)  # its errors now, not after the models are built
         arms[name] = arm
-    if len(arms) < 2:
-        parser.error("--paired needs at least two arms")
+    if len(arms) < least:
+        parser.error(f"{option} needs at least {least} arm{'s' if least > 1 else ''}")
     return arms
+
+
+def arm_summary(arm: argparse.Namespace) -> dict:
+    """An arm's ARM_OPTIONS, for the report."""
+    return {k: getattr(arm, k) for k in ARM_OPTIONS}
+
+
+def arm_preparers(
+    arms: dict[str, argparse.Namespace], parser: argparse.ArgumentParser
+) -> tuple[Callable[[str], None], Callable[[], None]]:
+    """For arms of one process (paired_arms): a function that puts arm `name`'s process-wide
+    state in place (its module switches, the defaults for the switches only other arms set,
+    and the built-in tile tables plus its own tiles file), and one that puts the defaults and
+    the built-in tables back. A Generator built or run after prepare(name) runs as that arm;
+    EngineConfig.tiles also installs the arm's file when the Generator is built."""
+    from specpilot.kernels import tiles as tiles_files
+
+    switches = {n: module_switches(a, parser) for n, a in arms.items()}
+    defaults = {key: getattr(*key) for sw in switches.values() for key in sw}
+    tables = {kind: dict(module.MEASURED_TILES) for kind, module in tiles_files.TABLES.items()}
+    own = {n: tiles_files.read(a.tiles) if a.tiles else None for n, a in arms.items()}
+
+    def prepare(name: str) -> None:
+        apply_switches(defaults | switches[name])
+        tiles_files.restore(tables)
+        if own[name]:
+            tiles_files.install(own[name])
+
+    def restore() -> None:
+        apply_switches(defaults)
+        tiles_files.restore(tables)
+
+    return prepare, restore
 
 
 def run_paired(
@@ -894,36 +931,23 @@ def run_paired(
     replayed spec@6.55 tok/s of each, and each arm's speed-up over the first with its 95%
     interval. Switches an arm leaves alone are the defaults while it runs, and the tile tables
     are the built-in ones plus the arm's own tiles file."""
-    from specpilot.kernels import tiles as tiles_files
-
-    parser = build_parser()
-    switches = {n: module_switches(a, parser) for n, a in arms.items()}
-    defaults = {key: getattr(*key) for sw in switches.values() for key in sw}
-    # EngineConfig.tiles goes over the tile tables process-wide when a Generator is built:
-    # each arm's own (or none) is put back in place before its runs
-    tables = {kind: dict(module.MEASURED_TILES) for kind, module in tiles_files.TABLES.items()}
+    prepare_arm, restore = arm_preparers(arms, build_parser())
     kept: dict = {}
     for name, arm in arms.items():
-        apply_switches(defaults | switches[name])
-        tiles_files.restore(tables)
+        prepare_arm(name)
         config = engine_config(arm, target.config.vocab_size)
         weight = target.lm_head.weight
         gen = Generator(target, drafter, config, weight.device, weight.dtype)
-        own = tiles_files.read(arm.tiles) if arm.tiles else None
 
-        def prepare(name=name, gen=gen, own=own) -> None:
-            apply_switches(defaults | switches[name])
-            tiles_files.restore(tables)
-            if own:
-                tiles_files.install(own)
+        def prepare(name=name, gen=gen) -> None:
+            prepare_arm(name)
             gen.configure_launches()
 
         kept[name] = (gen, prepare)
     result = paired_rounds(kept, context, args.new_tokens, args.paired_rounds)
-    apply_switches(defaults)
-    tiles_files.restore(tables)
+    restore()
     result["context"] = context
-    result["options"] = {n: {k: getattr(a, k) for k in ARM_OPTIONS} for n, a in arms.items()}
+    result["options"] = {n: arm_summary(a) for n, a in arms.items()}
     result["pdl"] = {n: gen.pdl for n, (gen, _) in kept.items()}
     for line in paired_lines(result):
         print(f"paired ({args.paired_rounds} rounds, ctx {context}) {line}", flush=True)

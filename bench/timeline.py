@@ -14,6 +14,11 @@ launch's PDL pass to its last exit) and of gaps (the previous launch's last exit
 launch's PDL pass: launch and hand-over latency, and operations that are not our kernels), each
 multiply shape's in-graph time and TB/s of its bytes, and the largest gaps. The last line is one
 JSON object with every launch.
+
+`--variants "name|options;..."` (engine_speed's --paired arms: its engine options and module
+switches, e.g. a tiles file or an attention switch) measures each weight arm once per variant,
+each variant its own Generator on the same models, one after another in one process; the
+report's arms are then named "<weights> <variant>".
 """
 
 from __future__ import annotations
@@ -22,11 +27,12 @@ import argparse
 import statistics
 from collections.abc import Callable
 
+import engine_speed
 import torch
 from engine_speed import build, copy_bandwidth, fresh_runs, preset_hf, sync, timed
 from report import finish, save
 
-from specpilot.config import PDL_MODES, EngineConfig
+from specpilot.config import PDL_MODES
 from specpilot.engine.generator import Generator
 from specpilot.formats.w12_engine import convert_model, parse_matrices
 from specpilot.kernels import trace
@@ -236,6 +242,19 @@ def measure_arm(gen: Generator, context: int, new_tokens: int, replays: int, bw:
     return out
 
 
+def variant_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
+    """--variants as engine_speed arms (name -> its options), or one arm of --tiles and --pdl."""
+    es_parser = engine_speed.build_parser()
+    if args.variants:
+        if args.tiles or args.pdl != "auto":
+            parser.error("with --variants, --tiles and --pdl belong in the variants")
+        return engine_speed.paired_arms(
+            args.variants, es_parser, es_parser.parse_args([]), least=1, option="--variants"
+        )
+    own = ["--pdl", args.pdl] + (["--tiles", args.tiles] if args.tiles else [])
+    return {"default": es_parser.parse_args(own)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="qwen3-8b", help="models/synth.TARGET_PRESETS name")
@@ -245,6 +264,12 @@ def main() -> None:
     parser.add_argument("--replays", type=int, default=30)
     parser.add_argument("--tiles", default="", help="EngineConfig.tiles: a tiles file")
     parser.add_argument("--pdl", default="auto", choices=PDL_MODES, help="EngineConfig.pdl")
+    parser.add_argument(
+        "--variants",
+        default="",
+        help="'name|options;...': engine_speed --paired arms, each weight arm measured with each "
+        "(instead of --tiles and --pdl, which then belong in the variants)",
+    )
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     arms = [a for a in args.arms.split(";") if a]
@@ -254,6 +279,7 @@ def main() -> None:
             if kind != "w12":
                 parser.error(f'--arms: "bf16" or "w12:<matrices>", got {arm!r}')
             parse_matrices(matrices or "all")
+    variants = variant_options(args, parser)
     bw = copy_bandwidth()
     hf = preset_hf(args.model)
     report: dict = {
@@ -265,9 +291,11 @@ def main() -> None:
         "replays": args.replays,
         "tiles": args.tiles or "compiled-in",
         "pdl": args.pdl,
+        "variants": {n: engine_speed.arm_summary(v) for n, v in variants.items()},
         "copy_bandwidth_tb_s": bw / 1e12,
         "arms": {},
     }
+    prepare, restore = engine_speed.arm_preparers(variants, engine_speed.build_parser())
     for arm in arms:
         target = build(hf, "target", 0)
         drafter = build(draft_hf_config("dflash-b16", hf), "draft", 1)
@@ -275,25 +303,47 @@ def main() -> None:
             matrices = parse_matrices(arm.partition(":")[2] or "all")
             for model in (target, drafter):
                 convert_model(model, matrices=matrices)
-        config = EngineConfig(cuda_graphs=True, tiles=args.tiles, pdl=args.pdl)
-        gen = Generator(target, drafter, config, torch.device("cuda"), torch.bfloat16)
-        report.setdefault("pdl_resolved", {})[arm] = gen.pdl
-        report["arms"][arm] = r = measure_arm(gen, args.context, args.new_tokens, args.replays, bw)
-        for name, a in r.items():
-            print_account(f"{arm} {name}", a)
-        save(report, args.out)
-        del gen, target, drafter
+        for variant, options in variants.items():
+            prepare(variant)
+            config = engine_speed.engine_config(options, hf["vocab_size"])
+            gen = Generator(target, drafter, config, torch.device("cuda"), torch.bfloat16)
+            name = arm if args.variants == "" else f"{arm} {variant}"
+            report.setdefault("pdl_resolved", {})[name] = gen.pdl
+            report["arms"][name] = r = measure_arm(
+                gen, args.context, args.new_tokens, args.replays, bw
+            )
+            for forward, a in r.items():
+                print_account(f"{name} {forward}", a)
+            save(report, args.out)
+            del gen
+            restore()
+        del target, drafter
         torch.cuda.empty_cache()
-    print(f"{'arm':<14} {'forward':<7} {'span ms':>8} {'b2b ms':>7} {'traced':>7} {'runs':>7} "
-          f"{'gaps':>7}")  # fmt: skip
+    width = max(14, *(len(arm) for arm in report["arms"]))
+    print(f"{'arm':<{width}} {'forward':<7} {'span ms':>8} {'b2b ms':>7} {'traced':>7} "
+          f"{'runs':>7} {'gaps':>7}")  # fmt: skip
     for arm, r in report["arms"].items():
         for name, a in r.items():
             print(
-                f"{arm:<14} {name:<7} {a['span_us'] / 1e3:>8.3f} "
+                f"{arm:<{width}} {name:<7} {a['span_us'] / 1e3:>8.3f} "
                 f"{a['untraced_back_to_back_ms']:>7.3f} {a['traced_back_to_back_ms']:>7.3f} "
                 f"{a['run_us'] / 1e3:>7.3f} {a['gap_us'] / 1e3:>7.3f}"
             )
+    print_components(report["arms"])
     finish(report, args.out)
+
+
+def print_components(arms: dict) -> None:
+    """One line an arm's forward: each kernel kind's runs (us, in the graph) and each multiply
+    shape's run (us each), so that variants compare kernel by kernel."""
+    for arm, r in arms.items():
+        for name, a in r.items():
+            kinds = " ".join(f"{k} {v['run_us']:.1f}" for k, v in sorted(a["kinds"].items()))
+            shapes = " ".join(
+                f"{key.split()[-1]} {sh['run_us_each']:.2f}"
+                for key, sh in sorted(a["shapes"].items())
+            )
+            print(f"{arm} {name}: {kinds} | each: {shapes}")
 
 
 if __name__ == "__main__":

@@ -118,3 +118,47 @@ def test_timeline_bench_accounts_a_fused_forward(tmp_path, name: str) -> None:
     )
     rows = 1 if name == "decode" else 16
     assert all(key.startswith(f"linear {rows}x") for key in shapes)
+
+
+def test_timeline_variants_are_engine_speed_arms(tmp_path, capsys) -> None:
+    """bench/timeline.py --variants: engine_speed's --paired arms (one or more), each prepared
+    in turn (its tiles file and switches in place, the defaults back after); without it, one
+    variant of --tiles and --pdl; both at once is a usage error. The component table prints
+    each arm's kinds and shapes."""
+    import argparse
+    import json
+
+    from specpilot.kernels import attention
+
+    entry = {"kernel": "bf16", "rows": 1, "n": 4096, "k": 4096, "tile": {"BLOCK_N": 4}}
+    tiles_file = tmp_path / "t.json"
+    tiles_file.write_text(json.dumps({"tiles": [entry]}))
+    parser = argparse.ArgumentParser()
+
+    def args(**kw) -> argparse.Namespace:
+        return argparse.Namespace(**({"variants": "", "tiles": "", "pdl": "auto"} | kw))
+
+    plain = timeline_bench.variant_options(args(pdl="off"), parser)
+    assert list(plain) == ["default"] and plain["default"].pdl == "off"
+    one = timeline_bench.variant_options(args(variants="t|--tiles " + str(tiles_file)), parser)
+    assert list(one) == ["t"]
+    spec = f"base|;t|--tiles {tiles_file};w|--attention-min-keys-wide 256"
+    variants = timeline_bench.variant_options(args(variants=spec), parser)
+    es = timeline_bench.engine_speed
+    prepare, restore = es.arm_preparers(variants, es.build_parser())
+    before = (linear.MEASURED_TILES.get((1, 4096, 4096)), attention.WIDE_MIN_SPLIT_KEYS)
+    prepare("t")
+    assert linear.MEASURED_TILES[(1, 4096, 4096)] == {"BLOCK_N": 4}
+    prepare("w")
+    assert attention.WIDE_MIN_SPLIT_KEYS == 256
+    assert linear.MEASURED_TILES.get((1, 4096, 4096)) == before[0]
+    restore()
+    assert (linear.MEASURED_TILES.get((1, 4096, 4096)), attention.WIDE_MIN_SPLIT_KEYS) == before
+    for bad in (args(variants=spec, tiles=str(tiles_file)), args(variants="a|--contexts 9")):
+        with pytest.raises(SystemExit):
+            timeline_bench.variant_options(bad, parser)
+    kinds = {"merge": {"run_us": 59.5}, "attention": {"run_us": 126.5}}
+    shapes = {"linear 1x4096x4096": {"run_us_each": 9.89}}
+    timeline_bench.print_components({"bf16 t": {"decode": {"kinds": kinds, "shapes": shapes}}})
+    out = capsys.readouterr().out
+    assert out == "bf16 t decode: attention 126.5 merge 59.5 | each: 1x4096x4096 9.89\n"
