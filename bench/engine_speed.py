@@ -169,6 +169,8 @@ CHECKED_ATTENTION_OPTIONS = {
                                      "takes; 0 one, the merge kernel"),
     "attention_early_positions": ("EARLY_POSITIONS", "1: the split and merge programs read "
                                   "the positions before their PDL wait"),
+    "attention_max_splits": ("MAX_SPLITS", "the most key slices an attention launch has; 0 "
+                             "no cap"),
 }  # fmt: skip
 
 

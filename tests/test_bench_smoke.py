@@ -383,6 +383,8 @@ def test_paired_arms_take_only_engine_options() -> None:
     assert engine_speed.module_switches(mp, parser) == {(attention, "MERGE_PROGRAM_ROWS"): 16}
     ep = engine_speed.paired_arms("a|;e|--attention-early-positions 1", parser, args)["e"]
     assert engine_speed.module_switches(ep, parser) == {(attention, "EARLY_POSITIONS"): 1}
+    ms = engine_speed.paired_arms("a|;m|--attention-max-splits 16", parser, args)["m"]
+    assert engine_speed.module_switches(ms, parser) == {(attention, "MAX_SPLITS"): 16}
     st = engine_speed.paired_arms("a|;s|--attention-stages wide=1", parser, args)["s"]
     assert engine_speed.module_switches(st, parser) == {
         (attention, "SPLIT_STAGES"): {"narrow": attention.SPLIT_STAGES["narrow"], "wide": 1},

@@ -778,6 +778,23 @@ def test_split_query_rows_rules(monkeypatch) -> None:
             attention.split_query_rows(64, 64, False)
 
 
+def test_num_splits_for_rules(monkeypatch) -> None:
+    """Two programs an SM, no more slices than key blocks, and at most MAX_SPLITS where set (a
+    negative cap is an error)."""
+    from specpilot.kernels import attention
+
+    assert attention.num_splits_for(1, 8, 40_000) == 33
+    assert attention.num_splits_for(1, 8, 40_000, num_sms=8) == 2
+    assert attention.num_splits_for(1, 8, 5 * attention.BLOCK_KV) == 5
+    assert attention.num_splits_for(64, 8, 40_000) == 1
+    monkeypatch.setattr(attention, "MAX_SPLITS", 32)
+    assert attention.num_splits_for(1, 8, 40_000) == 32
+    assert attention.num_splits_for(1, 8, 5 * attention.BLOCK_KV) == 5
+    monkeypatch.setattr(attention, "MAX_SPLITS", -1)
+    with pytest.raises(ValueError, match="MAX_SPLITS"):
+        attention.num_splits_for(1, 8, 40_000)
+
+
 def test_kv_prefetch_arguments() -> None:
     """The split launch asks for keys only where it can (a CUDA bf16 cache of contiguous key
     rows); a count that is not a multiple of BLOCK_KV is an error."""

@@ -127,6 +127,10 @@ SPLIT_KV_STEP = BLOCK_KV
 # rows AR 0.965x and spec@6.55 0.969x at 1k, 0.959x / 0.950x at 8k (the slices walked one
 # after another). bench/engine_speed.py --attention-merge-program-rows N.
 MERGE_PROGRAM_ROWS = 0
+# the most key slices a launch has (num_splits_for); 0: no cap beyond its two programs an SM
+# (33 slices at the 8B shapes' 8 KV heads on 132 SMs, whose merge loads a tile of 64 slices,
+# the next power of two, for each query row). bench/engine_speed.py --attention-max-splits N.
+MAX_SPLITS = 0
 
 
 def _power_of_two(n: int) -> bool:
@@ -143,6 +147,7 @@ SWITCH_RULES = {
                       f"a power of two from 16 to {BLOCK_KV}"),
     "MERGE_PROGRAM_ROWS": (lambda n: n == 0 or _power_of_two(n), "0 or a power of two"),
     "EARLY_POSITIONS": (lambda n: n in (0, 1), "0 or 1"),
+    "MAX_SPLITS": (lambda n: n >= 0, "0 (no cap) or a positive number of slices"),
 }  # fmt: skip
 
 
@@ -449,8 +454,11 @@ def merge_program_rows(rows: int) -> int:
 
 
 def num_splits_for(batch: int, kv_heads: int, max_len: int, num_sms: int = 132) -> int:
-    """Enough key slices to give every SM about two programs, no more than the keys allow."""
+    """Enough key slices to give every SM about two programs, no more than the keys allow (nor
+    MAX_SPLITS, where set)."""
     want = max(1, (2 * num_sms) // (batch * kv_heads))
+    cap = checked("MAX_SPLITS", MAX_SPLITS)
+    want = min(want, cap) if cap else want
     return max(1, min(want, triton.cdiv(max_len, BLOCK_KV)))
 
 
