@@ -171,6 +171,8 @@ CHECKED_ATTENTION_OPTIONS = {
                                   "the positions before their PDL wait"),
     "attention_max_splits": ("MAX_SPLITS", "the most key slices an attention launch has; 0 "
                              "no cap"),
+    "attention_merge_chunk": ("MERGE_SPLIT_CHUNK", "the slices a one-row merge program loads "
+                              "at a time; 0 all"),
 }  # fmt: skip
 
 

@@ -175,6 +175,12 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         merge |= dict(SPLITS_P2=64, BLOCK_KV=attention.BLOCK_KV)
         types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": bf16, "pos_ptr": "*i64"}
         out.append((f"attention merge T={t}", attention._merge_kernel, types, merge))
+        for chunk, warps in ((32, 1), (16, 1), (32, 2)):  # MERGE_SPLIT_CHUNK, MERGE_WARPS
+            out.append((f"attention merge T={t} chunk {chunk} {warps} warps",
+                        attention._merge_kernel, types,
+                        merge | dict(CHUNK=chunk, num_warps=warps)))  # fmt: skip
+        out.append((f"attention merge T={t} 1 warp", attention._merge_kernel, types,
+                    merge | dict(num_warps=1)))  # fmt: skip
         rows = merge | dict(MERGE_BLOCK=min(16, block_q))  # MERGE_PROGRAM_ROWS
         out.append((f"attention merge T={t} rows a program", attention._merge_kernel, types, rows))
         if causal:  # 8 warps a program (attention.SPLIT_WARPS / MERGE_WARPS)

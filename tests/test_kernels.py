@@ -795,6 +795,24 @@ def test_num_splits_for_rules(monkeypatch) -> None:
         attention.num_splits_for(1, 8, 40_000)
 
 
+@pytest.mark.parametrize("chunk", [2, 4])
+@pytest.mark.parametrize("t", [1, 16])
+def test_decode_attention_merge_split_chunk(monkeypatch, chunk: int, t: int) -> None:
+    """The one-row merge taking MERGE_SPLIT_CHUNK slices at a time (of 6: the last chunk part
+    filled or past the filled slices): within exact attention's rounding bound, no unwritten
+    slice read; a chunk not below the slices' power of two loads them at once, and a chunk
+    that is not a power of two is an error."""
+    from specpilot.kernels import attention
+
+    monkeypatch.setattr(attention, "MERGE_SPLIT_CHUNK", chunk)
+    assert attention.merge_chunk(6) == chunk
+    assert attention.merge_chunk(chunk) == 0
+    check_attention_nan_scratch(monkeypatch, t, 7 + t)
+    monkeypatch.setattr(attention, "MERGE_SPLIT_CHUNK", 3)
+    with pytest.raises(ValueError, match="MERGE_SPLIT_CHUNK"):
+        attention.merge_chunk(6)
+
+
 def test_kv_prefetch_arguments() -> None:
     """The split launch asks for keys only where it can (a CUDA bf16 cache of contiguous key
     rows); a count that is not a multiple of BLOCK_KV is an error."""

@@ -40,6 +40,7 @@ OFF = {
     "AHEAD": 0,
     "KV_AHEAD": 0,
     "MERGE_BLOCK": 0,
+    "CHUNK": 0,
     "EARLY_POS": 0,
     "TMA": 0,
     "TRACE": 0,

@@ -131,6 +131,10 @@ MERGE_PROGRAM_ROWS = 0
 # (33 slices at the 8B shapes' 8 KV heads on 132 SMs, whose merge loads a tile of 64 slices,
 # the next power of two, for each query row). bench/engine_speed.py --attention-max-splits N.
 MAX_SPLITS = 0
+# the slices a one-row merge program loads at a time (a power of two; 0: all at once, a tile of
+# the next power of two of the launch's slices: 64 at the 8B shapes' 33, 256 registers a thread
+# for the partials on one warp). bench/engine_speed.py --attention-merge-chunk N.
+MERGE_SPLIT_CHUNK = 0
 
 
 def _power_of_two(n: int) -> bool:
@@ -148,6 +152,7 @@ SWITCH_RULES = {
     "MERGE_PROGRAM_ROWS": (lambda n: n == 0 or _power_of_two(n), "0 or a power of two"),
     "EARLY_POSITIONS": (lambda n: n in (0, 1), "0 or 1"),
     "MAX_SPLITS": (lambda n: n >= 0, "0 (no cap) or a positive number of slices"),
+    "MERGE_SPLIT_CHUNK": (lambda n: n == 0 or _power_of_two(n), "0 or a power of two"),
 }  # fmt: skip
 
 
@@ -381,6 +386,23 @@ def _split_kernel(
 
 
 @triton.jit
+def _merge_chunk(part_ptr, stats_ptr, bh, row, c0, filled, m_max, NUM_SPLITS: tl.constexpr,
+                 BLOCK_Q: tl.constexpr, HEAD_DIM: tl.constexpr, SLICES: tl.constexpr):  # fmt: skip
+    """Query row `row` of (sequence, KV head) bh: the weighted sum of the partials of slices c0
+    .. c0 + SLICES - 1 (those below `filled`), and of their softmax denominators, against the
+    row's maximum m_max over all slices."""
+    sp = c0 + tl.arange(0, SLICES)
+    sp_ok = sp < filled
+    slot = (bh * NUM_SPLITS + sp) * BLOCK_Q + row
+    m = tl.load(stats_ptr + slot * 2, mask=sp_ok, other=float("-inf"))
+    l_s = tl.load(stats_ptr + slot * 2 + 1, mask=sp_ok, other=0.0)
+    w = tl.where(m == float("-inf"), 0.0, tl.exp2(m - m_max))
+    d = tl.arange(0, HEAD_DIM)
+    part = tl.load(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], mask=sp_ok[:, None], other=0.0)
+    return tl.sum(part * w[:, None], axis=0), tl.sum(l_s * w, axis=0)
+
+
+@triton.jit
 def _merge_kernel(
     part_ptr,
     stats_ptr,
@@ -401,10 +423,12 @@ def _merge_kernel(
     TRACE: tl.constexpr = 0,
     trace_ptr=None,
     clock_ptr=None,
+    CHUNK: tl.constexpr = 0,
 ):
     """The filled slices' partials of (sequence, KV head) combined into out: one query row a
-    program, every slice loaded at once (MERGE_BLOCK 0), or MERGE_BLOCK rows a program walking
-    the slices in order as the in-kernel merge does (MERGE_PROGRAM_ROWS)."""
+    program, every slice loaded at once (MERGE_BLOCK 0, CHUNK 0) or CHUNK slices at a time in
+    order (MERGE_SPLIT_CHUNK), or MERGE_BLOCK rows a program walking the slices in order as the
+    in-kernel merge does (MERGE_PROGRAM_ROWS)."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     if not EARLY_POS:
         pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
@@ -429,20 +453,34 @@ def _merge_kernel(
         trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return
     sp = tl.arange(0, SPLITS_P2)
-    sp_ok = sp < filled
     slot = (bh * NUM_SPLITS + sp) * BLOCK_Q + row
-    m = tl.load(stats_ptr + slot * 2, mask=sp_ok, other=float("-inf"))
-    l_s = tl.load(stats_ptr + slot * 2 + 1, mask=sp_ok, other=0.0)
-    m_max = tl.max(m, axis=0)
-    w = tl.where(m == float("-inf"), 0.0, tl.exp2(m - m_max))
+    m_max = tl.max(tl.load(stats_ptr + slot * 2, mask=sp < filled, other=float("-inf")), axis=0)
     d = tl.arange(0, HEAD_DIM)
-    part = tl.load(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], mask=sp_ok[:, None], other=0.0)
-    out = tl.sum(part * w[:, None], axis=0) / tl.sum(l_s * w, axis=0)
+    if CHUNK == 0:  # every filled slice's partial loaded at once
+        num, den = _merge_chunk(part_ptr, stats_ptr, bh, row, 0, filled, m_max, NUM_SPLITS,
+                                BLOCK_Q, HEAD_DIM, SPLITS_P2)  # fmt: skip
+    else:  # CHUNK slices at a time, in order
+        num = tl.zeros([HEAD_DIM], dtype=tl.float32)
+        den = tl.sum(tl.zeros([1], dtype=tl.float32), axis=0)
+        for c0 in range(0, filled, CHUNK):
+            n_c, d_c = _merge_chunk(part_ptr, stats_ptr, bh, row, c0, filled, m_max, NUM_SPLITS,
+                                    BLOCK_Q, HEAD_DIM, CHUNK)  # fmt: skip
+            num += n_c
+            den += d_c
+    out = num / den
     head = kvh * GROUP + row % GROUP
     tl.store(
         out_ptr + ((b * T + t) * HEADS + head) * HEAD_DIM + d, out.to(out_ptr.dtype.element_ty)
     )
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+
+
+def merge_chunk(num_splits: int) -> int:
+    """The slices a one-row merge program loads at a time (_merge_kernel's CHUNK): 0 (all at
+    once, a tile of the next power of two of num_splits) or MERGE_SPLIT_CHUNK, where it is
+    fewer."""
+    chunk = checked("MERGE_SPLIT_CHUNK", MERGE_SPLIT_CHUNK)
+    return chunk if chunk and chunk < triton.next_power_of_2(num_splits) else 0
 
 
 def merge_program_rows(rows: int) -> int:
@@ -569,6 +607,7 @@ def decode_attention(
         **launch.pdl(out),
         MERGE_BLOCK=block,
         EARLY_POS=early,
+        CHUNK=merge_chunk(num_splits),
         **trace.arguments(out, "merge", grid[0] * grid[1], rows=batch * t),
         num_warps=MERGE_WARPS,
     )
