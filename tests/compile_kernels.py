@@ -172,15 +172,17 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             fused = consts | dict(MERGE_ROWS=4, FENCE=True)
             out.append(("attention split+merge T=1", attention._split_kernel, fused_types, fused))
         merge = {k: consts[k] for k in ("HEADS", "GROUP", "HEAD_DIM", "NUM_SPLITS", "BLOCK_Q")}
-        merge |= dict(SPLITS_P2=64, BLOCK_KV=attention.BLOCK_KV)
+        merge |= dict(NUM_SPLITS=32, SPLITS_P2=32, BLOCK_KV=attention.BLOCK_KV)
+        merge |= dict(num_warps=attention.MERGE_WARPS)  # as launched (MAX_SPLITS 32, 1 warp)
         types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": bf16, "pos_ptr": "*i64"}
         out.append((f"attention merge T={t}", attention._merge_kernel, types, merge))
+        wide = merge | dict(NUM_SPLITS=33, SPLITS_P2=64)  # no MAX_SPLITS: 33 slices
         for chunk, warps in ((32, 1), (16, 1), (32, 2)):  # MERGE_SPLIT_CHUNK, MERGE_WARPS
-            out.append((f"attention merge T={t} chunk {chunk} {warps} warps",
+            out.append((f"attention merge T={t} 33 slices, chunk {chunk}, {warps} warps",
                         attention._merge_kernel, types,
-                        merge | dict(CHUNK=chunk, num_warps=warps)))  # fmt: skip
-        out.append((f"attention merge T={t} 1 warp", attention._merge_kernel, types,
-                    merge | dict(num_warps=1)))  # fmt: skip
+                        wide | dict(CHUNK=chunk, num_warps=warps)))  # fmt: skip
+        out.append((f"attention merge T={t} 33 slices, 4 warps", attention._merge_kernel, types,
+                    wide | dict(num_warps=4)))  # fmt: skip
         rows = merge | dict(MERGE_BLOCK=min(16, block_q))  # MERGE_PROGRAM_ROWS
         out.append((f"attention merge T={t} rows a program", attention._merge_kernel, types, rows))
         if causal:  # 8 warps a program (attention.SPLIT_WARPS / MERGE_WARPS)

@@ -783,6 +783,7 @@ def test_num_splits_for_rules(monkeypatch) -> None:
     negative cap is an error)."""
     from specpilot.kernels import attention
 
+    monkeypatch.setattr(attention, "MAX_SPLITS", 0)
     assert attention.num_splits_for(1, 8, 40_000) == 33
     assert attention.num_splits_for(1, 8, 40_000, num_sms=8) == 2
     assert attention.num_splits_for(1, 8, 5 * attention.BLOCK_KV) == 5

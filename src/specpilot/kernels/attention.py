@@ -59,18 +59,28 @@ MIN_SPLIT_KEYS = BLOCK_KV
 # merge reads every filled slice's; 0: MIN_SPLIT_KEYS. Run 89 measured one minimum for both:
 # 256 made verify 2% shorter (within the spread) and decode 2% longer. For wide launches only
 # (run 103, one process): 16-row forward 4.782 against 4.799 ms, draft 1.055 against 1.061,
-# spec within its spread: nothing to tell, off. bench/engine_speed.py --attention-min-keys-wide
-# N measures it.
-WIDE_MIN_SPLIT_KEYS = 0
+# spec within its spread: nothing to tell, off. 128: the kernel timeline's variants (runs
+# 137-138, bench/timeline.py --variants, one process, graphs replayed back to back) at the
+# Qwen3-8B shape, 1k: the 16-token forward 4.631 -> 4.583 ms (its merge 173 -> 138 us, the
+# split 198 -> 191), the one-token forward unchanged (it takes MIN_SPLIT_KEYS); 192 and 256
+# shorter merges but longer splits. bench/engine_speed.py --attention-min-keys-wide N.
+WIDE_MIN_SPLIT_KEYS = 128
 WIDE_ROWS = 8
 # warps a program of the split and merge launches. 4: run 107 (one process, 6 rounds) measured
 # 8 warps in verify and draft launches: spec@6.55 0.913x [0.899-0.928] (bench/engine_speed.py
 # --attention-warps). With 4 the split kernel runs at 104 registers (one token) and 165 (a
 # 16-token block), no spills, the merge at 38-72 (Nsight Compute, run 117; ptxas_audit agrees
 # since it compiles with the launches' 16-divisibility; before, it reported 255 registers and
-# 28-756 bytes of spills, which the H200's kernels never had).
+# 28-756 bytes of spills, which the H200's kernels never had). The merge: 1 warp (its row's
+# slices summed in each thread's registers, no reduction across warps): runs 138-140 (the
+# kernel timeline's variants, Qwen3-8B shape, with MAX_SPLITS 32 and WIDE_MIN_SPLIT_KEYS 128)
+# the 16-token forward's merges 178 -> 94 (2 warps) -> 50 us (1 warp) at 1k, 8 warps 369; the
+# forwards back to back, 4 warps -> 1: at 1k one token 4.202 -> 4.193 ms, 16 tokens 4.685 ->
+# 4.547, draft 1.022 -> 1.001 (W12 "auto" 3.798 / 4.572 / 0.966 -> 3.786 / 4.427 / 0.945); at
+# 8k 4.484 / 5.011 / 1.064 -> 4.454 / 4.898 / 1.050; at 32k 5.350 / 5.869 / 1.184 -> 5.337 /
+# 5.759 / 1.180. bench/engine_speed.py --attention-warps.
 SPLIT_WARPS = {"narrow": 4, "wide": 4}  # launches of at most / more than WIDE_ROWS query rows
-MERGE_WARPS = 4
+MERGE_WARPS = 1
 # the split launches' num_stages: how many key blocks the loop's cp.async pipeline holds in
 # shared memory (3: Triton's default, what every launch had before it was a switch). Nsight
 # Compute (run 117, 1k cache, 16-token block): 165 registers, 115 KB of shared memory, two
@@ -129,11 +139,18 @@ SPLIT_KV_STEP = BLOCK_KV
 MERGE_PROGRAM_ROWS = 0
 # the most key slices a launch has (num_splits_for); 0: no cap beyond its two programs an SM
 # (33 slices at the 8B shapes' 8 KV heads on 132 SMs, whose merge loads a tile of 64 slices,
-# the next power of two, for each query row). bench/engine_speed.py --attention-max-splits N.
-MAX_SPLITS = 0
+# the next power of two, for each query row: 255 registers and 88 bytes of spills a thread on
+# one warp, against 162 and none for 32). 32: with the merge on 1 warp (MERGE_WARPS), the
+# merges at 8k 81 -> 52 us (one token) and 202 -> 112 (16 tokens) while the splits take 3-5%
+# longer; without the cap the 1-warp merge lost at 8k (one-token forward 4.49 -> 4.65 ms, run
+# 139). bench/engine_speed.py --attention-max-splits N.
+MAX_SPLITS = 32
 # the slices a one-row merge program loads at a time (a power of two; 0: all at once, a tile of
 # the next power of two of the launch's slices: 64 at the 8B shapes' 33, 256 registers a thread
-# for the partials on one warp). bench/engine_speed.py --attention-merge-chunk N.
+# for the partials on one warp). 0: run 140 (33 slices, 1 warp) chunks of 8, 16 or 32 slices
+# (a loop of dependent loads) made the merges longer than MAX_SPLITS 32's one tile: 16-token
+# forward at 8k 4.898 (one tile) against 4.960 (32) and 5.14 ms (16). bench/engine_speed.py
+# --attention-merge-chunk N.
 MERGE_SPLIT_CHUNK = 0
 
 
