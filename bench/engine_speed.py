@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import statistics
 import tempfile
 import time
@@ -785,6 +786,26 @@ def transformers_ar(target: TargetModel, hf: dict, new_tokens: int) -> float:
     return n / (time.perf_counter() - t0)
 
 
+def module_switch(text: str) -> tuple[str, str, int]:
+    """--switch MODULE.NAME=INT -> (module, name, value), checked against the module: an
+    existing UPPER_CASE integer or boolean switch of specpilot.MODULE."""
+    target, sep, value = text.partition("=")
+    path, _, name = target.rpartition(".")
+    try:
+        module = importlib.import_module(f"specpilot.{path}") if sep and path else None
+        number = int(value)
+    except (ImportError, ValueError):
+        module = None
+    now = getattr(module, name, None) if module and name.isupper() else None
+    if not isinstance(now, int):
+        raise argparse.ArgumentTypeError(
+            f"--switch wants MODULE.NAME=INT, an integer switch of specpilot.MODULE: {text!r}"
+        )
+    if isinstance(now, bool) and number not in (0, 1):
+        raise argparse.ArgumentTypeError(f"--switch {target} is a boolean: 0 or 1, got {value}")
+    return path, name, number
+
+
 def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
     """(module, attribute) -> value: the process-wide switches of models/fused,
     kernels/attention and kernels/launch that these options set (the options left at their
@@ -825,6 +846,9 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         out[attention, "MERGE_WARPS"] = args.attention_warps["merge"]
     if args.attention_stages:
         out[attention, "SPLIT_STAGES"] = attention.SPLIT_STAGES | args.attention_stages
+    for path, name, value in args.switch:
+        module = importlib.import_module(f"specpilot.{path}")
+        out[module, name] = type(getattr(module, name))(value)
     return out
 
 
@@ -834,8 +858,11 @@ def apply_switches(switches: dict) -> None:
 
 
 def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
-    """The EngineConfig that these options ask for."""
+    """The EngineConfig that these options ask for, with the host-synchronous loop (the AR and
+    spec columns since run 10; `pipelined` measures EngineConfig.pipeline's, the engine's
+    default on CUDA, beside it)."""
     return EngineConfig(
+        pipeline=False,
         cuda_graphs=bool(args.graphs),
         kernels=args.kernels,
         pdl=args.pdl,
@@ -850,7 +877,7 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
 ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
-    "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_stages",
+    "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_stages", "switch",
     *CHECKED_ATTENTION_OPTIONS,
 )  # fmt: skip
 
@@ -1074,6 +1101,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_launch_arguments(parser)
     parser.add_argument(
+        "--switch",
+        type=module_switch,
+        action="append",
+        default=[],
+        help="MODULE.NAME=INT (repeatable): set the integer (or 0/1 boolean) switch NAME of "
+        "specpilot.MODULE for the process, e.g. kernels.elementwise.NORM_WARPS=1",
+    )
+    parser.add_argument(
         "--pdl-min-waves",
         type=float,
         default=0.0,
@@ -1231,7 +1266,7 @@ def main() -> None:
             base = Generator(
                 target,
                 None,
-                EngineConfig(cuda_graphs=bool(args.graphs), kernels="torch"),
+                EngineConfig(cuda_graphs=bool(args.graphs), kernels="torch", pipeline=False),
                 torch.device("cuda"),
                 torch.bfloat16,
             )

@@ -314,7 +314,7 @@ def end_to_end(
     bf16_tiles: one more arm, "bf16_swept", the bf16 model with these kernels/linear.py
     MEASURED_TILES entries added (the W12 arms' tiles come with their switches). model: the
     target's models/synth.TARGET_PRESETS shape (random weights), with a DFlash-b16 drafter."""
-    engine = engine or EngineConfig(cuda_graphs=True)
+    engine = engine or EngineConfig(cuda_graphs=True, pipeline=False)  # engine_speed's loop
     bw = copy_bandwidth()
     hf = preset_hf(model)
     draft_hf = draft_hf_config("dflash-b16", hf)
@@ -562,7 +562,7 @@ def main() -> None:
     save(report, args.out)  # the kernel table survives a failure end to end
     if args.e2e:
         engine = EngineConfig(cuda_graphs=True, pdl=args.pdl, weight_prefetch=args.weight_prefetch,
-                              l2_ahead=args.l2_ahead)  # fmt: skip
+                              l2_ahead=args.l2_ahead, pipeline=False)  # fmt: skip
         report["end_to_end"] = end_to_end(
             args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile),
             swept["bf16"], pdl_arms, matrix_arms, args.model,

@@ -147,6 +147,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         consts = dict(HEADS=heads, KV_HEADS=8, HEAD_DIM=128, QK_NORM=True)
         consts["ROWS"] = triton.next_power_of_2(heads + 16)
         out.append((f"qk_rope_write heads={heads}", rope._qk_rope_kernel, rope_types, consts))
+        out.append((f"qk_rope_write heads={heads} early tables", rope._qk_rope_kernel, rope_types,
+                    consts | dict(EARLY=True, PDL=True)))  # fmt: skip
     split_types = {"q_ptr": bf16, "k_ptr": bf16, "v_ptr": bf16, "pos_ptr": "*i64"}
     split_types |= {"part_ptr": "*fp32", "stats_ptr": "*fp32", "scale_log2": "fp32"}
     for t, causal in ((1, True), (16, True), (16, False)):
@@ -201,6 +203,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                             split_types, consts | dict(num_stages=stages)))  # fmt: skip
     norm_types = {"x_ptr": bf16, "w_ptr": bf16, "y_ptr": bf16, "eps": "fp32"}
     out.append(("rmsnorm", elementwise._rmsnorm_kernel, norm_types, dict(BLOCK=4096)))
+    out.append(("rmsnorm 1 warp", elementwise._rmsnorm_kernel, norm_types,
+                dict(BLOCK=4096, num_warps=1)))  # fmt: skip
     glu_types = {"x_ptr": bf16, "y_ptr": bf16}
     out.append(("silu_mul", elementwise._silu_mul_kernel, glu_types, dict(BLOCK=1024)))
     regions = {"ahead0_ptr": "*u8", "ahead1_ptr": "*u8"}  # extra programs ask L2 for a head

@@ -547,6 +547,46 @@ def test_qk_rope_write(qk_norm: bool) -> None:
     assert torch.equal(kernel[1], ref[1])  # values are copied as they are
 
 
+@pytest.mark.parametrize("qk_norm", [False, True])
+def test_qk_rope_write_early_tables(monkeypatch, launch_settings, qk_norm: bool) -> None:
+    """rope.EARLY_TABLES (the position and its table rows read before the PDL wait; PDL on
+    every kernel where the device has it) writes the same bits as the tables read after it."""
+    from specpilot.kernels import rope
+
+    launch_settings.configure(pdl="all", prefetch="off")
+    gen = torch.Generator().manual_seed(2)
+    batch, t, heads, kv_heads, d, length = 2, 3, 4, 2, 32, 40
+    qkv = torch.randn(batch * t, (heads + 2 * kv_heads) * d, generator=gen).to(DEVICE, BF16)
+    positions = torch.tensor([[5, 6, 7], [30, 31, 32]], device=DEVICE)
+    table = RotaryTable(d, 10000.0, RopeScaling(), 64, DEVICE, BF16)
+    norms = [(torch.rand(d, generator=gen) + 0.5).to(DEVICE, BF16) for _ in range(2)]
+    norms = norms if qk_norm else [None, None]
+    cache = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    outs = []
+    for early in (False, True):
+        monkeypatch.setattr(rope, "EARLY_TABLES", early)
+        kv = [cache.clone(), cache.clone()]
+        q = qk_rope_write(qkv, positions, table.cos, table.sin, *kv, heads, *norms, 1e-6)
+        outs.append((q, *kv))
+    assert all(torch.equal(a, b) for a, b in zip(*outs))
+
+
+@pytest.mark.skipif(not CUDA, reason="warps a program mean nothing to the interpreter")
+@pytest.mark.parametrize("warps", [1, 2])
+def test_rmsnorm_on_fewer_warps(monkeypatch, warps: int) -> None:
+    """elementwise.NORM_WARPS: the RMSNorm of 1 and 16 rows of 4096 on 1 or 2 warps matches the
+    reference within a rounding."""
+    from specpilot.kernels import elementwise
+
+    monkeypatch.setattr(elementwise, "NORM_WARPS", warps)
+    gen = torch.Generator().manual_seed(warps)
+    for rows in (1, 16):
+        x = torch.randn(rows, 4096, generator=gen).to(DEVICE, BF16)
+        w = torch.randn(4096, generator=gen).to(DEVICE, BF16)
+        out = elementwise.rmsnorm(x, w, 1e-6)
+        close(out, elementwise.rmsnorm_reference(x, w, 1e-6), 2)
+
+
 def test_counter_buffers_grow_and_are_kept(monkeypatch) -> None:
     """A larger counter buffer serves new launches; the smaller one stays alive (captured graphs
     replay its address)."""

@@ -213,3 +213,29 @@ def test_min_acceptance_must_not_be_negative() -> None:
     for bad in (-1.0, float("nan")):
         with pytest.raises(ConfigError, match="min_acceptance"):
             EngineConfig(min_acceptance=bad)
+
+
+def test_pipeline_auto_is_on_with_cuda_only(models, monkeypatch) -> None:
+    """EngineConfig.pipeline defaults to "auto": the pipelined loops on CUDA, the synchronous
+    ones on a CPU (where the step a pipelined loop discards is paid for); True / False as
+    given; anything else is a ConfigError."""
+    from specpilot.errors import ConfigError
+
+    config = EngineConfig()
+    assert config.pipeline == "auto"
+    assert config.pipelined(torch.device("cuda")) and not config.pipelined(torch.device("cpu"))
+    assert EngineConfig(pipeline=True).pipelined(torch.device("cpu"))
+    assert not EngineConfig(pipeline=False).pipelined(torch.device("cuda"))
+    for bad in (1, "on", None):
+        with pytest.raises(ConfigError, match="pipeline"):
+            EngineConfig(pipeline=bad)
+    target, drafter = models
+    gen = Generator(target, drafter, config, torch.device("cpu"), torch.float32)
+    called = []
+    monkeypatch.setattr(gen, "_decode_pipelined", lambda seqs: called.append(seqs) or 0)
+    seqs = fresh()
+    gen.run(seqs, speculative=False)  # on a CPU, "auto" takes the synchronous loop
+    assert not called and all(s.finished for s in seqs)
+    gen.device = torch.device("cuda")  # resolved per run, for the generator's device
+    gen._decode(seqs)
+    assert called == [seqs]

@@ -304,12 +304,13 @@ class EngineConfig:
         GPU never waits for the host between steps; a step that may be the last (every row
         within one step of its token limit) is booked before the next launch, so only a stop
         token leaves a launched step to discard. Same tokens as without it
-        (tests/test_pipeline.py). Off by default:
-        measured faster for the embedded SmolLM2 pair on the H200 (a speculative step 1.15-1.20
-        ms against 1.23-1.38, AR 0.67 ms a token against 0.75; docs/LOG.md runs 35, 38); at the
-        Qwen3-8B shape AR 214 vs 205 tok/s, speculative with replayed proposals 1,061 vs 1,042
-        over 512 tokens, 895 vs 879 over 64 (runs 40, 44, when every run also paid a discarded
-        step at its end). `generate` turns it on on CUDA.
+        (tests/test_pipeline.py). True, False, or "auto" (the default): on with CUDA, off on a
+        CPU (which would compute the discarded step: a CPU pays for every row). Measured on the
+        H200: at the Qwen3-8B shape, 1k, AR 236.7 against 220.9 tok/s and spec@6.55 1,140
+        against 1,128 (docs/LOG.md run 141: ~0.3 ms of host time a token that the synchronous
+        loop leaves the GPU idle for); for the embedded SmolLM2 pair a speculative step
+        1.15-1.20 ms against 1.23-1.38, AR 0.67 ms a token against 0.75 (runs 35, 38).
+        The continuous-batching scheduler (server) keeps its own synchronous loop.
     batch_blocks: narrower speculative blocks for wide batches, "ROWS:BLOCK,..." (e.g. "24:8":
         from 24 running sequences on, verify anchor + 7 drafts instead of the full block).
         At batch 1 a verify block is as cheap as one token (the weights are read once either
@@ -395,7 +396,7 @@ class EngineConfig:
     step_graph: bool = False
     weights: str = "auto"
     w12_matrices: str = "all"
-    pipeline: bool = False
+    pipeline: bool | str = "auto"
     batch_blocks: str = ""
     draft_head: str = "auto"
     cpu_linear: str = "auto"
@@ -438,6 +439,12 @@ class EngineConfig:
             raise ConfigError(f"cpu_linear must be auto, onednn or torch, got {self.cpu_linear!r}")
         if self.kernels not in ("auto", "triton", "torch"):
             raise ConfigError(f"kernels must be auto, triton or torch, got {self.kernels!r}")
+        if not (isinstance(self.pipeline, bool) or self.pipeline == "auto"):
+            raise ConfigError(f"pipeline must be True, False or 'auto', got {self.pipeline!r}")
+
+    def pipelined(self, device: torch.device) -> bool:
+        """`pipeline` as resolved for a generator on `device`: "auto" is on with CUDA."""
+        return device.type == "cuda" if self.pipeline == "auto" else self.pipeline
 
     def w12_matrix_set(self) -> frozenset[str]:
         """`w12_matrices` as formats/w12_engine.MATRICES names."""

@@ -480,7 +480,7 @@ class Generator:
         return seqs, passes
 
     def _decode(self, seqs: list[Sequence]) -> int:
-        if self.config.pipeline:
+        if self.config.pipelined(self.device):
             return self._decode_pipelined(seqs)
         steps = 0
         while not all(s.finished for s in seqs):
@@ -625,7 +625,7 @@ class Generator:
     ) -> int:
         """Speculative steps until every sequence is done; hidden: the first step's context
         (`_draft_prefill`'s one empty block; None without a drafter). Returns the steps run."""
-        if self.config.pipeline:
+        if self.config.pipelined(self.device):
             return self._speculate_pipelined(seqs, hidden, proposer)
         k = self.block_size
         drafter = self.drafter

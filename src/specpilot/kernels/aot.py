@@ -41,6 +41,7 @@ OFF = {
     "KV_AHEAD": 0,
     "MERGE_BLOCK": 0,
     "CHUNK": 0,
+    "EARLY": 0,
     "EARLY_POS": 0,
     "TMA": 0,
     "TRACE": 0,

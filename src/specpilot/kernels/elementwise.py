@@ -23,6 +23,11 @@ from specpilot.kernels.common import (
 
 # programs added to a launch given `ahead` bytes, each asking L2 for an equal share of them
 AHEAD_PROGRAMS = 32
+# warps a program of the RMSNorm launch (one program a row: its sum of squares reduced across
+# the warps through shared memory, or, on 1 warp, in each thread's registers and the warp's
+# shuffles: the attention merge's lesson, docs/LOG.md runs 138-139). 4: Triton's default, what
+# every launch had. bench/engine_speed.py --switch kernels.elementwise.NORM_WARPS=N.
+NORM_WARPS = 4
 
 
 @triton.jit
@@ -118,6 +123,7 @@ def rmsnorm(
         **launch.pdl(x),
         **extra,
         **trace.arguments(x, "rmsnorm", grid[0], bytes=x.nbytes, rows=m),
+        num_warps=NORM_WARPS,
     )
     return y
 

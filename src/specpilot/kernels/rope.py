@@ -19,14 +19,34 @@ import triton.language as tl
 from specpilot.kernels import launch, trace
 from specpilot.kernels.common import pdl_enter, trace_mark
 
+# the token's position and its rows of the rotary tables read before the PDL wait, while the
+# q|k|v multiply before still runs, instead of after it (one dependent round trip fewer after
+# the wait: the tables' rows need the position). Safe as attention.EARLY_POSITIONS is: the
+# positions are written before the forward's first kernel, at least two kernels earlier, a
+# kernel launches its dependents only after its own wait, and the position is read with .cg
+# (from L2); the tables never change. Without PDL the kernel starts after the one before has
+# ended anyway. bench/engine_speed.py --switch kernels.rope.EARLY_TABLES=1.
+EARLY_TABLES = False
+
 
 @triton.jit
-def norm_rotate(x1, x2, w1, w2, cos_ptr, sin_ptr, pos, r, eps, dtype, HEAD_DIM: tl.constexpr,
-                QK_NORM: tl.constexpr):  # fmt: skip
-    """Rows of heads given as halves x1, x2 [R, HEAD_DIM / 2] (columns r): RMSNorm by the norm
-    weight's halves w1, w2 (with QK_NORM), then rotary at position pos (a scalar),
-    rounded where the PyTorch modules round; the rotated halves in `dtype`."""
+def rotary_tables(cos_ptr, sin_ptr, pos, r, HEAD_DIM: tl.constexpr):
+    """The cos and sin halves (columns r) of position pos's rows of the rotary tables."""
     half: tl.constexpr = HEAD_DIM // 2
+    row = pos * HEAD_DIM
+    c1 = tl.load(cos_ptr + row + r)
+    c2 = tl.load(cos_ptr + row + half + r)
+    s1 = tl.load(sin_ptr + row + r)
+    s2 = tl.load(sin_ptr + row + half + r)
+    return c1, c2, s1, s2
+
+
+@triton.jit
+def norm_rotate(x1, x2, w1, w2, c1, c2, s1, s2, eps, dtype, HEAD_DIM: tl.constexpr,
+                QK_NORM: tl.constexpr):  # fmt: skip
+    """Rows of heads given as halves x1, x2 [R, HEAD_DIM / 2]: RMSNorm by the norm weight's
+    halves w1, w2 (with QK_NORM), then rotary by the position's table halves c1, c2, s1, s2
+    (rotary_tables), rounded where the PyTorch modules round; the rotated halves in `dtype`."""
     x1 = x1.to(tl.float32)
     x2 = x2.to(tl.float32)
     if QK_NORM:
@@ -36,11 +56,10 @@ def norm_rotate(x1, x2, w1, w2, cos_ptr, sin_ptr, pos, r, eps, dtype, HEAD_DIM: 
         x2 = (x2 * rstd[:, None]).to(dtype).to(tl.float32)
         x1 = (x1 * w1.to(tl.float32)).to(dtype).to(tl.float32)
         x2 = (x2 * w2.to(tl.float32)).to(dtype).to(tl.float32)
-    row = pos * HEAD_DIM
-    c1 = tl.load(cos_ptr + row + r).to(tl.float32)
-    c2 = tl.load(cos_ptr + row + half + r).to(tl.float32)
-    s1 = tl.load(sin_ptr + row + r).to(tl.float32)
-    s2 = tl.load(sin_ptr + row + half + r).to(tl.float32)
+    c1 = c1.to(tl.float32)
+    c2 = c2.to(tl.float32)
+    s1 = s1.to(tl.float32)
+    s2 = s2.to(tl.float32)
     # x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1]; each product rounded first
     o1 = ((x1 * c1).to(dtype).to(tl.float32) + (-x2 * s1).to(dtype).to(tl.float32)).to(dtype)
     o2 = ((x2 * c2).to(dtype).to(tl.float32) + (x1 * s2).to(dtype).to(tl.float32)).to(dtype)
@@ -73,18 +92,24 @@ def _qk_rope_kernel(
     TRACE: tl.constexpr = 0,
     trace_ptr=None,
     clock_ptr=None,
+    EARLY: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
-    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     m = tl.program_id(0)
-    dtype = qkv_ptr.dtype.element_ty
     half: tl.constexpr = HEAD_DIM // 2
-    head = tl.arange(0, ROWS)  # q heads, then k heads, then v heads of this token
     r = tl.arange(0, half)
+    if EARLY:  # EARLY_TABLES: the position (from L2) and its table rows before the wait
+        pos = tl.load(pos_ptr + m, cache_modifier=".cg")
+        c1, c2, s1, s2 = rotary_tables(cos_ptr, sin_ptr, pos, r, HEAD_DIM)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    if not EARLY:
+        pos = tl.load(pos_ptr + m)
+        c1, c2, s1, s2 = rotary_tables(cos_ptr, sin_ptr, pos, r, HEAD_DIM)
+    dtype = qkv_ptr.dtype.element_ty
+    head = tl.arange(0, ROWS)  # q heads, then k heads, then v heads of this token
     is_q = head < HEADS
     is_k = (head >= HEADS) & (head < HEADS + KV_HEADS)
     is_v = (head >= HEADS + KV_HEADS) & (head < HEADS + 2 * KV_HEADS)
-    pos = tl.load(pos_ptr + m)
     b = m // T
     src = qkv_ptr + m * stride_qkv + head[:, None] * HEAD_DIM + r[None, :]
     valid = (is_q | is_k | is_v)[:, None]
@@ -98,7 +123,7 @@ def _qk_rope_kernel(
     w2 = tl.where(
         is_q[:, None], tl.load(qn_ptr + half + r)[None, :], tl.load(kn_ptr + half + r)[None, :]
     )
-    o1, o2 = norm_rotate(x1, x2, w1, w2, cos_ptr, sin_ptr, pos, r, eps, dtype, HEAD_DIM, QK_NORM)
+    o1, o2 = norm_rotate(x1, x2, w1, w2, c1, c2, s1, s2, eps, dtype, HEAD_DIM, QK_NORM)
     q_dst = q_out_ptr + (m * HEADS + head[:, None]) * HEAD_DIM + r[None, :]
     tl.store(q_dst, o1, mask=is_q[:, None])
     tl.store(q_dst + half, o2, mask=is_q[:, None])
@@ -169,6 +194,7 @@ def qk_rope_write(
         ROWS=triton.next_power_of_2(heads + 2 * kv_heads),
         QK_NORM=q_norm is not None,
         **launch.pdl(qkv),
+        EARLY=EARLY_TABLES,
         **trace.arguments(qkv, "rope", batch * t, bytes=qkv.nbytes, rows=batch * t),
     )
     return q
