@@ -25,8 +25,11 @@ from specpilot.kernels.common import (
 AHEAD_PROGRAMS = 32
 # warps a program of the RMSNorm launch (one program a row: its sum of squares reduced across
 # the warps through shared memory, or, on 1 warp, in each thread's registers and the warp's
-# shuffles: the attention merge's lesson, docs/LOG.md runs 138-139). 4: Triton's default, what
-# every launch had. bench/engine_speed.py --switch kernels.elementwise.NORM_WARPS=N.
+# shuffles: the attention merge's lesson, docs/LOG.md runs 138-139). 4: Triton's default;
+# run 142 (Qwen3-8B shape, 1k, one process) 1 warp made the one-token forward's 73 RMSNorm
+# launches 81 -> 115 us (4.137 -> 4.302 ms back to back), 2 warps 122 us: a 4,096-element row
+# is too long for one warp's serial sums. bench/engine_speed.py --switch
+# kernels.elementwise.NORM_WARPS=N.
 NORM_WARPS = 4
 
 
