@@ -80,7 +80,8 @@ def small_cases(preset: str, rows: int, num_splits: int) -> list[tuple]:
     wide = "wide" if group * rows > attention.WIDE_ROWS else "narrow"
     split_types = {"q_ptr": BF16, "k_ptr": BF16, "v_ptr": BF16, "pos_ptr": "*i64"}
     split_types |= {"part_ptr": "*fp32", "stats_ptr": "*fp32", "scale_log2": "fp32"}
-    shape = dict(HEADS=heads, GROUP=group, HEAD_DIM=dim, NUM_SPLITS=num_splits, BLOCK_Q=block_q)
+    shape = dict(HEADS=heads, GROUP=group, HEAD_DIM=dim, NUM_SPLITS=num_splits, SLOTS=num_splits,
+                 BLOCK_Q=block_q)  # fmt: skip
     split = shape | dict(BLOCK_KV=attention.BLOCK_KV, F32_DOT=False, CAUSAL=True,
                          MIN_KEYS=attention.min_split_keys(group * rows),
                          Q_ROWS=attention.split_query_rows(group * rows, block_q, False),

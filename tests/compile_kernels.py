@@ -153,7 +153,7 @@ def cases() -> list[tuple[str, object, dict, dict]]:
     split_types |= {"part_ptr": "*fp32", "stats_ptr": "*fp32", "scale_log2": "fp32"}
     for t, causal in ((1, True), (16, True), (16, False)):
         block_q = max(16, triton.next_power_of_2(4 * t))
-        consts = dict(HEADS=32, GROUP=4, HEAD_DIM=128, NUM_SPLITS=33, BLOCK_Q=block_q)
+        consts = dict(HEADS=32, GROUP=4, HEAD_DIM=128, NUM_SPLITS=33, SLOTS=33, BLOCK_Q=block_q)
         consts |= dict(BLOCK_KV=attention.BLOCK_KV, F32_DOT=False, CAUSAL=causal, Q_ROWS=block_q,
                        KV_STEP=attention.BLOCK_KV)  # fmt: skip
         out.append((f"attention split T={t}", attention._split_kernel, split_types, consts))
@@ -173,12 +173,12 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             fused_types = split_types | {"out_ptr": bf16, "count_ptr": "*i32"}
             fused = consts | dict(MERGE_ROWS=4, FENCE=True)
             out.append(("attention split+merge T=1", attention._split_kernel, fused_types, fused))
-        merge = {k: consts[k] for k in ("HEADS", "GROUP", "HEAD_DIM", "NUM_SPLITS", "BLOCK_Q")}
-        merge |= dict(NUM_SPLITS=32, SPLITS_P2=32, BLOCK_KV=attention.BLOCK_KV)
+        merge = {k: consts[k] for k in ("HEADS", "GROUP", "HEAD_DIM", "BLOCK_Q")}
+        merge |= dict(NUM_SPLITS=32, SLOTS=32, SPLITS_P2=32, BLOCK_KV=attention.BLOCK_KV)
         merge |= dict(num_warps=attention.MERGE_WARPS)  # as launched (MAX_SPLITS 32, 1 warp)
         types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": bf16, "pos_ptr": "*i64"}
         out.append((f"attention merge T={t}", attention._merge_kernel, types, merge))
-        wide = merge | dict(NUM_SPLITS=33, SPLITS_P2=64)  # no MAX_SPLITS: 33 slices
+        wide = merge | dict(NUM_SPLITS=33, SLOTS=33, SPLITS_P2=64)  # no MAX_SPLITS: 33 slices
         for chunk, warps in ((32, 1), (16, 1), (32, 2)):  # MERGE_SPLIT_CHUNK, MERGE_WARPS
             out.append((f"attention merge T={t} 33 slices, chunk {chunk}, {warps} warps",
                         attention._merge_kernel, types,

@@ -854,6 +854,27 @@ def test_decode_attention_merge_split_chunk(monkeypatch, chunk: int, t: int) -> 
         attention.merge_chunk(6)
 
 
+@pytest.mark.parametrize(("pad", "wide_max"), [(1, 0), (0, 2), (3, 4)])
+@pytest.mark.parametrize("t", [1, 16])
+def test_decode_attention_slot_pad_and_wide_max_splits(monkeypatch, t: int, pad: int,
+                                                       wide_max: int) -> None:  # fmt: skip
+    """SLOT_PAD (partials a few slots further apart) and WIDE_MAX_SPLITS (fewer slices for
+    launches of more than WIDE_ROWS query rows; one-token launches keep theirs): within exact
+    attention's rounding bound, no unwritten slice read, through the merge kernel and the
+    one-row merge's chunks; the switches' rules are checked."""
+    from specpilot.kernels import attention
+
+    monkeypatch.setattr(attention, "SLOT_PAD", pad)
+    monkeypatch.setattr(attention, "WIDE_MAX_SPLITS", wide_max)
+    monkeypatch.setattr(attention, "MERGE_SPLIT_CHUNK", 2)
+    check_attention_nan_scratch(monkeypatch, t, 11 + t)
+    for name in ("SLOT_PAD", "WIDE_MAX_SPLITS"):
+        monkeypatch.setattr(attention, name, -1)
+        with pytest.raises(ValueError, match=name):
+            check_attention_nan_scratch(monkeypatch, t, 11 + t)
+        monkeypatch.setattr(attention, name, 0)
+
+
 def test_kv_prefetch_arguments() -> None:
     """The split launch asks for keys only where it can (a CUDA bf16 cache of contiguous key
     rows); a count that is not a multiple of BLOCK_KV is an error."""

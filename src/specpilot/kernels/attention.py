@@ -152,6 +152,17 @@ MAX_SPLITS = 32
 # forward at 8k 4.898 (one tile) against 4.960 (32) and 5.14 ms (16). bench/engine_speed.py
 # --attention-merge-chunk N.
 MERGE_SPLIT_CHUNK = 0
+# the most key slices of launches of more query rows than WIDE_ROWS (verify and draft blocks),
+# below num_splits_for's (and MAX_SPLITS); 0: the same as one-token launches. MAX_SPLITS 16 for
+# every launch made the 16-token forward 1% shorter at 1k and the one-token forward 1.9% longer
+# (run 138). Unmeasured. bench/engine_speed.py --switch kernels.attention.WIDE_MAX_SPLITS=N.
+WIDE_MAX_SPLITS = 0
+# slots a (sequence, KV head)'s partials take beyond its slices: its partials start SLOTS =
+# slices + SLOT_PAD slots apart (a slot: BLOCK_Q rows of HEAD_DIM fp32), so that 32 slices do
+# not put every head's partials a power of two apart (1 MB at 16 tokens). 0: none. Whether
+# that stride is why MAX_SPLITS 32 lengthened the 8k and 32k splits 1.5-2.5% (run 140) is
+# unmeasured. bench/engine_speed.py --switch kernels.attention.SLOT_PAD=N.
+SLOT_PAD = 0
 
 
 def _power_of_two(n: int) -> bool:
@@ -170,6 +181,8 @@ SWITCH_RULES = {
     "EARLY_POSITIONS": (lambda n: n in (0, 1), "0 or 1"),
     "MAX_SPLITS": (lambda n: n >= 0, "0 (no cap) or a positive number of slices"),
     "MERGE_SPLIT_CHUNK": (lambda n: n == 0 or _power_of_two(n), "0 or a power of two"),
+    "WIDE_MAX_SPLITS": (lambda n: n >= 0, "0 (no cap) or a positive number of slices"),
+    "SLOT_PAD": (lambda n: n >= 0, "a non-negative number of slots"),
 }  # fmt: skip
 
 
@@ -250,7 +263,7 @@ def _prefetch_slice(k_ptr, v_ptr, pos_ptr, base, b, split, T, cache_len, HEAD_DI
 
 @triton.jit
 def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, filled, HEADS: tl.constexpr,
-                GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, NUM_SPLITS: tl.constexpr,
+                GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, SLOTS: tl.constexpr,
                 BLOCK_Q: tl.constexpr):  # fmt: skip
     """out for query rows `rows` of (sequence, KV head) bh: the partial softmaxes of its first
     `filled` splits combined, split by split in order, read through L2 (other programs of this
@@ -263,14 +276,14 @@ def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, filled, HEADS
     mod: tl.constexpr = ".cg"
     m_max = tl.full(rows.shape, float("-inf"), dtype=tl.float32)
     for s in range(filled):
-        slot = (bh * NUM_SPLITS + s) * BLOCK_Q + rows
+        slot = (bh * SLOTS + s) * BLOCK_Q + rows
         m = tl.load(stats_ptr + slot * 2, mask=row_ok, other=float("-inf"), cache_modifier=mod)
         m_max = tl.maximum(m_max, m)
     m_max = tl.where(row_ok, m_max, 0.0)  # rows past the block: no NaN from -inf - -inf
     num = tl.zeros([rows.shape[0], HEAD_DIM], dtype=tl.float32)
     den = tl.zeros(rows.shape, dtype=tl.float32)
     for s in range(filled):
-        slot = (bh * NUM_SPLITS + s) * BLOCK_Q + rows
+        slot = (bh * SLOTS + s) * BLOCK_Q + rows
         m = tl.load(stats_ptr + slot * 2, mask=row_ok, other=float("-inf"), cache_modifier=mod)
         l_s = tl.load(stats_ptr + slot * 2 + 1, mask=row_ok, other=0.0, cache_modifier=mod)
         w = tl.where(m == float("-inf"), 0.0, tl.exp2(m - m_max))
@@ -305,6 +318,7 @@ def _split_kernel(
     GROUP: tl.constexpr,
     HEAD_DIM: tl.constexpr,
     NUM_SPLITS: tl.constexpr,
+    SLOTS: tl.constexpr,
     BLOCK_Q: tl.constexpr,
     BLOCK_KV: tl.constexpr,
     F32_DOT: tl.constexpr,
@@ -387,7 +401,7 @@ def _split_kernel(
         )
         acc = acc * alpha[:, None] + dot(p.to(v.dtype), v, F32_DOT)
         m_i = m_new
-    slot = (bh * NUM_SPLITS + split) * BLOCK_Q + rows
+    slot = (bh * SLOTS + split) * BLOCK_Q + rows
     if split < filled:  # the merge reads only the filled slices
         tl.store(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], acc)
         tl.store(stats_ptr + slot * 2, m_i)
@@ -397,20 +411,20 @@ def _split_kernel(
         if count_done(count_ptr + bh, rows, NUM_SPLITS, FENCE):
             mrows = tl.arange(0, MERGE_ROWS)
             _merge_rows(part_ptr, stats_ptr, out_ptr, bh, mrows, mrows < GROUP * T, T, filled,
-                        HEADS, GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q)  # fmt: skip
+                        HEADS, GROUP, HEAD_DIM, SLOTS, BLOCK_Q)  # fmt: skip
             count_reset(count_ptr + bh)
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
 @triton.jit
-def _merge_chunk(part_ptr, stats_ptr, bh, row, c0, filled, m_max, NUM_SPLITS: tl.constexpr,
+def _merge_chunk(part_ptr, stats_ptr, bh, row, c0, filled, m_max, SLOTS: tl.constexpr,
                  BLOCK_Q: tl.constexpr, HEAD_DIM: tl.constexpr, SLICES: tl.constexpr):  # fmt: skip
     """Query row `row` of (sequence, KV head) bh: the weighted sum of the partials of slices c0
     .. c0 + SLICES - 1 (those below `filled`), and of their softmax denominators, against the
     row's maximum m_max over all slices."""
     sp = c0 + tl.arange(0, SLICES)
     sp_ok = sp < filled
-    slot = (bh * NUM_SPLITS + sp) * BLOCK_Q + row
+    slot = (bh * SLOTS + sp) * BLOCK_Q + row
     m = tl.load(stats_ptr + slot * 2, mask=sp_ok, other=float("-inf"))
     l_s = tl.load(stats_ptr + slot * 2 + 1, mask=sp_ok, other=0.0)
     w = tl.where(m == float("-inf"), 0.0, tl.exp2(m - m_max))
@@ -430,6 +444,7 @@ def _merge_kernel(
     GROUP: tl.constexpr,
     HEAD_DIM: tl.constexpr,
     NUM_SPLITS: tl.constexpr,
+    SLOTS: tl.constexpr,
     SPLITS_P2: tl.constexpr,
     BLOCK_Q: tl.constexpr,
     BLOCK_KV: tl.constexpr,
@@ -461,7 +476,7 @@ def _merge_kernel(
     if MERGE_BLOCK > 0:
         rows = tl.program_id(1) * MERGE_BLOCK + tl.arange(0, MERGE_BLOCK)
         _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, rows < GROUP * T, T, filled, HEADS,
-                    GROUP, HEAD_DIM, NUM_SPLITS, BLOCK_Q)  # fmt: skip
+                    GROUP, HEAD_DIM, SLOTS, BLOCK_Q)  # fmt: skip
         trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return
     row = tl.program_id(1)  # row = t * GROUP + g
@@ -470,17 +485,17 @@ def _merge_kernel(
         trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return
     sp = tl.arange(0, SPLITS_P2)
-    slot = (bh * NUM_SPLITS + sp) * BLOCK_Q + row
+    slot = (bh * SLOTS + sp) * BLOCK_Q + row
     m_max = tl.max(tl.load(stats_ptr + slot * 2, mask=sp < filled, other=float("-inf")), axis=0)
     d = tl.arange(0, HEAD_DIM)
     if CHUNK == 0:  # every filled slice's partial loaded at once
-        num, den = _merge_chunk(part_ptr, stats_ptr, bh, row, 0, filled, m_max, NUM_SPLITS,
+        num, den = _merge_chunk(part_ptr, stats_ptr, bh, row, 0, filled, m_max, SLOTS,
                                 BLOCK_Q, HEAD_DIM, SPLITS_P2)  # fmt: skip
     else:  # CHUNK slices at a time, in order
         num = tl.zeros([HEAD_DIM], dtype=tl.float32)
         den = tl.sum(tl.zeros([1], dtype=tl.float32), axis=0)
         for c0 in range(0, filled, CHUNK):
-            n_c, d_c = _merge_chunk(part_ptr, stats_ptr, bh, row, c0, filled, m_max, NUM_SPLITS,
+            n_c, d_c = _merge_chunk(part_ptr, stats_ptr, bh, row, c0, filled, m_max, SLOTS,
                                     BLOCK_Q, HEAD_DIM, CHUNK)  # fmt: skip
             num += n_c
             den += d_c
@@ -547,13 +562,15 @@ def decode_attention(
     regions = ahead_arguments(ahead)
     group = heads // kv_heads
     block_q = max(16, triton.next_power_of_2(group * t))
+    wide_max = checked("WIDE_MAX_SPLITS", WIDE_MAX_SPLITS)
+    if group * t > WIDE_ROWS and wide_max:
+        num_splits = min(num_splits, wide_max)
+    slots = num_splits + checked("SLOT_PAD", SLOT_PAD)  # a (sequence, KV head)'s partials
     pos = positions.contiguous()
     part = torch.empty(
-        batch * kv_heads * num_splits * block_q, head_dim, device=q.device, dtype=torch.float32
+        batch * kv_heads * slots * block_q, head_dim, device=q.device, dtype=torch.float32
     )
-    stats = torch.empty(
-        batch * kv_heads * num_splits * block_q, 2, device=q.device, dtype=torch.float32
-    )
+    stats = torch.empty(batch * kv_heads * slots * block_q, 2, device=q.device, dtype=torch.float32)
     out = torch.empty(batch * t, heads * head_dim, device=q.device, dtype=q.dtype)
     min_keys = min_split_keys(group * t)  # the split and the merge launch must agree
     merge_rows = triton.next_power_of_2(group * t)
@@ -578,6 +595,7 @@ def decode_attention(
         GROUP=group,
         HEAD_DIM=head_dim,
         NUM_SPLITS=num_splits,
+        SLOTS=slots,
         BLOCK_Q=block_q,
         BLOCK_KV=BLOCK_KV,
         F32_DOT=INTERPRETED,
@@ -617,6 +635,7 @@ def decode_attention(
         GROUP=group,
         HEAD_DIM=head_dim,
         NUM_SPLITS=num_splits,
+        SLOTS=slots,
         SPLITS_P2=triton.next_power_of_2(num_splits),
         BLOCK_Q=block_q,
         BLOCK_KV=BLOCK_KV,

@@ -1,9 +1,10 @@
-"""Row-wise RMSNorm and SwiGLU for blocks of more than a few tokens.
+"""Row-wise RMSNorm and SwiGLU, each once a forward step, for the multiply after it to read.
 
-For one to four rows the skinny linear folds these steps into its prologue (kernels/linear.py);
-for verify and draft blocks (16 rows) every program of the following multiply would recompute
-them over the whole block, so there they run once here and the multiply reads the result.
-Rounding follows the PyTorch modules step by step.
+The skinny linear can fold these steps into its prologue (kernels/linear.py), but every one of
+its programs then recomputes them inside its weight stream's loop, which lost at the 8B shapes
+at every row count (docs/LOG.md runs 27, 98-99, 104); models/fused.PROLOGUE_ROWS and
+PROLOGUE_MAX_K keep the prologue for one row of narrow models only. Everywhere else they run
+here. Rounding follows the PyTorch modules step by step.
 """
 
 from __future__ import annotations
