@@ -524,19 +524,26 @@ def test_rmsnorm_and_silu_mul() -> None:
         rmsnorm(x, w[:10], 1e-6)
 
 
-@pytest.mark.parametrize("qk_norm", [True, False])
-def test_qk_rope_write(qk_norm: bool) -> None:
-    gen = torch.Generator().manual_seed(1)
+def _rope_case(seed: int, qk_norm: bool) -> tuple:
+    """A q|k|v projection of 2 sequences x 3 tokens (4 query and 2 KV heads of 32), their
+    positions, the rotary table, the q/k norm weights (or None) and a random cache, for
+    qk_rope_write and its reference: (qkv, positions, table, norms, cache, heads)."""
+    gen = torch.Generator().manual_seed(seed)
     batch, t, heads, kv_heads, d, length = 2, 3, 4, 2, 32, 40
     qkv = torch.randn(batch * t, (heads + 2 * kv_heads) * d, generator=gen).to(DEVICE, BF16)
     positions = torch.tensor([[5, 6, 7], [30, 31, 32]], device=DEVICE)
     table = RotaryTable(d, 10000.0, RopeScaling(), 64, DEVICE, BF16)
     norms = [(torch.rand(d, generator=gen) + 0.5).to(DEVICE, BF16) for _ in range(2)]
-    if not qk_norm:
-        norms = [None, None]
-    caches = [torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)] * 2
-    kernel = [c.clone() for c in caches]
-    ref = [c.clone() for c in caches]
+    norms = norms if qk_norm else [None, None]
+    cache = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    return qkv, positions, table, norms, cache, heads
+
+
+@pytest.mark.parametrize("qk_norm", [True, False])
+def test_qk_rope_write(qk_norm: bool) -> None:
+    qkv, positions, table, norms, cache, heads = _rope_case(1, qk_norm)
+    kernel = [cache.clone(), cache.clone()]
+    ref = [cache.clone(), cache.clone()]
     q = qk_rope_write(qkv, positions, table.cos, table.sin, *kernel, heads, *norms, 1e-6)
     q_ref = qk_rope_write_reference(qkv, positions, table.cos, table.sin, *ref, heads, *norms, 1e-6)
     # NOTE: bit-identical in the interpreter (with GPU rounding); compiled for the H200 a few
@@ -554,14 +561,7 @@ def test_qk_rope_write_early_tables(monkeypatch, launch_settings, qk_norm: bool)
     from specpilot.kernels import rope
 
     launch_settings.configure(pdl="all", prefetch="off")
-    gen = torch.Generator().manual_seed(2)
-    batch, t, heads, kv_heads, d, length = 2, 3, 4, 2, 32, 40
-    qkv = torch.randn(batch * t, (heads + 2 * kv_heads) * d, generator=gen).to(DEVICE, BF16)
-    positions = torch.tensor([[5, 6, 7], [30, 31, 32]], device=DEVICE)
-    table = RotaryTable(d, 10000.0, RopeScaling(), 64, DEVICE, BF16)
-    norms = [(torch.rand(d, generator=gen) + 0.5).to(DEVICE, BF16) for _ in range(2)]
-    norms = norms if qk_norm else [None, None]
-    cache = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    qkv, positions, table, norms, cache, heads = _rope_case(2, qk_norm)
     outs = []
     for early in (False, True):
         monkeypatch.setattr(rope, "EARLY_TABLES", early)
