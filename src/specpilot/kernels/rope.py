@@ -25,12 +25,13 @@ from specpilot.kernels.common import pdl_enter, trace_mark
 # positions are written before the forward's first kernel, at least two kernels earlier, a
 # kernel launches its dependents only after its own wait, and the position is read with .cg
 # (from L2); the tables never change. Without PDL the kernel starts after the one before has
-# ended anyway. On: run 142 (the kernel timeline's variants, Qwen3-8B shape, 1k, one process)
-# the rope launches 61.4 -> 60.3 us a one-token forward, 64.6 -> 56.8 a 16-token one, 14.9 ->
-# 12.5 a draft; back to back 4.137 -> 4.133, 4.494 -> 4.487 and 0.989 -> 0.987 ms (the base
-# repeated within 0.05%). Same bits (tests/test_kernels.py, also on the H200).
-# bench/engine_speed.py --switch kernels.rope.EARLY_TABLES=0 measures without.
-EARLY_TABLES = True
+# ended anyway. Run 142 (the kernel timeline's variants, Qwen3-8B shape, 1k, one process): the
+# rope launches 61.4 -> 60.3 us a one-token forward, 64.6 -> 56.8 a 16-token one, 14.9 -> 12.5
+# a draft; back to back 4.137 -> 4.133, 4.494 -> 4.487 and 0.989 -> 0.987 ms (the base
+# repeated within 0.05%). Same bits in eager launches under PDL (tests/test_kernels.py, also on
+# the H200). Off until a run inside the captured graphs passes token forcing (engine_speed
+# --switch kernels.rope.EARLY_TABLES=1): 0.1-0.2% is not worth an unchecked ordering.
+EARLY_TABLES = False
 
 
 @triton.jit
