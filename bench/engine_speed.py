@@ -1173,6 +1173,7 @@ def main() -> None:
         "pdl_min_waves": args.pdl_min_waves or "default",
         "attention_warps": args.attention_warps or "default",
         "attention_stages": args.attention_stages or "default",
+        "switches": [f"{path}.{name}={value}" for path, name, value in args.switch] or "none",
         **{
             flag: getattr(args, flag) if getattr(args, flag) >= 0 else "default"
             for flag in CHECKED_ATTENTION_OPTIONS

@@ -13,7 +13,8 @@ TESTS_K="${TESTS_K-trace or timeline or marks}" TESTS_S_DEFAULT=150 gpu_tests te
 for tiles in ${TILES:--}; do
     name=$(basename "$tiles" .json); [ "$tiles" = - ] && name=compiled && tiles=
     chosen=(--tiles "$tiles")
-    [ -n "${VARIANTS:-}" ] && name=variants-${CONTEXT:-1024} && chosen=(--variants "$VARIANTS")
+    [ -n "${VARIANTS:-}" ] && name=variants-${CONTEXT:-1024}${MODEL:+-$MODEL} \
+        && chosen=(--variants "$VARIANTS")
     timeout "${TL_S:-420}" python3 bench/timeline.py --model "${MODEL:-qwen3-8b}" \
         --context "${CONTEXT:-1024}" --arms "${ARMS:-bf16;w12:auto}" --replays "${REPLAYS:-30}" \
         "${chosen[@]}" --out "$OUT/timeline-$name.json" >"$OUT/timeline-$name.log" 2>&1
