@@ -28,6 +28,13 @@ lists, per arm and forward, each component against its bound, the furthest first
 
     python bench/cost_model.py --timeline \
         bench/results/2026-12-04-new-defaults-run134/timeline.json
+
+With `--against NAME` on a report of `timeline.py --variants`, each variant is set against the
+variant NAME of its own weights (arms "<weights> <variant>", one process): for each forward the
+change of its back-to-back time and the components that changed most.
+
+    python bench/cost_model.py --timeline --against base \
+        bench/results/2026-12-05-variants-run142/timeline-variants-1024.json
 """
 
 from __future__ import annotations
@@ -180,6 +187,39 @@ def timeline_losses(report: dict, bandwidth: float) -> dict:
     return out
 
 
+def timeline_deltas(report: dict, losses: dict, base: str, most: int = 4) -> dict:
+    """Each variant of a `timeline.py --variants` report against variant `base` of the same
+    weights (arm "<weights> <variant>"): per forward, its back-to-back time and the change
+    from base's (ms, and %), and the `most` components (timeline_losses') whose in-graph
+    microseconds changed most, largest change first."""
+    out: dict = {}
+    for arm, forwards in report["arms"].items():
+        weights, _, variant = arm.partition(" ")
+        ref = f"{weights} {base}"
+        if not variant or variant == base:
+            continue
+        if ref not in report["arms"]:
+            raise ValueError(f"--against {base}: the report has no arm {ref!r} for {arm!r}")
+        for name, a in forwards.items():
+            b2b = a["untraced_back_to_back_ms"]
+            b2b_base = report["arms"][ref][name]["untraced_back_to_back_ms"]
+            before = {r["component"]: r["us"] for r in losses[ref][name]["components"]}
+            now = {r["component"]: r["us"] for r in losses[arm][name]["components"]}
+            changes = [
+                {"component": c, "us": now.get(c, 0.0), "change_us": now.get(c, 0.0) - us}
+                for c, us in before.items()
+            ] + [{"component": c, "us": us, "change_us": us} for c, us in now.items()
+                 if c not in before]  # fmt: skip
+            changes.sort(key=lambda r: -abs(r["change_us"]))
+            out.setdefault(arm, {})[name] = {
+                "back_to_back_ms": b2b,
+                "change_ms": b2b - b2b_base,
+                "change": b2b / b2b_base - 1,
+                "components": changes[:most],
+            }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -201,12 +241,36 @@ def main() -> None:
         action="store_true",
         help="the table is a bench/timeline.py report: each forward's in-graph losses",
     )
+    parser.add_argument(
+        "--against",
+        default="",
+        help="--timeline on a --variants report: each variant against this one (see above)",
+    )
     args = parser.parse_args()
+    if args.against and not args.timeline:
+        parser.error("--against goes with --timeline")
     if not 0 < args.fraction <= 1 or args.bandwidth <= 0:
         parser.error("--fraction must be in (0, 1] and --bandwidth > 0")
     if args.timeline:
         with open(args.table) as f:
-            out = timeline_losses(json.load(f), args.bandwidth * 1e12)
+            report = json.load(f)
+        out = timeline_losses(report, args.bandwidth * 1e12)
+        if args.against:
+            try:
+                deltas = timeline_deltas(report, out, args.against)
+            except ValueError as exc:
+                parser.error(str(exc))
+            for arm, forwards in deltas.items():
+                for name, d in forwards.items():
+                    parts = ", ".join(
+                        f"{c['component']} {c['change_us']:+.1f}" for c in d["components"]
+                    )
+                    print(
+                        f"{arm} {name}: {d['back_to_back_ms']:.3f} ms back to back "
+                        f"({d['change']:+.2%} against {args.against}); us: {parts}"
+                    )
+            print(json.dumps(deltas))
+            return
         for arm, forwards in out.items():
             for name, f in forwards.items():
                 print(

@@ -126,3 +126,38 @@ def test_timeline_losses_on_run_134(capsys, monkeypatch) -> None:
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("bf16 decode: span 4.191 ms")
     assert json.loads(lines[-1]) == json.loads(json.dumps(out))
+
+
+def test_timeline_deltas_on_run_142(capsys, monkeypatch) -> None:
+    """--timeline --against base on run 142's variants: each variant's back-to-back change from
+    the base of its own weights, and the components that moved most (the RMSNorm on 1 warp:
+    the down multiply after it +130 us, more than the norm's own +34); the base repeated moves
+    ~0; a base the report lacks is a usage error."""
+    path = ROOT / "bench/results/2026-12-05-variants-run142/timeline-variants-1024.json"
+    report = json.loads(path.read_text())
+    losses = cost_model.timeline_losses(report, 4.26e12)
+    out = cost_model.timeline_deltas(report, losses, "base")
+    assert set(out) == {f"bf16 {v}" for v in ("n1", "n2", "re", "n1re", "base2")}
+    n1 = out["bf16 n1"]["decode"]
+    assert n1["change"] == pytest.approx(0.0399, abs=5e-4)
+    assert [c["component"] for c in n1["components"][:2]] == ["linear 1x4096x12288", "rmsnorm"]
+    moved = [abs(c["change_us"]) for c in n1["components"]]
+    assert moved == sorted(moved, reverse=True)
+    base = report["arms"]["bf16 base"]["decode"]
+    assert n1["change_ms"] == pytest.approx(
+        report["arms"]["bf16 n1"]["decode"]["untraced_back_to_back_ms"]
+        - base["untraced_back_to_back_ms"]
+    )
+    assert all(abs(f["change"]) < 1e-3 for f in out["bf16 base2"].values())
+    assert out["bf16 re"]["verify"]["components"][0]["component"] == "rope"
+    with pytest.raises(ValueError, match="no arm 'bf16 nope'"):
+        cost_model.timeline_deltas(report, losses, "nope")
+    argv = ["cost_model.py", str(path), "--timeline", "--against", "base"]
+    monkeypatch.setattr(sys, "argv", argv)
+    cost_model.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("bf16 n1 decode: 4.302 ms back to back (+3.99% against base)")
+    assert json.loads(lines[-1]) == json.loads(json.dumps(out))
+    monkeypatch.setattr(sys, "argv", ["cost_model.py", str(path), "--against", "base"])
+    with pytest.raises(SystemExit):
+        cost_model.main()
