@@ -115,6 +115,17 @@ def test_rows_cat_and_slicing_match_torch() -> None:
         w12.cat([packed[0], w12.encode(torch.zeros(2, 8, dtype=BF16))])
 
 
+def test_nbytes_bound_counts_the_escape_table_whole() -> None:
+    """W12Weight.nbytes_bound (read on the host while a CUDA graph is captured) equals nbytes
+    for a whole tensor and bounds it for a row slice, which shares its parent's escapes."""
+    packed = w12.encode(random_weight(3, 12, 77, "specials"), 16)
+    assert packed.num_escapes > 0
+    assert packed.nbytes_bound() == packed.nbytes()
+    part = packed[2:7]
+    assert part.nbytes_bound() > part.nbytes()
+    assert part.nbytes_bound() - part.nbytes() == 6 * (packed.num_escapes - part.num_escapes)
+
+
 def test_escape_rate_of_normal_weights() -> None:
     """Random normal weights (std 0.02, Qwen3-8B's gate_up width): the escape rate and size.
     NOTE: windows start at odd exponents (2b + 1), so a group's top exponent is one below the

@@ -105,14 +105,16 @@ class W12Weight:
 
     def nbytes(self) -> int:
         """Bytes this tensor occupies on its own (its rows' share of the escape table)."""
-        dense = self.low.numel() + self.codes.numel() + self.base.numel()
-        return dense + 4 * self.row_ptr.numel() + 6 * self.num_escapes
+        return self._escape_free_bytes() + 6 * self.num_escapes
 
     def nbytes_bound(self) -> int:
         """`nbytes` without reading the device (so also inside a CUDA graph capture): the escape
         arrays counted whole, which for a row slice are its parent's (then an upper bound)."""
-        dense = self.low.numel() + self.codes.numel() + self.base.numel()
-        return dense + 4 * self.row_ptr.numel() + 6 * self.esc_col.numel()
+        return self._escape_free_bytes() + 6 * self.esc_col.numel()
+
+    def _escape_free_bytes(self) -> int:
+        """The planes, the group bases and the row pointers (int32): all but the escapes."""
+        return self.low.numel() + self.codes.numel() + self.base.numel() + 4 * self.row_ptr.numel()
 
     def rows(self, start: int, stop: int) -> W12Weight:
         """Rows [start, stop) as views: the planes are row-major, row_ptr stays absolute."""
