@@ -788,7 +788,9 @@ def transformers_ar(target: TargetModel, hf: dict, new_tokens: int) -> float:
 
 def module_switch(text: str) -> tuple[str, str, int]:
     """--switch MODULE.NAME=INT -> (module, name, value), checked against the module: an
-    existing UPPER_CASE integer or boolean switch of specpilot.MODULE."""
+    existing UPPER_CASE integer or boolean switch of specpilot.MODULE, and the value within the
+    module's own rule for it where it has one (a SWITCH_RULES entry, e.g. kernels/attention's),
+    so that a bad value fails here and not after the models are built."""
     target, sep, value = text.partition("=")
     path, _, name = target.rpartition(".")
     try:
@@ -803,6 +805,9 @@ def module_switch(text: str) -> tuple[str, str, int]:
         )
     if isinstance(now, bool) and number not in (0, 1):
         raise argparse.ArgumentTypeError(f"--switch {target} is a boolean: 0 or 1, got {value}")
+    ok, rule = getattr(module, "SWITCH_RULES", {}).get(name, (None, ""))
+    if ok is not None and not ok(number):
+        raise argparse.ArgumentTypeError(f"--switch {target} must be {rule}, got {value}")
     return path, name, number
 
 

@@ -242,9 +242,13 @@ def measure_arm(gen: Generator, context: int, new_tokens: int, replays: int, bw:
     return out
 
 
-def variant_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
-    """--variants as engine_speed arms (name -> its options), or one arm of --tiles and --pdl."""
-    es_parser = engine_speed.build_parser()
+def variant_options(
+    args: argparse.Namespace,
+    parser: argparse.ArgumentParser,
+    es_parser: argparse.ArgumentParser,
+) -> dict:
+    """--variants as engine_speed arms (name -> its options, parsed by engine_speed's
+    `es_parser`), or one arm of --tiles and --pdl."""
     if args.variants:
         if args.tiles or args.pdl != "auto":
             parser.error("with --variants, --tiles and --pdl belong in the variants")
@@ -279,7 +283,8 @@ def main() -> None:
             if kind != "w12":
                 parser.error(f'--arms: "bf16" or "w12:<matrices>", got {arm!r}')
             parse_matrices(matrices or "all")
-    variants = variant_options(args, parser)
+    es_parser = engine_speed.build_parser()
+    variants = variant_options(args, parser, es_parser)
     bw = copy_bandwidth()
     hf = preset_hf(args.model)
     report: dict = {
@@ -295,7 +300,7 @@ def main() -> None:
         "copy_bandwidth_tb_s": bw / 1e12,
         "arms": {},
     }
-    prepare, restore = engine_speed.arm_preparers(variants, engine_speed.build_parser())
+    prepare, restore = engine_speed.arm_preparers(variants, es_parser)
     for arm in arms:
         target = build(hf, "target", 0)
         drafter = build(draft_hf_config("dflash-b16", hf), "draft", 1)

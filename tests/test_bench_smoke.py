@@ -385,6 +385,8 @@ def test_paired_arms_take_only_engine_options() -> None:
     assert engine_speed.module_switches(ep, parser) == {(attention, "EARLY_POSITIONS"): 1}
     ms = engine_speed.paired_arms("a|;m|--attention-max-splits 16", parser, args)["m"]
     assert engine_speed.module_switches(ms, parser) == {(attention, "MAX_SPLITS"): 16}
+    sw = engine_speed.paired_arms("a|;s|--switch kernels.attention.SLOT_PAD=1", parser, args)["s"]
+    assert engine_speed.module_switches(sw, parser) == {(attention, "SLOT_PAD"): 1}
     mc = engine_speed.paired_arms("a|;m|--attention-merge-chunk 16", parser, args)["m"]
     assert engine_speed.module_switches(mc, parser) == {(attention, "MERGE_SPLIT_CHUNK"): 16}
     st = engine_speed.paired_arms("a|;s|--attention-stages wide=1", parser, args)["s"]
@@ -410,6 +412,9 @@ def test_paired_arms_take_only_engine_options() -> None:
         ("a|;b|--attention-early-positions 2", args),
         ("a|;b|--attention-merge-program-rows 12", args),
         ("a|;b|--attention-merge-chunk 12", args),
+        ("a|;b|--switch kernels.attention.MERGE_SPLIT_CHUNK=12", args),  # its SWITCH_RULES
+        ("a|;b|--switch kernels.rope.EARLY_TABLES=2", args),
+        ("a|;b|--switch kernels.nowhere.X=1", args),
         ("a|;b|--pdl off", parser.parse_args(["--swiglu-epilogue", "0"])),
     ]
     for spec, given in bad:

@@ -134,18 +134,21 @@ def test_timeline_variants_are_engine_speed_arms(tmp_path, capsys) -> None:
     tiles_file = tmp_path / "t.json"
     tiles_file.write_text(json.dumps({"tiles": [entry]}))
     parser = argparse.ArgumentParser()
+    es_parser = timeline_bench.engine_speed.build_parser()
 
     def args(**kw) -> argparse.Namespace:
         return argparse.Namespace(**({"variants": "", "tiles": "", "pdl": "auto"} | kw))
 
-    plain = timeline_bench.variant_options(args(pdl="off"), parser)
+    plain = timeline_bench.variant_options(args(pdl="off"), parser, es_parser)
     assert list(plain) == ["default"] and plain["default"].pdl == "off"
-    one = timeline_bench.variant_options(args(variants="t|--tiles " + str(tiles_file)), parser)
+    one = timeline_bench.variant_options(
+        args(variants="t|--tiles " + str(tiles_file)), parser, es_parser
+    )
     assert list(one) == ["t"]
     spec = f"base|;t|--tiles {tiles_file};w|--attention-min-keys-wide 256"
-    variants = timeline_bench.variant_options(args(variants=spec), parser)
+    variants = timeline_bench.variant_options(args(variants=spec), parser, es_parser)
     es = timeline_bench.engine_speed
-    prepare, restore = es.arm_preparers(variants, es.build_parser())
+    prepare, restore = es.arm_preparers(variants, es_parser)
     before = (linear.MEASURED_TILES.get((1, 4096, 4096)), attention.WIDE_MIN_SPLIT_KEYS)
     prepare("t")
     assert linear.MEASURED_TILES[(1, 4096, 4096)] == {"BLOCK_N": 4}
@@ -156,7 +159,7 @@ def test_timeline_variants_are_engine_speed_arms(tmp_path, capsys) -> None:
     assert (linear.MEASURED_TILES.get((1, 4096, 4096)), attention.WIDE_MIN_SPLIT_KEYS) == before
     for bad in (args(variants=spec, tiles=str(tiles_file)), args(variants="a|--contexts 9")):
         with pytest.raises(SystemExit):
-            timeline_bench.variant_options(bad, parser)
+            timeline_bench.variant_options(bad, parser, es_parser)
     kinds = {"merge": {"run_us": 59.5}, "attention": {"run_us": 126.5}}
     shapes = {"linear 1x4096x4096": {"run_us_each": 9.89}}
     timeline_bench.print_components({"bf16 t": {"decode": {"kinds": kinds, "shapes": shapes}}})
