@@ -373,22 +373,19 @@ def test_paired_arms_take_only_engine_options() -> None:
         (attention, "SPLIT_WARPS"): {"narrow": attention.SPLIT_WARPS["narrow"], "wide": 8},
         (attention, "MERGE_WARPS"): 8,
     }
-    kv = engine_speed.paired_arms("a|;k|--attention-kv-prefetch 128", parser, args)["k"]
-    assert engine_speed.module_switches(kv, parser) == {(attention, "KV_PREFETCH_KEYS"): 128}
-    qr = engine_speed.paired_arms("a|;q|--attention-q-rows 16", parser, args)["q"]
-    assert engine_speed.module_switches(qr, parser) == {(attention, "WIDE_Q_ROWS"): 16}
-    ks = engine_speed.paired_arms("a|;s|--attention-kv-step 32", parser, args)["s"]
-    assert engine_speed.module_switches(ks, parser) == {(attention, "SPLIT_KV_STEP"): 32}
-    mp = engine_speed.paired_arms("a|;m|--attention-merge-program-rows 16", parser, args)["m"]
-    assert engine_speed.module_switches(mp, parser) == {(attention, "MERGE_PROGRAM_ROWS"): 16}
-    ep = engine_speed.paired_arms("a|;e|--attention-early-positions 1", parser, args)["e"]
-    assert engine_speed.module_switches(ep, parser) == {(attention, "EARLY_POSITIONS"): 1}
-    ms = engine_speed.paired_arms("a|;m|--attention-max-splits 16", parser, args)["m"]
-    assert engine_speed.module_switches(ms, parser) == {(attention, "MAX_SPLITS"): 16}
-    sw = engine_speed.paired_arms("a|;s|--switch kernels.attention.SLOT_PAD=1", parser, args)["s"]
-    assert engine_speed.module_switches(sw, parser) == {(attention, "SLOT_PAD"): 1}
-    mc = engine_speed.paired_arms("a|;m|--attention-merge-chunk 16", parser, args)["m"]
-    assert engine_speed.module_switches(mc, parser) == {(attention, "MERGE_SPLIT_CHUNK"): 16}
+    one_switch = {  # an arm's options -> the one attention switch they set, and its value
+        "--attention-kv-prefetch 128": ("KV_PREFETCH_KEYS", 128),
+        "--attention-q-rows 16": ("WIDE_Q_ROWS", 16),
+        "--attention-kv-step 32": ("SPLIT_KV_STEP", 32),
+        "--attention-merge-program-rows 16": ("MERGE_PROGRAM_ROWS", 16),
+        "--attention-early-positions 1": ("EARLY_POSITIONS", 1),
+        "--attention-max-splits 16": ("MAX_SPLITS", 16),
+        "--switch kernels.attention.SLOT_PAD=1": ("SLOT_PAD", 1),
+        "--attention-merge-chunk 16": ("MERGE_SPLIT_CHUNK", 16),
+    }
+    for options, (switch, value) in one_switch.items():
+        arm = engine_speed.paired_arms(f"a|;b|{options}", parser, args)["b"]
+        assert engine_speed.module_switches(arm, parser) == {(attention, switch): value}
     st = engine_speed.paired_arms("a|;s|--attention-stages wide=1", parser, args)["s"]
     assert engine_speed.module_switches(st, parser) == {
         (attention, "SPLIT_STAGES"): {"narrow": attention.SPLIT_STAGES["narrow"], "wide": 1},
