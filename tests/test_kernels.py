@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -361,6 +362,59 @@ def test_pdl_waves_launches_small_grids_and_chained_multiplies_plainly(
     assert seen == [{"multiply": True, "programs": 3, "elementwise": False}]
     with pytest.raises(ConfigError, match="pdl must be one of"):
         EngineConfig(pdl="yes")
+
+
+def test_wide_pdl_launches_one_wave_multiplies_early_and_pads_them(
+    launch_settings, monkeypatch
+) -> None:
+    """launch.WIDE_PDL under pdl="chain" (as if on a Hopper GPU of 100 SMs): 1 launches a
+    multiply of a forward of more than one row with PDL where its grid fits one wave, 2 every
+    one; one-row forwards keep chain's rule. ONE_WAVE_SHARED is asked for by the one-wave
+    multiplies launched so, and by no other."""
+    monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
+    monkeypatch.setattr(launch_settings, "_sm_count", lambda index: 100)
+    pad = 120 << 10
+    monkeypatch.setattr(launch_settings, "ONE_WAVE_SHARED", pad)
+    t = torch.zeros(1)
+    launch_settings.configure(pdl="chain", prefetch="off")
+
+    def launched(wide: int, rows: int) -> list[tuple[bool, int]]:
+        monkeypatch.setattr(launch_settings, "WIDE_PDL", wide)
+        with launch_settings.forward_rows(rows):
+            return [(a["launch_pdl"], a["SHARED"]) for a in (
+                launch_settings.multiply(t, p, elementwise=False) for p in (96, 100, 101, 384)
+            )]  # fmt: skip
+
+    assert launched(0, 16) == [(False, 0)] * 4
+    assert launched(1, 16) == [(True, pad), (True, pad), (False, 0), (False, 0)]
+    assert launched(2, 16) == [(True, pad), (True, pad), (True, 0), (True, 0)]
+    assert launched(2, 1) == [(True, 0)] * 4  # chain's one-row rule (tensor-core tiles)
+    monkeypatch.setattr(launch_settings, "ONE_WAVE_SHARED", 0)
+    assert launched(1, 16) == [(True, 0), (True, 0), (False, 0), (False, 0)]
+    with pytest.raises(ValueError, match="shared memory a program"):
+        launch_settings.ask_shared(SimpleNamespace(packed_metadata=(4, 1, 0)), 1 << 20)
+
+
+@pytest.mark.skipif(not CUDA, reason="shared memory asked for at launch needs a GPU")
+def test_one_wave_shared_gives_the_same_bits(launch_settings, monkeypatch) -> None:
+    """A 16-row multiply launched with PDL and padded shared memory (WIDE_PDL 1,
+    ONE_WAVE_SHARED) computes the same bits as its plain launch, and its compiled kernel asks
+    for the padded bytes from the launch after the one that compiled it."""
+    from specpilot.kernels import linear
+
+    launch_settings.configure(pdl="chain", prefetch="off")
+    gen = torch.Generator(device=DEVICE).manual_seed(7)
+    x = torch.randn(16, 4096, dtype=BF16, device=DEVICE, generator=gen)
+    w = torch.randn(4096, 4096, dtype=BF16, device=DEVICE, generator=gen) / 64
+    res = torch.randn(16, 4096, dtype=BF16, device=DEVICE, generator=gen)
+    plain = skinny_linear(x, w, residual=res)
+    pad = 120 << 10
+    monkeypatch.setattr(launch_settings, "WIDE_PDL", 1)
+    monkeypatch.setattr(launch_settings, "ONE_WAVE_SHARED", pad)
+    for _ in range(2):  # compiled and padded, then launched padded
+        assert torch.equal(skinny_linear(x, w, residual=res), plain)
+    kernels = linear._skinny_kernel.device_caches[torch.cuda.current_device()][0].values()
+    assert any(k.packed_metadata[2] == pad for k in kernels)
 
 
 def test_pdl_auto_resolves_by_target_size(tmp_path, launch_settings) -> None:

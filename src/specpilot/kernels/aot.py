@@ -45,6 +45,7 @@ OFF = {
     "EARLY_POS": 0,
     "TMA": 0,
     "TRACE": 0,
+    "SHARED": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

@@ -75,6 +75,22 @@ _LAST_LAUNCH = {"multiply": False, "elementwise": False}
 # (between the 16-row o and down of the Qwen3-8B shape, 0.97 waves, and their tiles with half
 # the weight rows, 1.94: bench/h200/half16.json; bench/engine_speed.py --pdl-min-waves)
 PDL_MIN_WAVES = 1.5
+# "kernels" and "chain" launch a multiply plainly in forwards of more than one row (run 50; run
+# 133: under "all" the 16-row verify forward took 4.69 -> 5.55 ms, most of it the down multiply
+# behind gate|up, 27.2 -> 48.5 us, while q|k|v behind an RMSNorm kept its 14.1 us and lost its
+# 1.35 us gap). The guess tested next: a grid launched early is placed where the kernel before
+# leaves room, several programs an SM, and a grid of one wave then runs unevenly. WIDE_PDL 1
+# launches those multiplies whose grid fits one wave (at most one program an SM) with PDL, 2
+# every one; ONE_WAVE_SHARED (bytes, 0: off) is the shared memory that such a one-wave multiply
+# launched with PDL asks for (ask_shared), so that the SMs take one of its programs each, as
+# they do when it is launched plainly on an idle GPU.
+WIDE_PDL = 0
+ONE_WAVE_SHARED = 0
+MAX_SHARED = 227 << 10  # Hopper's shared memory a program can ask for
+SWITCH_RULES = {
+    "WIDE_PDL": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
+    "ONE_WAVE_SHARED": (lambda n: 0 <= n <= MAX_SHARED, f"0 to {MAX_SHARED} bytes"),
+}
 
 
 def resolve_pdl(mode: str, weight_bytes: int) -> str:
@@ -167,9 +183,49 @@ def pdl(
     if mode == "chain" and one_row:
         return {"PDL": True, "launch_pdl": not (multiply and after_elementwise)}
     if mode in ("kernels", "chain") or (mode == "small" and not one_row):
-        return {"PDL": True, "launch_pdl": not multiply}
+        wide = WIDE_PDL == 2 or (WIDE_PDL == 1 and one_wave(t, programs))
+        return {"PDL": True, "launch_pdl": not multiply or (wide and not one_row)}
     on = pdl_wanted()
     return {"PDL": on, "launch_pdl": on}
+
+
+def one_wave(t: torch.Tensor, programs: int) -> bool:
+    """A grid of `programs` fits one wave of t's device: at most one program an SM."""
+    return 0 < programs <= _sm_count(t.device.index or 0)
+
+
+def padded_shared(t: torch.Tensor, launched: dict, programs: int) -> int:
+    """The shared memory (bytes, 0: the kernel's own) that a multiply launched with `launched`
+    (launch.pdl's answer) asks for: ONE_WAVE_SHARED where it was launched with PDL outside a
+    one-row forward and its grid fits one wave."""
+    wide = _FORWARD_ROWS[-1:] != [1]
+    on = ONE_WAVE_SHARED and launched["launch_pdl"] and wide and one_wave(t, programs)
+    return ONE_WAVE_SHARED if on else 0
+
+
+def multiply(t: torch.Tensor, programs: int, elementwise: bool) -> dict:
+    """A multiply's launch keywords: launch.pdl's, and SHARED, the shared memory (bytes) that
+    padded_shared has it ask for (a kernel constant, so that it compiles apart; the launcher
+    passes it to ask_shared after the launch)."""
+    launched = pdl(t, multiply=True, programs=programs, elementwise=elementwise)
+    return launched | {"SHARED": padded_shared(t, launched, programs)}
+
+
+def ask_shared(kernel, nbytes: int) -> None:
+    """Every later launch of Triton's compiled `kernel` asks for at least `nbytes` of shared
+    memory (none of which it uses): its module loaded again with that much allowed, and the
+    size the launcher passes raised. The launch that compiled it asked for its own."""
+    from triton.runtime.driver import driver
+
+    if not nbytes or kernel.packed_metadata[2] >= nbytes:
+        return
+    if not 0 < nbytes <= MAX_SHARED:
+        raise ValueError(f"shared memory a program must be 1 to {MAX_SHARED} bytes, got {nbytes}")
+    kernel.run  # noqa: B018 - loads the kernel's handles (Triton does so on first use)
+    device = driver.active.get_current_device()
+    loaded = driver.active.utils.load_binary(kernel.name, kernel.kernel, nbytes, device)
+    kernel.module, kernel.function = loaded[:2]
+    kernel.packed_metadata = (*kernel.packed_metadata[:2], nbytes)
 
 
 def prefetch_mode(weight: torch.Tensor) -> int:

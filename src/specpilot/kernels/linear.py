@@ -79,6 +79,7 @@ def _skinny_kernel(
     SWIGLU: tl.constexpr = False,
     w_desc=None,
     TMA: tl.constexpr = False,
+    SHARED: tl.constexpr = 0,  # launch.ask_shared's bytes (unused here: its own compile)
     TRACE: tl.constexpr = 0,
     trace_ptr=None,
     clock_ptr=None,
@@ -300,7 +301,9 @@ def skinny_linear(
         part = torch.empty(split, m, n, device=x.device, dtype=torch.float32)
         counters = zeroed_counters(x.device, grid[0] * grid[1])
         split_args = dict(part_ptr=part, count_ptr=counters, FENCE=not INTERPRETED)
-    _skinny_kernel[grid](
+    programs = grid[0] * grid[1] * grid[2]
+    launched = launch.multiply(x, programs, elementwise=not cfg["USE_DOT"])
+    kernel = _skinny_kernel[grid](
         x,
         weight,
         y,
@@ -319,18 +322,15 @@ def skinny_linear(
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
         PREFETCH=0 if split > 1 or swiglu or tma_args["TMA"] else launch.prefetch_mode(weight),
-        **launch.pdl(
-            x, multiply=True, programs=grid[0] * grid[1] * grid[2], elementwise=not cfg["USE_DOT"]
-        ),
+        **launched,
         SPLIT_K=split,
         SWIGLU=swiglu,
         **split_args,
         **tma_args,
-        **trace.arguments(
-            x, "linear", grid[0] * grid[1] * grid[2], bytes=weight.nbytes, rows=m, n=n, k=k
-        ),
+        **trace.arguments(x, "linear", programs, bytes=weight.nbytes, rows=m, n=n, k=k),
         **cfg,
     )
+    launch.ask_shared(kernel, launched["SHARED"])
     return y
 
 

@@ -352,6 +352,7 @@ def _w12_kernel(
     LOOP_STAGES: tl.constexpr = 1,
     SWIGLU: tl.constexpr = False,
     SPLIT_IN: tl.constexpr = 1,
+    SHARED: tl.constexpr = 0,  # launch.ask_shared's bytes (unused here: its own compile)
     TRACE: tl.constexpr = 0,
     trace_ptr=None,
     clock_ptr=None,
@@ -703,7 +704,9 @@ def w12_linear(
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), splits)  # as linear
     in_kernel = splits > 1 and SPLIT_SUM_IN_KERNEL
     counters = zeroed_counters(x.device, grid[0] * grid[1]) if in_kernel else weight.row_ptr
-    _w12_kernel[grid](
+    programs = grid[0] * grid[1] * grid[2]
+    launched = launch.multiply(x, programs, elementwise=not cfg["USE_DOT"])
+    kernel = _w12_kernel[grid](
         x,
         weight.low.view(torch.int32),
         weight.codes.view(torch.int32),
@@ -734,23 +737,14 @@ def w12_linear(
         EVEN_N=n % cfg["BLOCK_N"] == 0,  # with swiglu: each half a whole number of half tiles
         SLICE=SLICE,
         **cfg,
-        **launch.pdl(
-            x, multiply=True, programs=grid[0] * grid[1] * grid[2], elementwise=not cfg["USE_DOT"]
-        ),
+        **launched,
         SWIGLU=swiglu,
         count_ptr=counters,
         SUM_IN_KERNEL=in_kernel,
         FENCE=in_kernel and not INTERPRETED,
-        **trace.arguments(
-            x,
-            "w12_linear",
-            grid[0] * grid[1] * grid[2],
-            bytes=weight.nbytes_bound(),
-            rows=m,
-            n=n,
-            k=k,
-        ),
+        **trace.arguments(x, "w12_linear", programs, bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
     )
+    launch.ask_shared(kernel, launched["SHARED"])
     if splits > 1 and not in_kernel:
         block = 1024
         sum_grid = (triton.cdiv(n, block), m)
