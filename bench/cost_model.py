@@ -34,12 +34,13 @@ variant NAME of its own weights (arms "<weights> <variant>", one process): for e
 change of its back-to-back time and the components that changed most.
 
     python bench/cost_model.py --timeline --against base \
-        bench/results/2026-12-05-variants-run142/timeline-variants-1024.json
+        bench/results/2026-12-05-variants-run142/timeline-variants-1024.json.gz
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 
 # how many times a forward runs each multiply of kernel_sweep.SHAPES (Qwen3-8B: 36 layers)
@@ -109,14 +110,20 @@ def step_model(table: dict, e2e: dict | None, rows: int, bandwidth: float, fract
     return out
 
 
+def read_report(path: str) -> dict:
+    """A JSON report, gzipped where its name ends in .gz (the kernel timelines' variant reports
+    are committed so: every launch of every forward, ~1-7 MB of text each)."""
+    with (gzip.open if str(path).endswith(".gz") else open)(path, "rt") as f:
+        return json.load(f)
+
+
 def load_tables(paths: list[str]) -> dict:
     """One kernel table from several w12_speed reports: their results by (rows, shape), a later
     report's entry replacing an earlier one's."""
     merged: dict = {}
     for path in paths:
-        with open(path) as f:
-            for r in json.load(f)["results"]:
-                merged[(r["m"], r["shape"])] = r
+        for r in read_report(path)["results"]:
+            merged[(r["m"], r["shape"])] = r
     return {"results": list(merged.values())}
 
 
@@ -252,8 +259,7 @@ def main() -> None:
     if not 0 < args.fraction <= 1 or args.bandwidth <= 0:
         parser.error("--fraction must be in (0, 1] and --bandwidth > 0")
     if args.timeline:
-        with open(args.table) as f:
-            report = json.load(f)
+        report = read_report(args.table)
         out = timeline_losses(report, args.bandwidth * 1e12)
         if args.against:
             try:
@@ -294,12 +300,8 @@ def main() -> None:
             print(f"w12_matrices for {mode}: {names or '(none: bf16)'}")
         print(json.dumps(out))
         return
-    with open(args.table) as f:
-        table = json.load(f)
-    e2e = None
-    if args.e2e:
-        with open(args.e2e) as f:
-            e2e = json.load(f)["end_to_end"]
+    table = read_report(args.table)
+    e2e = read_report(args.e2e)["end_to_end"] if args.e2e else None
     out = step_model(table, e2e, args.rows, args.bandwidth * 1e12, args.fraction)
     print(f"{'arm':<5} {'shape':<8} {'us':>8} {'bound':>8} {'x count':>8} {'lost a token':>13}")
     for arm, m in out["arms"].items():

@@ -133,7 +133,7 @@ def test_timeline_deltas_on_run_142(capsys, monkeypatch) -> None:
     the base of its own weights, and the components that moved most (the RMSNorm on 1 warp:
     the down multiply after it +130 us, more than the norm's own +34); the base repeated moves
     ~0; a base the report lacks is a usage error."""
-    path = ROOT / "bench/results/2026-12-05-variants-run142/timeline-variants-1024.json"
+    path = ROOT / "bench/results/2026-12-05-variants-run142/timeline-variants-1024.json.gz"
     report = json.loads(path.read_text())
     losses = cost_model.timeline_losses(report, 4.26e12)
     out = cost_model.timeline_deltas(report, losses, "base")
