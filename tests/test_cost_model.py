@@ -134,7 +134,7 @@ def test_timeline_deltas_on_run_142(capsys, monkeypatch) -> None:
     the down multiply after it +130 us, more than the norm's own +34); the base repeated moves
     ~0; a base the report lacks is a usage error."""
     path = ROOT / "bench/results/2026-12-05-variants-run142/timeline-variants-1024.json.gz"
-    report = json.loads(path.read_text())
+    report = cost_model.read_report(path)
     losses = cost_model.timeline_losses(report, 4.26e12)
     out = cost_model.timeline_deltas(report, losses, "base")
     assert set(out) == {f"bf16 {v}" for v in ("n1", "n2", "re", "n1re", "base2")}
