@@ -307,6 +307,7 @@ def test_pdl_chain_launches_a_multiply_after_a_multiply_plainly(launch_settings,
     small's rule (multiplies plainly). "small" in the same one-row sequence launches every
     multiply with PDL."""
     monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
+    monkeypatch.setattr(launch_settings, "WIDE_PDL", 0)  # its own test: wide_pdl's
     t = torch.zeros(1)
     # norm, q|k|v, rope, attention, o, norm, gate|up (SwiGLU epilogue), down, norm, lm_head
     order = [False, True, False, False, True, False, True, True, False, True]
@@ -367,30 +368,44 @@ def test_pdl_waves_launches_small_grids_and_chained_multiplies_plainly(
 def test_wide_pdl_launches_one_wave_multiplies_early_and_pads_them(
     launch_settings, monkeypatch
 ) -> None:
-    """launch.WIDE_PDL under pdl="chain" (as if on a Hopper GPU of 100 SMs): 1 launches a
-    multiply of a forward of more than one row with PDL where its grid fits one wave, 2 every
-    one; one-row forwards keep chain's rule. ONE_WAVE_SHARED is asked for by the one-wave
-    multiplies launched so, and by no other."""
+    """launch.WIDE_PDL under pdl="chain" (as if on a Hopper GPU of 100 SMs): in a forward of
+    more than one row, 1 launches a multiply with PDL where its grid fits one wave, 2 also a
+    larger grid unless it directly follows a multiply; one-row forwards keep chain's rule.
+    ONE_WAVE_SHARED (at most the device's) is asked for by the one-wave multiplies so launched
+    and by no other."""
     monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
     monkeypatch.setattr(launch_settings, "_sm_count", lambda index: 100)
+    monkeypatch.setattr(launch_settings, "_shared_optin", lambda index: 200 << 10)
     pad = 120 << 10
     monkeypatch.setattr(launch_settings, "ONE_WAVE_SHARED", pad)
     t = torch.zeros(1)
     launch_settings.configure(pdl="chain", prefetch="off")
 
-    def launched(wide: int, rows: int) -> list[tuple[bool, int]]:
+    def launched(wide: int, rows: int, norm_before: bool) -> list[tuple[bool, int]]:
+        """Multiplies of 96, 100, 101 and 384 programs, each after a norm or after the last."""
         monkeypatch.setattr(launch_settings, "WIDE_PDL", wide)
+        out = []
         with launch_settings.forward_rows(rows):
-            return [(a["launch_pdl"], a["SHARED"]) for a in (
-                launch_settings.multiply(t, p, elementwise=False) for p in (96, 100, 101, 384)
-            )]  # fmt: skip
+            for programs in (96, 100, 101, 384):
+                if norm_before:
+                    assert launch_settings.pdl(t)["launch_pdl"]
+                a = launch_settings.multiply(t, programs, elementwise=False)
+                out.append((a["launch_pdl"], a["SHARED"]))
+        return out
 
-    assert launched(0, 16) == [(False, 0)] * 4
-    assert launched(1, 16) == [(True, pad), (True, pad), (False, 0), (False, 0)]
-    assert launched(2, 16) == [(True, pad), (True, pad), (True, 0), (True, 0)]
-    assert launched(2, 1) == [(True, 0)] * 4  # chain's one-row rule (tensor-core tiles)
+    one_wave = [(True, pad), (True, pad)]
+    for norm_before in (False, True):
+        assert launched(0, 16, norm_before) == [(False, 0)] * 4
+        assert launched(1, 16, norm_before) == one_wave + [(False, 0)] * 2
+        assert launched(2, 1, norm_before) == [(True, 0)] * 4  # chain's one-row rule
+    assert launched(2, 16, False) == one_wave + [(False, 0)] * 2  # each after a multiply
+    assert launched(2, 16, True) == one_wave + [(True, 0)] * 2
+    monkeypatch.setattr(launch_settings, "_shared_optin", lambda index: 99 << 10)
+    assert launched(1, 16, True)[0] == (True, 99 << 10)  # what the device allows
     monkeypatch.setattr(launch_settings, "ONE_WAVE_SHARED", 0)
-    assert launched(1, 16) == [(True, 0), (True, 0), (False, 0), (False, 0)]
+    assert launched(1, 16, True) == [(True, 0), (True, 0), (False, 0), (False, 0)]
+    launch_settings.configure(pdl="all", prefetch="off")  # not WIDE_PDL's: never padded
+    assert launched(1, 16, True) == [(True, 0)] * 4
     with pytest.raises(ValueError, match="shared memory a program"):
         launch_settings.ask_shared(SimpleNamespace(packed_metadata=(4, 1, 0)), 1 << 20)
 
@@ -407,8 +422,9 @@ def test_one_wave_shared_gives_the_same_bits(launch_settings, monkeypatch) -> No
     x = torch.randn(16, 4096, dtype=BF16, device=DEVICE, generator=gen)
     w = torch.randn(4096, 4096, dtype=BF16, device=DEVICE, generator=gen) / 64
     res = torch.randn(16, 4096, dtype=BF16, device=DEVICE, generator=gen)
+    monkeypatch.setattr(launch_settings, "WIDE_PDL", 0)
     plain = skinny_linear(x, w, residual=res)
-    pad = 120 << 10
+    pad = 112 << 10  # not the default's: a kernel compiled for this test
     monkeypatch.setattr(launch_settings, "WIDE_PDL", 1)
     monkeypatch.setattr(launch_settings, "ONE_WAVE_SHARED", pad)
     for _ in range(2):  # compiled and padded, then launched padded

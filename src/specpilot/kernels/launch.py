@@ -75,17 +75,21 @@ _LAST_LAUNCH = {"multiply": False, "elementwise": False}
 # (between the 16-row o and down of the Qwen3-8B shape, 0.97 waves, and their tiles with half
 # the weight rows, 1.94: bench/h200/half16.json; bench/engine_speed.py --pdl-min-waves)
 PDL_MIN_WAVES = 1.5
-# "kernels" and "chain" launch a multiply plainly in forwards of more than one row (run 50; run
-# 133: under "all" the 16-row verify forward took 4.69 -> 5.55 ms, most of it the down multiply
-# behind gate|up, 27.2 -> 48.5 us, while q|k|v behind an RMSNorm kept its 14.1 us and lost its
-# 1.35 us gap). The guess tested next: a grid launched early is placed where the kernel before
-# leaves room, several programs an SM, and a grid of one wave then runs unevenly. WIDE_PDL 1
-# launches those multiplies whose grid fits one wave (at most one program an SM) with PDL, 2
-# every one; ONE_WAVE_SHARED (bytes, 0: off) is the shared memory that such a one-wave multiply
-# launched with PDL asks for (ask_shared), so that the SMs take one of its programs each, as
-# they do when it is launched plainly on an idle GPU.
-WIDE_PDL = 0
-ONE_WAVE_SHARED = 0
+# "kernels" and "chain" launched every multiply plainly in forwards of more than one row (run 50;
+# run 133: under "all" the 16-row verify forward took 4.69 -> 5.55 ms, most of it the down
+# multiply behind gate|up, 27.2 -> 48.5 us, while q|k|v behind an RMSNorm kept its 14.1 us and
+# lost its 1.35 us gap). Run 144 (kernel timeline, one process) found why: a grid launched early
+# is placed where the kernels before leave room, several programs an SM, and a grid of one wave
+# (the 16-row q|k|v, o and down: 96-128 programs) then runs unevenly. Asking for 120 KB of
+# shared memory a program (ONE_WAVE_SHARED, unused: ask_shared) leaves room for one of its
+# programs an SM, as a plain launch on an idle GPU places them. WIDE_PDL 1 launches the
+# one-wave multiplies of such forwards with PDL, 2 also the larger grids but one right after a
+# multiply (run 144: W12's split-K down behind its gate|up +293 us with PDL). At the Qwen3-8B
+# shape, 1k, back to back: bf16 verify 4.546 -> 4.436 ms under 2 with the padding (4.467
+# under 1; 5.394 under 2 without it, 4.550 under 1), draft 1.000 -> 0.977; W12 verify 4.436 ->
+# 4.371 under 1 (its down plain). Tokens checked by token forcing inside the graphs.
+WIDE_PDL = 2
+ONE_WAVE_SHARED = 120 << 10
 MAX_SHARED = 227 << 10  # Hopper's shared memory a program can ask for
 SWITCH_RULES = {
     "WIDE_PDL": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
@@ -183,10 +187,18 @@ def pdl(
     if mode == "chain" and one_row:
         return {"PDL": True, "launch_pdl": not (multiply and after_elementwise)}
     if mode in ("kernels", "chain") or (mode == "small" and not one_row):
-        wide = WIDE_PDL == 2 or (WIDE_PDL == 1 and one_wave(t, programs))
-        return {"PDL": True, "launch_pdl": not multiply or (wide and not one_row)}
+        wide = not one_row and wide_pdl(t, programs, after_multiply)
+        return {"PDL": True, "launch_pdl": not multiply or wide}
     on = pdl_wanted()
     return {"PDL": on, "launch_pdl": on}
+
+
+def wide_pdl(t: torch.Tensor, programs: int, after_multiply: bool) -> bool:
+    """Whether WIDE_PDL launches a multiply of `programs` programs with PDL in a forward of more
+    than one row under "kernels", "chain" or "small"."""
+    if one_wave(t, programs):
+        return WIDE_PDL >= 1
+    return WIDE_PDL == 2 and not after_multiply
 
 
 def one_wave(t: torch.Tensor, programs: int) -> bool:
@@ -196,11 +208,17 @@ def one_wave(t: torch.Tensor, programs: int) -> bool:
 
 def padded_shared(t: torch.Tensor, launched: dict, programs: int) -> int:
     """The shared memory (bytes, 0: the kernel's own) that a multiply launched with `launched`
-    (launch.pdl's answer) asks for: ONE_WAVE_SHARED where it was launched with PDL outside a
-    one-row forward and its grid fits one wave."""
-    wide = _FORWARD_ROWS[-1:] != [1]
-    on = ONE_WAVE_SHARED and launched["launch_pdl"] and wide and one_wave(t, programs)
-    return ONE_WAVE_SHARED if on else 0
+    (launch.pdl's answer) asks for: ONE_WAVE_SHARED, at most what the device allows a program,
+    where WIDE_PDL launched it with PDL and its grid fits one wave."""
+    wide = _SETTINGS["pdl"] in ("kernels", "chain", "small") and _FORWARD_ROWS[-1:] != [1]
+    if not (ONE_WAVE_SHARED and WIDE_PDL and wide and launched["launch_pdl"]):
+        return 0
+    return min(ONE_WAVE_SHARED, _shared_optin(t.device.index or 0)) if one_wave(t, programs) else 0
+
+
+@functools.cache
+def _shared_optin(index: int) -> int:
+    return torch.cuda.get_device_properties(index).shared_memory_per_block_optin
 
 
 def multiply(t: torch.Tensor, programs: int, elementwise: bool) -> dict:
