@@ -259,9 +259,11 @@ def test_l2_ahead_asks_only_where_it_can(launch_settings, monkeypatch) -> None:
             decode_attention(q, cache, cache, pos, 1, ahead=bad)
 
 
-def test_pdl_decode_mode_is_on_only_inside_one_row_forwards(launch_settings) -> None:
+def test_pdl_decode_mode_is_on_only_inside_one_row_forwards(launch_settings, monkeypatch) -> None:
     """pdl="decode" asks for PDL in a target forward of one token row (nested scopes: the
-    innermost counts), never outside one; "all" everywhere; "off" nowhere."""
+    innermost counts), never outside one; "all" everywhere; "off" nowhere. (The multiplies of
+    wider forwards under launch.WIDE_PDL: its own test.)"""
+    monkeypatch.setattr(launch_settings, "WIDE_PDL", 0)
     launch_settings.configure(pdl="decode", prefetch="off")
     assert not launch_settings.pdl_wanted()
     with launch_settings.forward_rows(1):
