@@ -408,6 +408,40 @@ def test_wide_pdl_launches_one_wave_multiplies_early_and_pads_them(
     assert launched(1, 16, True) == [(True, 0), (True, 0), (False, 0), (False, 0)]
     launch_settings.configure(pdl="all", prefetch="off")  # not WIDE_PDL's: never padded
     assert launched(1, 16, True) == [(True, 0)] * 4
+
+
+def test_even_shared_launches_multiplies_after_multiplies_early_and_spread(
+    launch_settings, monkeypatch
+) -> None:
+    """launch.EVEN_SHARED under pdl="chain" (a Hopper of 100 SMs, 228 KB of shared memory an
+    SM): a multiply of more than one wave right after a multiply (one row: after one on
+    element-wise tiles) is launched with PDL, asking for the shared memory with which
+    ceil(programs / SMs) of its programs fit an SM; off, it is launched plainly."""
+    monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
+    monkeypatch.setattr(launch_settings, "_sm_count", lambda index: 100)
+    monkeypatch.setattr(launch_settings, "_shared_optin", lambda index: 227 << 10)
+    monkeypatch.setattr(launch_settings, "_shared_per_sm", lambda index: 228 << 10)
+    monkeypatch.setattr(launch_settings, "WIDE_PDL", 2)
+    t = torch.zeros(1)
+    launch_settings.configure(pdl="chain", prefetch="off")
+
+    def down(even: bool, rows: int, gate_up_elementwise: bool) -> tuple[bool, int]:
+        """A norm, gate|up (3,000 programs), then down (400): down's PDL and shared memory."""
+        monkeypatch.setattr(launch_settings, "EVEN_SHARED", even)
+        with launch_settings.forward_rows(rows):
+            launch_settings.pdl(t)
+            launch_settings.multiply(t, 3000, elementwise=gate_up_elementwise)
+            a = launch_settings.multiply(t, 400, elementwise=True)
+        return a["launch_pdl"], a["SHARED"]
+
+    spread = (228 << 10) // 4 - 1024  # 4 programs an SM
+    assert down(False, 1, True) == (False, 0)
+    assert down(True, 1, True) == (True, spread)
+    assert down(True, 1, False) == (True, 0)  # PDL by chain's own rule, nothing to spread
+    assert down(False, 16, False) == (False, 0)
+    assert down(True, 16, False) == (True, spread)
+    assert launch_settings.even_shared(0, 100) == (228 << 10) - 1024
+    assert launch_settings.even_shared(0, 801) == (228 << 10) // 9 - 1024
     with pytest.raises(ValueError, match="shared memory a program"):
         launch_settings.ask_shared(SimpleNamespace(packed_metadata=(4, 1, 0)), 1 << 20)
 

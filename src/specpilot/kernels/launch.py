@@ -91,6 +91,14 @@ PDL_MIN_WAVES = 1.5
 WIDE_PDL = 2
 ONE_WAVE_SHARED = 120 << 10
 MAX_SHARED = 227 << 10  # Hopper's shared memory a program can ask for
+# EVEN_SHARED (off: unmeasured, the next step of run 144's finding): a multiply of more than one
+# wave that the rules launch plainly because it directly follows a multiply (the one-row down
+# behind an element-wise gate|up under "chain", run 133: W12's 22.9 -> 29.1 us with PDL; the
+# split-K W12 down behind its 16-row gate|up, run 144: +293 us) is launched with PDL instead,
+# asking for the shared memory with which at most ceil(programs / SMs) of its programs fit an
+# SM (even_shared): the spread of a plain launch on an idle GPU.
+EVEN_SHARED = False
+RESERVED_SHARED = 1 << 10  # what each program of an SM90 kernel holds beside its own
 SWITCH_RULES = {
     "WIDE_PDL": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "ONE_WAVE_SHARED": (lambda n: 0 <= n <= MAX_SHARED, f"0 to {MAX_SHARED} bytes"),
@@ -185,7 +193,7 @@ def pdl(
         plain = multiply and (after_multiply or waves < PDL_MIN_WAVES)
         return {"PDL": True, "launch_pdl": not plain}
     if mode == "chain" and one_row:
-        return {"PDL": True, "launch_pdl": not (multiply and after_elementwise)}
+        return {"PDL": True, "launch_pdl": not (multiply and after_elementwise) or EVEN_SHARED}
     if mode in ("kernels", "chain") or (mode == "small" and not one_row):
         wide = not one_row and wide_pdl(t, programs, after_multiply)
         return {"PDL": True, "launch_pdl": not multiply or wide}
@@ -198,7 +206,7 @@ def wide_pdl(t: torch.Tensor, programs: int, after_multiply: bool) -> bool:
     than one row under "kernels", "chain" or "small"."""
     if one_wave(t, programs):
         return WIDE_PDL >= 1
-    return WIDE_PDL == 2 and not after_multiply
+    return WIDE_PDL == 2 and (EVEN_SHARED or not after_multiply)
 
 
 def one_wave(t: torch.Tensor, programs: int) -> bool:
@@ -206,14 +214,31 @@ def one_wave(t: torch.Tensor, programs: int) -> bool:
     return 0 < programs <= _sm_count(t.device.index or 0)
 
 
-def padded_shared(t: torch.Tensor, launched: dict, programs: int) -> int:
+def padded_shared(t: torch.Tensor, launched: dict, programs: int, after: dict) -> int:
     """The shared memory (bytes, 0: the kernel's own) that a multiply launched with `launched`
-    (launch.pdl's answer) asks for: ONE_WAVE_SHARED, at most what the device allows a program,
-    where WIDE_PDL launched it with PDL and its grid fits one wave."""
-    wide = _SETTINGS["pdl"] in ("kernels", "chain", "small") and _FORWARD_ROWS[-1:] != [1]
-    if not (ONE_WAVE_SHARED and WIDE_PDL and wide and launched["launch_pdl"]):
+    (launch.pdl's answer) after the launch that `after` describes (launch.pdl's record of the
+    one before) asks for, under "kernels", "chain" or "small" (whose rules WIDE_PDL and
+    EVEN_SHARED extend), never more than the device allows a program: in a forward of more
+    than one row where WIDE_PDL launched it with PDL and its grid fits one wave,
+    ONE_WAVE_SHARED; where EVEN_SHARED launched it with PDL right after a multiply (on
+    element-wise tiles in one-row forwards) and its grid is larger, even_shared's."""
+    if _SETTINGS["pdl"] not in ("kernels", "chain", "small") or not launched["launch_pdl"]:
         return 0
-    return min(ONE_WAVE_SHARED, _shared_optin(t.device.index or 0)) if one_wave(t, programs) else 0
+    index = t.device.index or 0
+    one_row = _FORWARD_ROWS[-1:] == [1]
+    if one_wave(t, programs):
+        padded = ONE_WAVE_SHARED if WIDE_PDL and not one_row else 0
+    else:
+        behind = after["elementwise"] if one_row else after["multiply"]
+        padded = even_shared(index, programs) if EVEN_SHARED and behind else 0
+    return min(padded, _shared_optin(index))
+
+
+def even_shared(index: int, programs: int) -> int:
+    """The shared memory a program asks for so that at most ceil(programs / SMs) of a grid's
+    programs fit an SM of device `index` (0 where the device does not say its SM's)."""
+    most = -(-programs // _sm_count(index))
+    return max(_shared_per_sm(index) // most - RESERVED_SHARED, 0)
 
 
 @functools.cache
@@ -221,12 +246,19 @@ def _shared_optin(index: int) -> int:
     return torch.cuda.get_device_properties(index).shared_memory_per_block_optin
 
 
+@functools.cache
+def _shared_per_sm(index: int) -> int:
+    props = torch.cuda.get_device_properties(index)
+    return getattr(props, "shared_memory_per_multiprocessor", 0)
+
+
 def multiply(t: torch.Tensor, programs: int, elementwise: bool) -> dict:
     """A multiply's launch keywords: launch.pdl's, and SHARED, the shared memory (bytes) that
     padded_shared has it ask for (a kernel constant, so that it compiles apart; the launcher
     passes it to ask_shared after the launch)."""
+    after = dict(_LAST_LAUNCH)
     launched = pdl(t, multiply=True, programs=programs, elementwise=elementwise)
-    return launched | {"SHARED": padded_shared(t, launched, programs)}
+    return launched | {"SHARED": padded_shared(t, launched, programs, after)}
 
 
 def ask_shared(kernel, nbytes: int) -> None:
