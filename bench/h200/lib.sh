@@ -14,3 +14,16 @@ gpu_tests() {
         -k "$TESTS_K" >"$OUT/gpu-tests.log" 2>&1
     echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"; pack
 }
+# unpack: a nested script's all.tgz (timeline.sh packs and archives its own) opened under $OUT,
+# so that the caller's next pack keeps its files.
+unpack() { (cd "$OUT" && tar xzf all.tgz && rm all.tgz); }
+# engine CONTEXT NAME SECONDS [OPTIONS...]: bench/engine_speed.py at CONTEXT, Qwen3-8B shape
+# only (no Llama, batches, baselines or profile), 3 repeats, within SECONDS, into
+# $OUT/engine-NAME.{json,log}; prints its summary line.
+engine() {
+    local ctx=$1 name=$2 seconds=$3; shift 3
+    timeout "$seconds" python3 bench/engine_speed.py --contexts "$ctx" --llama-contexts '' \
+        --batches '' --repeats 3 --hf-baseline 0 --profile 0 --torch-baseline 0 "$@" \
+        --out "$OUT/engine-$name.json" >"$OUT/engine-$name.log" 2>&1
+    echo "engine $name rc=$?"; grep -E "ctx $ctx" "$OUT/engine-$name.log" | cut -c1-300
+}

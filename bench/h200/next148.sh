@@ -9,7 +9,6 @@ set -u
 here="$(dirname "$0")"
 export PYTHONPATH=$PWD/src:$PWD
 source "$here/lib.sh"
-keep() { cd "$OUT" && tar xzf all.tgz && rm all.tgz && cd - >/dev/null; }
 timeout 120 python3 -m pytest -q tests/test_kernels.py -k "shared or wide_pdl" >"$OUT/tests.log" 2>&1
 echo "tests rc=$?"; tail -2 "$OUT/tests.log"
 python3 -c "import torch; p = torch.cuda.get_device_properties(0); print('shared a SM', \
@@ -17,9 +16,6 @@ getattr(p, 'shared_memory_per_multiprocessor', None), 'opt-in', p.shared_memory_
 V="base|;ev|--switch kernels.launch.EVEN_SHARED=1;base2|"
 TESTS_K='' ARMS="bf16;w12:auto" REPLAYS=15 TL_S=150 VARIANTS="$V" CONTEXT=1024 \
     bash "$here/timeline.sh" | grep -E "^(bf16|w12\S*) .* (decode|verify|draft) +[0-9]"
-keep
-timeout 330 python3 bench/engine_speed.py --contexts 32768 --llama-contexts '' --batches '' \
-    --repeats 3 --hf-baseline 0 --profile 0 --torch-baseline 0 \
-    --out "$OUT/engine-32768.json" >"$OUT/engine-32768.log" 2>&1
-echo "engine 32k rc=$?"; grep -E "ctx 32768" "$OUT/engine-32768.log" | cut -c1-300
+unpack
+engine 32768 32768 330
 pack; archive_only
