@@ -35,6 +35,13 @@ change of its back-to-back time and the components that changed most.
 
     python bench/cost_model.py --timeline --against base \
         bench/results/2026-12-05-variants-run142/timeline-variants-1024.json.gz
+
+With `--gaps`, where each forward's gaps between launches sit: its launches grouped by the
+launch before each, with the mean gap and wait and the share launched early (PDL). Plain
+launches show as ~1.3 us gaps entered late (how the verify's multiplies stood until run 145):
+
+    python bench/cost_model.py --timeline --gaps \
+        bench/results/2026-12-06-wide-defaults-run145/timeline-variants-1024.json.gz
 """
 
 from __future__ import annotations
@@ -227,6 +234,42 @@ def timeline_deltas(report: dict, losses: dict, base: str, most: int = 4) -> dic
     return out
 
 
+def launch_label(launch: dict) -> str:
+    """A traced launch's component name: a multiply by its shape (rows x N x K), else its
+    kernel (timeline_losses' names)."""
+    if "n" in launch and "k" in launch:
+        return f"{launch['kernel']} {launch['rows']}x{launch['n']}x{launch['k']}"
+    return launch["kernel"]
+
+
+def timeline_gaps(report: dict, most: int = 8) -> dict:
+    """Where each forward's gaps between launches sit: its traced launches grouped by (launch,
+    the launch before), each group's count, mean gap before it (from the exit of the launch
+    before to its programs' start, microseconds), mean wait (from its first program's entry to
+    its start), and the share of its launches that entered before the launch before had
+    exited (launched early: PDL); the `most` groups with the most gap first. A group entered
+    late with gaps of ~1.3 us is launched plainly; one entered early with ~0.45 us, by PDL."""
+    out: dict = {}
+    for arm, forwards in report["arms"].items():
+        for name, a in forwards.items():
+            groups: dict = {}
+            launches = a["launches"]
+            for before, now in zip(launches, launches[1:]):
+                g = groups.setdefault((launch_label(now), launch_label(before)), [0, 0, 0, 0])
+                g[0] += 1
+                g[1] += now["gap"] / 1e3
+                g[2] += now["wait"] / 1e3
+                g[3] += now["entry"] < before["exit"]
+            rows = [
+                {"launch": k, "after": b, "launches": n, "gap_us": gap, "mean_gap_us": gap / n,
+                 "mean_wait_us": wait / n, "early": early / n}
+                for (k, b), (n, gap, wait, early) in groups.items()
+            ]  # fmt: skip
+            rows.sort(key=lambda r: -r["gap_us"])
+            out.setdefault(arm, {})[name] = {"gap_us": a["gap_us"], "groups": rows[:most]}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -253,14 +296,32 @@ def main() -> None:
         default="",
         help="--timeline on a --variants report: each variant against this one (see above)",
     )
+    parser.add_argument(
+        "--gaps",
+        action="store_true",
+        help="--timeline: where each forward's gaps sit, by launch and the launch before it",
+    )
     args = parser.parse_args()
-    if args.against and not args.timeline:
-        parser.error("--against goes with --timeline")
+    if (args.against or args.gaps) and not args.timeline:
+        parser.error("--against and --gaps go with --timeline")
     if not 0 < args.fraction <= 1 or args.bandwidth <= 0:
         parser.error("--fraction must be in (0, 1] and --bandwidth > 0")
     if args.timeline:
         report = read_report(args.table)
         out = timeline_losses(report, args.bandwidth * 1e12)
+        if args.gaps:
+            gaps = timeline_gaps(report)
+            for arm, forwards in gaps.items():
+                for name, g in forwards.items():
+                    print(f"{arm} {name}: gaps {g['gap_us']:.1f} us; most of them before")
+                    for r in g["groups"]:
+                        print(
+                            f"  {r['launch']:<28} after {r['after']:<28} x{r['launches']:<4}"
+                            f" gap {r['mean_gap_us']:.2f} us ({r['gap_us']:6.1f}), wait "
+                            f"{r['mean_wait_us']:6.2f}, early {r['early']:4.0%}"
+                        )
+            print(json.dumps(gaps))
+            return
         if args.against:
             try:
                 deltas = timeline_deltas(report, out, args.against)

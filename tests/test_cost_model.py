@@ -161,3 +161,32 @@ def test_timeline_deltas_on_run_142(capsys, monkeypatch) -> None:
     monkeypatch.setattr(sys, "argv", ["cost_model.py", str(path), "--against", "base"])
     with pytest.raises(SystemExit):
         cost_model.main()
+
+
+def test_timeline_gaps_on_run_145(capsys, monkeypatch) -> None:
+    """--timeline --gaps on run 145's variants: with WIDE_PDL off ("old") the verify's
+    16-row multiplies enter after the launch before has exited (plain launches, ~1.35 us
+    gaps), with the defaults ("new") early with ~0.5 us; groups sorted by their gap's sum; the
+    gaps of a forward's groups never exceed its own."""
+    path = ROOT / "bench/results/2026-12-06-wide-defaults-run145/timeline-variants-1024.json.gz"
+    out = cost_model.timeline_gaps(cost_model.read_report(path), most=100)
+
+    def group(arm: str, launch: str, after: str) -> dict:
+        rows = out[arm]["verify"]["groups"]
+        return next(r for r in rows if (r["launch"], r["after"]) == (launch, after))
+
+    o = ("linear 16x4096x4096", "merge")
+    assert group("bf16 old", *o)["early"] == 0 and group("bf16 old", *o)["mean_gap_us"] > 1.2
+    assert group("bf16 new", *o)["early"] == 1 and group("bf16 new", *o)["mean_gap_us"] < 0.7
+    assert group("bf16 old", *o)["launches"] == 36
+    for forwards in out.values():
+        for f in forwards.values():
+            sums = [r["gap_us"] for r in f["groups"]]
+            assert sums == sorted(sums, reverse=True)
+            assert sum(sums) <= f["gap_us"] + 1e-6
+    monkeypatch.setattr(sys, "argv", ["cost_model.py", "--timeline", "--gaps", str(path)])
+    cost_model.main()
+    assert "linear 16x4096x4096          after merge" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", ["cost_model.py", "--gaps", str(path)])
+    with pytest.raises(SystemExit):
+        cost_model.main()
