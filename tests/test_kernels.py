@@ -442,8 +442,22 @@ def test_even_shared_launches_multiplies_after_multiplies_early_and_spread(
     assert down(True, 16, False) == (True, spread)
     assert launch_settings.even_shared(0, 100) == (228 << 10) - 1024
     assert launch_settings.even_shared(0, 801) == (228 << 10) // 9 - 1024
+
+
+def test_ask_shared_checks_the_size_and_tritons_layout(launch_settings) -> None:
+    """launch.ask_shared: a size past what a program may ask for is an error; a compiled kernel
+    whose launch metadata is not (warps, CTAs, shared bytes) is left as it is, with a warning;
+    one that already asks for enough is left too. (The reload itself: the GPU test below.)"""
+    pad = 120 << 10
     with pytest.raises(ValueError, match="shared memory a program"):
         launch_settings.ask_shared(SimpleNamespace(packed_metadata=(4, 1, 0)), 1 << 20)
+    unknown = SimpleNamespace(packed_metadata=(4, 1, 0, (1, 1, 1)))  # another Triton's layout
+    with pytest.warns(RuntimeWarning, match="stay unpadded"):
+        launch_settings.ask_shared(unknown, pad)
+    assert unknown.packed_metadata == (4, 1, 0, (1, 1, 1))
+    enough = SimpleNamespace(packed_metadata=(4, 1, pad))  # already asks for that much
+    launch_settings.ask_shared(enough, pad)
+    assert enough.packed_metadata == (4, 1, pad)
 
 
 @pytest.mark.skipif(not CUDA, reason="shared memory asked for at launch needs a GPU")

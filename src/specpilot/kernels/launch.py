@@ -264,18 +264,39 @@ def multiply(t: torch.Tensor, programs: int, elementwise: bool) -> dict:
 def ask_shared(kernel, nbytes: int) -> None:
     """Every later launch of Triton's compiled `kernel` asks for at least `nbytes` of shared
     memory (none of which it uses): its module loaded again with that much allowed, and the
-    size the launcher passes raised. The launch that compiled it asked for its own."""
+    size the launcher passes raised. The launch that compiled it asked for its own. Triton's
+    launch metadata as 3.x's NVIDIA backend packs it, (warps, CTAs, shared bytes), or nothing
+    is changed (a warning, once): the launches stay correct, only unpadded."""
     from triton.runtime.driver import driver
 
-    if not nbytes or kernel.packed_metadata[2] >= nbytes:
+    if not nbytes:
         return
     if not 0 < nbytes <= MAX_SHARED:
         raise ValueError(f"shared memory a program must be 1 to {MAX_SHARED} bytes, got {nbytes}")
+    packed = getattr(kernel, "packed_metadata", None)
+    if not (isinstance(packed, tuple) and len(packed) == 3 and all(type(v) is int for v in packed)):
+        _warn_unpadded(type(kernel).__name__)
+        return
+    if packed[2] >= nbytes:
+        return
     kernel.run  # noqa: B018 - loads the kernel's handles (Triton does so on first use)
     device = driver.active.get_current_device()
     loaded = driver.active.utils.load_binary(kernel.name, kernel.kernel, nbytes, device)
     kernel.module, kernel.function = loaded[:2]
-    kernel.packed_metadata = (*kernel.packed_metadata[:2], nbytes)
+    kernel.packed_metadata = (*packed[:2], nbytes)
+
+
+@functools.cache
+def _warn_unpadded(kind: str) -> None:
+    import warnings
+
+    warnings.warn(
+        f"launch.ask_shared: this Triton's launch metadata ({kind}) is not (warps, CTAs, "
+        "shared bytes); multiplies launched with PDL stay unpadded (set launch.WIDE_PDL = 0 "
+        "if they run slower)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def prefetch_mode(weight: torch.Tensor) -> int:
