@@ -41,7 +41,10 @@ fused.SWIGLU_EPILOGUE_MIN_ROWS; runs 104-105). "chain" keeps "kernels"' rule out
 forwards and gives the one-row forward small's PDL back where no multiply follows a multiply
 (run 107, one process, 6 interleaved rounds: AR 1.023x [1.008-1.040] over "kernels"; its
 speculative step runs the same launches): "chain" is the 8B default. Since run 133 (kernel
-timeline) only a multiply after one on element-wise tiles is launched plainly. At the
+timeline) only a multiply after one on element-wise tiles is launched plainly. Since run 145
+the multiplies of wider forwards take PDL too under "kernels", "chain" and "small" (WIDE_PDL,
+with one-wave grids padded to one program an SM: ONE_WAVE_SHARED), but a grid of more than
+one wave right after a multiply: verify -3.1%, draft -3.0% at the Qwen3-8B shape. At the
 SmolLM2-135M shape, where every kernel lasts a few microseconds, "all" shortened the whole
 speculative step (runs 60, 62).
 The settings are read when a kernel is launched, so a CUDA graph keeps the ones it was captured
@@ -180,7 +183,11 @@ def pdl(
     forward, every kernel with PDL but a multiply that directly follows a multiply or whose
     grid (`programs`) is under PDL_MIN_WAVES programs an SM (bench/pdl_pairs.py's guess: a grid
     of about one wave launched early sits unevenly on the SMs the kernel before has left).
-    Called once a launch, in launch order (what "chain" and "waves" count on)."""
+    Under "kernels", "chain" and "small", WIDE_PDL (on by default since run 145) launches
+    most of the multiplies of wider forwards with PDL after all (wide_pdl), padded by
+    `multiply`'s SHARED to one program an SM where their grid fits one wave; EVEN_SHARED
+    would also launch those right after a multiply. Called once a launch, in launch order
+    (what "chain", "waves" and WIDE_PDL count on)."""
     after_multiply, _LAST_LAUNCH["multiply"] = _LAST_LAUNCH["multiply"], multiply
     after_elementwise = _LAST_LAUNCH["elementwise"]
     _LAST_LAUNCH["elementwise"] = multiply and elementwise
