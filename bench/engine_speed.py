@@ -687,8 +687,10 @@ def host_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.5
 @torch.inference_mode()
 def kernel_profile(gen: Generator, context: int) -> dict:
     """GPU microseconds per forward by kernel name (torch.profiler over eager forwards, so
-    names are resolved): decode (K=1), verify (K=16) and draft, at `context`. On the CPU (the
-    smoke test) the operators' self CPU time instead."""
+    names are resolved): decode (K=1), verify (K=16) and draft, at `context`, and a whole
+    speculative step ("step": draft, verify and the PyTorch work around them, the anchor
+    block, argmaxes, accept and packing, that the kernel timeline does not see). On the CPU
+    (the smoke test) the operators' self CPU time instead."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -707,6 +709,15 @@ def kernel_profile(gen: Generator, context: int) -> dict:
         "decode": lambda: gen._target_forward(block_pos[:, :1] * 0 + 1, block_pos[:, :1], 0, ()),
         "verify": lambda: gen._target_forward(block_pos * 0 + 1, block_pos, 0, ()),
         "draft": lambda: gen._draft_forward(hidden, ctx_pos, anchors, block_pos, context + k),
+        # meta (start, first context position, anchor), replay None, kv lengths, captures
+        "step": lambda: gen._spec_step(
+            hidden,
+            torch.tensor([[context, context - k, 1]], device=dev),
+            None,
+            context,
+            context + k,
+            tuple(gen.drafter.config.target_layer_ids),
+        ),
     }
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     out: dict = {}
@@ -737,7 +748,7 @@ def kernel_profile(gen: Generator, context: int) -> dict:
     finally:
         w12_engine.PROFILE_RANGES = False
         gen.use_graphs = use_graphs
-    out["by_multiply"] = by_multiply
+    out["by_multiply"] = {name: m for name, m in by_multiply.items() if name != "step"}
     return out
 
 

@@ -79,14 +79,16 @@ def test_kernel_profile(gen, capsys) -> None:
         assert gen.use_graphs is True
     finally:
         gen.use_graphs = own
-    assert set(prof) == {"decode", "verify", "draft", "by_multiply"}
-    for name in ("decode", "verify", "draft"):
+    assert set(prof) == {"decode", "verify", "draft", "step", "by_multiply"}
+    for name in ("decode", "verify", "draft", "step"):
         times = [r["us_per_forward"] for r in prof[name].values()]
         assert times and times == sorted(times, reverse=True) and min(times) > 0
     assert prof["by_multiply"] == {"decode": {}, "verify": {}, "draft": {}}  # no fused path here
+    # the step's own work around its forwards: the accept's cumulative product, the argmaxes
+    assert {"aten::cumprod", "aten::argmax"} <= set(prof["step"])
     engine_speed.print_kernel_profile("tiny", 24, prof)
     printed = capsys.readouterr().out
-    assert printed.count("forward (eager, ctx 24)") == 3
+    assert printed.count("forward (eager, ctx 24)") == 4
     assert printed.count("multiplies: none (no fused path here)") == 3
 
 

@@ -18,4 +18,6 @@ TESTS_K='' ARMS="bf16;w12:auto" REPLAYS=15 TL_S=150 VARIANTS="$V" CONTEXT=1024 \
     bash "$here/timeline.sh" | grep -E "^(bf16|w12\S*) .* (decode|verify|draft) +[0-9]"
 unpack
 engine 32768 32768 330
+engine 1024 profile 120 --profile 1  # the eager step's kernels, PyTorch's included (LOG plan 5)
+grep -E "^qwen3-8b (step|verify|draft) forward" "$OUT/engine-profile.log" | cut -c1-300
 pack; archive_only
