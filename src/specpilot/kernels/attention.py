@@ -155,13 +155,16 @@ MERGE_SPLIT_CHUNK = 0
 # the most key slices of launches of more query rows than WIDE_ROWS (verify and draft blocks),
 # below num_splits_for's (and MAX_SPLITS); 0: the same as one-token launches. MAX_SPLITS 16 for
 # every launch made the 16-token forward 1% shorter at 1k and the one-token forward 1.9% longer
-# (run 138). Unmeasured. bench/engine_speed.py --switch kernels.attention.WIDE_MAX_SPLITS=N.
+# (run 138). Run 143 (cap 8 / 16): level at 1k, verify +1.9% / -0.2% at 8k and +10.7% / +6.5%
+# at 32k (fewer, longer slices): off. bench/engine_speed.py --switch
+# kernels.attention.WIDE_MAX_SPLITS=N.
 WIDE_MAX_SPLITS = 0
 # slots a (sequence, KV head)'s partials take beyond its slices: its partials start SLOTS =
 # slices + SLOT_PAD slots apart (a slot: BLOCK_Q rows of HEAD_DIM fp32), so that 32 slices do
 # not put every head's partials a power of two apart (1 MB at 16 tokens). 0: none. Whether
-# that stride is why MAX_SPLITS 32 lengthened the 8k and 32k splits 1.5-2.5% (run 140) is
-# unmeasured. bench/engine_speed.py --switch kernels.attention.SLOT_PAD=N.
+# that stride is why MAX_SPLITS 32 lengthened the 8k and 32k splits 1.5-2.5% (run 140): it is
+# not (run 143, SLOT_PAD 1: level at 1k, 8k and 32k). bench/engine_speed.py --switch
+# kernels.attention.SLOT_PAD=N.
 SLOT_PAD = 0
 
 
