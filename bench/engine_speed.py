@@ -684,6 +684,132 @@ def host_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.5
     }
 
 
+def device_timeline(prof) -> list[tuple[float, float, str]]:  # noqa: ANN001 - a torch profile
+    """A profile's device activity (kernels, those replayed inside CUDA graphs included, copies,
+    memsets) as (start us, end us, name), in start order."""
+    from torch.autograd import DeviceType
+
+    rows = [
+        (e.time_range.start, e.time_range.end, e.name)
+        for e in prof.events()
+        if e.device_type == DeviceType.CUDA
+    ]
+    return sorted(rows)
+
+
+def ours(name: str) -> bool:
+    """Whether a device activity is one of our Triton kernels (their names begin with "_")."""
+    return name.startswith("_")
+
+
+def timeline_sums(rows: list[tuple[float, float, str]]) -> dict:
+    """A device timeline's totals (us): its span, the time our kernels and the others (PyTorch's
+    kernels, copies, memsets) run (each kind's union of busy time, kernels that overlap under
+    PDL counted once), their launches, and the idle time between one activity's end (the latest
+    so far) and the next's start, summed by the pair of names around it ("a -> b")."""
+    out = {"span": 0.0, "ours": 0.0, "others": 0.0, "ours_n": 0, "others_n": 0, "idle": 0.0}
+    pairs: dict[str, list[float]] = {}
+    if not rows:
+        return out | {"pairs": pairs}
+    end, last = rows[0][0], rows[0][2]
+    kind_end = {True: rows[0][0], False: rows[0][0]}
+    for start, stop, name in rows:
+        mine = ours(name)
+        key = "ours" if mine else "others"
+        out[key] += max(stop - max(start, kind_end[mine]), 0.0)
+        out[key + "_n"] += 1
+        kind_end[mine] = max(kind_end[mine], stop)
+        if start > end:
+            out["idle"] += start - end
+            pair = pairs.setdefault(f"{last[:40]} -> {name[:40]}", [0.0, 0])
+            pair[0] += start - end
+            pair[1] += 1
+        if stop >= end:
+            end, last = stop, name
+    out["span"] = end - rows[0][0]
+    return out | {"pairs": pairs}
+
+
+def loop_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.55) -> dict:
+    """The device's time line of the pipelined speculative loop (EngineConfig.pipeline, as
+    `pipelined` runs it, with replayed proposals at `tau`): torch.profiler's CUDA activity over
+    two runs at `context`, of `new_tokens` and of 3x as many, each run's timeline_sums less the
+    shorter's over the steps it has more (host_profile's way: the prefill, the drafter's
+    context write and the run's set-up cancel). Per step (us): the span, our kernels' busy
+    time and the others' (the PyTorch work between and around the graphs: the anchor block,
+    argmaxes, accept, packing, the next step's inputs, the result's copy), their launches, the
+    idle time, and the largest idle sums by the pair of activities around them. Profiled:
+    compare `span` with the unprofiled step time (`profiled_over_unprofiled`)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acceptance = AcceptanceProfile.from_mean(tau, gen.block_size)
+    vocab = gen.target.config.vocab_size
+    plain_config = gen.config
+    gen.config = dataclasses.replace(plain_config, pipeline=True)
+    cuda = gen.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    measured = []
+    try:
+        with profile(activities=activities):  # the profiler's own first-use set-up
+            sync()
+        for tokens in (new_tokens, 3 * new_tokens):
+            fresh = fresh_runs(context, vocab, tokens)
+            agreed, _ = gen.run_replay(fresh, acceptance, seed=0)  # also the warm-up
+            continuations = [s.output_ids for s in agreed]
+            proposer = ReplayProposer(continuations, acceptance, vocab, seed=0)
+            seqs = fresh()
+            start = time.perf_counter()
+            gen.run(seqs, speculative=True, proposer=proposer)  # unprofiled, same draws
+            sync()
+            wall = time.perf_counter() - start
+            seqs = fresh()
+            proposer = ReplayProposer(continuations, acceptance, vocab, seed=0)
+            with profile(activities=activities) as prof:
+                gen.run(seqs, speculative=True, proposer=proposer)
+                sync()
+            sums = timeline_sums(device_timeline(prof))
+            measured.append((len(seqs[0].acceptance_lengths), wall, sums))
+    finally:
+        gen.config = plain_config
+    (steps0, wall0, a), (steps1, wall1, b) = measured
+    steps = steps1 - steps0
+    if steps < 1:
+        raise RuntimeError(f"the longer run made no more steps ({steps1} vs {steps0})")
+    per_step = {k: (b[k] - a[k]) / steps for k in b if k != "pairs"}
+    pairs = {}
+    for key, (us, n) in b["pairs"].items():
+        us0, n0 = a["pairs"].get(key, (0.0, 0))
+        if n > n0:
+            pairs[key] = {"us": (us - us0) / steps, "calls": (n - n0) / steps}
+    ranked = dict(sorted(pairs.items(), key=lambda kv: -kv[1]["us"])[:15])
+    unprofiled_us = (wall1 - wall0) / steps * 1e6
+    return {
+        "context": context,
+        "tau": tau,
+        "steps": steps,
+        "us_per_step": per_step,
+        "unprofiled_wall_us_per_step": unprofiled_us,
+        "profiled_over_unprofiled": per_step["span"] / unprofiled_us if unprofiled_us else None,
+        "largest_idle_per_step": ranked,
+    }
+
+
+def print_loop_profile(label: str, p: dict) -> None:
+    """loop_profile's result in two lines: the step's parts, then its largest idle times."""
+    u, wall = p["us_per_step"], p["unprofiled_wall_us_per_step"]
+    print(
+        f"{label} ctx {p['context']} pipelined step on the device ({p['steps']} steps, "
+        f"profiled): span {u['span']:.0f} us (unprofiled wall {wall:.0f}), ours "
+        f"{u['ours']:.0f} us/{u['ours_n']:.0f}, others {u['others']:.0f} us/"
+        f"{u['others_n']:.0f}, idle {u['idle']:.0f} us",
+        flush=True,
+    )
+    idle = ", ".join(
+        f"{k} {v['us']:.1f}us/{v['calls']:.1f}" for k, v in p["largest_idle_per_step"].items()
+    )
+    print(f"{label} ctx {p['context']} largest idle a step: {idle}", flush=True)
+
+
 @torch.inference_mode()
 def kernel_profile(gen: Generator, context: int) -> dict:
     """GPU microseconds per forward by kernel name (torch.profiler over eager forwards, so
@@ -887,6 +1013,7 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
         l2_ahead=args.l2_ahead,
         draft_vocab=synthetic_draft_vocab(args.draft_vocab, vocab_size) if args.draft_vocab else "",
         tiles=args.tiles,
+        step_graph=bool(args.step_graph),
     )
 
 
@@ -895,6 +1022,7 @@ ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_stages", "switch",
+    "step_graph",
     *CHECKED_ATTENTION_OPTIONS,
 )  # fmt: skip
 
@@ -1136,6 +1264,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--taus", default=",".join(map(str, TAUS)), help="replayed acceptance lengths (6.55 always)"
     )
     parser.add_argument(
+        "--loop-profile",
+        type=int,
+        default=0,
+        help="1: the device's time line of the pipelined speculative loop (loop_profile)",
+    )
+    parser.add_argument(
+        "--step-graph",
+        type=int,
+        default=0,
+        help="1: EngineConfig.step_graph (a whole speculative step one CUDA graph)",
+    )
+    parser.add_argument(
         "--host-profile",
         type=int,
         default=0,
@@ -1226,6 +1366,10 @@ def main() -> None:
                 measure_context(gen, context, args.new_tokens, bw, taus=taus, repeats=args.repeats)
             )
             c = entry["contexts"][-1]
+            save(report | {preset: entry}, args.out)  # kept should a profile below fail
+            if args.loop_profile:
+                c["loop_profile"] = loop_profile(gen, context, args.new_tokens)
+                print_loop_profile(preset, c["loop_profile"])
             if args.host_profile:
                 c["host_profile"] = h = host_profile(gen, context, args.new_tokens)
                 top = ", ".join(

@@ -35,6 +35,35 @@ def test_measure_context_and_pipelined(gen) -> None:
     assert set(r["forward"]) == set(engine_speed.WIDTHS)
 
 
+def test_timeline_sums_counts_overlap_once_and_idle_by_pair() -> None:
+    """engine_speed.timeline_sums on a hand-made device timeline: our kernels overlapping under
+    PDL count once, the idle time goes to the pair around it, the span runs to the last end."""
+    rows = [
+        (0.0, 10.0, "_skinny_kernel"),
+        (8.0, 20.0, "_rmsnorm_kernel"),  # overlaps: 10 more us of ours
+        (23.0, 25.0, "void at::native::reduce_kernel"),  # 3 us idle after the norm
+        (25.0, 26.0, "Memcpy DtoH"),
+        (30.0, 40.0, "_skinny_kernel"),  # 4 us idle after the copy
+        (31.0, 33.0, "_merge_kernel"),  # inside the multiply: no idle, no extra busy time
+    ]
+    s = engine_speed.timeline_sums(rows)
+    assert (s["span"], s["ours"], s["others"], s["idle"]) == (40.0, 30.0, 3.0, 7.0)
+    assert (s["ours_n"], s["others_n"]) == (4, 2)
+    assert s["pairs"] == {
+        "_rmsnorm_kernel -> void at::native::reduce_kernel": [3.0, 1],
+        "Memcpy DtoH -> _skinny_kernel": [4.0, 1],
+    }
+    assert engine_speed.timeline_sums([])["span"] == 0.0
+
+
+def test_loop_profile_runs(gen) -> None:
+    """On the CPU the profile has no device activity: the steps are counted, the sums are 0."""
+    r = engine_speed.loop_profile(gen, context=24, new_tokens=12)
+    assert r["steps"] >= 1 and r["unprofiled_wall_us_per_step"] > 0
+    assert r["us_per_step"]["span"] == 0.0 and r["largest_idle_per_step"] == {}
+    engine_speed.print_loop_profile("tiny", r)
+
+
 def test_host_profile(gen) -> None:
     r = engine_speed.host_profile(gen, context=24, new_tokens=12)
     assert r["steps"] >= 1 and r["wall_ms_per_step"] > 0

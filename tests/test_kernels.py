@@ -310,6 +310,7 @@ def test_pdl_chain_launches_a_multiply_after_a_multiply_plainly(launch_settings,
     multiply with PDL."""
     monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
     monkeypatch.setattr(launch_settings, "WIDE_PDL", 0)  # its own test: wide_pdl's
+    monkeypatch.setattr(launch_settings, "EVEN_SHARED", 0)  # its own test too
     t = torch.zeros(1)
     # norm, q|k|v, rope, attention, o, norm, gate|up (SwiGLU epilogue), down, norm, lm_head
     order = [False, True, False, False, True, False, True, True, False, True]
@@ -416,7 +417,8 @@ def test_even_shared_launches_multiplies_after_multiplies_early_and_spread(
     """launch.EVEN_SHARED under pdl="chain" (a Hopper of 100 SMs, 228 KB of shared memory an
     SM): a multiply of more than one wave right after a multiply (one row: after one on
     element-wise tiles) is launched with PDL, asking for the shared memory with which
-    ceil(programs / SMs) of its programs fit an SM; off, it is launched plainly."""
+    ceil(programs / SMs) of its programs fit an SM, in one-row forwards from level 1 and in
+    wider ones from level 2; below its level it is launched plainly."""
     monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
     monkeypatch.setattr(launch_settings, "_sm_count", lambda index: 100)
     monkeypatch.setattr(launch_settings, "_shared_optin", lambda index: 227 << 10)
@@ -425,9 +427,9 @@ def test_even_shared_launches_multiplies_after_multiplies_early_and_spread(
     t = torch.zeros(1)
     launch_settings.configure(pdl="chain", prefetch="off")
 
-    def down(even: bool, rows: int, gate_up_elementwise: bool) -> tuple[bool, int]:
+    def down(level: int, rows: int, gate_up_elementwise: bool) -> tuple[bool, int]:
         """A norm, gate|up (3,000 programs), then down (400): down's PDL and shared memory."""
-        monkeypatch.setattr(launch_settings, "EVEN_SHARED", even)
+        monkeypatch.setattr(launch_settings, "EVEN_SHARED", level)
         with launch_settings.forward_rows(rows):
             launch_settings.pdl(t)
             launch_settings.multiply(t, 3000, elementwise=gate_up_elementwise)
@@ -435,11 +437,11 @@ def test_even_shared_launches_multiplies_after_multiplies_early_and_spread(
         return a["launch_pdl"], a["SHARED"]
 
     spread = (228 << 10) // 4 - 1024  # 4 programs an SM
-    assert down(False, 1, True) == (False, 0)
-    assert down(True, 1, True) == (True, spread)
-    assert down(True, 1, False) == (True, 0)  # PDL by chain's own rule, nothing to spread
-    assert down(False, 16, False) == (False, 0)
-    assert down(True, 16, False) == (True, spread)
+    assert down(0, 1, True) == (False, 0)
+    assert down(1, 1, True) == down(2, 1, True) == (True, spread)
+    assert down(1, 1, False) == (True, 0)  # PDL by chain's own rule, nothing to spread
+    assert down(0, 16, False) == down(1, 16, False) == (False, 0)
+    assert down(2, 16, False) == (True, spread)
     assert launch_settings.even_shared(0, 100) == (228 << 10) - 1024
     assert launch_settings.even_shared(0, 801) == (228 << 10) // 9 - 1024
 

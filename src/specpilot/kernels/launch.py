@@ -94,17 +94,21 @@ PDL_MIN_WAVES = 1.5
 WIDE_PDL = 2
 ONE_WAVE_SHARED = 120 << 10
 MAX_SHARED = 227 << 10  # Hopper's shared memory a program can ask for
-# EVEN_SHARED (off: unmeasured, the next step of run 144's finding): a multiply of more than one
-# wave that the rules launch plainly because it directly follows a multiply (the one-row down
-# behind an element-wise gate|up under "chain", run 133: W12's 22.9 -> 29.1 us with PDL; the
-# split-K W12 down behind its 16-row gate|up, run 144: +293 us) is launched with PDL instead,
-# asking for the shared memory with which at most ceil(programs / SMs) of its programs fit an
-# SM (even_shared): the spread of a plain launch on an idle GPU.
-EVEN_SHARED = False
+# EVEN_SHARED: a multiply of more than one wave that the rules launch plainly because it directly
+# follows a multiply (the one-row down behind an element-wise gate|up under "chain", run 133:
+# W12's 22.9 -> 29.1 us with PDL; the split-K W12 down behind its 16-row gate|up, run 144: +293
+# us) is launched with PDL instead, asking for the shared memory with which at most
+# ceil(programs / SMs) of its programs fit an SM (even_shared): the spread of a plain launch on
+# an idle GPU. 1 (default): in one-row forwards only; 2: in wider ones too; 0: never. Run 148
+# (Qwen3-8B shape, 1k, back to back, one process): under 2, W12 "auto" decode 3.823 -> 3.791 ms
+# (-0.8%; its one-row gaps 184 -> 148 us) but verify 4.366 -> 4.481 (+2.6%); bf16 level (its
+# one-row gate|up is a tensor-core tile, so its down already took PDL).
+EVEN_SHARED = 1
 RESERVED_SHARED = 1 << 10  # what each program of an SM90 kernel holds beside its own
 SWITCH_RULES = {
     "WIDE_PDL": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "ONE_WAVE_SHARED": (lambda n: 0 <= n <= MAX_SHARED, f"0 to {MAX_SHARED} bytes"),
+    "EVEN_SHARED": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
 }
 
 
@@ -186,7 +190,8 @@ def pdl(
     Under "kernels", "chain" and "small", WIDE_PDL (on by default since run 145) launches
     most of the multiplies of wider forwards with PDL after all (wide_pdl), padded by
     `multiply`'s SHARED to one program an SM where their grid fits one wave; EVEN_SHARED
-    would also launch those right after a multiply. Called once a launch, in launch order
+    (1, the default: one-row forwards; 2: wider ones too) also launches those right after a
+    multiply, spread by even_shared. Called once a launch, in launch order
     (what "chain", "waves" and WIDE_PDL count on)."""
     after_multiply, _LAST_LAUNCH["multiply"] = _LAST_LAUNCH["multiply"], multiply
     after_elementwise = _LAST_LAUNCH["elementwise"]
@@ -200,7 +205,8 @@ def pdl(
         plain = multiply and (after_multiply or waves < PDL_MIN_WAVES)
         return {"PDL": True, "launch_pdl": not plain}
     if mode == "chain" and one_row:
-        return {"PDL": True, "launch_pdl": not (multiply and after_elementwise) or EVEN_SHARED}
+        behind_elementwise = multiply and after_elementwise
+        return {"PDL": True, "launch_pdl": not behind_elementwise or EVEN_SHARED >= 1}
     if mode in ("kernels", "chain") or (mode == "small" and not one_row):
         wide = not one_row and wide_pdl(t, programs, after_multiply)
         return {"PDL": True, "launch_pdl": not multiply or wide}
@@ -213,7 +219,7 @@ def wide_pdl(t: torch.Tensor, programs: int, after_multiply: bool) -> bool:
     than one row under "kernels", "chain" or "small"."""
     if one_wave(t, programs):
         return WIDE_PDL >= 1
-    return WIDE_PDL == 2 and (EVEN_SHARED or not after_multiply)
+    return WIDE_PDL == 2 and (EVEN_SHARED == 2 or not after_multiply)
 
 
 def one_wave(t: torch.Tensor, programs: int) -> bool:
@@ -237,7 +243,8 @@ def padded_shared(t: torch.Tensor, launched: dict, programs: int, after: dict) -
         padded = ONE_WAVE_SHARED if WIDE_PDL and not one_row else 0
     else:
         behind = after["elementwise"] if one_row else after["multiply"]
-        padded = even_shared(index, programs) if EVEN_SHARED and behind else 0
+        level = 1 if one_row else 2
+        padded = even_shared(index, programs) if EVEN_SHARED >= level and behind else 0
     return min(padded, _shared_optin(index))
 
 
