@@ -705,20 +705,27 @@ def ours(name: str) -> bool:
 def timeline_sums(rows: list[tuple[float, float, str]]) -> dict:
     """A device timeline's totals (us): its span, the time our kernels and the others (PyTorch's
     kernels, copies, memsets) run (each kind's union of busy time, kernels that overlap under
-    PDL counted once), their launches, and the idle time between one activity's end (the latest
-    so far) and the next's start, summed by the pair of names around it ("a -> b")."""
+    PDL counted once), their launches, the others' busy time and launches by name, and the idle
+    time between one activity's end (the latest so far) and the next's start, summed by the
+    pair of names around it ("a -> b")."""
     out = {"span": 0.0, "ours": 0.0, "others": 0.0, "ours_n": 0, "others_n": 0, "idle": 0.0}
     pairs: dict[str, list[float]] = {}
+    by_name: dict[str, list[float]] = {}
     if not rows:
-        return out | {"pairs": pairs}
+        return out | {"pairs": pairs, "others_by_name": by_name}
     end, last = rows[0][0], rows[0][2]
     kind_end = {True: rows[0][0], False: rows[0][0]}
     for start, stop, name in rows:
         mine = ours(name)
         key = "ours" if mine else "others"
-        out[key] += max(stop - max(start, kind_end[mine]), 0.0)
+        busy = max(stop - max(start, kind_end[mine]), 0.0)
+        out[key] += busy
         out[key + "_n"] += 1
         kind_end[mine] = max(kind_end[mine], stop)
+        if not mine:
+            entry = by_name.setdefault(name[:60], [0.0, 0])
+            entry[0] += busy
+            entry[1] += 1
         if start > end:
             out["idle"] += start - end
             pair = pairs.setdefault(f"{last[:40]} -> {name[:40]}", [0.0, 0])
@@ -727,19 +734,23 @@ def timeline_sums(rows: list[tuple[float, float, str]]) -> dict:
         if stop >= end:
             end, last = stop, name
     out["span"] = end - rows[0][0]
-    return out | {"pairs": pairs}
+    return out | {"pairs": pairs, "others_by_name": by_name}
+
+
+# the pipelined loop's one copy a step: its packed result to the host's pinned buffer
+STEP_COPY = "Memcpy DtoH (Device -> Pinned)"
 
 
 def loop_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.55) -> dict:
     """The device's time line of the pipelined speculative loop (EngineConfig.pipeline, as
     `pipelined` runs it, with replayed proposals at `tau`): torch.profiler's CUDA activity over
-    two runs at `context`, of `new_tokens` and of 3x as many, each run's timeline_sums less the
-    shorter's over the steps it has more (host_profile's way: the prefill, the drafter's
-    context write and the run's set-up cancel). Per step (us): the span, our kernels' busy
-    time and the others' (the PyTorch work between and around the graphs: the anchor block,
-    argmaxes, accept, packing, the next step's inputs, the result's copy), their launches, the
-    idle time, and the largest idle sums by the pair of activities around them. Profiled:
-    compare `span` with the unprofiled step time (`profiled_over_unprofiled`)."""
+    one run at `context`, from the end of its first step's result copy (STEP_COPY, one a step)
+    to the end of its last, so whole steps only: no prefill, no drafter context write, no first
+    (eager) step. Per step (us): the span, our kernels' busy time and the others' (the PyTorch
+    work between and around the graphs: the anchor block, argmaxes, accept, packing, the next
+    step's inputs, the result's copy) with their launches, the others by name, the idle time,
+    and the largest idle sums by the pair of activities around them. Beside it the same run's
+    unprofiled wall time a step (prefill and all: an upper bound)."""
     from torch.profiler import ProfilerActivity, profile
 
     acceptance = AcceptanceProfile.from_mean(tau, gen.block_size)
@@ -748,54 +759,53 @@ def loop_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.5
     gen.config = dataclasses.replace(plain_config, pipeline=True)
     cuda = gen.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    measured = []
     try:
         with profile(activities=activities):  # the profiler's own first-use set-up
             sync()
-        for tokens in (new_tokens, 3 * new_tokens):
-            fresh = fresh_runs(context, vocab, tokens)
-            agreed, _ = gen.run_replay(fresh, acceptance, seed=0)  # also the warm-up
-            continuations = [s.output_ids for s in agreed]
-            proposer = ReplayProposer(continuations, acceptance, vocab, seed=0)
-            seqs = fresh()
-            start = time.perf_counter()
-            gen.run(seqs, speculative=True, proposer=proposer)  # unprofiled, same draws
+        fresh = fresh_runs(context, vocab, new_tokens)
+        agreed, _ = gen.run_replay(fresh, acceptance, seed=0)  # also the warm-up
+        continuations = [s.output_ids for s in agreed]
+        seqs = fresh()
+        start = time.perf_counter()
+        gen.run(
+            seqs, speculative=True, proposer=ReplayProposer(continuations, acceptance, vocab, 0)
+        )
+        sync()
+        wall = time.perf_counter() - start
+        seqs = fresh()
+        proposer = ReplayProposer(continuations, acceptance, vocab, seed=0)
+        with profile(activities=activities) as prof:
+            gen.run(seqs, speculative=True, proposer=proposer)
             sync()
-            wall = time.perf_counter() - start
-            seqs = fresh()
-            proposer = ReplayProposer(continuations, acceptance, vocab, seed=0)
-            with profile(activities=activities) as prof:
-                gen.run(seqs, speculative=True, proposer=proposer)
-                sync()
-            sums = timeline_sums(device_timeline(prof))
-            measured.append((len(seqs[0].acceptance_lengths), wall, sums))
     finally:
         gen.config = plain_config
-    (steps0, wall0, a), (steps1, wall1, b) = measured
-    steps = steps1 - steps0
-    if steps < 1:
-        raise RuntimeError(f"the longer run made no more steps ({steps1} vs {steps0})")
-    per_step = {k: (b[k] - a[k]) / steps for k in b if k != "pairs"}
-    pairs = {}
-    for key, (us, n) in b["pairs"].items():
-        us0, n0 = a["pairs"].get(key, (0.0, 0))
-        if n > n0:
-            pairs[key] = {"us": (us - us0) / steps, "calls": (n - n0) / steps}
-    ranked = dict(sorted(pairs.items(), key=lambda kv: -kv[1]["us"])[:15])
-    unprofiled_us = (wall1 - wall0) / steps * 1e6
+    rows = device_timeline(prof)
+    copies = [i for i, r in enumerate(rows) if r[2].startswith(STEP_COPY)]
+    steps = max(len(copies) - 1, 0)
+    window = rows[copies[0] + 1 : copies[-1] + 1] if steps >= 1 else []
+    sums = timeline_sums(window)
+    n = max(steps, 1)
+    per_step = {k: v / n for k, v in sums.items() if k not in ("pairs", "others_by_name")}
+
+    def ranked(table: dict[str, list[float]], most: int) -> dict:
+        top = sorted(table.items(), key=lambda kv: -kv[1][0])[:most]
+        return {k: {"us": us / n, "calls": calls / n} for k, (us, calls) in top}
+
     return {
         "context": context,
         "tau": tau,
         "steps": steps,
+        "run_steps": len(seqs[0].acceptance_lengths),
         "us_per_step": per_step,
-        "unprofiled_wall_us_per_step": unprofiled_us,
-        "profiled_over_unprofiled": per_step["span"] / unprofiled_us if unprofiled_us else None,
-        "largest_idle_per_step": ranked,
+        "unprofiled_wall_us_per_step": wall / len(seqs[0].acceptance_lengths) * 1e6,
+        "others_per_step": ranked(sums["others_by_name"], 25),
+        "largest_idle_per_step": ranked(sums["pairs"], 15),
     }
 
 
 def print_loop_profile(label: str, p: dict) -> None:
-    """loop_profile's result in two lines: the step's parts, then its largest idle times."""
+    """loop_profile's result in three lines: the step's parts, its largest idle times, the
+    others' busy times."""
     u, wall = p["us_per_step"], p["unprofiled_wall_us_per_step"]
     print(
         f"{label} ctx {p['context']} pipelined step on the device ({p['steps']} steps, "
@@ -804,10 +814,9 @@ def print_loop_profile(label: str, p: dict) -> None:
         f"{u['others_n']:.0f}, idle {u['idle']:.0f} us",
         flush=True,
     )
-    idle = ", ".join(
-        f"{k} {v['us']:.1f}us/{v['calls']:.1f}" for k, v in p["largest_idle_per_step"].items()
-    )
-    print(f"{label} ctx {p['context']} largest idle a step: {idle}", flush=True)
+    for title, key in (("largest idle", "largest_idle_per_step"), ("others", "others_per_step")):
+        rows = ", ".join(f"{k} {v['us']:.1f}us/{v['calls']:.1f}" for k, v in p[key].items())
+        print(f"{label} ctx {p['context']} {title} a step: {rows}", flush=True)
 
 
 @torch.inference_mode()
@@ -1001,11 +1010,11 @@ def apply_switches(switches: dict) -> None:
 
 
 def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
-    """The EngineConfig that these options ask for, with the host-synchronous loop (the AR and
-    spec columns since run 10; `pipelined` measures EngineConfig.pipeline's, the engine's
-    default on CUDA, beside it)."""
+    """The EngineConfig that these options ask for, with the host-synchronous loop unless
+    --pipeline 1 (the AR and spec columns since run 10; `pipelined` measures
+    EngineConfig.pipeline's, the engine's default on CUDA, beside it)."""
     return EngineConfig(
-        pipeline=False,
+        pipeline=bool(args.pipeline),
         cuda_graphs=bool(args.graphs),
         kernels=args.kernels,
         pdl=args.pdl,
@@ -1022,7 +1031,7 @@ ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_stages", "switch",
-    "step_graph",
+    "step_graph", "pipeline",
     *CHECKED_ATTENTION_OPTIONS,
 )  # fmt: skip
 
@@ -1268,6 +1277,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         help="1: the device's time line of the pipelined speculative loop (loop_profile)",
+    )
+    parser.add_argument(
+        "--pipeline",
+        type=int,
+        default=0,
+        help="1: the AR and spec columns (and --paired arms) with EngineConfig.pipeline",
     )
     parser.add_argument(
         "--step-graph",

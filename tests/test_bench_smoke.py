@@ -53,13 +53,18 @@ def test_timeline_sums_counts_overlap_once_and_idle_by_pair() -> None:
         "_rmsnorm_kernel -> void at::native::reduce_kernel": [3.0, 1],
         "Memcpy DtoH -> _skinny_kernel": [4.0, 1],
     }
+    assert s["others_by_name"] == {
+        "void at::native::reduce_kernel": [2.0, 1],
+        "Memcpy DtoH": [1.0, 1],
+    }
     assert engine_speed.timeline_sums([])["span"] == 0.0
 
 
 def test_loop_profile_runs(gen) -> None:
-    """On the CPU the profile has no device activity: the steps are counted, the sums are 0."""
+    """On the CPU the profile has no device activity (no step copies to count steps by): no
+    steps, sums of 0, the run's own steps and wall time."""
     r = engine_speed.loop_profile(gen, context=24, new_tokens=12)
-    assert r["steps"] >= 1 and r["unprofiled_wall_us_per_step"] > 0
+    assert r["steps"] == 0 and r["run_steps"] >= 1 and r["unprofiled_wall_us_per_step"] > 0
     assert r["us_per_step"]["span"] == 0.0 and r["largest_idle_per_step"] == {}
     engine_speed.print_loop_profile("tiny", r)
 
@@ -393,6 +398,10 @@ def test_paired_arms_take_only_engine_options() -> None:
     assert list(arms) == ["base", "ep", "pk"]
     assert arms["ep"].swiglu_epilogue == 0 and arms["ep"].pdl == "auto"
     assert arms["pk"].pdl == "kernels" and arms["pk"].swiglu_epilogue == -1
+    loops = engine_speed.paired_arms("a|;g|--step-graph 1 --pipeline 1", parser, args)
+    config = engine_speed.engine_config(loops["g"], 100)
+    assert (config.step_graph, config.pipeline) == (True, True)
+    assert not engine_speed.engine_config(loops["a"], 100).pipeline
     from specpilot.kernels import launch
 
     waves = engine_speed.paired_arms("a|;w|--pdl waves --pdl-min-waves 1.9", parser, args)["w"]
