@@ -12,7 +12,7 @@ import sys
 import triton
 
 from specpilot.formats.w12 import SLICE
-from specpilot.kernels import aot, attention, elementwise, linear, rope, w12_linear
+from specpilot.kernels import aot, attention, elementwise, linear, rope, tokens, w12_linear
 
 
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
@@ -212,6 +212,18 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 dict(BLOCK=4096, AHEAD=2)))  # fmt: skip
     out.append(("silu_mul AHEAD=2", elementwise._silu_mul_kernel, glu_types | regions,
                 dict(BLOCK=1024, AHEAD=2)))  # fmt: skip
+    embed_types = {"ids_ptr": "*i64", "table_ptr": bf16, "y_ptr": bf16}
+    for anchors in (False, True):
+        out.append((f"embed ANCHORS={anchors}", tokens._embed_kernel, embed_types,
+                    dict(BLOCK=tokens.EMBED_BLOCK, ANCHORS=anchors)))  # fmt: skip
+    argmax_types = {"x_ptr": bf16, "part_v_ptr": "*fp32", "part_i_ptr": "*i32",
+                    "count_ptr": "*i32", "out_ptr": "*i64", "ids_ptr": "*i64",
+                    "packed_ptr": "*i64"}  # fmt: skip
+    for chunks in (75, 1):  # Qwen3's 151,936 logits a row; a row of one chunk
+        for accept in ({}, dict(ACCEPT=True, WIDTH=16, WIDTH_POW2=16)):  # a verify block's end
+            out.append((f"argmax CHUNKS={chunks} {accept}", tokens._argmax_kernel, argmax_types,
+                        dict(CHUNKS=chunks, CHUNKS_POW2=triton.next_power_of_2(chunks),
+                             BLOCK=tokens.ARGMAX_BLOCK, FENCE=True) | accept))  # fmt: skip
     return out
 
 

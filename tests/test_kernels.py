@@ -15,6 +15,9 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 CUDA = torch.cuda.is_available()
 if not CUDA:
@@ -1331,3 +1334,106 @@ def test_fused_prefill_matches_the_pytorch_path(tmp_path, monkeypatch) -> None:
     gen.config = dataclasses.replace(gen.config, prefill="auto")
     gen.run(_sequences(vocab, 2), speculative=False)
     assert len(calls) == 3 + CUDA
+
+
+# --- kernels/tokens.py: the embedding gather and the argmax ------------------------------------
+
+
+def test_embed_rows_and_anchor_blocks_gather_the_tables_rows() -> None:
+    """embed_rows gives F.embedding's rows (an id outside the vocabulary: zeros);
+    embed_anchor_blocks the rows of [anchor, fill, ..., fill] per anchor, anchors read through
+    their stride (a column of the step's meta)."""
+    from specpilot.kernels import tokens
+
+    gen = torch.Generator().manual_seed(0)
+    table = torch.randn(50, 2100, generator=gen).to(BF16).to(DEVICE)  # 3 column chunks
+    ids = torch.randint(0, 50, (2, 3), generator=gen).to(DEVICE)
+    assert torch.equal(tokens.embed_rows(ids, table), F.embedding(ids, table).view(6, -1))
+    bad = torch.tensor([3, 50, -1], device=DEVICE)
+    rows = tokens.embed_rows(bad, table)
+    assert torch.equal(rows[0], table[3]) and not rows[1:].any()
+    meta = torch.tensor([[9, 1, 7], [9, 1, 12]], device=DEVICE)  # (start, ctx, anchor)
+    block = torch.full((2, 4), 49, device=DEVICE)
+    block[:, 0] = meta[:, 2]
+    got = tokens.embed_anchor_blocks(meta[:, 2], 49, 4, table)
+    assert torch.equal(got, F.embedding(block, table).view(8, -1))
+    with pytest.raises(ValueError, match="fill id"):
+        tokens.embed_anchor_blocks(meta[:, 2], 50, 4, table)
+    with pytest.raises(ValueError, match="int32/int64"):
+        tokens.embed_rows(ids.float(), table)
+
+
+def test_argmax_rows_is_torch_argmax_ties_nans_and_infinities(monkeypatch) -> None:
+    """argmax_rows against torch.argmax, with chunks of 64 values (several a row, the last
+    partial): random rows, a maximum repeated in other chunks (the first wins), NaNs (the first
+    NaN wins), rows of -inf, +inf beside NaN, bf16 and fp32, one chunk, a 3-D block."""
+    from specpilot.kernels import tokens
+
+    monkeypatch.setattr(tokens, "ARGMAX_BLOCK", 64)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(7, 300, generator=gen)
+    x[1, [10, 150, 299]] = 9.0  # ties across chunks
+    x[2, [200, 40]] = float("nan")
+    x[3] = float("-inf")
+    x[4, 5], x[4, 250] = float("inf"), float("nan")
+    x[5] = 0.0
+    x[5, 100] = -0.0
+    x[6] = torch.randint(-2, 3, (300,), generator=gen).float()  # many ties
+    for dtype in (BF16, torch.float32):
+        rows = x.to(dtype).to(DEVICE)
+        assert torch.equal(tokens.argmax_rows(rows).cpu(), rows.cpu().argmax(-1))
+    one_chunk = x[:, :50].to(BF16).to(DEVICE)
+    assert torch.equal(tokens.argmax_rows(one_chunk).cpu(), one_chunk.cpu().argmax(-1))
+    block = x[:6].to(BF16).view(2, 3, 300).to(DEVICE)
+    assert torch.equal(tokens.argmax_rows(block).cpu(), block.cpu().argmax(-1))
+    with pytest.raises(ValueError, match="float rows"):
+        tokens.argmax_rows(x.to(DEVICE).t())
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([-1.0, 0.0, 0.5, 2.0, float("inf"), float("-inf"), float("nan")]),
+        min_size=1,
+        max_size=200,
+    ),
+    st.sampled_from([16, 32, 64]),
+)
+def test_argmax_rows_property(values: list[float], block: int) -> None:
+    """argmax_rows == torch.argmax on rows from a small alphabet (ties, infinities, NaNs
+    everywhere), at several chunk sizes."""
+    from specpilot.kernels import tokens
+
+    own, tokens.ARGMAX_BLOCK = tokens.ARGMAX_BLOCK, block
+    try:
+        x = torch.tensor(values).to(BF16)
+        got = tokens.argmax_rows(x.to(DEVICE)[None]).cpu()
+    finally:
+        tokens.ARGMAX_BLOCK = own
+    assert torch.equal(got, x[None].argmax(-1))
+
+
+def test_argmax_accept_packs_blocks_as_accept_greedy(monkeypatch) -> None:
+    """argmax_accept: the tokens argmax_rows gives and packed = (ids, tokens, accepted) with
+    spec/accept.accept_greedy's count, for blocks that accept none, some, all drafts; with
+    rows of several chunks and of one."""
+    from specpilot.kernels import tokens
+    from specpilot.spec.accept import accept_greedy
+
+    gen = torch.Generator().manual_seed(2)
+    for block in (64, 4096):  # 4 chunks a row; one
+        monkeypatch.setattr(tokens, "ARGMAX_BLOCK", block)
+        logits = torch.randn(3, 5, 200, generator=gen).to(BF16)
+        best = logits.argmax(-1)
+        ids = torch.randint(0, 200, (3, 5), generator=gen)
+        ids[0, 1:] = best[0, :-1]  # every draft right
+        ids[1, 1:3] = best[1, :2]  # two right, then (surely) wrong
+        ids[1, 3] = (best[1, 2] + 1) % 200
+        ids[2, 1] = (best[2, 0] + 1) % 200  # the first wrong
+        got_tokens, packed = tokens.argmax_accept(logits.to(DEVICE), ids.to(DEVICE))
+        accepted = accept_greedy(ids[:, 1:], best)
+        assert accepted.tolist() == [4, 2, 0]
+        assert torch.equal(got_tokens.cpu(), best)
+        assert torch.equal(packed.cpu(), torch.cat([ids, best, accepted[:, None]], dim=1))
+    with pytest.raises(ValueError, match="logits \\[B, K, N\\]"):
+        tokens.argmax_accept(logits.to(DEVICE), ids[:, :4].to(DEVICE))

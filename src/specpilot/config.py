@@ -282,7 +282,10 @@ class EngineConfig:
         "triton" insists (an error where they cannot run); "torch" never uses them.
     step_graph: with cuda_graphs, capture a whole speculative step (draft, verify, accept) as
         one graph instead of one graph each for draft and verify. Off by default: on the H200
-        the single graph measured slower (854 vs 967 tok/s at tau 6.55, docs/LOG.md runs 10-11).
+        the single graph measured slower in runs 10-11 (854 vs 967 tok/s at tau 6.55), and in
+        run 151 (paired, 1k) level in the pipelined loop (the default on CUDA: 1.062x against
+        1.059x of the host-synchronous loop without it) and 1.026x [1.005-1.048] in the
+        host-synchronous one.
     weights: "bf16" keeps the checkpoint's weights; "w12" converts linear layers (those of
         w12_matrices, among the decoder layers', an untied lm_head, the drafter's fc) to the
         lossless 12-bit format on load (formats/w12.py; needs bf16); "auto" (default): "w12"

@@ -46,6 +46,8 @@ class StepOutput:
     tokens: torch.Tensor  # [B, T] the target's argmax at every row
     accepted: torch.Tensor | None  # [B] drafts accepted (verify blocks only)
     hidden: torch.Tensor | None  # [B, T, *] captured target hidden states
+    # [B, 2T + 1] (ids, tokens, accepted) when the forward packed it (kernels/tokens.py)
+    packed: torch.Tensor | None = None
 
 
 @dataclass
@@ -205,12 +207,17 @@ class Generator:
         """Target forward over ids [B, T] at positions [B, T]: the argmax at every row and, for
         a verify block (ids = [anchor, drafts]), the accepted draft count."""
         cache, table = self._buffers["target"]
+        block = ids.shape[1] > 1
         if self.fused_target is not None and self.fused_target.fits(*ids.shape):
             out = self.fused_target(ids, positions, cache, table, capture)
+            if block and self.fused_target.packs():  # argmax, accept and packing: one launch
+                tokens, packed = self.fused_target.greedy_accept(out.logits, ids)
+                return StepOutput(tokens, packed[:, -1], out.hidden, packed)
+            tokens = self.fused_target.greedy(out.logits)
         else:
             out = self.target(ids, AttentionMeta.causal(positions, kv_len, table), cache, capture)
-        tokens = out.logits.argmax(dim=-1)
-        accepted = accept_greedy(ids[:, 1:], tokens) if ids.shape[1] > 1 else None
+            tokens = out.logits.argmax(dim=-1)
+        accepted = accept_greedy(ids[:, 1:], tokens) if block else None
         return StepOutput(tokens, accepted, out.hidden)
 
     def _draft_fn(
@@ -225,11 +232,11 @@ class Generator:
         of block_pos (block_size, or narrower for a wide batch: EngineConfig.batch_blocks)."""
         cache, table = self._buffers["draft"]
         k = block_pos.shape[1]
-        block = self._anchor_block(anchors, k)
         if self.fused_drafter is not None and self.fused_drafter.fits(
             hidden.shape[0], max(hidden.shape[1], k)
         ):
-            return self.fused_drafter(hidden, ctx_pos, block, block_pos, cache, table)
+            return self.fused_drafter(hidden, ctx_pos, anchors, block_pos, cache, table)
+        block = self._anchor_block(anchors, k)
         embeds = self.target.embed(block)
         out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
         # 2-D rows: a strided 3-D input makes the CPU's matmul take a much slower batched path
@@ -574,7 +581,9 @@ class Generator:
                 drafts = drafted if replay is None else replay
             block_ids = torch.cat([anchors[:, None], drafts], dim=1)
             out = verify(block_ids, block_pos, target_kv, capture)
-            packed = torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1)
+            packed = out.packed
+            if packed is None:
+                packed = torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1)
             return packed, out.hidden
 
         graphable = self.use_graphs and (hidden is None or hidden.shape[1] <= self.block_size)

@@ -46,6 +46,9 @@ OFF = {
     "TMA": 0,
     "TRACE": 0,
     "SHARED": 0,
+    "ACCEPT": 0,
+    "WIDTH": 1,
+    "WIDTH_POW2": 1,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

@@ -28,7 +28,7 @@ from torch.nn.attention import SDPBackend
 from specpilot import kernels
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
-from specpilot.kernels import launch
+from specpilot.kernels import launch, tokens
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS
@@ -236,6 +236,21 @@ class FusedTarget:
     def fits(self, batch: int, width: int) -> bool:
         return fits(batch, width, self.has_w12)
 
+    @staticmethod
+    def greedy(logits: torch.Tensor) -> torch.Tensor:
+        """Each row's argmax of logits this forward returned (module `greedy`)."""
+        return greedy(logits)
+
+    @staticmethod
+    def packs() -> bool:
+        """Whether `greedy_accept` runs (tokens.ON): else the caller accepts and packs."""
+        return tokens.ON
+
+    @staticmethod
+    def greedy_accept(logits: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """A verify block's (tokens [B, K], packed [B, 2K + 1]): tokens.argmax_accept."""
+        return tokens.argmax_accept(logits, ids)
+
     def _layers(
         self,
         input_ids: torch.Tensor,
@@ -250,7 +265,7 @@ class FusedTarget:
         the captured layers [B, T, *] (None without capture; the last one after the norm)."""
         batch, t = input_ids.shape
         model = self.model.model
-        x = model.embed_tokens(input_ids).view(batch * t, -1)
+        x = embed(input_ids, model.embed_tokens.weight)
         last = len(self.blocks) - 1
         captured: dict[int, torch.Tensor] = {}
         for i, blk in enumerate(self.blocks):
@@ -366,22 +381,23 @@ class FusedDrafter:
         self,
         target_hidden: torch.Tensor,
         ctx_positions: torch.Tensor,
-        block_ids: torch.Tensor,
+        anchors: torch.Tensor,
         block_positions: torch.Tensor,
         cache: KVCache,
         table: RotaryTable,
     ) -> torch.Tensor:
-        """Drafts [B, block - 1]: the argmax of the target's lm_head on block rows 1.."""
+        """Drafts [B, block - 1]: the argmax of the target's lm_head on block rows 1.. of the
+        blocks [anchor, mask, ..., mask] (anchors [B]; the block as wide as block_positions)."""
         batch, n = ctx_positions.shape
-        k = block_ids.shape[1]
+        k = block_positions.shape[1]
         if not self.fits(batch, max(n, k)):
             raise ValueError(f"fused draft cannot take {batch} rows x {max(n, k)} tokens")
         num_splits = attention_splits(cache)
         d = self.drafter
-        # the block's embeddings (a PyTorch gather) first: between the hidden norm and the
-        # first k|v multiply it cut their PDL chain, 8 us from the norm's end to that
-        # multiply's start in run 145's draft timeline
-        x = self.target.embed(block_ids).view(batch * k, -1)
+        # the block's embeddings first: between the hidden norm and the first k|v multiply a
+        # PyTorch gather cut their PDL chain, 8 us from the norm's end to that multiply's
+        # start in run 145's draft timeline
+        x = anchor_blocks(anchors, d.config.mask_token_id, k, self.target.model.embed_tokens)
         ctx = linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
         ctx = rmsnorm(ctx, d.hidden_norm.weight, d.hidden_norm.eps)
         for i, blk in enumerate(self.blocks):
@@ -391,10 +407,36 @@ class FusedDrafter:
             x = blk.finish(x, attn)
         rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
         logits = normed_linear(rows, self.head, d.norm.weight, d.norm.eps)
-        best = logits.argmax(dim=-1)
+        best = greedy(logits)
         if self.head_ids is not None:  # a row of the draft vocabulary -> its token id
             best = self.head_ids[best]
         return best.view(batch, k - 1)
+
+
+def embed(ids: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """ids [B, T] -> their embedding rows [B * T, hidden]: kernels/tokens' gather (tokens.ON)
+    or PyTorch's."""
+    if tokens.ON:
+        return tokens.embed_rows(ids, weight)
+    return torch.nn.functional.embedding(ids, weight).view(ids.numel(), -1)
+
+
+def anchor_blocks(
+    anchors: torch.Tensor, mask_id: int, width: int, embedding: nn.Embedding
+) -> torch.Tensor:
+    """The embedding rows [B * width, hidden] of the blocks [anchor, mask_id, ...]: one gather
+    (tokens.ON), or PyTorch's fill, copy and gather."""
+    if tokens.ON:
+        return tokens.embed_anchor_blocks(anchors, mask_id, width, embedding.weight)
+    block = torch.full((anchors.shape[0], width), mask_id, device=anchors.device)
+    block[:, 0] = anchors
+    return embedding(block).view(block.numel(), -1)
+
+
+def greedy(logits: torch.Tensor) -> torch.Tensor:
+    """logits [..., vocab] -> each row's argmax [...]: kernels/tokens' (tokens.ON) or
+    PyTorch's; the same indices."""
+    return tokens.argmax_rows(logits) if tokens.ON else logits.argmax(dim=-1)
 
 
 def attention_splits(cache: KVCache) -> int:

@@ -1,0 +1,252 @@
+"""The token-level steps of a fused forward: embedding rows gathered for a block of token ids
+(`embed_rows`, `embed_anchor_blocks`), each logits row's greedy argmax (`argmax_rows`), and a
+verify step's end, the argmax with the accept and the packed result (`argmax_accept`).
+
+PyTorch's own ran as plain launches between our PDL chain's kernels, and slowly for their
+bytes: in run 151's profile of the pipelined speculative loop (Qwen3-8B shape, 1k), two
+index_select gathers of 16 embedding rows took 20.6 us a step and three reductions (the
+verify's and the drafter's argmax over 151,936 logits, the accept's sum) 24.8 us, each with
+idle time around it; the accept and the packing were 6 more launches. Here each is one launch
+that joins the chain (launch.pdl). The drafter's input block, its anchor then mask tokens, is
+made inside the gather (one launch instead of a fill, a copy and a gather).
+
+The argmax splits each row into chunks of ARGMAX_BLOCK logits, one program a chunk; the last
+of a row's programs (common.count_done) reduces their (value, index) pairs, so a row is one
+launch. The order is torch.argmax's: the first index of the largest value, a NaN counting as
+larger than any number (the first NaN's index). For a verify step the last row of a block to
+finish (a second counter) counts the drafts accepted and writes the block's packed row.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from specpilot.kernels import launch, trace
+from specpilot.kernels.common import (
+    INTERPRETED,
+    count_done,
+    count_reset,
+    pdl_enter,
+    trace_mark,
+    zeroed_counters,
+)
+
+# logits a program of the argmax reads: 75 chunks of a 151,936-token vocabulary, 1,200
+# programs for a 16-row verify block
+ARGMAX_BLOCK = 2048
+EMBED_BLOCK = 1024  # columns a program of the gather copies
+# models/fused.py runs its embedding gathers and argmaxes through these kernels (1) or through
+# PyTorch's index_select and argmax (0; bench/engine_speed.py --switch kernels.tokens.ON=0)
+ON = True
+_INDEX_LIMIT = 2**31 - 1
+
+
+@triton.jit
+def _embed_kernel(
+    ids_ptr, table_ptr, y_ptr, H, V, stride_i, stride_t, stride_y, width, fill_id,
+    BLOCK: tl.constexpr, ANCHORS: tl.constexpr, PDL: tl.constexpr = False,
+    TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+):  # fmt: skip
+    """Row `row` of y = table[its token]: ids[row], or with ANCHORS, ids[row // width] for the
+    first row of each block of `width` rows and fill_id for the others. A token outside [0, V)
+    gives a row of zeros."""
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
+    row = tl.program_id(0)
+    chunk = tl.program_id(1)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    if ANCHORS:
+        token = tl.load(ids_ptr + (row // width) * stride_i).to(tl.int64)
+        token = tl.where(row % width == 0, token, fill_id)
+    else:
+        token = tl.load(ids_ptr + row * stride_i).to(tl.int64)
+    cols = chunk * BLOCK + tl.arange(0, BLOCK)
+    inside = cols < H
+    known = (token >= 0) & (token < V)
+    value = tl.load(table_ptr + token * stride_t + cols, mask=inside & known, other=0.0)
+    tl.store(y_ptr + row.to(tl.int64) * stride_y + cols, value, mask=inside)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+
+
+@triton.jit
+def _first_max(x, index, ok):
+    """(value, index) of the first largest x where ok, torch.argmax's order: a NaN counts as the
+    largest (then value NaN and the first NaN's index)."""
+    nan = (x != x) & ok
+    nan_at = tl.min(tl.where(nan, index, 2147483647), axis=0)
+    number = ok & (x == x)
+    top = tl.max(tl.where(number, x, float("-inf")), axis=0)
+    first = tl.min(tl.where(number & (x == top), index, 2147483647), axis=0)
+    has_nan = nan_at < 2147483647
+    return tl.where(has_nan, float("nan"), top), tl.where(has_nan, nan_at, first)
+
+
+@triton.jit
+def _argmax_kernel(
+    x_ptr, part_v_ptr, part_i_ptr, count_ptr, out_ptr, ids_ptr, packed_ptr, N, M, stride_x,
+    stride_ids, stride_packed, CHUNKS: tl.constexpr, CHUNKS_POW2: tl.constexpr,
+    BLOCK: tl.constexpr, FENCE: tl.constexpr, ACCEPT: tl.constexpr = False,
+    WIDTH: tl.constexpr = 1, WIDTH_POW2: tl.constexpr = 1, PDL: tl.constexpr = False,
+    TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+):  # fmt: skip
+    """out[row] = the index of row's largest of N values (_first_max's order): program (row,
+    chunk) finds its chunk's, the row's last program to finish (count_done on the row's
+    counter) the row's from the CHUNKS pairs. With ACCEPT, the M rows are verify blocks of
+    WIDTH rows and the block's last row to finish packs it (_pack_block)."""
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
+    row = tl.program_id(0)
+    chunk = tl.program_id(1)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    cols = chunk * BLOCK + tl.arange(0, BLOCK)
+    ok = cols < N
+    x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=ok, other=0.0).to(tl.float32)
+    value, index = _first_max(x, cols, ok)
+    if CHUNKS == 1:
+        tl.store(out_ptr + row, index.to(tl.int64))
+        if ACCEPT:
+            _pack_block(out_ptr, ids_ptr, packed_ptr, count_ptr + M + row // WIDTH, row // WIDTH,
+                        stride_ids, stride_packed, cols, WIDTH, WIDTH_POW2, FENCE)  # fmt: skip
+    else:
+        tl.store(part_v_ptr + row * CHUNKS + chunk, value)
+        tl.store(part_i_ptr + row * CHUNKS + chunk, index)
+        if count_done(count_ptr + row, cols, CHUNKS, FENCE):
+            at = tl.arange(0, CHUNKS_POW2)
+            mine = at < CHUNKS
+            values = tl.load(part_v_ptr + row * CHUNKS + at, mask=mine, other=0.0,
+                             cache_modifier=".cg")  # fmt: skip
+            indices = tl.load(part_i_ptr + row * CHUNKS + at, mask=mine, other=0,
+                              cache_modifier=".cg")  # fmt: skip
+            _, index = _first_max(values, indices, mine)
+            tl.store(out_ptr + row, index.to(tl.int64))
+            count_reset(count_ptr + row)
+            if ACCEPT:
+                _pack_block(out_ptr, ids_ptr, packed_ptr, count_ptr + M + row // WIDTH,
+                            row // WIDTH, stride_ids, stride_packed, cols, WIDTH, WIDTH_POW2,
+                            FENCE)  # fmt: skip
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+
+
+@triton.jit
+def _pack_block(out_ptr, ids_ptr, packed_ptr, count_ptr, block, stride_ids, stride_packed,
+                any_tensor, WIDTH: tl.constexpr, WIDTH_POW2: tl.constexpr,
+                FENCE: tl.constexpr):  # fmt: skip
+    """After a row of verify block `block` has its token in out: the block's last such row
+    (count_done on the block's counter) writes packed[block] = (the block's ids: anchor, then
+    drafts; the target's token at each of its rows; the drafts accepted: those before the
+    first draft j + 1 that differs from the token at row j, spec/accept.accept_greedy's)."""
+    if count_done(count_ptr, any_tensor, WIDTH, FENCE):
+        j = tl.arange(0, WIDTH_POW2)
+        inside = j < WIDTH
+        chosen = tl.load(out_ptr + block * WIDTH + j, mask=inside, other=0, cache_modifier=".cg")
+        ids = tl.load(ids_ptr + block * stride_ids + j, mask=inside, other=0).to(tl.int64)
+        drafts = tl.load(ids_ptr + block * stride_ids + j + 1, mask=j + 1 < WIDTH, other=0)
+        miss = (drafts.to(tl.int64) != chosen) | (j + 1 >= WIDTH)
+        accepted = tl.min(tl.where(miss, j, WIDTH - 1), axis=0)
+        row = packed_ptr + block * stride_packed
+        tl.store(row + j, ids, mask=inside)
+        tl.store(row + WIDTH + j, chosen, mask=inside)
+        tl.store(row + 2 * WIDTH, accepted.to(tl.int64))
+        count_reset(count_ptr)
+
+
+def _check_ids(ids: torch.Tensor, table: torch.Tensor) -> None:
+    if ids.dtype not in (torch.int32, torch.int64) or ids.device != table.device:
+        raise ValueError(
+            f"token ids must be int32/int64 on the table's device ({table.device}), got "
+            f"{ids.dtype} on {ids.device}"
+        )
+    if table.dim() != 2 or table.stride(1) != 1:
+        raise ValueError(f"the table must be 2-D with unit column stride, got {tuple(table.shape)}")
+
+
+def _gather(ids: torch.Tensor, table: torch.Tensor, rows: int, anchors: bool, width: int,
+            fill_id: int) -> torch.Tensor:  # fmt: skip
+    hidden = table.shape[1]
+    y = torch.empty(rows, hidden, device=table.device, dtype=table.dtype)
+    if rows == 0:
+        return y
+    grid = (rows, triton.cdiv(hidden, EMBED_BLOCK))
+    _embed_kernel[grid](
+        ids, table, y, hidden, table.shape[0], ids.stride(0), table.stride(0), y.stride(0),
+        width, fill_id, BLOCK=EMBED_BLOCK, ANCHORS=anchors, **launch.pdl(table),
+        **trace.arguments(table, "embed", grid[0] * grid[1], bytes=2 * y.nbytes, rows=rows),
+    )  # fmt: skip
+    return y
+
+
+def embed_rows(ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """ids [B, T] (or [N]) -> table's rows [B * T, H] (torch.nn.functional.embedding's values;
+    an id outside [0, vocab) gives zeros rather than a device assertion)."""
+    _check_ids(ids, table)
+    flat = ids.reshape(-1)
+    return _gather(flat, table, flat.numel(), False, 1, 0)
+
+
+def embed_anchor_blocks(
+    anchors: torch.Tensor, fill_id: int, width: int, table: torch.Tensor
+) -> torch.Tensor:
+    """anchors [B] -> the rows [B * width, H] of the blocks [anchor, fill_id, ...]: the
+    drafter's input block (its mask token after each anchor) and its embedding in one launch."""
+    _check_ids(anchors, table)
+    if anchors.dim() != 1 or width < 1 or not 0 <= fill_id < table.shape[0]:
+        raise ValueError(
+            f"anchor blocks want anchors [B], width >= 1 and a fill id in the vocabulary, got "
+            f"{tuple(anchors.shape)}, {width}, {fill_id}"
+        )
+    return _gather(anchors, table, anchors.shape[0] * width, True, width, fill_id)
+
+
+def argmax_rows(x: torch.Tensor) -> torch.Tensor:
+    """x [..., N] -> the index of each row's largest value, [...] int64: torch.argmax(x, -1)
+    (the first of equal values; a NaN counts as the largest)."""
+    return _argmax(x, None)[0]
+
+
+def argmax_accept(logits: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A verify step's end in one launch: logits [B, K, N] of the blocks ids [B, K] (anchor,
+    then K - 1 drafts) -> (the target's tokens [B, K], argmax_rows's; packed [B, 2K + 1] =
+    (ids, tokens, drafts accepted), spec/accept.accept_greedy's count)."""
+    if logits.dim() != 3 or ids.shape != logits.shape[:2] or ids.device != logits.device:
+        raise ValueError(
+            f"argmax_accept wants logits [B, K, N] and ids [B, K] on one device, got "
+            f"{tuple(logits.shape)} and {tuple(ids.shape)}"
+        )
+    if ids.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"block ids must be int32/int64, got {ids.dtype}")
+    return _argmax(logits, ids.contiguous())
+
+
+def _argmax(x: torch.Tensor, ids: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    if x.dtype not in (torch.bfloat16, torch.float16, torch.float32) or x.stride(-1) != 1:
+        raise ValueError(f"argmax_rows wants float rows of unit stride, got {x.dtype}")
+    n = x.shape[-1]
+    if not 0 < n <= _INDEX_LIMIT:
+        raise ValueError(f"argmax_rows wants 1 to {_INDEX_LIMIT} values a row, got {n}")
+    rows = x.reshape(-1, n)
+    m = rows.shape[0]
+    out = torch.empty(m, device=x.device, dtype=torch.int64)
+    packed = None
+    if m == 0:
+        return out.view(x.shape[:-1]), packed
+    chunks = triton.cdiv(n, ARGMAX_BLOCK)
+    part_v = torch.empty(m, chunks, device=x.device, dtype=torch.float32)
+    part_i = torch.empty(m, chunks, device=x.device, dtype=torch.int32)
+    accept = {}
+    blocks = 0
+    if ids is not None:
+        blocks, width = ids.shape
+        packed = torch.empty(blocks, 2 * width + 1, device=x.device, dtype=torch.int64)
+        pow2 = triton.next_power_of_2(width)
+        accept = dict(ACCEPT=True, WIDTH=width, WIDTH_POW2=pow2)
+    counters = zeroed_counters(x.device, m + blocks)
+    grid = (m, chunks)
+    _argmax_kernel[grid](
+        rows, part_v, part_i, counters, out, ids if ids is not None else out,
+        packed if packed is not None else out, n, m, rows.stride(0),
+        ids.stride(0) if ids is not None else 0, packed.stride(0) if packed is not None else 0,
+        CHUNKS=chunks, CHUNKS_POW2=triton.next_power_of_2(chunks), BLOCK=ARGMAX_BLOCK,
+        FENCE=not INTERPRETED, **accept, **launch.pdl(x),
+        **trace.arguments(x, "argmax", m * chunks, bytes=rows.nbytes, rows=m),
+    )  # fmt: skip
+    return out.view(x.shape[:-1]), packed
