@@ -224,6 +224,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             out.append((f"argmax CHUNKS={chunks} {accept}", tokens._argmax_kernel, argmax_types,
                         dict(CHUNKS=chunks, CHUNKS_POW2=triton.next_power_of_2(chunks),
                              BLOCK=tokens.ARGMAX_BLOCK, FENCE=True) | accept))  # fmt: skip
+    meta_types = {"packed_ptr": "*i64", "meta_ptr": "*i64", "limit_ptr": "*i64", "out_ptr": "*i64"}
+    out.append(("next_meta", tokens._next_meta_kernel, meta_types, dict(WIDTH=16)))
     return out
 
 

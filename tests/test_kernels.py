@@ -1437,3 +1437,27 @@ def test_argmax_accept_packs_blocks_as_accept_greedy(monkeypatch) -> None:
         assert torch.equal(packed.cpu(), torch.cat([ids, best, accepted[:, None]], dim=1))
     with pytest.raises(ValueError, match="logits \\[B, K, N\\]"):
         tokens.argmax_accept(logits.to(DEVICE), ids[:, :4].to(DEVICE))
+
+
+def test_next_meta_is_next_step_meta() -> None:
+    """tokens.next_meta against spec/accept.next_step_meta: blocks that accept none, some and
+    all drafts, one held at its limit; a strided meta; bad shapes and dtypes refused."""
+    from specpilot.kernels import tokens
+    from specpilot.spec.accept import next_step_meta
+
+    gen = torch.Generator().manual_seed(3)
+    k = 4
+    packed = torch.randint(0, 100, (3, 2 * k + 1), generator=gen)
+    packed[:, 2 * k] = torch.tensor([0, 2, 3])
+    meta = torch.tensor([[10, 5, 7], [20, 18, 1], [30, 26, 4]])
+    limits = torch.tensor([50, 60, 32])  # the last: 30 + 3 + 1 held at 32
+    want = next_step_meta(packed, meta, limits)
+    got = tokens.next_meta(packed.to(DEVICE), meta.to(DEVICE), limits.to(DEVICE))
+    assert torch.equal(got.cpu(), want) and want[2, 0] == 32
+    assert want[:, 2].tolist() == [packed[0, k], packed[1, k + 2], packed[2, k + 3]]
+    wide = torch.zeros(3, 5, dtype=torch.int64)
+    wide[:, :3] = meta
+    got = tokens.next_meta(packed.to(DEVICE), wide[:, :3].to(DEVICE), limits.to(DEVICE))
+    assert torch.equal(got.cpu(), want)
+    with pytest.raises(ValueError, match="next_meta wants"):
+        tokens.next_meta(packed[:, :-1].to(DEVICE), meta.to(DEVICE), limits.to(DEVICE))

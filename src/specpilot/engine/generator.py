@@ -37,7 +37,7 @@ from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.target import TargetModel
-from specpilot.spec.accept import accept_greedy
+from specpilot.spec.accept import accept_greedy, next_step_meta
 from specpilot.spec.replay import AcceptanceProfile, ReplayProposer, replay_drafts
 
 
@@ -748,10 +748,10 @@ class Generator:
                 hidden, meta, replay, draft_kv, start_bound + k, capture
             )
             # the next step's inputs, on the device, ordered before the next launch
-            accepted = packed_d[:, 2 * k]
-            bonus = packed_d[:, k:].gather(1, accepted[:, None])[:, 0]
-            starts = meta[:, 0]
-            meta = torch.stack([torch.minimum(starts + accepted + 1, limits), starts, bonus], 1)
+            if self.fused_target is not None:
+                meta = self.fused_target.next_meta(packed_d, meta, limits)
+            else:
+                meta = next_step_meta(packed_d, meta, limits)
             ctx_bound = start_bound
             start_bound = min(start_bound + k, max(limit_list))
             if drafter is not None:

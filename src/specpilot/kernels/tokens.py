@@ -250,3 +250,55 @@ def _argmax(x: torch.Tensor, ids: torch.Tensor | None) -> tuple[torch.Tensor, to
         **trace.arguments(x, "argmax", m * chunks, bytes=rows.nbytes, rows=m),
     )  # fmt: skip
     return out.view(x.shape[:-1]), packed
+
+
+@triton.jit
+def _next_meta_kernel(
+    packed_ptr, meta_ptr, limit_ptr, out_ptr, stride_packed, stride_meta, WIDTH: tl.constexpr,
+    PDL: tl.constexpr = False, TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+):  # fmt: skip
+    """Row b of the next speculative step's meta from this step's packed result: (start +
+    accepted + 1, at most limit[b]; this step's start; the target's token after the accepted
+    drafts)."""
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
+    b = tl.program_id(0)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    row = packed_ptr + b * stride_packed
+    accepted = tl.load(row + 2 * WIDTH)
+    bonus = tl.load(row + WIDTH + accepted)
+    start = tl.load(meta_ptr + b * stride_meta)
+    limit = tl.load(limit_ptr + b).to(tl.int64)
+    tl.store(out_ptr + b * 3, tl.minimum(start + accepted + 1, limit))
+    tl.store(out_ptr + b * 3 + 1, start)
+    tl.store(out_ptr + b * 3 + 2, bonus)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+
+
+def next_meta(packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tensor) -> torch.Tensor:
+    """The pipelined loop's next step inputs [B, 3] = (start + accepted + 1 held at limits,
+    start, the target's token after the accepted drafts) from a step's packed [B, 2K + 1] (int64)
+    and its meta [B, 3] (int64: start, context start, anchor) in one launch: spec/accept's
+    next_step_meta (a gather, two adds, a minimum and a stack)."""
+    batch, cols = packed.shape
+    if (
+        packed.dtype != torch.int64
+        or meta.dtype != torch.int64
+        or cols % 2 == 0
+        or meta.shape != (batch, 3)
+        or limits.shape != (batch,)
+        or meta.stride(1) != 1
+        or packed.stride(1) != 1
+    ):
+        raise ValueError(
+            f"next_meta wants int64 packed [B, 2K + 1], meta [B, 3] and limits [B], got "
+            f"{tuple(packed.shape)} {packed.dtype}, {tuple(meta.shape)} {meta.dtype}, "
+            f"{tuple(limits.shape)}"
+        )
+    out = torch.empty(batch, 3, device=meta.device, dtype=torch.int64)
+    if batch:
+        limits = limits.contiguous()
+        _next_meta_kernel[(batch,)](
+            packed, meta, limits, out, packed.stride(0), meta.stride(0), WIDTH=cols // 2,
+            **launch.pdl(meta), **trace.arguments(meta, "next_meta", batch, bytes=0, rows=batch),
+        )  # fmt: skip
+    return out

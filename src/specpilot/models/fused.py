@@ -39,6 +39,7 @@ from specpilot.layers.block import DecoderBlock
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.target import TargetModel, TargetOutput
+from specpilot.spec.accept import next_step_meta
 
 
 def unsupported_reason(model: nn.Module, dtype: torch.dtype, device: torch.device) -> str | None:
@@ -245,6 +246,14 @@ class FusedTarget:
     def packs() -> bool:
         """Whether `greedy_accept` runs (tokens.ON): else the caller accepts and packs."""
         return tokens.ON
+
+    @staticmethod
+    def next_meta(packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tensor) -> torch.Tensor:
+        """The pipelined loop's next step inputs: tokens.next_meta (tokens.ON), else
+        spec/accept.next_step_meta."""
+        if tokens.ON:
+            return tokens.next_meta(packed, meta, limits)
+        return next_step_meta(packed, meta, limits)
 
     @staticmethod
     def greedy_accept(logits: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:

@@ -12,3 +12,15 @@ def accept_greedy(drafts: torch.Tensor, posterior: torch.Tensor) -> torch.Tensor
     """
     matches = (drafts == posterior[:, :-1]).to(torch.int64)
     return matches.cumprod(dim=1).sum(dim=1)
+
+
+def next_step_meta(packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tensor) -> torch.Tensor:
+    """The pipelined loop's next step inputs [B, 3] from a step's packed result [B, 2K + 1]
+    (block, the target's token at each block row, accepted count) and its meta [B, 3] (start,
+    context start, anchor): (start + accepted + 1, held at limits [B]; start, where the next
+    context begins; the target's token after the accepted drafts, the next anchor)."""
+    width = packed.shape[1] // 2
+    accepted = packed[:, 2 * width]
+    bonus = packed[:, width:].gather(1, accepted[:, None])[:, 0]
+    starts = meta[:, 0]
+    return torch.stack([torch.minimum(starts + accepted + 1, limits), starts, bonus], 1)
