@@ -40,6 +40,9 @@ EMBED_BLOCK = 1024  # columns a program of the gather copies
 # models/fused.py runs its embedding gathers and argmaxes through these kernels (1) or through
 # PyTorch's index_select and argmax (0; bench/engine_speed.py --switch kernels.tokens.ON=0)
 ON = True
+# with ON, the pipelined loop's next step inputs by `next_meta` (1) or by PyTorch (0:
+# spec/accept.next_step_meta), to measure it apart (--switch kernels.tokens.NEXT_META=0)
+NEXT_META = True
 _INDEX_LIMIT = 2**31 - 1
 
 

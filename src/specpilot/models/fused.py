@@ -249,9 +249,9 @@ class FusedTarget:
 
     @staticmethod
     def next_meta(packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tensor) -> torch.Tensor:
-        """The pipelined loop's next step inputs: tokens.next_meta (tokens.ON), else
-        spec/accept.next_step_meta."""
-        if tokens.ON:
+        """The pipelined loop's next step inputs: tokens.next_meta (tokens.ON and NEXT_META),
+        else spec/accept.next_step_meta."""
+        if tokens.ON and tokens.NEXT_META:
             return tokens.next_meta(packed, meta, limits)
         return next_step_meta(packed, meta, limits)
 
