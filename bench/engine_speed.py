@@ -766,10 +766,9 @@ def loop_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.5
         agreed, _ = gen.run_replay(fresh, acceptance, seed=0)  # also the warm-up
         continuations = [s.output_ids for s in agreed]
         seqs = fresh()
+        proposer = ReplayProposer(continuations, acceptance, vocab, seed=0)
         start = time.perf_counter()
-        gen.run(
-            seqs, speculative=True, proposer=ReplayProposer(continuations, acceptance, vocab, 0)
-        )
+        gen.run(seqs, speculative=True, proposer=proposer)  # unprofiled, the same draws
         sync()
         wall = time.perf_counter() - start
         seqs = fresh()
