@@ -741,9 +741,13 @@ def timeline_sums(rows: list[tuple[float, float, str]]) -> dict:
 STEP_COPY = "Memcpy DtoH (Device -> Pinned)"
 
 
-def loop_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.55) -> dict:
+def loop_profile(
+    gen: Generator, context: int, new_tokens: int, tau: float = 6.55, replay: bool = True
+) -> dict:
     """The device's time line of the pipelined speculative loop (EngineConfig.pipeline, as
-    `pipelined` runs it, with replayed proposals at `tau`): torch.profiler's CUDA activity over
+    `pipelined` runs it, with replayed proposals at `tau`, or with `replay` False the drafter's
+    own: no replay glue, the loop a deployment runs, at whatever the drafter's acceptance is:
+    ~1 token a step for random weights): torch.profiler's CUDA activity over
     one run at `context`, from the end of its first step's result copy (STEP_COPY, one a step)
     to the end of its last, so whole steps only: no prefill, no drafter context write, no first
     (eager) step. Per step (us): the span, our kernels' busy time and the others' (the PyTorch
@@ -763,18 +767,26 @@ def loop_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.5
         with profile(activities=activities):  # the profiler's own first-use set-up
             sync()
         fresh = fresh_runs(context, vocab, new_tokens)
-        agreed, _ = gen.run_replay(fresh, acceptance, seed=0)  # also the warm-up
-        continuations = [s.output_ids for s in agreed]
+        continuations = None
+        if replay:
+            agreed, _ = gen.run_replay(fresh, acceptance, seed=0)  # also the warm-up
+            continuations = [s.output_ids for s in agreed]
+        else:
+            gen.run(fresh(), speculative=True)  # the warm-up
+
+        def proposer() -> ReplayProposer | None:  # the same draws each run
+            if continuations is None:
+                return None
+            return ReplayProposer(continuations, acceptance, vocab, seed=0)
+
         seqs = fresh()
-        proposer = ReplayProposer(continuations, acceptance, vocab, seed=0)
         start = time.perf_counter()
-        gen.run(seqs, speculative=True, proposer=proposer)  # unprofiled, the same draws
+        gen.run(seqs, speculative=True, proposer=proposer())  # unprofiled
         sync()
         wall = time.perf_counter() - start
         seqs = fresh()
-        proposer = ReplayProposer(continuations, acceptance, vocab, seed=0)
         with profile(activities=activities) as prof:
-            gen.run(seqs, speculative=True, proposer=proposer)
+            gen.run(seqs, speculative=True, proposer=proposer())
             sync()
     finally:
         gen.config = plain_config
@@ -792,7 +804,8 @@ def loop_profile(gen: Generator, context: int, new_tokens: int, tau: float = 6.5
 
     return {
         "context": context,
-        "tau": tau,
+        "tau": tau if replay else None,
+        "proposals": "replay" if replay else "drafter",
         "steps": steps,
         "run_steps": len(seqs[0].acceptance_lengths),
         "us_per_step": per_step,
@@ -807,7 +820,8 @@ def print_loop_profile(label: str, p: dict) -> None:
     others' busy times."""
     u, wall = p["us_per_step"], p["unprofiled_wall_us_per_step"]
     print(
-        f"{label} ctx {p['context']} pipelined step on the device ({p['steps']} steps, "
+        f"{label} ctx {p['context']} pipelined step on the device ({p['proposals']}, "
+        f"{p['steps']} steps, "
         f"profiled): span {u['span']:.0f} us (unprofiled wall {wall:.0f}), ours "
         f"{u['ours']:.0f} us/{u['ours_n']:.0f}, others {u['others']:.0f} us/"
         f"{u['others_n']:.0f}, idle {u['idle']:.0f} us",
@@ -1275,7 +1289,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--loop-profile",
         type=int,
         default=0,
-        help="1: the device's time line of the pipelined speculative loop (loop_profile)",
+        help="1: the device's time line of the pipelined speculative loop (loop_profile); 2: also "
+        "with the drafter's own proposals (no replay glue)",
     )
     parser.add_argument(
         "--pipeline",
@@ -1384,6 +1399,11 @@ def main() -> None:
             if args.loop_profile:
                 c["loop_profile"] = loop_profile(gen, context, args.new_tokens)
                 print_loop_profile(preset, c["loop_profile"])
+            if args.loop_profile == 2:  # the drafter's own proposals: no replay glue
+                c["loop_profile_drafter"] = p = loop_profile(
+                    gen, context, args.new_tokens, 0, False
+                )
+                print_loop_profile(preset, p)
             if args.host_profile:
                 c["host_profile"] = h = host_profile(gen, context, args.new_tokens)
                 top = ", ".join(

@@ -66,7 +66,10 @@ def test_loop_profile_runs(gen) -> None:
     r = engine_speed.loop_profile(gen, context=24, new_tokens=12)
     assert r["steps"] == 0 and r["run_steps"] >= 1 and r["unprofiled_wall_us_per_step"] > 0
     assert r["us_per_step"]["span"] == 0.0 and r["largest_idle_per_step"] == {}
+    assert r["proposals"] == "replay"
     engine_speed.print_loop_profile("tiny", r)
+    own = engine_speed.loop_profile(gen, context=24, new_tokens=12, replay=False)
+    assert own["proposals"] == "drafter" and own["tau"] is None and own["run_steps"] >= 1
 
 
 def test_host_profile(gen) -> None:

@@ -1461,3 +1461,28 @@ def test_next_meta_is_next_step_meta() -> None:
     assert torch.equal(got.cpu(), want)
     with pytest.raises(ValueError, match="next_meta wants"):
         tokens.next_meta(packed[:, :-1].to(DEVICE), meta.to(DEVICE), limits.to(DEVICE))
+
+
+def test_replay_drafts_kernel_is_replay_drafts() -> None:
+    """tokens.replay_drafts against spec/replay.replay_drafts: rows whose drafts run past the
+    continuation's end, that accept none or all, a draft of the last vocabulary id (wrapping
+    to 0 when made wrong), emitted counts from the step's start less the prompt."""
+    from specpilot.kernels import tokens
+    from specpilot.spec.replay import replay_drafts
+
+    gen = torch.Generator().manual_seed(4)
+    table = torch.randint(0, 50, (3, 12), generator=gen)
+    table[1, 3] = table[1, 7] = 49  # row 1's first draft (kept), its fifth (the wrong one)
+    table_lengths = torch.tensor([12, 9, 5])
+    prompt = torch.tensor([7, 20, 3])
+    meta = torch.tensor([[10, 0, 1], [22, 0, 1], [6, 0, 1]])  # emitted 4, 3, 4
+    counts = torch.tensor([1, 5, 6])
+    emitted = meta[:, 0] - prompt + 1
+    want = replay_drafts(table, table_lengths, emitted, counts.tolist(), 7, 50)
+    args = (table, table_lengths, meta, prompt, counts)
+    got = tokens.replay_drafts(*(t.to(DEVICE) for t in args), 7, 50)
+    assert torch.equal(got.cpu(), want)
+    assert want[1, 0] == 49 and want[1, 4] == 0  # a replayed 49 kept; made wrong, it wraps
+    assert want[2, 1] == 0  # past the continuation's end
+    with pytest.raises(ValueError, match="int64"):
+        tokens.replay_drafts(table.int(), table_lengths, meta, prompt, counts, 7, 50)

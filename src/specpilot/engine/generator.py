@@ -38,7 +38,12 @@ from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.target import TargetModel
 from specpilot.spec.accept import accept_greedy, next_step_meta
-from specpilot.spec.replay import AcceptanceProfile, ReplayProposer, replay_drafts
+from specpilot.spec.replay import (
+    AcceptanceProfile,
+    ReplayProposer,
+    device_counts,
+    replay_drafts,
+)
 
 
 @dataclass
@@ -739,10 +744,15 @@ class Generator:
             replay = None
             if proposer is not None:
                 lengths = proposer.sample_lengths(len(seqs), k - 1)
-                emitted = meta[:, 0] - prompt_lens + 1
-                replay = replay_drafts(
-                    table, table_lengths, emitted, lengths, k - 1, proposer.vocab_size
-                )
+                vocab = proposer.vocab_size
+                if self.fused_target is not None:  # one launch (kernels/tokens.py)
+                    counts = device_counts(lengths, dev)
+                    replay = self.fused_target.replay(
+                        table, table_lengths, meta, prompt_lens, counts, k - 1, vocab
+                    )
+                else:
+                    emitted = meta[:, 0] - prompt_lens + 1
+                    replay = replay_drafts(table, table_lengths, emitted, lengths, k - 1, vocab)
             draft_kv = ctx_bound + hidden.shape[1] if hidden is not None else 0
             packed_d, hidden_out = self._spec_step(
                 hidden, meta, replay, draft_kv, start_bound + k, capture

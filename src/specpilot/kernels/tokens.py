@@ -43,6 +43,10 @@ ON = True
 # with ON, the pipelined loop's next step inputs by `next_meta` (1) or by PyTorch (0:
 # spec/accept.next_step_meta), to measure it apart (--switch kernels.tokens.NEXT_META=0)
 NEXT_META = True
+# with ON, the benchmarks' replayed drafts in the pipelined loop by `replay_drafts` (1) or by
+# PyTorch's ~12 launches (0): glue a real drafter does not have (--switch
+# kernels.tokens.REPLAY=0)
+REPLAY = True
 _INDEX_LIMIT = 2**31 - 1
 
 
@@ -303,5 +307,59 @@ def next_meta(packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tensor) ->
         _next_meta_kernel[(batch,)](
             packed, meta, limits, out, packed.stride(0), meta.stride(0), WIDTH=cols // 2,
             **launch.pdl(meta), **trace.arguments(meta, "next_meta", batch, bytes=0, rows=batch),
+        )  # fmt: skip
+    return out
+
+
+@triton.jit
+def _replay_kernel(
+    table_ptr, table_len_ptr, meta_ptr, prompt_ptr, counts_ptr, out_ptr, L, stride_t,
+    stride_meta, vocab, D: tl.constexpr, D_POW2: tl.constexpr, PDL: tl.constexpr = False,
+    TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+):  # fmt: skip
+    """Row b of replayed drafts (spec/replay.replay_drafts, the emitted count taken from the
+    step's start: meta[b, 0] - prompt[b] + 1)."""
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
+    b = tl.program_id(0)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    emitted = tl.load(meta_ptr + b * stride_meta) - tl.load(prompt_ptr + b) + 1
+    j = tl.arange(0, D_POW2)
+    index = emitted + j
+    clamped = tl.minimum(tl.maximum(index, 0), L - 1)
+    known = tl.load(table_ptr + b * stride_t + clamped, mask=j < D, other=0)
+    known = tl.where(index < tl.load(table_len_ptr + b), known, 0)
+    right = j < tl.load(counts_ptr + b) - 1
+    tl.store(out_ptr + b * D + j, tl.where(right, known, (known + 1) % vocab), mask=j < D)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+
+
+def replay_drafts(
+    table: torch.Tensor,
+    table_lengths: torch.Tensor,
+    meta: torch.Tensor,
+    prompt_lengths: torch.Tensor,
+    counts: torch.Tensor,
+    num_drafts: int,
+    vocab: int,
+) -> torch.Tensor:
+    """spec/replay.replay_drafts in one launch for the pipelined loop (benchmarks' replayed
+    proposals: glue that a real drafter does not have, ~12 PyTorch launches a step): drafts
+    [B, num_drafts] from the continuations table [B, L] (int64) and their lengths [B], each
+    row's emitted count meta[b, 0] - prompt_lengths[b] + 1, and counts [B] (the sampled
+    acceptance lengths, on the device)."""
+    batch, longest = table.shape
+    tensors = (table_lengths, meta, prompt_lengths, counts)
+    if table.dtype != torch.int64 or any(t.dtype != torch.int64 for t in tensors):
+        raise ValueError("replay_drafts wants int64 tensors")
+    if meta.shape != (batch, 3) or any(t.shape != (batch,) for t in tensors[2:] + tensors[:1]):
+        raise ValueError(f"replay_drafts wants rows of {batch} sequences")
+    out = torch.empty(batch, num_drafts, device=table.device, dtype=torch.int64)
+    if batch and num_drafts:
+        table = table.contiguous()
+        _replay_kernel[(batch,)](
+            table, table_lengths.contiguous(), meta, prompt_lengths.contiguous(),
+            counts.contiguous(), out, longest, table.stride(0), meta.stride(0), vocab,
+            D=num_drafts, D_POW2=triton.next_power_of_2(num_drafts), **launch.pdl(table),
+            **trace.arguments(table, "replay", batch, bytes=0, rows=batch),
         )  # fmt: skip
     return out

@@ -40,6 +40,7 @@ from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.target import TargetModel, TargetOutput
 from specpilot.spec.accept import next_step_meta
+from specpilot.spec.replay import replay_drafts
 
 
 def unsupported_reason(model: nn.Module, dtype: torch.dtype, device: torch.device) -> str | None:
@@ -254,6 +255,24 @@ class FusedTarget:
         if tokens.ON and tokens.NEXT_META:
             return tokens.next_meta(packed, meta, limits)
         return next_step_meta(packed, meta, limits)
+
+    @staticmethod
+    def replay(
+        table: torch.Tensor,
+        table_lengths: torch.Tensor,
+        meta: torch.Tensor,
+        prompt_lengths: torch.Tensor,
+        counts: torch.Tensor,
+        num_drafts: int,
+        vocab: int,
+    ) -> torch.Tensor:
+        """The pipelined loop's replayed drafts (benchmarks): tokens.replay_drafts (tokens.ON
+        and REPLAY), else spec/replay.replay_drafts."""
+        if tokens.ON and tokens.REPLAY:
+            args = (table, table_lengths, meta, prompt_lengths, counts, num_drafts, vocab)
+            return tokens.replay_drafts(*args)
+        emitted = meta[:, 0] - prompt_lengths + 1
+        return replay_drafts(table, table_lengths, emitted, counts, num_drafts, vocab)
 
     @staticmethod
     def greedy_accept(logits: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:

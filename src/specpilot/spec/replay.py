@@ -131,26 +131,31 @@ def replay_drafts(
     table: torch.Tensor,
     table_lengths: torch.Tensor,
     emitted: torch.Tensor,
-    lengths: list[int],
+    lengths: list[int] | torch.Tensor,
     num_drafts: int,
     vocab: int,
 ) -> torch.Tensor:
     """Drafts [B, num_drafts] from the continuations (table [B, L], table_lengths [B]) after
     `emitted` [B] tokens, on the tensors' device: the first lengths[b] - 1 are the
     continuation's (0 past its end); the next one is wrong, so that exactly lengths[b] - 1 are
-    accepted; later drafts are never looked at, so any token will do."""
+    accepted; later drafts are never looked at, so any token will do. lengths: a list, or
+    already a tensor on the device (device_counts)."""
     j = torch.arange(num_drafts, device=table.device)
     index = emitted[:, None] + j
     known = table.gather(1, index.clamp(0, table.shape[1] - 1))
     known = torch.where(index < table_lengths[:, None], known, 0)
-    counts = torch.tensor(lengths)
-    if table.is_cuda:
+    counts = lengths if torch.is_tensor(lengths) else device_counts(lengths, table.device)
+    right = j[None, :] < counts[:, None] - 1
+    return torch.where(right, known, (known + 1) % vocab)
+
+
+def device_counts(lengths: list[int], device: torch.device) -> torch.Tensor:
+    """Sampled acceptance lengths as an int64 tensor on `device`, queued without waiting."""
+    counts = torch.tensor(lengths, dtype=torch.long)
+    if device.type == "cuda":
         # NOTE: a copy from pageable memory waits for the stream (every step queued so far):
         # in the pipelined loop, which calls this before launching each step, that made the
         # host wait for the device every step (pipelined replay measured slower than unpipelined
         # at the Qwen3-8B shape, runs 19 and 31); from pinned memory the copy is queued
-        counts = counts.pin_memory().to(table.device, non_blocking=True)
-    else:
-        counts = counts.to(table.device)
-    right = j[None, :] < counts[:, None] - 1
-    return torch.where(right, known, (known + 1) % vocab)
+        return counts.pin_memory().to(device, non_blocking=True)
+    return counts.to(device)
