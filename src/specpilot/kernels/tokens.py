@@ -348,10 +348,10 @@ def replay_drafts(
     row's emitted count meta[b, 0] - prompt_lengths[b] + 1, and counts [B] (the sampled
     acceptance lengths, on the device)."""
     batch, longest = table.shape
-    tensors = (table_lengths, meta, prompt_lengths, counts)
-    if table.dtype != torch.int64 or any(t.dtype != torch.int64 for t in tensors):
+    per_row = (table_lengths, prompt_lengths, counts)  # one value a sequence
+    if any(t.dtype != torch.int64 for t in (table, meta, *per_row)):
         raise ValueError("replay_drafts wants int64 tensors")
-    if meta.shape != (batch, 3) or any(t.shape != (batch,) for t in tensors[2:] + tensors[:1]):
+    if meta.shape != (batch, 3) or any(t.shape != (batch,) for t in per_row):
         raise ValueError(f"replay_drafts wants rows of {batch} sequences")
     out = torch.empty(batch, num_drafts, device=table.device, dtype=torch.int64)
     if batch and num_drafts:
