@@ -1463,7 +1463,7 @@ def test_next_meta_is_next_step_meta() -> None:
         tokens.next_meta(packed[:, :-1].to(DEVICE), meta.to(DEVICE), limits.to(DEVICE))
 
 
-def test_replay_drafts_kernel_is_replay_drafts() -> None:
+def test_replay_drafts_kernel_is_replay_drafts(monkeypatch) -> None:
     """tokens.replay_drafts against spec/replay.replay_drafts: rows whose drafts run past the
     continuation's end, that accept none or all, a draft of the last vocabulary id (wrapping
     to 0 when made wrong), emitted counts from the step's start less the prompt."""
@@ -1484,5 +1484,11 @@ def test_replay_drafts_kernel_is_replay_drafts() -> None:
     assert torch.equal(got.cpu(), want)
     assert want[1, 0] == 49 and want[1, 4] == 0  # a replayed 49 kept; made wrong, it wraps
     assert want[2, 1] == 0  # past the continuation's end
+    from specpilot.models.fused import FusedTarget
+
+    on_device = [t.to(DEVICE) for t in args]
+    for switch in (True, False):  # the kernel, then the PyTorch form, as the loop calls them
+        monkeypatch.setattr(tokens, "REPLAY", switch)
+        assert torch.equal(FusedTarget.replay(*on_device, 7, 50).cpu(), want)
     with pytest.raises(ValueError, match="int64"):
         tokens.replay_drafts(table.int(), table_lengths, meta, prompt, counts, 7, 50)

@@ -257,20 +257,12 @@ class FusedTarget:
         return next_step_meta(packed, meta, limits)
 
     @staticmethod
-    def replay(
-        table: torch.Tensor,
-        table_lengths: torch.Tensor,
-        meta: torch.Tensor,
-        prompt_lengths: torch.Tensor,
-        counts: torch.Tensor,
-        num_drafts: int,
-        vocab: int,
-    ) -> torch.Tensor:
-        """The pipelined loop's replayed drafts (benchmarks): tokens.replay_drafts (tokens.ON
-        and REPLAY), else spec/replay.replay_drafts."""
+    def replay(*args: torch.Tensor | int) -> torch.Tensor:
+        """The pipelined loop's replayed drafts (benchmarks), from tokens.replay_drafts's
+        arguments: by it (tokens.ON and REPLAY), else by spec/replay.replay_drafts."""
         if tokens.ON and tokens.REPLAY:
-            args = (table, table_lengths, meta, prompt_lengths, counts, num_drafts, vocab)
             return tokens.replay_drafts(*args)
+        table, table_lengths, meta, prompt_lengths, counts, num_drafts, vocab = args
         emitted = meta[:, 0] - prompt_lengths + 1
         return replay_drafts(table, table_lengths, emitted, counts, num_drafts, vocab)
 
