@@ -36,6 +36,12 @@ change of its back-to-back time and the components that changed most.
     python bench/cost_model.py --timeline --against base \
         bench/results/2026-12-05-variants-run142/timeline-variants-1024.json.gz
 
+`--loop` reads an engine_speed.py report with `--loop-profile` instead: a pipelined speculative
+step on the device against its floor, its parts (our kernels, PyTorch's work between them by
+name, the idle time) the furthest from their bounds first:
+
+    python bench/cost_model.py --loop bench/results/2026-12-07-tokens-run152/engine-loop.json
+
 With `--gaps`, where each forward's gaps between launches sit: its launches grouped by the
 launch before each, with the mean gap and wait and the share launched early (PDL). Plain
 launches show as ~1.3 us gaps entered late (how the verify's multiplies stood until run 145):
@@ -234,6 +240,42 @@ def timeline_deltas(report: dict, losses: dict, base: str, most: int = 4) -> dic
     return out
 
 
+def loop_losses(report: dict) -> dict:
+    """An engine_speed.py report's pipelined-loop profiles (`--loop-profile`) as losses: for
+    each model, context and profile (replayed proposals, and the drafter's own with
+    `--loop-profile 2`), a device step's components against their bounds: our kernels (the
+    draft and verify forwards) against the step's floor (its weights and cache bytes over the
+    copy bandwidth, engine_speed's step_floor_ms), PyTorch's work between them by name and the
+    idle time, bound 0; sorted by what each loses, the first the furthest from its bound."""
+    out: dict = {}
+    for model, entry in report.items():
+        if not isinstance(entry, dict) or "contexts" not in entry:
+            continue
+        for c in entry["contexts"]:
+            floor_us = c["speculative"]["6.55"]["step_floor_ms"] * 1e3
+            for key in ("loop_profile", "loop_profile_drafter"):
+                p = c.get(key)
+                if not p or not p["steps"]:
+                    continue
+                u = p["us_per_step"]
+                rows = [("our kernels (the forwards)", u["ours"], floor_us), ("idle", u["idle"], 0)]
+                rows += [(f"others: {k}", v["us"], 0) for k, v in p["others_per_step"].items()]
+                table = [
+                    {"component": name, "us": us, "bound_us": bound, "lost_us": us - bound}
+                    for name, us, bound in rows
+                ]
+                table.sort(key=lambda r: -r["lost_us"])
+                out[f"{model} ctx {c['context']} {p.get('proposals', 'replay')}"] = {
+                    "steps": p["steps"],
+                    "span_us": u["span"],
+                    "bound_us": floor_us,
+                    "lost_us": u["span"] - floor_us,
+                    "components": table,
+                    "furthest_from_bound": table[0]["component"],
+                }
+    return out
+
+
 def launch_label(launch: dict) -> str:
     """A traced launch's component name: a multiply by its shape (rows x N x K), else its
     kernel (timeline_losses' names)."""
@@ -297,6 +339,11 @@ def main() -> None:
         help="--timeline on a --variants report: each variant against this one (see above)",
     )
     parser.add_argument(
+        "--loop",
+        action="store_true",
+        help="the table is an engine_speed.py report with --loop-profile: a device step's losses",
+    )
+    parser.add_argument(
         "--gaps",
         action="store_true",
         help="--timeline: where each forward's gaps sit, by launch and the launch before it",
@@ -306,6 +353,20 @@ def main() -> None:
         parser.error("--against and --gaps go with --timeline")
     if not 0 < args.fraction <= 1 or args.bandwidth <= 0:
         parser.error("--fraction must be in (0, 1] and --bandwidth > 0")
+    if args.loop:
+        out = loop_losses(read_report(args.table))
+        if not out:
+            parser.error(f"{args.table} holds no --loop-profile measurements")
+        for name, f in out.items():
+            print(
+                f"{name}: a pipelined step {f['span_us']:.0f} us on the device ({f['steps']} "
+                f"steps), floor {f['bound_us']:.0f}, lost {f['lost_us']:.0f}; furthest: "
+                f"{f['furthest_from_bound']}"
+            )
+            for r in f["components"][:6]:
+                print(f"  {r['component'][:60]:<60} {r['us']:8.1f} us, lost {r['lost_us']:7.1f}")
+        print(json.dumps(out))
+        return
     if args.timeline:
         report = read_report(args.table)
         out = timeline_losses(report, args.bandwidth * 1e12)

@@ -190,3 +190,24 @@ def test_timeline_gaps_on_run_145(capsys, monkeypatch) -> None:
     monkeypatch.setattr(sys, "argv", ["cost_model.py", "--gaps", str(path)])
     with pytest.raises(SystemExit):
         cost_model.main()
+
+
+def test_loop_losses_on_run_152(capsys, monkeypatch) -> None:
+    """--loop on run 152's engine_speed report: a pipelined step's parts (our kernels against
+    the step's floor, PyTorch's work by name and the idle time at bound 0) add up to its span,
+    sorted by what each loses; a report without loop profiles is a usage error."""
+    path = ROOT / "bench/results/2026-12-07-tokens-run152/engine-loop.json"
+    ((name, step),) = cost_model.loop_losses(cost_model.read_report(path)).items()
+    assert name == "qwen3-8b ctx 1024 replay" and step["steps"] == 18
+    parts = step["components"]
+    assert sum(r["us"] for r in parts) == pytest.approx(step["span_us"], rel=0.005)
+    assert [r["lost_us"] for r in parts] == sorted((r["lost_us"] for r in parts), reverse=True)
+    assert step["furthest_from_bound"] == "our kernels (the forwards)"
+    assert step["lost_us"] == pytest.approx(step["span_us"] - step["bound_us"])
+    monkeypatch.setattr(sys, "argv", ["cost_model.py", "--loop", str(path)])
+    cost_model.main()
+    assert "a pipelined step 5455 us on the device" in capsys.readouterr().out
+    empty = ROOT / "bench/results/2026-12-07-engine-32k-run149/engine-32768.json"
+    monkeypatch.setattr(sys, "argv", ["cost_model.py", "--loop", str(empty)])
+    with pytest.raises(SystemExit):
+        cost_model.main()
