@@ -276,6 +276,20 @@ def loop_losses(report: dict) -> dict:
     return out
 
 
+def print_losses(head: str, f: dict, width: int) -> None:
+    """A line `head`, bound, lost and the furthest component of a timeline_losses or
+    loop_losses entry, then its six furthest components (names cut to `width`)."""
+    print(
+        f"{head}, bound {f['bound_us'] / 1e3:.3f}, lost {f['lost_us'] / 1e3:.3f}; furthest: "
+        f"{f['furthest_from_bound']}"
+    )
+    for r in f["components"][:6]:
+        print(
+            f"  {r['component'][:width]:<{width}} {r['us']:8.1f} us, bound {r['bound_us']:8.1f}, "
+            f"lost {r['lost_us']:7.1f}"
+        )
+
+
 def launch_label(launch: dict) -> str:
     """A traced launch's component name: a multiply by its shape (rows x N x K), else its
     kernel (timeline_losses' names)."""
@@ -358,13 +372,8 @@ def main() -> None:
         if not out:
             parser.error(f"{args.table} holds no --loop-profile measurements")
         for name, f in out.items():
-            print(
-                f"{name}: a pipelined step {f['span_us']:.0f} us on the device ({f['steps']} "
-                f"steps), floor {f['bound_us']:.0f}, lost {f['lost_us']:.0f}; furthest: "
-                f"{f['furthest_from_bound']}"
-            )
-            for r in f["components"][:6]:
-                print(f"  {r['component'][:60]:<60} {r['us']:8.1f} us, lost {r['lost_us']:7.1f}")
+            head = f"{name}: a pipelined step {f['span_us'] / 1e3:.3f} ms on the device"
+            print_losses(f"{head} ({f['steps']} steps)", f, 60)
         print(json.dumps(out))
         return
     if args.timeline:
@@ -401,16 +410,7 @@ def main() -> None:
             return
         for arm, forwards in out.items():
             for name, f in forwards.items():
-                print(
-                    f"{arm} {name}: span {f['span_us'] / 1e3:.3f} ms, bound "
-                    f"{f['bound_us'] / 1e3:.3f}, lost {f['lost_us'] / 1e3:.3f}; furthest: "
-                    f"{f['furthest_from_bound']}"
-                )
-                for r in f["components"][:6]:
-                    print(
-                        f"  {r['component']:<28} {r['us']:8.1f} us, bound {r['bound_us']:8.1f}, "
-                        f"lost {r['lost_us']:7.1f}"
-                    )
+                print_losses(f"{arm} {name}: span {f['span_us'] / 1e3:.3f} ms", f, 28)
         print(json.dumps(out))
         return
     if args.matrices:

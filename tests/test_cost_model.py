@@ -206,7 +206,9 @@ def test_loop_losses_on_run_152(capsys, monkeypatch) -> None:
     assert step["lost_us"] == pytest.approx(step["span_us"] - step["bound_us"])
     monkeypatch.setattr(sys, "argv", ["cost_model.py", "--loop", str(path)])
     cost_model.main()
-    assert "a pipelined step 5455 us on the device" in capsys.readouterr().out
+    assert (
+        "a pipelined step 5.455 ms on the device (18 steps), bound 4.398" in capsys.readouterr().out
+    )
     empty = ROOT / "bench/results/2026-12-07-engine-32k-run149/engine-32768.json"
     monkeypatch.setattr(sys, "argv", ["cost_model.py", "--loop", str(empty)])
     with pytest.raises(SystemExit):
