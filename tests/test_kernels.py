@@ -1487,8 +1487,8 @@ def test_replay_drafts_kernel_is_replay_drafts(monkeypatch) -> None:
     from specpilot.models.fused import FusedTarget
 
     on_device = [t.to(DEVICE) for t in args]
-    for switch in (True, False):  # the kernel, then the PyTorch form, as the loop calls them
-        monkeypatch.setattr(tokens, "REPLAY", switch)
-        assert torch.equal(FusedTarget.replay(*on_device, 7, 50).cpu(), want)
+    assert torch.equal(FusedTarget.replay(*on_device, 7, 50).cpu(), want)  # as the loop calls it
+    monkeypatch.setattr(tokens, "REPLAY", False)  # switched off: the loop's PyTorch form runs
+    assert FusedTarget.replay(*on_device, 7, 50) is None
     with pytest.raises(ValueError, match="int64"):
         tokens.replay_drafts(table.int(), table_lengths, meta, prompt, counts, 7, 50)

@@ -241,7 +241,7 @@ class Generator:
             hidden.shape[0], max(hidden.shape[1], k)
         ):
             return self.fused_drafter(hidden, ctx_pos, anchors, block_pos, cache, table)
-        block = self._anchor_block(anchors, k)
+        block = self.drafter.anchor_block(anchors, k)
         embeds = self.target.embed(block)
         out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
         # 2-D rows: a strided 3-D input makes the CPU's matmul take a much slower batched path
@@ -320,13 +320,6 @@ class Generator:
             low = cost(lambda x: F.linear(x.to(copy.dtype), copy))
             own = cost(self.target.lm_head)
         return copy if low < own else None
-
-    def _anchor_block(self, anchors: torch.Tensor, k: int) -> torch.Tensor:
-        """The drafter's input block [B, k]: each anchor, then masks."""
-        mask_id = self.drafter.config.mask_token_id
-        block = torch.full((anchors.shape[0], k), mask_id, device=anchors.device)
-        block[:, 0] = anchors
-        return block
 
     # NOTE: in a graph the PyTorch path reads the whole cache (static shape; the mask hides
     # unwritten slots); the fused attention reads each row's own length on the device.
@@ -743,25 +736,22 @@ class Generator:
                 break
             replay = None
             if proposer is not None:
-                lengths = proposer.sample_lengths(len(seqs), k - 1)
-                vocab = proposer.vocab_size
-                if self.fused_target is not None:  # one launch (kernels/tokens.py)
-                    counts = device_counts(lengths, dev)
-                    replay = self.fused_target.replay(
-                        table, table_lengths, meta, prompt_lens, counts, k - 1, vocab
-                    )
-                else:
+                counts = device_counts(proposer.sample_lengths(len(seqs), k - 1), dev)
+                args = (table, table_lengths, meta, prompt_lens, counts, k - 1, proposer.vocab_size)
+                if self.fused_target is not None:  # one launch (kernels/tokens.py), or None
+                    replay = self.fused_target.replay(*args)
+                if replay is None:
                     emitted = meta[:, 0] - prompt_lens + 1
-                    replay = replay_drafts(table, table_lengths, emitted, lengths, k - 1, vocab)
+                    replay = replay_drafts(table, table_lengths, emitted, *args[4:])
             draft_kv = ctx_bound + hidden.shape[1] if hidden is not None else 0
             packed_d, hidden_out = self._spec_step(
                 hidden, meta, replay, draft_kv, start_bound + k, capture
             )
             # the next step's inputs, on the device, ordered before the next launch
-            if self.fused_target is not None:
-                meta = self.fused_target.next_meta(packed_d, meta, limits)
-            else:
-                meta = next_step_meta(packed_d, meta, limits)
+            fused_meta = None
+            if self.fused_target is not None:  # one launch (kernels/tokens.py), or None
+                fused_meta = self.fused_target.next_meta(packed_d, meta, limits)
+            meta = next_step_meta(packed_d, meta, limits) if fused_meta is None else fused_meta
             ctx_bound = start_bound
             start_bound = min(start_bound + k, max(limit_list))
             if drafter is not None:

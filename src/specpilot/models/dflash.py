@@ -71,6 +71,14 @@ class DFlashDrafter(nn.Module):
         self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
+    def anchor_block(self, anchors: torch.Tensor, width: int) -> torch.Tensor:
+        """The input block [B, width]: each anchor [B], then mask tokens."""
+        block = torch.full(
+            (anchors.shape[0], width), self.config.mask_token_id, device=anchors.device
+        )
+        block[:, 0] = anchors
+        return block
+
     def write_context(
         self,
         target_hidden: torch.Tensor,

@@ -39,8 +39,6 @@ from specpilot.layers.block import DecoderBlock
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.target import TargetModel, TargetOutput
-from specpilot.spec.accept import next_step_meta
-from specpilot.spec.replay import replay_drafts
 
 
 def unsupported_reason(model: nn.Module, dtype: torch.dtype, device: torch.device) -> str | None:
@@ -249,22 +247,23 @@ class FusedTarget:
         return tokens.ON
 
     @staticmethod
-    def next_meta(packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tensor) -> torch.Tensor:
-        """The pipelined loop's next step inputs: tokens.next_meta (tokens.ON and NEXT_META),
-        else spec/accept.next_step_meta."""
+    def next_meta(
+        packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tensor
+    ) -> torch.Tensor | None:
+        """The pipelined loop's next step inputs by tokens.next_meta (tokens.ON and NEXT_META);
+        None when switched off (the caller's spec/accept.next_step_meta then)."""
         if tokens.ON and tokens.NEXT_META:
             return tokens.next_meta(packed, meta, limits)
-        return next_step_meta(packed, meta, limits)
+        return None
 
     @staticmethod
-    def replay(*args: torch.Tensor | int) -> torch.Tensor:
-        """The pipelined loop's replayed drafts (benchmarks), from tokens.replay_drafts's
-        arguments: by it (tokens.ON and REPLAY), else by spec/replay.replay_drafts."""
+    def replay(*args: torch.Tensor | int) -> torch.Tensor | None:
+        """The pipelined loop's replayed drafts (benchmarks) by tokens.replay_drafts, from its
+        arguments (tokens.ON and REPLAY); None when switched off (the caller's
+        spec/replay.replay_drafts then)."""
         if tokens.ON and tokens.REPLAY:
             return tokens.replay_drafts(*args)
-        table, table_lengths, meta, prompt_lengths, counts, num_drafts, vocab = args
-        emitted = meta[:, 0] - prompt_lengths + 1
-        return replay_drafts(table, table_lengths, emitted, counts, num_drafts, vocab)
+        return None
 
     @staticmethod
     def greedy_accept(logits: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -417,7 +416,7 @@ class FusedDrafter:
         # the block's embeddings first: between the hidden norm and the first k|v multiply a
         # PyTorch gather cut their PDL chain, 8 us from the norm's end to that multiply's
         # start in run 145's draft timeline
-        x = anchor_blocks(anchors, d.config.mask_token_id, k, self.target.model.embed_tokens)
+        x = anchor_blocks(anchors, d, k, self.target.model.embed_tokens)
         ctx = linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
         ctx = rmsnorm(ctx, d.hidden_norm.weight, d.hidden_norm.eps)
         for i, blk in enumerate(self.blocks):
@@ -442,14 +441,14 @@ def embed(ids: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 
 def anchor_blocks(
-    anchors: torch.Tensor, mask_id: int, width: int, embedding: nn.Embedding
+    anchors: torch.Tensor, drafter: DFlashDrafter, width: int, embedding: nn.Embedding
 ) -> torch.Tensor:
-    """The embedding rows [B * width, hidden] of the blocks [anchor, mask_id, ...]: one gather
-    (tokens.ON), or PyTorch's fill, copy and gather."""
+    """The embedding rows [B * width, hidden] of the drafter's blocks [anchor, mask, ...]: one
+    gather (tokens.ON), or PyTorch's fill, copy and gather (DFlashDrafter.anchor_block)."""
     if tokens.ON:
+        mask_id = drafter.config.mask_token_id
         return tokens.embed_anchor_blocks(anchors, mask_id, width, embedding.weight)
-    block = torch.full((anchors.shape[0], width), mask_id, device=anchors.device)
-    block[:, 0] = anchors
+    block = drafter.anchor_block(anchors, width)
     return embedding(block).view(block.numel(), -1)
 
 
