@@ -757,7 +757,7 @@ def loop_profile(
     unprofiled wall time a step (prefill and all: an upper bound)."""
     from torch.profiler import ProfilerActivity, profile
 
-    acceptance = AcceptanceProfile.from_mean(tau, gen.block_size)
+    acceptance = AcceptanceProfile.from_mean(tau, gen.block_size) if replay else None
     vocab = gen.target.config.vocab_size
     plain_config = gen.config
     gen.config = dataclasses.replace(plain_config, pipeline=True)
@@ -1401,7 +1401,7 @@ def main() -> None:
                 print_loop_profile(preset, c["loop_profile"])
             if args.loop_profile == 2:  # the drafter's own proposals: no replay glue
                 c["loop_profile_drafter"] = p = loop_profile(
-                    gen, context, args.new_tokens, 0, False
+                    gen, context, args.new_tokens, replay=False
                 )
                 print_loop_profile(preset, p)
             if args.host_profile:
