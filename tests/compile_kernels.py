@@ -94,6 +94,14 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 swiglu = flags | cfg | dict(SWIGLU=True)
                 label = f"skinny_linear M={m} SWIGLU {flags}"
                 out.append((label, linear._skinny_kernel, lin, swiglu))
+                # ... from a handed-on norm (fused.NORM_HANDOFF_MAX_ROWS)
+                handed = swiglu | dict(NORM=False, HAND_IN=True, SLOTS_IN=512)
+                label = f"skinny_linear M={m} SWIGLU HAND_IN"
+                out.append((label, linear._skinny_kernel, lin | {"sq_in_ptr": "*fp32"}, handed))
+            if res and not glu and m in (1, 16):  # o / down handing the next norm on
+                hand = flags | cfg | dict(HAND_OUT=True)
+                types = lin | {"u_ptr": bf16, "hw_ptr": bf16, "sq_out_ptr": "*fp32"}
+                out.append((f"skinny_linear M={m} HAND_OUT", linear._skinny_kernel, types, hand))
             w12_cfg = w12_linear.tile_config(m, 24576, 4096)
             w12_cfg = {k: v for k, v in w12_cfg.items() if k.isupper()}
             consts = (

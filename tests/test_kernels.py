@@ -115,6 +115,55 @@ def test_skinny_linear(m: int, mode: str) -> None:
     close(skinny_linear(x, w, **kw), skinny_linear_reference(x, w, **kw), 4 if m > 1 else 2)
 
 
+@pytest.mark.parametrize("m", [1, 16])
+@pytest.mark.parametrize("swiglu", [False, True])
+def test_norm_handoff_is_the_norm_then_the_multiply(m: int, swiglu: bool) -> None:
+    """The norm hand-off (kernels/linear.Handoff): the multiply ending in the residual add stores
+    the same output as without it, u = output * norm weight rounded, and per tile the rows' sums
+    of squares; the next multiply from u gives RMSNorm-then-multiply's values (the rounding
+    points differ: x * w before the scaling by 1 / RMS). A K-split producer leaves it unfilled,
+    and a consumer takes only a filled hand-off's own u."""
+    from specpilot.kernels.linear import Handoff, tile_config
+
+    gen = torch.Generator().manual_seed(m + 7 * swiglu)
+    k_in, k, n = 64, 96, 70
+    a = torch.randn(m, k_in, generator=gen).to(DEVICE, BF16)
+    w_o = (torch.randn(k, k_in, generator=gen) * k_in**-0.5).to(DEVICE, BF16)
+    res = (torch.randn(m, k, generator=gen) * 3).to(DEVICE, BF16)
+    norm_w = (torch.rand(k, generator=gen) + 0.5).to(DEVICE, BF16)
+    w_next = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
+    hand = Handoff(norm_w, 1e-6)
+    y = skinny_linear(a, w_o, residual=res, handoff=hand)
+    assert torch.equal(y, skinny_linear(a, w_o, residual=res))
+    assert torch.equal(hand.u, (y.float() * norm_w.float()).to(BF16))
+    tiles = -(-k // tile_config(m, k, k_in)["BLOCK_N"])
+    assert hand.squares.shape == (m, tiles)
+    torch.testing.assert_close(hand.squares.sum(1), y.float().pow(2).sum(1), rtol=1e-5, atol=0)
+    # against the exact norm and product of the same output: the reference's two roundings of
+    # the input (after 1 / RMS, after w) and this one's (after w) each move the dot products by
+    # up to an ulp of their terms, which cancel: both land within 8 half-ulps here (12 with
+    # silu(gate) * up's three more roundings)
+    yf = y.float()
+    exact = (yf * torch.rsqrt(yf.pow(2).mean(-1, keepdim=True) + 1e-6) * norm_w.float()).to(DEVICE)
+    exact = exact @ w_next.float().T
+    if swiglu:
+        gate, up = exact.chunk(2, dim=-1)
+        exact = torch.nn.functional.silu(gate) * up
+    got = skinny_linear(hand.u, w_next, handed=hand, swiglu=swiglu)
+    ulps = 12 if swiglu else 8
+    close(got, exact, ulps)
+    want = skinny_linear_reference(y, w_next, norm_weight=norm_w, eps=1e-6, swiglu=swiglu)
+    close(want, exact, ulps)
+    split = Handoff(norm_w, 1e-6)
+    cfg = dict(tile_config(m, k, k_in), USE_DOT=True, BLOCK_M=16, BLOCK_K=32, SPLIT_K=2)
+    skinny_linear(a, w_o, residual=res, handoff=split, config=cfg)
+    assert not split.ready
+    with pytest.raises(ValueError, match="filled u"):
+        skinny_linear(hand.u.clone(), w_next, handed=hand)
+    with pytest.raises(ValueError, match="residual epilogue"):
+        skinny_linear(a, w_o, handoff=Handoff(norm_w, 1e-6))
+
+
 @pytest.mark.parametrize("m,k,split", [(16, 600, 2), (5, 96, 3), (33, 520, 4)])
 @pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
 def test_skinny_linear_split_k(m: int, k: int, split: int, mode: str) -> None:
@@ -1150,6 +1199,46 @@ def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weig
         assert any(asked) is (rows == 5)
     assert torch.equal(outs[5].tokens, outs[0].tokens)
     assert torch.equal(outs[5].hidden, outs[0].hidden)
+
+
+def test_norm_handoff_forward_and_engine(tmp_path, monkeypatch) -> None:
+    """fused.NORM_HANDOFF_MAX_ROWS: a verify forward with the norms handed from multiply to
+    multiply launches one norm kernel (the first layer's) where it launched 2 a layer plus the
+    final one, gives the same tokens and hidden states within rounding, and the engine's
+    speculative decoding with it passes token forcing; W12 multiplies keep their norm kernels."""
+    from specpilot.models import fused
+    from specpilot.spec.forcing import token_forcing
+
+    target, drafter, reference = _tiny_pair(tmp_path, tied=True)
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    gen._buffers_for("target", 1, 64)
+    ids = torch.randint(0, 263, (1, 5), generator=torch.Generator().manual_seed(5)).to(DEVICE)
+    pos = torch.arange(5, device=DEVICE)[None]
+    norms = []
+    plain_norm = fused.rmsnorm
+
+    def counting(*args, **kw):
+        norms.append(1)
+        return plain_norm(*args, **kw)
+
+    monkeypatch.setattr(fused, "rmsnorm", counting)
+    outs = {}
+    for rows in (0, 5):
+        monkeypatch.setattr(fused, "NORM_HANDOFF_MAX_ROWS", rows)
+        norms.clear()
+        outs[rows] = gen._verify_fn(ids, pos, 5, (0, 1))
+        layers = len(target.model.layers)
+        assert len(norms) == (1 if rows else 2 * layers + 1)
+    assert torch.equal(outs[5].tokens, outs[0].tokens)
+    # two layers of other rounding points (x * w, then the sums scaled), each rounding
+    # carried on in the residual stream: within 16 half-ulps of the largest tenth
+    close(outs[5].hidden, outs[0].hidden, 16)
+    seqs = _sequences(target.config.vocab_size, 5)
+    gen.run(seqs, speculative=True)
+    for s in seqs:
+        report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
+        assert report.passed, report.failures
+    assert fused.handoff_for(1, target.model.layers[0].mlp.down_proj.weight, None) is None
 
 
 @pytest.mark.parametrize("weights", ["bf16", "w12", "w12:gate_up,lm_head"])

@@ -14,6 +14,7 @@ some matrices in W12 and the rest in bf16 runs through them too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -249,18 +250,21 @@ def linear(
     glu: bool = False,
     residual: torch.Tensor | None = None,
     swiglu: bool = False,
+    **hand: Any,
 ) -> torch.Tensor:
     """skinny_linear for a bf16/fp16 weight, w12_linear for a W12Weight (same contract). Above
     the skinny kernels' rows (a wide step: many sequences' verify blocks), a bf16 weight goes
     to cuBLAS, after our norm / SwiGLU kernels for the prologue and before the SwiGLU one for
     the epilogue; the residual is then added to the rounded product (one more rounding than
-    the fused epilogue: a summation-order difference like any other between kernels)."""
+    the fused epilogue: a summation-order difference like any other between kernels).
+    `hand`: skinny_linear's norm hand-off (handoff, handed), bf16 skinny multiplies only."""
+    hand = {k: v for k, v in hand.items() if v is not None}
     if not PROFILE_RANGES:
-        return _linear(x, weight, norm_weight, eps, glu, residual, swiglu)
+        return _linear(x, weight, norm_weight, eps, glu, residual, swiglu, hand)
     kind = PROFILE_KINDS[0] if isinstance(weight, W12Weight) else PROFILE_KINDS[1]
     n, k = weight.shape
     with torch.profiler.record_function(f"{kind} {x.shape[0]}x{n}x{k}"):
-        return _linear(x, weight, norm_weight, eps, glu, residual, swiglu)
+        return _linear(x, weight, norm_weight, eps, glu, residual, swiglu, hand)
 
 
 def _linear(
@@ -271,9 +275,17 @@ def _linear(
     glu: bool,
     residual: torch.Tensor | None,
     swiglu: bool,
+    hand: dict,
 ) -> torch.Tensor:
     kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual, swiglu=swiglu)
     from specpilot.kernels.linear import MAX_ROWS
+
+    if hand:
+        from specpilot.kernels.linear import skinny_linear
+
+        if isinstance(weight, W12Weight) or x.shape[0] > MAX_ROWS:
+            raise ValueError("the norm hand-off is the bf16 skinny multiply's")
+        return skinny_linear(x, weight, **kw, **hand)
 
     if x.shape[0] > MAX_ROWS and not isinstance(weight, W12Weight):
         from specpilot.kernels.elementwise import rmsnorm, silu_mul

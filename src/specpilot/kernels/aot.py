@@ -49,6 +49,10 @@ OFF = {
     "ACCEPT": 0,
     "WIDTH": 1,
     "WIDTH_POW2": 1,
+    "HAND_OUT": 0,
+    "HAND_IN": 0,
+    "SLOTS_IN": 1,
+    "HAND_ROWS": 1,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

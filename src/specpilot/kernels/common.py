@@ -153,7 +153,8 @@ def input_tile(x_rows, cols, mask, nw_ptr, rstd, K, dtype, NORM: tl.constexpr, G
 def store_output(
     acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL: tl.constexpr
 ):
-    """y[rm, rn] = acc rounded to y's dtype, plus residual[rm, rn] (rounded again) if asked."""
+    """y[rm, rn] = acc rounded to y's dtype, plus residual[rm, rn] (rounded again) if asked;
+    returns what it stored."""
     dtype = y_ptr.dtype.element_ty
     out = acc.to(dtype)
     om = m_ok[:, None] & n_ok[None, :]
@@ -161,6 +162,36 @@ def store_output(
         r = tl.load(res_ptr + rm[:, None] * stride_rm + rn[None, :], mask=om, other=0.0)
         out = (out.to(tl.float32) + r.to(tl.float32)).to(dtype)
     tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], out, mask=om)
+    return out
+
+
+@triton.jit
+def store_handoff(out, u_ptr, hw_ptr, sq_ptr, rm, rn, m_ok, n_ok, stride_um, stride_sq, slot):
+    """The next RMSNorm handed on from a tile's output `out` [BLOCK_M, BLOCK_N] (y's dtype):
+    u[rm, rn] = out * hw[rn] rounded (the norm weight's product, which the next multiply takes
+    as its input) and the tile's sum of squares of out per row into squares[rm, slot] (fp32),
+    which the next multiply adds up for the rows' 1 / RMS (`handed_rstd`)."""
+    om = m_ok[:, None] & n_ok[None, :]
+    o = out.to(tl.float32)
+    hw = tl.load(hw_ptr + rn, mask=n_ok, other=0.0).to(tl.float32)
+    u = (o * hw[None, :]).to(u_ptr.dtype.element_ty)
+    tl.store(u_ptr + rm[:, None] * stride_um + rn[None, :], u, mask=om)
+    tl.store(sq_ptr + rm * stride_sq + slot, tl.sum(tl.where(om, o * o, 0.0), axis=1), mask=m_ok)
+
+
+@triton.jit
+def handed_squares(sq_ptr, rm, m_ok, stride_sq, slots, SLOTS: tl.constexpr):
+    """The squares [BLOCK_M, SLOTS] a multiply was handed (store_handoff), zero past `slots`:
+    loaded before its loop, summed after it (`handed_rstd`), so the load's latency hides."""
+    rs = tl.arange(0, SLOTS)
+    mask = m_ok[:, None] & (rs < slots)[None, :]
+    return tl.load(sq_ptr + rm[:, None] * stride_sq + rs[None, :], mask=mask, other=0.0)
+
+
+@triton.jit
+def handed_rstd(squares, K, eps):
+    """1 / RMS of each row from its handed squares [BLOCK_M, SLOTS] (fp32)."""
+    return tl.math.rsqrt(tl.sum(squares, axis=1) / K + eps)
 
 
 @triton.jit

@@ -19,6 +19,8 @@ differs from the PyTorch path.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 import triton
@@ -29,10 +31,13 @@ from specpilot.kernels import launch, trace
 from specpilot.kernels.common import (
     INTERPRETED,
     dot,
+    handed_rstd,
+    handed_squares,
     input_tile,
     l2_prefetch,
     pdl_enter,
     row_rstd,
+    store_handoff,
     store_output,
     store_split,
     store_swiglu,
@@ -44,6 +49,28 @@ from specpilot.kernels.common import (
 from specpilot.kernels.elementwise import silu_mul
 
 MAX_ROWS = 64
+
+
+@dataclass
+class Handoff:
+    """An RMSNorm handed from a multiply to the next one (the norm hand-off, no norm kernel
+    between them): the multiply ending in the residual add (o, down) also stores u = its output
+    times `norm_weight`, rounded, and each of its tiles' per-row sum of squares of that output;
+    the next multiply (q|k|v, gate|up, the LM head) takes u as its input and scales its sums by
+    the rows' 1 / RMS in its epilogue: (RMSNorm(x) * w) @ W^T = ((x * w) @ W^T) / RMS(x). `u`
+    and `squares` stay None where the producing tile cannot hand on (a K split); the caller then
+    norms as before. Rounding: the norm kernel rounds x / RMS and then its product by w; this
+    rounds x * w and then the scaled sums: the latitude of any change of kernel (token forcing
+    checks it)."""
+
+    norm_weight: torch.Tensor
+    eps: float
+    u: torch.Tensor | None = None
+    squares: torch.Tensor | None = None  # [M, tiles] fp32
+
+    @property
+    def ready(self) -> bool:
+        return self.u is not None
 
 
 @triton.jit
@@ -83,6 +110,18 @@ def _skinny_kernel(
     TRACE: tl.constexpr = 0,
     trace_ptr=None,
     clock_ptr=None,
+    HAND_OUT: tl.constexpr = False,
+    u_ptr=None,
+    hw_ptr=None,
+    sq_out_ptr=None,
+    stride_um=0,
+    stride_sq_out=0,
+    HAND_IN: tl.constexpr = False,
+    sq_in_ptr=None,
+    stride_sq_in=0,
+    slots_in=0,
+    SLOTS_IN: tl.constexpr = 1,
+    HAND_ROWS: tl.constexpr = 1,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -109,6 +148,10 @@ def _skinny_kernel(
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
+    if HAND_IN:  # x is a handed-on norm's u: its squares loaded now, summed after the loop
+        # (HAND_ROWS 1: a one-row multiply on a taller tile holds one row of them, not BLOCK_M)
+        hm = pid_m * BLOCK_M + tl.arange(0, HAND_ROWS)
+        squares = handed_squares(sq_in_ptr, hm, hm < M, stride_sq_in, slots_in, SLOTS_IN)
     # NOTE: without tensor cores (M < 16 rows) the products accumulate element-wise in a
     # [BLOCK_M, BLOCK_N, BLOCK_K] tile and are reduced once at the end: a cross-lane reduction
     # per step would stall the loads.
@@ -147,6 +190,8 @@ def _skinny_kernel(
             acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
     if not USE_DOT:
         acc = tl.sum(acc3, axis=2)
+    if HAND_IN:  # (RMSNorm(x) * w) @ W^T = (x * w) @ W^T / RMS(x)
+        acc = acc * handed_rstd(squares, K, eps)[:, None]
     if SPLIT_K > 1:  # this slice's sums; the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
         store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N,
@@ -155,7 +200,10 @@ def _skinny_kernel(
     elif SWIGLU:
         store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N)
     else:
-        store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+        out = store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+        if HAND_OUT:
+            store_handoff(out, u_ptr, hw_ptr, sq_out_ptr, rm, rn, m_ok, n_ok, stride_um,
+                          stride_sq_out, pid_n)  # fmt: skip
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
@@ -261,11 +309,15 @@ def skinny_linear(
     residual: torch.Tensor | None = None,
     config: dict | None = None,
     swiglu: bool = False,
+    handoff: Handoff | None = None,
+    handed: Handoff | None = None,
 ) -> torch.Tensor:
     """x [M, K] (or [M, 2K] with glu) @ weight [N, K]^T -> [M, N] in x's dtype; see module doc.
     swiglu: the weight is [gate | up] and the result silu(gate) * up, [M, N / 2], each product
     rounded first (elementwise.silu_mul's bits), in the tile's epilogue where it can end so
-    (swiglu_tile_ok), else by silu_mul after the multiply."""
+    (swiglu_tile_ok), else by silu_mul after the multiply.
+    handoff (with residual): also fill it for the next multiply, where the tile can (Handoff);
+    handed: x is a filled Handoff's u, the product is scaled by its rows' 1 / RMS."""
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(
             f"skinny_linear wants 2-D x and weight, got {tuple(x.shape)}, {tuple(weight.shape)}"
@@ -282,10 +334,11 @@ def skinny_linear(
     if x.stride(1) != 1 or weight.stride(1) != 1:
         raise ValueError("skinny_linear wants unit stride along K")
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
+    check_handoff(x, n, norm_weight, glu, residual, swiglu, handoff, handed)
     cfg = dict(config or tile_config(m, n, k))
     if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(skinny_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
-                                      config=config))  # fmt: skip
+                                      config=config, handed=handed))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     split = cfg.pop("SPLIT_K", 1)
     cfg["LOOP_STAGES"] = loop_stages(cfg)
@@ -301,6 +354,20 @@ def skinny_linear(
         part = torch.empty(split, m, n, device=x.device, dtype=torch.float32)
         counters = zeroed_counters(x.device, grid[0] * grid[1])
         split_args = dict(part_ptr=part, count_ptr=counters, FENCE=not INTERPRETED)
+    hand_args = {}
+    if handoff is not None and split == 1:
+        handoff.u = torch.empty(m, n, device=x.device, dtype=x.dtype)
+        handoff.squares = torch.empty(m, grid[0], device=x.device, dtype=torch.float32)
+        hand_args = dict(HAND_OUT=True, u_ptr=handoff.u, hw_ptr=handoff.norm_weight,
+                         sq_out_ptr=handoff.squares, stride_um=handoff.u.stride(0),
+                         stride_sq_out=handoff.squares.stride(0))  # fmt: skip
+    if handed is not None:
+        slots = handed.squares.shape[1]
+        hand_args |= dict(HAND_IN=True, sq_in_ptr=handed.squares,
+                          stride_sq_in=handed.squares.stride(0), slots_in=slots,
+                          SLOTS_IN=triton.next_power_of_2(slots),
+                          HAND_ROWS=1 if m == 1 else cfg["BLOCK_M"])  # fmt: skip
+        eps = handed.eps
     programs = grid[0] * grid[1] * grid[2]
     launched = launch.multiply(x, programs, elementwise=not cfg["USE_DOT"])
     kernel = _skinny_kernel[grid](
@@ -328,10 +395,38 @@ def skinny_linear(
         **split_args,
         **tma_args,
         **trace.arguments(x, "linear", programs, bytes=weight.nbytes, rows=m, n=n, k=k),
+        **hand_args,
         **cfg,
     )
     launch.ask_shared(kernel, launched["SHARED"])
     return y
+
+
+def check_handoff(
+    x: torch.Tensor,
+    n: int,
+    norm_weight: torch.Tensor | None,
+    glu: bool,
+    residual: torch.Tensor | None,
+    swiglu: bool,
+    handoff: Handoff | None,
+    handed: Handoff | None,
+) -> None:
+    """skinny_linear's handoff (a residual epilogue's, the next norm's weight [N]) and handed
+    (a filled Handoff whose u is x, no other prologue)."""
+    if handoff is not None:
+        if residual is None or swiglu:
+            raise ValueError("a norm hand-off comes from a residual epilogue, without swiglu")
+        if handoff.norm_weight.shape != (n,) or handoff.norm_weight.dtype != x.dtype:
+            raise ValueError(
+                f"hand-off norm weight {tuple(handoff.norm_weight.shape)} "
+                f"{handoff.norm_weight.dtype} != ({n},) {x.dtype}"
+            )
+    if handed is not None:
+        if not handed.ready or handed.u is not x:
+            raise ValueError("a handed norm's multiply takes its filled u as x")
+        if norm_weight is not None or glu:
+            raise ValueError("a handed norm excludes the norm and glu prologues")
 
 
 # NOTE: a bulk copy's box takes at most this many elements along each dimension

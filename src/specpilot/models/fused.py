@@ -31,7 +31,7 @@ from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
 from specpilot.kernels import launch, tokens
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import rmsnorm, silu_mul
-from specpilot.kernels.linear import MAX_ROWS
+from specpilot.kernels.linear import MAX_ROWS, Handoff
 from specpilot.kernels.rope import qk_rope_write
 from specpilot.layers import attention as attention_layer
 from specpilot.layers.attention import KVCache
@@ -116,6 +116,14 @@ PREFILL_SDPA_BACKENDS = [
 # 0.189 -> 0.162 ms and pipelined spec 6,251 -> 6,583 tok/s (run 105). W12 takes it too (AR
 # 1.132x bf16, spec 1.012x in run 105). bench/engine_speed.py --swiglu-epilogue N measures it.
 SWIGLU_EPILOGUE_MIN_ROWS = 1
+# The norm hand-off (kernels/linear.Handoff): up to this many token rows, a multiply ending in
+# the residual add (o, down) also writes the next RMSNorm's input times its weight and its
+# tiles' sums of squares, and the multiply after it (gate|up, the next layer's q|k|v, the LM
+# head) takes those, scaling its sums by 1 / RMS in its epilogue: no norm kernel between them
+# (72 of the 73 in a 36-layer target forward), where both weights are bf16 (W12 multiplies keep
+# the norm kernel). Unlike the norm prologues of runs 98-99, nothing is added to the multiply's
+# loop. 0: never. bench/engine_speed.py --switch models.fused.NORM_HANDOFF_MAX_ROWS=N.
+NORM_HANDOFF_MAX_ROWS = 0
 
 
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
@@ -132,6 +140,19 @@ def ahead(where: str, weight: torch.Tensor | W12Weight) -> tuple[torch.Tensor, .
     return launch.l2_ahead(where, *planes)
 
 
+def handoff_for(
+    rows: int, producer: torch.Tensor | W12Weight, after: tuple | None
+) -> Handoff | None:
+    """A Handoff for the multiply by `producer` (ending in the residual add) to fill for the
+    one after it, `after` = (norm weight, eps, next weight), or None (NORM_HANDOFF_MAX_ROWS)."""
+    if after is None or rows > min(NORM_HANDOFF_MAX_ROWS, MAX_ROWS):
+        return None
+    norm, eps, consumer = after
+    if isinstance(producer, W12Weight) or isinstance(consumer, W12Weight):
+        return None
+    return Handoff(norm, eps)
+
+
 def normed_linear(
     x: torch.Tensor,
     weight: torch.Tensor | W12Weight,
@@ -139,21 +160,29 @@ def normed_linear(
     eps: float,
     residual: torch.Tensor | None = None,
     swiglu: bool = False,
+    handed: Handoff | None = None,
 ) -> torch.Tensor:
-    """(RMSNorm(x) * norm) @ weight^T [+ residual], or with swiglu silu(gate) * up of it."""
+    """(RMSNorm(x) * norm) @ weight^T [+ residual], or with swiglu silu(gate) * up of it; from a
+    filled `handed` (the multiply before handed the norm on) without a norm kernel."""
     kw = dict(residual=residual, swiglu=swiglu)
+    if handed is not None and handed.ready:
+        return linear(handed.u, weight, handed=handed, **kw)
     if x.shape[0] <= prologue_rows(weight, "norm"):
         return linear(x, weight, norm_weight=norm, eps=eps, **kw)
     return linear(rmsnorm(x, norm, eps, ahead("head", weight)), weight, **kw)
 
 
 def glu_linear(
-    gate_up: torch.Tensor, weight: torch.Tensor | W12Weight, residual: torch.Tensor
+    gate_up: torch.Tensor,
+    weight: torch.Tensor | W12Weight,
+    residual: torch.Tensor,
+    handoff: Handoff | None = None,
 ) -> torch.Tensor:
-    """(silu(gate) * up) @ weight^T + residual."""
+    """(silu(gate) * up) @ weight^T + residual (filling `handoff` where it can)."""
     if gate_up.shape[0] <= prologue_rows(weight, "glu"):
-        return linear(gate_up, weight, glu=True, residual=residual)
-    return linear(silu_mul(gate_up, ahead("head", weight)), weight, residual=residual)
+        return linear(gate_up, weight, glu=True, residual=residual, handoff=handoff)
+    act = silu_mul(gate_up, ahead("head", weight))
+    return linear(act, weight, residual=residual, handoff=handoff)
 
 
 class _FusedBlock:
@@ -214,14 +243,23 @@ class _FusedBlock:
             ahead=ahead("o", self.o),
         )  # fmt: skip
 
-    def finish(self, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
-        """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden]."""
-        x = linear(attn_out, self.o, residual=x)
-        if 0 < SWIGLU_EPILOGUE_MIN_ROWS <= x.shape[0]:
-            act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True)
-            return linear(act, self.down, residual=x)
-        gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps)
-        return glu_linear(gate_up, self.down, residual=x)
+    def finish(
+        self, x: torch.Tensor, attn_out: torch.Tensor, after: tuple | None = None
+    ) -> tuple[torch.Tensor, Handoff | None]:
+        """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden], and the
+        next norm handed on (filled, or None) to the multiply `after` = (norm weight, eps,
+        weight) describes (NORM_HANDOFF_MAX_ROWS)."""
+        rows = x.shape[0]
+        hand = handoff_for(rows, self.o, (self.post_norm, self.eps, self.gate_up))
+        x = linear(attn_out, self.o, residual=x, handoff=hand)
+        nxt = handoff_for(rows, self.down, after)
+        if 0 < SWIGLU_EPILOGUE_MIN_ROWS <= rows:
+            act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True, handed=hand)
+            x = linear(act, self.down, residual=x, handoff=nxt)
+        else:
+            gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps, handed=hand)
+            x = glu_linear(gate_up, self.down, residual=x, handoff=nxt)
+        return x, nxt if nxt is not None and nxt.ready else None
 
 
 class FusedTarget:
@@ -278,18 +316,26 @@ class FusedTarget:
         table: RotaryTable,
         capture: tuple[int, ...],
         attend: Callable[[int, _FusedBlock, torch.Tensor], torch.Tensor],
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        hand_head: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, Handoff | None]:
         """Embedding and decoder layers, attention by attend(layer, block, q|k|v projection) ->
-        [B*T, heads * D] -> the last layer's output [B*T, hidden] (before the final norm) and
-        the captured layers [B, T, *] (None without capture; the last one after the norm)."""
+        [B*T, heads * D] -> the last layer's output [B*T, hidden] (before the final norm), the
+        captured layers [B, T, *] (None without capture; the last one after the norm) and the
+        final norm handed on to the LM head of every row (hand_head; else None)."""
         batch, t = input_ids.shape
         model = self.model.model
         x = embed(input_ids, model.embed_tokens.weight)
         last = len(self.blocks) - 1
         captured: dict[int, torch.Tensor] = {}
+        head = (model.norm.weight, model.norm.eps, self.model.lm_head.weight)
+        handed = None
         for i, blk in enumerate(self.blocks):
-            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
-            x = blk.finish(x, attend(i, blk, qkv))
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, handed=handed)
+            after = head if hand_head else None
+            if i < last:
+                nxt = self.blocks[i + 1]
+                after = (nxt.in_norm, nxt.eps, nxt.qkv)
+            x, handed = blk.finish(x, attend(i, blk, qkv), after)
             if i in capture and i != last:
                 captured[i] = x
         if last in capture:  # the last layer is captured after the final norm
@@ -297,11 +343,11 @@ class FusedTarget:
         hidden = None
         if capture:
             hidden = torch.cat([captured[i] for i in capture], dim=-1).view(batch, t, -1)
-        return x, hidden
+        return x, hidden, handed
 
-    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+    def _logits(self, x: torch.Tensor, handed: Handoff | None = None) -> torch.Tensor:
         norm = self.model.model.norm
-        return normed_linear(x, self.model.lm_head.weight, norm.weight, norm.eps)
+        return normed_linear(x, self.model.lm_head.weight, norm.weight, norm.eps, handed=handed)
 
     def __call__(
         self,
@@ -321,8 +367,8 @@ class FusedTarget:
             return blk.attend(qkv, positions, table, cache, i, num_splits)
 
         with launch.forward_rows(batch * t):
-            x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
-            logits = self._logits(x).view(batch, t, -1)
+            x, hidden, handed = self._layers(input_ids, positions, cache, table, capture, attend)
+            logits = self._logits(x, handed).view(batch, t, -1)
         return TargetOutput(logits=logits, hidden=hidden)
 
     def prefill_fits(self, batch: int, width: int) -> bool:
@@ -356,7 +402,9 @@ class FusedTarget:
             out = attention_layer.sdpa(q, keys, values, None, blk.scale, backends, causal=True)
             return out.transpose(1, 2).reshape(batch * t, -1)
 
-        x, hidden = self._layers(input_ids, positions, cache, table, capture, attend)
+        x, hidden, _ = self._layers(
+            input_ids, positions, cache, table, capture, attend, hand_head=False
+        )
         rows = x.view(batch, t, -1)
         if logit_rows is not None:
             rows = rows[torch.arange(batch, device=x.device), logit_rows].unsqueeze(1)
@@ -419,11 +467,17 @@ class FusedDrafter:
         x = anchor_blocks(anchors, d, k, self.target.model.embed_tokens)
         ctx = linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
         ctx = rmsnorm(ctx, d.hidden_norm.weight, d.hidden_norm.eps)
+        handed = None
+        last = len(self.blocks) - 1
         for i, blk in enumerate(self.blocks):
             blk.write_kv(linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
-            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps)
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, handed=handed)
             attn = blk.attend(qkv, block_positions, table, cache, i, num_splits, causal=False)
-            x = blk.finish(x, attn)
+            after = None  # the head takes rows 1.. of each block: its own norm
+            if i < last:
+                nxt = self.blocks[i + 1]
+                after = (nxt.in_norm, nxt.eps, nxt.qkv)
+            x, handed = blk.finish(x, attn, after)
         rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
         logits = normed_linear(rows, self.head, d.norm.weight, d.norm.eps)
         best = greedy(logits)
