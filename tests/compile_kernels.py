@@ -17,8 +17,10 @@ from specpilot.kernels import aot, attention, elementwise, linear, rope, tokens,
 
 def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
     ptx = aot.compile_kernel(fn, types, consts).asm["ptx"]
-    if consts.get("PDL") and not ("griddepcontrol.wait" in ptx and "launch_dependents" in ptx):
-        raise AssertionError("PDL=True but no griddepcontrol instructions in the PTX")
+    if consts.get("PDL") and "griddepcontrol.wait" not in ptx:
+        raise AssertionError("PDL=True but no griddepcontrol.wait in the PTX")
+    if consts.get("PDL") and ("launch_dependents" in ptx) == bool(consts.get("LATE")):
+        raise AssertionError("PDL=True: launch_dependents in the PTX unless LATE (and not with)")
     elementwise = not consts.get("USE_DOT", True)
     if elementwise and consts.get("LOOP_STAGES", 1) > 1 and "cp.async" not in ptx:
         raise AssertionError("LOOP_STAGES > 1 but no cp.async in the PTX: the loads not pipelined")
@@ -99,7 +101,7 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 label = f"skinny_linear M={m} SWIGLU HAND_IN"
                 out.append((label, linear._skinny_kernel, lin | {"sq_in_ptr": "*fp32"}, handed))
             if res and not glu and m in (1, 16):  # o / down handing the next norm on
-                hand = flags | cfg | dict(HAND_OUT=True)
+                hand = flags | cfg | dict(HAND_OUT=True, PDL=True, LATE=True)
                 types = lin | {"u_ptr": bf16, "hw_ptr": bf16, "sq_out_ptr": "*fp32"}
                 out.append((f"skinny_linear M={m} HAND_OUT", linear._skinny_kernel, types, hand))
             w12_cfg = w12_linear.tile_config(m, 24576, 4096)

@@ -415,7 +415,8 @@ def test_pdl_waves_launches_small_grids_and_chained_multiplies_plainly(
     cfg = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=64, USE_DOT=True, num_warps=4, num_stages=2)
     skinny_linear(x, w, config=cfg)
     # 96 / 32 weight rows, 16 / 16 token rows; a tensor-core tile
-    assert seen == [{"multiply": True, "programs": 3, "elementwise": False}]
+    want = {"multiply": True, "programs": 3, "elementwise": False, "handed": False}
+    assert seen == [want | {"late": False}]
     with pytest.raises(ConfigError, match="pdl must be one of"):
         EngineConfig(pdl="yes")
 
@@ -496,6 +497,34 @@ def test_even_shared_launches_multiplies_after_multiplies_early_and_spread(
     assert down(2, 16, False) == (True, spread)
     assert launch_settings.even_shared(0, 100) == (228 << 10) - 1024
     assert launch_settings.even_shared(0, 801) == (228 << 10) // 9 - 1024
+
+
+def test_handed_multiplies_launch_plainly_or_behind_a_late_trigger(
+    launch_settings, monkeypatch
+) -> None:
+    """The norm hand-off's launches under pdl="chain" (a Hopper of 100 SMs): in a one-row forward
+    the handed multiply behind an element-wise one (q|k|v after down) is launched plainly, not
+    early and spread (EVEN_SHARED); under LATE_TRIGGER, behind a multiply that triggers late,
+    it is launched with PDL and unpadded, one row or 16."""
+    monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
+    monkeypatch.setattr(launch_settings, "_sm_count", lambda index: 100)
+    monkeypatch.setattr(launch_settings, "_shared_optin", lambda index: 227 << 10)
+    monkeypatch.setattr(launch_settings, "_shared_per_sm", lambda index: 228 << 10)
+    t = torch.zeros(1)
+    launch_settings.configure(pdl="chain", prefetch="off")
+
+    def qkv(rows: int, handed: bool, late: bool) -> tuple[bool, int]:
+        """down (512 element-wise programs, triggering late or not), then q|k|v (384)."""
+        with launch_settings.forward_rows(rows):
+            launch_settings.multiply(t, 512, elementwise=True, late=late)
+            a = launch_settings.multiply(t, 384, elementwise=True, handed=handed)
+        return a["launch_pdl"], a["SHARED"]
+
+    assert qkv(1, False, False) == (True, (228 << 10) // 4 - 1024)  # EVEN_SHARED's spread
+    assert qkv(1, True, False) == (False, 0)
+    assert qkv(1, True, True) == (True, 0)
+    assert qkv(16, True, True) == (True, 0)
+    assert qkv(16, True, False) == (False, 0)  # WIDE_PDL 2 keeps a multiply after one plain
 
 
 def test_ask_shared_checks_the_size_and_tritons_layout(launch_settings) -> None:

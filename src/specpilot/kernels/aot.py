@@ -53,6 +53,7 @@ OFF = {
     "HAND_IN": 0,
     "SLOTS_IN": 1,
     "HAND_ROWS": 1,
+    "LATE": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

@@ -71,6 +71,15 @@ def pdl_enter(PDL: tl.constexpr, trace_ptr, clock_ptr, TRACE: tl.constexpr):
 
 
 @triton.jit
+def pdl_wait(PDL: tl.constexpr, trace_ptr, clock_ptr, TRACE: tl.constexpr):
+    """`pdl_enter` without letting the next kernel launch: it launches as this kernel's programs
+    exit (launch.LATE_TRIGGER), so its programs take no room while these still run."""
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
+
+
+@triton.jit
 def l2_prefetch(ptr, nbytes):
     """Ask for [ptr, ptr + nbytes) in L2 (Hopper's bulk prefetch, issued by one thread of the
     program; nbytes and ptr multiples of 16). A hint: no value, no ordering."""

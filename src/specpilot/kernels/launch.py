@@ -73,7 +73,7 @@ _SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
 HEAD_BYTES = 8 << 20
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
 # what launch.pdl was last asked about ("chain", "waves"): a multiply, on element-wise tiles
-_LAST_LAUNCH = {"multiply": False, "elementwise": False}
+_LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False}
 # pdl="waves": a multiply's grid of at least this many programs per SM is launched with PDL
 # (between the 16-row o and down of the Qwen3-8B shape, 0.97 waves, and their tiles with half
 # the weight rows, 1.94: bench/h200/half16.json; bench/engine_speed.py --pdl-min-waves)
@@ -104,11 +104,21 @@ MAX_SHARED = 227 << 10  # Hopper's shared memory a program can ask for
 # (-0.8%; its one-row gaps 184 -> 148 us) but verify 4.366 -> 4.481 (+2.6%); bf16 level (its
 # one-row gate|up is a tensor-core tile, so its down already took PDL).
 EVEN_SHARED = 1
+# The norm hand-off (models/fused.NORM_HANDOFF_MAX_ROWS) puts a multiply right after the one
+# that hands it the norm (gate|up after o, q|k|v after down). In one-row forwards under "chain"
+# such a multiply behind an element-wise tile is launched plainly: with EVEN_SHARED's early,
+# padded launch its programs' shared memory kept the multiply before off the SMs (run 156: the
+# one-row down 24.3 -> 37.3 us, the forward +10%). LATE_TRIGGER 1: a multiply that hands a
+# norm on lets the next kernel launch at the end of each of its programs instead of after its
+# PDL wait, and the handed multiply after it is launched with PDL, unpadded: its launch
+# overlaps the tail of the one before without taking room from it. 0: unmeasured (run 158).
+LATE_TRIGGER = 0
 RESERVED_SHARED = 1 << 10  # what each program of an SM90 kernel holds beside its own
 SWITCH_RULES = {
     "WIDE_PDL": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "ONE_WAVE_SHARED": (lambda n: 0 <= n <= MAX_SHARED, f"0 to {MAX_SHARED} bytes"),
     "EVEN_SHARED": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
+    "LATE_TRIGGER": (lambda n: n in (0, 1), "0 or 1"),
 }
 
 
@@ -172,7 +182,12 @@ def _sm_count(index: int) -> int:
 
 
 def pdl(
-    t: torch.Tensor, multiply: bool = False, programs: int = 0, elementwise: bool = False
+    t: torch.Tensor,
+    multiply: bool = False,
+    programs: int = 0,
+    elementwise: bool = False,
+    handed: bool = False,
+    late: bool = False,
 ) -> dict[str, bool]:
     """The launch keyword (`launch_pdl`) and kernel constant (`PDL`) for a kernel on t's device:
     on where asked for, on a CUDA device that has it (never under the interpreter). "small"
@@ -192,21 +207,27 @@ def pdl(
     `multiply`'s SHARED to one program an SM where their grid fits one wave; EVEN_SHARED
     (1, the default: one-row forwards; 2: wider ones too) also launches those right after a
     multiply, spread by even_shared. Called once a launch, in launch order
-    (what "chain", "waves" and WIDE_PDL count on)."""
+    (what "chain", "waves" and WIDE_PDL count on). `handed`: the multiply takes a norm handed
+    on by the one before it; `late`: this multiply lets the next kernel launch only at its
+    programs' ends (LATE_TRIGGER)."""
     after_multiply, _LAST_LAUNCH["multiply"] = _LAST_LAUNCH["multiply"], multiply
     after_elementwise = _LAST_LAUNCH["elementwise"]
     _LAST_LAUNCH["elementwise"] = multiply and elementwise
+    after_late, _LAST_LAUNCH["late"] = _LAST_LAUNCH["late"], late
     if not _on_hopper(t):
         return {"PDL": False, "launch_pdl": False}
     mode = _SETTINGS["pdl"]
     one_row = _FORWARD_ROWS[-1:] == [1]
+    if handed and after_late and mode in ("kernels", "chain", "small"):
+        return {"PDL": True, "launch_pdl": True}
     if mode == "waves":
         waves = programs / _sm_count(t.device.index or 0)
         plain = multiply and (after_multiply or waves < PDL_MIN_WAVES)
         return {"PDL": True, "launch_pdl": not plain}
     if mode == "chain" and one_row:
         behind_elementwise = multiply and after_elementwise
-        return {"PDL": True, "launch_pdl": not behind_elementwise or EVEN_SHARED >= 1}
+        spread = EVEN_SHARED >= 1 and not handed
+        return {"PDL": True, "launch_pdl": not behind_elementwise or spread}
     if mode in ("kernels", "chain") or (mode == "small" and not one_row):
         wide = not one_row and wide_pdl(t, programs, after_multiply)
         return {"PDL": True, "launch_pdl": not multiply or wide}
@@ -239,6 +260,8 @@ def padded_shared(t: torch.Tensor, launched: dict, programs: int, after: dict) -
         return 0
     index = t.device.index or 0
     one_row = _FORWARD_ROWS[-1:] == [1]
+    if after["late"] and one_row:  # behind a late trigger (LATE_TRIGGER): nothing to spread
+        return 0
     if one_wave(t, programs):
         padded = ONE_WAVE_SHARED if WIDE_PDL and not one_row else 0
     else:
@@ -266,12 +289,15 @@ def _shared_per_sm(index: int) -> int:
     return getattr(props, "shared_memory_per_multiprocessor", 0)
 
 
-def multiply(t: torch.Tensor, programs: int, elementwise: bool) -> dict:
+def multiply(
+    t: torch.Tensor, programs: int, elementwise: bool, handed: bool = False, late: bool = False
+) -> dict:
     """A multiply's launch keywords: launch.pdl's, and SHARED, the shared memory (bytes) that
     padded_shared has it ask for (a kernel constant, so that it compiles apart; the launcher
-    passes it to ask_shared after the launch)."""
+    passes it to ask_shared after the launch); `handed`, `late`: launch.pdl's."""
     after = dict(_LAST_LAUNCH)
-    launched = pdl(t, multiply=True, programs=programs, elementwise=elementwise)
+    kw = dict(programs=programs, elementwise=elementwise, handed=handed, late=late)
+    launched = pdl(t, multiply=True, **kw)
     return launched | {"SHARED": padded_shared(t, launched, programs, after)}
 
 

@@ -36,6 +36,7 @@ from specpilot.kernels.common import (
     input_tile,
     l2_prefetch,
     pdl_enter,
+    pdl_wait,
     row_rstd,
     store_handoff,
     store_output,
@@ -122,6 +123,7 @@ def _skinny_kernel(
     slots_in=0,
     SLOTS_IN: tl.constexpr = 1,
     HAND_ROWS: tl.constexpr = 1,
+    LATE: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -143,8 +145,12 @@ def _skinny_kernel(
             rows_here = tl.minimum(N - pid_n * BLOCK_N, BLOCK_N)
             nbytes = rows_here * K * (w_ptr.dtype.element_ty.primitive_bitwidth // 8)
             l2_prefetch(w_ptr + pid_n * BLOCK_N * stride_wn, nbytes)
-    # x and the residual come from the kernel before: wait for it here
-    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    # x and the residual come from the kernel before: wait for it here (LATE: the next kernel
+    # launches as these programs exit, launch.LATE_TRIGGER)
+    if LATE:
+        pdl_wait(PDL, trace_ptr, clock_ptr, TRACE)
+    else:
+        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
@@ -369,7 +375,9 @@ def skinny_linear(
                           HAND_ROWS=1 if m == 1 else cfg["BLOCK_M"])  # fmt: skip
         eps = handed.eps
     programs = grid[0] * grid[1] * grid[2]
-    launched = launch.multiply(x, programs, elementwise=not cfg["USE_DOT"])
+    late = bool(launch.LATE_TRIGGER and hand_args.get("HAND_OUT"))
+    launched = launch.multiply(x, programs, not cfg["USE_DOT"], handed is not None, late)
+    hand_args["LATE"] = late
     kernel = _skinny_kernel[grid](
         x,
         weight,

@@ -122,8 +122,13 @@ SWIGLU_EPILOGUE_MIN_ROWS = 1
 # head) takes those, scaling its sums by 1 / RMS in its epilogue: no norm kernel between them
 # (72 of the 73 in a 36-layer target forward), where both weights are bf16 (W12 multiplies keep
 # the norm kernel). Unlike the norm prologues of runs 98-99, nothing is added to the multiply's
-# loop. 0: never. bench/engine_speed.py --switch models.fused.NORM_HANDOFF_MAX_ROWS=N.
-NORM_HANDOFF_MAX_ROWS = 0
+# loop. 0: never. On the H200 at the Qwen3-8B shape, 1k (docs/LOG.md runs 156-157): with the
+# multiplies it puts behind an element-wise multiply launched early and spread (EVEN_SHARED) the
+# one-row forward took +10%; launched plainly (launch.pdl's rule for handed multiplies since),
+# back to back one row 4.180 -> 4.146 ms, 16 rows 4.424 -> 4.382; paired, pipelined, 6 rounds:
+# AR 1.005x [1.005-1.006], spec@6.55 1.013x [1.005-1.020] (1: 1.006x / 1.002x).
+# bench/engine_speed.py --switch models.fused.NORM_HANDOFF_MAX_ROWS=N.
+NORM_HANDOFF_MAX_ROWS = 16
 
 
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
