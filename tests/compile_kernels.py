@@ -120,6 +120,15 @@ def cases() -> list[tuple[str, object, dict, dict]]:
             if res is False and m in (1, 16):
                 label = f"w12_linear M={m} SWIGLU {flags}"
                 out.append((label, w12_linear._w12_kernel, w12, esc | dict(SWIGLU=True)))
+                # ... from a handed-on norm (fused.NORM_HANDOFF_W12)
+                handed = esc | dict(SWIGLU=True, NORM=False, HAND_IN=True, SLOTS_IN=512)
+                types = w12 | {"sq_in_ptr": "*fp32"}
+                out.append((f"w12_linear M={m} SWIGLU HAND_IN", w12_linear._w12_kernel, types,
+                            handed))  # fmt: skip
+            if res and not glu and m == 1:  # down handing the next norm on, triggering late
+                hand = esc | dict(HAND_OUT=True, PDL=True, LATE=True, SPLIT_K=1)
+                types = w12 | {"u_ptr": bf16, "hw_ptr": bf16, "sq_out_ptr": "*fp32"}
+                out.append(("w12_linear M=1 HAND_OUT", w12_linear._w12_kernel, types, hand))
             if w12_cfg["USE_DOT"]:  # the group scales on each half block's sum; bf16 halves
                 acc = consts | dict(ACC_SCALE=True, HALVES=True)
                 out.append(

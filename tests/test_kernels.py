@@ -1270,6 +1270,32 @@ def test_norm_handoff_forward_and_engine(tmp_path, monkeypatch) -> None:
     assert fused.handoff_for(1, target.model.layers[0].mlp.down_proj.weight, None) is None
 
 
+def test_norm_handoff_through_w12_multiplies(tmp_path, monkeypatch) -> None:
+    """fused.NORM_HANDOFF_W12: a verify forward of W12 weights (the tiny pair's 5-row tiles: no
+    K split) hands every norm but the first on, and gives the tokens and, within rounding, the
+    hidden states of its forward with norm kernels."""
+    from specpilot.formats.w12_engine import convert_model
+    from specpilot.models import fused
+
+    target, drafter, _ = _tiny_pair(tmp_path)
+    convert_model(target)
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    gen._buffers_for("target", 1, 64)
+    ids = torch.randint(0, 263, (1, 5), generator=torch.Generator().manual_seed(6)).to(DEVICE)
+    pos = torch.arange(5, device=DEVICE)[None]
+    norms = []
+    plain_norm = fused.rmsnorm
+    monkeypatch.setattr(fused, "rmsnorm", lambda *a, **kw: norms.append(1) or plain_norm(*a, **kw))
+    outs = {}
+    for w12_too in (False, True):
+        monkeypatch.setattr(fused, "NORM_HANDOFF_W12", w12_too)
+        norms.clear()
+        outs[w12_too] = gen._verify_fn(ids, pos, 5, (0, 1))
+        assert len(norms) == (1 if w12_too else 2 * len(target.model.layers) + 1)
+    assert torch.equal(outs[True].tokens, outs[False].tokens)
+    close(outs[True].hidden, outs[False].hidden, 16)
+
+
 @pytest.mark.parametrize("weights", ["bf16", "w12", "w12:gate_up,lm_head"])
 def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
     """AR and speculative decoding through the kernels (bf16, or W12 weights converted on load:

@@ -57,6 +57,42 @@ def test_w12_linear(m: int, mode: str) -> None:
     close_columns(y, skinny_linear(x, w.to(DEVICE), **kw), 4 if m > 1 else 2)
 
 
+@pytest.mark.parametrize("m", [1, 16])
+def test_w12_norm_handoff_is_the_bf16_kernels(m: int) -> None:
+    """The norm hand-off through W12 multiplies (fused.NORM_HANDOFF_W12): a W12 multiply ending
+    in the residual add hands on what the bf16 kernel hands on from the same (decoded) weights,
+    within summation order (its output equal to its own without the hand-off, u its rounded
+    product); a W12 multiply from a handed norm gives the bf16 kernel's from the same u. A
+    K-split W12 tile hands nothing on."""
+    from specpilot.kernels.linear import Handoff
+
+    gen = torch.Generator().manual_seed(40 + m)
+    k_in, k, n = 256 * (1 + (m > 1)), 96, 70  # 16 rows: two 256-column blocks to split
+    a = torch.randn(m, k_in, generator=gen).to(DEVICE, BF16)
+    w_o = weight_with_escapes(k, k_in, gen)
+    res = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
+    norm_w = (torch.rand(k, generator=gen) + 0.5).to(DEVICE, BF16)
+    w_next = weight_with_escapes(n, k, gen)
+    packed_o, packed_next = w12.encode(w_o, 32).to(DEVICE), w12.encode(w_next, 32).to(DEVICE)
+    hand, plain = Handoff(norm_w, 1e-6), Handoff(norm_w, 1e-6)
+    y = w12_linear(a, packed_o, residual=res, handoff=hand)
+    assert torch.equal(y, w12_linear(a, packed_o, residual=res))
+    assert torch.equal(hand.u, (y.float() * norm_w.float()).to(BF16))
+    torch.testing.assert_close(hand.squares.sum(1), y.float().pow(2).sum(1), rtol=1e-5, atol=0)
+    y_bf16 = skinny_linear(a, w_o.to(DEVICE), residual=res, handoff=plain)
+    close_columns(y, y_bf16, 4 if m > 1 else 2)
+    got = w12_linear(hand.u, packed_next, handed=hand)
+    want = skinny_linear(hand.u, w_next.to(DEVICE), handed=Handoff(norm_w, 1e-6, hand.u,
+                                                                   hand.squares))  # fmt: skip
+    close_columns(got, want, 4 if m > 1 else 2)
+    if m > 1:
+        split = Handoff(norm_w, 1e-6)
+        cfg = dict(BLOCK_M=16, BLOCK_N=32, UNROLL=1, SPLIT_K=2, USE_DOT=True, num_warps=4,
+                   num_stages=2)  # fmt: skip
+        w12_linear(a, packed_o, residual=res, handoff=split, config=cfg)
+        assert not split.ready
+
+
 TILES = [  # (config, group size): several steps, a K tail, split K, groups of every kind
     (dict(BLOCK_M=1, BLOCK_N=4, UNROLL=1, USE_DOT=False), 128),
     (dict(BLOCK_M=2, BLOCK_N=8, UNROLL=2, USE_DOT=False), 48),

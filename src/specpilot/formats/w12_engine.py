@@ -257,7 +257,7 @@ def linear(
     to cuBLAS, after our norm / SwiGLU kernels for the prologue and before the SwiGLU one for
     the epilogue; the residual is then added to the rounded product (one more rounding than
     the fused epilogue: a summation-order difference like any other between kernels).
-    `hand`: skinny_linear's norm hand-off (handoff, handed), bf16 skinny multiplies only."""
+    `hand`: the skinny and W12 multiplies' norm hand-off (handoff, handed), <= MAX_ROWS rows."""
     hand = {k: v for k, v in hand.items() if v is not None}
     if not PROFILE_RANGES:
         return _linear(x, weight, norm_weight, eps, glu, residual, swiglu, hand)
@@ -280,12 +280,8 @@ def _linear(
     kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual, swiglu=swiglu)
     from specpilot.kernels.linear import MAX_ROWS
 
-    if hand:
-        from specpilot.kernels.linear import skinny_linear
-
-        if isinstance(weight, W12Weight) or x.shape[0] > MAX_ROWS:
-            raise ValueError("the norm hand-off is the bf16 skinny multiply's")
-        return skinny_linear(x, weight, **kw, **hand)
+    if hand and x.shape[0] > MAX_ROWS:
+        raise ValueError(f"the norm hand-off is the skinny multiplies' (<= {MAX_ROWS} rows)")
 
     if x.shape[0] > MAX_ROWS and not isinstance(weight, W12Weight):
         from specpilot.kernels.elementwise import rmsnorm, silu_mul
@@ -305,7 +301,7 @@ def _linear(
     if isinstance(weight, W12Weight):
         from specpilot.kernels.w12_linear import w12_linear
 
-        return w12_linear(x, weight, **kw)
+        return w12_linear(x, weight, **kw, **hand)
     from specpilot.kernels.linear import skinny_linear
 
-    return skinny_linear(x, weight, **kw)
+    return skinny_linear(x, weight, **kw, **hand)

@@ -360,24 +360,11 @@ def skinny_linear(
         part = torch.empty(split, m, n, device=x.device, dtype=torch.float32)
         counters = zeroed_counters(x.device, grid[0] * grid[1])
         split_args = dict(part_ptr=part, count_ptr=counters, FENCE=not INTERPRETED)
-    hand_args = {}
-    if handoff is not None and split == 1:
-        handoff.u = torch.empty(m, n, device=x.device, dtype=x.dtype)
-        handoff.squares = torch.empty(m, grid[0], device=x.device, dtype=torch.float32)
-        hand_args = dict(HAND_OUT=True, u_ptr=handoff.u, hw_ptr=handoff.norm_weight,
-                         sq_out_ptr=handoff.squares, stride_um=handoff.u.stride(0),
-                         stride_sq_out=handoff.squares.stride(0))  # fmt: skip
-    if handed is not None:
-        slots = handed.squares.shape[1]
-        hand_args |= dict(HAND_IN=True, sq_in_ptr=handed.squares,
-                          stride_sq_in=handed.squares.stride(0), slots_in=slots,
-                          SLOTS_IN=triton.next_power_of_2(slots),
-                          HAND_ROWS=1 if m == 1 else cfg["BLOCK_M"])  # fmt: skip
-        eps = handed.eps
+    hand_args = hand_arguments(x, n, grid[0], cfg["BLOCK_M"], split, handoff, handed)
+    eps = handed.eps if handed is not None else eps
     programs = grid[0] * grid[1] * grid[2]
-    late = bool(launch.LATE_TRIGGER and hand_args.get("HAND_OUT"))
-    launched = launch.multiply(x, programs, not cfg["USE_DOT"], handed is not None, late)
-    hand_args["LATE"] = late
+    elementwise = not cfg["USE_DOT"]
+    launched = launch.multiply(x, programs, elementwise, handed is not None, hand_args["LATE"])
     kernel = _skinny_kernel[grid](
         x,
         weight,
@@ -408,6 +395,37 @@ def skinny_linear(
     )
     launch.ask_shared(kernel, launched["SHARED"])
     return y
+
+
+def hand_arguments(
+    x: torch.Tensor,
+    n: int,
+    tiles: int,
+    block_m: int,
+    split: int,
+    handoff: Handoff | None,
+    handed: Handoff | None,
+) -> dict:
+    """The skinny and W12 kernels' norm hand-off arguments for an [M, K] x [N, K]^T multiply of
+    `tiles` tiles along N (BLOCK_M rows a tile, K split `split` ways): `handoff` filled here
+    (u [M, N], squares [M, tiles]) unless the K is split, `handed`'s squares read; LATE:
+    launch.LATE_TRIGGER for a multiply that hands a norm on."""
+    m = x.shape[0]
+    args: dict = {"LATE": False}
+    if handoff is not None and split == 1:
+        handoff.u = torch.empty(m, n, device=x.device, dtype=x.dtype)
+        handoff.squares = torch.empty(m, tiles, device=x.device, dtype=torch.float32)
+        args = dict(HAND_OUT=True, u_ptr=handoff.u, hw_ptr=handoff.norm_weight,
+                    sq_out_ptr=handoff.squares, stride_um=handoff.u.stride(0),
+                    stride_sq_out=handoff.squares.stride(0),
+                    LATE=bool(launch.LATE_TRIGGER))  # fmt: skip
+    if handed is not None:
+        slots = handed.squares.shape[1]
+        args |= dict(HAND_IN=True, sq_in_ptr=handed.squares,
+                     stride_sq_in=handed.squares.stride(0), slots_in=slots,
+                     SLOTS_IN=triton.next_power_of_2(slots),
+                     HAND_ROWS=1 if m == 1 else block_m)  # fmt: skip
+    return args
 
 
 def check_handoff(

@@ -66,9 +66,13 @@ from specpilot.kernels import launch, trace
 from specpilot.kernels.common import (
     INTERPRETED,
     dot,
+    handed_rstd,
+    handed_squares,
     input_tile,
     pdl_enter,
+    pdl_wait,
     row_rstd,
+    store_handoff,
     store_output,
     store_split,
     store_swiglu,
@@ -79,7 +83,10 @@ from specpilot.kernels.common import (
 )
 from specpilot.kernels.elementwise import silu_mul
 from specpilot.kernels.linear import (
+    Handoff,
+    check_handoff,
     check_prologue_epilogue,
+    hand_arguments,
     loop_stages,
     skinny_linear_reference,
     tile_rows,
@@ -356,9 +363,25 @@ def _w12_kernel(
     TRACE: tl.constexpr = 0,
     trace_ptr=None,
     clock_ptr=None,
+    HAND_OUT: tl.constexpr = False,
+    u_ptr=None,
+    hw_ptr=None,
+    sq_out_ptr=None,
+    stride_um=0,
+    stride_sq_out=0,
+    HAND_IN: tl.constexpr = False,
+    sq_in_ptr=None,
+    stride_sq_in=0,
+    slots_in=0,
+    SLOTS_IN: tl.constexpr = 1,
+    HAND_ROWS: tl.constexpr = 1,
+    LATE: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
-    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    if LATE:  # the next kernel launches as these programs exit (launch.LATE_TRIGGER)
+        pdl_wait(PDL, trace_ptr, clock_ptr, TRACE)
+    else:
+        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
     # 8 SLICE columns is SLICE word positions i; slice J of it is columns SLICE J + i.
     pid_n = tl.program_id(0)
@@ -375,6 +398,13 @@ def _w12_kernel(
         # NOTE: every program recomputes the rows' RMS (x is in L2): wide steps, few reductions
         RSTD_K: tl.constexpr = 2048 // BLOCK_M if BLOCK_M <= 8 else 256
         rstd = row_rstd(x_ptr + rm[:, None] * stride_xm, m_ok, K, eps, BLOCK_M, RSTD_K)
+    if HAND_IN:  # x is a handed-on norm's u (linear.Handoff): its squares summed after the loop,
+        # or, for a tile of several rows, before it (held through the loop, a 16-row tile's took
+        # 17 more registers: 2 programs an SM instead of 3)
+        hm = pid_m * BLOCK_M + tl.arange(0, HAND_ROWS)
+        squares = handed_squares(sq_in_ptr, hm, hm < M, stride_sq_in, slots_in, SLOTS_IN)
+        if HAND_ROWS > 1:
+            hand_rstd = handed_rstd(squares, K, eps)
     if USE_DOT and SPLIT_IN > 1:
         # the K split inside the program: SPLIT_IN contiguous K ranges side by side, tiles
         # [SPLIT_IN, BLOCK_N, SLICE] per slice, one batched tl.dot for all of them; the ranges'
@@ -508,6 +538,10 @@ def _w12_kernel(
     acc += esc_sum
     acc = _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows2, nw_ptr, rstd,
                         K, dtype, NORM, GLU)  # fmt: skip
+    if HAND_IN:  # (RMSNorm(x) * w) @ W^T = (x * w) @ W^T / RMS(x)
+        if HAND_ROWS == 1:
+            hand_rstd = handed_rstd(squares, K, eps)
+        acc = acc * hand_rstd[:, None]
     if SPLIT_K > 1:  # fp32 partial sums [SPLIT_K, M, N]; _split_sum_kernel finishes, or
         # (SUM_IN_KERNEL) the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
@@ -517,7 +551,10 @@ def _w12_kernel(
     elif SWIGLU:
         store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N)
     else:
-        store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+        out = store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+        if HAND_OUT:
+            store_handoff(out, u_ptr, hw_ptr, sq_out_ptr, rm, rn, m_ok, n_ok, stride_um,
+                          stride_sq_out, pid_n)  # fmt: skip
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
@@ -680,17 +717,20 @@ def w12_linear(
     residual: torch.Tensor | None = None,
     config: dict | None = None,
     swiglu: bool = False,
+    handoff: Handoff | None = None,
+    handed: Handoff | None = None,
 ) -> torch.Tensor:
     """x [M, K] (or [M, 2K] with glu) @ W^T -> [M, N] bf16 ([M, N / 2] with swiglu); the
-    contract of skinny_linear."""
+    contract of skinny_linear (norm hand-off included)."""
     m = x.shape[0] if x.dim() == 2 else 0
     n, k = weight.shape
     _check(weight, m, x, glu)
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
+    check_handoff(x, n, norm_weight, glu, residual, swiglu, handoff, handed)
     cfg = dict(config or tile_config(m, n, k))
     if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(w12_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
-                                   config=config))  # fmt: skip
+                                   config=config, handed=handed))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     cfg = launch_tile(cfg, weight.group_size, given=config is not None)
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
@@ -704,8 +744,11 @@ def w12_linear(
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), splits)  # as linear
     in_kernel = splits > 1 and SPLIT_SUM_IN_KERNEL
     counters = zeroed_counters(x.device, grid[0] * grid[1]) if in_kernel else weight.row_ptr
+    hand_args = hand_arguments(x, n, grid[0], cfg["BLOCK_M"], splits, handoff, handed)
+    eps = handed.eps if handed is not None else eps
     programs = grid[0] * grid[1] * grid[2]
-    launched = launch.multiply(x, programs, elementwise=not cfg["USE_DOT"])
+    elementwise = not cfg["USE_DOT"]
+    launched = launch.multiply(x, programs, elementwise, handed is not None, hand_args["LATE"])
     kernel = _w12_kernel[grid](
         x,
         weight.low.view(torch.int32),
@@ -743,6 +786,7 @@ def w12_linear(
         SUM_IN_KERNEL=in_kernel,
         FENCE=in_kernel and not INTERPRETED,
         **trace.arguments(x, "w12_linear", programs, bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
+        **hand_args,
     )
     launch.ask_shared(kernel, launched["SHARED"])
     if splits > 1 and not in_kernel:

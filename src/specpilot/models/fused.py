@@ -120,8 +120,8 @@ SWIGLU_EPILOGUE_MIN_ROWS = 1
 # the residual add (o, down) also writes the next RMSNorm's input times its weight and its
 # tiles' sums of squares, and the multiply after it (gate|up, the next layer's q|k|v, the LM
 # head) takes those, scaling its sums by 1 / RMS in its epilogue: no norm kernel between them
-# (72 of the 73 in a 36-layer target forward), where both weights are bf16 (W12 multiplies keep
-# the norm kernel). Unlike the norm prologues of runs 98-99, nothing is added to the multiply's
+# (72 of the 73 in a 36-layer target forward), where both weights are bf16 (else
+# NORM_HANDOFF_W12). Unlike the norm prologues of runs 98-99, nothing is added to the multiply's
 # loop. 0: never. On the H200 at the Qwen3-8B shape, 1k (docs/LOG.md runs 156-157): with the
 # multiplies it puts behind an element-wise multiply launched early and spread (EVEN_SHARED) the
 # one-row forward took +10%; launched plainly (launch.pdl's rule for handed multiplies since),
@@ -129,6 +129,9 @@ SWIGLU_EPILOGUE_MIN_ROWS = 1
 # AR 1.005x [1.005-1.006], spec@6.55 1.013x [1.005-1.020] (1: 1.006x / 1.002x).
 # bench/engine_speed.py --switch models.fused.NORM_HANDOFF_MAX_ROWS=N.
 NORM_HANDOFF_MAX_ROWS = 16
+# ... with W12 multiplies on either side too (the W12 kernel's hand-off; a K-split tile, like
+# the 16-row W12 down's, hands nothing on: its norm kernel stays). Unmeasured: off.
+NORM_HANDOFF_W12 = False
 
 
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
@@ -153,9 +156,8 @@ def handoff_for(
     if after is None or rows > min(NORM_HANDOFF_MAX_ROWS, MAX_ROWS):
         return None
     norm, eps, consumer = after
-    if isinstance(producer, W12Weight) or isinstance(consumer, W12Weight):
-        return None
-    return Handoff(norm, eps)
+    w12 = isinstance(producer, W12Weight) or isinstance(consumer, W12Weight)
+    return Handoff(norm, eps) if NORM_HANDOFF_W12 or not w12 else None
 
 
 def normed_linear(
