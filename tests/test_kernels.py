@@ -1194,6 +1194,24 @@ def test_query_row_blocks_engine_gives_the_same_tokens(tmp_path, monkeypatch) ->
     assert outputs[16] == outputs[0]
 
 
+def _verify_inputs(target, drafter, seed: int) -> tuple:
+    """A kernels engine over the tiny pair, and a 5-token verify block at positions 0-4."""
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    gen._buffers_for("target", 1, 64)
+    ids = torch.randint(0, 263, (1, 5), generator=torch.Generator().manual_seed(seed)).to(DEVICE)
+    return gen, ids, torch.arange(5, device=DEVICE)[None]
+
+
+def _counted_norms(monkeypatch) -> list:
+    """One entry for each norm kernel the fused forwards launch from now on."""
+    from specpilot.models import fused
+
+    norms: list = []
+    plain = fused.rmsnorm
+    monkeypatch.setattr(fused, "rmsnorm", lambda *a, **kw: norms.append(1) or plain(*a, **kw))
+    return norms
+
+
 @pytest.mark.parametrize("weights", ["bf16", "w12"])
 def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weights: str) -> None:
     """A fused verify forward with the gate|up multiply ending in silu(gate) * up
@@ -1208,10 +1226,7 @@ def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weig
 
         convert_model(target)
         convert_model(drafter)
-    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    gen._buffers_for("target", 1, 64)
-    ids = torch.randint(0, 263, (1, 5), generator=torch.Generator().manual_seed(5)).to(DEVICE)
-    pos = torch.arange(5, device=DEVICE)[None]
+    gen, ids, pos = _verify_inputs(target, drafter, 5)
     asked = []
     plain_linear = fused.linear
 
@@ -1239,18 +1254,8 @@ def test_norm_handoff_forward(tmp_path, monkeypatch) -> None:
     from specpilot.models import fused
 
     target, drafter, _ = _tiny_pair(tmp_path, tied=True)
-    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    gen._buffers_for("target", 1, 64)
-    ids = torch.randint(0, 263, (1, 5), generator=torch.Generator().manual_seed(5)).to(DEVICE)
-    pos = torch.arange(5, device=DEVICE)[None]
-    norms = []
-    plain_norm = fused.rmsnorm
-
-    def counting(*args, **kw):
-        norms.append(1)
-        return plain_norm(*args, **kw)
-
-    monkeypatch.setattr(fused, "rmsnorm", counting)
+    gen, ids, pos = _verify_inputs(target, drafter, 5)
+    norms = _counted_norms(monkeypatch)
     outs = {}
     for rows in (0, 5):
         monkeypatch.setattr(fused, "NORM_HANDOFF_MAX_ROWS", rows)
@@ -1283,13 +1288,8 @@ def test_norm_handoff_through_w12_multiplies(tmp_path, monkeypatch) -> None:
 
     target, drafter, _ = _tiny_pair(tmp_path)
     convert_model(target)
-    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    gen._buffers_for("target", 1, 64)
-    ids = torch.randint(0, 263, (1, 5), generator=torch.Generator().manual_seed(6)).to(DEVICE)
-    pos = torch.arange(5, device=DEVICE)[None]
-    norms = []
-    plain_norm = fused.rmsnorm
-    monkeypatch.setattr(fused, "rmsnorm", lambda *a, **kw: norms.append(1) or plain_norm(*a, **kw))
+    gen, ids, pos = _verify_inputs(target, drafter, 6)
+    norms = _counted_norms(monkeypatch)
     outs = {}
     for w12_too in (False, True):
         monkeypatch.setattr(fused, "NORM_HANDOFF_W12", w12_too)
