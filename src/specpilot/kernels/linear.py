@@ -14,7 +14,8 @@ which came last, and runs the epilogue: no second launch. No measured tile uses 
 H200 the 16-row sweep with SPLIT_K 2 and 4 found nothing faster (docs/LOG.md run 57).
 Each step rounds to the activation dtype where the reference modules do (norm output, scaled
 norm, silu, product, matmul output, sum), so only the summation order of the dot products
-differs from the PyTorch path.
+differs from the PyTorch path; the norm hand-off (`Handoff`: the next RMSNorm handed from a
+residual epilogue to the next multiply, no norm kernel) rounds at its own points instead.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Decode, verify and draft forwards through the Triton kernels (CUDA, bf16/fp16, <= 64 tokens).
 
 The PyTorch modules in target.py and dflash.py define the models; these classes run the same
-parameters with fewer, fused launches: per layer the input norm (its own kernel, or in the
-q|k|v multiply's prologue for narrow inputs: PROLOGUE_ROWS), one q|k|v multiply, one kernel for
+parameters with fewer, fused launches: per layer the input norm (its own kernel, in the q|k|v
+multiply's prologue for narrow inputs: PROLOGUE_ROWS, or, up to NORM_HANDOFF_MAX_ROWS rows,
+handed on by the multiply before: no kernel), one q|k|v multiply, one kernel for
 q/k norm + rotary + cache write, split-K attention, the output projection with the residual add
 in its epilogue, the post-attention norm, one gate|up multiply ending in silu(gate) * up
 (SWIGLU_EPILOGUE_MIN_ROWS; else a SwiGLU kernel or the down multiply's prologue), and the down
@@ -12,9 +13,11 @@ duplicated and the PyTorch path (prefill, first draft) keeps working on the same
 Weights converted to W12 (formats/w12_engine.py) go through the same code: `linear` sends
 them to the W12 kernel.
 
-Numerics: every element-wise step rounds where the modules round; only the summation order of
-dot products and of attention differs, which in bf16 can break exact near-ties differently (the
-same latitude as any change of kernel; token forcing checks it).
+Numerics: every element-wise step rounds where the modules round, but for the norm hand-off's
+(x * w rounded, then the multiply's sums scaled by 1 / RMS, where the norm rounds x / RMS and
+then its product by w); otherwise only the summation order of dot products and of attention
+differs. Either can break exact near-ties differently in bf16 (the latitude of any change of
+kernel; token forcing checks it).
 """
 
 from __future__ import annotations
@@ -130,7 +133,9 @@ SWIGLU_EPILOGUE_MIN_ROWS = 1
 # bench/engine_speed.py --switch models.fused.NORM_HANDOFF_MAX_ROWS=N.
 NORM_HANDOFF_MAX_ROWS = 16
 # ... with W12 multiplies on either side too (the W12 kernel's hand-off; a K-split tile, like
-# the 16-row W12 down's, hands nothing on: its norm kernel stays). Unmeasured: off.
+# the 16-row W12 down's, hands nothing on: its norm kernel stays). Off: run 161 (W12 "auto",
+# back to back) level, one row 3.744 -> 3.738 ms, 16 rows 4.317 -> 4.311 (the decode's gaps
+# 149 -> 186 us: its handed multiplies behind element-wise tiles launch plainly).
 NORM_HANDOFF_W12 = False
 
 
