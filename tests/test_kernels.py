@@ -504,8 +504,9 @@ def test_handed_multiplies_launch_plainly_or_behind_a_late_trigger(
 ) -> None:
     """The norm hand-off's launches under pdl="chain" (a Hopper of 100 SMs): in a one-row forward
     the handed multiply behind an element-wise one (q|k|v after down) is launched plainly, not
-    early and spread (EVEN_SHARED); under LATE_TRIGGER, behind a multiply that triggers late,
-    it is launched with PDL and unpadded, one row or 16."""
+    early and spread (EVEN_SHARED), or with HANDED_PDL early and unpadded; under LATE_TRIGGER,
+    behind a multiply that triggers late, it is launched with PDL and unpadded, one row or
+    16."""
     monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
     monkeypatch.setattr(launch_settings, "_sm_count", lambda index: 100)
     monkeypatch.setattr(launch_settings, "_shared_optin", lambda index: 227 << 10)
@@ -525,6 +526,9 @@ def test_handed_multiplies_launch_plainly_or_behind_a_late_trigger(
     assert qkv(1, True, True) == (True, 0)
     assert qkv(16, True, True) == (True, 0)
     assert qkv(16, True, False) == (False, 0)  # WIDE_PDL 2 keeps a multiply after one plain
+    monkeypatch.setattr(launch_settings, "HANDED_PDL", 1)  # early, at its own occupancy
+    assert qkv(1, True, False) == (True, 0)
+    assert qkv(1, False, False) == (True, (228 << 10) // 4 - 1024)
 
 
 def test_ask_shared_checks_the_size_and_tritons_layout(launch_settings) -> None:

@@ -115,12 +115,18 @@ EVEN_SHARED = 1
 # 1k, paired, pipelined, 5 rounds) AR 0.999x [0.999-1.000], spec@6.55 0.992x [0.989-0.997]; back
 # to back one row 4.087 -> 4.096 ms, 16 rows 4.324 -> 4.334.
 LATE_TRIGGER = 0
+# HANDED_PDL 1: such a handed multiply behind an element-wise tile in a one-row forward is
+# launched with PDL after all, unpadded (its own occupancy: 8 programs an SM for the one-row
+# q|k|v), instead of plainly; 0: plainly (the one-row decode's gaps 148 -> 188 us with the
+# hand-off, run 158). Unmeasured.
+HANDED_PDL = 0
 RESERVED_SHARED = 1 << 10  # what each program of an SM90 kernel holds beside its own
 SWITCH_RULES = {
     "WIDE_PDL": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "ONE_WAVE_SHARED": (lambda n: 0 <= n <= MAX_SHARED, f"0 to {MAX_SHARED} bytes"),
     "EVEN_SHARED": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "LATE_TRIGGER": (lambda n: n in (0, 1), "0 or 1"),
+    "HANDED_PDL": (lambda n: n in (0, 1), "0 or 1"),
 }
 
 
@@ -228,8 +234,8 @@ def pdl(
         return {"PDL": True, "launch_pdl": not plain}
     if mode == "chain" and one_row:
         behind_elementwise = multiply and after_elementwise
-        spread = EVEN_SHARED >= 1 and not handed
-        return {"PDL": True, "launch_pdl": not behind_elementwise or spread}
+        early = EVEN_SHARED >= 1 if not handed else HANDED_PDL >= 1
+        return {"PDL": True, "launch_pdl": not behind_elementwise or early}
     if mode in ("kernels", "chain") or (mode == "small" and not one_row):
         wide = not one_row and wide_pdl(t, programs, after_multiply)
         return {"PDL": True, "launch_pdl": not multiply or wide}
@@ -250,7 +256,9 @@ def one_wave(t: torch.Tensor, programs: int) -> bool:
     return 0 < programs <= _sm_count(t.device.index or 0)
 
 
-def padded_shared(t: torch.Tensor, launched: dict, programs: int, after: dict) -> int:
+def padded_shared(
+    t: torch.Tensor, launched: dict, programs: int, after: dict, handed: bool = False
+) -> int:
     """The shared memory (bytes, 0: the kernel's own) that a multiply launched with `launched`
     (launch.pdl's answer) after the launch that `after` describes (launch.pdl's record of the
     one before) asks for, under "kernels", "chain" or "small" (whose rules WIDE_PDL and
@@ -262,7 +270,7 @@ def padded_shared(t: torch.Tensor, launched: dict, programs: int, after: dict) -
         return 0
     index = t.device.index or 0
     one_row = _FORWARD_ROWS[-1:] == [1]
-    if after["late"] and one_row:  # behind a late trigger (LATE_TRIGGER): nothing to spread
+    if (after["late"] or handed) and one_row:  # LATE_TRIGGER's, HANDED_PDL's: not spread
         return 0
     if one_wave(t, programs):
         padded = ONE_WAVE_SHARED if WIDE_PDL and not one_row else 0
@@ -300,7 +308,7 @@ def multiply(
     after = dict(_LAST_LAUNCH)
     kw = dict(programs=programs, elementwise=elementwise, handed=handed, late=late)
     launched = pdl(t, multiply=True, **kw)
-    return launched | {"SHARED": padded_shared(t, launched, programs, after)}
+    return launched | {"SHARED": padded_shared(t, launched, programs, after, handed)}
 
 
 def ask_shared(kernel, nbytes: int) -> None:
