@@ -57,25 +57,21 @@ def trace_mark(trace_ptr, clock_ptr, WHICH: tl.constexpr, TRACE: tl.constexpr):
 
 
 @triton.jit
-def pdl_enter(PDL: tl.constexpr, trace_ptr, clock_ptr, TRACE: tl.constexpr):
+def pdl_enter(
+    PDL: tl.constexpr, trace_ptr, clock_ptr, TRACE: tl.constexpr, LATE: tl.constexpr = False
+):
     """With programmatic dependent launch (kernels/launch.py): wait until the previous kernel has
     completed, then let the next one launch; call it before any load of what another kernel
     wrote and before any store. Waiting first keeps at most one kernel resident ahead: letting
     the next launch first chains every later kernel onto the SMs while the first still runs
-    (run 49: AR 199 against 206 tok/s without PDL). Then the timeline's mark of this program's
-    pass (`trace_mark` 1; nothing with TRACE 0)."""
+    (run 49: AR 199 against 206 tok/s without PDL). LATE: only wait; the next kernel launches
+    as this kernel's programs exit (launch.LATE_TRIGGER), so its programs take no room while
+    these still run. Then the timeline's mark of this program's pass (`trace_mark` 1; nothing
+    with TRACE 0)."""
     if PDL:
         tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
-    trace_mark(trace_ptr, clock_ptr, 1, TRACE)
-
-
-@triton.jit
-def pdl_wait(PDL: tl.constexpr, trace_ptr, clock_ptr, TRACE: tl.constexpr):
-    """`pdl_enter` without letting the next kernel launch: it launches as this kernel's programs
-    exit (launch.LATE_TRIGGER), so its programs take no room while these still run."""
-    if PDL:
-        tl.extra.cuda.gdc_wait()
+        if not LATE:
+            tl.extra.cuda.gdc_launch_dependents()
     trace_mark(trace_ptr, clock_ptr, 1, TRACE)
 
 

@@ -37,7 +37,6 @@ from specpilot.kernels.common import (
     input_tile,
     l2_prefetch,
     pdl_enter,
-    pdl_wait,
     row_rstd,
     store_handoff,
     store_output,
@@ -148,10 +147,7 @@ def _skinny_kernel(
             l2_prefetch(w_ptr + pid_n * BLOCK_N * stride_wn, nbytes)
     # x and the residual come from the kernel before: wait for it here (LATE: the next kernel
     # launches as these programs exit, launch.LATE_TRIGGER)
-    if LATE:
-        pdl_wait(PDL, trace_ptr, clock_ptr, TRACE)
-    else:
-        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, LATE)
     rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if NORM:
         rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)

@@ -70,7 +70,6 @@ from specpilot.kernels.common import (
     handed_squares,
     input_tile,
     pdl_enter,
-    pdl_wait,
     row_rstd,
     store_handoff,
     store_output,
@@ -378,10 +377,7 @@ def _w12_kernel(
     LATE: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
-    if LATE:  # the next kernel launches as these programs exit (launch.LATE_TRIGGER)
-        pdl_wait(PDL, trace_ptr, clock_ptr, TRACE)
-    else:
-        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, LATE)  # LATE: launch.LATE_TRIGGER
     # NOTE: low_ptr and code_ptr are the planes as int32 words (strides in words). A block of
     # 8 SLICE columns is SLICE word positions i; slice J of it is columns SLICE J + i.
     pid_n = tl.program_id(0)

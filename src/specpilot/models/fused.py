@@ -274,6 +274,16 @@ class _FusedBlock:
         return x, nxt if nxt is not None and nxt.ready else None
 
 
+def norm_after(blocks: list[_FusedBlock], i: int, end: tuple | None) -> tuple | None:
+    """What block i's down multiply hands its norm on to (`_FusedBlock.finish`'s `after`): the
+    next block's input norm and q|k|v multiply, (norm weight, eps, weight); after the last
+    block, `end`."""
+    if i + 1 < len(blocks):
+        nxt = blocks[i + 1]
+        return nxt.in_norm, nxt.eps, nxt.qkv
+    return end
+
+
 class FusedTarget:
     """TargetModel decode/verify forward over at most 64 tokens per step, or a wide step (see
     `fits`)."""
@@ -343,10 +353,7 @@ class FusedTarget:
         handed = None
         for i, blk in enumerate(self.blocks):
             qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, handed=handed)
-            after = head if hand_head else None
-            if i < last:
-                nxt = self.blocks[i + 1]
-                after = (nxt.in_norm, nxt.eps, nxt.qkv)
+            after = norm_after(self.blocks, i, head if hand_head else None)
             x, handed = blk.finish(x, attend(i, blk, qkv), after)
             if i in capture and i != last:
                 captured[i] = x
@@ -480,16 +487,12 @@ class FusedDrafter:
         ctx = linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
         ctx = rmsnorm(ctx, d.hidden_norm.weight, d.hidden_norm.eps)
         handed = None
-        last = len(self.blocks) - 1
         for i, blk in enumerate(self.blocks):
             blk.write_kv(linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
             qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, handed=handed)
             attn = blk.attend(qkv, block_positions, table, cache, i, num_splits, causal=False)
-            after = None  # the head takes rows 1.. of each block: its own norm
-            if i < last:
-                nxt = self.blocks[i + 1]
-                after = (nxt.in_norm, nxt.eps, nxt.qkv)
-            x, handed = blk.finish(x, attn, after)
+            # nothing after the last: the head takes rows 1.. of each block, with its own norm
+            x, handed = blk.finish(x, attn, norm_after(self.blocks, i, None))
         rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
         logits = normed_linear(rows, self.head, d.norm.weight, d.norm.eps)
         best = greedy(logits)
