@@ -185,6 +185,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         ahead = consts | dict(AHEAD=2)  # the o weight's two W12 planes asked for in L2
         types = split_types | {"ahead0_ptr": "*u8", "ahead1_ptr": "*u8"}
         out.append((f"attention split T={t} AHEAD=2", attention._split_kernel, types, ahead))
+        late = ahead | dict(LATE_AHEAD=True)  # asked for after the partials (LATE_AHEAD)
+        out.append((f"attention split T={t} AHEAD=2 LATE", attention._split_kernel, types, late))
         kv = consts | dict(KV_AHEAD=128)  # the slice's keys and values asked for before the wait
         out.append((f"attention split T={t} KV_AHEAD=128", attention._split_kernel, split_types,
                     kv))  # fmt: skip

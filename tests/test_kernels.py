@@ -298,6 +298,11 @@ def test_l2_ahead_asks_only_where_it_can(launch_settings, monkeypatch) -> None:
     monkeypatch.setattr(launch_settings, "HEAD_BYTES", 1536)
     heads = launch_settings.l2_ahead("head", w, w[:, :16].contiguous())
     assert [r.numel() for r in heads] == ([1024, 512] if hopper else [])
+    # the output projection: all of it, or its first rows within O_AHEAD_BYTES
+    assert [r.numel() for r in launch_settings.l2_ahead("o", w)] == ([4096] if hopper else [])
+    monkeypatch.setattr(launch_settings, "O_AHEAD_BYTES", 1536)
+    firsts = launch_settings.l2_ahead("o", w, w[:, :16].contiguous())
+    assert [r.numel() for r in firsts] == ([1024, 512] if hopper else [])
     with pytest.raises(ValueError, match="ahead must be one of"):
         launch_settings.configure(pdl="off", prefetch="off", ahead="qkv")
     with pytest.raises(ConfigError, match="l2_ahead must be one of"):
@@ -589,7 +594,9 @@ def test_pdl_auto_resolves_by_target_size(tmp_path, launch_settings) -> None:
 
 @pytest.mark.skipif(not CUDA, reason="programmatic dependent launch needs a GPU (Hopper)")
 @pytest.mark.parametrize("weights", ["bf16", "w12"])
-def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: str) -> None:
+def test_pdl_engine_gives_the_same_tokens(
+    tmp_path, launch_settings, monkeypatch, weights: str
+) -> None:
     """EngineConfig(pdl="decode" / "all") with each weight prefetch on the GPU, and
     l2_ahead="o" with and without PDL: the kernels launched with programmatic dependent launch,
     in CUDA graphs and eagerly; the same tokens as without, AR and speculative, and token
@@ -610,9 +617,14 @@ def test_pdl_engine_gives_the_same_tokens(tmp_path, launch_settings, weights: st
         variants = variants[:3]
     variants += [("small", "off")]  # PDL for all but the multi-row multiplies' launches
     variants += [("off", "o"), ("decode", "o"), ("decode", "all")]  # l2_ahead
+    variants += [("chain", "o late")]  # ... asked for at the split programs' end (LATE_AHEAD)
+    from specpilot.kernels import attention
+
     outputs = {}
     for pdl, ahead in variants:
-        knobs = dict(l2_ahead=ahead) if ahead in ("o", "all") else dict(weight_prefetch=ahead)
+        monkeypatch.setattr(attention, "LATE_AHEAD", int(ahead == "o late"))
+        mode = ahead.split()[0]
+        knobs = dict(l2_ahead=mode) if mode in ("o", "all") else dict(weight_prefetch=mode)
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, **knobs)
         gen = Generator(target, drafter, config, DEVICE, BF16)
         on = pdl in ("all", "small", "kernels", "chain", "waves")  # outside a one-row forward
@@ -1267,6 +1279,15 @@ def test_norm_handoff_forward(tmp_path, monkeypatch) -> None:
         outs[rows] = gen._verify_fn(ids, pos, 5, (0, 1))
         layers = len(target.model.layers)
         assert len(norms) == (1 if rows else 2 * layers + 1)
+    # one row: each site alone leaves the other's norm kernels (NORM_HANDOFF_ONE_ROW_SITES);
+    # no norm prologues, as at the 8B shapes (K > PROLOGUE_MAX_K)
+    monkeypatch.setattr(fused, "PROLOGUE_ROWS", {"norm": 0, "glu": 0})
+    for sites in (fused.HAND_O, fused.HAND_DOWN, fused.HAND_O | fused.HAND_DOWN):
+        monkeypatch.setattr(fused, "NORM_HANDOFF_ONE_ROW_SITES", sites)
+        norms.clear()
+        one = gen._verify_fn(ids[:, :1], pos[:, :1], 5, (0, 1))
+        assert len(norms) == (1 if sites == 3 else layers + 1)
+        assert torch.equal(one.tokens, outs[5].tokens[:, :1])
     assert torch.equal(outs[5].tokens, outs[0].tokens)
     # two layers of other rounding points (x * w, then the sums scaled), each rounding
     # carried on in the residual stream: within 16 half-ulps of the largest tenth
@@ -1276,11 +1297,17 @@ def test_norm_handoff_forward(tmp_path, monkeypatch) -> None:
     down = target.model.layers[0].mlp.down_proj.weight
     head = w12.encode(torch.randn(8, 256).to(BF16), 128)
     after = (target.model.norm.weight, 1e-6, head)
-    assert fused.handoff_for(5, down, after) is None  # a W12 multiply after: NORM_HANDOFF_W12
+    down_site = fused.HAND_DOWN
+    assert fused.handoff_for(5, down, after, down_site) is None  # a W12 multiply after
     monkeypatch.setattr(fused, "NORM_HANDOFF_W12", True)
-    assert fused.handoff_for(5, down, after).norm_weight is after[0]
-    assert fused.handoff_for(6, down, after) is None  # more rows than NORM_HANDOFF_MAX_ROWS
-    assert fused.handoff_for(5, down, None) is None  # nothing after (the drafter's last layer)
+    assert fused.handoff_for(5, down, after, down_site).norm_weight is after[0]
+    assert fused.handoff_for(6, down, after, down_site) is None  # > NORM_HANDOFF_MAX_ROWS
+    assert fused.handoff_for(5, down, None, down_site) is None  # nothing after (drafter's last)
+    # one row: only the sites NORM_HANDOFF_ONE_ROW_SITES names; more rows: every site
+    monkeypatch.setattr(fused, "NORM_HANDOFF_ONE_ROW_SITES", fused.HAND_O)
+    assert fused.handoff_for(1, down, after, down_site) is None
+    assert fused.handoff_for(1, down, after, fused.HAND_O) is not None
+    assert fused.handoff_for(2, down, after, down_site) is not None
 
 
 def test_norm_handoff_through_w12_multiplies(tmp_path, monkeypatch) -> None:

@@ -54,6 +54,7 @@ OFF = {
     "SLOTS_IN": 1,
     "HAND_ROWS": 1,
     "LATE": 0,
+    "LATE_AHEAD": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

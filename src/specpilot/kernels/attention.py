@@ -166,6 +166,14 @@ WIDE_MAX_SPLITS = 0
 # not (run 143, SLOT_PAD 1: level at 1k, 8k and 32k). bench/engine_speed.py --switch
 # kernels.attention.SLOT_PAD=N.
 SLOT_PAD = 0
+# l2_ahead "o" (EngineConfig.l2_ahead): when the split programs ask L2 for the output projection's
+# weights. 0: first, before their PDL wait (run 91: the one-token forward +0.05 ms, the requests
+# queued ahead of the attention's own loads); 1: last, after their partials are stored, only
+# the programs whose slices hold keys (then HBM idles through the merge and the o multiply's
+# ramp, ~2-3 us a layer, while the requests no longer delay the attention's loads).
+# launch.O_AHEAD_BYTES bounds the bytes. bench/engine_speed.py --l2-ahead o --switch
+# kernels.attention.LATE_AHEAD=1.
+LATE_AHEAD = 0
 
 
 def _power_of_two(n: int) -> bool:
@@ -186,6 +194,7 @@ SWITCH_RULES = {
     "MERGE_SPLIT_CHUNK": (lambda n: n == 0 or _power_of_two(n), "0 or a power of two"),
     "WIDE_MAX_SPLITS": (lambda n: n >= 0, "0 (no cap) or a positive number of slices"),
     "SLOT_PAD": (lambda n: n >= 0, "a non-negative number of slots"),
+    "LATE_AHEAD": (lambda n: n in (0, 1), "0 or 1"),
 }  # fmt: skip
 
 
@@ -345,6 +354,7 @@ def _split_kernel(
     TRACE: tl.constexpr = 0,
     trace_ptr=None,
     clock_ptr=None,
+    LATE_AHEAD: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     tl.static_assert(Q_ROWS >= 16, "Q_ROWS: the query rows a program takes (split_query_rows)")
@@ -354,9 +364,11 @@ def _split_kernel(
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
-    # weights (never written): asked for before the wait, while the last kernel runs
-    l2_prefetch_regions(AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes,
-                        bh * NUM_SPLITS + split, tl.num_programs(0) * NUM_SPLITS)  # fmt: skip
+    # weights (never written): asked for before the wait, while the last kernel runs (or, with
+    # LATE_AHEAD, at the end)
+    if not LATE_AHEAD:
+        l2_prefetch_regions(AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes,
+                            bh * NUM_SPLITS + split, tl.num_programs(0) * NUM_SPLITS)  # fmt: skip
     if KV_AHEAD > 0:  # this slice's first keys and values too (KV_PREFETCH_KEYS)
         _prefetch_slice(k_ptr, v_ptr, pos_ptr, b * stride_kb + kvh * stride_kh, b, split, T,
                         cache_len, HEAD_DIM, NUM_SPLITS, BLOCK_KV, MIN_KEYS, KV_AHEAD)  # fmt: skip
@@ -409,6 +421,9 @@ def _split_kernel(
         tl.store(part_ptr + slot[:, None] * HEAD_DIM + d[None, :], acc)
         tl.store(stats_ptr + slot * 2, m_i)
         tl.store(stats_ptr + slot * 2 + 1, l_i)
+        if LATE_AHEAD:  # shares among the programs that hold keys, once their loads are done
+            l2_prefetch_regions(AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes,
+                                bh * filled + split, tl.num_programs(0) * filled)  # fmt: skip
     if MERGE_ROWS > 0:  # publish, then count; the last split merges (reading through L2)
         tl.static_assert(Q_ROWS == BLOCK_Q, "the in-kernel merge wants one program a slice")
         if count_done(count_ptr + bh, rows, NUM_SPLITS, FENCE):
@@ -623,6 +638,7 @@ def decode_attention(
         ),
         num_warps=SPLIT_WARPS[width],
         num_stages=SPLIT_STAGES[width],
+        LATE_AHEAD=bool(regions.get("AHEAD")) and bool(checked("LATE_AHEAD", LATE_AHEAD)),
     )
     if fused_merge:
         return out

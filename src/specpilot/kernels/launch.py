@@ -71,6 +71,10 @@ _SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
 # l2_ahead "all": the bytes of a multiply's first rows that the norm or SwiGLU kernel before it
 # asks L2 for: about what HBM delivers in such a kernel's ~2 us at ~4 TB/s
 HEAD_BYTES = 8 << 20
+# the most bytes of the output projection's weight (its first rows; of each W12 plane) that
+# l2_ahead "o" asks for; 0: all of it. bench/engine_speed.py --switch
+# kernels.launch.O_AHEAD_BYTES=N.
+O_AHEAD_BYTES = 0
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
 # what launch.pdl was last asked about ("chain", "waves"): a multiply, on element-wise tiles
 _LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False}
@@ -376,8 +380,9 @@ def l2_ahead(where: str, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
     mode = _SETTINGS["ahead"]
     if not (mode == "all" or mode == where):
         return ()
-    if where == "head":  # the same first rows of each plane
-        rows = max(1, HEAD_BYTES // sum(t[:1].nbytes for t in tensors))
+    limit = HEAD_BYTES if where == "head" else O_AHEAD_BYTES
+    if limit:  # the same first rows of each plane
+        rows = max(1, limit // sum(t[:1].nbytes for t in tensors))
         tensors = tuple(t[:rows] for t in tensors)
     ok = all(
         _on_hopper(t) and t.is_contiguous() and t.data_ptr() % 16 == 0 and t.nbytes % 16 == 0

@@ -137,6 +137,14 @@ NORM_HANDOFF_MAX_ROWS = 16
 # back to back) level, one row 3.744 -> 3.738 ms, 16 rows 4.317 -> 4.311 (the decode's gaps
 # 149 -> 186 us: its handed multiplies behind element-wise tiles launch plainly).
 NORM_HANDOFF_W12 = False
+# where a one-row forward hands its norms on (the others: every site), a sum of HAND_O (the
+# output projection to gate|up) and HAND_DOWN (the down multiply to the next q|k|v or the LM
+# head); 0: none, as NORM_HANDOFF_MAX_ROWS 0 for one row. Each site puts a multiply right
+# behind a multiply, which a one-row forward launches plainly (launch.pdl's `handed`), so the
+# two sites may differ in what they give. bench/engine_speed.py --switch
+# models.fused.NORM_HANDOFF_ONE_ROW_SITES=N.
+HAND_O, HAND_DOWN = 1, 2
+NORM_HANDOFF_ONE_ROW_SITES = HAND_O | HAND_DOWN
 
 
 def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
@@ -154,11 +162,14 @@ def ahead(where: str, weight: torch.Tensor | W12Weight) -> tuple[torch.Tensor, .
 
 
 def handoff_for(
-    rows: int, producer: torch.Tensor | W12Weight, after: tuple | None
+    rows: int, producer: torch.Tensor | W12Weight, after: tuple | None, site: int
 ) -> Handoff | None:
-    """A Handoff for the multiply by `producer` (ending in the residual add) to fill for the
-    one after it, `after` = (norm weight, eps, next weight), or None (NORM_HANDOFF_MAX_ROWS)."""
+    """A Handoff for the multiply by `producer` (ending in the residual add; `site` HAND_O or
+    HAND_DOWN) to fill for the one after it, `after` = (norm weight, eps, next weight), or None
+    (NORM_HANDOFF_MAX_ROWS, NORM_HANDOFF_ONE_ROW_SITES)."""
     if after is None or rows > min(NORM_HANDOFF_MAX_ROWS, MAX_ROWS):
+        return None
+    if rows == 1 and not NORM_HANDOFF_ONE_ROW_SITES & site:
         return None
     norm, eps, consumer = after
     w12 = isinstance(producer, W12Weight) or isinstance(consumer, W12Weight)
@@ -262,9 +273,9 @@ class _FusedBlock:
         next norm handed on (filled, or None) to the multiply `after` = (norm weight, eps,
         weight) describes (NORM_HANDOFF_MAX_ROWS)."""
         rows = x.shape[0]
-        hand = handoff_for(rows, self.o, (self.post_norm, self.eps, self.gate_up))
+        hand = handoff_for(rows, self.o, (self.post_norm, self.eps, self.gate_up), HAND_O)
         x = linear(attn_out, self.o, residual=x, handoff=hand)
-        nxt = handoff_for(rows, self.down, after)
+        nxt = handoff_for(rows, self.down, after, HAND_DOWN)
         if 0 < SWIGLU_EPILOGUE_MIN_ROWS <= rows:
             act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True, handed=hand)
             x = linear(act, self.down, residual=x, handoff=nxt)
