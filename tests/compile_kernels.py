@@ -233,6 +233,9 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 dict(BLOCK=4096, AHEAD=2)))  # fmt: skip
     out.append(("silu_mul AHEAD=2", elementwise._silu_mul_kernel, glu_types | regions,
                 dict(BLOCK=1024, AHEAD=2)))  # fmt: skip
+    prefetch_types = {"ahead0_bytes": "i32", "ahead1_bytes": "i32"} | regions
+    out.append(("prefetch AHEAD=2", elementwise._prefetch_kernel, prefetch_types,
+                dict(AHEAD=2)))  # fmt: skip
     embed_types = {"ids_ptr": "*i64", "table_ptr": bf16, "y_ptr": bf16}
     for anchors in (False, True):
         out.append((f"embed ANCHORS={anchors}", tokens._embed_kernel, embed_types,

@@ -303,6 +303,12 @@ def test_l2_ahead_asks_only_where_it_can(launch_settings, monkeypatch) -> None:
     monkeypatch.setattr(launch_settings, "O_AHEAD_BYTES", 1536)
     firsts = launch_settings.l2_ahead("o", w, w[:, :16].contiguous())
     assert [r.numel() for r in firsts] == ([1024, 512] if hopper else [])
+    # the side stream's requests: SIDE_AHEAD_BYTES of the first rows, whatever the mode
+    launch_settings.configure(pdl="off", prefetch="off", ahead="off")
+    assert launch_settings.side_ahead(w) == ()  # SIDE_AHEAD_BYTES 0: off
+    monkeypatch.setattr(launch_settings, "SIDE_AHEAD_BYTES", 1536)
+    sides = launch_settings.side_ahead(w, w[:, :16].contiguous())
+    assert [r.numel() for r in sides] == ([1024, 512] if hopper else [])
     with pytest.raises(ValueError, match="ahead must be one of"):
         launch_settings.configure(pdl="off", prefetch="off", ahead="qkv")
     with pytest.raises(ConfigError, match="l2_ahead must be one of"):
@@ -618,12 +624,14 @@ def test_pdl_engine_gives_the_same_tokens(
     variants += [("small", "off")]  # PDL for all but the multi-row multiplies' launches
     variants += [("off", "o"), ("decode", "o"), ("decode", "all")]  # l2_ahead
     variants += [("chain", "o late")]  # ... asked for at the split programs' end (LATE_AHEAD)
+    variants += [("chain", "side")]  # ... from a side stream (SIDE_AHEAD_BYTES), graphs too
     from specpilot.kernels import attention
 
     outputs = {}
     for pdl, ahead in variants:
         monkeypatch.setattr(attention, "LATE_AHEAD", int(ahead == "o late"))
-        mode = ahead.split()[0]
+        monkeypatch.setattr(launch_settings, "SIDE_AHEAD_BYTES", (1 << 20) * (ahead == "side"))
+        mode = "off" if ahead == "side" else ahead.split()[0]
         knobs = dict(l2_ahead=mode) if mode in ("o", "all") else dict(weight_prefetch=mode)
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, **knobs)
         gen = Generator(target, drafter, config, DEVICE, BF16)

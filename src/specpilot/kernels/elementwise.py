@@ -149,6 +149,21 @@ def silu_mul(x: torch.Tensor, ahead: tuple[torch.Tensor, ...] = ()) -> torch.Ten
     return y
 
 
+@triton.jit
+def _prefetch_kernel(ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes, AHEAD: tl.constexpr):
+    """Each program asks L2 for its share of the regions (nothing else)."""
+    l2_prefetch_regions(AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes,
+                        tl.program_id(0), tl.num_programs(0))  # fmt: skip
+
+
+def prefetch_l2(ahead: tuple[torch.Tensor, ...]) -> None:
+    """One launch of AHEAD_PROGRAMS programs asking L2 for `ahead` (launch.side_ahead's uint8
+    views; nothing when empty): a hint, launched plainly, for a side stream (launch.py's
+    SIDE_AHEAD_BYTES)."""
+    if ahead:
+        _prefetch_kernel[(AHEAD_PROGRAMS,)](**ahead_arguments(ahead), num_warps=1)
+
+
 def rmsnorm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     h = x.float()
     return weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)

@@ -75,6 +75,15 @@ HEAD_BYTES = 8 << 20
 # l2_ahead "o" asks for; 0: all of it. bench/engine_speed.py --switch
 # kernels.launch.O_AHEAD_BYTES=N.
 O_AHEAD_BYTES = 0
+# the bytes of each layer's output projection weight (its first rows; of each W12 plane) that a
+# one-row or verify forward asks L2 for from a kernel on a side stream, launched as the layer's
+# q|k|v multiply ends (models/fused.FusedTarget._layers), so that HBM, idle while the rope,
+# attention and merge kernels wait on latency, fetches what the o multiply reads next; joined
+# at the forward's end, so no kernel of the layer waits for the requests to land (in-line,
+# after the split programs' own loads, the split launch ended only once they had: run 164,
+# the merge's gap 0.44 -> 1.00 us at 8 MB, 3.19 at all 34 MB). 0: off.
+# bench/engine_speed.py --switch kernels.launch.SIDE_AHEAD_BYTES=N.
+SIDE_AHEAD_BYTES = 0
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
 # what launch.pdl was last asked about ("chain", "waves"): a multiply, on element-wise tiles
 _LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False}
@@ -380,8 +389,20 @@ def l2_ahead(where: str, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
     mode = _SETTINGS["ahead"]
     if not (mode == "all" or mode == where):
         return ()
-    limit = HEAD_BYTES if where == "head" else O_AHEAD_BYTES
-    if limit:  # the same first rows of each plane
+    return _first_bytes(HEAD_BYTES if where == "head" else O_AHEAD_BYTES, tensors)
+
+
+def side_ahead(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """SIDE_AHEAD_BYTES of `tensors` (a weight, or a W12 weight's planes) as uint8 views for
+    the side stream's prefetch kernel (elementwise.prefetch_l2), where it can ask for them (see
+    l2_ahead); else none."""
+    return _first_bytes(SIDE_AHEAD_BYTES, tensors) if SIDE_AHEAD_BYTES else ()
+
+
+def _first_bytes(limit: int, tensors: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """The same first rows of each tensor, about `limit` bytes in all (0: all of them), as
+    uint8 views where the bulk prefetch can take them; else none."""
+    if limit:
         rows = max(1, limit // sum(t[:1].nbytes for t in tensors))
         tensors = tuple(t[:rows] for t in tensors)
     ok = all(

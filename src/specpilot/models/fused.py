@@ -33,7 +33,7 @@ from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
 from specpilot.kernels import launch, tokens
 from specpilot.kernels.attention import decode_attention, num_splits_for
-from specpilot.kernels.elementwise import rmsnorm, silu_mul
+from specpilot.kernels.elementwise import prefetch_l2, rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS, Handoff
 from specpilot.kernels.rope import qk_rope_write
 from specpilot.layers import attention as attention_layer
@@ -154,11 +154,44 @@ def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
     return PROLOGUE_ROWS[kind] if weight.shape[1] <= PROLOGUE_MAX_K else 0
 
 
+def planes(weight: torch.Tensor | W12Weight) -> tuple[torch.Tensor, ...]:
+    """The tensors a multiply by `weight` streams: the weight, or a W12 weight's two planes."""
+    return (weight.low, weight.codes) if isinstance(weight, W12Weight) else (weight,)
+
+
 def ahead(where: str, weight: torch.Tensor | W12Weight) -> tuple[torch.Tensor, ...]:
     """The bytes of `weight` (its planes if W12) for a kernel before its multiply to ask L2
     for (EngineConfig.l2_ahead; kernels/launch.l2_ahead), or none."""
-    planes = (weight.low, weight.codes) if isinstance(weight, W12Weight) else (weight,)
-    return launch.l2_ahead(where, *planes)
+    return launch.l2_ahead(where, *planes(weight))
+
+
+class _SideStream:
+    """A forward's L2 requests on a side stream (launch.SIDE_AHEAD_BYTES): each `ask` forks
+    from the forward's stream at that point (the kernel launched before it, e.g. a layer's
+    q|k|v multiply, ends first) and launches a prefetch kernel there; `join` makes the forward's
+    stream wait for them once, at its end, so that no kernel between waits on them. Captured
+    into a CUDA graph as a branch of the forward."""
+
+    streams: dict[torch.device, torch.cuda.Stream] = {}
+
+    def __init__(self) -> None:
+        self.stream: torch.cuda.Stream | None = None
+
+    def ask(self, regions: tuple[torch.Tensor, ...]) -> None:
+        if not regions:
+            return
+        device = regions[0].device
+        if self.stream is None:
+            if device not in self.streams:
+                self.streams[device] = torch.cuda.Stream(device)
+            self.stream = self.streams[device]
+        self.stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(self.stream):
+            prefetch_l2(regions)
+
+    def join(self) -> None:
+        if self.stream is not None:
+            torch.cuda.current_stream(self.stream.device).wait_stream(self.stream)
 
 
 def handoff_for(
@@ -362,12 +395,15 @@ class FusedTarget:
         captured: dict[int, torch.Tensor] = {}
         head = (model.norm.weight, model.norm.eps, self.model.lm_head.weight)
         handed = None
+        side = _SideStream()
         for i, blk in enumerate(self.blocks):
             qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, handed=handed)
+            side.ask(launch.side_ahead(*planes(blk.o)))  # o's weights, while attention waits
             after = norm_after(self.blocks, i, head if hand_head else None)
             x, handed = blk.finish(x, attend(i, blk, qkv), after)
             if i in capture and i != last:
                 captured[i] = x
+        side.join()
         if last in capture:  # the last layer is captured after the final norm
             captured[last] = model.norm(x)
         hidden = None
