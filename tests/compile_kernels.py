@@ -233,7 +233,10 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 dict(BLOCK=4096, AHEAD=2)))  # fmt: skip
     out.append(("silu_mul AHEAD=2", elementwise._silu_mul_kernel, glu_types | regions,
                 dict(BLOCK=1024, AHEAD=2)))  # fmt: skip
-    prefetch_types = {"ahead0_bytes": "i32", "ahead1_bytes": "i32"} | regions
+    prefetch_types = {"ahead0_ptr": "*u8", "ahead0_bytes": "i32"}  # a bf16 weight's one region
+    out.append(("prefetch AHEAD=1", elementwise._prefetch_kernel, prefetch_types,
+                dict(AHEAD=1)))  # fmt: skip
+    prefetch_types |= {"ahead1_ptr": "*u8", "ahead1_bytes": "i32"}  # a W12 weight's two planes
     out.append(("prefetch AHEAD=2", elementwise._prefetch_kernel, prefetch_types,
                 dict(AHEAD=2)))  # fmt: skip
     embed_types = {"ids_ptr": "*i64", "table_ptr": bf16, "y_ptr": bf16}

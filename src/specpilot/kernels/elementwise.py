@@ -150,7 +150,8 @@ def silu_mul(x: torch.Tensor, ahead: tuple[torch.Tensor, ...] = ()) -> torch.Ten
 
 
 @triton.jit
-def _prefetch_kernel(ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes, AHEAD: tl.constexpr):
+def _prefetch_kernel(ahead0_ptr, ahead0_bytes, AHEAD: tl.constexpr, ahead1_ptr=None,
+                     ahead1_bytes=0):  # fmt: skip
     """Each program asks L2 for its share of the regions (nothing else)."""
     l2_prefetch_regions(AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes,
                         tl.program_id(0), tl.num_programs(0))  # fmt: skip
