@@ -72,7 +72,10 @@ _SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
 # asks L2 for: about what HBM delivers in such a kernel's ~2 us at ~4 TB/s
 HEAD_BYTES = 8 << 20
 # the most bytes of the output projection's weight (its first rows; of each W12 plane) that
-# l2_ahead "o" asks for; 0: all of it. bench/engine_speed.py --switch
+# l2_ahead "o" asks for; 0: all of it. Run 164 (with attention.LATE_AHEAD, back to back): 8 MB
+# the o multiply -28 us a one-row forward and -23 a 16-row one, but the split launch ends only
+# once its programs' requests have landed (the merge's gap 0.44 -> 1.00 us): level (4.146 ->
+# 4.149 ms, 4.381 -> 4.375); 16 MB and all of it lose. bench/engine_speed.py --switch
 # kernels.launch.O_AHEAD_BYTES=N.
 O_AHEAD_BYTES = 0
 # the bytes of each layer's output projection weight (its first rows; of each W12 plane) that a
@@ -81,8 +84,11 @@ O_AHEAD_BYTES = 0
 # attention and merge kernels wait on latency, fetches what the o multiply reads next; joined
 # at the forward's end, so no kernel of the layer waits for the requests to land (in-line,
 # after the split programs' own loads, the split launch ended only once they had: run 164,
-# the merge's gap 0.44 -> 1.00 us at 8 MB, 3.19 at all 34 MB). 0: off.
-# bench/engine_speed.py --switch kernels.launch.SIDE_AHEAD_BYTES=N.
+# the merge's gap 0.44 -> 1.00 us at 8 MB, 3.19 at all 34 MB). 0: off. Run 165 (back to back,
+# 8 MB / 16 MB / all): verify -0.2% bf16 (its o -22 us, the attention +9: the requests queue
+# with its loads), -0.45% W12 "auto"; the one-row forward +0.9% (the attention +20 us and the
+# o +15: the side kernels' launches among the PDL chain's). bench/engine_speed.py --switch
+# kernels.launch.SIDE_AHEAD_BYTES=N.
 SIDE_AHEAD_BYTES = 0
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
 # what launch.pdl was last asked about ("chain", "waves"): a multiply, on element-wise tiles
@@ -131,7 +137,9 @@ LATE_TRIGGER = 0
 # HANDED_PDL 1: such a handed multiply behind an element-wise tile in a one-row forward is
 # launched with PDL after all, unpadded (its own occupancy: 8 programs an SM for the one-row
 # q|k|v), instead of plainly; 0: plainly (the one-row decode's gaps 148 -> 188 us with the
-# hand-off, run 158). Unmeasured.
+# hand-off, run 158). 0: run 162 (the kernel timeline, one process) the one-row forward 4.146
+# -> 4.974 ms back to back (+20%: the early gate|up 47.5 -> 55 us a layer, the down after it
+# 24.8 -> 31.9), paired AR 0.839x; the 16-row forwards are untouched.
 HANDED_PDL = 0
 RESERVED_SHARED = 1 << 10  # what each program of an SM90 kernel holds beside its own
 SWITCH_RULES = {
