@@ -303,12 +303,17 @@ def test_l2_ahead_asks_only_where_it_can(launch_settings, monkeypatch) -> None:
     monkeypatch.setattr(launch_settings, "O_AHEAD_BYTES", 1536)
     firsts = launch_settings.l2_ahead("o", w, w[:, :16].contiguous())
     assert [r.numel() for r in firsts] == ([1024, 512] if hopper else [])
-    # the side stream's requests: SIDE_AHEAD_BYTES of the first rows, whatever the mode
+    # the side stream's requests: SIDE_AHEAD_BYTES of the first rows, whatever the mode, in
+    # forwards of more than one row unless SIDE_AHEAD_ONE_ROW (a Hopper's checks taken as met)
     launch_settings.configure(pdl="off", prefetch="off", ahead="off")
+    monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
     assert launch_settings.side_ahead(w) == ()  # SIDE_AHEAD_BYTES 0: off
     monkeypatch.setattr(launch_settings, "SIDE_AHEAD_BYTES", 1536)
-    sides = launch_settings.side_ahead(w, w[:, :16].contiguous())
-    assert [r.numel() for r in sides] == ([1024, 512] if hopper else [])
+    for rows, one_row, sizes in ((16, 0, [1024, 512]), (1, 0, []), (1, 1, [1024, 512])):
+        monkeypatch.setattr(launch_settings, "SIDE_AHEAD_ONE_ROW", one_row)
+        with launch_settings.forward_rows(rows):
+            sides = launch_settings.side_ahead(w, w[:, :16].contiguous())
+        assert [r.numel() for r in sides] == sizes
     with pytest.raises(ValueError, match="ahead must be one of"):
         launch_settings.configure(pdl="off", prefetch="off", ahead="qkv")
     with pytest.raises(ConfigError, match="l2_ahead must be one of"):

@@ -90,6 +90,8 @@ O_AHEAD_BYTES = 0
 # o +15: the side kernels' launches among the PDL chain's). bench/engine_speed.py --switch
 # kernels.launch.SIDE_AHEAD_BYTES=N.
 SIDE_AHEAD_BYTES = 0
+# ... in one-row forwards too (run 165: those lost; forwards of more rows gained a little)
+SIDE_AHEAD_ONE_ROW = 0
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
 # what launch.pdl was last asked about ("chain", "waves"): a multiply, on element-wise tiles
 _LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False}
@@ -148,6 +150,7 @@ SWITCH_RULES = {
     "EVEN_SHARED": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "LATE_TRIGGER": (lambda n: n in (0, 1), "0 or 1"),
     "HANDED_PDL": (lambda n: n in (0, 1), "0 or 1"),
+    "SIDE_AHEAD_ONE_ROW": (lambda n: n in (0, 1), "0 or 1"),
 }
 
 
@@ -403,8 +406,10 @@ def l2_ahead(where: str, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
 def side_ahead(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """SIDE_AHEAD_BYTES of `tensors` (a weight, or a W12 weight's planes) as uint8 views for
     the side stream's prefetch kernel (elementwise.prefetch_l2), where it can ask for them (see
-    l2_ahead); else none."""
-    return _first_bytes(SIDE_AHEAD_BYTES, tensors) if SIDE_AHEAD_BYTES else ()
+    l2_ahead); else none. Not in one-row forwards unless SIDE_AHEAD_ONE_ROW."""
+    if not SIDE_AHEAD_BYTES or (_FORWARD_ROWS[-1:] == [1] and not SIDE_AHEAD_ONE_ROW):
+        return ()
+    return _first_bytes(SIDE_AHEAD_BYTES, tensors)
 
 
 def _first_bytes(limit: int, tensors: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
