@@ -27,3 +27,12 @@ engine() {
         --out "$OUT/engine-$name.json" >"$OUT/engine-$name.log" 2>&1
     echo "engine $name rc=$?"; grep -E "ctx $ctx" "$OUT/engine-$name.log" | cut -c1-300
 }
+# variants ARMS VARIANTS SECONDS: timeline.sh's variants (bench/timeline.py --variants) of the
+# weight ARMS at CONTEXT (1024), 15 replays, within SECONDS, no GPU tests; prints the closing
+# table's rows and keeps its files under $OUT for the caller's next pack.
+variants() {
+    TESTS_K='' ARMS="$1" REPLAYS=15 TL_S="$3" VARIANTS="$2" CONTEXT="${CONTEXT:-1024}" \
+        bash "$(dirname "${BASH_SOURCE[0]}")/timeline.sh" \
+        | grep -E "^(bf16|w12\S*) .* (decode|verify|draft) +[0-9]"
+    unpack
+}

@@ -9,9 +9,7 @@ export PYTHONPATH=$PWD/src:$PWD
 source "$(dirname "$0")/lib.sh"
 TESTS_K="pdl_engine_gives_the_same_tokens or l2_ahead" TESTS_S=200 gpu_tests tests/test_kernels.py
 S="--switch kernels.launch.SIDE_AHEAD_BYTES=8388608"
-TESTS_K='' ARMS="bf16;w12:auto" REPLAYS=15 TL_S=150 VARIANTS="base|;s8|$S;base2|" CONTEXT=1024 \
-    bash "$(dirname "$0")/timeline.sh" | grep -E "^(bf16|w12\S*) .* (decode|verify|draft) +[0-9]"
-unpack; pack
+variants "bf16;w12:auto" "base|;s8|$S;base2|" 150; pack
 engine 1024 paired 200 --paired-rounds 6 --paired "base|--pipeline 1;s8|--pipeline 1 $S"
 grep "^paired" "$OUT/engine-paired.log"
 pack; archive_only
