@@ -172,8 +172,9 @@ SLOT_PAD = 0
 # the programs whose slices hold keys (then HBM idles through the merge and the o multiply's
 # ramp, ~2-3 us a layer, while the requests no longer delay the attention's loads).
 # launch.O_AHEAD_BYTES bounds the bytes. 0: run 164 (kernel timeline, bf16 and W12 "auto", 1k)
-# the o multiply took 22-43 us less a forward, but a split program ends only once its requests
-# have landed, so the merge waits (its gap 0.44 -> 3.19 us with all of o, 1.00 with 8 MB): all
+# the o multiply took 22-43 us less a forward, but the merge's gap after the split launch grew
+# with the bytes (0.44 -> 3.19 us with all of o, 1.00 with 8 MB: a split program evidently ends
+# only once its requests have landed): all
 # of o +1.9% one row, +0.2% 16 rows; 8 MB level (+0.07% / -0.15%; W12 -0.12% / -0.38%); the
 # first, early requests ("o" alone) +1.8% / +1.2% (the attention +75 us). Each program's
 # requests from a side stream instead: launch.SIDE_AHEAD_BYTES. bench/engine_speed.py

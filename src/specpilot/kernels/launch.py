@@ -73,22 +73,23 @@ _SETTINGS: dict = {"pdl": "off", "prefetch": "off", "ahead": "off"}
 HEAD_BYTES = 8 << 20
 # the most bytes of the output projection's weight (its first rows; of each W12 plane) that
 # l2_ahead "o" asks for; 0: all of it. Run 164 (with attention.LATE_AHEAD, back to back): 8 MB
-# the o multiply -28 us a one-row forward and -23 a 16-row one, but the split launch ends only
-# once its programs' requests have landed (the merge's gap 0.44 -> 1.00 us): level (4.146 ->
-# 4.149 ms, 4.381 -> 4.375); 16 MB and all of it lose. bench/engine_speed.py --switch
-# kernels.launch.O_AHEAD_BYTES=N.
+# the o multiply -28 us a one-row forward and -23 a 16-row one, but the split launch seems to
+# end only once its programs' requests have landed (the merge's gap 0.44 -> 1.00 us): level
+# (4.146 -> 4.149 ms, 4.381 -> 4.375); 16 MB and all of it lose. bench/engine_speed.py
+# --switch kernels.launch.O_AHEAD_BYTES=N.
 O_AHEAD_BYTES = 0
 # the bytes of each layer's output projection weight (its first rows; of each W12 plane) that a
-# one-row or verify forward asks L2 for from a kernel on a side stream, launched as the layer's
+# target forward of more than one row (verify; SIDE_AHEAD_ONE_ROW: also one-row ones) asks L2
+# for from a kernel on a side stream, launched as the layer's
 # q|k|v multiply ends (models/fused.FusedTarget._layers), so that HBM, idle while the rope,
 # attention and merge kernels wait on latency, fetches what the o multiply reads next; joined
 # at the forward's end, so no kernel of the layer waits for the requests to land (in-line,
-# after the split programs' own loads, the split launch ended only once they had: run 164,
-# the merge's gap 0.44 -> 1.00 us at 8 MB, 3.19 at all 34 MB). 0: off. Run 165 (back to back,
-# 8 MB / 16 MB / all): verify -0.2% bf16 (its o -22 us, the attention +9: the requests queue
-# with its loads), -0.45% W12 "auto"; the one-row forward +0.9% (the attention +20 us and the
-# o +15: the side kernels' launches among the PDL chain's). bench/engine_speed.py --switch
-# kernels.launch.SIDE_AHEAD_BYTES=N.
+# after the split programs' own loads, the split launch evidently ended only once they had:
+# run 164, the merge's gap 0.44 -> 1.00 us at 8 MB, 3.19 at all 34 MB). 0: off. Run 165
+# (back to back, 8 MB / 16 MB / all): verify -0.2% bf16 (its o -22 us, the attention +9: the
+# requests queue with its loads), -0.45% W12 "auto"; the one-row forward +0.9% (the attention
+# +20 us and the o +15: the side kernels' launches among the PDL chain's).
+# bench/engine_speed.py --switch kernels.launch.SIDE_AHEAD_BYTES=N.
 SIDE_AHEAD_BYTES = 0
 # ... in one-row forwards too (run 165: those lost; forwards of more rows gained a little)
 SIDE_AHEAD_ONE_ROW = 0
