@@ -453,6 +453,7 @@ def test_paired_arms_take_only_engine_options() -> None:
         ("a|;b|--attention-merge-program-rows 12", args),
         ("a|;b|--attention-merge-chunk 12", args),
         ("a|;b|--switch kernels.attention.MERGE_SPLIT_CHUNK=12", args),  # its SWITCH_RULES
+        ("a|;b|--switch kernels.launch.SIDE_AHEAD_BYTES=-1", args),  # launch's
         ("a|;b|--switch kernels.rope.EARLY_TABLES=2", args),
         ("a|;b|--switch kernels.nowhere.X=1", args),
         ("a|;b|--pdl off", parser.parse_args(["--swiglu-epilogue", "0"])),

@@ -152,6 +152,8 @@ SWITCH_RULES = {
     "LATE_TRIGGER": (lambda n: n in (0, 1), "0 or 1"),
     "HANDED_PDL": (lambda n: n in (0, 1), "0 or 1"),
     "SIDE_AHEAD_ONE_ROW": (lambda n: n in (0, 1), "0 or 1"),
+    "O_AHEAD_BYTES": (lambda n: n >= 0, "a non-negative number of bytes (0: all)"),
+    "SIDE_AHEAD_BYTES": (lambda n: n >= 0, "a non-negative number of bytes (0: off)"),
 }
 
 
