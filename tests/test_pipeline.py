@@ -8,10 +8,14 @@ import pytest
 import torch
 
 from specpilot.config import EngineConfig
+from specpilot.engine import generator
 from specpilot.engine.generator import Generator
 from specpilot.engine.llm import LLM
 from specpilot.engine.sequence import Sequence
 from specpilot.spec.replay import AcceptanceProfile, ReplayProposer, replay_drafts
+from tests.eager_graphs import RecordingGraphs
+
+CPU = torch.device("cpu")
 
 PROMPTS = ([5, 9, 2, 7], [11, 3, 8, 8, 1, 40, 2, 9, 6], [30, 31])
 
@@ -143,14 +147,28 @@ def test_pipelined_ar_equals_the_synchronous_loop(models) -> None:
         assert summary(a) == summary(b) and stats_a.num_steps == stats_b.num_steps
 
 
-@pytest.mark.parametrize("speculative", [True, False])
-def test_pipelined_loops_launch_no_step_after_the_last(models, speculative) -> None:
+@pytest.mark.parametrize(
+    "speculative, graphs, book_at_launch, step_graph",
+    [(False, False, True, False), (True, False, True, False), (True, False, False, False),
+     (True, True, True, False), (True, True, True, True), (True, True, False, False)],
+)  # fmt: skip
+def test_pipelined_loops_launch_no_step_after_the_last(
+    models, monkeypatch, speculative, graphs, book_at_launch, step_graph
+) -> None:
     """Rows that end at their token limit: the pipelined loop books a step that may be the
-    last before launching another, so it launches exactly the steps it books (the synchronous
+    last before the next one's first forward (generator.BOOK_AT_LAUNCH: once that step's
+    inputs are queued, through the forwards' gate, with graphs as without; else before
+    building them), so it runs exactly the forwards of the steps it books (the synchronous
     loop's count); with a stop token it may launch one more, which is discarded."""
-    plain, piped = generators(models)
+    monkeypatch.setattr(generator, "BOOK_AT_LAUNCH", book_at_launch)
+    target, drafter = models
+    plain = Generator(target, drafter, EngineConfig(pipeline=False), CPU, torch.float32)
+    config = EngineConfig(pipeline=True, step_graph=step_graph)
+    piped = Generator(target, drafter, config, CPU, torch.float32)
+    if graphs:  # the graphed paths, run eagerly (tests/eager_graphs.py)
+        piped.use_graphs, piped.graphs = True, RecordingGraphs()
     launches = []
-    name = "_spec_step" if speculative else "_target_forward"
+    name = "_verify_fn" if speculative else "_target_forward"
     forward = getattr(piped, name)
 
     def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
@@ -164,6 +182,9 @@ def test_pipelined_loops_launch_no_step_after_the_last(models, speculative) -> N
     stats_b = piped.run(b, speculative=speculative)
     assert summary(a) == summary(b) and stats_a.num_steps == stats_b.num_steps
     assert len(launches) == stats_b.num_steps
+    if graphs:
+        kind = "step" if step_graph else "target"
+        assert any(key[0] == kind for key in piped.graphs.keys)
 
 
 def test_profiled_run_times_the_drafter_context_write(models) -> None:

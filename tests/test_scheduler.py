@@ -10,6 +10,7 @@ import torch
 from specpilot.engine.llm import LLM
 from specpilot.engine.scheduler import Scheduler
 from specpilot.engine.sequence import Sequence
+from tests.eager_graphs import RecordingGraphs
 
 PROMPTS = ("Hello there", "The quick brown fox jumps over", "1 2 3 4 5 6 7 8 9")
 
@@ -150,20 +151,6 @@ def test_wide_batches_verify_narrower_blocks_with_the_same_tokens(
     assert [s.output_ids for s in seqs] == expected
     assert {k for rows, k in widths if rows >= 2} == {3}
     assert {k for rows, k in widths if rows == 1} == {gen.block_size}
-
-
-class RecordingGraphs:
-    """Stands in for GraphCache on the CPU: runs each forward eagerly, records its key."""
-
-    def __init__(self) -> None:
-        self.keys: set[tuple] = set()
-
-    def get(self, key, fn):  # noqa: ANN001, ANN201
-        self.keys.add(key)
-        return lambda **inputs: fn(**inputs)
-
-    def clear(self) -> None:
-        pass
 
 
 @pytest.mark.parametrize("batch_blocks", ["", "6:3"])

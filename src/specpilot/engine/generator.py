@@ -100,6 +100,24 @@ def take_block(seq: Sequence, row: list[int], block_size: int) -> int:
 FALLBACK_PROBE_STEPS = 8
 
 
+# A pipelined speculative step that may be the last (`may_finish`) is booked once the next
+# step's inputs are built and queued, right before its first forward is launched (a `gate`
+# that the forward asks), instead of before building them: the host's round trip while the
+# device idles is then the booking and the launch only. False: booked first (until session 34).
+# bench/engine_speed.py --switch engine.generator.BOOK_AT_LAUNCH=0.
+BOOK_AT_LAUNCH = True
+
+
+def gated(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn with a `gate` keyword (graphs.CapturedForward's): not called, None returned, when the
+    gate, asked first, says no."""
+
+    def call(*args: Any, gate: Callable[[], bool] | None = None) -> Any:
+        return None if gate is not None and not gate() else fn(*args)
+
+    return call
+
+
 def may_finish(seqs: list[Sequence], width: int) -> bool:
     """Whether a step that emits up to `width` tokens a row may leave every sequence at its
     token limit (then a pipelined loop books that step before launching another, which could
@@ -325,18 +343,24 @@ class Generator:
     # unwritten slots); the fused attention reads each row's own length on the device.
 
     def _target_forward(
-        self, ids: torch.Tensor, positions: torch.Tensor, kv_len: int, capture: tuple[int, ...]
-    ) -> StepOutput:
-        """`_verify_fn`, graphed per (batch, width) on CUDA (decode steps, benchmarks)."""
+        self,
+        ids: torch.Tensor,
+        positions: torch.Tensor,
+        kv_len: int,
+        capture: tuple[int, ...],
+        gate: Callable[[], bool] | None = None,
+    ) -> StepOutput | None:
+        """`_verify_fn`, graphed per (batch, width) on CUDA (decode steps, benchmarks); None,
+        nothing launched, when `gate` says no."""
         if not self.use_graphs:
-            return self._verify_fn(ids, positions, kv_len, capture)
+            return gated(self._verify_fn)(ids, positions, kv_len, capture, gate=gate)
         max_len = self._buffers["target"][0].max_len
 
         def forward(ids: torch.Tensor, positions: torch.Tensor) -> StepOutput:
             return self._verify_fn(ids, positions, max_len, capture)
 
         key = ("target", *ids.shape, capture)
-        return self.graphs.get(key, forward)(ids=ids, positions=positions)
+        return self.graphs.get(key, forward)(gate=gate, ids=ids, positions=positions)
 
     def _draft_forward(
         self,
@@ -345,12 +369,13 @@ class Generator:
         anchors: torch.Tensor,
         block_pos: torch.Tensor,
         kv_len: int,
-    ) -> torch.Tensor:
+        gate: Callable[[], bool] | None = None,
+    ) -> torch.Tensor | None:
         """`_draft_fn`, graphed on CUDA when the context is at most one block wide (every step,
         the prompt's context being written by `_draft_prefill`; keyed by context and block
-        width)."""
+        width); None, nothing launched, when `gate` says no."""
         if not self.use_graphs or hidden.shape[1] > self.block_size:
-            return self._draft_fn(hidden, ctx_pos, anchors, block_pos, kv_len)
+            return gated(self._draft_fn)(hidden, ctx_pos, anchors, block_pos, kv_len, gate=gate)
         max_len = self._buffers["draft"][0].max_len
 
         def draft(hidden, ctx_pos, anchors, block_pos):  # noqa: ANN001, ANN202
@@ -358,7 +383,7 @@ class Generator:
 
         key = ("draft", *hidden.shape[:2], block_pos.shape[1])
         return self.graphs.get(key, draft)(
-            hidden=hidden, ctx_pos=ctx_pos, anchors=anchors, block_pos=block_pos
+            gate=gate, hidden=hidden, ctx_pos=ctx_pos, anchors=anchors, block_pos=block_pos
         )
 
     def _prefill(
@@ -549,7 +574,8 @@ class Generator:
         target_kv: int,
         capture: tuple[int, ...],
         k: int | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        gate: Callable[[], bool] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         """One speculative step on the device: draft, verify, accept.
 
         meta [B, 3] = (start, first context position, anchor token) per sequence; replay
@@ -557,7 +583,9 @@ class Generator:
         Returns packed [B, 2 * k + 1] = (block, the target's argmax at each block row, accepted
         count) and the captured hidden states of the block. On CUDA with graphs, once the
         context is at most one block wide, the draft and the verify each replay a graph (or,
-        with `step_graph`, the whole step is one graph).
+        with `step_graph`, the whole step is one graph). `gate`: asked right before the step's
+        first forward is launched, after everything before it is queued; when it says no, the
+        step launches nothing more and returns None.
         """
         k = k or self.block_size
 
@@ -568,28 +596,35 @@ class Generator:
             draft_kv: int,
             target_kv: int,
             draft: Callable[..., torch.Tensor],
-            verify: Callable[..., StepOutput],
-        ) -> tuple[torch.Tensor, torch.Tensor | None]:
+            verify: Callable[..., StepOutput | None],
+            gate: Callable[[], bool] | None = None,
+        ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
             starts, ctx_first, anchors = meta.unbind(dim=1)
             block_pos = starts[:, None] + torch.arange(k, device=meta.device)
             drafts = replay
             if hidden is not None:
                 ctx_pos = ctx_first[:, None] + torch.arange(hidden.shape[1], device=meta.device)
-                drafted = draft(hidden, ctx_pos, anchors, block_pos, draft_kv)
+                drafted = draft(hidden, ctx_pos, anchors, block_pos, draft_kv, gate=gate)
+                if drafted is None:  # the gate said no
+                    return None
+                gate = None
                 drafts = drafted if replay is None else replay
             block_ids = torch.cat([anchors[:, None], drafts], dim=1)
-            out = verify(block_ids, block_pos, target_kv, capture)
+            out = verify(block_ids, block_pos, target_kv, capture, gate=gate)
+            if out is None:
+                return None
             packed = out.packed
             if packed is None:
                 packed = torch.cat([block_ids, out.tokens, out.accepted[:, None]], dim=1)
             return packed, out.hidden
 
         graphable = self.use_graphs and (hidden is None or hidden.shape[1] <= self.block_size)
+        eager = gated(self._draft_fn), gated(self._verify_fn)
         if not graphable:
-            return step(hidden, meta, replay, draft_kv, target_kv, self._draft_fn, self._verify_fn)
+            return step(hidden, meta, replay, draft_kv, target_kv, *eager, gate)
         if not self.config.step_graph:  # two graphs: draft, then verify
             draft, verify = self._draft_forward, self._target_forward
-            return step(hidden, meta, replay, draft_kv, target_kv, draft, verify)
+            return step(hidden, meta, replay, draft_kv, target_kv, draft, verify, gate)
         draft_len = self._buffers["draft"][0].max_len if hidden is not None else 0
         target_len = self._buffers["target"][0].max_len
         inputs = {"meta": meta}
@@ -601,11 +636,9 @@ class Generator:
         key = ("step", *meta.shape, width, k, replay is not None, capture)
 
         def graphed(meta, hidden=None, replay=None):  # noqa: ANN001, ANN202 - graph signature
-            return step(
-                hidden, meta, replay, draft_len, target_len, self._draft_fn, self._verify_fn
-            )
+            return step(hidden, meta, replay, draft_len, target_len, *eager)
 
-        return self.graphs.get(key, graphed)(**inputs)
+        return self.graphs.get(key, graphed)(gate=gate, **inputs)
 
     def _falls_back(self, seqs: list[Sequence]) -> bool:
         """EngineConfig.min_acceptance: whether the unfinished sequences, once each has had
@@ -695,7 +728,8 @@ class Generator:
         the next one and booked while that one runs. A step that may be the last (every row
         within a block of its token limit: `may_finish`) is booked before the next launch, so
         that only a stop token leaves a launched step to discard (at 128 new tokens and tau
-        6.55 that step was one in ~20). Rows are independent, so the tokens are those of
+        6.55 that step was one in ~20); with BOOK_AT_LAUNCH, once the next step's inputs are
+        queued, right before its first forward. Rows are independent, so the tokens are those of
         `_speculate`.
         Host-side kv lengths are upper bounds (exact ones would need step i's result); they only
         matter for eager forwards, whose masks hide the positions past each row's own.
@@ -723,12 +757,22 @@ class Generator:
         def take(seq: Sequence, row: list[int]) -> int:
             return take_block(seq, row, k)
 
+        booked: tuple[torch.Tensor, Any] | None = None  # a step booked before the next launch
+
+        def gate() -> bool:  # asked right before the next step's first forward
+            nonlocal booked
+            finished = self._book(seqs, *booked, take)  # type: ignore[misc]
+            booked = None
+            return not finished
+
         while True:
-            if pending is not None and may_finish(seqs, k):  # book it first: maybe the last
+            if pending is not None and may_finish(seqs, k):  # maybe the last
+                booked, pending = pending, None
                 steps += 1
-                if self._book(seqs, *pending, take):
-                    break
-                pending = None
+                if not BOOK_AT_LAUNCH:
+                    if self._book(seqs, *booked, take):
+                        break
+                    booked = None
             if pending is not None and self._falls_back(seqs):  # nothing else in flight
                 steps += 1
                 self._book(seqs, *pending, take)
@@ -744,9 +788,15 @@ class Generator:
                     emitted = meta[:, 0] - prompt_lens + 1
                     replay = replay_drafts(table, table_lengths, emitted, *args[4:])
             draft_kv = ctx_bound + hidden.shape[1] if hidden is not None else 0
-            packed_d, hidden_out = self._spec_step(
-                hidden, meta, replay, draft_kv, start_bound + k, capture
-            )
+            result = self._spec_step(
+                hidden, meta, replay, draft_kv, start_bound + k, capture,
+                gate=None if booked is None else gate,
+            )  # fmt: skip
+            if booked is not None:
+                raise RuntimeError("a speculative step launched without booking the one before")
+            if result is None:  # the booked step was the last: nothing launched after it
+                break
+            packed_d, hidden_out = result
             # the next step's inputs, on the device, ordered before the next launch
             fused_meta = None
             if self.fused_target is not None:  # one launch (kernels/tokens.py), or None

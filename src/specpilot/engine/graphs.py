@@ -24,8 +24,13 @@ class CapturedForward:
         self.inputs: dict[str, torch.Tensor] = {}
         self.outputs: Any = None
 
-    def __call__(self, **inputs: torch.Tensor) -> Any:
+    def __call__(self, gate: Callable[[], bool] | None = None, **inputs: torch.Tensor) -> Any:
+        """Replay with `inputs` copied in (the first call captures). `gate`: asked once the
+        inputs are queued, right before the launch; when it says no, nothing is launched and
+        the call returns None."""
         if self.graph is None:
+            if gate is not None and not gate():
+                return None
             self.inputs = {name: t.clone() for name, t in inputs.items()}
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -39,6 +44,8 @@ class CapturedForward:
         else:
             for name, tensor in inputs.items():
                 self.inputs[name].copy_(tensor, non_blocking=True)
+            if gate is not None and not gate():
+                return None
         self.graph.replay()
         return self.outputs
 
