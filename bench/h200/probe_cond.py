@@ -30,70 +30,63 @@ def body(x: torch.Tensor, launches: int) -> None:
                                                   launch_pdl=True)  # fmt: skip
 
 
+def replay_times(graph: torch.cuda.CUDAGraph, out: dict, name: str, replays: int = 50) -> None:
+    """out[name_ms]: a replay's time back to back; out[name_launch_host_us]: the host's time to
+    launch one (while the device is busy with the earlier ones)."""
+    graph.replay()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(replays):
+        graph.replay()
+    host = (time.perf_counter() - t0) / replays
+    torch.cuda.synchronize()
+    out[f"{name}_ms"] = round((time.perf_counter() - t0) / replays * 1e3, 4)
+    out[f"{name}_launch_host_us"] = round(host * 1e6, 1)
+
+
 def main() -> None:
     g = torch.cuda.CUDAGraph
     names = ("get_currently_capturing_graph", "begin_capture_to_if_node",
              "end_capture_to_conditional_node")  # fmt: skip
-    out: dict = {"torch": torch.__version__, "cuda": torch.version.cuda,
+    out: dict = {"torch": torch.__version__, "cuda": torch.version.cuda, "launches": 200,
                  "has": {n: hasattr(g, n) for n in names}}  # fmt: skip
-    if not all(out["has"].values()):
-        print(json.dumps(out))
-        return
     x = torch.zeros(1 << 20, device="cuda")
+    body(x, 2)  # compile, warm
+    plain = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(plain):
+        body(x, out["launches"])
+    replay_times(plain, out, "plain")
+    if all(out["has"].values()):
+        conditional(x, out)
+    print(json.dumps(out))
+    sys.stdout.flush()
+
+
+def conditional(x: torch.Tensor, out: dict) -> None:
+    """The body inside an IF node on `meta < limit`: captured? run, skipped, and their times."""
+    g = torch.cuda.CUDAGraph
     meta = torch.zeros(4, dtype=torch.long, device="cuda")
     limit = torch.full((4,), 10, dtype=torch.long, device="cuda")
-    launches = 200
-    body(x, 2)  # compile, warm
-    torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     try:
         with torch.cuda.graph(graph):
             pred = (meta < limit).any()
             g.get_currently_capturing_graph().begin_capture_to_if_node(pred)
             try:
-                body(x, launches)
+                body(x, out["launches"])
             finally:
                 g.get_currently_capturing_graph().end_capture_to_conditional_node()
         out["captured"] = True
     except Exception as e:  # noqa: BLE001 - the probe reports what failed
-        out["captured"] = False
-        out["error"] = repr(e)[:400]
-        print(json.dumps(out))
+        out["captured"], out["error"] = False, repr(e)[:400]
         return
-    x.zero_()
-    graph.replay()
-    torch.cuda.synchronize()
-    out["ran_value"] = float(x[0])  # launches: the body ran
-    meta.fill_(10)
-    graph.replay()
-    torch.cuda.synchronize()
-    out["skipped_value"] = float(x[0])  # unchanged: the body was skipped
     for state, value in (("run", 0), ("skip", 10)):
+        x.zero_()
         meta.fill_(value)
         graph.replay()
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(50):
-            graph.replay()
-        host = (time.perf_counter() - t0) / 50
-        torch.cuda.synchronize()
-        out[f"{state}_ms"] = round((time.perf_counter() - t0) / 50 * 1e3, 4)
-        out[f"{state}_launch_host_us"] = round(host * 1e6, 1)
-    plain = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(plain):
-        body(x, launches)
-    plain.replay()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(50):
-        plain.replay()
-    host = (time.perf_counter() - t0) / 50
-    torch.cuda.synchronize()
-    out["plain_ms"] = round((time.perf_counter() - t0) / 50 * 1e3, 4)
-    out["plain_launch_host_us"] = round(host * 1e6, 1)
-    out["launches"] = launches
-    print(json.dumps(out))
-    sys.stdout.flush()
+        out[f"{state}_value"] = float(x[0])  # launches when the body ran, else 0
+        replay_times(graph, out, state)
 
 
 if __name__ == "__main__":
