@@ -285,7 +285,8 @@ class EngineConfig:
         the single graph measured slower in runs 10-11 (854 vs 967 tok/s at tau 6.55), and in
         run 151 (paired, 1k) level in the pipelined loop (the default on CUDA: 1.062x against
         1.059x of the host-synchronous loop without it) and 1.026x [1.005-1.048] in the
-        host-synchronous one.
+        host-synchronous one; level again in run 173 (pipelined, with the booking at the
+        launch: spec@6.55 0.998x [0.992-1.003]).
     weights: "bf16" keeps the checkpoint's weights; "w12" converts linear layers (those of
         w12_matrices, among the decoder layers', an untied lm_head, the drafter's fc) to the
         lossless 12-bit format on load (formats/w12.py; needs bf16); "auto" (default): "w12"
