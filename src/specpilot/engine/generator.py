@@ -104,7 +104,9 @@ FALLBACK_PROBE_STEPS = 8
 # step's inputs are built and queued, right before its first forward is launched (a `gate`
 # that the forward asks), instead of before building them: the host's round trip while the
 # device idles is then the booking and the launch only. False: booked first (until session 34).
-# bench/engine_speed.py --switch engine.generator.BOOK_AT_LAUNCH=0.
+# On the H200 (docs/LOG.md run 170, Qwen3-8B shape, 1k, paired, pipelined, 8 rounds): booking
+# first 0.995x [0.993-0.998] spec@6.55; the loop's idle time 110 -> 59 us a step (replayed
+# drafts). bench/engine_speed.py --switch engine.generator.BOOK_AT_LAUNCH=0.
 BOOK_AT_LAUNCH = True
 
 
