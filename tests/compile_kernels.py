@@ -24,6 +24,9 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
     elementwise = not consts.get("USE_DOT", True)
     if elementwise and consts.get("LOOP_STAGES", 1) > 1 and "cp.async" not in ptx:
         raise AssertionError("LOOP_STAGES > 1 but no cp.async in the PTX: the loads not pipelined")
+    if consts.get("PDL") and consts.get("EARLY_TRIGGER"):  # the next kernel let in first
+        if not 0 <= ptx.find("launch_dependents") < ptx.find("griddepcontrol.wait"):
+            raise AssertionError("EARLY_TRIGGER but launch_dependents not before the wait")
     if consts.get("EARLY_POS"):  # the positions' loads (.cg) stay ahead of the PDL wait
         wait, early = ptx.find("griddepcontrol.wait"), ptx.find("ld.global.cg")
         if not 0 <= early < wait:
@@ -199,6 +202,9 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         merge |= dict(num_warps=attention.MERGE_WARPS)  # as launched (MAX_SPLITS 32, 1 warp)
         types = {"part_ptr": "*fp32", "stats_ptr": "*fp32", "out_ptr": bf16, "pos_ptr": "*i64"}
         out.append((f"attention merge T={t}", attention._merge_kernel, types, merge))
+        if t == 1:  # launch.O_EARLY: the next kernel (o) let in before the merge's wait
+            out.append(("attention merge T=1 EARLY_TRIGGER", attention._merge_kernel, types,
+                        merge | dict(PDL=True, EARLY_TRIGGER=True)))  # fmt: skip
         wide = merge | dict(NUM_SPLITS=33, SLOTS=33, SPLITS_P2=64)  # no MAX_SPLITS: 33 slices
         for chunk, warps in ((32, 1), (16, 1), (32, 2)):  # MERGE_SPLIT_CHUNK, MERGE_WARPS
             out.append((f"attention merge T={t} 33 slices, chunk {chunk}, {warps} warps",

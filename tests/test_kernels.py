@@ -480,6 +480,38 @@ def test_wide_pdl_launches_one_wave_multiplies_early_and_pads_them(
     assert launched(1, 16, True) == [(True, 0)] * 4
 
 
+def test_o_early_lets_o_in_before_the_merge_waits_and_prefetches_its_rows(
+    launch_settings, monkeypatch
+) -> None:
+    """launch.O_EARLY (as if on a Hopper GPU): in one-row forwards under pdl="chain" the merge
+    triggers early (early_trigger), and the multiply launched right after it asks for its rows
+    in L2 (PREFETCH 2) while the next one takes the weight prefetch setting's; off, in wider
+    forwards or under another pdl mode, neither."""
+    monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
+    monkeypatch.setattr(launch_settings, "_sm_count", lambda index: 100)
+    monkeypatch.setattr(launch_settings, "_shared_optin", lambda index: 200 << 10)
+    t = torch.zeros(1)
+    weight = torch.zeros(8, 64, dtype=BF16)
+
+    def merge_then_two_multiplies() -> tuple[bool, int, int]:
+        early = launch_settings.early_trigger(t)
+        launch_settings.pdl(t, early=early)  # the merge
+        modes = []
+        for _ in range(2):  # o, then gate|up
+            launch_settings.multiply(t, 512, elementwise=False)
+            modes.append(launch_settings.prefetch_mode(weight))
+        return early, *modes
+
+    for pdl in ("chain", "kernels"):
+        launch_settings.configure(pdl=pdl, prefetch="off")
+        for on in (0, 1):
+            monkeypatch.setattr(launch_settings, "O_EARLY", on)
+            for rows in (1, 16):
+                with launch_settings.forward_rows(rows):
+                    wanted = (True, 2, 0) if on and rows == 1 and pdl == "chain" else (False, 0, 0)
+                    assert merge_then_two_multiplies() == wanted, (pdl, on, rows)
+
+
 def test_even_shared_launches_multiplies_after_multiplies_early_and_spread(
     launch_settings, monkeypatch
 ) -> None:
@@ -630,13 +662,15 @@ def test_pdl_engine_gives_the_same_tokens(
     variants += [("off", "o"), ("decode", "o"), ("decode", "all")]  # l2_ahead
     variants += [("chain", "o late")]  # ... asked for at the split programs' end (LATE_AHEAD)
     variants += [("chain", "side")]  # ... from a side stream (SIDE_AHEAD_BYTES), graphs too
+    variants += [("chain", "o early")]  # o launched before the merge's wait (O_EARLY)
     from specpilot.kernels import attention
 
     outputs = {}
     for pdl, ahead in variants:
         monkeypatch.setattr(attention, "LATE_AHEAD", int(ahead == "o late"))
         monkeypatch.setattr(launch_settings, "SIDE_AHEAD_BYTES", (1 << 20) * (ahead == "side"))
-        mode = "off" if ahead == "side" else ahead.split()[0]
+        monkeypatch.setattr(launch_settings, "O_EARLY", int(ahead == "o early"))
+        mode = "off" if ahead in ("side", "o early") else ahead.split()[0]
         knobs = dict(l2_ahead=mode) if mode in ("o", "all") else dict(weight_prefetch=mode)
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, **knobs)
         gen = Generator(target, drafter, config, DEVICE, BF16)

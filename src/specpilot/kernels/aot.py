@@ -55,6 +55,7 @@ OFF = {
     "HAND_ROWS": 1,
     "LATE": 0,
     "LATE_AHEAD": 0,
+    "EARLY_TRIGGER": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

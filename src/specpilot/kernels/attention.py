@@ -480,14 +480,16 @@ def _merge_kernel(
     trace_ptr=None,
     clock_ptr=None,
     CHUNK: tl.constexpr = 0,
+    EARLY_TRIGGER: tl.constexpr = False,
 ):
     """The filled slices' partials of (sequence, KV head) combined into out: one query row a
     program, every slice loaded at once (MERGE_BLOCK 0, CHUNK 0) or CHUNK slices at a time in
     order (MERGE_SPLIT_CHUNK), or MERGE_BLOCK rows a program walking the slices in order as the
-    in-kernel merge does (MERGE_PROGRAM_ROWS)."""
+    in-kernel merge does (MERGE_PROGRAM_ROWS). EARLY_TRIGGER: the next kernel may launch before
+    this one's wait (launch.O_EARLY)."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     if not EARLY_POS:
-        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, EARLY=EARLY_TRIGGER)
     bh = tl.program_id(0)
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
@@ -496,7 +498,7 @@ def _merge_kernel(
     _, _, filled = _span(pos_ptr, b, T, NUM_SPLITS, BLOCK_KV, MIN_KEYS,
                          ".cg" if EARLY_POS else "")  # fmt: skip
     if EARLY_POS:
-        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+        pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, EARLY=EARLY_TRIGGER)
     if MERGE_BLOCK > 0:
         rows = tl.program_id(1) * MERGE_BLOCK + tl.arange(0, MERGE_BLOCK)
         _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, rows < GROUP * T, T, filled, HEADS,
@@ -650,6 +652,7 @@ def decode_attention(
         return out
     block = merge_program_rows(group * t)  # 0: one row a program
     grid = (batch * kv_heads, triton.cdiv(group * t, block) if block else group * t)
+    early_trigger = launch.early_trigger(out)
     _merge_kernel[grid](
         part,
         stats,
@@ -665,7 +668,8 @@ def decode_attention(
         BLOCK_Q=block_q,
         BLOCK_KV=BLOCK_KV,
         MIN_KEYS=min_keys,
-        **launch.pdl(out),
+        **launch.pdl(out, early=early_trigger),
+        EARLY_TRIGGER=early_trigger,
         MERGE_BLOCK=block,
         EARLY_POS=early,
         CHUNK=merge_chunk(num_splits),

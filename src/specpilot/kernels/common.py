@@ -58,7 +58,12 @@ def trace_mark(trace_ptr, clock_ptr, WHICH: tl.constexpr, TRACE: tl.constexpr):
 
 @triton.jit
 def pdl_enter(
-    PDL: tl.constexpr, trace_ptr, clock_ptr, TRACE: tl.constexpr, LATE: tl.constexpr = False
+    PDL: tl.constexpr,
+    trace_ptr,
+    clock_ptr,
+    TRACE: tl.constexpr,
+    LATE: tl.constexpr = False,
+    EARLY: tl.constexpr = False,
 ):
     """With programmatic dependent launch (kernels/launch.py): wait until the previous kernel has
     completed, then let the next one launch; call it before any load of what another kernel
@@ -66,11 +71,13 @@ def pdl_enter(
     the next launch first chains every later kernel onto the SMs while the first still runs
     (run 49: AR 199 against 206 tok/s without PDL). LATE: only wait; the next kernel launches
     as this kernel's programs exit (launch.LATE_TRIGGER), so its programs take no room while
-    these still run. Then the timeline's mark of this program's pass (`trace_mark` 1; nothing
-    with TRACE 0)."""
+    these still run. EARLY: let the next kernel launch first, then wait (launch.O_EARLY). Then
+    the timeline's mark of this program's pass (`trace_mark` 1; nothing with TRACE 0)."""
     if PDL:
+        if EARLY:
+            tl.extra.cuda.gdc_launch_dependents()
         tl.extra.cuda.gdc_wait()
-        if not LATE:
+        if not LATE and not EARLY:
             tl.extra.cuda.gdc_launch_dependents()
     trace_mark(trace_ptr, clock_ptr, 1, TRACE)
 

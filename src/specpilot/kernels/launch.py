@@ -95,7 +95,15 @@ SIDE_AHEAD_BYTES = 0
 SIDE_AHEAD_ONE_ROW = 0
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
 # what launch.pdl was last asked about ("chain", "waves"): a multiply, on element-wise tiles
-_LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False}
+_LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False, "early": False}
+# In one-row forwards under "chain", the attention's merge lets the next kernel (the output
+# projection o) launch first thing, before its own wait (EARLY in common.pdl_enter), so that
+# o's programs are resident while the attention runs, and o, a bf16 multiply, asks for its
+# program's rows in L2 before its wait (PREFETCH 2): HBM idles ~6 us a layer while the rope,
+# attention and merge wait on latency (docs/LOG.md runs 102, 164-165), and o's weights
+# fetched then made o 22-43 us faster a forward (run 164). 0: off (unmeasured).
+# bench/engine_speed.py --switch kernels.launch.O_EARLY=1.
+O_EARLY = 0
 # pdl="waves": a multiply's grid of at least this many programs per SM is launched with PDL
 # (between the 16-row o and down of the Qwen3-8B shape, 0.97 waves, and their tiles with half
 # the weight rows, 1.94: bench/h200/half16.json; bench/engine_speed.py --pdl-min-waves)
@@ -151,6 +159,7 @@ SWITCH_RULES = {
     "EVEN_SHARED": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "LATE_TRIGGER": (lambda n: n in (0, 1), "0 or 1"),
     "HANDED_PDL": (lambda n: n in (0, 1), "0 or 1"),
+    "O_EARLY": (lambda n: n in (0, 1), "0 or 1"),
     "SIDE_AHEAD_ONE_ROW": (lambda n: n in (0, 1), "0 or 1"),
     "O_AHEAD_BYTES": (lambda n: n >= 0, "a non-negative number of bytes (0: all)"),
     "SIDE_AHEAD_BYTES": (lambda n: n >= 0, "a non-negative number of bytes (0: off)"),
@@ -223,6 +232,7 @@ def pdl(
     elementwise: bool = False,
     handed: bool = False,
     late: bool = False,
+    early: bool = False,
 ) -> dict[str, bool]:
     """The launch keyword (`launch_pdl`) and kernel constant (`PDL`) for a kernel on t's device:
     on where asked for, on a CUDA device that has it (never under the interpreter). "small"
@@ -244,11 +254,13 @@ def pdl(
     multiply, spread by even_shared. Called once a launch, in launch order
     (what "chain", "waves" and WIDE_PDL count on). `handed`: the multiply takes a norm handed
     on by the one before it; `late`: this multiply lets the next kernel launch only at its
-    programs' ends (LATE_TRIGGER)."""
+    programs' ends (LATE_TRIGGER); `early`: this kernel lets the next one launch before its own
+    wait (early_trigger)."""
     after_multiply, _LAST_LAUNCH["multiply"] = _LAST_LAUNCH["multiply"], multiply
     after_elementwise = _LAST_LAUNCH["elementwise"]
     _LAST_LAUNCH["elementwise"] = multiply and elementwise
     after_late, _LAST_LAUNCH["late"] = _LAST_LAUNCH["late"], late
+    _LAST_LAUNCH["after_early"], _LAST_LAUNCH["early"] = _LAST_LAUNCH["early"], early
     if not _on_hopper(t):
         return {"PDL": False, "launch_pdl": False}
     mode = _SETTINGS["pdl"]
@@ -376,11 +388,19 @@ def _warn_unpadded(kind: str) -> None:
     )
 
 
+def early_trigger(t: torch.Tensor) -> bool:
+    """Whether the attention's merge launched now on t's device lets the next kernel launch
+    before its own wait (O_EARLY: one-row forwards under "chain", on Hopper)."""
+    one_row = _FORWARD_ROWS[-1:] == [1]
+    return bool(O_EARLY) and one_row and _SETTINGS["pdl"] == "chain" and _on_hopper(t)
+
+
 def prefetch_mode(weight: torch.Tensor) -> int:
-    """The skinny multiply's PREFETCH constant for this weight: 0 none, 1 the first tile before
-    the wait and each next tile one step ahead (any device: plain Triton), 2 the program's rows
-    into L2 in one bulk prefetch (CUDA, sm_90+, rows contiguous and 16-byte aligned)."""
-    mode = _SETTINGS["prefetch"]
+    """The skinny multiply's PREFETCH constant for this weight (called after its launch.multiply):
+    0 none, 1 the first tile before the wait and each next tile one step ahead (any device:
+    plain Triton), 2 the program's rows into L2 in one bulk prefetch (CUDA, sm_90+, rows
+    contiguous and 16-byte aligned); 2 also right after an early_trigger launch (O_EARLY)."""
+    mode = "l2" if _LAST_LAUNCH.get("after_early") else _SETTINGS["prefetch"]
     if mode != "l2":
         return 1 if mode == "tile" else 0
     row_bytes = weight.shape[1] * weight.element_size()

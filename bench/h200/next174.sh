@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Device call (~6 min + cold start; no carry), session 34: launch.O_EARLY (one-row forwards: the
+# attention's merge lets o launch before its own wait, and o asks for its rows in L2 before its
+# wait, during the attention): GPU tests (the PDL variants' tokens, o early among them), timeline
+# variants bf16 and W12 "auto" at 1k, then, where its bf16 one-row forward beats the base's by
+# >= 0.4% back to back, paired, pipelined, 6 rounds.
+set -u
+export PYTHONPATH=$PWD/src:$PWD
+source "$(dirname "$0")/lib.sh"
+TESTS_K="pdl_engine_gives_the_same_tokens and bf16" TESTS_S=110 gpu_tests tests/test_kernels.py
+S="--switch kernels.launch.O_EARLY=1"
+variants "bf16;w12:auto" "base|;oe|$S;base2|" 150 | tee "$OUT/variants.txt"
+pack
+if python3 - "$OUT/variants.txt" <<'PY'
+import sys
+b2b = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 5 and f[0] == "bf16" and f[2] == "decode":
+        b2b[f[1]] = float(f[4])
+base = (b2b["base"] + b2b["base2"]) / 2
+print("oe / base decode b2b", round(b2b["oe"] / base, 4))
+sys.exit(0 if b2b["oe"] <= 0.996 * base else 1)
+PY
+then
+    engine 1024 paired 190 --paired-rounds 6 --paired "base|--pipeline 1;oe|--pipeline 1 $S"
+    grep "^paired" "$OUT/engine-paired.log"
+fi
+pack; archive_only
