@@ -101,8 +101,11 @@ _LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False, "early":
 # o's programs are resident while the attention runs, and o, a bf16 multiply, asks for its
 # program's rows in L2 before its wait (PREFETCH 2): HBM idles ~6 us a layer while the rope,
 # attention and merge wait on latency (docs/LOG.md runs 102, 164-165), and o's weights
-# fetched then made o 22-43 us faster a forward (run 164). 0: off (unmeasured).
-# bench/engine_speed.py --switch kernels.launch.O_EARLY=1.
+# fetched then made o 22-43 us faster a forward (run 164). 0: off. Run 174 (kernel timeline,
+# one process, 1k): o's programs then launched early (100%, waiting 4.25 us) but o took no
+# less, and the merge took 1.8 us longer a layer: the one-row forward +1.5% bf16 (4.209 against
+# 4.147 ms back to back), +1.3% W12 "auto". bench/engine_speed.py --switch
+# kernels.launch.O_EARLY=1.
 O_EARLY = 0
 # pdl="waves": a multiply's grid of at least this many programs per SM is launched with PDL
 # (between the 16-row o and down of the Qwen3-8B shape, 0.97 waves, and their tiles with half
