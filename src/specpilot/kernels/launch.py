@@ -94,8 +94,11 @@ SIDE_AHEAD_BYTES = 0
 # ... in one-row forwards too (run 165: those lost; forwards of more rows gained a little)
 SIDE_AHEAD_ONE_ROW = 0
 _FORWARD_ROWS: list[int] = []  # token rows of the target forwards being launched, innermost last
-# what launch.pdl was last asked about ("chain", "waves"): a multiply, on element-wise tiles
-_LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False, "early": False}
+# what launch.pdl was last asked about ("chain", "waves"): a multiply, on element-wise tiles,
+# letting the next kernel launch late or early (O_EARLY), and whether the launch before it did
+# so early (prefetch_mode's "after_early")
+_LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False, "early": False,
+                "after_early": False}  # fmt: skip
 # In one-row forwards under "chain", the attention's merge lets the next kernel (the output
 # projection o) launch first thing, before its own wait (EARLY in common.pdl_enter), so that
 # o's programs are resident while the attention runs, and o, a bf16 multiply, asks for its
@@ -403,7 +406,7 @@ def prefetch_mode(weight: torch.Tensor) -> int:
     0 none, 1 the first tile before the wait and each next tile one step ahead (any device:
     plain Triton), 2 the program's rows into L2 in one bulk prefetch (CUDA, sm_90+, rows
     contiguous and 16-byte aligned); 2 also right after an early_trigger launch (O_EARLY)."""
-    mode = "l2" if _LAST_LAUNCH.get("after_early") else _SETTINGS["prefetch"]
+    mode = "l2" if _LAST_LAUNCH["after_early"] else _SETTINGS["prefetch"]
     if mode != "l2":
         return 1 if mode == "tile" else 0
     row_bytes = weight.shape[1] * weight.element_size()
