@@ -28,9 +28,8 @@ def models(qwen_dir, qwen_drafter_dir):
 
 def generators(models):
     target, drafter = models
-    cpu = torch.device("cpu")
     return [
-        Generator(target, drafter, EngineConfig(pipeline=pipe), cpu, torch.float32)
+        Generator(target, drafter, EngineConfig(pipeline=pipe), CPU, torch.float32)
         for pipe in (False, True)
     ]
 
