@@ -115,7 +115,7 @@ def test_every_step_has_a_one_block_context(models, pipeline) -> None:
     the first step's context is one block wide like every later one (graphable on CUDA), and
     the drafted tokens still equal AR decoding."""
     target, drafter = models
-    gen = Generator(target, drafter, EngineConfig(pipeline=pipeline), torch.device("cpu"),
+    gen = Generator(target, drafter, EngineConfig(pipeline=pipeline), CPU,
                     torch.float32)  # fmt: skip
     widths = []
     step = gen._spec_step
@@ -208,13 +208,12 @@ def test_min_acceptance_falls_back_to_ar_with_the_same_tokens(models, pipeline) 
     from specpilot.engine.generator import FALLBACK_PROBE_STEPS
 
     target, drafter = models
-    cpu = torch.device("cpu")
     ar = fresh()
-    Generator(target, drafter, EngineConfig(), cpu, torch.float32).run(ar, speculative=False)
+    Generator(target, drafter, EngineConfig(), CPU, torch.float32).run(ar, speculative=False)
     for limit, switches in ((100.0, True), (1.0, False)):
         config = EngineConfig(pipeline=pipeline, min_acceptance=limit)
         seqs = fresh()
-        stats = Generator(target, drafter, config, cpu, torch.float32).run(seqs, speculative=True)
+        stats = Generator(target, drafter, config, CPU, torch.float32).run(seqs, speculative=True)
         assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
         assert stats.num_steps == max(len(s.acceptance_lengths) for s in seqs)
         for s in seqs:
@@ -250,7 +249,7 @@ def test_pipeline_auto_is_on_with_cuda_only(models, monkeypatch) -> None:
         with pytest.raises(ConfigError, match="pipeline"):
             EngineConfig(pipeline=bad)
     target, drafter = models
-    gen = Generator(target, drafter, config, torch.device("cpu"), torch.float32)
+    gen = Generator(target, drafter, config, CPU, torch.float32)
     called = []
     monkeypatch.setattr(gen, "_decode_pipelined", lambda seqs: called.append(seqs) or 0)
     seqs = fresh()
