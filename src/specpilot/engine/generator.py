@@ -771,10 +771,8 @@ class Generator:
             if pending is not None and may_finish(seqs, k):  # maybe the last
                 booked, pending = pending, None
                 steps += 1
-                if not BOOK_AT_LAUNCH:
-                    if self._book(seqs, *booked, take):
-                        break
-                    booked = None
+                if not BOOK_AT_LAUNCH and not gate():  # booked now, before the inputs
+                    break
             if pending is not None and self._falls_back(seqs):  # nothing else in flight
                 steps += 1
                 self._book(seqs, *pending, take)

@@ -208,11 +208,16 @@ def forward_rows(rows: int) -> Iterator[None]:
         _FORWARD_ROWS.pop()
 
 
+def _one_row_forward() -> bool:
+    """The kernels launched now belong to a target forward of one token row (forward_rows)."""
+    return _FORWARD_ROWS[-1:] == [1]
+
+
 def pdl_wanted() -> bool:
     """Whether the PDL mode asks for it here: "all"; "decode" and "small" inside a one-row
     forward (launch.pdl says what "small" does outside one)."""
     mode = _SETTINGS["pdl"]
-    return mode == "all" or (mode in ("decode", "small") and _FORWARD_ROWS[-1:] == [1])
+    return mode == "all" or (mode in ("decode", "small") and _one_row_forward())
 
 
 @functools.cache
@@ -270,7 +275,7 @@ def pdl(
     if not _on_hopper(t):
         return {"PDL": False, "launch_pdl": False}
     mode = _SETTINGS["pdl"]
-    one_row = _FORWARD_ROWS[-1:] == [1]
+    one_row = _one_row_forward()
     if handed and after_late and mode in ("kernels", "chain", "small"):
         return {"PDL": True, "launch_pdl": True}
     if mode == "waves":
@@ -314,7 +319,7 @@ def padded_shared(
     if _SETTINGS["pdl"] not in ("kernels", "chain", "small") or not launched["launch_pdl"]:
         return 0
     index = t.device.index or 0
-    one_row = _FORWARD_ROWS[-1:] == [1]
+    one_row = _one_row_forward()
     if (after["late"] or handed) and one_row:  # LATE_TRIGGER's, HANDED_PDL's: not spread
         return 0
     if one_wave(t, programs):
@@ -397,8 +402,7 @@ def _warn_unpadded(kind: str) -> None:
 def early_trigger(t: torch.Tensor) -> bool:
     """Whether the attention's merge launched now on t's device lets the next kernel launch
     before its own wait (O_EARLY: one-row forwards under "chain", on Hopper)."""
-    one_row = _FORWARD_ROWS[-1:] == [1]
-    return bool(O_EARLY) and one_row and _SETTINGS["pdl"] == "chain" and _on_hopper(t)
+    return bool(O_EARLY) and _one_row_forward() and _SETTINGS["pdl"] == "chain" and _on_hopper(t)
 
 
 def prefetch_mode(weight: torch.Tensor) -> int:
@@ -436,7 +440,7 @@ def side_ahead(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """SIDE_AHEAD_BYTES of `tensors` (a weight, or a W12 weight's planes) as uint8 views for
     the side stream's prefetch kernel (elementwise.prefetch_l2), where it can ask for them (see
     l2_ahead); else none. Not in one-row forwards unless SIDE_AHEAD_ONE_ROW."""
-    if not SIDE_AHEAD_BYTES or (_FORWARD_ROWS[-1:] == [1] and not SIDE_AHEAD_ONE_ROW):
+    if not SIDE_AHEAD_BYTES or (_one_row_forward() and not SIDE_AHEAD_ONE_ROW):
         return ()
     return _first_bytes(SIDE_AHEAD_BYTES, tensors)
 
