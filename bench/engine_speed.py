@@ -38,6 +38,7 @@ from specpilot.config import (
 from specpilot.engine.generator import Generator
 from specpilot.engine.sequence import Sequence
 from specpilot.formats import w12_engine
+from specpilot.formats.fp8 import Fp8Weight
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.synth import TARGET_PRESETS, draft_hf_config, randomize
 from specpilot.models.target import TargetModel
@@ -234,13 +235,14 @@ def linear_bytes(model: torch.nn.Module, skip_embedding: bool = True) -> int:
 
 
 def draft_head_bytes(gen: Generator) -> int:
-    """Bytes of the LM head a draft reads: a draft vocabulary's rows, or the target's head."""
-    if gen.draft_ids is None:
-        return linear_bytes(gen.target.lm_head)
+    """Bytes of the LM head a draft reads: a draft vocabulary's rows or an FP8 copy
+    (EngineConfig.draft_head), or the target's head."""
     head = gen.fused_drafter.head if gen.fused_drafter is not None else gen.draft_head
+    if gen.draft_ids is None and not isinstance(head, Fp8Weight):
+        return linear_bytes(gen.target.lm_head)
     if isinstance(head, torch.Tensor):
         return head.numel() * head.element_size()
-    return head.nbytes()  # W12
+    return head.nbytes()  # W12 or FP8
 
 
 def synthetic_draft_vocab(size: int, vocab_size: int, directory: str | None = None) -> str:
@@ -1034,6 +1036,7 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
         weight_prefetch=args.weight_prefetch,
         l2_ahead=args.l2_ahead,
         draft_vocab=synthetic_draft_vocab(args.draft_vocab, vocab_size) if args.draft_vocab else "",
+        draft_head=args.draft_head,
         tiles=args.tiles,
         step_graph=bool(args.step_graph),
     )
@@ -1041,7 +1044,8 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
 
 # the options a --paired arm may set: an engine's own (EngineConfig) or a module switch
 ARM_OPTIONS = (
-    "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "swiglu_epilogue",
+    "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "draft_head",
+    "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_stages", "switch",
     "step_graph", "pipeline",
@@ -1266,6 +1270,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="EngineConfig.draft_vocab of the first N ids (synthetic: speed only; acceptance is "
         "replayed either way; bench/draft_vocab_acceptance.py measures its cost); 0: all",
     )
+    parser.add_argument(
+        "--draft-head",
+        default="auto",
+        choices=("auto", "target", "bfloat16", "fp8"),
+        help="EngineConfig.draft_head (fp8: the draft's LM head in e4m3; acceptance is replayed "
+        "either way; bench/draft_head_acceptance.py measures its cost)",
+    )
     add_launch_arguments(parser)
     parser.add_argument(
         "--switch",
@@ -1350,6 +1361,7 @@ def main() -> None:
         "weight_prefetch": args.weight_prefetch,
         "l2_ahead": args.l2_ahead,
         "draft_vocab": f"synthetic: first {args.draft_vocab} ids" if args.draft_vocab else "all",
+        "draft_head": args.draft_head,
         "attention_merge_rows": args.merge_rows if args.merge_rows >= 0 else "default",
         "swiglu_epilogue_min_rows": (
             args.swiglu_epilogue if args.swiglu_epilogue >= 0 else "default"

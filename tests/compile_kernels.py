@@ -35,6 +35,8 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         raise AssertionError("PREFETCH=2 but no bulk L2 prefetch in the PTX")
     if ptx.count("cp.async.bulk.prefetch.L2") < consts.get("AHEAD", 0):
         raise AssertionError("AHEAD regions but fewer bulk L2 prefetches in the PTX")
+    if consts.get("SCALE") and "cvt.rn.f16x2.e4m3x2" not in ptx:  # FP8 weights, two at once
+        raise AssertionError("SCALE (FP8 weights) but no cvt.rn.f16x2.e4m3x2 in the PTX")
     if consts.get("TRACE") and not ("%globaltimer" in ptx and "atom.global" in ptx):
         raise AssertionError("TRACE=1 but no global timer read or atomic in the PTX")
 
@@ -107,6 +109,11 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 hand = flags | cfg | dict(HAND_OUT=True, PDL=True, LATE=True)
                 types = lin | {"u_ptr": bf16, "hw_ptr": bf16, "sq_out_ptr": "*fp32"}
                 out.append((f"skinny_linear M={m} HAND_OUT", linear._skinny_kernel, types, hand))
+            if norm and m in (1, 16):  # an FP8 draft head (formats/fp8.py)
+                head = {k: v for k, v in linear.tile_config(m, 151936, 4096).items() if k.isupper()}
+                types = lin | {"w_ptr": "*fp8e4nv", "scale_ptr": "*fp32"}
+                label = f"skinny_linear M={m} FP8 {flags}"
+                out.append((label, linear._skinny_kernel, types, flags | head | dict(SCALE=True)))
             w12_cfg = w12_linear.tile_config(m, 24576, 4096)
             w12_cfg = {k: v for k, v in w12_cfg.items() if k.isupper()}
             consts = (

@@ -58,7 +58,7 @@ def test_bad_knobs_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="cpu_linear"):
         EngineConfig(cpu_linear="mkl")
     with pytest.raises(ConfigError, match="draft_head"):
-        EngineConfig(draft_head="fp8")
+        EngineConfig(draft_head="int4")
     with pytest.raises(ConfigError, match="prefill must be auto, torch or fused"):
         EngineConfig(prefill="fast")
 

@@ -326,7 +326,10 @@ class EngineConfig:
         verified, so the drafter's rounding never changes an emitted token, only acceptance);
         "auto": on a CPU with a float32 target, whichever of the two measures faster at load
         (on the 2-core dev box: 6.5 vs 22.9 ms for 15 rows of SmolLM2's 49,152 x 576 head, a
-        fifth of a speculative step); elsewhere "target". The fused GPU path is unaffected.
+        fifth of a speculative step); elsewhere "target". The fused GPU path is unaffected by
+        these. "fp8": an e4m3 copy with a scale per row (formats/fp8.py), half the bytes of a
+        bf16 head, in the fused path (kernels/linear.skinny_linear) and the PyTorch one
+        (fp8_linear_reference) alike; with a draft vocabulary, its rows.
     cpu_linear: float32 linear layers on a CPU. "torch": nn.Linear as is; "onednn": oneDNN on
         weights packed once at load (layers/onednn.py: 1.3-3x faster at 1-16 rows on the dev
         box); "auto": onednn where this torch build has it and the packed copies (the dense
@@ -423,9 +426,9 @@ class EngineConfig:
         self.w12_matrix_set()  # parse once
         if self.weights == "bf16" and self.w12_matrices != "all":
             raise ConfigError(f"w12_matrices={self.w12_matrices!r} needs weights='w12'")
-        if self.draft_head not in ("auto", "target", "bfloat16"):
+        if self.draft_head not in ("auto", "target", "bfloat16", "fp8"):
             raise ConfigError(
-                f"draft_head must be auto, target or bfloat16, got {self.draft_head!r}"
+                f"draft_head must be auto, target, bfloat16 or fp8, got {self.draft_head!r}"
             )
         if not self.min_acceptance >= 0:  # also NaN
             raise ConfigError(f"min_acceptance must be >= 0, got {self.min_acceptance!r}")

@@ -30,7 +30,8 @@ from specpilot.config import EngineConfig
 from specpilot.engine.graphs import GraphCache
 from specpilot.engine.sequence import Sequence
 from specpilot.errors import ConfigError
-from specpilot.formats import w12
+from specpilot.formats import fp8, w12
+from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
 from specpilot.kernels import launch
 from specpilot.layers.attention import AttentionMeta, KVCache
@@ -161,7 +162,9 @@ class Generator:
         # EngineConfig.draft_vocab: the ids the drafter may propose (None: all)
         self.draft_ids = self._load_draft_vocab()
         self.draft_head = self._choose_draft_head()
-        if self.fused_drafter is not None and self.draft_ids is not None:
+        if self.fused_drafter is not None and isinstance(self.draft_head, Fp8Weight):
+            self.fused_drafter.restrict_head(self.draft_head, self.draft_ids)
+        elif self.fused_drafter is not None and self.draft_ids is not None:
             head = self.draft_head  # the same rows unless the head is a bfloat16 copy
             rows = head if head.dtype == self.dtype else self._draft_vocab_rows()
             self.fused_drafter.restrict_head(rows, self.draft_ids)
@@ -266,7 +269,9 @@ class Generator:
         out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
         # 2-D rows: a strided 3-D input makes the CPU's matmul take a much slower batched path
         rows = out[:, 1:].reshape(-1, out.shape[-1])
-        if self.draft_head is not None:
+        if isinstance(self.draft_head, Fp8Weight):
+            logits = fp8.fp8_linear_reference(rows, self.draft_head)
+        elif self.draft_head is not None:
             logits = F.linear(rows.to(self.draft_head.dtype), self.draft_head)
         else:
             logits = self.target.lm_head(rows)
@@ -307,12 +312,18 @@ class Generator:
             weight = w12.decode(weight)
         return weight.detach()[self.draft_ids].contiguous()
 
-    def _choose_draft_head(self) -> torch.Tensor | None:
+    def _choose_draft_head(self) -> torch.Tensor | Fp8Weight | None:
         """EngineConfig.draft_head: None (the target's lm_head) or a low-precision copy; with
-        a draft vocabulary, that vocabulary's rows (in bfloat16 if asked for)."""
+        a draft vocabulary, that vocabulary's rows (in bfloat16 or FP8 if asked for)."""
         choice = self.config.draft_head
         if self.drafter is None:
             return None
+        if choice == "fp8":
+            rows = self._draft_vocab_rows() if self.draft_ids is not None else None
+            if rows is None:
+                weight = self.target.lm_head.weight
+                rows = w12.decode(weight) if isinstance(weight, W12Weight) else weight
+            return fp8.quantize(rows)
         if self.draft_ids is not None:
             rows = self._draft_vocab_rows()
             return rows.to(torch.bfloat16) if choice == "bfloat16" else rows

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from specpilot.formats import w12
+from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
 
 # the linear layers `convert_model` may convert, by matrix: (module of a decoder layer, its
@@ -243,7 +244,7 @@ PROFILE_KINDS = ("w12", "bf16")
 
 def linear(
     x: torch.Tensor,
-    weight: torch.Tensor | W12Weight,
+    weight: torch.Tensor | W12Weight | Fp8Weight,
     *,
     norm_weight: torch.Tensor | None = None,
     eps: float = 1e-6,
@@ -252,7 +253,8 @@ def linear(
     swiglu: bool = False,
     **hand: Any,
 ) -> torch.Tensor:
-    """skinny_linear for a bf16/fp16 weight, w12_linear for a W12Weight (same contract). Above
+    """skinny_linear for a bf16/fp16 weight or an Fp8Weight (a draft head), w12_linear for a
+    W12Weight (same contract). Above
     the skinny kernels' rows (a wide step: many sequences' verify blocks), a bf16 weight goes
     to cuBLAS, after our norm / SwiGLU kernels for the prologue and before the SwiGLU one for
     the epilogue; the residual is then added to the rounded product (one more rounding than
@@ -269,7 +271,7 @@ def linear(
 
 def _linear(
     x: torch.Tensor,
-    weight: torch.Tensor | W12Weight,
+    weight: torch.Tensor | W12Weight | Fp8Weight,
     norm_weight: torch.Tensor | None,
     eps: float,
     glu: bool,
@@ -283,6 +285,15 @@ def _linear(
     if hand and x.shape[0] > MAX_ROWS:
         raise ValueError(f"the norm hand-off is the skinny multiplies' (<= {MAX_ROWS} rows)")
 
+    if x.shape[0] > MAX_ROWS and isinstance(weight, Fp8Weight):  # a wide draft: 64-row slices
+        if hand:
+            raise ValueError(f"an FP8 multiply of more than {MAX_ROWS} rows takes no hand-off")
+        parts = []
+        for i in range(0, x.shape[0], MAX_ROWS):
+            res = None if residual is None else residual[i : i + MAX_ROWS]
+            parts.append(_linear(x[i : i + MAX_ROWS], weight, norm_weight, eps, glu, res, swiglu,
+                                 {}))  # fmt: skip
+        return torch.cat(parts)
     if x.shape[0] > MAX_ROWS and not isinstance(weight, W12Weight):
         from specpilot.kernels.elementwise import rmsnorm, silu_mul
         from specpilot.kernels.linear import check_prologue_epilogue

@@ -56,6 +56,7 @@ OFF = {
     "LATE": 0,
     "LATE_AHEAD": 0,
     "EARLY_TRIGGER": 0,
+    "SCALE": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

@@ -28,6 +28,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from specpilot.formats.fp8 import Fp8Weight
 from specpilot.kernels import launch, trace
 from specpilot.kernels.common import (
     INTERPRETED,
@@ -124,6 +125,8 @@ def _skinny_kernel(
     SLOTS_IN: tl.constexpr = 1,
     HAND_ROWS: tl.constexpr = 1,
     LATE: tl.constexpr = False,
+    SCALE: tl.constexpr = False,
+    scale_ptr=None,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -187,12 +190,17 @@ def _skinny_kernel(
             w = w_desc.load([pid_n * BLOCK_N, k0])
         else:
             w = tl.load(w_rows + rk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+        if SCALE:  # FP8 weights (formats/fp8.py): both operands in fp16, which holds every e4m3
+            a = a.to(tl.float16)
+            w = w.to(tl.float16)
         if USE_DOT:
             acc += dot(a, tl.trans(w), F32_DOT)
         else:
             acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
     if not USE_DOT:
         acc = tl.sum(acc3, axis=2)
+    if SCALE:  # each weight row's scale
+        acc = acc * tl.load(scale_ptr + rn, mask=n_ok, other=0.0)[None, :]
     if HAND_IN:  # (RMSNorm(x) * w) @ W^T = (x * w) @ W^T / RMS(x)
         acc = acc * handed_rstd(squares, K, eps)[:, None]
     if SPLIT_K > 1:  # this slice's sums; the tile's last program adds them in order
@@ -242,6 +250,11 @@ MEASURED_TILES = {
     (16, 24576, 4096): dict(BLOCK_N=64, BLOCK_K=128, num_stages=3),
     (16, 151936, 4096): dict(BLOCK_N=128, BLOCK_K=128, num_warps=8, num_stages=3),
 }
+
+
+# FP8 weights (a draft head, formats/fp8.py): tiles by (rows, N, K) measured with them, else
+# tile_config's (bench/fp8_head.py sweeps them)
+FP8_TILES: dict[tuple[int, int, int], dict] = {}
 
 
 def tile_config(m: int, n: int, k: int) -> dict:
@@ -308,7 +321,7 @@ def check_prologue_epilogue(
 
 def skinny_linear(
     x: torch.Tensor,
-    weight: torch.Tensor,
+    weight: torch.Tensor | Fp8Weight,
     *,
     norm_weight: torch.Tensor | None = None,
     eps: float = 1e-6,
@@ -324,7 +337,12 @@ def skinny_linear(
     rounded first (elementwise.silu_mul's bits), in the tile's epilogue where it can end so
     (swiglu_tile_ok), else by silu_mul after the multiply.
     handoff (with residual): also fill it for the next multiply, where the tile can (Handoff);
-    handed: x is a filled Handoff's u, the product is scaled by its rows' 1 / RMS."""
+    handed: x is a filled Handoff's u, the product is scaled by its rows' 1 / RMS.
+    An Fp8Weight (a draft head, formats/fp8.py) is multiplied as fp8_linear_reference does:
+    the input and the weights in fp16, each column times its row's scale."""
+    fp8 = weight if isinstance(weight, Fp8Weight) else None
+    if fp8 is not None:
+        weight = fp8.weight
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(
             f"skinny_linear wants 2-D x and weight, got {tuple(x.shape)}, {tuple(weight.shape)}"
@@ -334,18 +352,23 @@ def skinny_linear(
         raise ValueError(f"x has {x.shape[1]} columns; weight {tuple(weight.shape)} glu={glu}")
     if m > MAX_ROWS:
         raise ValueError(f"skinny_linear handles at most {MAX_ROWS} rows, got {m}")
-    if x.dtype != weight.dtype or x.dtype not in (torch.bfloat16, torch.float16):
+    weight_dtype = x.dtype if fp8 is not None else weight.dtype
+    if x.dtype != weight_dtype or x.dtype not in (torch.bfloat16, torch.float16):
         raise ValueError(
             f"skinny_linear wants bf16/fp16 x and weight, got {x.dtype}, {weight.dtype}"
         )
+    if fp8 is not None and fp8.device != x.device:
+        raise ValueError(f"FP8 weight on {fp8.device}, x on {x.device}")
     if x.stride(1) != 1 or weight.stride(1) != 1:
         raise ValueError("skinny_linear wants unit stride along K")
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     check_handoff(x, n, norm_weight, glu, residual, swiglu, handoff, handed)
+    if config is None and fp8 is not None and (tile_rows(m), n, k) in FP8_TILES:
+        config = tile_config(m, n, k) | FP8_TILES[tile_rows(m), n, k]
     cfg = dict(config or tile_config(m, n, k))
     if swiglu and not swiglu_tile_ok(cfg):
-        return silu_mul(skinny_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
-                                      config=config, handed=handed))  # fmt: skip
+        return silu_mul(skinny_linear(x, fp8 or weight, norm_weight=norm_weight, eps=eps,
+                                      glu=glu, config=config, handed=handed))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     split = cfg.pop("SPLIT_K", 1)
     cfg["LOOP_STAGES"] = loop_stages(cfg)
@@ -390,8 +413,12 @@ def skinny_linear(
         SWIGLU=swiglu,
         **split_args,
         **tma_args,
-        **trace.arguments(x, "linear", programs, bytes=weight.nbytes, rows=m, n=n, k=k),
+        **trace.arguments(
+            x, "linear", programs, bytes=fp8.nbytes() if fp8 else weight.nbytes, rows=m, n=n, k=k
+        ),  # fmt: skip
         **hand_args,
+        SCALE=fp8 is not None,
+        scale_ptr=fp8.scale if fp8 is not None else None,
         **cfg,
     )
     launch.ask_shared(kernel, launched["SHARED"])

@@ -29,6 +29,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend
 
 from specpilot import kernels
+from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
 from specpilot.kernels import launch, tokens
@@ -148,19 +149,21 @@ HAND_O, HAND_DOWN = 1, 2
 NORM_HANDOFF_ONE_ROW_SITES = HAND_O | HAND_DOWN
 
 
-def prologue_rows(weight: torch.Tensor | W12Weight, kind: str) -> int:
+def prologue_rows(weight: torch.Tensor | W12Weight | Fp8Weight, kind: str) -> int:
     """The most rows whose multiply by `weight` computes the `kind` prologue itself."""
     if isinstance(weight, W12Weight):
         return W12_PROLOGUE_ROWS[kind]
     return PROLOGUE_ROWS[kind] if weight.shape[1] <= PROLOGUE_MAX_K else 0
 
 
-def planes(weight: torch.Tensor | W12Weight) -> tuple[torch.Tensor, ...]:
+def planes(weight: torch.Tensor | W12Weight | Fp8Weight) -> tuple[torch.Tensor, ...]:
     """The tensors a multiply by `weight` streams: the weight, or a W12 weight's two planes."""
-    return (weight.low, weight.codes) if isinstance(weight, W12Weight) else (weight,)
+    if isinstance(weight, W12Weight):
+        return weight.low, weight.codes
+    return (weight.weight,) if isinstance(weight, Fp8Weight) else (weight,)
 
 
-def ahead(where: str, weight: torch.Tensor | W12Weight) -> tuple[torch.Tensor, ...]:
+def ahead(where: str, weight: torch.Tensor | W12Weight | Fp8Weight) -> tuple[torch.Tensor, ...]:
     """The bytes of `weight` (its planes if W12) for a kernel before its multiply to ask L2
     for (EngineConfig.l2_ahead; kernels/launch.l2_ahead), or none."""
     return launch.l2_ahead(where, *planes(weight))
@@ -212,7 +215,7 @@ def handoff_for(
 
 def normed_linear(
     x: torch.Tensor,
-    weight: torch.Tensor | W12Weight,
+    weight: torch.Tensor | W12Weight | Fp8Weight,
     norm: torch.Tensor,
     eps: float,
     residual: torch.Tensor | None = None,
@@ -493,14 +496,18 @@ class FusedDrafter:
         self.drafter, self.target = drafter, target
         self.has_w12 = any(isinstance(m, W12Linear) for m in drafter.modules())
         self.blocks = [_FusedBlock(layer) for layer in drafter.layers]
-        # the draft head: the target's LM head, or the rows of a draft vocabulary and their ids
-        self.head: torch.Tensor | W12Weight = target.lm_head.weight
+        # the draft head: the target's LM head, or the rows of a draft vocabulary and their ids,
+        # or an FP8 copy of either (EngineConfig.draft_head "fp8")
+        self.head: torch.Tensor | W12Weight | Fp8Weight = target.lm_head.weight
         self.head_ids: torch.Tensor | None = None
 
-    def restrict_head(self, rows: torch.Tensor, ids: torch.Tensor) -> None:
-        """Propose only the tokens `ids`, whose LM-head rows are `rows` [len(ids), hidden]:
-        bf16 rows are W12-encoded when the target's head is W12 (the same kernel, fewer rows)."""
-        if isinstance(self.head, W12Weight):
+    def restrict_head(self, rows: torch.Tensor | Fp8Weight, ids: torch.Tensor | None) -> None:
+        """Propose only the tokens `ids` (None: all), whose LM-head rows are `rows` [len(ids),
+        hidden]: an FP8 head as it is; bf16 rows W12-encoded when the target's head is W12 (the
+        same kernel, fewer rows)."""
+        if isinstance(rows, Fp8Weight):
+            self.head = rows
+        elif isinstance(self.head, W12Weight):
             from specpilot.formats import w12
 
             self.head = w12.encode(rows, self.head.group_size)

@@ -1,0 +1,123 @@
+"""What a low-precision draft head (EngineConfig.draft_head) costs in acceptance, measured on a
+real pair (default: the embedded SmolLM2-135M-Instruct target and the DFlash drafter we trained
+for it), and that it changes no output.
+
+Per dataset the first --num-prompts prompts are decoded AR, then speculatively with each head
+(--heads; "target" is the target's own LM head), and the bench reports the mean acceptance
+length (tokens a step), how often the drafter's proposals at a step equal the exact head's
+(the first proposal, and all of them), and whether every output equals AR's. Real drafter, real
+acceptance (no replay). Speed is not measured here: bench/engine_speed.py --draft-head at the
+Qwen3-8B shape on the H200 does that. The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from draft_vocab_acceptance import generate, mean_acceptance  # bench/ is on sys.path
+from report import finish
+
+from specpilot.config import EngineConfig
+from specpilot.engine.llm import LLM
+from specpilot.measure.datasets import load_problems
+from specpilot.models.embedded import resolve_pair
+
+
+def record_proposals(llm: LLM) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Wrap llm's draft function (the PyTorch path): each call also proposes from the same
+    inputs through the target's own LM head (the drafter's cache writes are the same both times,
+    so the second call changes nothing); the list fills with both proposals, [B, block - 1]."""
+    gen = llm.generator
+    pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    inner = gen._draft_fn
+
+    def recording(*args, **kwargs):
+        out = inner(*args, **kwargs)
+        head, gen.draft_head = gen.draft_head, None  # None: the target's lm_head
+        try:
+            exact = inner(*args, **kwargs)
+        finally:
+            gen.draft_head = head
+        pairs.append((out.cpu(), exact.cpu()))
+        return out
+
+    gen._draft_fn = recording
+    return pairs
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--target", help="default: the embedded SmolLM2 target")
+    p.add_argument("--draft", help="default: the embedded drafter")
+    p.add_argument("--heads", default="target,fp8", help="EngineConfig.draft_head values")
+    p.add_argument("--datasets", default="humaneval,mt-bench")
+    p.add_argument("--num-prompts", type=int, default=30)
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out")
+    args = p.parse_args()
+
+    target, draft, defaults = resolve_pair(args.target, args.draft, args.device)
+    heads = [h for h in args.heads.split(",") if h]
+    if "target" not in heads:
+        heads.insert(0, "target")
+    block = int(defaults["block_size"])
+    llms = {
+        head: LLM(
+            target,
+            draft=draft,
+            device=args.device,
+            engine=EngineConfig(block_size=block, draft_head=head),
+        )
+        for head in heads
+    }
+    rows = []
+    for name in args.datasets.split(","):
+        prompts = [pr.prompt for pr in load_problems(name, args.num_prompts)]
+        kw = dict(max_new_tokens=args.max_new_tokens, chat=True)
+        t0 = time.perf_counter()
+        ar = [o.output_ids for o in generate(llms["target"], prompts, speculative=False, **kw)]
+        for head, llm in llms.items():
+            pairs = record_proposals(llm) if head != "target" else []
+            outs = generate(llm, prompts, **kw)
+            vars(llm.generator).pop("_draft_fn", None)  # the wrapper off
+            first = sum(int((a[:, 0] == b[:, 0]).sum()) for a, b in pairs)
+            whole = sum(int((a == b).all(dim=1).sum()) for a, b in pairs)
+            steps = sum(a.shape[0] for a, _ in pairs)
+            each = sum(int((a == b).sum()) for a, b in pairs)
+            row = {
+                "dataset": name,
+                "head": head,
+                "prompts": len(prompts),
+                "mean_acceptance": mean_acceptance(outs),
+                "identical_to_ar": [o.output_ids for o in outs] == ar,
+                "draft_calls": steps,
+                "first_proposal_agrees": first / steps if steps else None,
+                "all_proposals_agree": whole / steps if steps else None,
+                "proposals_agree": each / sum(a.numel() for a, _ in pairs) if steps else None,
+            }
+            rows.append(row)
+            agree = "" if not steps else (
+                f", proposals agree with the exact head: first {first / steps:.4f}, "
+                f"all {whole / steps:.4f} of {steps} draft calls, each "
+                f"{row['proposals_agree']:.4f}"
+            )  # fmt: skip
+            print(f"{name} {head}: acceptance {row['mean_acceptance']:.3f}, identical to AR "
+                  f"{row['identical_to_ar']}{agree} ({time.perf_counter() - t0:.0f} s)",
+                  flush=True)  # fmt: skip
+    report = {
+        "bench": "draft_head_acceptance",
+        "target": str(target),
+        "draft": str(draft),
+        "device": args.device,
+        "max_new_tokens": args.max_new_tokens,
+        "rows": rows,
+        "note": "real pair, real acceptance (no replay); proposals compared per draft call",
+    }
+    finish(report, args.out)
+
+
+if __name__ == "__main__":
+    main()

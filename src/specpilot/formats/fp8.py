@@ -1,0 +1,95 @@
+"""FP8 draft head: an LM head in 8 bits (e4m3) with one scale per row, for proposals only.
+
+A speculative step multiplies by the LM head twice: the verify forward (whose argmax decides
+every emitted token, so it keeps the target's exact weights) and the drafter (whose argmax only
+proposes). The drafter's head may therefore be any approximation of the target's: a proposal
+that the exact head would not make is rejected by verification, so outputs stay the target's
+own argmax whatever the drafter's rounding, and only the acceptance length can change
+(EngineConfig.draft_head "fp8"). At the Qwen3-8B shape the head is 1.24 GB of the ~3.3 GB a
+DFlash-b16 draft reads; in 8 bits it is half of that.
+
+Format: `weight` [N, K] torch.float8_e4m3fn and `scale` [N] fp32, w ~= weight * scale, the
+scale a row's largest magnitude over e4m3's largest finite value (448), so that every row uses
+the whole range (rounded to nearest; a row of zeros takes scale 1). The multiply
+(kernels/linear.skinny_linear) widens the weights to fp16 (exact: every e4m3 value is an fp16)
+and the input to fp16, sums in fp32 and scales each output column by its row's scale:
+`fp8_linear_reference` is that arithmetic in PyTorch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+E4M3_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
+CHUNK_ROWS = 8192
+
+
+@dataclass
+class Fp8Weight:
+    """One [N, K] weight in e4m3 with a scale per row: w[n] ~= weight[n] * scale[n]."""
+
+    weight: torch.Tensor  # [N, K] torch.float8_e4m3fn
+    scale: torch.Tensor  # [N] float32
+
+    def __post_init__(self) -> None:
+        if self.weight.dim() != 2 or self.weight.dtype != torch.float8_e4m3fn:
+            raise ValueError(
+                f"FP8 weight must be a 2-D float8_e4m3fn tensor, got "
+                f"{tuple(self.weight.shape)} {self.weight.dtype}"
+            )
+        if self.scale.shape != self.weight.shape[:1] or self.scale.dtype != torch.float32:
+            raise ValueError(
+                f"FP8 scale must be float32 [{self.weight.shape[0]}], got "
+                f"{tuple(self.scale.shape)} {self.scale.dtype}"
+            )
+        if self.scale.device != self.weight.device:
+            raise ValueError("FP8 weight and scale must be on one device")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.weight.shape[0], self.weight.shape[1]
+
+    @property
+    def device(self) -> torch.device:
+        return self.weight.device
+
+    def nbytes(self) -> int:
+        return self.weight.numel() + 4 * self.scale.numel()
+
+    def dequantize(self) -> torch.Tensor:
+        """The weights it stands for, float32 [N, K]."""
+        return self.weight.float() * self.scale[:, None]
+
+
+def quantize(w: torch.Tensor) -> Fp8Weight:
+    """A weight [N, K] (any float dtype, finite) in e4m3 with one scale per row."""
+    if w.dim() != 2 or not w.is_floating_point():
+        raise ValueError(f"quantize wants a 2-D float weight, got {tuple(w.shape)} {w.dtype}")
+    q = torch.empty(w.shape, dtype=torch.float8_e4m3fn, device=w.device)
+    scale = torch.empty(w.shape[0], dtype=torch.float32, device=w.device)
+    for i in range(0, w.shape[0], CHUNK_ROWS):  # float32 temporaries of CHUNK_ROWS rows
+        part = w[i : i + CHUNK_ROWS].detach().float()
+        if not torch.isfinite(part).all():
+            raise ValueError("an FP8 draft head needs finite weights (this one has inf or NaN)")
+        peak = part.abs().amax(dim=1)
+        s = torch.where(peak > 0, peak / E4M3_MAX, torch.ones_like(peak))
+        # NOTE: part / s lies in [-448, 448] up to the division's rounding; clamped so that a
+        # rounding past 448 cannot become NaN (e4m3fn has no infinity)
+        q[i : i + CHUNK_ROWS] = (part / s[:, None]).clamp(-E4M3_MAX, E4M3_MAX)
+        scale[i : i + CHUNK_ROWS] = s
+    return Fp8Weight(q, scale)
+
+
+def fp8_linear_reference(
+    x: torch.Tensor, w: Fp8Weight, norm_weight: torch.Tensor | None = None, eps: float = 1e-6
+) -> torch.Tensor:
+    """The FP8 multiply's arithmetic in PyTorch: (RMSNorm(x) * norm_weight, or x) rounded to x's
+    dtype, widened through fp16, times the weights, summed in fp32, scaled per row -> x's dtype."""
+    if norm_weight is not None:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+        x = norm_weight * h.to(x.dtype)
+    y = x.to(torch.float16).float() @ w.weight.float().T
+    return (y * w.scale).to(x.dtype)

@@ -1,0 +1,162 @@
+"""The FP8 draft head (formats/fp8.py, EngineConfig.draft_head "fp8"): the format's rounding
+bound, the skinny kernel with FP8 weights against its PyTorch arithmetic, and generation that
+stays the target's own while the drafter proposes through the FP8 head (PyTorch path and the
+fused kernels; the interpreter without CUDA)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specpilot.config import EngineConfig
+from specpilot.engine.generator import Generator
+from specpilot.engine.llm import LLM
+from specpilot.formats import fp8
+from specpilot.formats.fp8 import Fp8Weight
+from specpilot.formats.w12_engine import linear
+from specpilot.kernels.linear import skinny_linear
+from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUDA
+    BF16,
+    CUDA,
+    DEVICE,
+    _sequences,
+    _tiny_pair,
+    close,
+)
+
+
+def _rounding_bound(w: torch.Tensor, q: Fp8Weight) -> torch.Tensor:
+    """Half an e4m3 step at each weight: 2^-4 of its magnitude (3 mantissa bits) where it is
+    normal in its row's scale, else half the subnormal step 2^-9 times the scale."""
+    return torch.maximum(w.abs() * 2.0**-4, q.scale[:, None] * 2.0**-10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 9),
+    cols=st.integers(1, 40),
+    spread=st.floats(-30, 30),
+    seed=st.integers(0, 2**16),
+)
+def test_quantize_rounds_each_weight_to_nearest(rows, cols, spread, seed) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    w = torch.randn(rows, cols, generator=gen) * 2.0**spread
+    w[0, 0] = 0.0
+    if rows > 1:
+        w[1] = 0.0  # a row of zeros: scale 1, all zeros back
+    q = fp8.quantize(w.to(BF16))
+    back = q.dequantize()
+    wf = w.to(BF16).float()
+    assert ((back - wf).abs() <= _rounding_bound(wf, q) * (1 + 1e-6)).all()
+    # each row's largest magnitude is exactly e4m3's largest, so it comes back to ~1 ulp
+    peak = wf.abs().amax(1)
+    assert torch.allclose(back.abs().amax(1), peak, rtol=2**-20)
+    if rows > 1:
+        assert q.scale[1] == 1 and not back[1].any()
+
+
+def test_fp8_weight_checks_its_parts() -> None:
+    q = fp8.quantize(torch.randn(4, 8))
+    assert q.shape == (4, 8) and q.nbytes() == 4 * 8 + 4 * 4
+    with pytest.raises(ValueError, match="float8_e4m3fn"):
+        Fp8Weight(torch.zeros(4, 8), q.scale)
+    with pytest.raises(ValueError, match="scale must be float32"):
+        Fp8Weight(q.weight, q.scale[:3])
+    with pytest.raises(ValueError, match="finite"):
+        fp8.quantize(torch.tensor([[1.0, float("inf")]]))
+    with pytest.raises(ValueError, match="2-D float"):
+        fp8.quantize(torch.ones(3, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("m", [1, 2, 15, 16, 33])
+@pytest.mark.parametrize("norm", [False, True])
+def test_skinny_linear_with_fp8_weights(m: int, norm: bool) -> None:
+    """The kernel's sums against fp8_linear_reference's (same inputs in fp16, same weights, same
+    scales): only the summation order differs."""
+    gen = torch.Generator().manual_seed(m + 100 * norm)
+    n, k = 70, 96
+    x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
+    w = fp8.quantize((torch.randn(n, k, generator=gen) * k**-0.5 * 3).to(DEVICE))
+    kw = {}
+    if norm:
+        kw = dict(norm_weight=(torch.rand(k, generator=gen) + 0.5).to(DEVICE, BF16), eps=1e-6)
+    got = skinny_linear(x, w, **kw)
+    assert got.shape == (m, n) and got.dtype == BF16
+    close(got, fp8.fp8_linear_reference(x, w, **kw), 4 if norm else 2)
+    # and the same as the bf16 multiply by the dequantized weights, to the fp16 rounding of x
+    plain = fp8.fp8_linear_reference(x.to(torch.float16).to(BF16), w, **kw) if not norm else None
+    if plain is not None:
+        close(got, plain, 2)
+
+
+def test_wide_fp8_multiply_goes_in_skinny_slices() -> None:
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(80, 64, generator=gen).to(DEVICE, BF16)
+    w = fp8.quantize(torch.randn(40, 64, generator=gen).to(DEVICE) * 0.1)
+    close(linear(x, w), fp8.fp8_linear_reference(x, w))
+    with pytest.raises(ValueError, match="bf16/fp16 x"):
+        skinny_linear(x[:4].float(), w)
+
+
+def test_pytorch_path_with_an_fp8_draft_head_is_lossless(qwen_dir, qwen_drafter_dir) -> None:
+    """The PyTorch drafter's proposals through the FP8 head: outputs equal AR's."""
+    prompts = [[3, 17, 52, 9], [101, 7, 7, 200, 5, 64]]
+    kw = dict(draft=str(qwen_drafter_dir), device="cpu", dtype="float32")
+    plain = LLM(qwen_dir, engine=EngineConfig(draft_head="target"), **kw)
+    ar = [o.output_ids for o in plain.generate(prompts, max_new_tokens=24, speculative=False)]
+    llm = LLM(qwen_dir, engine=EngineConfig(draft_head="fp8"), **kw)
+    assert isinstance(llm.generator.draft_head, Fp8Weight)
+    outs = llm.generate(prompts, max_new_tokens=24)
+    assert [o.output_ids for o in outs] == ar
+    assert sum(sum(o.acceptance_lengths) for o in outs) > 0
+
+
+@pytest.mark.parametrize("vocab_subset", [False, True])
+def test_fused_drafter_with_an_fp8_head(tmp_path, vocab_subset: bool) -> None:
+    """The fused drafter multiplies by the FP8 head (a draft vocabulary's rows when given) and
+    the outputs are AR's."""
+    from specpilot.spec import draft_vocab
+
+    target, drafter, _ = _tiny_pair(tmp_path)
+    vocab = target.config.vocab_size
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    ar = _sequences(vocab, 5)
+    gen.run(ar, speculative=False)
+    extra = {}
+    ids = torch.arange(0, vocab, 2)
+    if vocab_subset:
+        path = tmp_path / "vocab.safetensors"
+        draft_vocab.save_ids(path, ids, vocab, "test")
+        extra = dict(draft_vocab=str(path))
+    config = EngineConfig(kernels="triton", draft_head="fp8", **extra)
+    gen = Generator(target, drafter, config, DEVICE, BF16)
+    head = gen.fused_drafter.head
+    assert isinstance(head, Fp8Weight)
+    assert head.shape[0] == (ids.numel() if vocab_subset else vocab)
+    seen: list[int] = []
+    inner = gen._draft_fn
+
+    def recording(*args):
+        drafts = inner(*args)
+        seen.extend(drafts.flatten().tolist())
+        return drafts
+
+    gen._draft_fn = recording
+    seqs = _sequences(vocab, 5)
+    gen.run(seqs, speculative=True)
+    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
+    assert seen and (not vocab_subset or set(seen) <= set(ids.tolist()))
+
+
+@pytest.mark.skipif(not CUDA, reason="the e4m3 conversion instruction is the GPU's")
+def test_fp8_head_matches_bf16_proposals_mostly_on_gpu(tmp_path) -> None:
+    """At a head of real width the FP8 head's argmax is the bf16 head's on nearly every row
+    (random weights: a check that the scales are applied, not an acceptance measurement)."""
+    gen = torch.Generator().manual_seed(0)
+    w = (torch.randn(8192, 4096, generator=gen) * 0.02).to(DEVICE, BF16)
+    x = torch.randn(16, 4096, generator=gen).to(DEVICE, BF16)
+    q = fp8.quantize(w)
+    same = skinny_linear(x, q).argmax(-1) == skinny_linear(x, w).argmax(-1)
+    assert same.float().mean() >= 0.9
