@@ -1105,7 +1105,7 @@ def arm_preparers(
 
     switches = {n: module_switches(a, parser) for n, a in arms.items()}
     defaults = {key: getattr(*key) for sw in switches.values() for key in sw}
-    tables = {kind: dict(module.MEASURED_TILES) for kind, module in tiles_files.TABLES.items()}
+    tables = tiles_files.tables()
     own = {n: tiles_files.read(a.tiles) if a.tiles else None for n, a in arms.items()}
 
     def prepare(name: str) -> None:

@@ -2,11 +2,11 @@
 tile, on the GPU: the time of one [rows, hidden] x [vocab, hidden]^T multiply and its bandwidth
 on the bytes it reads, so that formats/fp8's tile can be chosen from measurements.
 
-Each variant is timed as the median of --repeats launches back to back (CUDA events around
-each), after --warmup launches; the head (0.6-1.2 GB) is larger than L2, so each launch reads it
-from HBM. The random head's argmax with FP8 weights is compared with bf16's per row (a check that
-the scales are applied; acceptance on a real pair: bench/draft_head_acceptance.py). The last
-line is one JSON object.
+Each variant is timed as the median of --repeats rounds of LAUNCHES launches back to back (CUDA
+events around each round), after --warmup launches; the head (0.6-1.2 GB) is larger than L2, so
+each launch reads it from HBM. The random head's argmax with FP8 weights is compared with bf16's
+per row (a check that the scales are applied; acceptance on a real pair:
+bench/draft_head_acceptance.py). The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -18,10 +18,20 @@ import torch
 from report import finish  # bench/ is on sys.path when run as a script
 
 from specpilot.formats import fp8
-from specpilot.kernels.linear import skinny_linear, tile_config
+from specpilot.kernels import tiles as tiles_files
+from specpilot.kernels.linear import skinny_linear, tile_config, tile_rows
 from specpilot.models.synth import TARGET_PRESETS
 
-GRID = dict(BLOCK_N=(64, 128, 256), BLOCK_K=(128, 256), num_warps=(4, 8), num_stages=(3, 4))
+GRID = dict(
+    W_LEFT=(True, False),
+    BLOCK_N=(64, 128, 256),
+    BLOCK_K=(128, 256),
+    num_warps=(4, 8),
+    num_stages=(3, 4),
+)
+# launches between two events: one launch's host time (~20-40 us for a Triton launch) would
+# otherwise count whenever it exceeds the kernel's
+LAUNCHES = 10
 
 
 def time_us(fn, warmup: int, repeats: int) -> float:
@@ -31,10 +41,11 @@ def time_us(fn, warmup: int, repeats: int) -> float:
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(LAUNCHES):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
+        times.append(start.elapsed_time(end) * 1e3 / LAUNCHES)
     return sorted(times)[len(times) // 2]
 
 
@@ -45,6 +56,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--grid", default="full", choices=("full", "none"))
+    p.add_argument("--tiles-out", help="a tiles file (EngineConfig.tiles) with the best FP8 tile")
     p.add_argument("--out")
     args = p.parse_args()
     if not torch.cuda.is_available():
@@ -62,13 +74,13 @@ def main() -> None:
     rows.append({"weights": "bf16", "tile": base_cfg, "us": base_us,
                  "tb_s": bf16_bytes / base_us / 1e6})  # fmt: skip
     same = (skinny_linear(x, q).argmax(-1) == skinny_linear(x, w).argmax(-1)).float().mean()
-    tiles = [dict(base_cfg)]
+    candidates = [dict(base_cfg)]
     if args.grid == "full":
         for values in itertools.product(*GRID.values()):
             tile = dict(base_cfg) | dict(zip(GRID, values, strict=True))
-            if tile not in tiles:
-                tiles.append(tile)
-    for tile in tiles:
+            if tile not in candidates:
+                candidates.append(tile)
+    for tile in candidates:
         try:
             us = time_us(lambda t=tile: skinny_linear(x, q, config=t), args.warmup, args.repeats)
         except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit: reported
@@ -80,11 +92,16 @@ def main() -> None:
     best = min((r for r in timed if r["weights"] == "fp8"), key=lambda r: r["us"])
     for r in sorted(timed, key=lambda r: r["us"])[:12]:
         t = r["tile"]
-        print(f"{r['weights']:<5} N{t['BLOCK_N']:<4} K{t['BLOCK_K']:<4} w{t.get('num_warps', 4)} "
+        left = "left " if t.get("W_LEFT") else "right"
+        print(f"{r['weights']:<5} {left} N{t['BLOCK_N']:<4} K{t['BLOCK_K']:<4} "
+              f"w{t.get('num_warps', 4)} "
               f"s{t.get('num_stages', 3)}  {r['us']:8.1f} us  {r['tb_s']:.2f} TB/s")  # fmt: skip
     default = rows[1].get("us", float("nan"))  # the fp8 weights on the bf16 head's tile
     print(f"bf16 {base_us:.1f} us; fp8 on its tile {default:.1f} us, best {best['us']:.1f} us "
           f"({base_us / best['us']:.2f}x); argmax agreement {same:.4f}")  # fmt: skip
+    if args.tiles_out:
+        keep = {k: v for k, v in best["tile"].items() if k in tiles_files.TILE_KEYS["fp8"]}
+        tiles_files.write(args.tiles_out, {"fp8": {(tile_rows(args.rows), vocab, hidden): keep}})
     report = {
         "bench": "fp8_head",
         "gpu": torch.cuda.get_device_name(),

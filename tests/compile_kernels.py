@@ -114,6 +114,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 types = lin | {"w_ptr": "*fp8e4nv", "scale_ptr": "*fp32"}
                 label = f"skinny_linear M={m} FP8 {flags}"
                 out.append((label, linear._skinny_kernel, types, flags | head | dict(SCALE=True)))
+                left = flags | head | dict(SCALE=True, W_LEFT=True)  # the weights wgmma's A
+                out.append((f"{label} W_LEFT", linear._skinny_kernel, types, left))
             w12_cfg = w12_linear.tile_config(m, 24576, 4096)
             w12_cfg = {k: v for k, v in w12_cfg.items() if k.isupper()}
             consts = (

@@ -16,7 +16,7 @@ from specpilot.engine.llm import LLM
 from specpilot.formats import fp8
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12_engine import linear
-from specpilot.kernels.linear import skinny_linear
+from specpilot.kernels.linear import skinny_linear, tile_config
 from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUDA
     BF16,
     CUDA,
@@ -84,7 +84,12 @@ def test_skinny_linear_with_fp8_weights(m: int, norm: bool) -> None:
         kw = dict(norm_weight=(torch.rand(k, generator=gen) + 0.5).to(DEVICE, BF16), eps=1e-6)
     got = skinny_linear(x, w, **kw)
     assert got.shape == (m, n) and got.dtype == BF16
-    close(got, fp8.fp8_linear_reference(x, w, **kw), 4 if norm else 2)
+    want = fp8.fp8_linear_reference(x, w, **kw)
+    close(got, want, 4 if norm else 2)
+    cfg = tile_config(m, n, k)
+    if cfg["USE_DOT"]:  # the weights as the left operand: the same sums, transposed
+        left = skinny_linear(x, w, config=cfg | {"W_LEFT": True}, **kw)
+        close(left, want, 4 if norm else 2)
     # and the same as the bf16 multiply by the dequantized weights, to the fp16 rounding of x
     plain = fp8.fp8_linear_reference(x.to(torch.float16).to(BF16), w, **kw) if not norm else None
     if plain is not None:

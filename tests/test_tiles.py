@@ -24,15 +24,19 @@ LOOP_W12 = dict(BLOCK_M=1, BLOCK_N=4, UNROLL=1, SPLIT_K=1, USE_DOT=False, LOOP_S
 
 @pytest.fixture
 def tables():
-    """Both kernels' MEASURED_TILES as they were, put back after the test (process-wide)."""
-    before = {kind: dict(module.MEASURED_TILES) for kind, module in tiles.TABLES.items()}
+    """The kernels' tile tables as they were, put back after the test (process-wide)."""
+    before = tiles.tables()
     yield
     tiles.restore(before)
 
 
 def test_write_read_install_restore(tmp_path, tables) -> None:
     path = tmp_path / "tiles.json"
-    table = {"bf16": {(1, 96, 64): LOOP_BF16}, "w12": {(16, 96, 512): dict(LOOP_W12, BLOCK_M=16)}}
+    table = {
+        "bf16": {(1, 96, 64): LOOP_BF16},
+        "w12": {(16, 96, 512): dict(LOOP_W12, BLOCK_M=16)},
+        "fp8": {(16, 96, 64): dict(BLOCK_N=32, W_LEFT=True)},
+    }
     tiles.write(path, table)
     assert tiles.read(path) == table
     compiled = linear.tile_config(1, 6144, 4096)
@@ -41,9 +45,11 @@ def test_write_read_install_restore(tmp_path, tables) -> None:
     assert {key: cfg[key] for key in LOOP_BF16} == LOOP_BF16
     assert w12_linear.tile_config(5, 96, 512) == dict(LOOP_W12, BLOCK_M=16)  # 2-16 rows: 16
     assert linear.tile_config(1, 6144, 4096) == compiled  # the compiled-in tiles stay
+    assert linear.FP8_TILES[16, 96, 64] == dict(BLOCK_N=32, W_LEFT=True)
     tiles.restore(before)
     assert "LOOP_STAGES" not in linear.tile_config(1, 96, 64)
     assert (16, 96, 512) not in w12_linear.MEASURED_TILES
+    assert (16, 96, 64) not in linear.FP8_TILES
 
 
 @pytest.mark.parametrize(
@@ -52,7 +58,7 @@ def test_write_read_install_restore(tmp_path, tables) -> None:
         ("not json", "not a"),
         ('{"tile": []}', "not a"),
         ('{"tiles": {}}', "wants kernel"),
-        ('{"tiles": [{"kernel": "fp8", "rows": 1, "n": 8, "k": 8, "tile": {"BLOCK_N": 4}}]}',
+        ('{"tiles": [{"kernel": "int4", "rows": 1, "n": 8, "k": 8, "tile": {"BLOCK_N": 4}}]}',
          "wants kernel"),
         ('{"tiles": [{"kernel": "bf16", "rows": 5, "n": 8, "k": 8, "tile": {"BLOCK_N": 4}}]}',
          "not a table row count"),
@@ -62,6 +68,8 @@ def test_write_read_install_restore(tmp_path, tables) -> None:
          "positive integers"),
         ('{"tiles": [{"kernel": "bf16", "rows": 1, "n": 8, "k": 8, "tile": {}}]}', "non-empty"),
         ('{"tiles": [{"kernel": "bf16", "rows": 1, "n": 8, "k": 8, "tile": {"UNROLL": 2}}]}',
+         "unknown bf16 tile keys"),
+        ('{"tiles": [{"kernel": "bf16", "rows": 1, "n": 8, "k": 8, "tile": {"W_LEFT": 1}}]}',
          "unknown bf16 tile keys"),
     ],
 )  # fmt: skip

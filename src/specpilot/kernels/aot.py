@@ -57,6 +57,7 @@ OFF = {
     "LATE_AHEAD": 0,
     "EARLY_TRIGGER": 0,
     "SCALE": 0,
+    "W_LEFT": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

@@ -127,6 +127,7 @@ def _skinny_kernel(
     LATE: tl.constexpr = False,
     SCALE: tl.constexpr = False,
     scale_ptr=None,
+    W_LEFT: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -167,7 +168,10 @@ def _skinny_kernel(
         per_split = tl.cdiv(tl.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
         k_lo = tl.program_id(2) * per_split
         k_hi = tl.minimum(K, k_lo + per_split)
-    if USE_DOT:
+    if USE_DOT and W_LEFT:  # y^T = W x^T: the weights the left operand (wgmma takes it from
+        # registers, where a widened FP8 tile is; the right operand comes from shared memory)
+        acc_t = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+    elif USE_DOT:
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     else:
         acc3 = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
@@ -193,12 +197,16 @@ def _skinny_kernel(
         if SCALE:  # FP8 weights (formats/fp8.py): both operands in fp16, which holds every e4m3
             a = a.to(tl.float16)
             w = w.to(tl.float16)
-        if USE_DOT:
+        if USE_DOT and W_LEFT:
+            acc_t += dot(w, tl.trans(a), F32_DOT)
+        elif USE_DOT:
             acc += dot(a, tl.trans(w), F32_DOT)
         else:
             acc3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
     if not USE_DOT:
         acc = tl.sum(acc3, axis=2)
+    elif W_LEFT:
+        acc = tl.trans(acc_t)
     if SCALE:  # each weight row's scale
         acc = acc * tl.load(scale_ptr + rn, mask=n_ok, other=0.0)[None, :]
     if HAND_IN:  # (RMSNorm(x) * w) @ W^T = (x * w) @ W^T / RMS(x)

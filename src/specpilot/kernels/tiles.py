@@ -7,7 +7,7 @@ bench/kernel_sweep.py and bench/w12_speed.py), and a file given as EngineConfig.
 over the compiled-in table for the whole process (like kernels/launch.py's switches). The tiles
 change only the order of the sums inside a multiply, as between any two tiles.
 
-The file: {"tiles": [{"kernel": "bf16" | "w12", "rows": R, "n": N, "k": K, "tile": {...}}]}
+The file: {"tiles": [{"kernel": "bf16" | "w12" | "fp8", "rows": R, "n": N, "k": K, "tile": {...}}]}
 (rows: 1, 16 for any 2-16 rows, or the exact count above 16; see linear.tile_rows).
 """
 
@@ -20,13 +20,25 @@ from specpilot.errors import ConfigError
 from specpilot.kernels import linear, w12_linear
 
 # the keys a tile of each kernel may set (its launcher's tile parameters)
+_SKINNY_KEYS = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "USE_DOT", "SPLIT_K", "LOOP_STAGES", "TMA",
+                "num_warps", "num_stages", "maxnreg"}  # fmt: skip
 TILE_KEYS = {
-    "bf16": {"BLOCK_M", "BLOCK_N", "BLOCK_K", "USE_DOT", "SPLIT_K", "LOOP_STAGES", "TMA",
-             "num_warps", "num_stages", "maxnreg"},
+    "bf16": _SKINNY_KEYS,
     "w12": {"BLOCK_M", "BLOCK_N", "UNROLL", "USE_DOT", "SPLIT_K", "SPLIT_IN", "LOOP_STAGES",
             "ACC_SCALE", "ESC_IN_LOOP", "HALVES", "ASM", "num_warps", "num_stages", "maxnreg"},
+    "fp8": _SKINNY_KEYS | {"W_LEFT"},  # the skinny multiply by FP8 weights (a draft head)
 }  # fmt: skip
-TABLES = {"bf16": linear, "w12": w12_linear}  # whose MEASURED_TILES each kind goes into
+# the module and table each kind goes into
+TABLES = {
+    "bf16": (linear, "MEASURED_TILES"),
+    "w12": (w12_linear, "MEASURED_TILES"),
+    "fp8": (linear, "FP8_TILES"),
+}
+
+
+def tables() -> dict[str, dict]:
+    """Copies of the tile tables as they are now, by kind (for `restore`)."""
+    return {kind: dict(getattr(module, name)) for kind, (module, name) in TABLES.items()}
 
 
 def read(path: str | Path) -> dict[str, dict[tuple[int, int, int], dict]]:
@@ -39,7 +51,7 @@ def read(path: str | Path) -> dict[str, dict[tuple[int, int, int], dict]]:
     for i, e in enumerate(entries if isinstance(entries, list) else [None]):
         where = f"tiles file {path}, entry {i}"
         if not isinstance(e, dict) or e.get("kernel") not in TILE_KEYS:
-            raise ConfigError(f"{where}: wants kernel bf16 or w12, rows, n, k and tile")
+            raise ConfigError(f"{where}: wants kernel bf16, w12 or fp8, rows, n, k and tile")
         shape = tuple(e.get(key) for key in ("rows", "n", "k"))
         if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape):
             raise ConfigError(f"{where}: rows, n and k must be positive integers, got {shape}")
@@ -58,15 +70,15 @@ def read(path: str | Path) -> dict[str, dict[tuple[int, int, int], dict]]:
 def install(tiles: dict[str, dict[tuple[int, int, int], dict]]) -> dict[str, dict]:
     """Put a file's tiles (`read`) over the compiled-in MEASURED_TILES (process-wide); returns
     the tables as they were, for `restore`."""
-    before = {kind: dict(module.MEASURED_TILES) for kind, module in TABLES.items()}
-    for kind, module in TABLES.items():
-        module.MEASURED_TILES = before[kind] | tiles[kind]
+    before = tables()
+    for kind, (module, name) in TABLES.items():
+        setattr(module, name, before[kind] | tiles[kind])
     return before
 
 
 def restore(before: dict[str, dict]) -> None:
-    for kind, module in TABLES.items():
-        module.MEASURED_TILES = dict(before[kind])
+    for kind, (module, name) in TABLES.items():
+        setattr(module, name, dict(before[kind]))
 
 
 def to_json(tiles: dict[str, dict[tuple[int, int, int], dict]]) -> dict:
