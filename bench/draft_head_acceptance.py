@@ -1,13 +1,14 @@
-"""What a low-precision draft head (EngineConfig.draft_head) costs in acceptance, measured on a
-real pair (default: the embedded SmolLM2-135M-Instruct target and the DFlash drafter we trained
-for it), and that it changes no output.
+"""What a low-precision drafter costs in acceptance (EngineConfig.draft_head, draft_weights),
+measured on a real pair (default: the embedded SmolLM2-135M-Instruct target and the DFlash
+drafter we trained for it), and that it changes no output.
 
-Per dataset the first --num-prompts prompts are decoded AR, then speculatively with each head
-(--heads; "target" is the target's own LM head), and the bench reports the mean acceptance
-length (tokens a step), how often the drafter's proposals at a step equal the exact head's
-(the first proposal, and all of them), and whether every output equals AR's. Real drafter, real
-acceptance (no replay). Speed is not measured here: bench/engine_speed.py --draft-head at the
-Qwen3-8B shape on the H200 does that. The last line is one JSON object.
+Per dataset the first --num-prompts prompts are decoded AR, then speculatively with each arm
+(--arms, ARMS: the target's own LM head and the loaded drafter; an FP8 head; an FP8 drafter and
+head), and the bench reports the mean acceptance length (tokens a step), how often the arm's
+proposals at a step equal those of the exact drafter and head from the same inputs (the first
+proposal, all of them, each), and whether every output equals AR's. Real drafter, real
+acceptance (no replay). Speed is not measured here: bench/engine_speed.py --draft-head and
+--draft-weights at the Qwen3-8B shape on the H200 do that. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -25,33 +26,43 @@ from specpilot.measure.datasets import load_problems
 from specpilot.models.embedded import resolve_pair
 
 
-def record_proposals(llm: LLM) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Wrap llm's draft function (the PyTorch path): each call also proposes from the same
-    inputs through the target's own LM head (the drafter's cache writes are the same both times,
-    so the second call changes nothing); the list fills with both proposals, [B, block - 1]."""
-    gen = llm.generator
+def record_proposals(llm: LLM, exact: LLM) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Wrap llm's draft function (the PyTorch path): each call first proposes from the same
+    inputs with `exact`'s drafter and head, then with its own, whose cache writes (the drafter's
+    context keys and values) are thus the ones that stay; the list fills with both proposals
+    [B, block - 1] (ours, exact)."""
+    gen, ref = llm.generator, exact.generator
     pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
     inner = gen._draft_fn
 
     def recording(*args, **kwargs):
-        out = inner(*args, **kwargs)
-        head, gen.draft_head = gen.draft_head, None  # None: the target's lm_head
+        own = gen.drafter, gen.draft_head
+        gen.drafter, gen.draft_head = ref.drafter, ref.draft_head
         try:
-            exact = inner(*args, **kwargs)
+            want = inner(*args, **kwargs)
         finally:
-            gen.draft_head = head
-        pairs.append((out.cpu(), exact.cpu()))
+            gen.drafter, gen.draft_head = own
+        out = inner(*args, **kwargs)
+        pairs.append((out.cpu(), want.cpu()))
         return out
 
     gen._draft_fn = recording
     return pairs
 
 
+# --arms names: EngineConfig fields over the target's own head and the loaded drafter
+ARMS = {
+    "target": {},
+    "fp8-head": {"draft_head": "fp8"},
+    "fp8": {"draft_head": "fp8", "draft_weights": "fp8"},
+}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--target", help="default: the embedded SmolLM2 target")
     p.add_argument("--draft", help="default: the embedded drafter")
-    p.add_argument("--heads", default="target,fp8", help="EngineConfig.draft_head values")
+    p.add_argument("--arms", default="target,fp8-head,fp8", help=f"of {', '.join(ARMS)}")
     p.add_argument("--datasets", default="humaneval,mt-bench")
     p.add_argument("--num-prompts", type=int, default=30)
     p.add_argument("--max-new-tokens", type=int, default=128)
@@ -60,18 +71,17 @@ def main() -> None:
     args = p.parse_args()
 
     target, draft, defaults = resolve_pair(args.target, args.draft, args.device)
-    heads = [h for h in args.heads.split(",") if h]
-    if "target" not in heads:
-        heads.insert(0, "target")
+    arms = [a for a in args.arms.split(",") if a]
+    if "target" not in arms:
+        arms.insert(0, "target")
+    unknown = sorted(set(arms) - set(ARMS))
+    if unknown:
+        p.error(f"--arms: unknown {unknown}; choose from {', '.join(ARMS)}")
     block = int(defaults["block_size"])
+    base = dict(block_size=block, draft_head="target")
     llms = {
-        head: LLM(
-            target,
-            draft=draft,
-            device=args.device,
-            engine=EngineConfig(block_size=block, draft_head=head),
-        )
-        for head in heads
+        arm: LLM(target, draft=draft, device=args.device, engine=EngineConfig(**base | ARMS[arm]))
+        for arm in arms
     }
     rows = []
     for name in args.datasets.split(","):
@@ -80,7 +90,7 @@ def main() -> None:
         t0 = time.perf_counter()
         ar = [o.output_ids for o in generate(llms["target"], prompts, speculative=False, **kw)]
         for head, llm in llms.items():
-            pairs = record_proposals(llm) if head != "target" else []
+            pairs = record_proposals(llm, llms["target"]) if head != "target" else []
             outs = generate(llm, prompts, **kw)
             vars(llm.generator).pop("_draft_fn", None)  # the wrapper off
             first = sum(int((a[:, 0] == b[:, 0]).sum()) for a, b in pairs)
@@ -89,7 +99,8 @@ def main() -> None:
             each = sum(int((a == b).sum()) for a, b in pairs)
             row = {
                 "dataset": name,
-                "head": head,
+                "arm": head,
+                "config": ARMS[head],
                 "prompts": len(prompts),
                 "mean_acceptance": mean_acceptance(outs),
                 "identical_to_ar": [o.output_ids for o in outs] == ar,

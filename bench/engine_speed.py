@@ -223,10 +223,12 @@ def build(hf: dict, kind: str, seed: int):
 
 
 def linear_bytes(model: torch.nn.Module, skip_embedding: bool = True) -> int:
-    """Bytes of weights a forward reads: parameters (bf16) plus W12 linears' packed arrays."""
+    """Bytes of weights a forward reads: parameters (bf16) plus W12 and FP8 linears' arrays."""
+    from specpilot.formats.fp8 import Fp8Linear
     from specpilot.formats.w12_engine import W12Linear
 
-    w12 = sum(m.weight.nbytes() for m in model.modules() if isinstance(m, W12Linear))
+    packed = (W12Linear, Fp8Linear)
+    w12 = sum(m.weight.nbytes() for m in model.modules() if isinstance(m, packed))
     return w12 + sum(
         p.numel() * p.element_size()
         for n, p in model.named_parameters()
@@ -390,7 +392,7 @@ def measure_context(
     block_pos = context + torch.arange(k, device=dev)[None]
     gen._buffers_for("draft", 1, context + new_tokens + 2 * k + 1)
     t_draft = timed(lambda: gen._draft_forward(hidden, ctx_pos, anchors, block_pos, context + k))
-    draft_bytes = linear_bytes(drafter) + draft_head_bytes(gen)  # bf16 or W12
+    draft_bytes = linear_bytes(gen.drafter) + draft_head_bytes(gen)  # bf16, W12 or FP8
     result["draft"] = {
         "ms": t_draft * 1e3,
         "ratio_to_ar_step": t_draft / ar_step,
@@ -1037,6 +1039,7 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
         l2_ahead=args.l2_ahead,
         draft_vocab=synthetic_draft_vocab(args.draft_vocab, vocab_size) if args.draft_vocab else "",
         draft_head=args.draft_head,
+        draft_weights=args.draft_weights,
         tiles=args.tiles,
         step_graph=bool(args.step_graph),
     )
@@ -1045,7 +1048,7 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
 # the options a --paired arm may set: an engine's own (EngineConfig) or a module switch
 ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "draft_head",
-    "swiglu_epilogue",
+    "draft_weights", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_stages", "switch",
     "step_graph", "pipeline",
@@ -1271,6 +1274,12 @@ def build_parser() -> argparse.ArgumentParser:
         "replayed either way; bench/draft_vocab_acceptance.py measures its cost); 0: all",
     )
     parser.add_argument(
+        "--draft-weights",
+        default="model",
+        choices=("model", "fp8"),
+        help="EngineConfig.draft_weights (fp8: the drafter's linears in e4m3)",
+    )
+    parser.add_argument(
         "--draft-head",
         default="auto",
         choices=("auto", "target", "bfloat16", "fp8"),
@@ -1362,6 +1371,7 @@ def main() -> None:
         "l2_ahead": args.l2_ahead,
         "draft_vocab": f"synthetic: first {args.draft_vocab} ids" if args.draft_vocab else "all",
         "draft_head": args.draft_head,
+        "draft_weights": args.draft_weights,
         "attention_merge_rows": args.merge_rows if args.merge_rows >= 0 else "default",
         "swiglu_epilogue_min_rows": (
             args.swiglu_epilogue if args.swiglu_epilogue >= 0 else "default"

@@ -165,3 +165,44 @@ def test_fp8_head_matches_bf16_proposals_mostly_on_gpu(tmp_path) -> None:
     q = fp8.quantize(w)
     same = skinny_linear(x, q).argmax(-1) == skinny_linear(x, w).argmax(-1)
     assert same.float().mean() >= 0.9
+
+
+def test_fp8_drafter_is_a_converted_copy(qwen_dir, qwen_drafter_dir) -> None:
+    """EngineConfig.draft_weights "fp8": the generator drafts with a copy whose linears hold
+    FP8 weights (the loaded drafter keeps its own), its outputs equal AR's."""
+    from specpilot.formats.fp8 import Fp8Linear
+
+    prompts = [[3, 17, 52, 9], [101, 7, 7, 200, 5, 64]]
+    kw = dict(draft=str(qwen_drafter_dir), device="cpu", dtype="float32")
+    plain = LLM(qwen_dir, engine=EngineConfig(draft_head="target"), **kw)
+    ar = [o.output_ids for o in plain.generate(prompts, max_new_tokens=24, speculative=False)]
+    llm = LLM(qwen_dir, engine=EngineConfig(draft_weights="fp8", draft_head="fp8"), **kw)
+    drafter = llm.generator.drafter
+    fp8_linears = [m for m in drafter.modules() if isinstance(m, Fp8Linear)]
+    assert len(fp8_linears) == 7 * len(drafter.layers) + 1  # q k v o gate up down, and fc
+    assert drafter is not llm.drafter and not any(
+        isinstance(m, Fp8Linear) for m in llm.drafter.modules()
+    )
+    outs = llm.generate(prompts, max_new_tokens=24)
+    assert [o.output_ids for o in outs] == ar
+
+
+def test_fused_fp8_drafter(tmp_path) -> None:
+    """The fused drafter over an FP8 drafter: its blocks multiply by FP8 weights (q|k|v and
+    gate|up concatenated, k|v a row slice), the outputs are AR's."""
+    target, drafter, _ = _tiny_pair(tmp_path)
+    vocab = target.config.vocab_size
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    ar = _sequences(vocab, 5)
+    gen.run(ar, speculative=False)
+    config = EngineConfig(kernels="triton", draft_weights="fp8", draft_head="fp8")
+    gen = Generator(target, drafter, config, DEVICE, BF16)
+    block = gen.fused_drafter.blocks[0]
+    for weight in (block.qkv, block.kv, block.o, block.gate_up, block.down):
+        assert isinstance(weight, Fp8Weight)
+    assert block.kv.weight.data_ptr() == block.qkv.weight[block.heads * block.head_dim :].data_ptr()
+    seqs = _sequences(vocab, 5)
+    gen.run(seqs, speculative=True)
+    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
+    with pytest.raises(Exception, match="draft_weights"):
+        EngineConfig(draft_weights="int8")

@@ -330,6 +330,10 @@ class EngineConfig:
         these. "fp8": an e4m3 copy with a scale per row (formats/fp8.py), half the bytes of a
         bf16 head, in the fused path (kernels/linear.skinny_linear) and the PyTorch one
         (fp8_linear_reference) alike; with a draft vocabulary, its rows.
+    draft_weights: the drafter's linear layers. "model": as loaded; "fp8": an e4m3 copy with a
+        scale per row (formats/fp8.quantized_drafter; the loaded drafter is left as it is), half
+        the bytes a draft reads in bf16. Proposals only: outputs stay the target's whatever the
+        drafter's rounding, acceptance may change (bench/draft_head_acceptance.py).
     cpu_linear: float32 linear layers on a CPU. "torch": nn.Linear as is; "onednn": oneDNN on
         weights packed once at load (layers/onednn.py: 1.3-3x faster at 1-16 rows on the dev
         box); "auto": onednn where this torch build has it and the packed copies (the dense
@@ -406,6 +410,7 @@ class EngineConfig:
     pipeline: bool | str = "auto"
     batch_blocks: str = ""
     draft_head: str = "auto"
+    draft_weights: str = "model"
     cpu_linear: str = "auto"
     prefill: str = "auto"
     pdl: str = "auto"
@@ -430,6 +435,8 @@ class EngineConfig:
             raise ConfigError(
                 f"draft_head must be auto, target, bfloat16 or fp8, got {self.draft_head!r}"
             )
+        if self.draft_weights not in ("model", "fp8"):
+            raise ConfigError(f"draft_weights must be model or fp8, got {self.draft_weights!r}")
         if not self.min_acceptance >= 0:  # also NaN
             raise ConfigError(f"min_acceptance must be >= 0, got {self.min_acceptance!r}")
         if self.pdl not in PDL_MODES:

@@ -137,6 +137,10 @@ class Generator:
         device: torch.device,
         dtype: torch.dtype,
     ) -> None:
+        if drafter is not None and config.draft_weights == "fp8":
+            from specpilot.formats.w12_engine import kernels_usable
+
+            drafter = fp8.quantized_drafter(drafter, use_kernel=kernels_usable(device))
         self.target, self.drafter, self.config = target, drafter, config
         self.device, self.dtype = device, dtype
         self.block_size = config.block_size or (drafter.config.block_size if drafter else 16)

@@ -6,7 +6,8 @@ proposes). The drafter's head may therefore be any approximation of the target's
 that the exact head would not make is rejected by verification, so outputs stay the target's
 own argmax whatever the drafter's rounding, and only the acceptance length can change
 (EngineConfig.draft_head "fp8"). At the Qwen3-8B shape the head is 1.24 GB of the ~3.3 GB a
-DFlash-b16 draft reads; in 8 bits it is half of that.
+DFlash-b16 draft reads; in 8 bits it is half of that. The same holds for the drafter's own
+weights (EngineConfig.draft_weights "fp8": `quantized_drafter`, ~2.1 GB in bf16 at that shape).
 
 Format: `weight` [N, K] torch.float8_e4m3fn and `scale` [N] fp32, w ~= weight * scale, the
 scale a row's largest magnitude over e4m3's largest finite value (448), so that every row uses
@@ -21,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 E4M3_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 CHUNK_ROWS = 8192
@@ -61,6 +63,64 @@ class Fp8Weight:
     def dequantize(self) -> torch.Tensor:
         """The weights it stands for, float32 [N, K]."""
         return self.weight.float() * self.scale[:, None]
+
+    def __getitem__(self, rows: slice) -> Fp8Weight:
+        """`w[a:b]`: rows a..b-1 as views (code that slices bf16 weights by rows works as is)."""
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise TypeError("an FP8 weight can only be sliced by a range of rows")
+        return Fp8Weight(self.weight[rows], self.scale[rows])
+
+
+def cat(weights: list[Fp8Weight]) -> Fp8Weight:
+    """The rows of several FP8 weights of one K, stacked."""
+    return Fp8Weight(torch.cat([w.weight for w in weights]), torch.cat([w.scale for w in weights]))
+
+
+class Fp8Linear(nn.Module):
+    """A bias-free nn.Linear whose weight is an Fp8Weight (a drafter's, EngineConfig.draft_weights
+    "fp8"): the skinny kernel where the kernels run (64 rows at a time), else
+    fp8_linear_reference."""
+
+    def __init__(self, weight: Fp8Weight, use_kernel: bool) -> None:
+        super().__init__()
+        self.weight = weight
+        self.out_features, self.in_features = weight.shape
+        self.use_kernel = use_kernel
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [..., in_features] -> [..., out_features] in x's dtype."""
+        rows = x.reshape(-1, self.in_features)
+        if self.use_kernel:
+            from specpilot.formats.w12_engine import linear
+
+            y = linear(rows.contiguous(), self.weight)
+        else:
+            y = fp8_linear_reference(rows, self.weight)
+        return y.view(*x.shape[:-1], -1)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, format=FP8"
+
+
+@torch.no_grad()
+def quantized_drafter(drafter: nn.Module, use_kernel: bool) -> nn.Module:
+    """A copy of a DFlashDrafter whose linear layers (its layers' projections and `fc`) hold FP8
+    weights; norms and everything else copied as they are. The drafter only proposes, so its
+    rounding never changes an emitted token (acceptance: bench/draft_head_acceptance.py)."""
+    import copy
+
+    from specpilot.formats.w12_engine import MATRICES, W12Linear, _linears
+
+    if any(isinstance(m, W12Linear) for m in drafter.modules()):
+        raise ValueError("an FP8 drafter is made from a bf16 one, not from W12 weights")
+    # NOTE: the copy shares nothing with the original, whose generators keep their weights
+    shadow = copy.deepcopy(drafter)
+    for parent, name in _linears(shadow, frozenset(MATRICES)):
+        lin = getattr(parent, name)
+        if lin.bias is not None:
+            raise ValueError(f"an FP8 drafter takes no linear biases ({name})")
+        setattr(parent, name, Fp8Linear(quantize(lin.weight), use_kernel))
+    return shadow
 
 
 def quantize(w: torch.Tensor) -> Fp8Weight:

@@ -213,9 +213,20 @@ def keep_matrices(model: nn.Module, matrices: frozenset[str]) -> None:
             setattr(parent, name, _decoded(child))
 
 
-def concat_rows(*linears: nn.Module) -> torch.Tensor | W12Weight:
-    """models/fused.py's `_concat_rows` for bf16 or W12 linears: one weight [sum of N, K] whose
-    row slices become the linears' weights (no memory duplicated)."""
+def concat_rows(*linears: nn.Module) -> torch.Tensor | W12Weight | Fp8Weight:
+    """models/fused.py's `_concat_rows` for bf16, W12 or FP8 linears: one weight [sum of N, K]
+    whose row slices become the linears' weights (no memory duplicated)."""
+    from specpilot.formats.fp8 import Fp8Linear, cat
+
+    if all(isinstance(lin, Fp8Linear) for lin in linears):
+        fused_fp8 = cat([lin.weight for lin in linears])
+        row = 0
+        for lin in linears:
+            lin.weight = fused_fp8[row : row + lin.out_features]
+            row += lin.out_features
+        return fused_fp8
+    if any(isinstance(lin, Fp8Linear) for lin in linears):
+        raise ValueError("cannot concatenate FP8 and other linears")
     if not all(isinstance(lin, W12Linear) for lin in linears):
         if any(isinstance(lin, W12Linear) for lin in linears):
             raise ValueError("cannot concatenate W12 and bf16 linears")

@@ -261,8 +261,13 @@ MEASURED_TILES = {
 
 
 # FP8 weights (a draft head, formats/fp8.py): tiles by (rows, N, K) measured with them, else
-# tile_config's (bench/fp8_head.py sweeps them)
-FP8_TILES: dict[tuple[int, int, int], dict] = {}
+# tile_config's (bench/fp8_head.py sweeps them). Run 177 (15 rows of Qwen3-8B's 151,936 x 4096
+# head, 48 tiles): 128 x 128 on 4 warps, 4 stages, 162.9 us (3.82 TB/s of its 0.62 GB) against
+# 185.5 on the bf16 head's tile and 301.3 for the bf16 head; the weights as wgmma's left
+# operand (W_LEFT) at best 178.7 (mma.sync with them on the right wins here)
+FP8_TILES: dict[tuple[int, int, int], dict] = {
+    (16, 151936, 4096): dict(BLOCK_N=128, BLOCK_K=128, num_warps=4, num_stages=4),
+}
 
 
 def tile_config(m: int, n: int, k: int) -> dict:
