@@ -206,3 +206,16 @@ def test_fused_fp8_drafter(tmp_path) -> None:
     assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
     with pytest.raises(Exception, match="draft_weights"):
         EngineConfig(draft_weights="int8")
+
+
+def test_cli_generates_with_an_fp8_drafter(capsys, qwen_dir, qwen_drafter_dir) -> None:
+    """`generate --draft-weights fp8 --draft-head fp8` speculates and emits AR's tokens."""
+    from tests.test_cli_errors import cli_json
+
+    args = ["--prompt-ids", "5,17,42", "--max-new-tokens", "12", "--device", "cpu",
+            "--ignore-eos", "--json", "--target", str(qwen_dir), "--dtype", "float32"]  # fmt: skip
+    ar = cli_json(capsys, "generate", *args)
+    spec = cli_json(capsys, "generate", *args, "--draft", str(qwen_drafter_dir),
+                    "--draft-weights", "fp8", "--draft-head", "fp8")  # fmt: skip
+    assert spec["output_ids"] == ar["output_ids"] and len(ar["output_ids"]) == 12
+    assert spec.get("acceptance_lengths")

@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         "Qwen3-8B shape, runs 40 and 44), off on a CPU",
     )
     serve_command.add_weights_arguments(gen)
-    serve_command.add_draft_vocab_argument(gen)
+    serve_command.add_draft_arguments(gen)
     serve_command.add_pdl_argument(gen)
     serve_command.add_tiles_argument(gen)
     gen.add_argument(
@@ -187,6 +187,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
             weights=args.weights,
             w12_matrices=args.w12_matrices,
             draft_vocab=args.draft_vocab,
+            draft_head=args.draft_head,
+            draft_weights=args.draft_weights,
             pdl=args.pdl,
             tiles=args.tiles,
             min_acceptance=args.min_acceptance,

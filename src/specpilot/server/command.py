@@ -38,13 +38,27 @@ def add_cuda_graphs_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_draft_vocab_argument(parser: argparse.ArgumentParser) -> None:
-    """--draft-vocab, shared by `serve` and `generate` (EngineConfig.draft_vocab)."""
+def add_draft_arguments(parser: argparse.ArgumentParser) -> None:
+    """--draft-vocab, --draft-head and --draft-weights, shared by `serve` and `generate`
+    (EngineConfig's): what the drafter proposes from, and in which precision."""
     parser.add_argument(
         "--draft-vocab",
         default="",
         help="draft vocabulary file from `specpilot draft-vocab`: the drafter proposes only "
         "those tokens (a smaller draft head; outputs unchanged)",
+    )
+    parser.add_argument(
+        "--draft-head",
+        default="auto",
+        choices=("auto", "target", "bfloat16", "fp8"),
+        help="the drafter's LM head: the target's, a bf16 copy, or FP8 (e4m3, half the bytes; "
+        "outputs unchanged, acceptance may move slightly)",
+    )
+    parser.add_argument(
+        "--draft-weights",
+        default="model",
+        choices=("model", "fp8"),
+        help="the drafter's linear layers as loaded, or in FP8 (outputs unchanged)",
     )
 
 
@@ -139,7 +153,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(EngineConfig.prefill)",
     )
     add_cuda_graphs_argument(p)
-    add_draft_vocab_argument(p)
+    add_draft_arguments(p)
     add_tiles_argument(p)
     add_pdl_argument(p)
     add_weights_arguments(p)
@@ -228,6 +242,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             batch_blocks=args.batch_blocks,
             prefill=args.prefill,
             draft_vocab=args.draft_vocab,
+            draft_head=args.draft_head,
+            draft_weights=args.draft_weights,
             pdl=args.pdl,
             tiles=args.tiles,
             weights=args.weights,
