@@ -3,12 +3,14 @@ tile, on the GPU: for each shape (the draft head, and with --shapes drafter the 
 projections), the time of one [rows, K] x [N, K]^T multiply and its bandwidth on the bytes it
 reads, so that the FP8 tiles (linear.FP8_TILES) can be chosen from measurements.
 
-Each variant is timed as the median of --repeats rounds of LAUNCHES launches back to back (CUDA
-events around each round), after --warmup launches. Each launch reads the next of as many copies
-of the weight as make COLD_BYTES, more than L2 holds, so every launch reads its weight from HBM
-as in a forward. The random head's argmax with FP8 weights is compared with bf16's per row (a
-check that the scales are applied; acceptance on a real pair: bench/draft_head_acceptance.py).
-(Runs 176-177 swept the head alone, as bench/fp8_head.py.) The last line is one JSON object.
+Each variant is timed as the median of --repeats replays of a CUDA graph of LAUNCHES launches
+(CUDA events around each replay), after --warmup launches. Each launch reads the next of as many
+copies of the weight as make COLD_BYTES, more than L2 holds, so every launch reads its weight
+from HBM as in a forward. (Run 178 timed plain launches: the host's launch time, ~55-100 us,
+hid every multiply but the head's.) The random head's argmax with FP8 weights is compared with
+bf16's per row (a check that the scales are applied; acceptance on a real pair:
+bench/draft_head_acceptance.py). (Runs 176-177 swept the head alone, as bench/fp8_head.py.)
+The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -37,20 +39,27 @@ DRAFTER_GRID = dict(
     W_LEFT=(True, False), BLOCK_N=(16, 32, 64, 128), BLOCK_K=(128, 256), num_stages=(3, 4)
 )
 COLD_BYTES = 256 << 20
-# launches between two events: one launch's host time (~20-40 us for a Triton launch) would
-# otherwise count whenever it exceeds the kernel's
-LAUNCHES = 10
+# launches a timed graph holds
+LAUNCHES = 12
 
 
 def time_us(fn, warmup: int, repeats: int) -> float:
+    """Device time of one fn() launch: LAUNCHES of them captured in a CUDA graph, the median of
+    `repeats` replays over LAUNCHES (a Triton launch costs the host more than a small multiply
+    takes on the device, so plain launches would time the host)."""
     for _ in range(warmup):
         fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(LAUNCHES):
+            fn()
+    graph.replay()
     times = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(LAUNCHES):
-            fn()
+        graph.replay()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e3 / LAUNCHES)

@@ -60,9 +60,10 @@ class Fp8Weight:
     def nbytes(self) -> int:
         return self.weight.numel() + 4 * self.scale.numel()
 
-    def dequantize(self) -> torch.Tensor:
-        """The weights it stands for, float32 [N, K]."""
-        return self.weight.float() * self.scale[:, None]
+    def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """The weights it stands for [N, K]: exact in float32; in a narrower dtype each weight
+        and scale rounded to it, then their product (no float32 temporary)."""
+        return self.weight.to(dtype) * self.scale.to(dtype)[:, None]
 
     def __getitem__(self, rows: slice) -> Fp8Weight:
         """`w[a:b]`: rows a..b-1 as views (code that slices bf16 weights by rows works as is)."""
@@ -78,8 +79,8 @@ def cat(weights: list[Fp8Weight]) -> Fp8Weight:
 
 class Fp8Linear(nn.Module):
     """A bias-free nn.Linear whose weight is an Fp8Weight (a drafter's, EngineConfig.draft_weights
-    "fp8"): the skinny kernel where the kernels run (64 rows at a time), else
-    fp8_linear_reference."""
+    "fp8"): formats/w12_engine.linear where the kernels run (the skinny kernel up to 64 rows,
+    the widened weights on cuBLAS above), else fp8_linear_reference."""
 
     def __init__(self, weight: Fp8Weight, use_kernel: bool) -> None:
         super().__init__()

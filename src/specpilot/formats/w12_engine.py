@@ -296,15 +296,11 @@ def _linear(
     if hand and x.shape[0] > MAX_ROWS:
         raise ValueError(f"the norm hand-off is the skinny multiplies' (<= {MAX_ROWS} rows)")
 
-    if x.shape[0] > MAX_ROWS and isinstance(weight, Fp8Weight):  # a wide draft: 64-row slices
-        if hand:
-            raise ValueError(f"an FP8 multiply of more than {MAX_ROWS} rows takes no hand-off")
-        parts = []
-        for i in range(0, x.shape[0], MAX_ROWS):
-            res = None if residual is None else residual[i : i + MAX_ROWS]
-            parts.append(_linear(x[i : i + MAX_ROWS], weight, norm_weight, eps, glu, res, swiglu,
-                                 {}))  # fmt: skip
-        return torch.cat(parts)
+    if x.shape[0] > MAX_ROWS and isinstance(weight, Fp8Weight):  # a wide draft or the
+        # drafter's prompt context: the weights widened (fp8_linear_reference's values), then
+        # the multiply as a bf16 weight's (cuBLAS). Run 178: 64-row slices through the skinny
+        # kernel, ~100 launches for a 1k prompt's context, cost FP8 drafts 12%
+        weight = weight.dequantize(x.dtype)
     if x.shape[0] > MAX_ROWS and not isinstance(weight, W12Weight):
         from specpilot.kernels.elementwise import rmsnorm, silu_mul
         from specpilot.kernels.linear import check_prologue_epilogue
