@@ -1275,8 +1275,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--draft-weights",
-        default="model",
-        choices=("model", "fp8"),
+        default="auto",
+        choices=("auto", "model", "fp8"),
         help="EngineConfig.draft_weights (fp8: the drafter's linears in e4m3)",
     )
     parser.add_argument(

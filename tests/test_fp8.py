@@ -223,3 +223,41 @@ def test_cli_generates_with_an_fp8_drafter(capsys, qwen_dir, qwen_drafter_dir) -
                     "--draft-weights", "fp8", "--draft-head", "fp8")  # fmt: skip
     assert spec["output_ids"] == ar["output_ids"] and len(ar["output_ids"]) == 12
     assert spec.get("acceptance_lengths")
+
+
+def test_auto_resolves_to_fp8_where_the_fused_kernels_run(monkeypatch) -> None:
+    from specpilot.engine import generator
+
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    decide = Generator._fp8_drafter
+    assert not decide(EngineConfig(), cpu, BF16)  # no fused kernels here: as loaded
+    assert decide(EngineConfig(draft_weights="fp8"), cpu, torch.float32)
+    monkeypatch.setattr(generator, "kernels_usable", lambda device: device.type == "cuda")
+    assert decide(EngineConfig(), cuda, BF16)
+    assert not decide(EngineConfig(kernels="torch"), cuda, BF16)
+    assert not decide(EngineConfig(), cuda, torch.float16)
+    assert not decide(EngineConfig(draft_weights="model"), cuda, BF16)
+
+
+def test_fp8_drafter_from_w12_weights(qwen_dir, qwen_drafter_dir) -> None:
+    """A drafter whose linears are W12 (decoded exactly) becomes the same FP8 drafter as its
+    bf16 original."""
+    from specpilot.formats.fp8 import Fp8Linear
+    from specpilot.formats.w12_engine import convert_model
+    from specpilot.models.loader import load_drafter
+
+    llm = LLM(qwen_dir, draft=str(qwen_drafter_dir), device="cpu", dtype="bfloat16")
+    drafter, _ = load_drafter(qwen_drafter_dir, llm.target.config, torch.device("cpu"), BF16)
+    plain = fp8.quantized_drafter(drafter, use_kernel=False)
+    convert_model(drafter, use_kernel=False)
+    packed = fp8.quantized_drafter(drafter, use_kernel=False)
+    pairs = [
+        (a, b)
+        for a, b in zip(plain.modules(), packed.modules(), strict=True)
+        if isinstance(a, Fp8Linear)
+    ]
+    assert len(pairs) == 7 * len(plain.layers) + 1
+    for a, b in pairs:
+        assert isinstance(b, Fp8Linear)
+        assert torch.equal(a.weight.weight.view(torch.uint8), b.weight.weight.view(torch.uint8))
+        assert torch.equal(a.weight.scale, b.weight.scale)

@@ -326,14 +326,21 @@ class EngineConfig:
         verified, so the drafter's rounding never changes an emitted token, only acceptance);
         "auto": on a CPU with a float32 target, whichever of the two measures faster at load
         (on the 2-core dev box: 6.5 vs 22.9 ms for 15 rows of SmolLM2's 49,152 x 576 head, a
-        fifth of a speculative step); elsewhere "target". The fused GPU path is unaffected by
-        these. "fp8": an e4m3 copy with a scale per row (formats/fp8.py), half the bytes of a
-        bf16 head, in the fused path (kernels/linear.skinny_linear) and the PyTorch one
-        (fp8_linear_reference) alike; with a draft vocabulary, its rows.
+        fifth of a speculative step); where the fused drafter runs on CUDA "fp8"; elsewhere
+        "target". "fp8": an e4m3 copy with a scale per row (formats/fp8.py), half the bytes of
+        a bf16 head, in the fused path (kernels/linear.skinny_linear) and the PyTorch one
+        alike; with a draft vocabulary, its rows. On the H200 (docs/LOG.md runs 177, 179):
+        spec@6.55 1.022-1.023x; acceptance on the embedded pair HumanEval 2.611 -> 2.607,
+        MT-Bench 1.613 -> 1.604.
     draft_weights: the drafter's linear layers. "model": as loaded; "fp8": an e4m3 copy with a
-        scale per row (formats/fp8.quantized_drafter; the loaded drafter is left as it is), half
-        the bytes a draft reads in bf16. Proposals only: outputs stay the target's whatever the
-        drafter's rounding, acceptance may change (bench/draft_head_acceptance.py).
+        scale per row (formats/fp8.quantized_drafter; the loaded drafter is left as it is, so
+        the copy adds half its bytes of memory), half the bytes a draft reads in bf16; "auto"
+        (default): fp8 where the fused kernels run the drafter (CUDA, bf16), else model.
+        Proposals only: outputs stay the target's whatever the drafter's rounding; acceptance
+        on the embedded pair (bench/draft_head_acceptance.py, CPU, 40 prompts each) HumanEval
+        2.611 -> 2.613, MT-Bench 1.613 -> 1.607 with the FP8 head too. On the H200 (docs/LOG.md
+        run 179, Qwen3-8B shape, 1k, paired, pipelined): spec@6.55 1.054x with the FP8 head,
+        against 1.022x for the FP8 head alone.
     cpu_linear: float32 linear layers on a CPU. "torch": nn.Linear as is; "onednn": oneDNN on
         weights packed once at load (layers/onednn.py: 1.3-3x faster at 1-16 rows on the dev
         box); "auto": onednn where this torch build has it and the packed copies (the dense
@@ -410,7 +417,7 @@ class EngineConfig:
     pipeline: bool | str = "auto"
     batch_blocks: str = ""
     draft_head: str = "auto"
-    draft_weights: str = "model"
+    draft_weights: str = "auto"
     cpu_linear: str = "auto"
     prefill: str = "auto"
     pdl: str = "auto"
@@ -435,8 +442,10 @@ class EngineConfig:
             raise ConfigError(
                 f"draft_head must be auto, target, bfloat16 or fp8, got {self.draft_head!r}"
             )
-        if self.draft_weights not in ("model", "fp8"):
-            raise ConfigError(f"draft_weights must be model or fp8, got {self.draft_weights!r}")
+        if self.draft_weights not in ("auto", "model", "fp8"):
+            raise ConfigError(
+                f"draft_weights must be auto, model or fp8, got {self.draft_weights!r}"
+            )
         if not self.min_acceptance >= 0:  # also NaN
             raise ConfigError(f"min_acceptance must be >= 0, got {self.min_acceptance!r}")
         if self.pdl not in PDL_MODES:

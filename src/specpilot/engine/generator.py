@@ -33,6 +33,7 @@ from specpilot.errors import ConfigError
 from specpilot.formats import fp8, w12
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
+from specpilot.formats.w12_engine import kernels_usable, linear
 from specpilot.kernels import launch
 from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
@@ -137,9 +138,7 @@ class Generator:
         device: torch.device,
         dtype: torch.dtype,
     ) -> None:
-        if drafter is not None and config.draft_weights == "fp8":
-            from specpilot.formats.w12_engine import kernels_usable
-
+        if drafter is not None and self._fp8_drafter(config, device, dtype):
             drafter = fp8.quantized_drafter(drafter, use_kernel=kernels_usable(device))
         self.target, self.drafter, self.config = target, drafter, config
         self.device, self.dtype = device, dtype
@@ -273,7 +272,9 @@ class Generator:
         out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
         # 2-D rows: a strided 3-D input makes the CPU's matmul take a much slower batched path
         rows = out[:, 1:].reshape(-1, out.shape[-1])
-        if isinstance(self.draft_head, Fp8Weight):
+        if isinstance(self.draft_head, Fp8Weight) and kernels_usable(self.device):
+            logits = linear(rows.contiguous(), self.draft_head)
+        elif isinstance(self.draft_head, Fp8Weight):
             logits = fp8.fp8_linear_reference(rows, self.draft_head)
         elif self.draft_head is not None:
             logits = F.linear(rows.to(self.draft_head.dtype), self.draft_head)
@@ -316,12 +317,24 @@ class Generator:
             weight = w12.decode(weight)
         return weight.detach()[self.draft_ids].contiguous()
 
+    @staticmethod
+    def _fp8_drafter(config: EngineConfig, device: torch.device, dtype: torch.dtype) -> bool:
+        """EngineConfig.draft_weights as resolved: "auto" is FP8 where the fused kernels may
+        run the drafter (CUDA, Triton, bf16, kernels not "torch")."""
+        if config.draft_weights != "auto":
+            return config.draft_weights == "fp8"
+        fused = config.kernels != "torch" and dtype == torch.bfloat16
+        return fused and kernels_usable(device)
+
     def _choose_draft_head(self) -> torch.Tensor | Fp8Weight | None:
         """EngineConfig.draft_head: None (the target's lm_head) or a low-precision copy; with
-        a draft vocabulary, that vocabulary's rows (in bfloat16 or FP8 if asked for)."""
+        a draft vocabulary, that vocabulary's rows (in bfloat16 or FP8 if asked for). "auto"
+        is FP8 where the fused drafter runs on CUDA."""
         choice = self.config.draft_head
         if self.drafter is None:
             return None
+        if choice == "auto" and self.fused_drafter is not None and self.device.type == "cuda":
+            choice = "fp8"
         if choice == "fp8":
             rows = self._draft_vocab_rows() if self.draft_ids is not None else None
             if rows is None:

@@ -110,17 +110,20 @@ def quantized_drafter(drafter: nn.Module, use_kernel: bool) -> nn.Module:
     rounding never changes an emitted token (acceptance: bench/draft_head_acceptance.py)."""
     import copy
 
+    from specpilot.formats import w12
     from specpilot.formats.w12_engine import MATRICES, W12Linear, _linears
 
-    if any(isinstance(m, W12Linear) for m in drafter.modules()):
-        raise ValueError("an FP8 drafter is made from a bf16 one, not from W12 weights")
     # NOTE: the copy shares nothing with the original, whose generators keep their weights
     shadow = copy.deepcopy(drafter)
     for parent, name in _linears(shadow, frozenset(MATRICES)):
         lin = getattr(parent, name)
-        if lin.bias is not None:
+        if isinstance(lin, W12Linear):  # W12 holds bf16 weights exactly: decoded, then FP8
+            weight = w12.decode(lin.weight)
+        elif lin.bias is not None:
             raise ValueError(f"an FP8 drafter takes no linear biases ({name})")
-        setattr(parent, name, Fp8Linear(quantize(lin.weight), use_kernel))
+        else:
+            weight = lin.weight
+        setattr(parent, name, Fp8Linear(quantize(weight), use_kernel))
     return shadow
 
 

@@ -52,13 +52,15 @@ def add_draft_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         choices=("auto", "target", "bfloat16", "fp8"),
         help="the drafter's LM head: the target's, a bf16 copy, or FP8 (e4m3, half the bytes; "
-        "outputs unchanged, acceptance may move slightly)",
+        "auto: FP8 where the fused drafter runs on CUDA; outputs unchanged, acceptance may move "
+        "slightly)",
     )
     parser.add_argument(
         "--draft-weights",
-        default="model",
-        choices=("model", "fp8"),
-        help="the drafter's linear layers as loaded, or in FP8 (outputs unchanged)",
+        default="auto",
+        choices=("auto", "model", "fp8"),
+        help="the drafter's linear layers as loaded, or in FP8 (auto: FP8 where the fused "
+        "kernels run, on CUDA; outputs unchanged)",
     )
 
 
