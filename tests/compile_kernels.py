@@ -258,6 +258,14 @@ def cases() -> list[tuple[str, object, dict, dict]]:
     for anchors in (False, True):
         out.append((f"embed ANCHORS={anchors}", tokens._embed_kernel, embed_types,
                     dict(BLOCK=tokens.EMBED_BLOCK, ANCHORS=anchors)))  # fmt: skip
+    fp8_types = lin | {"w_ptr": "*fp8e4nv", "scale_ptr": "*fp32", "part_ptr": "*fp32",
+                       "count_ptr": "*i32"}  # fmt: skip
+    for (m, n, k), tile in linear.FP8_TILES.items():  # the FP8 drafter's measured tiles
+        cfg = linear.tile_config(m, n, k) | tile
+        consts = {key: v for key, v in cfg.items() if key.isupper() or key.startswith("num_")}
+        consts |= dict(NORM=False, GLU=False, RESIDUAL=n == 4096, F32_DOT=False, SCALE=True)
+        consts |= dict(FENCE=True) if consts.get("SPLIT_K", 1) > 1 else {}
+        out.append((f"skinny_linear FP8 {m}x{n}x{k}", linear._skinny_kernel, fp8_types, consts))
     argmax_types = {"x_ptr": bf16, "part_v_ptr": "*fp32", "part_i_ptr": "*i32",
                     "count_ptr": "*i32", "out_ptr": "*i64", "ids_ptr": "*i64",
                     "packed_ptr": "*i64"}  # fmt: skip

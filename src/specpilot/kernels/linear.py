@@ -260,13 +260,21 @@ MEASURED_TILES = {
 }
 
 
-# FP8 weights (a draft head, formats/fp8.py): tiles by (rows, N, K) measured with them, else
-# tile_config's (bench/fp8_head.py sweeps them). Run 177 (15 rows of Qwen3-8B's 151,936 x 4096
-# head, 48 tiles): 128 x 128 on 4 warps, 4 stages, 162.9 us (3.82 TB/s of its 0.62 GB) against
-# 185.5 on the bf16 head's tile and 301.3 for the bf16 head; the weights as wgmma's left
-# operand (W_LEFT) at best 178.7 (mma.sync with them on the right wins here)
+# FP8 weights (a drafter's, formats/fp8.py): tiles by (rows, N, K) measured with them, else
+# tile_config's (bench/fp8_speed.py sweeps them, each timing inside a CUDA graph, cold weights).
+# Run 180 (16 rows, Qwen3-8B's drafter and head), us against bf16 on its tiles: head 150.6 /
+# 278.5, q|k|v 13.0 / 15.4, k|v 8.1 / 11.3, o 10.1 / 12.4, gate|up 29.3 / 48.8, down 19.5 /
+# 29.5, fc 28.2 / 46.2. The small shapes read only 1.0-2.6 TB/s (room left); the K splits won
+# down, fc and k|v; mma.sync (weights on the right) the head, W_LEFT (wgmma) o and k|v.
+_FP8 = dict(BLOCK_N=64, BLOCK_K=256, num_warps=4, num_stages=4)
 FP8_TILES: dict[tuple[int, int, int], dict] = {
-    (16, 151936, 4096): dict(BLOCK_N=128, BLOCK_K=128, num_warps=4, num_stages=4),
+    (16, 151936, 4096): dict(_FP8, BLOCK_N=128, BLOCK_K=128),
+    (16, 6144, 4096): dict(_FP8, BLOCK_K=512),
+    (16, 2048, 4096): dict(_FP8, W_LEFT=True, SPLIT_K=4),
+    (16, 4096, 4096): dict(_FP8, BLOCK_N=32, W_LEFT=True),
+    (16, 24576, 4096): _FP8,
+    (16, 4096, 12288): dict(_FP8, SPLIT_K=4),
+    (16, 4096, 20480): dict(_FP8, SPLIT_K=4),
 }
 
 
