@@ -13,11 +13,10 @@ acceptance (no replay). Speed is not measured here: bench/engine_speed.py --draf
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
-from draft_vocab_acceptance import generate, mean_acceptance  # bench/ is on sys.path
+from draft_vocab_acceptance import generate, mean_acceptance, pair_arguments  # bench/ on path
 from report import finish
 
 from specpilot.config import EngineConfig
@@ -59,15 +58,8 @@ ARMS = {
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--target", help="default: the embedded SmolLM2 target")
-    p.add_argument("--draft", help="default: the embedded drafter")
+    p = pair_arguments(__doc__.splitlines()[0])
     p.add_argument("--arms", default="target,fp8-head,fp8", help=f"of {', '.join(ARMS)}")
-    p.add_argument("--datasets", default="humaneval,mt-bench")
-    p.add_argument("--num-prompts", type=int, default=30)
-    p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out")
     args = p.parse_args()
 
     target, draft, defaults = resolve_pair(args.target, args.draft, args.device)

@@ -40,18 +40,24 @@ def mean_acceptance(outs: list) -> float:
     return sum(steps) / len(steps) if steps else 0.0
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def pair_arguments(description: str) -> argparse.ArgumentParser:
+    """The options of a real-pair acceptance bench: the pair, the datasets and prompts, where."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--target", help="default: the embedded SmolLM2 target")
     p.add_argument("--draft", help="default: the embedded drafter")
-    p.add_argument("--corpus", required=True, action="append", help="frequency corpus (JSONL)")
-    p.add_argument("--generate", type=int, default=200, help="target answers to count")
-    p.add_argument("--sizes", default="4096,8192,16384")
     p.add_argument("--datasets", default="humaneval,mt-bench")
     p.add_argument("--num-prompts", type=int, default=30)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--device", default="cpu")
     p.add_argument("--out")
+    return p
+
+
+def main() -> None:
+    p = pair_arguments(__doc__.splitlines()[0])
+    p.add_argument("--corpus", required=True, action="append", help="frequency corpus (JSONL)")
+    p.add_argument("--generate", type=int, default=200, help="target answers to count")
+    p.add_argument("--sizes", default="4096,8192,16384")
     args = p.parse_args()
 
     target, draft, defaults = resolve_pair(args.target, args.draft, args.device)

@@ -224,12 +224,10 @@ def build(hf: dict, kind: str, seed: int):
 
 def linear_bytes(model: torch.nn.Module, skip_embedding: bool = True) -> int:
     """Bytes of weights a forward reads: parameters (bf16) plus W12 and FP8 linears' arrays."""
-    from specpilot.formats.fp8 import Fp8Linear
-    from specpilot.formats.w12_engine import W12Linear
+    from specpilot.formats.packed import PackedLinear
 
-    packed = (W12Linear, Fp8Linear)
-    w12 = sum(m.weight.nbytes() for m in model.modules() if isinstance(m, packed))
-    return w12 + sum(
+    packed = sum(m.weight.nbytes() for m in model.modules() if isinstance(m, PackedLinear))
+    return packed + sum(
         p.numel() * p.element_size()
         for n, p in model.named_parameters()
         if not (skip_embedding and "embed_tokens" in n)

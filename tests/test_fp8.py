@@ -24,6 +24,7 @@ from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUD
     _sequences,
     _tiny_pair,
     close,
+    record_drafts,
 )
 
 
@@ -144,15 +145,7 @@ def test_fused_drafter_with_an_fp8_head(tmp_path, vocab_subset: bool) -> None:
     head = gen.fused_drafter.head
     assert isinstance(head, Fp8Weight)
     assert head.shape[0] == (ids.numel() if vocab_subset else vocab)
-    seen: list[int] = []
-    inner = gen._draft_fn
-
-    def recording(*args):
-        drafts = inner(*args)
-        seen.extend(drafts.flatten().tolist())
-        return drafts
-
-    gen._draft_fn = recording
+    seen = record_drafts(gen)
     seqs = _sequences(vocab, 5)
     gen.run(seqs, speculative=True)
     assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]

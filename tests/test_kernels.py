@@ -1193,6 +1193,20 @@ def _sequences(vocab: int, new_tokens: int) -> list[Sequence]:
     ]
 
 
+def record_drafts(gen: Generator) -> list[int]:
+    """Wrap the generator's draft function; the list fills with every proposed token."""
+    seen: list[int] = []
+    inner = gen._draft_fn
+
+    def recording(*args):
+        drafts = inner(*args)
+        seen.extend(drafts.flatten().tolist())
+        return drafts
+
+    gen._draft_fn = recording
+    return seen
+
+
 def _tiny_pair(tmp_path, tied: bool = True) -> tuple:
     """A two-layer target (head_dim 16: the kernels take powers of two; the interpreter is
     slow) and a drafter in bf16, and the target in fp32 as the token-forcing reference."""
@@ -1437,15 +1451,7 @@ def test_fused_drafter_with_a_draft_vocabulary(tmp_path, weights: str) -> None:
     assert gen.fused_drafter.head.shape[0] == ids.numel()
     if weights == "w12":
         assert isinstance(gen.fused_drafter.head, W12Weight)
-    seen: list[int] = []
-    inner = gen._draft_fn
-
-    def recording(*args):
-        drafts = inner(*args)
-        seen.extend(drafts.flatten().tolist())
-        return drafts
-
-    gen._draft_fn = recording
+    seen = record_drafts(gen)
     seqs = _sequences(vocab, 5)
     gen.run(seqs, speculative=True)
     assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from specpilot.formats.packed import PackedLinear
+
 E4M3_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 CHUNK_ROWS = 8192
 
@@ -77,16 +79,13 @@ def cat(weights: list[Fp8Weight]) -> Fp8Weight:
     return Fp8Weight(torch.cat([w.weight for w in weights]), torch.cat([w.scale for w in weights]))
 
 
-class Fp8Linear(nn.Module):
+class Fp8Linear(PackedLinear):
     """A bias-free nn.Linear whose weight is an Fp8Weight (a drafter's, EngineConfig.draft_weights
     "fp8"): formats/w12_engine.linear where the kernels run (the skinny kernel up to 64 rows,
     the widened weights on cuBLAS above), else fp8_linear_reference."""
 
-    def __init__(self, weight: Fp8Weight, use_kernel: bool) -> None:
-        super().__init__()
-        self.weight = weight
-        self.out_features, self.in_features = weight.shape
-        self.use_kernel = use_kernel
+    FORMAT = "FP8"
+    weight: Fp8Weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., in_features] -> [..., out_features] in x's dtype."""
@@ -98,9 +97,6 @@ class Fp8Linear(nn.Module):
         else:
             y = fp8_linear_reference(rows, self.weight)
         return y.view(*x.shape[:-1], -1)
-
-    def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, format=FP8"
 
 
 @torch.no_grad()

@@ -22,6 +22,7 @@ from torch import nn
 
 from specpilot.formats import w12
 from specpilot.formats.fp8 import Fp8Weight
+from specpilot.formats.packed import PackedLinear
 from specpilot.formats.w12 import W12Weight
 
 # the linear layers `convert_model` may convert, by matrix: (module of a decoder layer, its
@@ -72,14 +73,11 @@ def kernels_usable(device: torch.device) -> bool:
     return device.type == "cuda" and kernels.available()
 
 
-class W12Linear(nn.Module):
+class W12Linear(PackedLinear):
     """A bias-free nn.Linear whose weight is a W12Weight; `weight` is that W12Weight."""
 
-    def __init__(self, weight: W12Weight, use_kernel: bool) -> None:
-        super().__init__()
-        self.weight = weight
-        self.out_features, self.in_features = weight.shape
-        self.use_kernel = use_kernel
+    FORMAT = "W12"
+    weight: W12Weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., in_features] bf16 -> [..., out_features]."""
@@ -94,9 +92,6 @@ class W12Linear(nn.Module):
             # decoding ~1.2 ms a step at 1k (docs/LOG.md runs 69-70)
             return F.linear(x, w12_decode(self.weight))
         return F.linear(x, w12.decode(self.weight))
-
-    def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, format=W12"
 
 
 @dataclass
