@@ -97,13 +97,22 @@ def test_skinny_linear_with_fp8_weights(m: int, norm: bool) -> None:
         close(got, plain, 2)
 
 
-def test_wide_fp8_multiply_widens_the_weights() -> None:
-    """Past the skinny kernel's 64 rows the weights are widened to bf16 (weight and scale
-    rounded, then their product) for a plain multiply: within those roundings of the reference."""
+def test_wide_fp8_multiplies(monkeypatch) -> None:
+    """Past the skinny kernel's 64 rows: 64-row slices of the skinny multiply (the reference's
+    sums), and past FP8_WIDE_SLICES of them the weights widened to bf16 (weight and scale
+    rounded, then their product) for a plain multiply: within those roundings."""
+    from specpilot.formats import w12_engine
+
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(80, 64, generator=gen).to(DEVICE, BF16)
+    res = torch.randn(80, 40, generator=gen).to(DEVICE, BF16)
     w = fp8.quantize(torch.randn(40, 64, generator=gen).to(DEVICE) * 0.1)
-    close(linear(x, w), fp8.fp8_linear_reference(x, w), 6)
+    want = fp8.fp8_linear_reference(x, w)
+    close(linear(x, w), want)
+    slices = [skinny_linear(x[i : i + 64], w, residual=res[i : i + 64]) for i in (0, 64)]
+    assert torch.equal(linear(x, w, residual=res), torch.cat(slices))
+    monkeypatch.setattr(w12_engine, "FP8_WIDE_SLICES", 1)
+    close(linear(x, w), want, 6)
     exact = w.dequantize()
     assert ((w.dequantize(BF16).float() - exact).abs() <= exact.abs() * 2**-7).all()
     with pytest.raises(ValueError, match="bf16/fp16 x"):

@@ -245,6 +245,11 @@ def concat_rows(*linears: nn.Module) -> torch.Tensor | W12Weight | Fp8Weight:
 # (one of PROFILE_KINDS) and shape ("w12 16x6144x4096"), so that a profile gives the device
 # time of each shape
 PROFILE_RANGES = False
+# an FP8 multiply of more than 64 rows (a batched draft) runs as at most this many 64-row skinny
+# multiplies, each reading the 1-byte weights (two of them read less than one widening to bf16,
+# which writes and reads 2 bytes a weight more); more rows widen the weights for cuBLAS.
+# Not measured on the GPU (batched drafts with FP8 weights since session 35).
+FP8_WIDE_SLICES = 4
 PROFILE_KINDS = ("w12", "bf16")
 
 
@@ -292,9 +297,17 @@ def _linear(
         raise ValueError(f"the norm hand-off is the skinny multiplies' (<= {MAX_ROWS} rows)")
 
     if x.shape[0] > MAX_ROWS and isinstance(weight, Fp8Weight):  # a wide draft or the
-        # drafter's prompt context: the weights widened (fp8_linear_reference's values), then
-        # the multiply as a bf16 weight's (cuBLAS). Run 178: 64-row slices through the skinny
-        # kernel, ~100 launches for a 1k prompt's context, cost FP8 drafts 12%
+        # drafter's prompt context: up to FP8_WIDE_SLICES skinny multiplies of 64 rows (each
+        # reads the FP8 weight once: less than widening it), above that the weights widened
+        # (fp8_linear_reference's values up to bf16 rounding) for cuBLAS. Run 178: ~100 slices
+        # a 1k prompt's context, launched from Python, cost FP8 drafts 12%
+        if x.shape[0] <= FP8_WIDE_SLICES * MAX_ROWS:
+            parts = []
+            for i in range(0, x.shape[0], MAX_ROWS):
+                res = None if residual is None else residual[i : i + MAX_ROWS]
+                parts.append(_linear(x[i : i + MAX_ROWS], weight, norm_weight, eps, glu, res,
+                                     swiglu, {}))  # fmt: skip
+            return torch.cat(parts)
         weight = weight.dequantize(x.dtype)
     if x.shape[0] > MAX_ROWS and not isinstance(weight, W12Weight):
         from specpilot.kernels.elementwise import rmsnorm, silu_mul
