@@ -263,3 +263,18 @@ def test_fp8_drafter_from_w12_weights(qwen_dir, qwen_drafter_dir) -> None:
         assert isinstance(b, Fp8Linear)
         assert torch.equal(a.weight.weight.view(torch.uint8), b.weight.weight.view(torch.uint8))
         assert torch.equal(a.weight.scale, b.weight.scale)
+
+
+def test_fp8_linear_takes_float32_through_its_reference() -> None:
+    """The kernel takes bf16/fp16 inputs; a float32 one goes through fp8_linear_reference."""
+    from specpilot.formats.fp8 import Fp8Linear
+
+    gen = torch.Generator().manual_seed(4)
+    q = fp8.quantize(torch.randn(24, 32, generator=gen).to(DEVICE))
+    layer = Fp8Linear(q, use_kernel=True)
+    x = torch.randn(2, 3, 32, generator=gen).to(DEVICE)
+    want = fp8.fp8_linear_reference(x.reshape(-1, 32), q).view(2, 3, 24)
+    assert torch.equal(layer(x), want)
+    xb = x.to(BF16)
+    close(layer(xb).reshape(-1, 24), fp8.fp8_linear_reference(xb.reshape(-1, 32), q))
+    assert "format=FP8" in repr(layer)

@@ -272,7 +272,8 @@ class Generator:
         out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
         # 2-D rows: a strided 3-D input makes the CPU's matmul take a much slower batched path
         rows = out[:, 1:].reshape(-1, out.shape[-1])
-        if isinstance(self.draft_head, Fp8Weight) and kernels_usable(self.device):
+        fp8_kernel = kernels_usable(self.device) and rows.dtype in fp8.KERNEL_DTYPES
+        if isinstance(self.draft_head, Fp8Weight) and fp8_kernel:
             logits = linear(rows.contiguous(), self.draft_head)
         elif isinstance(self.draft_head, Fp8Weight):
             logits = fp8.fp8_linear_reference(rows, self.draft_head)

@@ -28,6 +28,7 @@ from specpilot.formats.packed import PackedLinear
 
 E4M3_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 CHUNK_ROWS = 8192
+KERNEL_DTYPES = (torch.bfloat16, torch.float16)  # the skinny kernel's inputs
 
 
 @dataclass
@@ -90,7 +91,7 @@ class Fp8Linear(PackedLinear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., in_features] -> [..., out_features] in x's dtype."""
         rows = x.reshape(-1, self.in_features)
-        if self.use_kernel:
+        if self.use_kernel and x.dtype in KERNEL_DTYPES:
             from specpilot.formats.w12_engine import linear
 
             y = linear(rows.contiguous(), self.weight)

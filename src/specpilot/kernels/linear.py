@@ -359,7 +359,7 @@ def skinny_linear(
     (swiglu_tile_ok), else by silu_mul after the multiply.
     handoff (with residual): also fill it for the next multiply, where the tile can (Handoff);
     handed: x is a filled Handoff's u, the product is scaled by its rows' 1 / RMS.
-    An Fp8Weight (a draft head, formats/fp8.py) is multiplied as fp8_linear_reference does:
+    An Fp8Weight (a drafter's, formats/fp8.py) is multiplied as fp8_linear_reference does:
     the input and the weights in fp16, each column times its row's scale."""
     fp8 = weight if isinstance(weight, Fp8Weight) else None
     if fp8 is not None:
