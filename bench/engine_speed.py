@@ -28,6 +28,8 @@ import torch
 from report import finish, save  # bench/ is on sys.path when run as a script
 
 from specpilot.config import (
+    DRAFT_HEADS,
+    DRAFT_WEIGHTS,
     L2_AHEAD_MODES,
     PDL_MODES,
     WEIGHT_PREFETCH_MODES,
@@ -1274,13 +1276,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--draft-weights",
         default="auto",
-        choices=("auto", "model", "fp8"),
+        choices=DRAFT_WEIGHTS,
         help="EngineConfig.draft_weights (fp8: the drafter's linears in e4m3)",
     )
     parser.add_argument(
         "--draft-head",
         default="auto",
-        choices=("auto", "target", "bfloat16", "fp8"),
+        choices=DRAFT_HEADS,
         help="EngineConfig.draft_head (fp8: the draft's LM head in e4m3; acceptance is replayed "
         "either way; bench/draft_head_acceptance.py measures its cost)",
     )

@@ -269,6 +269,8 @@ class DraftConfig:
 WEIGHT_PREFETCH_MODES = ("off", "tile", "l2")
 L2_AHEAD_MODES = ("off", "o", "all")
 PDL_MODES = ("auto", "off", "decode", "all", "small", "kernels", "chain", "waves")
+DRAFT_HEADS = ("auto", "target", "bfloat16", "fp8")  # EngineConfig.draft_head
+DRAFT_WEIGHTS = ("auto", "model", "fp8")  # EngineConfig.draft_weights
 
 
 @dataclass(frozen=True)
@@ -438,13 +440,11 @@ class EngineConfig:
         self.w12_matrix_set()  # parse once
         if self.weights == "bf16" and self.w12_matrices != "all":
             raise ConfigError(f"w12_matrices={self.w12_matrices!r} needs weights='w12'")
-        if self.draft_head not in ("auto", "target", "bfloat16", "fp8"):
+        if self.draft_head not in DRAFT_HEADS:
+            raise ConfigError(f"draft_head must be one of {DRAFT_HEADS}, got {self.draft_head!r}")
+        if self.draft_weights not in DRAFT_WEIGHTS:
             raise ConfigError(
-                f"draft_head must be auto, target, bfloat16 or fp8, got {self.draft_head!r}"
-            )
-        if self.draft_weights not in ("auto", "model", "fp8"):
-            raise ConfigError(
-                f"draft_weights must be auto, model or fp8, got {self.draft_weights!r}"
+                f"draft_weights must be one of {DRAFT_WEIGHTS}, got {self.draft_weights!r}"
             )
         if not self.min_acceptance >= 0:  # also NaN
             raise ConfigError(f"min_acceptance must be >= 0, got {self.min_acceptance!r}")

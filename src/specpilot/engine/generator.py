@@ -33,7 +33,7 @@ from specpilot.errors import ConfigError
 from specpilot.formats import fp8, w12
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
-from specpilot.formats.w12_engine import kernels_usable, linear
+from specpilot.formats.w12_engine import kernels_usable
 from specpilot.kernels import launch
 from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
@@ -169,7 +169,7 @@ class Generator:
             self.fused_drafter.restrict_head(self.draft_head, self.draft_ids)
         elif self.fused_drafter is not None and self.draft_ids is not None:
             head = self.draft_head  # the same rows unless the head is a bfloat16 copy
-            rows = head if head.dtype == self.dtype else self._draft_vocab_rows()
+            rows = head if head.dtype == self.dtype else self._head_rows()
             self.fused_drafter.restrict_head(rows, self.draft_ids)
         # per-step CUDA events of the last speculative run, when profile_steps is set, and the
         # time of its drafter context write (the prompt's keys and values, before the steps)
@@ -272,11 +272,8 @@ class Generator:
         out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
         # 2-D rows: a strided 3-D input makes the CPU's matmul take a much slower batched path
         rows = out[:, 1:].reshape(-1, out.shape[-1])
-        fp8_kernel = kernels_usable(self.device) and rows.dtype in fp8.KERNEL_DTYPES
-        if isinstance(self.draft_head, Fp8Weight) and fp8_kernel:
-            logits = linear(rows.contiguous(), self.draft_head)
-        elif isinstance(self.draft_head, Fp8Weight):
-            logits = fp8.fp8_linear_reference(rows, self.draft_head)
+        if isinstance(self.draft_head, Fp8Weight):
+            logits = fp8.multiply(rows, self.draft_head, kernels_usable(self.device))
         elif self.draft_head is not None:
             logits = F.linear(rows.to(self.draft_head.dtype), self.draft_head)
         else:
@@ -311,11 +308,14 @@ class Generator:
         ids = load_ids(self.config.draft_vocab, self.target.config.vocab_size)
         return ids.to(self.device)
 
-    def _draft_vocab_rows(self) -> torch.Tensor:
-        """The LM head's rows of the draft vocabulary, in the model's dtype (decoded from W12)."""
+    def _head_rows(self) -> torch.Tensor:
+        """The LM head's rows of the draft vocabulary (all of them without one), in the model's
+        dtype (decoded from W12)."""
         weight = self.target.lm_head.weight
         if isinstance(weight, W12Weight):
             weight = w12.decode(weight)
+        if self.draft_ids is None:
+            return weight.detach()
         return weight.detach()[self.draft_ids].contiguous()
 
     @staticmethod
@@ -337,13 +337,9 @@ class Generator:
         if choice == "auto" and self.fused_drafter is not None and self.device.type == "cuda":
             choice = "fp8"
         if choice == "fp8":
-            rows = self._draft_vocab_rows() if self.draft_ids is not None else None
-            if rows is None:
-                weight = self.target.lm_head.weight
-                rows = w12.decode(weight) if isinstance(weight, W12Weight) else weight
-            return fp8.quantize(rows)
+            return fp8.quantize(self._head_rows())
         if self.draft_ids is not None:
-            rows = self._draft_vocab_rows()
+            rows = self._head_rows()
             return rows.to(torch.bfloat16) if choice == "bfloat16" else rows
         if choice == "target":
             return None

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from specpilot.formats.packed import PackedLinear
+from specpilot.layers.norm import rms_norm
 
 E4M3_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 CHUNK_ROWS = 8192
@@ -90,14 +91,18 @@ class Fp8Linear(PackedLinear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., in_features] -> [..., out_features] in x's dtype."""
-        rows = x.reshape(-1, self.in_features)
-        if self.use_kernel and x.dtype in KERNEL_DTYPES:
-            from specpilot.formats.w12_engine import linear
-
-            y = linear(rows.contiguous(), self.weight)
-        else:
-            y = fp8_linear_reference(rows, self.weight)
+        y = multiply(x.reshape(-1, self.in_features), self.weight, self.use_kernel)
         return y.view(*x.shape[:-1], -1)
+
+
+def multiply(x: torch.Tensor, w: Fp8Weight, use_kernel: bool) -> torch.Tensor:
+    """x [M, K] @ w^T -> [M, N] in x's dtype: formats/w12_engine.linear where the kernels run
+    and take x's dtype (bf16, fp16), else fp8_linear_reference."""
+    if use_kernel and x.dtype in KERNEL_DTYPES:
+        from specpilot.formats.w12_engine import linear
+
+        return linear(x.contiguous(), w)
+    return fp8_linear_reference(x, w)
 
 
 @torch.no_grad()
@@ -149,8 +154,6 @@ def fp8_linear_reference(
     """The FP8 multiply's arithmetic in PyTorch: (RMSNorm(x) * norm_weight, or x) rounded to x's
     dtype, widened through fp16, times the weights, summed in fp32, scaled per row -> x's dtype."""
     if norm_weight is not None:
-        h = x.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-        x = norm_weight * h.to(x.dtype)
+        x = rms_norm(x, norm_weight, eps)
     y = x.to(torch.float16).float() @ w.weight.float().T
     return (y * w.scale).to(x.dtype)

@@ -21,6 +21,7 @@ from specpilot.kernels.common import (
     pdl_enter,
     trace_mark,
 )
+from specpilot.layers.norm import rms_norm
 
 # programs added to a launch given `ahead` bytes, each asking L2 for an equal share of them
 AHEAD_PROGRAMS = 32
@@ -166,8 +167,7 @@ def prefetch_l2(ahead: tuple[torch.Tensor, ...]) -> None:
 
 
 def rmsnorm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    h = x.float()
-    return weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+    return rms_norm(x, weight, eps)
 
 
 def silu_mul_reference(x: torch.Tensor) -> torch.Tensor:

@@ -49,6 +49,7 @@ from specpilot.kernels.common import (
     zeroed_counters,
 )
 from specpilot.kernels.elementwise import silu_mul
+from specpilot.layers.norm import rms_norm
 
 MAX_ROWS = 64
 
@@ -543,9 +544,7 @@ def skinny_linear_reference(
         gate, up = x.chunk(2, dim=-1)
         x = F.silu(gate) * up
     if norm_weight is not None:
-        h = x.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-        x = norm_weight * h.to(x.dtype)
+        x = rms_norm(x, norm_weight, eps)
     y = F.linear(x, weight)
     if swiglu:
         gate, up = y.chunk(2, dim=-1)

@@ -18,6 +18,7 @@ import triton.language as tl
 
 from specpilot.kernels import launch, trace
 from specpilot.kernels.common import pdl_enter, trace_mark
+from specpilot.layers.norm import rms_norm
 
 # the token's position and its rows of the rotary tables read before the PDL wait, while the
 # q|k|v multiply before still runs, instead of after it (one dependent round trip fewer after
@@ -226,10 +227,7 @@ def qk_rope_write_reference(
     q, k, v = qkv.view(batch, t, -1, head_dim).split([heads, kv_heads, kv_heads], dim=2)
 
     def norm(x: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
-        if w is None:
-            return x
-        h = x.float()
-        return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+        return x if w is None else rms_norm(x, w, eps)
 
     c, s = cos[positions].unsqueeze(2), sin[positions].unsqueeze(2)  # [B, T, 1, D]
     q = apply_rotary(norm(q, q_norm), c, s)

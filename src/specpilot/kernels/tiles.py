@@ -26,7 +26,7 @@ TILE_KEYS = {
     "bf16": _SKINNY_KEYS,
     "w12": {"BLOCK_M", "BLOCK_N", "UNROLL", "USE_DOT", "SPLIT_K", "SPLIT_IN", "LOOP_STAGES",
             "ACC_SCALE", "ESC_IN_LOOP", "HALVES", "ASM", "num_warps", "num_stages", "maxnreg"},
-    "fp8": _SKINNY_KEYS | {"W_LEFT"},  # the skinny multiply by FP8 weights (a draft head)
+    "fp8": _SKINNY_KEYS | {"W_LEFT"},  # the skinny multiply by FP8 weights (the drafter's)
 }  # fmt: skip
 # the module and table each kind goes into
 TABLES = {

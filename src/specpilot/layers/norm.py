@@ -4,6 +4,15 @@ import torch
 from torch import nn
 
 
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm of x's last dimension times weight.
+    NOTE: the order (normalise in fp32, cast to the input dtype, then scale) matches Hugging
+    Face's Llama/Qwen3 so that bf16 outputs agree bit for bit where possible."""
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(x.dtype)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float) -> None:
         super().__init__()
@@ -11,9 +20,4 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # NOTE: the order (normalise in fp32, cast to the input dtype, then scale) matches
-        # Hugging Face's Llama/Qwen3 so that bf16 outputs agree bit for bit where possible.
-        dtype = x.dtype
-        h = x.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * h.to(dtype)
+        return rms_norm(x, self.weight, self.eps)

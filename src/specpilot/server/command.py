@@ -41,6 +41,8 @@ def add_cuda_graphs_argument(parser: argparse.ArgumentParser) -> None:
 def add_draft_arguments(parser: argparse.ArgumentParser) -> None:
     """--draft-vocab, --draft-head and --draft-weights, shared by `serve` and `generate`
     (EngineConfig's): what the drafter proposes from, and in which precision."""
+    from specpilot.config import DRAFT_HEADS, DRAFT_WEIGHTS
+
     parser.add_argument(
         "--draft-vocab",
         default="",
@@ -50,7 +52,7 @@ def add_draft_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--draft-head",
         default="auto",
-        choices=("auto", "target", "bfloat16", "fp8"),
+        choices=DRAFT_HEADS,
         help="the drafter's LM head: the target's, a bf16 copy, or FP8 (e4m3, half the bytes; "
         "auto: FP8 where the fused drafter runs on CUDA; outputs unchanged, acceptance may move "
         "slightly)",
@@ -58,7 +60,7 @@ def add_draft_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--draft-weights",
         default="auto",
-        choices=("auto", "model", "fp8"),
+        choices=DRAFT_WEIGHTS,
         help="the drafter's linear layers as loaded, or in FP8 (auto: FP8 where the fused "
         "kernels run, on CUDA; outputs unchanged)",
     )
