@@ -79,6 +79,8 @@ def shapes(model: str, which: str) -> dict[str, tuple[int, int]]:
         out |= {
             "q|k|v": (q + 2 * kv, h),
             "k|v": (2 * kv, h),
+            # every layer's k|v at once: the new context's (models/fused.DRAFT_CONTEXT_ONCE)
+            "k|v layers": (d.num_layers * 2 * kv, h),
             "o": (h, q),
             "gate|up": (2 * d.intermediate_size, h),
             "down": (h, d.intermediate_size),
@@ -131,6 +133,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="qwen3-8b", choices=sorted(TARGET_PRESETS))
     p.add_argument("--shapes", default="head", choices=("head", "drafter"))
+    p.add_argument("--only", default="", help="comma-separated shape names (default: all)")
     p.add_argument("--rows", type=int, default=15, help="a b16 draft's block - 1")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
@@ -141,7 +144,13 @@ def main() -> None:
     if not torch.cuda.is_available():
         raise SystemExit("fp8_speed.py times the GPU kernels: no CUDA here")
     rows, best, table = [], {}, {}
-    for name, (n, k) in shapes(args.model, args.shapes).items():
+    chosen = shapes(args.model, args.shapes)
+    only = [name for name in args.only.split(",") if name]
+    if unknown := sorted(set(only) - set(chosen)):
+        p.error(f"--only: no shape {unknown} with --shapes {args.shapes} (has {sorted(chosen)})")
+    for name, (n, k) in chosen.items():
+        if only and name not in only:
+            continue
         found = sweep(name, n, k, args)
         rows += found
         base = found[0]

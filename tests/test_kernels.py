@@ -59,7 +59,12 @@ from specpilot.kernels.elementwise import (  # noqa: E402
     silu_mul_reference,
 )
 from specpilot.kernels.linear import skinny_linear, skinny_linear_reference  # noqa: E402
-from specpilot.kernels.rope import qk_rope_write, qk_rope_write_reference  # noqa: E402
+from specpilot.kernels.rope import (  # noqa: E402
+    kv_rope_write_layers,
+    kv_rope_write_layers_reference,
+    qk_rope_write,
+    qk_rope_write_reference,
+)
 from specpilot.layers.rotary import RotaryTable  # noqa: E402
 
 DEVICE = torch.device("cuda" if CUDA else "cpu")
@@ -820,6 +825,32 @@ def test_qk_rope_write(qk_norm: bool) -> None:
     assert torch.equal(kernel[1], ref[1])  # values are copied as they are
 
 
+@pytest.mark.parametrize("qk_norm", [True, False])
+def test_kv_rope_write_layers(qk_norm: bool) -> None:
+    """Three layers' context keys and values (a drafter's, fused.DRAFT_CONTEXT_ONCE 2) in one
+    launch: each layer's cache as the reference writes it (one qk_rope_write_reference a
+    layer, with its own k norm), the other batch rows and positions untouched."""
+    gen = torch.Generator().manual_seed(4)
+    layers, batch, t, kv_heads, d, length = 3, 2, 3, 2, 32, 40
+    kv = torch.randn(batch * t, layers * 2 * kv_heads * d, generator=gen).to(DEVICE, BF16)
+    positions = torch.tensor([[5, 6, 7], [30, 31, 32]], device=DEVICE)
+    table = RotaryTable(d, 10000.0, RopeScaling(), 64, DEVICE, BF16)
+    norms = (torch.rand(layers, d, generator=gen) + 0.5).to(DEVICE, BF16) if qk_norm else None
+    cache = torch.randn(layers, batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
+    kernel = [cache.clone(), cache.clone()]
+    ref = [cache.clone(), cache.clone()]
+    kv_rope_write_layers(kv, positions, table.cos, table.sin, *kernel, norms, 1e-6)
+    kv_rope_write_layers_reference(kv, positions, table.cos, table.sin, *ref, norms, 1e-6)
+    close(kernel[0], ref[0], 4)  # as test_qk_rope_write's
+    assert torch.equal(kernel[1], ref[1])
+    assert not torch.equal(kernel[1], cache)
+    with pytest.raises(ValueError, match="split"):
+        kv_rope_write_layers(kv[:, :-d], positions, table.cos, table.sin, *kernel, norms, 1e-6)
+    if norms is not None:
+        with pytest.raises(ValueError, match="k_norms"):
+            kv_rope_write_layers(kv, positions, table.cos, table.sin, *kernel, norms[:2], 1e-6)
+
+
 @pytest.mark.parametrize("qk_norm", [False, True])
 def test_qk_rope_write_early_tables(monkeypatch, launch_settings, qk_norm: bool) -> None:
     """rope.EARLY_TABLES (the position and its table rows read before the PDL wait; PDL on
@@ -1456,6 +1487,38 @@ def test_fused_drafter_with_a_draft_vocabulary(tmp_path, weights: str) -> None:
     gen.run(seqs, speculative=True)
     assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
     assert seen and set(seen) <= set(ids.tolist())
+
+
+def test_draft_context_once_writes_the_same_cache(tmp_path, monkeypatch) -> None:
+    """fused.DRAFT_CONTEXT_ONCE: the context's keys and values of every drafter layer from one
+    multiply by the stacked k|v weights, written a layer at a time (1) or in one launch (2),
+    fill the drafter's cache as each layer's own multiply and write do (0), within the
+    rounding of another tile's sums (1 and 2: bit for bit), and the drafts agree."""
+    from specpilot.models import fused
+
+    target, drafter, _ = _tiny_pair(tmp_path)
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    gen._buffers_for("draft", 1, 64)
+    cache, table = gen._buffers["draft"]
+    assert len(gen.fused_drafter.blocks) > 1
+    gen_in = torch.Generator().manual_seed(8)
+    hidden = torch.randn(1, 5, drafter.fc.in_features, generator=gen_in).to(DEVICE, BF16)
+    ctx_pos = torch.arange(5, device=DEVICE)[None]
+    block_pos = torch.arange(5, 5 + gen.block_size, device=DEVICE)[None]
+    anchors = torch.tensor([7], device=DEVICE)
+    outs = {}
+    for mode in (0, 1, 2):
+        monkeypatch.setattr(fused, "DRAFT_CONTEXT_ONCE", mode)
+        cache.k.zero_()
+        cache.v.zero_()
+        drafts = gen.fused_drafter(hidden, ctx_pos, anchors, block_pos, cache, table)
+        outs[mode] = drafts, cache.k.clone(), cache.v.clone()
+    for a, b in zip(outs[1], outs[2]):
+        assert torch.equal(a, b)
+    for a, b in zip(outs[0][1:], outs[1][1:]):
+        assert a[:, :, :, :5].abs().sum() > 0
+        close(a, b, 4)
+    assert (outs[0][0] == outs[1][0]).float().mean() > 0.8  # bf16 near-ties may differ
 
 
 def test_wide_steps_run_fused_and_pass_token_forcing(tmp_path) -> None:

@@ -208,37 +208,34 @@ def keep_matrices(model: nn.Module, matrices: frozenset[str]) -> None:
             setattr(parent, name, _decoded(child))
 
 
+def stack_rows(
+    weights: list[torch.Tensor | W12Weight | Fp8Weight],
+) -> torch.Tensor | W12Weight | Fp8Weight:
+    """Weights of one K and one format (bf16, W12 or FP8) stacked by rows into a new one, as
+    torch.cat(dim=0) stacks bf16 weights."""
+    from specpilot.formats.fp8 import cat
+
+    for kind, stack in ((Fp8Weight, cat), (W12Weight, w12.cat)):
+        if all(isinstance(w, kind) for w in weights):
+            return stack(weights)
+        if any(isinstance(w, kind) for w in weights):
+            raise ValueError(f"cannot stack {kind.__name__} and other weights")
+    return torch.cat([w.detach() for w in weights], dim=0)
+
+
 def concat_rows(*linears: nn.Module) -> torch.Tensor | W12Weight | Fp8Weight:
     """models/fused.py's `_concat_rows` for bf16, W12 or FP8 linears: one weight [sum of N, K]
     whose row slices become the linears' weights (no memory duplicated)."""
-    from specpilot.formats.fp8 import Fp8Linear, cat
-
-    if all(isinstance(lin, Fp8Linear) for lin in linears):
-        fused_fp8 = cat([lin.weight for lin in linears])
-        row = 0
-        for lin in linears:
-            lin.weight = fused_fp8[row : row + lin.out_features]
-            row += lin.out_features
-        return fused_fp8
-    if any(isinstance(lin, Fp8Linear) for lin in linears):
-        raise ValueError("cannot concatenate FP8 and other linears")
-    if not all(isinstance(lin, W12Linear) for lin in linears):
-        if any(isinstance(lin, W12Linear) for lin in linears):
-            raise ValueError("cannot concatenate W12 and bf16 linears")
-        fused = torch.cat([lin.weight.detach() for lin in linears], dim=0)
-        row = 0
-        for lin in linears:
-            n = lin.weight.shape[0]
-            lin.weight.data = fused[row : row + n]
-            row += n
-        return fused
-    fused_w12 = w12.cat([lin.weight for lin in linears])
+    fused = stack_rows([lin.weight for lin in linears])
     row = 0
     for lin in linears:
         n = lin.out_features
-        lin.weight = fused_w12.rows(row, row + n)
+        if isinstance(fused, torch.Tensor):
+            lin.weight.data = fused[row : row + n]
+        else:
+            lin.weight = fused[row : row + n]
         row += n
-    return fused_w12
+    return fused
 
 
 # bench/engine_speed.kernel_profile: each multiply inside a profiler range named by its kind

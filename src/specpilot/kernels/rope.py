@@ -101,9 +101,19 @@ def _qk_rope_kernel(
     trace_ptr=None,
     clock_ptr=None,
     EARLY: tl.constexpr = False,
+    stride_layer_qkv=0,
+    stride_layer_cache=0,
+    stride_layer_norm=0,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     m = tl.program_id(0)
+    # several layers' k|v in one launch (kv_rope_write_layers): layer l's columns, caches and
+    # k norm lie these strides on; one layer: grid dimension 1 is 1, all offsets 0
+    layer = tl.program_id(1).to(tl.int64)
+    qkv_ptr += layer * stride_layer_qkv
+    k_cache_ptr += layer * stride_layer_cache
+    v_cache_ptr += layer * stride_layer_cache
+    kn_ptr += layer * stride_layer_norm
     half: tl.constexpr = HEAD_DIM // 2
     r = tl.arange(0, half)
     if EARLY:  # EARLY_TABLES: the position (from L2) and its table rows before the wait
@@ -154,6 +164,55 @@ def qk_rope_write(
 ) -> torch.Tensor:
     """qkv [B*T, (heads + 2 kv_heads) * D], positions [B, T], cos/sin [max_pos, D],
     k_cache/v_cache [B, kv_heads, L, D] (one layer) -> rotated queries [B*T, heads, D]."""
+    _check(qkv, positions, cos, sin, k_cache, v_cache, heads)
+    if (q_norm is None) != (k_norm is None):
+        raise ValueError("q_norm and k_norm come together")
+    q = qkv.new_empty(qkv.shape[0], heads, k_cache.shape[3])
+    _launch(qkv, q, positions, cos, sin, k_cache, v_cache, q_norm, k_norm, eps, heads)
+    return q
+
+
+def kv_rope_write_layers(
+    kv: torch.Tensor,
+    positions: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_caches: torch.Tensor,
+    v_caches: torch.Tensor,
+    k_norms: torch.Tensor | None,
+    eps: float,
+) -> None:
+    """The keys and values of several layers written at once (a drafter's context: one
+    multiply by every layer's k|v weights, models/fused.DRAFT_CONTEXT_ONCE): kv [B*T, layers *
+    2 kv_heads * D], layer l's k|v in its l-th slice of columns; k_caches/v_caches [layers, B,
+    kv_heads, L, D]; k_norms [layers, D] or None. Each layer as qk_rope_write(slice, ...,
+    heads=0, k_norm=k_norms[l]) writes it, in one launch."""
+    layers = k_caches.shape[0]
+    width = kv.shape[1] // max(layers, 1)
+    if layers == 0 or kv.shape[1] != layers * width:
+        raise ValueError(f"kv {tuple(kv.shape)} does not split into {layers} layers")
+    if v_caches.shape != k_caches.shape or v_caches.stride() != k_caches.stride():
+        raise ValueError("k_caches and v_caches must have the same shape and strides")
+    head_dim = k_caches.shape[4]
+    if k_norms is not None and (k_norms.shape != (layers, head_dim) or k_norms.stride(1) != 1):
+        raise ValueError(f"k_norms {tuple(k_norms.shape)} must be [{layers}, {head_dim}]")
+    _check(kv[:, :width], positions, cos, sin, k_caches[0], v_caches[0], 0)
+    _launch(
+        kv, kv.new_empty(0), positions, cos, sin, k_caches, v_caches, k_norms, k_norms, eps, 0,
+        layers=(layers, width, k_caches.stride(0), 0 if k_norms is None else k_norms.stride(0)),
+    )  # fmt: skip
+
+
+def _check(
+    qkv: torch.Tensor,
+    positions: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    heads: int,
+) -> None:
+    """The shapes and strides one layer's write takes (raises ValueError)."""
     batch, t = positions.shape
     _, kv_heads, length, head_dim = k_cache.shape
     if qkv.shape != (batch * t, (heads + 2 * kv_heads) * head_dim) or qkv.stride(1) != 1:
@@ -176,36 +235,56 @@ def qk_rope_write(
         raise ValueError("cache rows and cos/sin tables must be contiguous along head_dim")
     if head_dim % 2 or head_dim & (head_dim - 1):
         raise ValueError(f"head_dim must be a power of two, got {head_dim}")
-    if (q_norm is None) != (k_norm is None):
-        raise ValueError("q_norm and k_norm come together")
-    pos = positions.reshape(-1).contiguous()
-    q = torch.empty(batch * t, heads, head_dim, device=qkv.device, dtype=qkv.dtype)
-    _qk_rope_kernel[(batch * t,)](
+
+
+def _launch(
+    qkv: torch.Tensor,
+    q: torch.Tensor,
+    positions: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    q_norm: torch.Tensor | None,
+    k_norm: torch.Tensor | None,
+    eps: float,
+    heads: int,
+    layers: tuple[int, int, int, int] = (1, 0, 0, 0),
+) -> None:
+    """One launch of _qk_rope_kernel, a program per token (and layer: `layers` = (count,
+    columns, cache and norm strides between layers))."""
+    batch, t = positions.shape
+    count, columns, cache_stride, norm_stride = layers
+    kv_heads, head_dim = k_cache.shape[-3], k_cache.shape[-1]
+    rows = batch * t
+    _qk_rope_kernel[(rows, count)](
         qkv,
         q,
         k_cache,
         v_cache,
-        pos,
+        positions.reshape(-1).contiguous(),
         cos,
         sin,
         q_norm if q_norm is not None else cos,
         k_norm if k_norm is not None else cos,
         qkv.stride(0),
-        k_cache.stride(0),
-        k_cache.stride(1),
-        k_cache.stride(2),
+        k_cache.stride(-4),
+        k_cache.stride(-3),
+        k_cache.stride(-2),
         t,
         eps,
         HEADS=heads,
         KV_HEADS=kv_heads,
         HEAD_DIM=head_dim,
         ROWS=triton.next_power_of_2(heads + 2 * kv_heads),
-        QK_NORM=q_norm is not None,
+        QK_NORM=k_norm is not None,
         **launch.pdl(qkv),
         EARLY=EARLY_TABLES,
-        **trace.arguments(qkv, "rope", batch * t, bytes=qkv.nbytes, rows=batch * t),
+        **trace.arguments(qkv, "rope", rows, bytes=qkv.nbytes, rows=rows),
+        stride_layer_qkv=columns,
+        stride_layer_cache=cache_stride,
+        stride_layer_norm=norm_stride,
     )
-    return q
 
 
 def qk_rope_write_reference(
@@ -236,3 +315,22 @@ def qk_rope_write_reference(
     k_cache[rows, :, positions] = k
     v_cache[rows, :, positions] = v
     return q.reshape(batch * t, heads, head_dim)
+
+
+def kv_rope_write_layers_reference(
+    kv: torch.Tensor,
+    positions: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_caches: torch.Tensor,
+    v_caches: torch.Tensor,
+    k_norms: torch.Tensor | None,
+    eps: float,
+) -> None:
+    """kv_rope_write_layers as one qk_rope_write_reference a layer."""
+    layers = k_caches.shape[0]
+    for layer, columns in enumerate(kv.chunk(layers, dim=1)):
+        norm = None if k_norms is None else k_norms[layer]
+        qk_rope_write_reference(
+            columns, positions, cos, sin, k_caches[layer], v_caches[layer], 0, norm, norm, eps
+        )

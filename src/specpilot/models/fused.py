@@ -31,12 +31,12 @@ from torch.nn.attention import SDPBackend
 from specpilot import kernels
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
-from specpilot.formats.w12_engine import W12Linear, concat_rows, linear
+from specpilot.formats.w12_engine import W12Linear, concat_rows, linear, stack_rows
 from specpilot.kernels import launch, tokens
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import prefetch_l2, rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS, Handoff
-from specpilot.kernels.rope import qk_rope_write
+from specpilot.kernels.rope import kv_rope_write_layers, qk_rope_write
 from specpilot.layers import attention as attention_layer
 from specpilot.layers.attention import KVCache
 from specpilot.layers.block import DecoderBlock
@@ -147,6 +147,15 @@ NORM_HANDOFF_W12 = False
 # alone. bench/engine_speed.py --switch models.fused.NORM_HANDOFF_ONE_ROW_SITES=N.
 HAND_O, HAND_DOWN = 1, 2
 NORM_HANDOFF_ONE_ROW_SITES = HAND_O | HAND_DOWN
+# How a fused draft computes its new context's keys and values: 0, in each layer, a k|v multiply
+# of the context and its write into the cache (5 small multiplies of ~8 MB in FP8 at the
+# Qwen3-8B shape, each ~8 us against ~2 at the bandwidth, run 180); 1, one multiply by every
+# layer's k|v weights stacked (FusedDrafter.context_kv: a copy, the layers' count times k|v's
+# bytes), then each layer's write; 2, that multiply, then one write of every layer
+# (kernels/rope.kv_rope_write_layers). The context depends on the target only, so nothing
+# between the layers changes it. bench/engine_speed.py --switch models.fused.DRAFT_CONTEXT_ONCE=N.
+DRAFT_CONTEXT_ONCE = 2
+SWITCH_RULES = {"DRAFT_CONTEXT_ONCE": (lambda n: n in (0, 1, 2), "0, 1 or 2")}
 
 
 def prologue_rows(weight: torch.Tensor | W12Weight | Fp8Weight, kind: str) -> int:
@@ -500,6 +509,10 @@ class FusedDrafter:
         # or an FP8 copy of either (EngineConfig.draft_head "fp8")
         self.head: torch.Tensor | W12Weight | Fp8Weight = target.lm_head.weight
         self.head_ids: torch.Tensor | None = None
+        # every layer's k|v rows and k norm stacked (DRAFT_CONTEXT_ONCE)
+        self.context_kv = stack_rows([blk.kv for blk in self.blocks])
+        norms = [blk.k_norm for blk in self.blocks]
+        self.k_norms = None if norms[0] is None else torch.stack(norms)
 
     def restrict_head(self, rows: torch.Tensor | Fp8Weight, ids: torch.Tensor | None) -> None:
         """Propose only the tokens `ids` (None: all), whose LM-head rows are `rows` [len(ids),
@@ -541,9 +554,11 @@ class FusedDrafter:
         x = anchor_blocks(anchors, d, k, self.target.model.embed_tokens)
         ctx = linear(target_hidden.reshape(batch * n, -1), d.fc.weight)
         ctx = rmsnorm(ctx, d.hidden_norm.weight, d.hidden_norm.eps)
+        self._write_context(ctx, ctx_positions, cache, table)
         handed = None
         for i, blk in enumerate(self.blocks):
-            blk.write_kv(linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
+            if not DRAFT_CONTEXT_ONCE:
+                blk.write_kv(linear(ctx, blk.kv), 0, ctx_positions, table, cache, i)
             qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, handed=handed)
             attn = blk.attend(qkv, block_positions, table, cache, i, num_splits, causal=False)
             # nothing after the last: the head takes rows 1.. of each block, with its own norm
@@ -554,6 +569,23 @@ class FusedDrafter:
         if self.head_ids is not None:  # a row of the draft vocabulary -> its token id
             best = self.head_ids[best]
         return best.view(batch, k - 1)
+
+    def _write_context(
+        self, ctx: torch.Tensor, positions: torch.Tensor, cache: KVCache, table: RotaryTable
+    ) -> None:
+        """Every layer's keys and values of the new context into the cache, as
+        DRAFT_CONTEXT_ONCE says (0: nothing here, each layer writes its own)."""
+        if not DRAFT_CONTEXT_ONCE:
+            return
+        kv = linear(ctx, self.context_kv)
+        if DRAFT_CONTEXT_ONCE == 2:
+            eps = self.blocks[0].eps
+            layers = len(self.blocks)
+            kv_rope_write_layers(kv, positions, table.cos, table.sin, cache.k[:layers],
+                                 cache.v[:layers], self.k_norms, eps)  # fmt: skip
+            return
+        for i, columns in enumerate(kv.chunk(len(self.blocks), dim=1)):
+            self.blocks[i].write_kv(columns, 0, positions, table, cache, i)
 
 
 def embed(ids: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
