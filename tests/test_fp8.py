@@ -278,3 +278,49 @@ def test_fp8_linear_takes_float32_through_its_reference() -> None:
     xb = x.to(BF16)
     close(layer(xb).reshape(-1, 24), fp8.fp8_linear_reference(xb.reshape(-1, 32), q))
     assert "format=FP8" in repr(layer)
+
+
+def test_auto_drafts_wide_blocks_on_the_loaded_drafter(tmp_path, monkeypatch) -> None:
+    """Where "auto" chose the FP8 drafter, drafts of more than FP8_DRAFT_MAX_ROWS block rows
+    (and the prompts' context writes) run on the loaded drafter through its own fused forward
+    (generator.wide_draft); narrower ones on the FP8 copy. Both give AR's outputs."""
+    from specpilot.engine import generator
+    from specpilot.models import fused
+
+    monkeypatch.setattr(generator, "kernels_usable", lambda device: True)  # "auto" -> FP8
+    target, drafter, _ = _tiny_pair(tmp_path)
+    vocab = target.config.vocab_size
+    plain = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    ar = _sequences(vocab, 5)
+    plain.run(ar, speculative=False)
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    assert gen.drafter is not drafter and isinstance(gen.fused_drafter.blocks[0].qkv, Fp8Weight)
+    wide_drafter, wide_fused, head = gen.wide_draft
+    assert wide_drafter is drafter and head is None
+    assert isinstance(wide_fused.blocks[0].qkv, torch.Tensor)
+    assert wide_fused.head is target.lm_head.weight
+    limit = generator.FP8_DRAFT_MAX_ROWS
+    assert gen._draft_path(limit)[0] is gen.drafter and gen._draft_path(limit + 1)[0] is drafter
+    # the tiny drafter's blocks are 8 wide: one sequence drafts in FP8, two on the loaded one
+    monkeypatch.setattr(generator, "FP8_DRAFT_MAX_ROWS", gen.block_size)
+    ran = []
+    inner = fused.FusedDrafter.__call__
+
+    def spy(self, *args):
+        ran.append(self)
+        return inner(self, *args)
+
+    monkeypatch.setattr(fused.FusedDrafter, "__call__", spy)
+    seqs = _sequences(vocab, 5)
+    gen.run(seqs, speculative=True)
+    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
+    assert ran and all(d is wide_fused for d in ran)
+    ran.clear()
+    one = _sequences(vocab, 5)[:1]
+    gen.run(one, speculative=True)
+    assert one[0].output_ids == ar[0].output_ids
+    assert ran and all(d is gen.fused_drafter for d in ran)
+    # explicit "fp8" drafts every block in FP8
+    explicit = Generator(target, drafter, EngineConfig(kernels="triton", draft_weights="fp8"),
+                         DEVICE, BF16)  # fmt: skip
+    assert explicit.wide_draft is None

@@ -17,6 +17,7 @@ which is not yet in the cache and sits at position `start`):
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -110,6 +111,13 @@ FALLBACK_PROBE_STEPS = 8
 # first 0.995x [0.993-0.998] spec@6.55; the loop's idle time 110 -> 59 us a step (replayed
 # drafts). bench/engine_speed.py --switch engine.generator.BOOK_AT_LAUNCH=0.
 BOOK_AT_LAUNCH = True
+# EngineConfig.draft_weights / draft_head "auto" draft in FP8 only up to this many block rows
+# (sequences x block width): wider drafts, and the prompts' context writes, run on the loaded
+# drafter and the target's head, kept beside the FP8 copies. On the H200 (docs/LOG.md run 182,
+# Qwen3-8B shape, 1k) FP8 drafts of 8 x 16 rows (64-row skinny slices) took 3.07 ms against
+# 1.29 on the loaded drafter, of 32 x 16 (widened for cuBLAS per call) 12.27 against 3.18:
+# spec 0.84x and 0.71x. bench/engine_speed.py --switch engine.generator.FP8_DRAFT_MAX_ROWS=N.
+FP8_DRAFT_MAX_ROWS = 64
 
 
 def gated(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -138,7 +146,9 @@ class Generator:
         device: torch.device,
         dtype: torch.dtype,
     ) -> None:
-        if drafter is not None and self._fp8_drafter(config, device, dtype):
+        loaded = drafter
+        fp8_weights = drafter is not None and self._fp8_drafter(config, device, dtype)
+        if fp8_weights:
             drafter = fp8.quantized_drafter(drafter, use_kernel=kernels_usable(device))
         self.target, self.drafter, self.config = target, drafter, config
         self.device, self.dtype = device, dtype
@@ -165,12 +175,11 @@ class Generator:
         # EngineConfig.draft_vocab: the ids the drafter may propose (None: all)
         self.draft_ids = self._load_draft_vocab()
         self.draft_head = self._choose_draft_head()
-        if self.fused_drafter is not None and isinstance(self.draft_head, Fp8Weight):
-            self.fused_drafter.restrict_head(self.draft_head, self.draft_ids)
-        elif self.fused_drafter is not None and self.draft_ids is not None:
-            head = self.draft_head  # the same rows unless the head is a bfloat16 copy
-            rows = head if head.dtype == self.dtype else self._head_rows()
-            self.fused_drafter.restrict_head(rows, self.draft_ids)
+        if self.fused_drafter is not None:
+            self._restrict_head(self.fused_drafter, self.draft_head)
+        # (drafter, fused drafter, head) for drafts over FP8_DRAFT_MAX_ROWS rows where "auto"
+        # chose FP8; None: every draft takes self.drafter, self.fused_drafter, self.draft_head
+        self.wide_draft = self._wide_draft(loaded, fp8_weights) if loaded is not None else None
         # per-step CUDA events of the last speculative run, when profile_steps is set, and the
         # time of its drafter context write (the prompt's keys and values, before the steps)
         self.profile_steps = False
@@ -263,25 +272,67 @@ class Generator:
         of block_pos (block_size, or narrower for a wide batch: EngineConfig.batch_blocks)."""
         cache, table = self._buffers["draft"]
         k = block_pos.shape[1]
-        if self.fused_drafter is not None and self.fused_drafter.fits(
+        drafter, fused_drafter, head = self._draft_path(hidden.shape[0] * k)
+        if fused_drafter is not None and fused_drafter.fits(
             hidden.shape[0], max(hidden.shape[1], k)
         ):
-            return self.fused_drafter(hidden, ctx_pos, anchors, block_pos, cache, table)
-        block = self.drafter.anchor_block(anchors, k)
+            return fused_drafter(hidden, ctx_pos, anchors, block_pos, cache, table)
+        block = drafter.anchor_block(anchors, k)
         embeds = self.target.embed(block)
-        out = self.drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
+        out = drafter(hidden, ctx_pos, embeds, block_pos, cache, table, kv_len)
         # 2-D rows: a strided 3-D input makes the CPU's matmul take a much slower batched path
         rows = out[:, 1:].reshape(-1, out.shape[-1])
-        if isinstance(self.draft_head, Fp8Weight):
-            logits = fp8.multiply(rows, self.draft_head, kernels_usable(self.device))
-        elif self.draft_head is not None:
-            logits = F.linear(rows.to(self.draft_head.dtype), self.draft_head)
+        if isinstance(head, Fp8Weight):
+            logits = fp8.multiply(rows, head, kernels_usable(self.device))
+        elif head is not None:
+            logits = F.linear(rows.to(head.dtype), head)
         else:
             logits = self.target.lm_head(rows)
         best = logits.argmax(dim=-1)
         if self.draft_ids is not None:  # a row of the draft vocabulary -> its token id
             best = self.draft_ids[best]
         return best.view(out.shape[0], -1)
+
+    def _draft_path(self, rows: int) -> tuple[DFlashDrafter, Any, torch.Tensor | Fp8Weight | None]:
+        """The drafter, fused drafter (or None) and head (`draft_head`'s kinds) that a draft of
+        `rows` block rows runs on (FP8_DRAFT_MAX_ROWS)."""
+        if self.wide_draft is not None and rows > FP8_DRAFT_MAX_ROWS:
+            return self.wide_draft
+        return self.drafter, self.fused_drafter, self.draft_head
+
+    def _restrict_head(self, fused_drafter: Any, head: torch.Tensor | Fp8Weight | None) -> None:
+        """Give a fused drafter the draft head `head` (`draft_head`'s kinds): an FP8 head as it
+        is, the draft vocabulary's rows (the model's dtype) with a draft vocabulary; else it
+        keeps the target's head."""
+        if isinstance(head, Fp8Weight):
+            fused_drafter.restrict_head(head, self.draft_ids)
+        elif self.draft_ids is not None:  # the same rows unless the head is a bfloat16 copy
+            rows = head if head.dtype == self.dtype else self._head_rows()
+            fused_drafter.restrict_head(rows, self.draft_ids)
+
+    def _wide_draft(self, loaded: DFlashDrafter, fp8_weights: bool) -> tuple | None:
+        """`wide_draft`: where "auto" chose the FP8 drafter or head, the loaded drafter (its
+        own fused forward) and the head "target" would give (the draft vocabulary's rows, else
+        the target's); else None."""
+        auto_weights = fp8_weights and self.config.draft_weights == "auto"
+        auto_head = self.config.draft_head == "auto" and isinstance(self.draft_head, Fp8Weight)
+        if not (auto_weights or auto_head):
+            return None
+        head = self.draft_head
+        if auto_head:
+            head = None if self.draft_ids is None else self._head_rows()
+        drafter, fused_drafter = (loaded if auto_weights else self.drafter), None
+        if self.fused_drafter is not None and auto_weights:
+            from specpilot.models import fused
+
+            if fused.unsupported_reason(loaded, self.dtype, self.device) is None:
+                fused_drafter = fused.FusedDrafter(loaded, self.target)
+        elif self.fused_drafter is not None:  # the same layers, the head set again below
+            fused_drafter = copy.copy(self.fused_drafter)
+            fused_drafter.head, fused_drafter.head_ids = self.target.lm_head.weight, None
+        if fused_drafter is not None:
+            self._restrict_head(fused_drafter, head)
+        return drafter, fused_drafter, head
 
     def _pack_cpu_linears(self) -> None:
         """EngineConfig.cpu_linear: oneDNN-packed float32 linears on a CPU (layers/onednn.py)."""
@@ -464,7 +515,9 @@ class Generator:
         shape on the H200, docs/LOG.md run 27)."""
         cache, table = buffers or self._buffers["draft"]
         width = hidden.shape[1]
-        self.drafter.write_context(hidden, self._positions([0] * len(seqs), width), cache, table)
+        # the prompts' rows on the loaded drafter where "auto" drafts in FP8 (FP8_DRAFT_MAX_ROWS)
+        drafter = self.wide_draft[0] if self.wide_draft is not None else self.drafter
+        drafter.write_context(hidden, self._positions([0] * len(seqs), width), cache, table)
         return hidden.new_zeros(len(seqs), self.block_size, hidden.shape[2])
 
     # ----------------------------------------------------------------------------------------
