@@ -320,7 +320,7 @@ def test_auto_drafts_wide_blocks_on_the_loaded_drafter(tmp_path, monkeypatch) ->
     gen.run(one, speculative=True)
     assert one[0].output_ids == ar[0].output_ids
     assert ran and all(d is gen.fused_drafter for d in ran)
-    # explicit "fp8" drafts every block in FP8
-    explicit = Generator(target, drafter, EngineConfig(kernels="triton", draft_weights="fp8"),
-                         DEVICE, BF16)  # fmt: skip
-    assert explicit.wide_draft is None
+    # explicit "fp8" drafts every block in FP8 (the head too: on CUDA "auto" would be FP8 up
+    # to the limit and the target's head past it)
+    config = EngineConfig(kernels="triton", draft_weights="fp8", draft_head="fp8")
+    assert Generator(target, drafter, config, DEVICE, BF16).wide_draft is None

@@ -113,11 +113,14 @@ FALLBACK_PROBE_STEPS = 8
 BOOK_AT_LAUNCH = True
 # EngineConfig.draft_weights / draft_head "auto" draft in FP8 only up to this many block rows
 # (sequences x block width): wider drafts, and the prompts' context writes, run on the loaded
-# drafter and the target's head, kept beside the FP8 copies. On the H200 (docs/LOG.md run 182,
-# Qwen3-8B shape, 1k) FP8 drafts of 8 x 16 rows (64-row skinny slices) took 3.07 ms against
-# 1.29 on the loaded drafter, of 32 x 16 (widened for cuBLAS per call) 12.27 against 3.18:
-# spec 0.84x and 0.71x. bench/engine_speed.py --switch engine.generator.FP8_DRAFT_MAX_ROWS=N.
-FP8_DRAFT_MAX_ROWS = 64
+# drafter and the target's head, kept beside the FP8 copies. On the H200 (docs/LOG.md runs
+# 182-183, Qwen3-8B shape, 1k, spec@6.55 tok/s with FP8 against the loaded drafter): one
+# sequence +4.7-5.4% (runs 179-180, paired); 2 sequences 1,750 against 1,839 and 4 sequences
+# 3,178 against 3,329 (0.95x: the FP8 tiles are the 16-row sweep's); 8 x 16 rows (64-row skinny
+# slices) drafted in 3.07 ms against 1.29, 32 x 16 (widened for cuBLAS each call) 12.27
+# against 3.18: spec 0.84x and 0.71x. So one b16 block. bench/engine_speed.py --switch
+# engine.generator.FP8_DRAFT_MAX_ROWS=N.
+FP8_DRAFT_MAX_ROWS = 16
 
 
 def gated(fn: Callable[..., Any]) -> Callable[..., Any]:
