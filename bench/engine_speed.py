@@ -287,13 +287,15 @@ def forcing(target: TargetModel, prompt_ids: list[int], output_ids: list[int]) -
 REPEATS = 5  # timed runs of each decode measurement after its warm-up: median, min and max
 
 
-def fresh_runs(context: int, vocab: int, new_tokens: int) -> Callable[[], list[Sequence]]:
-    """A function returning a new sequence of the benches' `context`-token prompt, to decode
-    `new_tokens` more (every timed run starts from one)."""
-    ids = prompt(context, vocab)
+def fresh_runs(
+    context: int, vocab: int, new_tokens: int, batch: int = 1
+) -> Callable[[], list[Sequence]]:
+    """A function returning `batch` new sequences of the benches' `context`-token prompts (seeds
+    0, 1, ...), each to decode `new_tokens` more (every timed run starts from them)."""
+    prompts = [prompt(context, vocab, seed=i) for i in range(batch)]
 
     def fresh() -> list[Sequence]:
-        return [Sequence(list(ids), new_tokens, frozenset())]
+        return [Sequence(list(ids), new_tokens, frozenset()) for ids in prompts]
 
     return fresh
 
@@ -308,22 +310,23 @@ def tok_s_runs(run: Callable[[], Sequence], repeats: int) -> tuple[list[float], 
     return rates, s
 
 
-def ar_decode(gen: Generator, fresh: Callable[[], list[Sequence]]) -> Sequence:
-    """One AR run of fresh sequences -> the first (its decode_time_s set by Generator.run)."""
+def ar_decode(gen: Generator, fresh: Callable[[], list[Sequence]]) -> list[Sequence]:
+    """One AR run of fresh sequences -> them (the run's decode_time_s on each, set by
+    Generator.run)."""
     seqs = fresh()
     gen.run(seqs, speculative=False)
-    return seqs[0]
+    return seqs
 
 
 def replay_decode(
     gen: Generator, fresh: Callable[[], list[Sequence]], profile: AcceptanceProfile,
     passes: list[int],
-) -> Sequence:  # fmt: skip
-    """One replayed speculative run (seed 0) -> its first sequence; appends the replay passes
-    it took to `passes`."""
+) -> list[Sequence]:  # fmt: skip
+    """One replayed speculative run (seed 0) -> its sequences; appends the replay passes it
+    took to `passes`."""
     seqs, used = gen.run_replay(fresh, profile, seed=0)
     passes.append(used)
-    return seqs[0]
+    return seqs
 
 
 def spread(tok_s: list[float]) -> dict:
@@ -359,7 +362,7 @@ def measure_context(
 
     # AR through the engine (graphs captured by the warm-up run)
     gen.run(fresh(), speculative=False)
-    ar_runs, ar_seq = tok_s_runs(lambda: ar_decode(gen, fresh), repeats)
+    ar_runs, ar_seq = tok_s_runs(lambda: ar_decode(gen, fresh)[0], repeats)
     ar_step = 1 / statistics.median(ar_runs)
     floor = (weight_bytes + kv_bytes(tcfg, context)) / bw
     result["ar"] = {
@@ -442,8 +445,10 @@ def paired_rounds(
     new_tokens: int,
     rounds: int,
     tau: float = 6.55,
+    batch: int = 1,
 ) -> dict:
     """A/B(/C...) in interleaved rounds after an untimed one: each round runs every arm once,
+    on `batch` sequences at once (their tokens summed over the run's time),
     AR then speculative (replayed tau), in an order rotated by one each round, so that drift
     of the GPU's clocks or of the host falls on every arm alike. arms: name -> (its Generator,
     a function that puts its process-wide switches in place, called before each of its runs);
@@ -460,7 +465,7 @@ def paired_rounds(
 
     names = list(arms)
     first = arms[names[0]][0]
-    fresh = fresh_runs(context, first.target.config.vocab_size, new_tokens)
+    fresh = fresh_runs(context, first.target.config.vocab_size, new_tokens, batch)
     profile = AcceptanceProfile.from_mean(tau, first.block_size)
     runs: dict[str, dict[str, list[tuple[int, float]]]] = {n: {"ar": [], "spec": []} for n in names}
     outputs: dict[str, dict[str, list[int]]] = {}
@@ -473,15 +478,17 @@ def paired_rounds(
         for name in names[r % len(names) :] + names[: r % len(names)]:
             gen, prepare = arms[name]
             prepare()
-            for mode, seq in (
+            for mode, seqs in (
                 ("ar", ar_decode(gen, fresh)),
                 ("spec", replay_decode(gen, fresh, profile, [])),
             ):
                 if r < 0:
                     continue
-                runs[name][mode].append((len(seq.output_ids) - 1, seq.decode_time_s))
-                outputs.setdefault(name, {})[mode] = seq.output_ids
+                tokens = sum(len(s.output_ids) - 1 for s in seqs)
+                runs[name][mode].append((tokens, seqs[0].decode_time_s))
+                outputs.setdefault(name, {})[mode] = [s.output_ids for s in seqs]
     out: dict = {"rounds": rounds, "tau": tau, "drafter": "replay", "base": names[0], "arms": {}}
+    out["batch"] = batch
     for name in names:
         out["arms"][name] = {
             mode: {
@@ -523,11 +530,7 @@ def measure_batched(
     width = len(capture) * gen.drafter.config.hidden_size
     out = []
     for b in batches:
-        prompts = [prompt(context, vocab, seed=i) for i in range(b)]
-
-        def fresh(prompts: list[list[int]] = prompts) -> list[Sequence]:
-            return [Sequence(list(p), new_tokens, frozenset()) for p in prompts]
-
+        fresh = fresh_runs(context, vocab, new_tokens, b)
         profile = AcceptanceProfile.from_mean(tau, k)
         gen.run_replay(fresh, profile, seed=0)  # warm-up: buffers and graphs for batch b
         spec, passes = gen.run_replay(fresh, profile, seed=0)
@@ -574,9 +577,9 @@ def pipelined(  # noqa: ANN001
         profile = AcceptanceProfile.from_mean(6.55, gen.block_size)
         gen.run_replay(fresh, profile, seed=0)  # warm-up
         passes: list[int] = []
-        runs, s = tok_s_runs(lambda: replay_decode(gen, fresh, profile, passes), repeats)
+        runs, s = tok_s_runs(lambda: replay_decode(gen, fresh, profile, passes)[0], repeats)
         gen.run(fresh(), speculative=False)  # warm-up
-        ar_runs, _ = tok_s_runs(lambda: ar_decode(gen, fresh), repeats)
+        ar_runs, _ = tok_s_runs(lambda: ar_decode(gen, fresh)[0], repeats)
     finally:
         gen.config = plain_config
     return {
@@ -1149,13 +1152,16 @@ def run_paired(
             gen.configure_launches()
 
         kept[name] = (gen, prepare)
-    result = paired_rounds(kept, context, args.new_tokens, args.paired_rounds)
+    result = paired_rounds(
+        kept, context, args.new_tokens, args.paired_rounds, batch=args.paired_batch
+    )
     restore()
     result["context"] = context
     result["options"] = {n: arm_summary(a) for n, a in arms.items()}
     result["pdl"] = {n: gen.pdl for n, (gen, _) in kept.items()}
     for line in paired_lines(result):
-        print(f"paired ({args.paired_rounds} rounds, ctx {context}) {line}", flush=True)
+        batch = f", batch {args.paired_batch}" if args.paired_batch > 1 else ""
+        print(f"paired ({args.paired_rounds} rounds, ctx {context}{batch}) {line}", flush=True)
     kept.clear()
     return result
 
@@ -1342,6 +1348,12 @@ def build_parser() -> argparse.ArgumentParser:
         "interleaved rounds: speed-ups with 95%% intervals",
     )
     parser.add_argument("--paired-rounds", type=int, default=8, help="with --paired")
+    parser.add_argument(
+        "--paired-batch",
+        type=int,
+        default=1,
+        help="with --paired: sequences decoded at once in each run (tokens summed)",
+    )
     parser.add_argument("--out")
     return parser
 
@@ -1351,6 +1363,8 @@ def main() -> None:
     args = parser.parse_args()
     apply_switches(module_switches(args, parser))
     arms = paired_arms(args.paired, parser, args) if args.paired else {}
+    if args.paired_batch < 1:
+        parser.error(f"--paired-batch must be at least 1, got {args.paired_batch}")
     if args.ablate:
         print(f"ABLATED (times only, outputs meaningless): {sorted(args.ablate)}", flush=True)
         ablate(args.ablate)

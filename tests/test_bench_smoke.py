@@ -107,6 +107,33 @@ def test_paired_rounds(gen) -> None:
     assert line.startswith("other/base: AR ") and "spec@6.55 " in line
     with pytest.raises(ValueError, match=">= 2 rounds"):
         engine_speed.paired_rounds(arms, context=20, new_tokens=10, rounds=1)
+    assert r["batch"] == 1
+
+
+def test_paired_rounds_of_several_sequences(gen, monkeypatch) -> None:
+    """--paired-batch: every run decodes `batch` fresh sequences (different prompts), and its
+    rate is their tokens after the first, summed, over the run's decode time."""
+    seen = []
+
+    def decoded(gen, fresh, *rest):
+        seqs = fresh()
+        seen.append([s.prompt_ids for s in seqs])
+        for i, s in enumerate(seqs):
+            s.output_ids = list(range(5 + i))  # 4 and 5 tokens after the first
+            s.decode_time_s = 0.5
+        return seqs
+
+    monkeypatch.setattr(engine_speed, "ar_decode", decoded)
+    monkeypatch.setattr(engine_speed, "replay_decode", decoded)
+    monkeypatch.setattr(gen, "run", lambda *a, **k: None)  # the warm-up
+    monkeypatch.setattr(gen, "run_replay", lambda fresh, *a, **k: (fresh(), 1))
+    arms = {name: (gen, lambda: None) for name in ("base", "other")}
+    r = engine_speed.paired_rounds(arms, context=20, new_tokens=10, rounds=2, batch=2)
+    assert r["batch"] == 2
+    for name in arms:
+        for mode in ("ar", "spec"):
+            assert r["arms"][name][mode]["tok_s_runs"] == [18.0, 18.0]  # (4 + 5) / 0.5
+    assert all(len(p) == 2 and p[0] != p[1] for p in seen)
 
 
 def test_kernel_profile(gen, capsys) -> None:
