@@ -285,6 +285,7 @@ def forcing(target: TargetModel, prompt_ids: list[int], output_ids: list[int]) -
 
 
 REPEATS = 5  # timed runs of each decode measurement after its warm-up: median, min and max
+FORCED_ROWS = 2  # rows of each batched run that token forcing checks (measure_batched)
 
 
 def fresh_runs(
@@ -298,6 +299,15 @@ def fresh_runs(
         return [Sequence(list(ids), new_tokens, frozenset()) for ids in prompts]
 
     return fresh
+
+
+def forcing_text(checks: dict | None) -> str:
+    """', forcing AR/spec True/False' for measure_batched's checks (every row checked passed),
+    or '' where none ran."""
+    if not checks:
+        return ""
+    ar, spec = (all(c["passed"] for c in checks[m]) for m in ("ar", "spec"))
+    return f", forcing AR/spec {ar}/{spec}"
 
 
 def tok_s_runs(run: Callable[[], Sequence], repeats: int) -> tuple[list[float], Sequence]:
@@ -519,11 +529,19 @@ def paired_lines(result: dict) -> list[str]:
 
 @torch.inference_mode()
 def measure_batched(
-    gen: Generator, context: int, new_tokens: int, batches: list[int], tau: float = 6.55
+    gen: Generator,
+    context: int,
+    new_tokens: int,
+    batches: list[int],
+    tau: float = 6.55,
+    forced_rows: int = FORCED_ROWS,
 ) -> list[dict]:
     """B sequences at once through the engine (no server): the graphed verify forward of
     [B, block] and draft forward of B blocks, AR and speculative (replayed tau, drafter forward
-    real) tok/s summed over the rows: the engine's side of server_speed.py's batched steps."""
+    real) tok/s summed over the rows: the engine's side of server_speed.py's batched steps.
+    The first `forced_rows` rows of each run pass token forcing or not (up to 8k: `forcing`);
+    batched rows part from AR at bf16 near-ties (rows_identical_to_ar), so forcing is their
+    check."""
     k, dev = gen.block_size, gen.device
     capture = gen.drafter.config.target_layer_ids
     vocab = gen.target.config.vocab_size
@@ -546,6 +564,11 @@ def measure_batched(
         anchors = torch.ones(b, dtype=torch.long, device=dev)
         t_draft = timed(partial(gen._draft_forward, hidden, ctx_pos, anchors, pos, context + k))
         ar_tokens = sum(len(s.output_ids) - 1 for s in ar)
+        forced = {}
+        if context <= 8192:
+            for mode, rows in (("ar", ar), ("spec", spec)):
+                checked = rows[:forced_rows]
+                forced[mode] = [forcing(gen.target, s.prompt_ids, s.output_ids) for s in checked]
         out.append(
             {
                 "batch": b,
@@ -559,6 +582,7 @@ def measure_batched(
                 "measured_tau": tokens / sum(len(s.acceptance_lengths) for s in spec),
                 "replay_passes": passes,
                 "rows_identical_to_ar": sum(s.output_ids == a.output_ids for s, a in zip(spec, ar)),
+                "token_forcing": forced or None,
                 "drafter": "replay",
             }
         )
@@ -1489,7 +1513,8 @@ def main() -> None:
                     f"{r['verify_forward_ms']:.2f} ms, draft {r['draft_forward_ms']:.2f} ms, "
                     f"AR {r['ar_tok_s']:.0f} tok/s "
                     f"({r['ar_step_ms']:.2f} ms/step), spec@6.55 {r['spec_tok_s']:.0f} tok/s "
-                    f"({r['spec_step_ms']:.2f} ms/step) = {r['spec_over_ar']:.2f}x AR",
+                    f"({r['spec_step_ms']:.2f} ms/step) = {r['spec_over_ar']:.2f}x AR"
+                    f"{forcing_text(r['token_forcing'])}",
                     flush=True,
                 )
             save(report | {preset: entry}, args.out)

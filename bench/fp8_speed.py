@@ -96,7 +96,10 @@ def sweep(name: str, n: int, k: int, args: argparse.Namespace) -> list[dict]:
     x = torch.randn(args.rows, k, device="cuda", generator=gen).to(torch.bfloat16)
     copies = max(1, -(-COLD_BYTES // w.nbytes))
     bf16 = [w] + [w.clone() for _ in range(copies - 1)]
-    fp8_weights = [fp8.quantize(c) for c in bf16]
+    q = fp8.quantize(w)  # once; the cold copies are clones of its arrays
+    fp8_weights = [q] + [
+        fp8.Fp8Weight(q.weight.clone(), q.scale.clone()) for _ in range(copies - 1)
+    ]
     bf16_bytes, fp8_bytes = w.nbytes, fp8_weights[0].nbytes()
     base_cfg = tile_config(args.rows, n, k)
     turn = itertools.count()

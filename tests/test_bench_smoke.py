@@ -161,6 +161,15 @@ def test_measure_batched(gen) -> None:
     (r,) = rows
     assert r["batch"] == 3 and r["rows_identical_to_ar"] == 3
     assert r["spec_tok_s"] > 0 and r["verify_forward_ms"] > 0 and r["measured_tau"] >= 1
+    # the first FORCED_ROWS rows of each run checked by token forcing (all passed: fp32)
+    for mode in ("ar", "spec"):
+        checks = r["token_forcing"][mode]
+        assert len(checks) == engine_speed.FORCED_ROWS
+        assert all(c["passed"] and c["checked"] == 10 for c in checks)
+    assert engine_speed.forcing_text(r["token_forcing"]) == ", forcing AR/spec True/True"
+    failed = {"ar": [{"passed": True}], "spec": [{"passed": True}, {"passed": False}]}
+    assert engine_speed.forcing_text(failed) == ", forcing AR/spec True/False"
+    assert engine_speed.forcing_text(None) == ""
 
 
 def test_measure_prefill(gen) -> None:
