@@ -24,7 +24,8 @@ from engine_speed import add_launch_arguments  # bench/ is on sys.path when run 
 from report import finish
 
 from specpilot.kernels import launch
-from specpilot.kernels.linear import skinny_linear, tile_config
+from specpilot.kernels import tiles as tiles_files
+from specpilot.kernels.linear import skinny_linear, tile_config, tile_rows
 from specpilot.models.synth import TARGET_PRESETS
 
 
@@ -115,6 +116,12 @@ LOOP_GRID = ((4, 8, 16), (256, 512, 1024), (4,), (2, 3, 4))
 # LOOP_STAGES)
 TMA_GRID = ((8, 16, 32), (128, 256), (4,), (3, 4, 6, 8))
 
+# --grid left (16 rows and more): tensor-core tiles with the weights as the MMA's left operand
+# (kernels/linear.py's W_LEFT: wgmma on the H200, where the 16-row tiles otherwise run mma.sync;
+# it won the FP8 drafter's o and k|v in run 180): (BLOCK_N, BLOCK_K, num_warps, num_stages,
+# SPLIT_K)
+LEFT_GRID = ((32, 64, 128), (64, 128, 256), (4, 8), (3, 4), (1, 2, 4))
+
 GRIDS = {"full": (), "quick": (QUICK_ELEMENTWISE_GRID, QUICK_DOT_GRID)}  # candidates' grids
 
 
@@ -149,8 +156,12 @@ def candidates(
 
 
 def grid_candidates(m: int, grid: str) -> list[dict]:
-    """--grid's tiles for M rows: GRIDS' through `candidates`, or "loop" / "tma" (one row:
-    LOOP_GRID / TMA_GRID)."""
+    """--grid's tiles for M rows: GRIDS' through `candidates`, "left" (LEFT_GRID's, W_LEFT,
+    more than 4 rows) or "loop" / "tma" (one row: LOOP_GRID / TMA_GRID)."""
+    if grid == "left":
+        if m <= 4:
+            raise ValueError("--grid left is for tensor-core tiles: more than 4 rows")
+        return [cfg | {"W_LEFT": True} for cfg in candidates(m, dot_grid=LEFT_GRID)]
     if grid not in ("loop", "tma"):
         return candidates(m, *GRIDS[grid])
     if m != 1:
@@ -247,7 +258,10 @@ def sweep_shape(m: int, name: str, n: int, k: int, cold: bool = True, grid: str 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="1,16")
-    parser.add_argument("--grid", default="full", choices=[*GRIDS, "loop", "tma"])
+    parser.add_argument("--grid", default="full", choices=[*GRIDS, "left", "loop", "tma"])
+    parser.add_argument(
+        "--tiles-out", help="a tiles file (EngineConfig.tiles) of each shape's fastest tile"
+    )
     parser.add_argument("--model", default="qwen3-8b", choices=MODELS)
     add_l2_argument(parser)
     add_launch_arguments(parser)  # our kernel's
@@ -270,6 +284,9 @@ def main() -> None:
                 f"{row['default_tb_s']:.2f}  ours(best) {row['best_tb_s']:.2f} {row['best']}",
                 flush=True,
             )
+    if args.tiles_out:
+        table = {(tile_rows(r["m"]), r["n"], r["k"]): r["best"] for r in results if r["best"]}
+        tiles_files.write(args.tiles_out, {"bf16": table})
     report = {
         "bench": "kernel_sweep",
         "gpu": torch.cuda.get_device_name(),

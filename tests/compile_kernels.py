@@ -35,6 +35,8 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         raise AssertionError("PREFETCH=2 but no bulk L2 prefetch in the PTX")
     if ptx.count("cp.async.bulk.prefetch.L2") < consts.get("AHEAD", 0):
         raise AssertionError("AHEAD regions but fewer bulk L2 prefetches in the PTX")
+    if consts.get("W_LEFT") and consts.get("BLOCK_N", 0) >= 64 and "wgmma" not in ptx:
+        raise AssertionError("W_LEFT with 64 or more weight rows but no wgmma in the PTX")
     if consts.get("SCALE") and "cvt.rn.f16x2.e4m3x2" not in ptx:  # FP8 weights, two at once
         raise AssertionError("SCALE (FP8 weights) but no cvt.rn.f16x2.e4m3x2 in the PTX")
     if consts.get("TRACE") and not ("%globaltimer" in ptx and "atom.global" in ptx):
@@ -109,6 +111,21 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 hand = flags | cfg | dict(HAND_OUT=True, PDL=True, LATE=True)
                 types = lin | {"u_ptr": bf16, "hw_ptr": bf16, "sq_out_ptr": "*fp32"}
                 out.append((f"skinny_linear M={m} HAND_OUT", linear._skinny_kernel, types, hand))
+            if m == 16:  # the weights as the MMA's left operand (W_LEFT), bf16 too
+                left = dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=128, USE_DOT=True, W_LEFT=True)
+                types = lin | {"part_ptr": "*fp32", "count_ptr": "*i32", "sq_in_ptr": "*fp32",
+                               "u_ptr": bf16, "hw_ptr": bf16, "sq_out_ptr": "*fp32"}  # fmt: skip
+                label = f"skinny_linear M=16 W_LEFT {flags}"
+                out.append((label, linear._skinny_kernel, types, flags | left))
+                split = flags | left | dict(SPLIT_K=4, FENCE=True)
+                out.append((f"{label} SPLIT_K=4", linear._skinny_kernel, types, split))
+                if res is False:  # gate|up from a handed-on norm, ending in silu(gate) * up
+                    handed = flags | left | dict(SWIGLU=True, NORM=False, HAND_IN=True,
+                                                 SLOTS_IN=512)  # fmt: skip
+                    out.append((f"{label} SWIGLU HAND_IN", linear._skinny_kernel, types, handed))
+                else:  # o / down handing the next norm on
+                    hand = flags | left | dict(HAND_OUT=True, PDL=True, LATE=True)
+                    out.append((f"{label} HAND_OUT", linear._skinny_kernel, types, hand))
             if norm and m in (1, 16):  # an FP8 draft head (formats/fp8.py)
                 head = {k: v for k, v in linear.tile_config(m, 151936, 4096).items() if k.isupper()}
                 types = lin | {"w_ptr": "*fp8e4nv", "scale_ptr": "*fp32"}

@@ -4,6 +4,7 @@ timing, fp32), so that a device call never dies on bookkeeping. Nothing here ass
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -233,6 +234,23 @@ def test_precompile_spreads_the_tiles_over_workers(capsys) -> None:
             raise RuntimeError("does not fit")
 
     assert kernel_sweep.compile_each(launch_one, configs) == 4
+
+
+def test_left_grid_takes_tensor_core_tiles_with_the_weights_left(tmp_path) -> None:
+    """kernel_sweep --grid left: LEFT_GRID's tensor-core tiles for 16 rows, each W_LEFT, none
+    for 4 rows or fewer; such a tile goes into a tiles file that EngineConfig.tiles reads."""
+    from specpilot.kernels import tiles
+
+    kernel_sweep = pytest.importorskip("kernel_sweep")
+    left = kernel_sweep.grid_candidates(16, "left")
+    assert len(left) == len(list(itertools.product(*kernel_sweep.LEFT_GRID)))
+    assert all(c["W_LEFT"] and c["USE_DOT"] and c["BLOCK_M"] == 16 for c in left)
+    assert {c.get("SPLIT_K", 1) for c in left} == {1, 2, 4}
+    with pytest.raises(ValueError, match="more than 4 rows"):
+        kernel_sweep.grid_candidates(4, "left")
+    path = tmp_path / "left.json"
+    tiles.write(path, {"bf16": {(16, 4096, 4096): left[0]}})
+    assert tiles.read(path)["bf16"][16, 4096, 4096] == left[0]
 
 
 def test_synthetic_draft_vocab_shrinks_the_draft_head(tmp_path, qwen_dir, qwen_drafter_dir):

@@ -193,6 +193,39 @@ def test_skinny_linear_split_k(m: int, k: int, split: int, mode: str) -> None:
         skinny_linear(one_row, w, config=dict(tile_config(1, n, k), SPLIT_K=2))
 
 
+@pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
+def test_skinny_linear_weights_left(mode: str) -> None:
+    """W_LEFT with bf16 weights (the weights as the MMA's left operand: wgmma on the H200, where
+    the 16-row tiles otherwise run mma.sync): the reference's values, whole or with K split over
+    programs, and the norm hand-off out of it and into it (silu(gate) * up) as the plain
+    tile's."""
+    from specpilot.kernels.linear import Handoff
+
+    gen = torch.Generator().manual_seed(11)
+    m, n, k = 16, 70, 600
+    x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
+    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
+    kw = prologue_kwargs(mode, m, n, k, gen)
+    tile = dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=128, USE_DOT=True, num_warps=4, num_stages=3)
+    want = skinny_linear_reference(x, w, **kw)
+    for split in (1, 3):
+        cfg = dict(tile, W_LEFT=True, SPLIT_K=split)
+        close(skinny_linear(x, w, config=cfg, **kw), want, 4 if mode in ("norm", "glu") else 2)
+    if mode != "residual":
+        return
+    norm_w = (torch.rand(n, generator=gen) + 0.5).to(DEVICE, BF16)
+    w_next = (torch.randn(2 * n, n, generator=gen) * n**-0.5).to(DEVICE, BF16)
+    outs = []
+    for left in (False, True):
+        cfg = dict(tile, W_LEFT=left)
+        hand = Handoff(norm_w, 1e-6)
+        y = skinny_linear(x, w, config=cfg, handoff=hand, **kw)
+        assert hand.ready and torch.equal(hand.u, (y.float() * norm_w.float()).to(BF16))
+        outs.append((y, skinny_linear(hand.u, w_next, handed=hand, swiglu=True, config=cfg)))
+    for a, b in zip(*outs):
+        close(a, b, 4)
+
+
 @pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
 def test_skinny_linear_loop_stages(stages: int, mode: str) -> None:

@@ -69,8 +69,8 @@ def test_write_read_install_restore(tmp_path, tables) -> None:
         ('{"tiles": [{"kernel": "bf16", "rows": 1, "n": 8, "k": 8, "tile": {}}]}', "non-empty"),
         ('{"tiles": [{"kernel": "bf16", "rows": 1, "n": 8, "k": 8, "tile": {"UNROLL": 2}}]}',
          "unknown bf16 tile keys"),
-        ('{"tiles": [{"kernel": "bf16", "rows": 1, "n": 8, "k": 8, "tile": {"W_LEFT": 1}}]}',
-         "unknown bf16 tile keys"),
+        ('{"tiles": [{"kernel": "fp8", "rows": 1, "n": 8, "k": 8, "tile": {"ACC_SCALE": 1}}]}',
+         "unknown fp8 tile keys"),
     ],
 )  # fmt: skip
 def test_bad_tiles_files(tmp_path, content: str, message: str) -> None:

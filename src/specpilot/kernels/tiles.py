@@ -21,12 +21,12 @@ from specpilot.kernels import linear, w12_linear
 
 # the keys a tile of each kernel may set (its launcher's tile parameters)
 _SKINNY_KEYS = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "USE_DOT", "SPLIT_K", "LOOP_STAGES", "TMA",
-                "num_warps", "num_stages", "maxnreg"}  # fmt: skip
+                "W_LEFT", "num_warps", "num_stages", "maxnreg"}  # fmt: skip
 TILE_KEYS = {
     "bf16": _SKINNY_KEYS,
     "w12": {"BLOCK_M", "BLOCK_N", "UNROLL", "USE_DOT", "SPLIT_K", "SPLIT_IN", "LOOP_STAGES",
             "ACC_SCALE", "ESC_IN_LOOP", "HALVES", "ASM", "num_warps", "num_stages", "maxnreg"},
-    "fp8": _SKINNY_KEYS | {"W_LEFT"},  # the skinny multiply by FP8 weights (the drafter's)
+    "fp8": _SKINNY_KEYS,  # the skinny multiply by FP8 weights (the drafter's)
 }  # fmt: skip
 # the module and table each kind goes into
 TABLES = {
