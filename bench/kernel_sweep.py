@@ -116,10 +116,10 @@ LOOP_GRID = ((4, 8, 16), (256, 512, 1024), (4,), (2, 3, 4))
 # LOOP_STAGES)
 TMA_GRID = ((8, 16, 32), (128, 256), (4,), (3, 4, 6, 8))
 
-# --grid left (16 rows and more): tensor-core tiles with the weights as the MMA's left operand
-# (kernels/linear.py's W_LEFT: wgmma on the H200, where the 16-row tiles otherwise run mma.sync;
-# it won the FP8 drafter's o and k|v in run 180): (BLOCK_N, BLOCK_K, num_warps, num_stages,
-# SPLIT_K)
+# --grid left: tensor-core tiles (one row: on 16-row tiles, masked) with the weights as the
+# MMA's left operand (kernels/linear.py's W_LEFT: wgmma on the H200, where the 16-row tiles
+# otherwise run mma.sync; it won the FP8 drafter's o and k|v in run 180): (BLOCK_N, BLOCK_K,
+# num_warps, num_stages, SPLIT_K)
 LEFT_GRID = ((32, 64, 128), (64, 128, 256), (4, 8), (3, 4), (1, 2, 4))
 
 GRIDS = {"full": (), "quick": (QUICK_ELEMENTWISE_GRID, QUICK_DOT_GRID)}  # candidates' grids
@@ -156,12 +156,15 @@ def candidates(
 
 
 def grid_candidates(m: int, grid: str) -> list[dict]:
-    """--grid's tiles for M rows: GRIDS' through `candidates`, "left" (LEFT_GRID's, W_LEFT,
-    more than 4 rows) or "loop" / "tma" (one row: LOOP_GRID / TMA_GRID)."""
-    if grid == "left":
-        if m <= 4:
-            raise ValueError("--grid left is for tensor-core tiles: more than 4 rows")
-        return [cfg | {"W_LEFT": True} for cfg in candidates(m, dot_grid=LEFT_GRID)]
+    """--grid's tiles for M rows: GRIDS' through `candidates`, "left" (LEFT_GRID's, W_LEFT) or
+    "loop" / "tma" (one row: LOOP_GRID / TMA_GRID)."""
+    if grid == "left":  # one row too, on 16-row tiles (masked), as today's one-row gate|up
+        block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
+        return [
+            dict(BLOCK_M=block_m, BLOCK_N=bn, BLOCK_K=bk, USE_DOT=True, num_warps=warps,
+                 num_stages=stages, W_LEFT=True) | ({"SPLIT_K": split} if split > 1 else {})
+            for bn, bk, warps, stages, split in itertools.product(*LEFT_GRID)
+        ]  # fmt: skip
     if grid not in ("loop", "tma"):
         return candidates(m, *GRIDS[grid])
     if m != 1:

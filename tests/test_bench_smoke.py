@@ -237,8 +237,8 @@ def test_precompile_spreads_the_tiles_over_workers(capsys) -> None:
 
 
 def test_left_grid_takes_tensor_core_tiles_with_the_weights_left(tmp_path) -> None:
-    """kernel_sweep --grid left: LEFT_GRID's tensor-core tiles for 16 rows, each W_LEFT, none
-    for 4 rows or fewer; such a tile goes into a tiles file that EngineConfig.tiles reads."""
+    """kernel_sweep --grid left: LEFT_GRID's tensor-core tiles, each W_LEFT, on 16-row tiles
+    for one row too; such a tile goes into a tiles file that EngineConfig.tiles reads."""
     from specpilot.kernels import tiles
 
     kernel_sweep = pytest.importorskip("kernel_sweep")
@@ -246,8 +246,8 @@ def test_left_grid_takes_tensor_core_tiles_with_the_weights_left(tmp_path) -> No
     assert len(left) == len(list(itertools.product(*kernel_sweep.LEFT_GRID)))
     assert all(c["W_LEFT"] and c["USE_DOT"] and c["BLOCK_M"] == 16 for c in left)
     assert {c.get("SPLIT_K", 1) for c in left} == {1, 2, 4}
-    with pytest.raises(ValueError, match="more than 4 rows"):
-        kernel_sweep.grid_candidates(4, "left")
+    assert kernel_sweep.grid_candidates(1, "left") == left
+    assert {c["BLOCK_M"] for c in kernel_sweep.grid_candidates(33, "left")} == {64}
     path = tmp_path / "left.json"
     tiles.write(path, {"bf16": {(16, 4096, 4096): left[0]}})
     assert tiles.read(path)["bf16"][16, 4096, 4096] == left[0]

@@ -193,16 +193,17 @@ def test_skinny_linear_split_k(m: int, k: int, split: int, mode: str) -> None:
         skinny_linear(one_row, w, config=dict(tile_config(1, n, k), SPLIT_K=2))
 
 
+@pytest.mark.parametrize("m", [1, 16])
 @pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu"])
-def test_skinny_linear_weights_left(mode: str) -> None:
+def test_skinny_linear_weights_left(m: int, mode: str) -> None:
     """W_LEFT with bf16 weights (the weights as the MMA's left operand: wgmma on the H200, where
-    the 16-row tiles otherwise run mma.sync): the reference's values, whole or with K split over
-    programs, and the norm hand-off out of it and into it (silu(gate) * up) as the plain
-    tile's."""
+    the 16-row tiles otherwise run mma.sync; one row on a 16-row tile, masked): the reference's
+    values, whole or with K split over programs, and the norm hand-off out of it and into it
+    (silu(gate) * up) as the plain tile's."""
     from specpilot.kernels.linear import Handoff
 
-    gen = torch.Generator().manual_seed(11)
-    m, n, k = 16, 70, 600
+    gen = torch.Generator().manual_seed(11 + m)
+    n, k = 70, 600
     x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
     w = (torch.randn(n, k, generator=gen) * k**-0.5).to(DEVICE, BF16)
     kw = prologue_kwargs(mode, m, n, k, gen)
