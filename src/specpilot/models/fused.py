@@ -153,7 +153,11 @@ NORM_HANDOFF_ONE_ROW_SITES = HAND_O | HAND_DOWN
 # layer's k|v weights stacked (FusedDrafter.context_kv: a copy, the layers' count times k|v's
 # bytes), then each layer's write; 2, that multiply, then one write of every layer
 # (kernels/rope.kv_rope_write_layers). The context depends on the target only, so nothing
-# between the layers changes it. bench/engine_speed.py --switch models.fused.DRAFT_CONTEXT_ONCE=N.
+# between the layers changes it. Run 181 (docs/LOG.md; FP8 drafter, 1k): in the draft graph the
+# five k|v multiplies of 6.5 us became one of 15.7 and the rope's 10 launches 6; the draft
+# 0.658 -> 0.638 (1) -> 0.633 ms (2) back to back; paired, pipelined, 8 rounds, spec@6.55
+# 1.000x / 0.996x (level: the step's -0.5% is within the pairs' noise).
+# bench/engine_speed.py --switch models.fused.DRAFT_CONTEXT_ONCE=N.
 DRAFT_CONTEXT_ONCE = 2
 SWITCH_RULES = {"DRAFT_CONTEXT_ONCE": (lambda n: n in (0, 1, 2), "0, 1 or 2")}
 
