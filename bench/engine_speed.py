@@ -310,12 +310,13 @@ def forcing_text(checks: dict | None) -> str:
     return f", forcing AR/spec {ar}/{spec}"
 
 
-def tok_s_runs(run: Callable[[], Sequence], repeats: int) -> tuple[list[float], Sequence]:
-    """`repeats` calls of run (which decodes and returns the sequence it timed) -> each call's
-    tokens/s after the first token, and the last call's sequence."""
+def tok_s_runs(run: Callable[[], list[Sequence]], repeats: int) -> tuple[list[float], Sequence]:
+    """`repeats` calls of run (which decodes and returns the sequences it timed, of which the
+    first counts) -> each call's tokens/s after the first token, and the last call's first
+    sequence."""
     rates = []
     for _ in range(repeats):
-        s = run()
+        s = run()[0]
         rates.append((len(s.output_ids) - 1) / s.decode_time_s)
     return rates, s
 
@@ -372,7 +373,7 @@ def measure_context(
 
     # AR through the engine (graphs captured by the warm-up run)
     gen.run(fresh(), speculative=False)
-    ar_runs, ar_seq = tok_s_runs(lambda: ar_decode(gen, fresh)[0], repeats)
+    ar_runs, ar_seq = tok_s_runs(partial(ar_decode, gen, fresh), repeats)
     ar_step = 1 / statistics.median(ar_runs)
     floor = (weight_bytes + kv_bytes(tcfg, context)) / bw
     result["ar"] = {
@@ -601,9 +602,9 @@ def pipelined(  # noqa: ANN001
         profile = AcceptanceProfile.from_mean(6.55, gen.block_size)
         gen.run_replay(fresh, profile, seed=0)  # warm-up
         passes: list[int] = []
-        runs, s = tok_s_runs(lambda: replay_decode(gen, fresh, profile, passes)[0], repeats)
+        runs, s = tok_s_runs(partial(replay_decode, gen, fresh, profile, passes), repeats)
         gen.run(fresh(), speculative=False)  # warm-up
-        ar_runs, _ = tok_s_runs(lambda: ar_decode(gen, fresh)[0], repeats)
+        ar_runs, _ = tok_s_runs(partial(ar_decode, gen, fresh), repeats)
     finally:
         gen.config = plain_config
     return {
