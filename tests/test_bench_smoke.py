@@ -253,6 +253,42 @@ def test_left_grid_takes_tensor_core_tiles_with_the_weights_left(tmp_path) -> No
     assert tiles.read(path)["bf16"][16, 4096, 4096] == left[0]
 
 
+def test_compose_tiles_takes_each_shapes_fastest_variant(tmp_path) -> None:
+    """compose_tiles: for each bf16 multiply shape of decode and verify, the tile of the variant
+    that ran it fastest in the timeline, where that beats the base by --min-gain; a shape no
+    variant's file covers, or whose best is within the margin, keeps the compiled-in tile."""
+    compose_tiles = pytest.importorskip("compose_tiles")
+    from specpilot.kernels import tiles
+
+    left = dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=128, USE_DOT=True, W_LEFT=True)
+    wide = dict(left, BLOCK_N=128)
+    files = {}
+    for name, tile in (("a", left), ("b", wide)):
+        files[name] = tmp_path / f"{name}.json"
+        table = {(16, 4096, 4096): tile, (16, 6144, 4096): tile, (1, 4096, 4096): tile}
+        tiles.write(files[name], {"bf16": table})
+
+    def arm(o16: float, qkv16: float, o1: float) -> dict:
+        verify = {"linear 16x4096x4096": o16, "linear 16x6144x4096": qkv16, "rope 16": 1.0,
+                  "linear 16x4096x12288": 28.0}  # fmt: skip
+        shapes = {"decode": {"linear 1x4096x4096": o1}, "verify": verify}
+        return {f: {"shapes": {k: {"run_us_each": v} for k, v in s.items()}}
+                for f, s in shapes.items()}  # fmt: skip
+
+    report = {
+        "variants": {"base": {"tiles": ""}, "a": {"tiles": str(files["a"])},
+                     "b": {"tiles": str(files["b"])}},
+        "arms": {"bf16 base": arm(11.3, 14.3, 9.9), "bf16 a": arm(10.0, 14.25, 9.0),
+                 "bf16 b": arm(10.5, 14.2, 12.0)},
+    }  # fmt: skip
+    chosen, rows = compose_tiles.compose(report, "bf16", "base", min_gain=0.01)
+    # o at 16 rows: a (10.0 < 11.3); q|k|v: b's 14.2 is within 1% of 14.3; one-row o: a
+    assert chosen == {(16, 4096, 4096): left, (1, 4096, 4096): left}
+    taken = {tuple(r["shape"]): (r["best"], r["taken"]) for r in rows}
+    assert taken[16, 6144, 4096] == ("b", False) and taken[16, 4096, 4096] == ("a", True)
+    assert (16, 4096, 12288) not in taken  # no variant's file has down
+
+
 def test_synthetic_draft_vocab_shrinks_the_draft_head(tmp_path, qwen_dir, qwen_drafter_dir):
     from specpilot.config import EngineConfig
 
