@@ -54,7 +54,38 @@ ARMS = {
     "target": {},
     "fp8-head": {"draft_head": "fp8"},
     "fp8": {"draft_head": "fp8", "draft_weights": "fp8"},
+    "int4-head": {},
+    "int4": {},
 }
+INT4_GROUP = 128  # columns a 4-bit weight's scale covers (the int4 arms)
+
+
+def fake_int4(w: torch.Tensor, group: int = INT4_GROUP) -> torch.Tensor:
+    """w rounded as a 4-bit format would hold it, back in w's dtype: integers -8..7 times one
+    fp16 scale a row's group of `group` columns (the group's peak over 7). Not a format of the
+    engine (no kernel): the int4 arms ask what such a draft head or drafter would cost in
+    acceptance before one is built."""
+    rows, cols = w.shape
+    padded = torch.nn.functional.pad(w.float(), (0, (-cols) % group)).view(rows, -1, group)
+    scale = (padded.abs().amax(-1, keepdim=True) / 7).to(torch.float16).float()
+    q = torch.where(scale > 0, (padded / scale.clamp(min=1e-30)).round().clamp(-8, 7), 0.0)
+    return (q * scale).view(rows, -1)[:, :cols].to(w.dtype)
+
+
+@torch.no_grad()
+def to_int4(llm: LLM, layers: bool) -> None:
+    """The int4 arms: the draft head (and with `layers` every linear of the drafter) replaced
+    by fake_int4's rounding of its weights."""
+    gen = llm.generator
+    gen.draft_head = fake_int4(gen.target.lm_head.weight.detach())
+    if layers:
+        for module in gen.drafter.modules():
+            if isinstance(module, torch.nn.Linear):
+                module.weight.copy_(fake_int4(module.weight))
+
+
+# arms whose drafter is changed after loading
+AFTER_LOAD = {"int4-head": lambda llm: to_int4(llm, False), "int4": lambda llm: to_int4(llm, True)}
 
 
 def main() -> None:
@@ -75,6 +106,9 @@ def main() -> None:
         arm: LLM(target, draft=draft, device=args.device, engine=EngineConfig(**base | ARMS[arm]))
         for arm in arms
     }
+    for arm, change in AFTER_LOAD.items():
+        if arm in llms:
+            change(llms[arm])
     rows = []
     for name in args.datasets.split(","):
         prompts = [pr.prompt for pr in load_problems(name, args.num_prompts)]

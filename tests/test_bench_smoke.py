@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from specpilot.engine.llm import LLM
 
@@ -287,6 +288,24 @@ def test_compose_tiles_takes_each_shapes_fastest_variant(tmp_path) -> None:
     taken = {tuple(r["shape"]): (r["best"], r["taken"]) for r in rows}
     assert taken[16, 6144, 4096] == ("b", False) and taken[16, 4096, 4096] == ("a", True)
     assert (16, 4096, 12288) not in taken  # no variant's file has down
+
+
+def test_fake_int4_rounds_to_a_4_bit_grid() -> None:
+    """draft_head_acceptance.fake_int4: each weight within half a step of its group's grid (the
+    group's peak over 7, in fp16), at most 16 levels a group, zeros kept, a short last group."""
+    acceptance = pytest.importorskip("draft_head_acceptance")
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randn(4, 300, generator=gen) * torch.logspace(-3, 1, 300)
+    w[1] = 0.0
+    q = acceptance.fake_int4(w, group=128)
+    assert q.shape == w.shape and not q[1].any()
+    for start in range(0, 300, 128):
+        cols = slice(start, start + 128)
+        peak = w[:, cols].abs().amax(1, keepdim=True)
+        step = (peak / 7).to(torch.float16).float()
+        assert ((q[:, cols] - w[:, cols]).abs() <= step / 2 + 1e-6).all()
+        for r in (0, 2, 3):
+            assert q[r, cols].unique().numel() <= 16
 
 
 def test_synthetic_draft_vocab_shrinks_the_draft_head(tmp_path, qwen_dir, qwen_drafter_dir):
