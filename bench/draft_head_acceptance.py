@@ -73,15 +73,26 @@ def fake_int4(w: torch.Tensor, group: int = INT4_GROUP) -> torch.Tensor:
 
 
 @torch.no_grad()
-def to_int4(llm: LLM, layers: bool) -> None:
-    """The int4 arms: the draft head (and with `layers` every linear of the drafter) replaced
-    by fake_int4's rounding of its weights."""
+def to_int4(llm: LLM, layers: bool) -> int:
+    """The int4 arms: the draft head (and with `layers` every linear of the drafter, oneDNN's
+    packed copies packed again) replaced by fake_int4's rounding of its weights; returns the
+    drafter linears changed."""
+    from specpilot.layers import onednn
+
     gen = llm.generator
     gen.draft_head = fake_int4(gen.target.lm_head.weight.detach())
-    if layers:
-        for module in gen.drafter.modules():
-            if isinstance(module, torch.nn.Linear):
-                module.weight.copy_(fake_int4(module.weight))
+    changed = 0
+    for module in gen.drafter.modules() if layers else ():
+        if isinstance(module, (torch.nn.Linear, onednn.PackedLinear)):
+            module.weight.copy_(fake_int4(module.weight))
+            if isinstance(module, onednn.PackedLinear):  # the copy its forward reads
+                module.packed = torch.ops.mkldnn._reorder_linear_weight(
+                    module.weight.detach(), gen.block_size
+                )
+            changed += 1
+    if layers and not changed:
+        raise RuntimeError("int4: no linear of the drafter found to round")
+    return changed
 
 
 # arms whose drafter is changed after loading
