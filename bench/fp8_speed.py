@@ -19,7 +19,8 @@ import argparse
 import itertools
 
 import torch
-from report import finish  # bench/ is on sys.path when run as a script
+from kernel_sweep import graph_time  # bench/ is on sys.path when run as a script
+from report import finish
 
 from specpilot.config import DraftConfig
 from specpilot.formats import fp8
@@ -50,23 +51,7 @@ def time_us(fn, warmup: int, repeats: int) -> float:
     """Device time of one fn() launch: LAUNCHES of them captured in a CUDA graph, the median of
     `repeats` replays over LAUNCHES (a Triton launch costs the host more than a small multiply
     takes on the device, so plain launches would time the host)."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(LAUNCHES):
-            fn()
-    graph.replay()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / LAUNCHES)
-    return sorted(times)[len(times) // 2]
+    return graph_time(fn, LAUNCHES, repeats, warmup=warmup, settle=True) * 1e6
 
 
 def shapes(model: str, which: str) -> dict[str, tuple[int, int]]:

@@ -79,15 +79,20 @@ def add_l2_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def graph_time(fn, reps: int = 20, replays: int = 5) -> float:
-    """Seconds per call: `reps` calls captured in one graph, replayed `replays` times, median."""
-    for _ in range(2):
+def graph_time(
+    fn, reps: int = 20, replays: int = 5, warmup: int = 2, settle: bool = False
+) -> float:
+    """Seconds per call: `reps` calls captured in one graph (after `warmup` plain calls),
+    replayed `replays` times (after one untimed replay with `settle`), median."""
+    for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(reps):
             fn()
+    if settle:
+        graph.replay()
     times = []
     for _ in range(replays):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -159,12 +164,7 @@ def grid_candidates(m: int, grid: str) -> list[dict]:
     """--grid's tiles for M rows: GRIDS' through `candidates`, "left" (LEFT_GRID's, W_LEFT) or
     "loop" / "tma" (one row: LOOP_GRID / TMA_GRID)."""
     if grid == "left":  # one row too, on 16-row tiles (masked), as today's one-row gate|up
-        block_m = 16 if m <= 16 else (32 if m <= 32 else 64)
-        return [
-            dict(BLOCK_M=block_m, BLOCK_N=bn, BLOCK_K=bk, USE_DOT=True, num_warps=warps,
-                 num_stages=stages, W_LEFT=True) | ({"SPLIT_K": split} if split > 1 else {})
-            for bn, bk, warps, stages, split in itertools.product(*LEFT_GRID)
-        ]  # fmt: skip
+        return [cfg | {"W_LEFT": True} for cfg in candidates(max(m, 16), dot_grid=LEFT_GRID)]
     if grid not in ("loop", "tma"):
         return candidates(m, *GRIDS[grid])
     if m != 1:

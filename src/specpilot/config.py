@@ -328,16 +328,20 @@ class EngineConfig:
         verified, so the drafter's rounding never changes an emitted token, only acceptance);
         "auto": on a CPU with a float32 target, whichever of the two measures faster at load
         (on the 2-core dev box: 6.5 vs 22.9 ms for 15 rows of SmolLM2's 49,152 x 576 head, a
-        fifth of a speculative step); where the fused drafter runs on CUDA "fp8"; elsewhere
-        "target". "fp8": an e4m3 copy with a scale per row (formats/fp8.py), half the bytes of
-        a bf16 head, in the fused path (kernels/linear.skinny_linear) and the PyTorch one
-        alike; with a draft vocabulary, its rows. On the H200 (docs/LOG.md runs 177, 179):
-        spec@6.55 1.022-1.023x; acceptance on the embedded pair HumanEval 2.611 -> 2.607,
-        MT-Bench 1.613 -> 1.604.
+        fifth of a speculative step); where the fused drafter runs on CUDA "fp8" for drafts
+        of one block (engine/generator.FP8_DRAFT_MAX_ROWS; wider ones take the target's head,
+        runs 182-183); elsewhere "target". "fp8": an e4m3 copy with a scale per row
+        (formats/fp8.py), half the bytes of a bf16 head, in the fused path
+        (kernels/linear.skinny_linear) and the PyTorch one alike; with a draft vocabulary, its
+        rows. On the H200 (docs/LOG.md runs 177, 179): spec@6.55 1.022-1.023x; acceptance on
+        the embedded pair HumanEval 2.611 -> 2.607, MT-Bench 1.613 -> 1.604.
     draft_weights: the drafter's linear layers. "model": as loaded; "fp8": an e4m3 copy with a
         scale per row (formats/fp8.quantized_drafter; the loaded drafter is left as it is, so
         the copy adds half its bytes of memory), half the bytes a draft reads in bf16; "auto"
-        (default): fp8 where the fused kernels run the drafter (CUDA, bf16), else model.
+        (default): fp8 where the fused kernels run the drafter (CUDA, bf16), else model; fp8
+        only for drafts of one block (engine/generator.FP8_DRAFT_MAX_ROWS), wider drafts and
+        the prompts' context writes on the loaded drafter (batched FP8 drafts lost: 0.71-0.95x
+        at 2-32 sequences, runs 182-183).
         Proposals only: outputs stay the target's whatever the drafter's rounding; acceptance
         on the embedded pair (bench/draft_head_acceptance.py, CPU, 40 prompts each) HumanEval
         2.611 -> 2.613, MT-Bench 1.613 -> 1.607 with the FP8 head too. On the H200 (docs/LOG.md

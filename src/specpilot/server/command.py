@@ -54,15 +54,15 @@ def add_draft_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         choices=DRAFT_HEADS,
         help="the drafter's LM head: the target's, a bf16 copy, or FP8 (e4m3, half the bytes; "
-        "auto: FP8 where the fused drafter runs on CUDA; outputs unchanged, acceptance may move "
-        "slightly)",
+        "auto: FP8 where the fused drafter runs on CUDA, for one sequence's block; outputs "
+        "unchanged, acceptance may move slightly)",
     )
     parser.add_argument(
         "--draft-weights",
         default="auto",
         choices=DRAFT_WEIGHTS,
         help="the drafter's linear layers as loaded, or in FP8 (auto: FP8 where the fused "
-        "kernels run, on CUDA; outputs unchanged)",
+        "kernels run, on CUDA, for one sequence's block; outputs unchanged)",
     )
 
 
