@@ -301,6 +301,11 @@ def fresh_runs(
     return fresh
 
 
+def run_tokens(seqs: list[Sequence]) -> int:
+    """The tokens a run's sequences decoded after each one's first (the prefill's), summed."""
+    return sum(len(s.output_ids) - 1 for s in seqs)
+
+
 def forcing_text(checks: dict | None) -> str:
     """', forcing AR/spec True/False' for measure_batched's checks (every row checked passed),
     or '' where none ran."""
@@ -495,8 +500,7 @@ def paired_rounds(
             ):
                 if r < 0:
                     continue
-                tokens = sum(len(s.output_ids) - 1 for s in seqs)
-                runs[name][mode].append((tokens, seqs[0].decode_time_s))
+                runs[name][mode].append((run_tokens(seqs), seqs[0].decode_time_s))
                 outputs.setdefault(name, {})[mode] = [s.output_ids for s in seqs]
     out: dict = {"rounds": rounds, "tau": tau, "drafter": "replay", "base": names[0], "arms": {}}
     out["batch"] = batch
@@ -556,7 +560,7 @@ def measure_batched(
         ar = fresh()
         stats = gen.run(ar, speculative=False)
         spec_steps = max(len(s.acceptance_lengths) for s in spec)
-        tokens = sum(len(s.output_ids) - 1 for s in spec)
+        tokens = run_tokens(spec)
         block = torch.ones(b, k, dtype=torch.long, device=dev)
         pos = (context + torch.arange(k, device=dev))[None].repeat(b, 1)
         t_verify = timed(partial(gen._target_forward, block, pos, context + k, capture))
@@ -564,7 +568,7 @@ def measure_batched(
         ctx_pos = pos - k
         anchors = torch.ones(b, dtype=torch.long, device=dev)
         t_draft = timed(partial(gen._draft_forward, hidden, ctx_pos, anchors, pos, context + k))
-        ar_tokens = sum(len(s.output_ids) - 1 for s in ar)
+        ar_tokens = run_tokens(ar)
         forced = {}
         if context <= 8192:
             for mode, rows in (("ar", ar), ("spec", spec)):
