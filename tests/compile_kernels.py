@@ -277,8 +277,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                     dict(BLOCK=tokens.EMBED_BLOCK, ANCHORS=anchors)))  # fmt: skip
     fp8_types = lin | {"w_ptr": "*fp8e4nv", "scale_ptr": "*fp32", "part_ptr": "*fp32",
                        "count_ptr": "*i32"}  # fmt: skip
-    for (m, n, k), tile in linear.FP8_TILES.items():  # the FP8 drafter's measured tiles
-        cfg = linear.tile_config(m, n, k) | tile
+    for m, n, k in linear.FP8_TILES:  # the FP8 drafter's measured tiles
+        cfg = linear.fp8_tile_config(m, n, k)
         consts = {key: v for key, v in cfg.items() if key.isupper() or key.startswith("num_")}
         consts |= dict(NORM=False, GLU=False, RESIDUAL=n == 4096, F32_DOT=False, SCALE=True)
         consts |= dict(FENCE=True) if consts.get("SPLIT_K", 1) > 1 else {}

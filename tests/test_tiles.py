@@ -52,6 +52,23 @@ def test_write_read_install_restore(tmp_path, tables) -> None:
     assert (16, 96, 64) not in linear.FP8_TILES
 
 
+def test_a_bf16_tile_leaves_the_fp8_tile_of_its_shape(tables) -> None:
+    """A tiles file's bf16 tile (W_LEFT, LOOP_STAGES) for a shape that FP8_TILES also has must
+    not reach the FP8 multiply of that shape (it did through tile_config: LOG run 184)."""
+    shapes = list(linear.FP8_TILES)
+    fp8_before = {s: linear.fp8_tile_config(*s) for s in shapes}
+    for shape, tile in linear.FP8_TILES.items():  # the compiled-in tables: rules | FP8 tile
+        assert fp8_before[shape] == linear.tile_config(*shape) | tile
+    left = dict(W_LEFT=True, LOOP_STAGES=2, BLOCK_N=16, BLOCK_K=64)
+    tiles.install({"bf16": {s: left for s in shapes}, "w12": {}, "fp8": {}})
+    for shape in shapes:
+        assert linear.tile_config(*shape)["W_LEFT"]  # the bf16 multiply takes the file's
+        assert linear.fp8_tile_config(*shape) == fp8_before[shape]
+    unmeasured = (16, 96, 64)  # no FP8 tile: the shape's bf16 tile, the file's included
+    tiles.install({"bf16": {unmeasured: left}, "w12": {}, "fp8": {}})
+    assert linear.fp8_tile_config(*unmeasured) == linear.tile_config(*unmeasured)
+
+
 @pytest.mark.parametrize(
     "content, message",
     [

@@ -290,6 +290,16 @@ def tile_config(m: int, n: int, k: int) -> dict:
     return cfg
 
 
+def fp8_tile_config(m: int, n: int, k: int) -> dict:
+    """The tile of a multiply by FP8 weights: FP8_TILES' over the rules where it has the
+    shape, else tile_config's (the bf16 tile of the shape). Not over tile_config's: a bf16
+    tile of the same shape (a tiles file's W_LEFT or LOOP_STAGES, say) then leaked into the
+    FP8 one; on an H100 (docs/LOG.md run 184) any W_LEFT tiles file made the FP8 draft 16%
+    slower that way."""
+    measured = FP8_TILES.get((tile_rows(m), n, k))
+    return _rule_tiles(m, n, k) | measured if measured else tile_config(m, n, k)
+
+
 def tile_rows(m: int) -> int:
     """The row count under which MEASURED_TILES keeps a multiply of m rows: 1, 16 for 2-16
     (the sweeps' 16-row tiles serve them all), else m."""
@@ -388,9 +398,9 @@ def skinny_linear(
         raise ValueError("skinny_linear wants unit stride along K")
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     check_handoff(x, n, norm_weight, glu, residual, swiglu, handoff, handed)
-    if config is None and fp8 is not None and (tile_rows(m), n, k) in FP8_TILES:
-        config = tile_config(m, n, k) | FP8_TILES[tile_rows(m), n, k]
-    cfg = dict(config or tile_config(m, n, k))
+    if config is None:
+        config = fp8_tile_config(m, n, k) if fp8 is not None else tile_config(m, n, k)
+    cfg = dict(config)
     if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(skinny_linear(x, fp8 or weight, norm_weight=norm_weight, eps=eps,
                                       glu=glu, config=config, handed=handed))  # fmt: skip
