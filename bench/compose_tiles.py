@@ -1,6 +1,7 @@
 """One tiles file composed from a kernel timeline's variants (bench/timeline.py --variants), each
-variant a tiles file (EngineConfig.tiles): for every bf16 multiply shape of the target's decode
-and verify forwards, the tile of the variant whose launches of that shape ran fastest inside the
+variant a tiles file (EngineConfig.tiles): for every multiply shape of the chosen forwards (the
+target's decode and verify by default, bf16 tiles; `--kind fp8 --forwards draft` for the FP8
+drafter's), the tile of the variant whose launches of that shape ran fastest inside the
 captured graphs, where it beats the base variant by at least --min-gain. An isolated sweep's
 winner does not always win in the graph (docs/LOG.md runs 137-138, 163), and different shapes
 may want different families; this takes each shape's winner from the same process and models.
@@ -24,11 +25,13 @@ from specpilot.kernels.linear import tile_rows
 FORWARDS = ("decode", "verify")
 
 
-def shape_times(report: dict, arm: str, variant: str) -> dict[tuple[int, int, int], float]:
-    """(rows, N, K) -> us a launch of the bf16 skinny multiply ("linear MxNxK") in the variant's
-    decode and verify forwards."""
+def shape_times(
+    report: dict, arm: str, variant: str, forwards: tuple[str, ...] = FORWARDS
+) -> dict[tuple[int, int, int], float]:
+    """(rows, N, K) -> us a launch of the skinny multiply ("linear MxNxK") in the variant's
+    forwards."""
     out = {}
-    for forward in FORWARDS:
+    for forward in forwards:
         shapes = report["arms"][f"{arm} {variant}"][forward]["shapes"]
         for label, entry in shapes.items():
             kind, _, dims = label.partition(" ")
@@ -39,19 +42,26 @@ def shape_times(report: dict, arm: str, variant: str) -> dict[tuple[int, int, in
     return out
 
 
-def compose(report: dict, arm: str, base: str, min_gain: float) -> tuple[dict, list[dict]]:
-    """The composed bf16 table {(table rows, N, K): tile} and a row a shape: the base's time,
-    the fastest variant offering a tile for it, its time, and whether it was taken."""
+def compose(
+    report: dict,
+    arm: str,
+    base: str,
+    min_gain: float,
+    kind: str = "bf16",
+    forwards: tuple[str, ...] = FORWARDS,
+) -> tuple[dict, list[dict]]:
+    """The composed table of the kind {(table rows, N, K): tile} and a row a shape: the base's
+    time, the fastest variant offering a tile for it, its time, and whether it was taken."""
     files = {
         name: options.get("tiles")
         for name, options in report["variants"].items()
         if name != base and options.get("tiles")
     }
-    base_times = shape_times(report, arm, base)
+    base_times = shape_times(report, arm, base, forwards)
     offers: dict[tuple[int, int, int], list[tuple[float, str, dict]]] = {}
     for name, path in files.items():
-        table = tiles_files.read(path)["bf16"]
-        for (m, n, k), us in shape_times(report, arm, name).items():
+        table = tiles_files.read(path)[kind]
+        for (m, n, k), us in shape_times(report, arm, name, forwards).items():
             tile = table.get((tile_rows(m), n, k))
             if tile is not None:
                 offers.setdefault((m, n, k), []).append((us, name, tile))
@@ -76,22 +86,37 @@ def main() -> None:
     p.add_argument("--arm", default="bf16", help="the timeline's weight arm")
     p.add_argument("--base", default="base", help="the variant the others must beat")
     p.add_argument("--min-gain", type=float, default=0.01, help="fraction of the base's time")
+    p.add_argument(
+        "--kind",
+        default="bf16",
+        choices=sorted(tiles_files.TILE_KEYS),
+        help="the tiles' kernel (fp8: the FP8 drafter's multiplies)",
+    )
+    p.add_argument(
+        "--forwards",
+        default=",".join(FORWARDS),
+        help="comma-separated forwards whose launches are timed (decode, verify, draft)",
+    )
     p.add_argument("--tiles-out", required=True, help="the composed tiles file")
     p.add_argument("--out")
     args = p.parse_args()
     report = read_report(args.timeline)
     if args.base not in report.get("variants", {}):
         p.error(f"{args.timeline}: no variant {args.base!r} (has {sorted(report['variants'])})")
-    chosen, rows = compose(report, args.arm, args.base, args.min_gain)
+    forwards = tuple(f for f in args.forwards.split(",") if f)
+    if not forwards or set(forwards) - {"decode", "verify", "draft"}:
+        p.error(f"--forwards: wants some of decode, verify, draft, got {args.forwards!r}")
+    chosen, rows = compose(report, args.arm, args.base, args.min_gain, args.kind, forwards)
     for r in rows:
         m, n, k = r["shape"]
         base = f"{r['base_us']:8.2f}" if r["base_us"] is not None else "       -"
         print(f"linear {m}x{n}x{k:<6} base {base} us; {r['best']:<12} {r['best_us']:8.2f} us"
               f"{'  taken' if r['taken'] else ''}")  # fmt: skip
-    tiles_files.write(args.tiles_out, {"bf16": chosen})
+    tiles_files.write(args.tiles_out, {args.kind: chosen})
     print(f"{len(chosen)} tiles into {Path(args.tiles_out)}")
     finish({"bench": "compose_tiles", "timeline": args.timeline, "arm": args.arm,
-            "base": args.base, "min_gain": args.min_gain, "shapes": rows,
+            "base": args.base, "min_gain": args.min_gain, "kind": args.kind,
+            "forwards": list(forwards), "shapes": rows,
             "tiles": len(chosen)}, args.out)  # fmt: skip
 
 

@@ -288,6 +288,17 @@ def test_compose_tiles_takes_each_shapes_fastest_variant(tmp_path) -> None:
     taken = {tuple(r["shape"]): (r["best"], r["taken"]) for r in rows}
     assert taken[16, 6144, 4096] == ("b", False) and taken[16, 4096, 4096] == ("a", True)
     assert (16, 4096, 12288) not in taken  # no variant's file has down
+    # the FP8 drafter's tiles from the draft forward: a file's fp8 table, its draft launches
+    fp8_path = tmp_path / "fp8.json"
+    tiles.write(fp8_path, {"fp8": {(16, 4096, 4096): wide}, "bf16": {(16, 4096, 4096): left}})
+    report["variants"]["f"] = {"tiles": str(fp8_path)}
+    draft = {"shapes": {"linear 16x4096x4096": {"run_us_each": 8.0}}}
+    report["arms"]["bf16 f"] = arm(11.3, 14.3, 9.9) | {"draft": draft}
+    report["arms"]["bf16 base"]["draft"] = {"shapes": {"linear 16x4096x4096": {"run_us_each": 9.2}}}
+    for name in "ab":
+        report["arms"][f"bf16 {name}"]["draft"] = report["arms"]["bf16 base"]["draft"]
+    chosen, _ = compose_tiles.compose(report, "bf16", "base", 0.01, "fp8", ("draft",))
+    assert chosen == {(16, 4096, 4096): wide}  # only f's file has an fp8 tile
 
 
 def test_fake_int4_rounds_to_a_4_bit_grid() -> None:
