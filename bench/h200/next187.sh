@@ -29,5 +29,5 @@ fi
 timeout 150 python3 bench/engine_speed.py --contexts 1024 --batches 2,4 --repeats 3 \
     --hf-baseline 0 --profile 0 --torch-baseline 0 --taus 6.55 --llama-contexts '' \
     --out "$OUT/engine-batches.json" >"$OUT/engine-batches.log" 2>&1
-echo "engine batches rc=$?"; grep -E "ctx 1024" "$OUT/engine-batches.log" | cut -c1-300
+echo "engine batches rc=$?"; grep -E "ctx 1024|batch" "$OUT/engine-batches.log" | grep -v "^{" | cut -c1-300
 pack; archive_only
