@@ -275,10 +275,15 @@ FP8_TILES: dict[tuple[int, int, int], dict] = {
     # every drafter layer's k|v stacked (models/fused.DRAFT_CONTEXT_ONCE), run 181: 17.2 us
     # against bf16's 27.8 on its tile; in the draft graph 15.7 us for the five 6.5 us k|v
     (16, 10240, 4096): dict(_FP8, BLOCK_N=32, W_LEFT=True),
-    (16, 4096, 4096): dict(_FP8, BLOCK_N=32, W_LEFT=True),
-    (16, 24576, 4096): _FP8,
+    # o, gate|up and fc: runs 186-187's in-graph picks (bench/compose_tiles.py --kind fp8
+    # --forwards draft over bench/h200/tiles187's families; each was second or third in run
+    # 180's isolated sweep): in the draft graph o 9.2 -> 8.2 us, gate|up 28.5 -> 27.2, fc 32.5
+    # -> 27.1; the draft 0.627 -> 0.613 ms back to back (with q|k|v's pick, left out: slower
+    # together, 11.75 against 11.5 us); paired spec@6.55 0.996x [0.981-1.010] (level)
+    (16, 4096, 4096): dict(_FP8, BLOCK_N=32, BLOCK_K=512, W_LEFT=True),
+    (16, 24576, 4096): dict(_FP8, num_stages=3),
     (16, 4096, 12288): dict(_FP8, SPLIT_K=4),
-    (16, 4096, 20480): dict(_FP8, SPLIT_K=4),
+    (16, 4096, 20480): dict(_FP8, BLOCK_N=32, W_LEFT=True, SPLIT_K=4),
 }
 
 
