@@ -278,8 +278,9 @@ FP8_TILES: dict[tuple[int, int, int], dict] = {
     # o, gate|up and fc: runs 186-187's in-graph picks (bench/compose_tiles.py --kind fp8
     # --forwards draft over bench/h200/tiles187's families; each was second or third in run
     # 180's isolated sweep): in the draft graph o 9.2 -> 8.2 us, gate|up 28.5 -> 27.2, fc 32.5
-    # -> 27.1; the draft 0.627 -> 0.613 ms back to back (with q|k|v's pick, left out: slower
-    # together, 11.75 against 11.5 us); paired spec@6.55 0.996x [0.981-1.010] (level)
+    # -> 27.1; the draft 0.627 -> 0.613 ms back to back with q|k|v's pick too (left out:
+    # slower together, 11.75 against 11.5 us), paired spec@6.55 0.996x [0.981-1.010] (level);
+    # this table against the old tiles (run 189, another H200): draft 0.633 -> 0.617 ms
     (16, 4096, 4096): dict(_FP8, BLOCK_N=32, BLOCK_K=512, W_LEFT=True),
     (16, 24576, 4096): dict(_FP8, num_stages=3),
     (16, 4096, 12288): dict(_FP8, SPLIT_K=4),
@@ -299,7 +300,7 @@ def fp8_tile_config(m: int, n: int, k: int) -> dict:
     """The tile of a multiply by FP8 weights: FP8_TILES' over the rules where it has the
     shape, else tile_config's (the bf16 tile of the shape). Not over tile_config's: a bf16
     tile of the same shape (a tiles file's W_LEFT or LOOP_STAGES, say) then leaked into the
-    FP8 one; on an H100 (docs/LOG.md run 184) any W_LEFT tiles file made the FP8 draft 16%
+    FP8 one; on an H100 (docs/LOG.md run 184) any W_LEFT tiles file made the FP8 draft ~15%
     slower that way."""
     measured = FP8_TILES.get((tile_rows(m), n, k))
     return _rule_tiles(m, n, k) | measured if measured else tile_config(m, n, k)
