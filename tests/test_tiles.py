@@ -129,10 +129,11 @@ def test_engine_takes_a_tiles_file(tmp_path, tables) -> None:
 
 
 def test_the_committed_tiles_files_read() -> None:
-    """bench/h200's tiles files (the device calls' --tiles arms) pass `tiles.read`."""
+    """bench/h200's tiles files (the device calls' --tiles arms, its folders' families
+    included) pass `tiles.read`."""
     from pathlib import Path
 
-    found = sorted((Path(__file__).resolve().parents[1] / "bench" / "h200").glob("*.json"))
+    found = sorted((Path(__file__).resolve().parents[1] / "bench" / "h200").rglob("*.json"))
     assert found
     for path in found:
         assert any(tiles.read(path).values()), path
