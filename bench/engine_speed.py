@@ -388,8 +388,7 @@ def measure_context(
         "fraction_of_floor": floor / ar_step,
     }
     ar_ids = ar_seq.output_ids
-    if context <= 8192:
-        result["ar"]["token_forcing"] = forcing(reference, ids, ar_ids)
+    result["ar"]["token_forcing"] = forcing(reference, ids, ar_ids)
 
     # forward time per width K at this context (positions right after the prompt)
     forwards = {}
@@ -430,7 +429,7 @@ def measure_context(
         gen.run_replay(fresh, profile, seed=0)
         gen.profile_steps = False
         breakdown = gen.step_breakdown()
-        check = forcing(reference, ids, s.output_ids) if context <= 8192 and tau == 6.55 else None
+        check = forcing(reference, ids, s.output_ids) if tau == 6.55 else None
         steps = len(s.acceptance_lengths)
         measured_tau = (len(s.output_ids) - 1) / steps
         step_time = measured_tau / statistics.median(runs)
@@ -544,9 +543,9 @@ def measure_batched(
     """B sequences at once through the engine (no server): the graphed verify forward of
     [B, block] and draft forward of B blocks, AR and speculative (replayed tau, drafter forward
     real) tok/s summed over the rows: the engine's side of server_speed.py's batched steps.
-    The first `forced_rows` rows of each run pass token forcing or not (up to 8k: `forcing`);
-    batched rows part from AR at bf16 near-ties (rows_identical_to_ar), so forcing is their
-    check."""
+    The first `forced_rows` rows of each run pass token forcing or not (`forcing`, at every
+    context); batched rows part from AR at bf16 near-ties (rows_identical_to_ar), so forcing
+    is their check."""
     k, dev = gen.block_size, gen.device
     capture = gen.drafter.config.target_layer_ids
     vocab = gen.target.config.vocab_size
@@ -570,10 +569,9 @@ def measure_batched(
         t_draft = timed(partial(gen._draft_forward, hidden, ctx_pos, anchors, pos, context + k))
         ar_tokens = run_tokens(ar)
         forced = {}
-        if context <= 8192:
-            for mode, rows in (("ar", ar), ("spec", spec)):
-                checked = rows[:forced_rows]
-                forced[mode] = [forcing(gen.target, s.prompt_ids, s.output_ids) for s in checked]
+        for mode, rows in (("ar", ar), ("spec", spec)):
+            checked = rows[:forced_rows]
+            forced[mode] = [forcing(gen.target, s.prompt_ids, s.output_ids) for s in checked]
         out.append(
             {
                 "batch": b,

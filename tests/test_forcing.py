@@ -45,6 +45,31 @@ def test_forcing_reports_near_tie_not_failure(llm):
     assert huge.passed and huge.near_ties and huge.near_ties[0].index == 3
 
 
+@pytest.mark.parametrize("chunk", [1, 5, 6, 13])
+def test_forcing_in_chunks_checks_what_one_forward_checks(llm, chunk):
+    """Chunks of positions over one cache (the 32k contexts' way) find the same failures and
+    near-ties, at the same indices and margins, as the one-forward pass; chunk 5 ends a chunk on
+    the last prompt-only row, 6 on the row that predicts the first output token."""
+    from specpilot.spec.forcing import token_forcing
+
+    out = llm.generate([4, 8, 15, 16, 23, 42], max_new_tokens=24, ignore_eos=True)[0]
+    bad = list(out.output_ids)
+    for i in (0, 7, 23):
+        bad[i] = (bad[i] + 1) % llm.target.config.vocab_size
+    whole = token_forcing(llm.target, out.prompt_ids, bad, threshold=1e-3, chunk=10_000)
+    parts = token_forcing(llm.target, out.prompt_ids, bad, threshold=1e-3, chunk=chunk)
+    # the corrupted tokens fail, and so may later ones, predicted from the corrupted context
+    assert {0, 7, 23} <= {f.index for f in whole.failures}
+    assert [(f.index, f.token, f.argmax) for f in parts.failures] == [
+        (f.index, f.token, f.argmax) for f in whole.failures
+    ]
+    for a, b in zip(parts.failures, whole.failures, strict=True):
+        assert a.margin == pytest.approx(b.margin, rel=1e-4, abs=1e-5)
+    assert token_forcing(llm.target, out.prompt_ids, out.output_ids, chunk=chunk).passed
+    with pytest.raises(ValueError, match="chunk"):
+        token_forcing(llm.target, out.prompt_ids, bad, chunk=0)
+
+
 @pytest.mark.parametrize("weights", ["bf16", "w12"])
 def test_bf16_outputs_are_checked_against_a_float32_reference(qwen_dir, weights):
     """validate's default reference is a float32 copy of the target (W12 linears decoded), not

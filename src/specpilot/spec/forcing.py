@@ -1,9 +1,10 @@
 """Token forcing: re-run the target over prompt + output and check every output token.
 
-One teacher-forced forward gives, for each output position, the target's logits given everything
-before it. A token that is the argmax passes. A token that is not is a failure, unless its logit is
-within `threshold` of the maximum (in fp32): then the two choices are a near-tie, whose outcome
-legitimately depends on summation order (batching, block size, kernels), and it is reported as such.
+A teacher-forced pass (one forward, or several over chunks of positions sharing a cache) gives,
+for each output position, the target's logits given everything before it. A token that is the
+argmax passes. A token that is not is a failure, unless its logit is within `threshold` of the
+maximum (in fp32): then the two choices are a near-tie, whose outcome legitimately depends on
+summation order (batching, block size, kernels), and it is reported as such.
 """
 
 from __future__ import annotations
@@ -60,6 +61,13 @@ class ForcingReport:
         }
 
 
+# Prompt positions a teacher-forced forward takes at once. The eager attention behind it
+# (memory-efficient SDPA with keys expanded to every query head and a [T, kv_len] mask) and the
+# logits of every row grow with the rows of one forward: at a 32k context in one piece the
+# logits alone are ~10 GB at the Qwen3-8B vocabulary. In chunks the memory is set by the chunk.
+FORCING_CHUNK = 4096
+
+
 @torch.inference_mode()
 def token_forcing(
     target: TargetModel,
@@ -67,12 +75,17 @@ def token_forcing(
     output_ids: list[int],
     threshold: float | None = None,
     generated_dtype: torch.dtype | str | None = None,
+    chunk: int = FORCING_CHUNK,
 ) -> ForcingReport:
     """Check output_ids against `target` teacher-forced on prompt_ids + output_ids.
 
     threshold: near-tie margin; by default that of `generated_dtype` (the dtype the output was
     generated in), else of the target's own dtype.
+    chunk: positions a forward takes (the cache carries the rest); logits are computed only for
+    the rows that predict an output token.
     """
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1, got {chunk}")
     param = target.model.embed_tokens.weight  # never W12 (an lm_head may be)
     device, dtype = param.device, param.dtype
     if threshold is None:
@@ -82,12 +95,22 @@ def token_forcing(
         return report
     ids = torch.tensor([prompt_ids + output_ids[:-1]], device=device)
     length = ids.shape[1]
+    first = len(prompt_ids) - 1  # the row whose logits predict output_ids[0]
     cfg = target.config
     cache = KVCache(cfg.num_layers, 1, cfg.num_kv_heads, length, cfg.head_dim, device, dtype)
     table = RotaryTable(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, length, device, dtype)
-    positions = torch.arange(length, device=device)[None, :]
-    meta = AttentionMeta.causal(positions, length, table)
-    logits = target(ids, meta, cache).logits[0, len(prompt_ids) - 1 :].float()
+    parts = []
+    for start in range(0, length, chunk):
+        end = min(start + chunk, length)
+        positions = torch.arange(start, end, device=device)[None, :]
+        meta = AttentionMeta.causal(positions, end, table)
+        if end <= first:  # prompt only: the cache is the point, one row of logits at most
+            last = torch.tensor([end - start - 1], device=device)
+            target(ids[:, start:end], meta, cache, logit_rows=last)
+            continue
+        logits = target(ids[:, start:end], meta, cache).logits[0]
+        parts.append(logits[max(first - start, 0) :].float())
+    logits = torch.cat(parts)  # [len(output_ids), vocab]
     emitted = torch.tensor(output_ids, device=device)
     best = logits.argmax(dim=-1)
     margins = logits.max(dim=-1).values - logits.gather(1, emitted[:, None])[:, 0]
