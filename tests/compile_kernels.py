@@ -107,6 +107,20 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                 handed = swiglu | dict(NORM=False, HAND_IN=True, SLOTS_IN=512)
                 label = f"skinny_linear M={m} SWIGLU HAND_IN"
                 out.append((label, linear._skinny_kernel, lin | {"sq_in_ptr": "*fp32"}, handed))
+            if norm and m in (1, 16):  # q|k|v doing the rope kernel's work (rope.EPILOGUE)
+                qkv = {k: v for k, v in linear.tile_config(m, 6144, 4096).items() if k.isupper()}
+                on = dict(NORM=False, HAND_IN=True, SLOTS_IN=512, RESIDUAL=False, GLU=False,
+                            F32_DOT=False, ROPE=True, HEADS=32, KV_HEADS=8, HEAD_DIM=128,
+                            QK_NORM=True, ROPE_FENCE=True, PDL=True)  # fmt: skip
+                types = lin | {"sq_in_ptr": "*fp32", "rope_count_ptr": "*i32", "q_out_ptr": bf16,
+                               "k_cache_ptr": bf16, "v_cache_ptr": bf16, "pos_ptr": "*i64",
+                               "cos_ptr": bf16, "sin_ptr": bf16, "qn_ptr": bf16,
+                               "kn_ptr": bf16, "rope_eps": "fp32"}  # fmt: skip
+                label = f"skinny_linear M={m} ROPE BLOCK_N={qkv['BLOCK_N']}"
+                out.append((label, linear._skinny_kernel, types, qkv | on))
+                if m == 16:  # two heads a program
+                    wide = qkv | on | dict(BLOCK_N=256)
+                    out.append((f"{label} BLOCK_N=256", linear._skinny_kernel, types, wide))
             if res and not glu and m in (1, 16):  # o / down handing the next norm on
                 hand = flags | cfg | dict(HAND_OUT=True, PDL=True, LATE=True)
                 types = lin | {"u_ptr": bf16, "hw_ptr": bf16, "sq_out_ptr": "*fp32"}

@@ -269,7 +269,9 @@ def linear(
     to cuBLAS, after our norm / SwiGLU kernels for the prologue and before the SwiGLU one for
     the epilogue; the residual is then added to the rounded product (one more rounding than
     the fused epilogue: a summation-order difference like any other between kernels).
-    `hand`: the skinny and W12 multiplies' norm hand-off (handoff, handed), <= MAX_ROWS rows."""
+    `hand`: the skinny and W12 multiplies' norm hand-off (handoff, handed), <= MAX_ROWS rows,
+    and `rope` (kernels/rope.RopeEpilogue), which only a bf16 skinny multiply takes up (any
+    other leaves its `q` None)."""
     hand = {k: v for k, v in hand.items() if v is not None}
     if not PROFILE_RANGES:
         return _linear(x, weight, norm_weight, eps, glu, residual, swiglu, hand)
@@ -292,6 +294,7 @@ def _linear(
     kw = dict(norm_weight=norm_weight, eps=eps, glu=glu, residual=residual, swiglu=swiglu)
     from specpilot.kernels.linear import MAX_ROWS
 
+    rope = hand.pop("rope", None)
     if hand and x.shape[0] > MAX_ROWS:
         raise ValueError(f"the norm hand-off is the skinny multiplies' (<= {MAX_ROWS} rows)")
 
@@ -329,4 +332,4 @@ def _linear(
         return w12_linear(x, weight, **kw, **hand)
     from specpilot.kernels.linear import skinny_linear
 
-    return skinny_linear(x, weight, **kw, **hand)
+    return skinny_linear(x, weight, **kw, **hand, rope=rope)

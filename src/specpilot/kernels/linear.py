@@ -49,6 +49,7 @@ from specpilot.kernels.common import (
     zeroed_counters,
 )
 from specpilot.kernels.elementwise import silu_mul
+from specpilot.kernels.rope import RopeEpilogue, rope_epilogue
 from specpilot.layers.norm import rms_norm
 
 MAX_ROWS = 64
@@ -129,6 +130,26 @@ def _skinny_kernel(
     SCALE: tl.constexpr = False,
     scale_ptr=None,
     W_LEFT: tl.constexpr = False,
+    ROPE: tl.constexpr = False,
+    rope_count_ptr=None,
+    q_out_ptr=None,
+    k_cache_ptr=None,
+    v_cache_ptr=None,
+    pos_ptr=None,
+    cos_ptr=None,
+    sin_ptr=None,
+    qn_ptr=None,
+    kn_ptr=None,
+    stride_cb=0,
+    stride_ch=0,
+    stride_cl=0,
+    rope_t=1,
+    rope_eps=0.0,
+    HEADS: tl.constexpr = 0,
+    KV_HEADS: tl.constexpr = 0,
+    HEAD_DIM: tl.constexpr = 0,
+    QK_NORM: tl.constexpr = False,
+    ROPE_FENCE: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -224,6 +245,11 @@ def _skinny_kernel(
         if HAND_OUT:
             store_handoff(out, u_ptr, hw_ptr, sq_out_ptr, rm, rn, m_ok, n_ok, stride_um,
                           stride_sq_out, pid_n)  # fmt: skip
+        if ROPE:  # a q|k|v multiply: the rope kernel's work for the heads it completes
+            rope_epilogue(y_ptr, rm, m_ok, stride_ym, rope_count_ptr, q_out_ptr, k_cache_ptr,
+                          v_cache_ptr, pos_ptr, cos_ptr, sin_ptr, qn_ptr, kn_ptr, stride_cb,
+                          stride_ch, stride_cl, rope_t, rope_eps, HEADS, KV_HEADS, HEAD_DIM,
+                          BLOCK_N, QK_NORM, ROPE_FENCE)  # fmt: skip
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
@@ -380,6 +406,7 @@ def skinny_linear(
     swiglu: bool = False,
     handoff: Handoff | None = None,
     handed: Handoff | None = None,
+    rope: RopeEpilogue | None = None,
 ) -> torch.Tensor:
     """x [M, K] (or [M, 2K] with glu) @ weight [N, K]^T -> [M, N] in x's dtype; see module doc.
     swiglu: the weight is [gate | up] and the result silu(gate) * up, [M, N / 2], each product
@@ -388,7 +415,9 @@ def skinny_linear(
     handoff (with residual): also fill it for the next multiply, where the tile can (Handoff);
     handed: x is a filled Handoff's u, the product is scaled by its rows' 1 / RMS.
     An Fp8Weight (a drafter's, formats/fp8.py) is multiplied as fp8_linear_reference does:
-    the input and the weights in fp16, each column times its row's scale."""
+    the input and the weights in fp16, each column times its row's scale.
+    rope: a q|k|v multiply's rope work in the epilogue, where the tile can (RopeEpilogue: its
+    `q` filled, the cache written; the projection is returned either way)."""
     fp8 = weight if isinstance(weight, Fp8Weight) else None
     if fp8 is not None:
         weight = fp8.weight
@@ -434,6 +463,9 @@ def skinny_linear(
         counters = zeroed_counters(x.device, grid[0] * grid[1])
         split_args = dict(part_ptr=part, count_ptr=counters, FENCE=not INTERPRETED)
     hand_args = hand_arguments(x, n, grid[0], cfg["BLOCK_M"], split, handoff, handed)
+    rope_args = {}
+    if rope is not None and fp8 is None:
+        rope_args = rope.arguments(y, cfg, split, swiglu)
     eps = handed.eps if handed is not None else eps
     programs = grid[0] * grid[1] * grid[2]
     elementwise = not cfg["USE_DOT"]
@@ -468,6 +500,7 @@ def skinny_linear(
         **hand_args,
         SCALE=fp8 is not None,
         scale_ptr=fp8.scale if fp8 is not None else None,
+        **rope_args,
         **cfg,
     )
     launch.ask_shared(kernel, launched["SHARED"])

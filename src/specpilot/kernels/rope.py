@@ -12,12 +12,21 @@ fp32, so a few outputs differ by a bf16 rounding or two (tests/test_kernels.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import triton
 import triton.language as tl
 
 from specpilot.kernels import launch, trace
-from specpilot.kernels.common import pdl_enter, trace_mark
+from specpilot.kernels.common import (
+    INTERPRETED,
+    count_done,
+    count_reset,
+    pdl_enter,
+    trace_mark,
+    zeroed_counters,
+)
 from specpilot.layers.norm import rms_norm
 
 # the token's position and its rows of the rotary tables read before the PDL wait, while the
@@ -35,6 +44,15 @@ from specpilot.layers.norm import rms_norm
 # variants at 1k / 8k / 32k: rope -2 to -9 us a forward every time, back to back -0.04 to -0.16%
 # (the base repeated within 0.16%). On by default since.
 EARLY_TABLES = True
+# The rope kernel's work in the q|k|v multiply's epilogue (RopeEpilogue): the last of the
+# programs whose columns make up one head (a counter per head, common.count_done) reads the
+# head's rounded outputs back through L2 and norms, rotates and stores them as the rope kernel
+# does, so that no rope launch (and no gap before it) sits between the multiply and the
+# attention: 36 launches of ~1.6 us and their gaps a Qwen3-8B forward (run 190's timeline:
+# rope 58 us, gaps 189 us in 290 launches). Bf16 skinny tiles only (no K split, no SwiGLU,
+# BLOCK_N a divisor or a multiple of head_dim); otherwise, or off, the rope kernel runs. Off (0)
+# until measured (bench/engine_speed.py --switch kernels.rope.EPILOGUE=1).
+EPILOGUE = False
 
 
 @triton.jit
@@ -72,6 +90,139 @@ def norm_rotate(x1, x2, w1, w2, c1, c2, s1, s2, eps, dtype, HEAD_DIM: tl.constex
     o1 = ((x1 * c1).to(dtype).to(tl.float32) + (-x2 * s1).to(dtype).to(tl.float32)).to(dtype)
     o2 = ((x2 * c2).to(dtype).to(tl.float32) + (x1 * s2).to(dtype).to(tl.float32)).to(dtype)
     return o1, o2
+
+
+@dataclass
+class RopeEpilogue:
+    """What the rope kernel would take for one layer (qk_rope_write's arguments but the
+    projection), for a q|k|v multiply to do its work in the epilogue (skinny_linear's `rope`):
+    the multiply fills `q` with the rotated queries [M, heads, D] and writes the keys and values
+    into the cache, or leaves `q` None where its tile cannot (the caller then runs
+    qk_rope_write on the projection, which the multiply returned as ever)."""
+
+    positions: torch.Tensor  # [B, T]
+    cos: torch.Tensor
+    sin: torch.Tensor
+    k_cache: torch.Tensor  # [B, kv_heads, L, D], one layer
+    v_cache: torch.Tensor
+    heads: int
+    q_norm: torch.Tensor | None
+    k_norm: torch.Tensor | None
+    eps: float
+    q: torch.Tensor | None = None
+
+    def arguments(self, qkv: torch.Tensor, cfg: dict, split: int, swiglu: bool) -> dict:
+        """The skinny kernel's ROPE arguments for a multiply writing `qkv` [M, N] on tile
+        `cfg`, with `q` made here; {} (and `q` left None) where the tile cannot: a K split,
+        the SwiGLU epilogue, or BLOCK_N neither a divisor nor a multiple of the head's
+        columns."""
+        head_dim = self.k_cache.shape[3]
+        block_n = cfg["BLOCK_N"]
+        if split > 1 or swiglu or max(block_n, head_dim) % min(block_n, head_dim):
+            return {}
+        _check(qkv, self.positions, self.cos, self.sin, self.k_cache, self.v_cache, self.heads)
+        if (self.q_norm is None) != (self.k_norm is None):
+            raise ValueError("q_norm and k_norm come together")
+        kv_heads = self.k_cache.shape[1]
+        m = qkv.shape[0]
+        self.q = qkv.new_empty(m, self.heads, head_dim)
+        heads_all = self.heads + 2 * kv_heads  # a counter per head and block of rows
+        counters = zeroed_counters(qkv.device, triton.cdiv(m, cfg["BLOCK_M"]) * heads_all)
+        norm = self.q_norm if self.q_norm is not None else self.cos
+        return dict(
+            ROPE=True,
+            rope_count_ptr=counters,
+            q_out_ptr=self.q,
+            k_cache_ptr=self.k_cache,
+            v_cache_ptr=self.v_cache,
+            pos_ptr=self.positions.reshape(-1).contiguous(),
+            cos_ptr=self.cos,
+            sin_ptr=self.sin,
+            qn_ptr=norm,
+            kn_ptr=self.k_norm if self.k_norm is not None else norm,
+            stride_cb=self.k_cache.stride(0),
+            stride_ch=self.k_cache.stride(1),
+            stride_cl=self.k_cache.stride(2),
+            rope_t=self.positions.shape[1],
+            rope_eps=self.eps,
+            HEADS=self.heads,
+            KV_HEADS=kv_heads,
+            HEAD_DIM=head_dim,
+            QK_NORM=self.k_norm is not None,
+            ROPE_FENCE=not INTERPRETED,
+        )
+
+
+@triton.jit
+def rope_epilogue(y_ptr, rm, m_ok, stride_ym, count_ptr, q_out_ptr, k_cache_ptr, v_cache_ptr,
+                  pos_ptr, cos_ptr, sin_ptr, qn_ptr, kn_ptr, stride_cb, stride_ch, stride_cl, T,
+                  eps, HEADS: tl.constexpr, KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
+                  BLOCK_N: tl.constexpr, QK_NORM: tl.constexpr, FENCE: tl.constexpr):  # fmt: skip
+    """After a q|k|v tile (rows rm, columns of program_id(0)) has stored its outputs y, the rope
+    kernel's work for the heads it completes (`_rope_head`): with BLOCK_N < HEAD_DIM the last
+    of the HEAD_DIM / BLOCK_N programs of a head and block of rows does that head (a counter
+    each, common.count_done); with BLOCK_N >= HEAD_DIM each program does its own whole heads."""
+    if BLOCK_N < HEAD_DIM:
+        GROUP: tl.constexpr = HEAD_DIM // BLOCK_N
+        head = tl.program_id(0) // GROUP
+        counter = count_ptr + tl.program_id(1) * (HEADS + 2 * KV_HEADS) + head
+        if count_done(counter, rm, GROUP, FENCE):
+            _rope_head(head, y_ptr, rm, m_ok, stride_ym, q_out_ptr, k_cache_ptr, v_cache_ptr,
+                       pos_ptr, cos_ptr, sin_ptr, qn_ptr, kn_ptr, stride_cb, stride_ch,
+                       stride_cl, T, eps, HEADS, KV_HEADS, HEAD_DIM, QK_NORM)  # fmt: skip
+            count_reset(counter)
+    else:
+        EACH: tl.constexpr = BLOCK_N // HEAD_DIM
+        tl.debug_barrier()  # the program's own stores, read back by its other threads
+        for j in tl.static_range(EACH):
+            head = tl.program_id(0) * EACH + j
+            if head < HEADS + 2 * KV_HEADS:
+                _rope_head(head, y_ptr, rm, m_ok, stride_ym, q_out_ptr, k_cache_ptr,
+                           v_cache_ptr, pos_ptr, cos_ptr, sin_ptr, qn_ptr, kn_ptr, stride_cb,
+                           stride_ch, stride_cl, T, eps, HEADS, KV_HEADS, HEAD_DIM,
+                           QK_NORM)  # fmt: skip
+
+
+@triton.jit
+def _rope_head(head, y_ptr, rm, m_ok, stride_ym, q_out_ptr, k_cache_ptr, v_cache_ptr, pos_ptr,
+               cos_ptr, sin_ptr, qn_ptr, kn_ptr, stride_cb, stride_ch, stride_cl, T, eps,
+               HEADS: tl.constexpr, KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
+               QK_NORM: tl.constexpr):  # fmt: skip
+    """The rope kernel's work for one head of rows rm of y, read through L2 as stored (rounded,
+    so the values are the rope kernel's): a query head normed and rotated into q_out [M, HEADS,
+    D], a key head normed, rotated and a value head as it is into the caches at the rows'
+    positions (row m = b * T + t)."""
+    half: tl.constexpr = HEAD_DIM // 2
+    r = tl.arange(0, half)
+    om = m_ok[:, None]
+    src = y_ptr + rm[:, None] * stride_ym + head * HEAD_DIM + r[None, :]
+    x1 = tl.load(src, mask=om, other=0.0, cache_modifier=".cg")
+    x2 = tl.load(src + half, mask=om, other=0.0, cache_modifier=".cg")
+    pos = tl.load(pos_ptr + rm, mask=m_ok, other=0)
+    kvh = tl.where(head >= HEADS + KV_HEADS, head - HEADS - KV_HEADS, head - HEADS)
+    cache_row = (rm // T)[:, None] * stride_cb + kvh * stride_ch + pos[:, None] * stride_cl
+    cache_row += r[None, :]
+    if head >= HEADS + KV_HEADS:  # a value head: into the cache as it is
+        tl.store(v_cache_ptr + cache_row, x1, mask=om)
+        tl.store(v_cache_ptr + cache_row + half, x2, mask=om)
+    else:
+        table = pos[:, None] * HEAD_DIM + r[None, :]
+        c1 = tl.load(cos_ptr + table, mask=om, other=0.0)
+        c2 = tl.load(cos_ptr + table + half, mask=om, other=0.0)
+        s1 = tl.load(sin_ptr + table, mask=om, other=0.0)
+        s2 = tl.load(sin_ptr + table + half, mask=om, other=0.0)
+        is_q = head < HEADS
+        w1 = tl.where(is_q, tl.load(qn_ptr + r), tl.load(kn_ptr + r))[None, :]
+        w2 = tl.where(is_q, tl.load(qn_ptr + half + r), tl.load(kn_ptr + half + r))[None, :]
+        dtype = y_ptr.dtype.element_ty
+        o1, o2 = norm_rotate(x1, x2, w1, w2, c1, c2, s1, s2, eps, dtype, HEAD_DIM, QK_NORM)
+        if is_q:
+            dst = q_out_ptr + (rm[:, None] * HEADS + head) * HEAD_DIM + r[None, :]
+            tl.store(dst, o1, mask=om)
+            tl.store(dst + half, o2, mask=om)
+        else:
+            tl.store(k_cache_ptr + cache_row, o1, mask=om)
+            tl.store(k_cache_ptr + cache_row + half, o2, mask=om)
 
 
 @triton.jit

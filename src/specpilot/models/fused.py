@@ -33,10 +33,11 @@ from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear, stack_rows
 from specpilot.kernels import launch, tokens
+from specpilot.kernels import rope as rope_kernels
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import prefetch_l2, rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS, Handoff
-from specpilot.kernels.rope import kv_rope_write_layers, qk_rope_write
+from specpilot.kernels.rope import RopeEpilogue, kv_rope_write_layers, qk_rope_write
 from specpilot.layers import attention as attention_layer
 from specpilot.layers.attention import KVCache
 from specpilot.layers.block import DecoderBlock
@@ -234,10 +235,12 @@ def normed_linear(
     residual: torch.Tensor | None = None,
     swiglu: bool = False,
     handed: Handoff | None = None,
+    rope: RopeEpilogue | None = None,
 ) -> torch.Tensor:
     """(RMSNorm(x) * norm) @ weight^T [+ residual], or with swiglu silu(gate) * up of it; from a
-    filled `handed` (the multiply before handed the norm on) without a norm kernel."""
-    kw = dict(residual=residual, swiglu=swiglu)
+    filled `handed` (the multiply before handed the norm on) without a norm kernel; `rope`: a
+    q|k|v multiply's rope work in its epilogue where it can (kernels/rope.RopeEpilogue)."""
+    kw = dict(residual=residual, swiglu=swiglu, rope=rope)
     if handed is not None and handed.ready:
         return linear(handed.u, weight, handed=handed, **kw)
     if x.shape[0] <= prologue_rows(weight, "norm"):
@@ -298,6 +301,16 @@ class _FusedBlock:
             self.eps,
         )
 
+    def rope_epilogue(
+        self, positions: torch.Tensor, table: RotaryTable, cache: KVCache, index: int
+    ) -> RopeEpilogue | None:
+        """What the q|k|v multiply needs to do write_kv's work in its epilogue
+        (kernels/rope.EPILOGUE), or None."""
+        if not rope_kernels.EPILOGUE:
+            return None
+        return RopeEpilogue(positions, table.cos, table.sin, cache.k[index], cache.v[index],
+                            self.heads, self.q_norm, self.k_norm, self.eps)  # fmt: skip
+
     def attend(
         self,
         qkv: torch.Tensor,
@@ -307,10 +320,14 @@ class _FusedBlock:
         index: int,
         num_splits: int,
         causal: bool = True,
+        rope: RopeEpilogue | None = None,
     ) -> torch.Tensor:
         """q/k norm, rotary, the cache write and split-K attention over the cache for the
-        q|k|v projection's output -> [M, heads * D]."""
-        q = self.write_kv(qkv, self.heads, positions, table, cache, index)
+        q|k|v projection's output -> [M, heads * D]; the first three done already where the
+        multiply took `rope` up (its `q` filled)."""
+        q = rope.q if rope is not None and rope.q is not None else None
+        if q is None:
+            q = self.write_kv(qkv, self.heads, positions, table, cache, index)
         return decode_attention(
             q, cache.k[index], cache.v[index], positions, num_splits, causal=causal,
             ahead=ahead("o", self.o),
@@ -398,13 +415,15 @@ class FusedTarget:
         cache: KVCache,
         table: RotaryTable,
         capture: tuple[int, ...],
-        attend: Callable[[int, _FusedBlock, torch.Tensor], torch.Tensor],
+        attend: Callable[[int, _FusedBlock, torch.Tensor, RopeEpilogue | None], torch.Tensor],
         hand_head: bool = True,
+        rope_for: Callable[[int, _FusedBlock], RopeEpilogue | None] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, Handoff | None]:
-        """Embedding and decoder layers, attention by attend(layer, block, q|k|v projection) ->
-        [B*T, heads * D] -> the last layer's output [B*T, hidden] (before the final norm), the
-        captured layers [B, T, *] (None without capture; the last one after the norm) and the
-        final norm handed on to the LM head of every row (hand_head; else None)."""
+        """Embedding and decoder layers, attention by attend(layer, block, q|k|v projection,
+        its RopeEpilogue from rope_for(layer, block) or None) -> [B*T, heads * D] -> the last
+        layer's output [B*T, hidden] (before the final norm), the captured layers [B, T, *]
+        (None without capture; the last one after the norm) and the final norm handed on to
+        the LM head of every row (hand_head; else None)."""
         batch, t = input_ids.shape
         model = self.model.model
         x = embed(input_ids, model.embed_tokens.weight)
@@ -414,10 +433,11 @@ class FusedTarget:
         handed = None
         side = _SideStream()
         for i, blk in enumerate(self.blocks):
-            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, handed=handed)
+            rope = rope_for(i, blk) if rope_for is not None else None
+            qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, handed=handed, rope=rope)
             side.ask(launch.side_ahead(*planes(blk.o)))  # o's weights, while attention waits
             after = norm_after(self.blocks, i, head if hand_head else None)
-            x, handed = blk.finish(x, attend(i, blk, qkv), after)
+            x, handed = blk.finish(x, attend(i, blk, qkv, rope), after)
             if i in capture and i != last:
                 captured[i] = x
         side.join()
@@ -446,11 +466,18 @@ class FusedTarget:
         if not self.fits(batch, t):
             raise ValueError(f"fused forward cannot take {batch} rows x {t} tokens")
 
-        def attend(i: int, blk: _FusedBlock, qkv: torch.Tensor) -> torch.Tensor:
-            return blk.attend(qkv, positions, table, cache, i, num_splits)
+        def attend(
+            i: int, blk: _FusedBlock, qkv: torch.Tensor, rope: RopeEpilogue | None
+        ) -> torch.Tensor:
+            return blk.attend(qkv, positions, table, cache, i, num_splits, rope=rope)
+
+        def rope_for(i: int, blk: _FusedBlock) -> RopeEpilogue | None:
+            return blk.rope_epilogue(positions, table, cache, i)
 
         with launch.forward_rows(batch * t):
-            x, hidden, handed = self._layers(input_ids, positions, cache, table, capture, attend)
+            x, hidden, handed = self._layers(
+                input_ids, positions, cache, table, capture, attend, rope_for=rope_for
+            )
             logits = self._logits(x, handed).view(batch, t, -1)
         return TargetOutput(logits=logits, hidden=hidden)
 
@@ -478,7 +505,9 @@ class FusedTarget:
         positions = torch.arange(t, device=input_ids.device)[None, :].expand(batch, t)
         backends = PREFILL_SDPA_BACKENDS if input_ids.is_cuda else None
 
-        def attend(i: int, blk: _FusedBlock, qkv: torch.Tensor) -> torch.Tensor:
+        def attend(
+            i: int, blk: _FusedBlock, qkv: torch.Tensor, rope: RopeEpilogue | None
+        ) -> torch.Tensor:
             q = blk.write_kv(qkv, blk.heads, positions, table, cache, i)
             q = q.view(batch, t, blk.heads, blk.head_dim).transpose(1, 2)
             keys, values = cache.k[i][:, :, :t], cache.v[i][:, :, :t]
