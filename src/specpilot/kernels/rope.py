@@ -50,8 +50,12 @@ EARLY_TABLES = True
 # does, so that no rope launch (and no gap before it) sits between the multiply and the
 # attention: 36 launches of ~1.6 us and their gaps a Qwen3-8B forward (run 190's timeline:
 # rope 58 us, gaps 189 us in 290 launches). Bf16 skinny tiles only (no K split, no SwiGLU,
-# BLOCK_N a divisor or a multiple of head_dim); otherwise, or off, the rope kernel runs. Off (0)
-# until measured (bench/engine_speed.py --switch kernels.rope.EPILOGUE=1).
+# BLOCK_N a divisor or a multiple of head_dim); otherwise, or off, the rope kernel runs. Run 196
+# (bench/timeline.py --variants, Qwen3-8B shape, 1k, back to back, base twice): the one-token
+# forward level (+0.01%: rope -60 us, the q|k|v multiply +53, gaps -13), the 16-token one
+# +1.2% (rope -57, q|k|v +50, the attention after it +53): the last program's head, read back
+# and rotated behind its counter, costs the multiply's tail what the rope launch cost. Off; a
+# knob for the tuner (bench/engine_speed.py --switch kernels.rope.EPILOGUE=1).
 EPILOGUE = False
 
 
