@@ -54,9 +54,10 @@ EARLY_TABLES = True
 # (bench/timeline.py --variants, Qwen3-8B shape, 1k, back to back, base twice): the one-token
 # forward level (+0.01%: rope -60 us, the q|k|v multiply +53, gaps -13), the 16-token one
 # +1.2% (rope -57, q|k|v +50, the attention after it +53): the last program's head, read back
-# and rotated behind its counter, costs the multiply's tail what the rope launch cost. Off; a
-# knob for the tuner (bench/engine_speed.py --switch kernels.rope.EPILOGUE=1).
-EPILOGUE = False
+# and rotated behind its counter, costs the multiply's tail what the rope launch cost. The value
+# is the most token rows a forward does it at (0: off; 1: one-token forwards only); a knob for
+# the tuner (bench/engine_speed.py --switch kernels.rope.EPILOGUE=N).
+EPILOGUE = 0
 
 
 @triton.jit

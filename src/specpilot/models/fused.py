@@ -305,8 +305,8 @@ class _FusedBlock:
         self, positions: torch.Tensor, table: RotaryTable, cache: KVCache, index: int
     ) -> RopeEpilogue | None:
         """What the q|k|v multiply needs to do write_kv's work in its epilogue
-        (kernels/rope.EPILOGUE), or None."""
-        if not rope_kernels.EPILOGUE:
+        (up to kernels/rope.EPILOGUE token rows), or None."""
+        if positions.numel() > rope_kernels.EPILOGUE:
             return None
         return RopeEpilogue(positions, table.cos, table.sin, cache.k[index], cache.v[index],
                             self.heads, self.q_norm, self.k_norm, self.eps)  # fmt: skip
