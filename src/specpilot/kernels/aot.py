@@ -58,6 +58,8 @@ OFF = {
     "EARLY_TRIGGER": 0,
     "SCALE": 0,
     "W_LEFT": 0,
+    "ROPE": 0,
+    "ROPE_FENCE": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 
