@@ -732,7 +732,6 @@ def test_fused_merge_engine_gives_the_same_tokens(tmp_path, monkeypatch) -> None
     """Decoding with the attention's in-kernel merge (CUDA graphs on): the same tokens as with
     the merge kernel, AR and speculative, and token forcing passes."""
     from specpilot.kernels import attention
-    from specpilot.spec.forcing import token_forcing
 
     target, drafter, reference = _tiny_pair(tmp_path)
     outputs = {}
@@ -740,15 +739,8 @@ def test_fused_merge_engine_gives_the_same_tokens(tmp_path, monkeypatch) -> None
         monkeypatch.setattr(attention, "FUSED_MERGE_MAX_ROWS", rows)
         gen = Generator(target, drafter, EngineConfig(kernels="triton", cuda_graphs=True), DEVICE,
                         BF16)  # fmt: skip
-        for speculative in (False, True):
-            seqs = _sequences(target.config.vocab_size, 24)
-            gen.run(seqs, speculative=speculative)
-            outputs[rows, speculative] = [s.output_ids for s in seqs]
-            for s in seqs:
-                report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
-                assert report.passed, report.failures
-    for speculative in (False, True):
-        assert outputs[8, speculative] == outputs[0, speculative]
+        outputs[rows] = _runs_pass_forcing(gen, reference)
+    assert outputs[8] == outputs[0]
 
 
 @pytest.mark.parametrize(
@@ -1320,6 +1312,22 @@ def record_drafts(gen: Generator) -> list[int]:
     return seen
 
 
+def _runs_pass_forcing(gen: Generator, reference) -> dict[bool, list[list[int]]]:
+    """AR and speculative runs of _sequences through `gen`, every output passing token forcing
+    against `reference`: {speculative: the outputs}."""
+    from specpilot.spec.forcing import token_forcing
+
+    outputs = {}
+    for speculative in (False, True):
+        seqs = _sequences(gen.target.config.vocab_size, 24)
+        gen.run(seqs, speculative=speculative)
+        outputs[speculative] = [s.output_ids for s in seqs]
+        for s in seqs:
+            report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
+            assert report.passed, report.failures
+    return outputs
+
+
 def _tiny_pair(tmp_path, tied: bool = True) -> tuple:
     """A two-layer target (head_dim 16: the kernels take powers of two; the interpreter is
     slow) and a drafter in bf16, and the target in fp32 as the token-forcing reference."""
@@ -1442,23 +1450,16 @@ def test_rope_epilogue_engine_gives_the_same_tokens(tmp_path, monkeypatch) -> No
     """rope.EPILOGUE in the engine on the GPU (CUDA graphs, PDL "chain"): the same tokens as
     the rope kernel's, AR and speculative, and token forcing passes."""
     from specpilot.kernels import rope
-    from specpilot.spec.forcing import token_forcing
 
     target, drafter, reference = _tiny_pair(tmp_path)
     outputs = {}
-    for on in (False, True):
-        monkeypatch.setattr(rope, "EPILOGUE", 64 if on else 0)
+    for rows in (0, 64):
+        monkeypatch.setattr(rope, "EPILOGUE", rows)
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl="chain")
-        gen = Generator(target, drafter, config, DEVICE, BF16)
-        for speculative in (False, True):
-            seqs = _sequences(target.config.vocab_size, 24)
-            gen.run(seqs, speculative=speculative)
-            outputs[on, speculative] = [s.output_ids for s in seqs]
-            for s in seqs:
-                report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
-                assert report.passed, report.failures
-    for speculative in (False, True):
-        assert outputs[True, speculative] == outputs[False, speculative]
+        outputs[rows] = _runs_pass_forcing(
+            Generator(target, drafter, config, DEVICE, BF16), reference
+        )
+    assert outputs[64] == outputs[0]
 
 
 @pytest.mark.parametrize("weights", ["bf16", "w12"])
