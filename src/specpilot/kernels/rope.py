@@ -126,8 +126,7 @@ class RopeEpilogue:
         if split > 1 or swiglu or max(block_n, head_dim) % min(block_n, head_dim):
             return {}
         _check(qkv, self.positions, self.cos, self.sin, self.k_cache, self.v_cache, self.heads)
-        if (self.q_norm is None) != (self.k_norm is None):
-            raise ValueError("q_norm and k_norm come together")
+        _check_norms(self.q_norm, self.k_norm)
         kv_heads = self.k_cache.shape[1]
         m = qkv.shape[0]
         self.q = qkv.new_empty(m, self.heads, head_dim)
@@ -321,8 +320,7 @@ def qk_rope_write(
     """qkv [B*T, (heads + 2 kv_heads) * D], positions [B, T], cos/sin [max_pos, D],
     k_cache/v_cache [B, kv_heads, L, D] (one layer) -> rotated queries [B*T, heads, D]."""
     _check(qkv, positions, cos, sin, k_cache, v_cache, heads)
-    if (q_norm is None) != (k_norm is None):
-        raise ValueError("q_norm and k_norm come together")
+    _check_norms(q_norm, k_norm)
     q = qkv.new_empty(qkv.shape[0], heads, k_cache.shape[3])
     _launch(qkv, q, positions, cos, sin, k_cache, v_cache, q_norm, k_norm, eps, heads)
     return q
@@ -391,6 +389,12 @@ def _check(
         raise ValueError("cache rows and cos/sin tables must be contiguous along head_dim")
     if head_dim % 2 or head_dim & (head_dim - 1):
         raise ValueError(f"head_dim must be a power of two, got {head_dim}")
+
+
+def _check_norms(q_norm: torch.Tensor | None, k_norm: torch.Tensor | None) -> None:
+    """Qwen3's per-head q and k norms come together, or neither (Llama)."""
+    if (q_norm is None) != (k_norm is None):
+        raise ValueError("q_norm and k_norm come together")
 
 
 def _launch(

@@ -325,7 +325,7 @@ class _FusedBlock:
         """q/k norm, rotary, the cache write and split-K attention over the cache for the
         q|k|v projection's output -> [M, heads * D]; the first three done already where the
         multiply took `rope` up (its `q` filled)."""
-        q = rope.q if rope is not None and rope.q is not None else None
+        q = rope.q if rope is not None else None
         if q is None:
             q = self.write_kv(qkv, self.heads, positions, table, cache, index)
         return decode_attention(
