@@ -185,7 +185,7 @@ def timeline_losses(report: dict, bandwidth: float) -> dict:
             for shape, sh in a["shapes"].items():
                 rows[shape] = (sh["run_us"], sh["bytes"] / bandwidth * 1e6)
             for kind, k in a["kinds"].items():
-                if kind in ("linear", "w12_linear"):
+                if kind in ("linear", "w12_linear", "certified_head"):
                     continue  # by shape, above
                 rows[kind] = (
                     k["run_us"],

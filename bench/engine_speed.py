@@ -32,6 +32,7 @@ from specpilot.config import (
     DRAFT_WEIGHTS,
     L2_AHEAD_MODES,
     PDL_MODES,
+    TARGET_HEADS,
     WEIGHT_PREFETCH_MODES,
     DraftConfig,
     EngineConfig,
@@ -1072,13 +1073,14 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
         draft_weights=args.draft_weights,
         tiles=args.tiles,
         step_graph=bool(args.step_graph),
+        target_head=args.target_head,
     )
 
 
 # the options a --paired arm may set: an engine's own (EngineConfig) or a module switch
 ARM_OPTIONS = (
     "kernels", "pdl", "weight_prefetch", "l2_ahead", "tiles", "draft_vocab", "draft_head",
-    "draft_weights", "swiglu_epilogue",
+    "draft_weights", "target_head", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_stages", "switch",
     "step_graph", "pipeline",
@@ -1319,6 +1321,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="EngineConfig.draft_head (fp8: the draft's LM head in e4m3; acceptance is replayed "
         "either way; bench/draft_head_acceptance.py measures its cost)",
     )
+    parser.add_argument(
+        "--target-head",
+        default="auto",
+        choices=TARGET_HEADS,
+        help="EngineConfig.target_head (certified: the argmax from an int8 copy of the LM head "
+        "and the bf16 rows it cannot rule out; the same tokens)",
+    )
     add_launch_arguments(parser)
     parser.add_argument(
         "--switch",
@@ -1413,6 +1422,7 @@ def main() -> None:
         "draft_vocab": f"synthetic: first {args.draft_vocab} ids" if args.draft_vocab else "all",
         "draft_head": args.draft_head,
         "draft_weights": args.draft_weights,
+        "target_head": args.target_head,
         "attention_merge_rows": args.merge_rows if args.merge_rows >= 0 else "default",
         "swiglu_epilogue_min_rows": (
             args.swiglu_epilogue if args.swiglu_epilogue >= 0 else "default"

@@ -38,7 +38,7 @@ from specpilot.formats.w12_engine import convert_model, parse_matrices
 from specpilot.kernels import trace
 from specpilot.models.synth import draft_hf_config
 
-MULTIPLIES = ("linear", "w12_linear")
+MULTIPLIES = ("linear", "w12_linear", "certified_head")
 
 
 def forwards(gen: Generator, context: int) -> dict[str, Callable[[], object]]:

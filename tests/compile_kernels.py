@@ -7,7 +7,9 @@ catches code that runs in the interpreter but does not compile for the GPU.
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import triton
 
@@ -297,6 +299,29 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         consts |= dict(NORM=False, GLU=False, RESIDUAL=n == 4096, F32_DOT=False, SCALE=True)
         consts |= dict(FENCE=True) if consts.get("SPLIT_K", 1) > 1 else {}
         out.append((f"skinny_linear FP8 {m}x{n}x{k}", linear._skinny_kernel, fp8_types, consts))
+    # a certified head (kernels/certified.py): its int8 multiply and epilogue, one row and a
+    # verify block of 16 (packing), after the RMSNorm prologue or a handed norm; the rules'
+    # tiles and the run-197 candidates (bench/h200/certified197)
+    cert_types = lin | {"w_ptr": "*i8", "scale_ptr": "*fp32", "radius_ptr": "*fp32",
+                        "exact_ptr": bf16, "floor_ptr": "*fp32", "key_ptr": "*i64",
+                        "count_ptr": "*i32", "token_ptr": "*i64", "ids_ptr": "*i64",
+                        "packed_ptr": "*i64", "sq_in_ptr": "*fp32"}  # fmt: skip
+    cert_tiles = [linear.certified_tile_config(m, 151936, 4096) for m in (1, 16)]
+    for path in sorted(Path(__file__).parents[1].glob("bench/h200/certified197/*.json")):
+        cert_tiles += [e["tile"] for e in json.loads(path.read_text())["tiles"]]
+    for tile in cert_tiles:
+        rows = 16 if tile["USE_DOT"] else 1
+        consts = {key: v for key, v in tile.items() if key.isupper() or key.startswith("num_")}
+        tiles_n = triton.cdiv(151936, tile["BLOCK_N"])
+        consts |= dict(NORM=True, GLU=False, RESIDUAL=False, F32_DOT=False, CERTIFY=True,
+                       FENCE=True, TILES_N=tiles_n, TILES_M=1)  # fmt: skip
+        consts["LOOP_STAGES"] = linear.loop_stages(tile)
+        label = f"skinny_linear CERTIFY {tile}"
+        out.append((label, linear._skinny_kernel, cert_types, consts))
+        if rows == 16:  # a verify block, after a handed norm
+            verify = consts | dict(NORM=False, HAND_IN=True, SLOTS_IN=512, ACCEPT=True,
+                                   WIDTH=16, WIDTH_POW2=16)  # fmt: skip
+            out.append((f"{label} HAND_IN ACCEPT", linear._skinny_kernel, cert_types, verify))
     argmax_types = {"x_ptr": bf16, "part_v_ptr": "*fp32", "part_i_ptr": "*i32",
                     "count_ptr": "*i32", "out_ptr": "*i64", "ids_ptr": "*i64",
                     "packed_ptr": "*i64"}  # fmt: skip

@@ -191,6 +191,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             draft_weights=args.draft_weights,
             pdl=args.pdl,
             tiles=args.tiles,
+            target_head=args.target_head,
             min_acceptance=args.min_acceptance,
             pipeline=defaults["pipeline"] if args.pipeline == "auto" else args.pipeline == "on",
         ),

@@ -271,6 +271,7 @@ L2_AHEAD_MODES = ("off", "o", "all")
 PDL_MODES = ("auto", "off", "decode", "all", "small", "kernels", "chain", "waves")
 DRAFT_HEADS = ("auto", "target", "bfloat16", "fp8")  # EngineConfig.draft_head
 DRAFT_WEIGHTS = ("auto", "model", "fp8")  # EngineConfig.draft_weights
+TARGET_HEADS = ("auto", "exact", "certified")  # EngineConfig.target_head
 
 
 @dataclass(frozen=True)
@@ -409,6 +410,13 @@ class EngineConfig:
         Off: at the Qwen3-8B shape (1k) it lengthened the one-token forward from 4.34 to 4.39
         ("o") and 4.45 ms ("all"); at the SmolLM2-135M shape the 16-token forward read 0.77 ->
         0.75 / 0.71 ms in single processes, not yet repeated (docs/LOG.md runs 91, 93).
+    target_head: how the target's LM head finds each decode and verify row's token, where the
+        fused kernels run it (at most 64 rows a forward, a bf16/fp16 head). "exact": the whole
+        head's logits, then their argmax; "certified": an int8 copy of the head (half its bytes;
+        the copy adds them to memory: 0.62 GB at the Qwen3-8B shape) bounds every logit, and
+        only the rows that the bounds cannot rule out are read in bf16 (formats/certified.py:
+        the same argmax, proven; the logits themselves are never formed). "auto" (default):
+        exact, until measured. Prefill, token forcing and W12 heads keep the exact head.
     tiles: a tiles file (kernels/tiles.py; bench/w12_speed.py --tiles-out writes one from a
         deployment's own sweeps) whose multiply tiles go over the compiled-in H200 ones, for
         the whole process, when the engine runs its Triton kernels. Same tokens. "": none.
@@ -432,6 +440,7 @@ class EngineConfig:
     draft_vocab: str = ""
     min_acceptance: float = 0.0
     tiles: str = ""
+    target_head: str = "auto"
 
     def __post_init__(self) -> None:
         self.batch_block_table()  # parse once, so a bad value fails at construction
@@ -446,6 +455,10 @@ class EngineConfig:
             raise ConfigError(f"w12_matrices={self.w12_matrices!r} needs weights='w12'")
         if self.draft_head not in DRAFT_HEADS:
             raise ConfigError(f"draft_head must be one of {DRAFT_HEADS}, got {self.draft_head!r}")
+        if self.target_head not in TARGET_HEADS:
+            raise ConfigError(
+                f"target_head must be one of {TARGET_HEADS}, got {self.target_head!r}"
+            )
         if self.draft_weights not in DRAFT_WEIGHTS:
             raise ConfigError(
                 f"draft_weights must be one of {DRAFT_WEIGHTS}, got {self.draft_weights!r}"

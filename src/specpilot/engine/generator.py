@@ -161,6 +161,9 @@ class Generator:
         # persistent buffers, reused across runs (graphs capture their addresses)
         self._buffers: dict[str, tuple[KVCache, RotaryTable]] = {}
         self.fused_target, self.fused_drafter = self._fused_models()
+        # EngineConfig.target_head; "auto": exact until measured
+        if self.fused_target is not None and config.target_head == "certified":
+            self.fused_target.certify_head()
         # EngineConfig.pdl for this target ("auto" resolved by its size); no Triton, no PDL
         self.pdl = "off"
         measured = None
@@ -253,10 +256,13 @@ class Generator:
         block = ids.shape[1] > 1
         if self.fused_target is not None and self.fused_target.fits(*ids.shape):
             out = self.fused_target(ids, positions, cache, table, capture)
-            if block and self.fused_target.packs():  # argmax, accept and packing: one launch
+            packed = out.packed  # a certified head's (EngineConfig.target_head)
+            if block and packed is None and self.fused_target.packs():
+                # argmax, accept and packing: one launch
                 tokens, packed = self.fused_target.greedy_accept(out.logits, ids)
-                return StepOutput(tokens, packed[:, -1], out.hidden, packed)
-            tokens = self.fused_target.greedy(out.logits)
+            if block and packed is not None and self.fused_target.packs():
+                return StepOutput(packed[:, ids.shape[1] : -1], packed[:, -1], out.hidden, packed)
+            tokens = out.tokens if out.tokens is not None else self.fused_target.greedy(out.logits)
         else:
             out = self.target(ids, AttentionMeta.causal(positions, kv_len, table), cache, capture)
             tokens = out.logits.argmax(dim=-1)

@@ -60,6 +60,9 @@ OFF = {
     "W_LEFT": 0,
     "ROPE": 0,
     "ROPE_FENCE": 0,
+    "CERTIFY": 0,
+    "TILES_N": 1,
+    "TILES_M": 1,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

@@ -28,8 +28,10 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from specpilot.formats.certified import CertifiedHead
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.kernels import launch, trace
+from specpilot.kernels.certified import certify, floors_and_keys
 from specpilot.kernels.common import (
     INTERPRETED,
     dot,
@@ -150,6 +152,22 @@ def _skinny_kernel(
     HEAD_DIM: tl.constexpr = 0,
     QK_NORM: tl.constexpr = False,
     ROPE_FENCE: tl.constexpr = False,
+    CERTIFY: tl.constexpr = False,
+    radius_ptr=None,
+    exact_ptr=None,
+    stride_en=0,
+    floor_ptr=None,
+    key_ptr=None,
+    token_ptr=None,
+    ids_ptr=None,
+    packed_ptr=None,
+    stride_ids=0,
+    stride_packed=0,
+    TILES_N: tl.constexpr = 1,
+    TILES_M: tl.constexpr = 1,
+    ACCEPT: tl.constexpr = False,
+    WIDTH: tl.constexpr = 1,
+    WIDTH_POW2: tl.constexpr = 1,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -197,6 +215,8 @@ def _skinny_kernel(
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     else:
         acc3 = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
+    if CERTIFY:  # the inputs' squares, element-wise (a certified head's ||a||)
+        squares3 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
     # LOOP_STAGES: the loop's loads software-pipelined through shared memory (cp.async) this
     # many steps deep (loop_stages: the launcher's default)
     for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=LOOP_STAGES):
@@ -219,6 +239,9 @@ def _skinny_kernel(
         if SCALE:  # FP8 weights (formats/fp8.py): both operands in fp16, which holds every e4m3
             a = a.to(tl.float16)
             w = w.to(tl.float16)
+        if CERTIFY:  # int8 weights (formats/certified.py): exact in bf16 and fp16
+            squares3 += a.to(tl.float32) * a.to(tl.float32)
+            w = w.to(dtype)
         if USE_DOT and W_LEFT:
             acc_t += dot(w, tl.trans(a), F32_DOT)
         elif USE_DOT:
@@ -231,9 +254,18 @@ def _skinny_kernel(
         acc = tl.trans(acc_t)
     if SCALE:  # each weight row's scale
         acc = acc * tl.load(scale_ptr + rn, mask=n_ok, other=0.0)[None, :]
+    post = tl.full([BLOCK_M], 1.0, tl.float32)
     if HAND_IN:  # (RMSNorm(x) * w) @ W^T = (x * w) @ W^T / RMS(x)
-        acc = acc * handed_rstd(squares, K, eps)[:, None]
-    if SPLIT_K > 1:  # this slice's sums; the tile's last program adds them in order
+        post = handed_rstd(squares, K, eps)
+        if not CERTIFY:  # (the certified head's epilogue scales its bounds and sums)
+            acc = acc * post[:, None]
+    if CERTIFY:  # an LM head's argmax (kernels/certified.py): tokens, no logits
+        certify(acc, squares3, post, rm, m_ok, rn, n_ok, pid_m, x_rows, nw_ptr, rstd, K, dtype,
+                scale_ptr, radius_ptr, exact_ptr, stride_en, floor_ptr, key_ptr, count_ptr,
+                token_ptr, ids_ptr, packed_ptr, M, stride_ids, stride_packed, NORM, GLU,
+                BLOCK_M, BLOCK_N, BLOCK_K, USE_DOT, F32_DOT, TILES_N, TILES_M, ACCEPT, WIDTH,
+                WIDTH_POW2, FENCE)  # fmt: skip
+    elif SPLIT_K > 1:  # this slice's sums; the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
         store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N,
                     stride_ym, stride_rm, tl.program_id(2), tile, SPLIT_K, RESIDUAL, True,
@@ -466,6 +498,38 @@ def skinny_linear(
     rope_args = {}
     if rope is not None and fp8 is None:
         rope_args = rope.arguments(y, cfg, split, swiglu)
+    prefetch = 0 if split > 1 or swiglu or tma_args["TMA"] else launch.prefetch_mode(weight)
+    nbytes = fp8.nbytes() if fp8 else weight.nbytes
+    scale = fp8.scale if fp8 is not None else None
+    extra = dict(SPLIT_K=split, SWIGLU=swiglu, **split_args, **tma_args, **rope_args,
+                 SCALE=fp8 is not None, scale_ptr=scale)  # fmt: skip
+    _launch(x, weight, y, grid, cfg, hand_args, residual=residual, norm_weight=norm_weight,
+            eps=eps, glu=glu, handed=handed, prefetch=prefetch, nbytes=nbytes,
+            **extra)  # fmt: skip
+    return y
+
+
+def _launch(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    y: torch.Tensor,
+    grid: tuple[int, int, int],
+    cfg: dict,
+    hand_args: dict,
+    *,
+    residual: torch.Tensor | None,
+    norm_weight: torch.Tensor | None,
+    eps: float,
+    glu: bool,
+    handed: Handoff | None,
+    prefetch: int,
+    nbytes: int,
+    name: str = "linear",
+    **extra,
+) -> None:
+    """_skinny_kernel on `grid` with the launch switches of kernels/launch.py (PDL, shared
+    memory), the timeline's arguments and `extra` (an epilogue's)."""
+    m, n, k = x.shape[0], weight.shape[0], weight.shape[1]
     eps = handed.eps if handed is not None else eps
     programs = grid[0] * grid[1] * grid[2]
     elementwise = not cfg["USE_DOT"]
@@ -488,23 +552,89 @@ def skinny_linear(
         GLU=glu,
         RESIDUAL=residual is not None,
         F32_DOT=INTERPRETED,
-        PREFETCH=0 if split > 1 or swiglu or tma_args["TMA"] else launch.prefetch_mode(weight),
+        PREFETCH=prefetch,
         **launched,
-        SPLIT_K=split,
-        SWIGLU=swiglu,
-        **split_args,
-        **tma_args,
-        **trace.arguments(
-            x, "linear", programs, bytes=fp8.nbytes() if fp8 else weight.nbytes, rows=m, n=n, k=k
-        ),  # fmt: skip
+        **trace.arguments(x, name, programs, bytes=nbytes, rows=m, n=n, k=k),
         **hand_args,
-        SCALE=fp8 is not None,
-        scale_ptr=fp8.scale if fp8 is not None else None,
-        **rope_args,
+        **extra,
         **cfg,
     )
     launch.ask_shared(kernel, launched["SHARED"])
-    return y
+
+
+# Certified heads (formats/certified.py) by (rows, N, K): tiles measured with them, else the
+# rules' (an int8 tile reads half a bf16 tile's bytes)
+CERTIFIED_TILES: dict[tuple[int, int, int], dict] = {}
+
+
+def certified_tile_config(m: int, n: int, k: int) -> dict:
+    """The tile of a certified head's multiply: CERTIFIED_TILES' over the rules, else the rules'
+    (never a bf16 tile's switches: no K split, no TMA, no W_LEFT)."""
+    return _rule_tiles(m, n, k) | CERTIFIED_TILES.get((tile_rows(m), n, k), {})
+
+
+def certified_argmax(
+    x: torch.Tensor,
+    head: CertifiedHead,
+    *,
+    norm_weight: torch.Tensor | None = None,
+    eps: float = 1e-6,
+    handed: Handoff | None = None,
+    ids: torch.Tensor | None = None,
+    config: dict | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The argmax of each row of (RMSNorm(x) * norm_weight, or a handed norm's) @ head.exact^T
+    [M, N] as the plain head's logits would give it (rounded to x's dtype, the first index of
+    the largest), in one launch that reads the int8 copy and the candidates' rows only
+    (formats/certified.py) -> (tokens [M] int64, packed). ids [B, W] (B * W = M): the rows are
+    verify blocks (anchor, then drafts), and packed [B, 2W + 1] is tokens.argmax_accept's;
+    else packed is None."""
+    if x.dim() != 2 or x.shape[1] != head.shape[1]:
+        raise ValueError(f"certified_argmax wants x [M, {head.shape[1]}], got {tuple(x.shape)}")
+    m, (n, k) = x.shape[0], head.shape
+    if not 0 < m <= MAX_ROWS:
+        raise ValueError(f"certified_argmax handles 1 to {MAX_ROWS} rows, got {m}")
+    if x.dtype != head.exact.dtype or x.device != head.device or x.stride(1) != 1:
+        raise ValueError(
+            f"certified_argmax wants x of the head's dtype ({head.exact.dtype}) on its device "
+            f"with unit stride along K, got {x.dtype} on {x.device}"
+        )
+    if n > 2**31 - 1:
+        raise ValueError(f"a certified head takes at most 2^31 - 1 rows, got {n}")
+    check_prologue_epilogue(m, n, k, norm_weight, False, None)
+    check_handoff(x, n, norm_weight, False, None, False, None, handed)
+    accept: dict = {}
+    packed = None
+    if ids is not None:
+        if ids.dim() != 2 or ids.numel() != m or ids.dtype not in (torch.int32, torch.int64):
+            raise ValueError(
+                f"verify blocks' ids must be int32/int64 [B, W] with B * W = {m}, got "
+                f"{tuple(ids.shape)} {ids.dtype}"
+            )
+        ids = ids.contiguous()
+        blocks, width = ids.shape
+        packed = torch.empty(blocks, 2 * width + 1, device=x.device, dtype=torch.int64)
+        accept = dict(ACCEPT=True, WIDTH=width, WIDTH_POW2=triton.next_power_of_2(width),
+                      ids_ptr=ids, packed_ptr=packed, stride_ids=ids.stride(0),
+                      stride_packed=packed.stride(0))  # fmt: skip
+    cfg = dict(config) if config is not None else certified_tile_config(m, n, k)
+    for switch in ("SPLIT_K", "TMA", "W_LEFT"):
+        if cfg.pop(switch, None) not in (None, False, 1):
+            raise ValueError(f"a certified head's tile takes no {switch}")
+    cfg["LOOP_STAGES"] = loop_stages(cfg)
+    grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), 1)
+    tokens = torch.empty(m, device=x.device, dtype=torch.int64)
+    floors, keys = floors_and_keys(x.device, m)
+    counters = zeroed_counters(x.device, grid[1] + 1)
+    hand_args = hand_arguments(x, n, grid[0], cfg["BLOCK_M"], 1, None, handed)
+    extra = dict(CERTIFY=True, scale_ptr=head.scale, radius_ptr=head.radius,
+                 exact_ptr=head.exact, stride_en=head.exact.stride(0), floor_ptr=floors,
+                 key_ptr=keys, count_ptr=counters, token_ptr=tokens, FENCE=not INTERPRETED,
+                 TILES_N=grid[0], TILES_M=grid[1], **accept)  # fmt: skip
+    _launch(x, head.weight, x, grid, cfg, hand_args, residual=None, norm_weight=norm_weight,
+            eps=eps, glu=False, handed=handed, prefetch=0, nbytes=head.nbytes(),
+            name="certified_head", **extra)  # fmt: skip
+    return tokens, packed
 
 
 def hand_arguments(

@@ -7,7 +7,8 @@ bench/kernel_sweep.py and bench/w12_speed.py), and a file given as EngineConfig.
 over the compiled-in table for the whole process (like kernels/launch.py's switches). The tiles
 change only the order of the sums inside a multiply, as between any two tiles.
 
-The file: {"tiles": [{"kernel": "bf16" | "w12" | "fp8", "rows": R, "n": N, "k": K, "tile": {...}}]}
+The file: {"tiles": [{"kernel": KIND, "rows": R, "n": N, "k": K, "tile": {...}}]}, KIND one
+of "bf16", "w12", "fp8" and "certified" (a certified head's int8 multiply)
 (rows: 1, 16 for any 2-16 rows, or the exact count above 16; see linear.tile_rows).
 """
 
@@ -27,12 +28,15 @@ TILE_KEYS = {
     "w12": {"BLOCK_M", "BLOCK_N", "UNROLL", "USE_DOT", "SPLIT_K", "SPLIT_IN", "LOOP_STAGES",
             "ACC_SCALE", "ESC_IN_LOOP", "HALVES", "ASM", "num_warps", "num_stages", "maxnreg"},
     "fp8": _SKINNY_KEYS,  # the skinny multiply by FP8 weights (the drafter's)
+    # a certified head's int8 multiply (no K split, TMA or W_LEFT: linear.certified_argmax)
+    "certified": _SKINNY_KEYS - {"SPLIT_K", "TMA", "W_LEFT"},
 }  # fmt: skip
 # the module and table each kind goes into
 TABLES = {
     "bf16": (linear, "MEASURED_TILES"),
     "w12": (w12_linear, "MEASURED_TILES"),
     "fp8": (linear, "FP8_TILES"),
+    "certified": (linear, "CERTIFIED_TILES"),
 }
 
 
@@ -51,7 +55,7 @@ def read(path: str | Path) -> dict[str, dict[tuple[int, int, int], dict]]:
     for i, e in enumerate(entries if isinstance(entries, list) else [None]):
         where = f"tiles file {path}, entry {i}"
         if not isinstance(e, dict) or e.get("kernel") not in TILE_KEYS:
-            raise ConfigError(f"{where}: wants kernel bf16, w12 or fp8, rows, n, k and tile")
+            raise ConfigError(f"{where}: wants kernel {'/'.join(TILE_KEYS)}, rows, n, k, tile")
         shape = tuple(e.get(key) for key in ("rows", "n", "k"))
         if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape):
             raise ConfigError(f"{where}: rows, n and k must be positive integers, got {shape}")

@@ -139,22 +139,30 @@ def _pack_block(out_ptr, ids_ptr, packed_ptr, count_ptr, block, stride_ids, stri
                 any_tensor, WIDTH: tl.constexpr, WIDTH_POW2: tl.constexpr,
                 FENCE: tl.constexpr):  # fmt: skip
     """After a row of verify block `block` has its token in out: the block's last such row
-    (count_done on the block's counter) writes packed[block] = (the block's ids: anchor, then
-    drafts; the target's token at each of its rows; the drafts accepted: those before the
-    first draft j + 1 that differs from the token at row j, spec/accept.accept_greedy's)."""
+    (count_done on the block's counter) packs it (pack_rows)."""
     if count_done(count_ptr, any_tensor, WIDTH, FENCE):
-        j = tl.arange(0, WIDTH_POW2)
-        inside = j < WIDTH
-        chosen = tl.load(out_ptr + block * WIDTH + j, mask=inside, other=0, cache_modifier=".cg")
-        ids = tl.load(ids_ptr + block * stride_ids + j, mask=inside, other=0).to(tl.int64)
-        drafts = tl.load(ids_ptr + block * stride_ids + j + 1, mask=j + 1 < WIDTH, other=0)
-        miss = (drafts.to(tl.int64) != chosen) | (j + 1 >= WIDTH)
-        accepted = tl.min(tl.where(miss, j, WIDTH - 1), axis=0)
-        row = packed_ptr + block * stride_packed
-        tl.store(row + j, ids, mask=inside)
-        tl.store(row + WIDTH + j, chosen, mask=inside)
-        tl.store(row + 2 * WIDTH, accepted.to(tl.int64))
+        pack_rows(out_ptr, ids_ptr, packed_ptr, block, stride_ids, stride_packed, WIDTH,
+                  WIDTH_POW2)  # fmt: skip
         count_reset(count_ptr)
+
+
+@triton.jit
+def pack_rows(out_ptr, ids_ptr, packed_ptr, block, stride_ids, stride_packed,
+              WIDTH: tl.constexpr, WIDTH_POW2: tl.constexpr):  # fmt: skip
+    """packed[block] = (verify block `block`'s ids: anchor, then drafts; the target's token at
+    each of its rows, read from out through L2; the drafts accepted: those before the first
+    draft j + 1 that differs from the token at row j, spec/accept.accept_greedy's)."""
+    j = tl.arange(0, WIDTH_POW2)
+    inside = j < WIDTH
+    chosen = tl.load(out_ptr + block * WIDTH + j, mask=inside, other=0, cache_modifier=".cg")
+    ids = tl.load(ids_ptr + block * stride_ids + j, mask=inside, other=0).to(tl.int64)
+    drafts = tl.load(ids_ptr + block * stride_ids + j + 1, mask=j + 1 < WIDTH, other=0)
+    miss = (drafts.to(tl.int64) != chosen) | (j + 1 >= WIDTH)
+    accepted = tl.min(tl.where(miss, j, WIDTH - 1), axis=0)
+    row = packed_ptr + block * stride_packed
+    tl.store(row + j, ids, mask=inside)
+    tl.store(row + WIDTH + j, chosen, mask=inside)
+    tl.store(row + 2 * WIDTH, accepted.to(tl.int64))
 
 
 def _check_ids(ids: torch.Tensor, table: torch.Tensor) -> None:

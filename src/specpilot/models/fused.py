@@ -29,6 +29,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend
 
 from specpilot import kernels
+from specpilot.formats.certified import KERNEL_DTYPES, CertifiedHead, certify
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear, stack_rows
@@ -36,7 +37,7 @@ from specpilot.kernels import launch, tokens
 from specpilot.kernels import rope as rope_kernels
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import prefetch_l2, rmsnorm, silu_mul
-from specpilot.kernels.linear import MAX_ROWS, Handoff
+from specpilot.kernels.linear import MAX_ROWS, Handoff, certified_argmax
 from specpilot.kernels.rope import RopeEpilogue, kv_rope_write_layers, qk_rope_write
 from specpilot.layers import attention as attention_layer
 from specpilot.layers.attention import KVCache
@@ -370,6 +371,18 @@ class FusedTarget:
         self.model = model
         self.has_w12 = any(isinstance(m, W12Linear) for m in model.modules())
         self.blocks = [_FusedBlock(layer) for layer in model.model.layers]
+        # EngineConfig.target_head "certified": the LM head's int8 copy (certify_head)
+        self.certified: CertifiedHead | None = None
+
+    def certify_head(self) -> bool:
+        """Decode and verify forwards of at most MAX_ROWS rows find their tokens through a
+        certified head (formats/certified.py) from now on; False (and nothing changes) for a
+        head that is not a plain bf16/fp16 tensor (W12)."""
+        head = self.model.lm_head.weight
+        if not isinstance(head, torch.Tensor) or head.dtype not in KERNEL_DTYPES:
+            return False
+        self.certified = certify(head.detach())
+        return True
 
     def fits(self, batch: int, width: int) -> bool:
         return fits(batch, width, self.has_w12)
@@ -478,8 +491,21 @@ class FusedTarget:
             x, hidden, handed = self._layers(
                 input_ids, positions, cache, table, capture, attend, rope_for=rope_for
             )
+            if self.certified is not None and batch * t <= MAX_ROWS:
+                found, packed = self._certified_tokens(x, handed, input_ids if t > 1 else None)
+                return TargetOutput(None, hidden, found.view(batch, t), packed)
             logits = self._logits(x, handed).view(batch, t, -1)
         return TargetOutput(logits=logits, hidden=hidden)
+
+    def _certified_tokens(
+        self, x: torch.Tensor, handed: Handoff | None, ids: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The certified head's tokens [B * T] (and with verify blocks' ids their packed rows)
+        for the last layer's output x, normed by the handed norm or in the multiply."""
+        if handed is not None and handed.ready:
+            return certified_argmax(handed.u, self.certified, handed=handed, ids=ids)
+        norm = self.model.model.norm
+        return certified_argmax(x, self.certified, norm_weight=norm.weight, eps=norm.eps, ids=ids)
 
     def prefill_fits(self, batch: int, width: int) -> bool:
         """Whether `prefill` takes a prompt batch (W12 multiplies stop at the skinny limit)."""

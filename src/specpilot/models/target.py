@@ -20,8 +20,12 @@ from specpilot.layers.norm import RMSNorm
 
 @dataclass
 class TargetOutput:
-    logits: torch.Tensor  # [B, T, vocab] (or [B, 1, vocab] for the rows asked for), model dtype
+    logits: torch.Tensor | None  # [B, T, vocab] (or [B, 1, vocab] for the rows asked for)
     hidden: torch.Tensor | None  # [B, T, len(capture) * hidden]: outputs of the captured layers
+    # a certified head's forward (models/fused.py) returns no logits but their argmax [B, T],
+    # and for verify blocks the packed result [B, 2T + 1] (kernels/tokens.argmax_accept's)
+    tokens: torch.Tensor | None = None
+    packed: torch.Tensor | None = None
 
 
 class DecoderLayer(DecoderBlock):

@@ -67,7 +67,18 @@ def add_draft_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_tiles_argument(parser: argparse.ArgumentParser) -> None:
-    """--tiles, shared by `serve` and `generate` (EngineConfig.tiles)."""
+    """--tiles and --target-head, shared by `serve` and `generate` (EngineConfig's)."""
+    from specpilot.config import TARGET_HEADS
+
+    parser.add_argument(
+        "--target-head",
+        default="auto",
+        choices=TARGET_HEADS,
+        help="how decode and verify find the target's argmax where the fused kernels run: "
+        "exact (all logits) or certified (an int8 copy of the LM head bounds the logits, the "
+        "rows it cannot rule out are read in bf16: the same tokens, proven; +half the head's "
+        "bytes of memory); auto: exact",
+    )
     parser.add_argument(
         "--tiles",
         default="",
@@ -250,6 +261,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             draft_weights=args.draft_weights,
             pdl=args.pdl,
             tiles=args.tiles,
+            target_head=args.target_head,
             weights=args.weights,
             w12_matrices=args.w12_matrices,
         ),

@@ -1,0 +1,222 @@
+"""The certified LM head (formats/certified.py, EngineConfig.target_head "certified"): the bound
+holds for every logit, the argmax over the candidates is the argmax over all rows (ties, zeros,
+negative logits, near-ties included), the kernel's tokens and packed verify blocks are the exact
+head's, and generation gives the exact head's tokens and passes token forcing."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specpilot.config import EngineConfig
+from specpilot.engine.generator import Generator
+from specpilot.errors import ConfigError
+from specpilot.formats.certified import (
+    CertifiedHead,
+    certified_argmax_reference,
+    certify,
+    order_keys,
+)
+from specpilot.kernels import tokens
+from specpilot.kernels.linear import Handoff, certified_argmax, skinny_linear
+from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUDA
+    BF16,
+    CUDA,
+    DEVICE,
+    _runs_pass_forcing,
+    _sequences,
+    _tiny_pair,
+)
+
+
+def _head(rows: int, cols: int, seed: int, spread: float = 0.0, ties: int = 0) -> torch.Tensor:
+    """A bf16 head: normal rows scaled by up to 2^spread, its first `ties` rows repeated at
+    the end (exact ties in every logit)."""
+    gen = torch.Generator().manual_seed(seed)
+    w = torch.randn(rows, cols, generator=gen) * 0.05
+    w *= 2.0 ** (spread * torch.rand(rows, 1, generator=gen))
+    if ties:
+        w[-ties:] = w[:ties]
+    return w.to(BF16)
+
+
+def _argmax_first(values: torch.Tensor) -> torch.Tensor:
+    """torch.argmax's order by the keys (each row's first largest)."""
+    keys = order_keys(values)
+    best = keys.max(dim=1, keepdim=True).values
+    index = torch.arange(values.shape[1]).expand_as(keys)
+    return torch.where(keys == best, index, values.shape[1]).min(dim=1).values
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(1, 40),
+    cols=st.integers(1, 70),
+    spread=st.sampled_from([0.0, 4.0, 30.0]),
+    seed=st.integers(0, 2**16),
+    zeros=st.booleans(),
+)
+def test_every_logit_lies_within_its_bound(rows, cols, spread, seed, zeros) -> None:
+    """|approx_n - a . W_n| <= ||a|| radius_n, the sums in float32 (as the kernel) against the
+    exact dot product in float64, for heads of rows at very different scales and zero rows."""
+    w = _head(rows, cols, seed, spread)
+    if zeros:
+        w[::3] = 0
+    head = certify(w)
+    assert (head.weight.abs() <= 127).all() and (head.scale > 0).all()
+    gen = torch.Generator().manual_seed(seed + 1)
+    a = torch.randn(5, cols, generator=gen) * 2.0 ** (8 * torch.rand(5, 1, generator=gen))
+    a = a.to(BF16)
+    approx = (a.float() @ head.weight.float().T) * head.scale
+    exact = a.double() @ w.double().T
+    reach = a.double().norm(dim=1, keepdim=True) * head.radius.double()
+    assert ((approx.double() - exact).abs() <= reach).all()
+    # the int8 copy is close: the radius is a small part of the row's norm
+    norms = w.double().norm(dim=1)
+    assert (head.radius.double() <= 0.02 * norms + 1e-30).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(2, 60),
+    cols=st.integers(1, 50),
+    ties=st.integers(0, 1),
+    seed=st.integers(0, 2**16),
+    kind=st.sampled_from(["random", "zero input", "negative", "near ties"]),
+)
+def test_candidates_hold_the_argmax(rows, cols, ties, seed, kind) -> None:
+    """The procedure's token is torch.argmax's over every exact logit (rounded to bf16): with
+    repeated rows (first index), an input of zeros (every logit 0), all-negative logits, and
+    rows one bf16 step apart."""
+    w = _head(rows, cols, seed, ties=ties * min(rows // 2, 3))
+    gen = torch.Generator().manual_seed(seed + 7)
+    a = torch.randn(4, cols, generator=gen).to(BF16)
+    if kind == "zero input":
+        a[1:3] = 0
+    if kind == "negative":
+        a = a.abs()
+        w = -w.abs()
+    if kind == "near ties":
+        w[1::2] = (w[0::2][: w[1::2].shape[0]].float() * (1 + 2**-7)).to(BF16)
+    head = certify(w)
+    found, candidates = certified_argmax_reference(a, head)
+    exact = (a.float() @ w.float().T).to(BF16)
+    assert torch.equal(found, _argmax_first(exact))
+    assert candidates[torch.arange(4), found].all()
+    if kind == "zero input":
+        assert (found[1:3] == 0).all()
+
+
+def test_certified_reference_reads_few_rows_at_a_real_width() -> None:
+    """Random normal weights 16,384 x 1,024: few candidates a row (module doc's claim)."""
+    w = _head(16384, 1024, 3)
+    head = certify(w)
+    a = torch.randn(4, 1024, generator=torch.Generator().manual_seed(4)).to(BF16)
+    found, candidates = certified_argmax_reference(a, head)
+    assert torch.equal(found, _argmax_first((a.float() @ w.float().T).to(BF16)))
+    assert candidates.sum(dim=1).max() < 200
+
+
+def test_non_finite_inputs_make_every_row_a_candidate() -> None:
+    w = _head(30, 8, 1)
+    a = torch.randn(2, 8).to(BF16)
+    a[1, 3] = float("inf")
+    _, candidates = certified_argmax_reference(a, certify(w))
+    assert candidates[1].all() and not candidates[0].all()
+
+
+def test_certify_checks_its_input() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        certify(torch.tensor([[1.0, float("nan")]], dtype=BF16))
+    with pytest.raises(ValueError, match="bf16/fp16"):
+        certify(torch.ones(2, 2))
+    head = certify(_head(4, 8, 0))
+    with pytest.raises(ValueError, match="int8"):
+        CertifiedHead(head.exact, head.weight.float(), head.scale, head.radius)
+    with pytest.raises(ConfigError, match="target_head"):
+        EngineConfig(target_head="int8")
+
+
+def _tile(m: int, dot: bool, block_k: int = 32) -> dict:
+    return dict(BLOCK_M=16 if dot else 1, BLOCK_N=32, BLOCK_K=block_k, USE_DOT=dot, num_warps=4,
+                num_stages=1)  # fmt: skip
+
+
+@pytest.mark.parametrize("m,dot", [(1, False), (1, True), (5, True), (20, True)])
+@pytest.mark.parametrize("logits", ["random", "negative"])
+def test_kernel_gives_the_exact_heads_argmax(m: int, dot: bool, logits: str) -> None:
+    """certified_argmax (RMSNorm prologue) against the argmax of skinny_linear's logits on the
+    same tile (the same sums, so the same bits in the interpreter): repeated rows (first index
+    wins), all-negative logits; a second launch on other inputs starts clean."""
+    w = _head(300, 96, 2, ties=20).to(DEVICE)
+    gen = torch.Generator().manual_seed(m)
+    x = torch.randn(2, m, 96, generator=gen).to(DEVICE, BF16)
+    nw = (torch.rand(96, generator=gen) + 0.5).to(DEVICE, BF16)
+    if logits == "negative":
+        x, w = x.abs(), -w.abs()
+    head = certify(w)
+    for rows in x:  # two launches: the floors and keys are left as found
+        found, packed = certified_argmax(rows, head, norm_weight=nw, config=_tile(m, dot))
+        logit_rows = skinny_linear(rows, w, norm_weight=nw, config=_tile(m, dot))
+        assert packed is None
+        if CUDA:  # other sums' order: equal but for near-ties
+            assert (found == logit_rows.argmax(-1)).float().mean() >= 0.9
+        else:
+            assert torch.equal(found, logit_rows.argmax(-1))
+
+
+def test_kernel_takes_a_handed_norm_and_packs_verify_blocks() -> None:
+    """The head after a norm hand-off (x = u, the sums scaled by 1 / RMS): the handed
+    multiply's argmax; with verify blocks' ids, tokens.argmax_accept's packed rows."""
+    w = _head(300, 64, 5, ties=10).to(DEVICE)
+    head = certify(w)
+    gen = torch.Generator().manual_seed(9)
+    u = torch.randn(32, 64, generator=gen).to(DEVICE, BF16)
+    squares = (torch.rand(32, 3, generator=gen) * 40).to(DEVICE)
+    handed = Handoff(torch.ones(64, device=DEVICE, dtype=BF16), 1e-6, u, squares)
+    logit_rows = skinny_linear(u, w, handed=handed, config=_tile(32, True))
+    ids = torch.randint(0, 300, (2, 16), generator=gen).to(DEVICE)
+    ids[0, 1:6] = logit_rows.argmax(-1)[:5]  # the first block's first 5 drafts accepted
+    found, packed = certified_argmax(u, head, handed=handed, ids=ids, config=_tile(32, True))
+    want, want_packed = tokens.argmax_accept(logit_rows.view(2, 16, -1), ids)
+    if not CUDA:
+        assert torch.equal(found.view(2, 16), want) and torch.equal(packed, want_packed)
+    assert packed[0, -1] >= 5 and torch.equal(packed[:, :16], ids)
+
+
+def test_kernel_checks_its_arguments() -> None:
+    head = certify(_head(40, 32, 0).to(DEVICE))
+    x = torch.randn(2, 32).to(DEVICE, BF16)
+    with pytest.raises(ValueError, match="rows"):
+        certified_argmax(torch.randn(65, 32).to(DEVICE, BF16), head)
+    with pytest.raises(ValueError, match="dtype"):
+        certified_argmax(x.half(), head)
+    with pytest.raises(ValueError, match="B \\* W"):
+        certified_argmax(x, head, ids=torch.zeros(1, 3, dtype=torch.long, device=DEVICE))
+    with pytest.raises(ValueError, match="SPLIT_K"):
+        certified_argmax(x, head, config=_tile(2, True) | dict(SPLIT_K=2))
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_certified_head_generation_is_the_exact_heads(tmp_path, tied: bool) -> None:
+    """The fused engine with target_head "certified": the LM head is certified (its int8 copy
+    made), AR and speculative outputs equal the exact head's and pass token forcing."""
+    target, drafter, reference = _tiny_pair(tmp_path, tied=tied)
+    exact = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    want = {}
+    for speculative in (False, True):
+        seqs = _sequences(target.config.vocab_size, 24)
+        exact.run(seqs, speculative=speculative)
+        want[speculative] = [s.output_ids for s in seqs]
+    config = EngineConfig(kernels="triton", target_head="certified")
+    gen = Generator(target, drafter, config, DEVICE, BF16)
+    assert gen.fused_target.certified is not None
+    calls = []
+    inner = gen.fused_target._certified_tokens
+    gen.fused_target._certified_tokens = lambda *a: calls.append(a[2] is None) or inner(*a)
+    outputs = _runs_pass_forcing(gen, reference)
+    assert set(calls) == {True, False}  # one-token forwards and verify blocks both took it
+    if not CUDA:
+        assert outputs == want
