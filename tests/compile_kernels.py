@@ -305,7 +305,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
     cert_types = lin | {"w_ptr": "*i8", "scale_ptr": "*fp32", "radius_ptr": "*fp32",
                         "exact_ptr": bf16, "floor_ptr": "*fp32", "key_ptr": "*i64",
                         "count_ptr": "*i32", "token_ptr": "*i64", "ids_ptr": "*i64",
-                        "packed_ptr": "*i64", "sq_in_ptr": "*fp32"}  # fmt: skip
+                        "packed_ptr": "*i64", "sq_in_ptr": "*fp32", "upper_ptr": "*fp32",
+                        "flag_ptr": "*i32", "deferred": "i32"}  # fmt: skip
     cert_tiles = [linear.certified_tile_config(m, 151936, 4096) for m in (1, 16)]
     for path in sorted(Path(__file__).parents[1].glob("bench/h200/certified197/*.json")):
         cert_tiles += [e["tile"] for e in json.loads(path.read_text())["tiles"]]
@@ -314,7 +315,7 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         consts = {key: v for key, v in tile.items() if key.isupper() or key.startswith("num_")}
         tiles_n = triton.cdiv(151936, tile["BLOCK_N"])
         consts |= dict(NORM=True, GLU=False, RESIDUAL=False, F32_DOT=False, CERTIFY=True,
-                       FENCE=True, TILES_N=tiles_n, TILES_M=1)  # fmt: skip
+                       FENCE=True, TILES_N=tiles_n, TILES_M=1, DEFER=True)  # fmt: skip
         consts["LOOP_STAGES"] = linear.loop_stages(tile)
         label = f"skinny_linear CERTIFY {tile}"
         out.append((label, linear._skinny_kernel, cert_types, consts))

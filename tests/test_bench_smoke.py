@@ -525,6 +525,9 @@ def test_paired_arms_take_only_engine_options() -> None:
     config = engine_speed.engine_config(loops["g"], 100)
     assert (config.step_graph, config.pipeline) == (True, True)
     assert not engine_speed.engine_config(loops["a"], 100).pipeline
+    heads = engine_speed.paired_arms("e|;c|--target-head certified", parser, args)
+    assert engine_speed.engine_config(heads["c"], 100).target_head == "certified"
+    assert engine_speed.engine_config(heads["e"], 100).target_head == "auto"
     from specpilot.kernels import launch
 
     waves = engine_speed.paired_arms("a|;w|--pdl waves --pdl-min-waves 1.9", parser, args)["w"]

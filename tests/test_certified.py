@@ -21,11 +21,11 @@ from specpilot.formats.certified import (
 )
 from specpilot.kernels import tokens
 from specpilot.kernels.linear import Handoff, certified_argmax, skinny_linear
+from specpilot.spec.forcing import token_forcing
 from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUDA
     BF16,
     CUDA,
     DEVICE,
-    _runs_pass_forcing,
     _sequences,
     _tiny_pair,
 )
@@ -199,24 +199,60 @@ def test_kernel_checks_its_arguments() -> None:
         certified_argmax(x, head, config=_tile(2, True) | dict(SPLIT_K=2))
 
 
-@pytest.mark.parametrize("tied", [True, False])
-def test_certified_head_generation_is_the_exact_heads(tmp_path, tied: bool) -> None:
-    """The fused engine with target_head "certified": the LM head is certified (its int8 copy
-    made), AR and speculative outputs equal the exact head's and pass token forcing."""
-    target, drafter, reference = _tiny_pair(tmp_path, tied=tied)
+def test_certified_head_generation_is_the_exact_heads(tmp_path) -> None:
+    """The fused engine with target_head "certified" (an untied head): its int8 copy made; a
+    verify block and a one-token forward give the exact head's tokens and accept count, and AR
+    and speculative generation give the exact head's outputs and pass token forcing."""
+    target, drafter, reference = _tiny_pair(tmp_path, tied=False)
     exact = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    want = {}
-    for speculative in (False, True):
-        seqs = _sequences(target.config.vocab_size, 24)
-        exact.run(seqs, speculative=speculative)
-        want[speculative] = [s.output_ids for s in seqs]
     config = EngineConfig(kernels="triton", target_head="certified")
     gen = Generator(target, drafter, config, DEVICE, BF16)
-    assert gen.fused_target.certified is not None
+    assert gen.fused_target.certified is not None and exact.fused_target.certified is None
+    ids = torch.randint(0, 263, (1, 17), generator=torch.Generator().manual_seed(3)).to(DEVICE)
+    steps = {}
+    for name, g in (("exact", exact), ("certified", gen)):
+        g._buffers_for("target", 1, 64)
+        block = g._verify_fn(ids[:, :16], torch.arange(16, device=DEVICE)[None], 16, ())
+        one = g._verify_fn(ids[:, 16:], torch.full((1, 1), 16, device=DEVICE), 17, ())
+        steps[name] = (block.tokens, block.accepted, one.tokens)
+    assert steps["certified"][0].shape == (1, 16) and steps["certified"][2].shape == (1, 1)
+    if not CUDA:
+        assert all(map(torch.equal, steps["certified"], steps["exact"]))
     calls = []
     inner = gen.fused_target._certified_tokens
     gen.fused_target._certified_tokens = lambda *a: calls.append(a[2] is None) or inner(*a)
-    outputs = _runs_pass_forcing(gen, reference)
+    outputs = {}
+    for speculative in (False, True):
+        seqs = _sequences(target.config.vocab_size, 8)
+        gen.run(seqs, speculative=speculative)
+        outputs[speculative] = [s.output_ids for s in seqs]
+        for s in seqs:
+            assert token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5).passed
     assert set(calls) == {True, False}  # one-token forwards and verify blocks both took it
-    if not CUDA:
-        assert outputs == want
+    assert outputs[True] == outputs[False]
+
+
+@pytest.mark.parametrize("defer", [-1, 0])
+def test_deferred_tiles_hand_their_check_over(monkeypatch, defer) -> None:
+    """The first tiles' checks taken by the last ones (DEFER_TILES -1: half the tiles here),
+    by themselves when their checker swapped first (the flags found at 2: both then check), or
+    not deferred at all (0): the exact head's argmax each time, and the flags left at 0."""
+    from specpilot.kernels import certified
+
+    monkeypatch.setattr(certified, "DEFER_TILES", defer)
+    w = _head(300, 64, 8, ties=15).to(DEVICE)
+    head = certify(w)
+    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(2)).to(DEVICE, BF16)
+    nw = torch.ones(64, device=DEVICE, dtype=BF16)
+    want = skinny_linear(x, w, norm_weight=nw, config=_tile(3, True)).argmax(-1)
+    for early_checker in (False, True):
+        found, _ = certified_argmax(x, head, norm_weight=nw, config=_tile(3, True))
+        if defer == -1 and early_checker is False:
+            flags = certified._HELD[x.device]["flags"]
+            assert not flags.any()
+            flags[:5] = 2  # the next launch: the first five tiles' checkers "came first"
+        if not CUDA:
+            assert torch.equal(found, want)
+    if defer == -1:
+        assert not certified._HELD[x.device]["flags"].any()
+    assert certified.deferred_tiles(x.device, 10) == (0 if defer == 0 else 5)

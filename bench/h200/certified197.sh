@@ -16,6 +16,7 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.l
 TESTS_K="test_" TESTS_S=200 gpu_tests tests/test_certified.py
 C="--target-head certified"
 T=bench/h200/certified197
-variants bf16 "exact|;cert|$C;c1|$C --tiles $T/c1.json;c2|$C --tiles $T/c2.json;c3|$C --tiles \
+variants bf16 "exact|;cert|$C;c1|$C --tiles $T/c1.json;c1nodefer|$C --tiles $T/c1.json --switch \
+kernels.certified.DEFER_TILES=0;c2|$C --tiles $T/c2.json;c3|$C --tiles \
 $T/c3.json;c4|$C --tiles $T/c4.json;e1|$C --tiles $T/e1.json;exact2|" 200
 pack; archive_only

@@ -63,6 +63,7 @@ OFF = {
     "CERTIFY": 0,
     "TILES_N": 1,
     "TILES_M": 1,
+    "DEFER": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

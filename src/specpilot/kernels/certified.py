@@ -13,9 +13,16 @@ and leaves the floor and key buffers as they were found (-inf, the smallest key)
 launch needs no reset. With ACCEPT (a verify step) the last of those programs packs the verify
 blocks as tokens.argmax_accept does.
 
-Programs finish in launch order roughly, so the first wave compares against floors of their own
-rows only and reads more candidates (a few thousand rows of 151,936 with random weights, about
-25 MB, against the 622 MB of int8 rows); later ones see the floor of the rows before them.
+Programs finish in launch order roughly, so the first wave would compare against floors of
+their own rows only and read many more candidates: with random weights at the Qwen3-8B shape
+(bench/certified_head.py's model) ~2,600 rows for one input row and ~21,000 for a 16-row verify
+block, where the final floor leaves ~200 and ~2,800. So the first `deferred` tiles along N
+(DEFER_TILES: two a multiprocessor) store their upper bounds and leave the check to the tile
+as far from the end (tile TILES_N - deferred + q checks tile q), which by then sees a floor
+close to the final one (the model: ~500 and ~4,400 rows). The hand-over is one atomic swap on
+each side of a flag and never waits: a deferred tile swaps in 1 after storing its bounds, its
+checker swaps in 2 after its own check; whoever comes second does the check (the checker when
+it finds 1, the deferred tile when it finds 2).
 """
 
 from __future__ import annotations
@@ -28,23 +35,40 @@ from specpilot.kernels.common import count_done, count_reset, dot, input_tile
 from specpilot.kernels.tokens import pack_rows
 
 KEY_MIN = tl.constexpr(-(2**63))
-# floors and keys per device, left at -inf / KEY_MIN by every launch (as common's counters)
-_HELD: dict[torch.device, list[tuple[torch.Tensor, torch.Tensor]]] = {}
+# the last launch's buffers per device (name -> tensor), left as each launch found them
+_HELD: dict[torch.device, dict[str, torch.Tensor]] = {}
+_KEPT: list[torch.Tensor] = []  # every buffer ever made (graphs replay their addresses)
+# tiles along N (a launch's first ones) whose check the last as many tiles take over: -1, two
+# programs a multiprocessor (about the first wave: their floors are their own rows'); 0: every
+# tile checks itself (bench/engine_speed.py --switch kernels.certified.DEFER_TILES=N)
+DEFER_TILES = -1
 
 
-def floors_and_keys(device: torch.device, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The per-row floor (fp32, -inf) and key (int64, the smallest) buffers of at least `rows`
-    rows. A larger pair replaces a smaller one for new launches; every pair is kept (captured
+def deferred_tiles(device: torch.device, tiles_n: int) -> int:
+    """How many tiles of a launch with `tiles_n` tiles along N defer their check (DEFER_TILES;
+    at most half of them)."""
+    wanted = DEFER_TILES
+    if wanted < 0 and device.type == "cuda":
+        wanted = 2 * torch.cuda.get_device_properties(device).multi_processor_count
+    elif wanted < 0:  # the interpreter: an H200's count
+        wanted = 264
+    return min(wanted, tiles_n // 2)
+
+
+def held(device: torch.device, name: str, size: int, fill: float | int, dtype: torch.dtype):
+    """A buffer of at least `size` elements that every launch leaves at `fill` (the floors at
+    -inf, the keys at the smallest, the deferred tiles' flags at 0; the deferred bounds have no
+    state): a larger one replaces a smaller one for new launches, every one is kept (captured
     graphs replay their addresses). Made before a CUDA graph capture, like the counters."""
-    held = _HELD.setdefault(device, [])
-    if not held or held[-1][0].numel() < rows:
+    buffers = _HELD.setdefault(device, {})
+    kept = buffers.get(name)
+    if kept is None or kept.numel() < size:
         if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
             raise RuntimeError("certified head buffers must be allocated before a graph capture")
-        size = max(rows, 64)
-        floors = torch.full((size,), float("-inf"), device=device, dtype=torch.float32)
-        keys = torch.full((size,), -(2**63), device=device, dtype=torch.int64)
-        held.append((floors, keys))
-    return held[-1]
+        kept = torch.full((max(size, 64),), fill, device=device, dtype=dtype)
+        _KEPT.append(kept)
+        buffers[name] = kept
+    return kept
 
 
 @triton.jit
@@ -60,28 +84,13 @@ def order_key(value, index):
 
 
 @triton.jit
-def certify(
-    acc, squares, post, rm, m_ok, rn, n_ok, pid_m, x_rows, nw_ptr, rstd, K, dtype, scale_ptr,
-    radius_ptr, exact_ptr, stride_en, floor_ptr, key_ptr, count_ptr, token_ptr, ids_ptr,
-    packed_ptr, M, stride_ids, stride_packed, NORM: tl.constexpr, GLU: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, USE_DOT: tl.constexpr,
-    F32_DOT: tl.constexpr, TILES_N: tl.constexpr, TILES_M: tl.constexpr, ACCEPT: tl.constexpr,
-    WIDTH: tl.constexpr, WIDTH_POW2: tl.constexpr, FENCE: tl.constexpr,
-):  # fmt: skip
-    """acc [BLOCK_M, BLOCK_N]: the int8 sums of this tile; squares [BLOCK_M, BLOCK_K]: the
-    element-wise sums of the inputs' squares; post [BLOCK_M]: p (module doc)."""
-    scale = tl.load(scale_ptr + rn, mask=n_ok, other=0.0)
-    radius = tl.load(radius_ptr + rn, mask=n_ok, other=0.0)
-    approx = acc * scale[None, :]
-    norm = tl.sqrt(tl.sum(squares, axis=1))
-    sure = norm < float("inf")  # False for inf and NaN: every row a candidate
-    reach = norm[:, None] * radius[None, :]
-    valid = m_ok[:, None] & n_ok[None, :]
-    lower = tl.where(valid, (approx - reach) * post[:, None], float("-inf"))
-    upper = (approx + reach) * post[:, None]
-    local = tl.max(lower, axis=1)
-    seen = tl.atomic_max(floor_ptr + rm, local, mask=m_ok & sure, sem="relaxed", scope="gpu")
-    floor = tl.maximum(tl.where(m_ok & sure, seen, float("-inf")), local)
+def _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K, dtype,
+                exact_ptr, stride_en, key_ptr, NORM: tl.constexpr, GLU: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                USE_DOT: tl.constexpr, F32_DOT: tl.constexpr):  # fmt: skip
+    """Head rows rn against the floor [BLOCK_M]: the candidates' exact logits (the head's own
+    rows, a second pass over K, loads masked to the rows some input row wants; none when no row
+    does) posted as keys."""
     dropped = upper.to(dtype).to(tl.float32) < floor.to(dtype).to(tl.float32)[:, None]
     candidate = valid & ~(dropped & sure[:, None])
     wanted = tl.max(candidate.to(tl.int32), axis=0) > 0  # [BLOCK_N]: some input row wants it
@@ -107,11 +116,81 @@ def certify(
         value = (sums * post[:, None]).to(dtype)
         key = tl.where(candidate, order_key(value, rn[None, :]), KEY_MIN)
         tl.atomic_max(key_ptr + rm, tl.max(key, axis=1), mask=m_ok, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _handed_over(flag_ptr, claim, any_tensor, FENCE: tl.constexpr):
+    """Swap `claim` into a deferred tile's flag after this program's stores (ordered before it
+    as in common.count_done); returns the flag's old value."""
+    if FENCE:
+        tl.inline_asm_elementwise("fence.acq_rel.gpu; mov.u32 $0, $1;", "=r,r", [any_tensor],
+                                  tl.int32, is_pure=False, pack=1)  # fmt: skip
+    tl.debug_barrier()
+    return tl.atomic_xchg(flag_ptr, claim, sem="acq_rel", scope="gpu")
+
+
+@triton.jit
+def certify(
+    acc, squares, post, rm, m_ok, rn, n_ok, pid_n, pid_m, x_rows, nw_ptr, rstd, K, dtype,
+    scale_ptr, radius_ptr, exact_ptr, stride_en, floor_ptr, key_ptr, count_ptr, token_ptr,
+    ids_ptr, packed_ptr, M, N, stride_ids, stride_packed, upper_ptr, flag_ptr, deferred,
+    NORM: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr, USE_DOT: tl.constexpr, F32_DOT: tl.constexpr,
+    TILES_N: tl.constexpr, TILES_M: tl.constexpr, ACCEPT: tl.constexpr, WIDTH: tl.constexpr,
+    WIDTH_POW2: tl.constexpr, FENCE: tl.constexpr, DEFER: tl.constexpr,
+):  # fmt: skip
+    """acc [BLOCK_M, BLOCK_N]: the int8 sums of this tile; squares [BLOCK_M, BLOCK_K]: the
+    element-wise sums of the inputs' squares; post [BLOCK_M]: p (module doc). DEFER: the first
+    `deferred` tiles along N leave their check to the last `deferred` (module doc)."""
+    scale = tl.load(scale_ptr + rn, mask=n_ok, other=0.0)
+    radius = tl.load(radius_ptr + rn, mask=n_ok, other=0.0)
+    approx = acc * scale[None, :]
+    norm = tl.sqrt(tl.sum(squares, axis=1))
+    sure = norm < float("inf")  # False for inf and NaN: every row a candidate
+    reach = norm[:, None] * radius[None, :]
+    valid = m_ok[:, None] & n_ok[None, :]
+    lower = tl.where(valid, (approx - reach) * post[:, None], float("-inf"))
+    upper = (approx + reach) * post[:, None]
+    local = tl.max(lower, axis=1)
+    seen = tl.atomic_max(floor_ptr + rm, local, mask=m_ok & sure, sem="relaxed", scope="gpu")
+    floor = tl.maximum(tl.where(m_ok & sure, seen, float("-inf")), local)
+    if DEFER and pid_n < deferred:  # stored for a tile of the last wave to check
+        slot = (pid_m * deferred + pid_n) * BLOCK_M * BLOCK_N
+        at = slot + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        tl.store(upper_ptr + at, upper)
+        if _handed_over(flag_ptr + pid_m * deferred + pid_n, 1, rm, FENCE) == 2:
+            # its checker came first and found nothing: this tile checks itself
+            floor = tl.load(floor_ptr + rm, mask=m_ok, other=float("-inf"), cache_modifier=".cg")
+            _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
+                        dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M, BLOCK_N,
+                        BLOCK_K, USE_DOT, F32_DOT)  # fmt: skip
+    else:
+        _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
+                    dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M, BLOCK_N, BLOCK_K,
+                    USE_DOT, F32_DOT)  # fmt: skip
+        if DEFER and pid_n >= TILES_N - deferred:  # then the deferred tile it checks
+            q = pid_n - (TILES_N - deferred)
+            if _handed_over(flag_ptr + pid_m * deferred + q, 2, rm, FENCE) == 1:
+                slot = (pid_m * deferred + q) * BLOCK_M * BLOCK_N
+                at = slot + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)
+                upper = tl.load(upper_ptr + at, cache_modifier=".cg")
+                rn = q * BLOCK_N + tl.arange(0, BLOCK_N)
+                valid = m_ok[:, None] & (rn < N)[None, :]
+                floor = tl.load(floor_ptr + rm, mask=m_ok, other=float("-inf"),
+                                cache_modifier=".cg")  # fmt: skip
+                _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd,
+                            K, dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M,
+                            BLOCK_N, BLOCK_K, USE_DOT, F32_DOT)  # fmt: skip
     if count_done(count_ptr + pid_m, rm, TILES_N, FENCE):
         key = tl.load(key_ptr + rm, mask=m_ok, other=0, cache_modifier=".cg")
         tl.store(token_ptr + rm, 2147483647 - (key & 0xFFFFFFFF), mask=m_ok)
         tl.store(key_ptr + rm, tl.full([BLOCK_M], KEY_MIN, tl.int64), mask=m_ok)
         tl.store(floor_ptr + rm, tl.full([BLOCK_M], float("-inf"), tl.float32), mask=m_ok)
+        if DEFER:  # the flags of this block of input rows back to 0
+            for q0 in range(0, deferred, 1024):
+                q = q0 + tl.arange(0, 1024)
+                tl.store(flag_ptr + pid_m * deferred + q, tl.zeros([1024], tl.int32),
+                         mask=q < deferred)  # fmt: skip
         count_reset(count_ptr + pid_m)
         if ACCEPT:  # the last block of input rows to finish packs every verify block
             if count_done(count_ptr + TILES_M, rm, TILES_M, FENCE):

@@ -30,8 +30,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from specpilot.formats.certified import CertifiedHead
 from specpilot.formats.fp8 import Fp8Weight
-from specpilot.kernels import launch, trace
-from specpilot.kernels.certified import certify, floors_and_keys
+from specpilot.kernels import certified, launch, trace
+from specpilot.kernels.certified import certify
 from specpilot.kernels.common import (
     INTERPRETED,
     dot,
@@ -168,6 +168,10 @@ def _skinny_kernel(
     ACCEPT: tl.constexpr = False,
     WIDTH: tl.constexpr = 1,
     WIDTH_POW2: tl.constexpr = 1,
+    upper_ptr=None,
+    flag_ptr=None,
+    deferred=0,
+    DEFER: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -260,11 +264,12 @@ def _skinny_kernel(
         if not CERTIFY:  # (the certified head's epilogue scales its bounds and sums)
             acc = acc * post[:, None]
     if CERTIFY:  # an LM head's argmax (kernels/certified.py): tokens, no logits
-        certify(acc, squares3, post, rm, m_ok, rn, n_ok, pid_m, x_rows, nw_ptr, rstd, K, dtype,
-                scale_ptr, radius_ptr, exact_ptr, stride_en, floor_ptr, key_ptr, count_ptr,
-                token_ptr, ids_ptr, packed_ptr, M, stride_ids, stride_packed, NORM, GLU,
-                BLOCK_M, BLOCK_N, BLOCK_K, USE_DOT, F32_DOT, TILES_N, TILES_M, ACCEPT, WIDTH,
-                WIDTH_POW2, FENCE)  # fmt: skip
+        certify(acc, squares3, post, rm, m_ok, rn, n_ok, pid_n, pid_m, x_rows, nw_ptr, rstd, K,
+                dtype, scale_ptr, radius_ptr, exact_ptr, stride_en, floor_ptr, key_ptr,
+                count_ptr, token_ptr, ids_ptr, packed_ptr, M, N, stride_ids, stride_packed,
+                upper_ptr, flag_ptr, deferred, NORM, GLU, BLOCK_M, BLOCK_N, BLOCK_K, USE_DOT,
+                F32_DOT, TILES_N, TILES_M, ACCEPT, WIDTH, WIDTH_POW2, FENCE,
+                DEFER)  # fmt: skip
     elif SPLIT_K > 1:  # this slice's sums; the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
         store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N,
@@ -624,13 +629,22 @@ def certified_argmax(
     cfg["LOOP_STAGES"] = loop_stages(cfg)
     grid = (triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(m, cfg["BLOCK_M"]), 1)
     tokens = torch.empty(m, device=x.device, dtype=torch.int64)
-    floors, keys = floors_and_keys(x.device, m)
-    counters = zeroed_counters(x.device, grid[1] + 1)
+    dev = x.device
+    floors = certified.held(dev, "floors", m, float("-inf"), torch.float32)
+    keys = certified.held(dev, "keys", m, -(2**63), torch.int64)
+    deferred = certified.deferred_tiles(dev, grid[0])
+    defer = {}
+    if deferred:  # the first tiles' bounds, checked by the last ones (kernels/certified.py)
+        tile = cfg["BLOCK_M"] * cfg["BLOCK_N"]
+        uppers = certified.held(dev, "uppers", grid[1] * deferred * tile, 0.0, torch.float32)
+        flags = certified.held(dev, "flags", grid[1] * deferred, 0, torch.int32)
+        defer = dict(DEFER=True, deferred=deferred, upper_ptr=uppers, flag_ptr=flags)
+    counters = zeroed_counters(dev, grid[1] + 1)
     hand_args = hand_arguments(x, n, grid[0], cfg["BLOCK_M"], 1, None, handed)
     extra = dict(CERTIFY=True, scale_ptr=head.scale, radius_ptr=head.radius,
                  exact_ptr=head.exact, stride_en=head.exact.stride(0), floor_ptr=floors,
                  key_ptr=keys, count_ptr=counters, token_ptr=tokens, FENCE=not INTERPRETED,
-                 TILES_N=grid[0], TILES_M=grid[1], **accept)  # fmt: skip
+                 TILES_N=grid[0], TILES_M=grid[1], **accept, **defer)  # fmt: skip
     _launch(x, head.weight, x, grid, cfg, hand_args, residual=None, norm_weight=norm_weight,
             eps=eps, glu=False, handed=handed, prefetch=0, nbytes=head.nbytes(),
             name="certified_head", **extra)  # fmt: skip
