@@ -374,7 +374,8 @@ def test_swept_tiles_and_loop_grids(tmp_path, monkeypatch) -> None:
     argv = ["w12_speed", "--rows", "", "--e2e", "0", "--tiles-out", str(out)]
     monkeypatch.setattr(sys, "argv", [*argv, "--tiles-from", ",".join(str(p) for p in paths)])
     w12_speed.main()
-    assert tiles_file.read(out) == {"w12": w12_tiles, "bf16": bf16_tiles, "fp8": {}}
+    want = {"w12": w12_tiles, "bf16": bf16_tiles, "fp8": {}, "certified": {}}
+    assert tiles_file.read(out) == want
     for tiles in (
         w12_speed.candidates(1, 4096, "loop"),
         kernel_sweep.grid_candidates(1, "loop"),

@@ -36,6 +36,7 @@ def test_write_read_install_restore(tmp_path, tables) -> None:
         "bf16": {(1, 96, 64): LOOP_BF16},
         "w12": {(16, 96, 512): dict(LOOP_W12, BLOCK_M=16)},
         "fp8": {(16, 96, 64): dict(BLOCK_N=32, W_LEFT=True)},
+        "certified": {(1, 96, 64): dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True)},
     }
     tiles.write(path, table)
     assert tiles.read(path) == table
@@ -46,10 +47,12 @@ def test_write_read_install_restore(tmp_path, tables) -> None:
     assert w12_linear.tile_config(5, 96, 512) == dict(LOOP_W12, BLOCK_M=16)  # 2-16 rows: 16
     assert linear.tile_config(1, 6144, 4096) == compiled  # the compiled-in tiles stay
     assert linear.FP8_TILES[16, 96, 64] == dict(BLOCK_N=32, W_LEFT=True)
+    assert linear.certified_tile_config(1, 96, 64)["BLOCK_N"] == 32
     tiles.restore(before)
     assert "LOOP_STAGES" not in linear.tile_config(1, 96, 64)
     assert (16, 96, 512) not in w12_linear.MEASURED_TILES
     assert (16, 96, 64) not in linear.FP8_TILES
+    assert (1, 96, 64) not in linear.CERTIFIED_TILES
 
 
 def test_a_bf16_tile_leaves_the_fp8_tile_of_its_shape(tables) -> None:

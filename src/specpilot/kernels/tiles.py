@@ -76,7 +76,7 @@ def install(tiles: dict[str, dict[tuple[int, int, int], dict]]) -> dict[str, dic
     the tables as they were, for `restore`."""
     before = tables()
     for kind, (module, name) in TABLES.items():
-        setattr(module, name, before[kind] | tiles[kind])
+        setattr(module, name, before[kind] | tiles.get(kind, {}))
     return before
 
 
