@@ -5,9 +5,10 @@ At a head shape (default Qwen3-8B's 151,936 x 4,096, random normal weights, std 
 (warm-up, then `--iters` launches, the median): the exact head (skinny_linear, then the argmax
 launch), the FP8 head of the same shape (8-bit weights: the bandwidth an 8-bit multiply reaches
 here), and the certified head on each tile of `--tiles` (tiles files' "certified" entries;
-"compiled": the compiled-in ones), with its deferral on and off, and with its radius scaled: x1
-(the real head), x0 (about one candidate a program) and x -1e30 (every row dropped: the int8
-multiply and the epilogue without an exact pass). Scaled radii give wrong tokens: timing only.
+"compiled": the compiled-in ones), with its deferral and its gathered exact pass (COMPACT) on
+and off, and with its radius scaled: x1 (the real head), x0 (about one candidate a program)
+and x -1e30 (every row dropped: the int8 multiply and the epilogue without an exact pass).
+Scaled radii give wrong tokens: timing only.
 Prints a table; the last line is one JSON object.
 """
 
@@ -85,12 +86,12 @@ def main() -> None:
         for path in args.tiles.split(","):
             before = tiles.install(tiles.read(path)) if path != "compiled" else None
             name = "compiled" if path == "compiled" else Path(path).stem
-            for defer in (-1, 0):
-                certified.DEFER_TILES = defer
+            for compact, defer in ((1, -1), (1, 0), (0, -1), (0, 0)):
+                certified.DEFER_TILES, certified.COMPACT = defer, compact
                 for factor in (1.0, 0.0, -1e30):
                     scaled = CertifiedHead(head.exact, head.weight, head.scale,
                                            head.radius * factor)  # fmt: skip
-                    label = f"certified {name} defer={defer} radius x{factor:g}"
+                    label = f"certified {name} compact={compact} defer={defer} radius x{factor:g}"
 
                     def run(scaled=scaled, x=x, ids=ids) -> None:
                         certified_argmax(x, scaled, norm_weight=nw, ids=ids)
@@ -100,16 +101,16 @@ def main() -> None:
                         found, _ = certified_argmax(x, scaled, norm_weight=nw, ids=ids)
                         same = (found == want).float().mean().item()
                         measured[label + " (tokens = exact argmax)"] = same
-            certified.DEFER_TILES = -1
+            certified.DEFER_TILES, certified.COMPACT = -1, 1
             if before is not None:
                 tiles.restore(before)
         for label, value in measured.items():
             if label.endswith("argmax)"):
-                print(f"rows {m:>2}  {label:<58} {value:.3f}")
+                print(f"rows {m:>2}  {label:<68} {value:.3f}")
                 continue
             kind = "bf16" if label.startswith("exact") else "int8"  # the FP8 head: 8 bits too
             tb_s = bandwidth_bytes[kind] / (value * 1e-6) / 1e12
-            print(f"rows {m:>2}  {label:<58} {value:8.1f} us  {tb_s:5.2f} TB/s on {kind} bytes")
+            print(f"rows {m:>2}  {label:<68} {value:8.1f} us  {tb_s:5.2f} TB/s on {kind} bytes")
         rows_out.append({"rows": m, "us_or_fraction": measured})
     gpu = torch.cuda.get_device_name() if dev.type == "cuda" else "cpu (dry run)"
     report = {"bench": "certified_speed", "gpu": gpu, "n": args.n, "k": args.k,

@@ -319,6 +319,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         consts["LOOP_STAGES"] = linear.loop_stages(tile)
         label = f"skinny_linear CERTIFY {tile}"
         out.append((label, linear._skinny_kernel, cert_types, consts))
+        compact = consts | dict(COMPACT=True)  # the candidates gathered (certified.COMPACT)
+        out.append((f"{label} COMPACT", linear._skinny_kernel, cert_types, compact))
         if rows == 16:  # a verify block, after a handed norm
             verify = consts | dict(NORM=False, HAND_IN=True, SLOTS_IN=512, ACCEPT=True,
                                    WIDTH=16, WIDTH_POW2=16)  # fmt: skip

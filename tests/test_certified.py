@@ -232,14 +232,16 @@ def test_certified_head_generation_is_the_exact_heads(tmp_path) -> None:
     assert outputs[True] == outputs[False]
 
 
-@pytest.mark.parametrize("defer", [-1, 0])
-def test_deferred_tiles_hand_their_check_over(monkeypatch, defer) -> None:
+@pytest.mark.parametrize("defer,compact", [(-1, 1), (0, 1), (-1, 0)])
+def test_deferred_tiles_hand_their_check_over(monkeypatch, defer, compact) -> None:
     """The first tiles' checks taken by the last ones (DEFER_TILES -1: half the tiles here),
     by themselves when their checker swapped first (the flags found at 2: both then check), or
-    not deferred at all (0): the exact head's argmax each time, and the flags left at 0."""
+    not deferred at all (0); the exact pass on gathered rows or on the tile's rows masked: the
+    exact head's argmax each time, and the flags left at 0."""
     from specpilot.kernels import certified
 
     monkeypatch.setattr(certified, "DEFER_TILES", defer)
+    monkeypatch.setattr(certified, "COMPACT", compact)  # gathered candidates, or masked rows
     w = _head(300, 64, 8, ties=15).to(DEVICE)
     head = certify(w)
     x = torch.randn(3, 64, generator=torch.Generator().manual_seed(2)).to(DEVICE, BF16)

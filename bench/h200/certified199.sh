@@ -3,9 +3,11 @@
 # slower in the graph: one row 328-412 us against the exact head's 272, 16 rows 484-546 against
 # 277). Where its time goes, each launch alone (bench/certified_speed.py): the int8 multiply
 # without an exact pass (radius x -1e30), with about one candidate a program (x0) and real
-# (x1), deferral on and off, on the compiled-in tiles, c3 and the element-wise e1, beside the
+# (x1), deferral and the gathered exact pass (COMPACT, new) on and off, on the compiled-in
+# tiles, c3 and the element-wise e1, beside the
 # FP8 head of the same shape (what an 8-bit multiply reaches). Prediction: the multiply alone
-# ~160-180 us; the rest the exact passes' latency (each a 16-step loop of dependent loads).
+# ~160-180 us; the rest the exact passes' latency (each a 16-step loop of dependent loads),
+# which COMPACT cuts to a few us.
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 source "$(dirname "$0")/lib.sh"

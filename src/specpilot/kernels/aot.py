@@ -64,6 +64,7 @@ OFF = {
     "TILES_N": 1,
     "TILES_M": 1,
     "DEFER": 0,
+    "COMPACT": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

@@ -42,6 +42,11 @@ _KEPT: list[torch.Tensor] = []  # every buffer ever made (graphs replay their ad
 # programs a multiprocessor (about the first wave: their floors are their own rows'); 0: every
 # tile checks itself (bench/engine_speed.py --switch kernels.certified.DEFER_TILES=N)
 DEFER_TILES = -1
+# the candidates' exact pass: 1, the wanted rows gathered SLOTS at a time into [SLOTS, EXACT_K]
+# tiles, pipelined; 0, the tile's rows masked (--switch kernels.certified.COMPACT=0)
+COMPACT = 1
+SLOTS = tl.constexpr(16)
+EXACT_K = tl.constexpr(256)
 
 
 def deferred_tiles(device: torch.device, tiles_n: int) -> int:
@@ -119,6 +124,58 @@ def _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, r
 
 
 @triton.jit
+def _check_compact(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
+                   dtype, exact_ptr, stride_en, key_ptr, NORM: tl.constexpr, GLU: tl.constexpr,
+                   BLOCK_M: tl.constexpr, USE_DOT: tl.constexpr,
+                   F32_DOT: tl.constexpr):  # fmt: skip
+    """_check_rows with the wanted rows gathered SLOTS at a time (COMPACT): each round reads a
+    [SLOTS, EXACT_K] tile of the head's rows, pipelined, instead of the whole tile's rows masked.
+    Every gathered row's exact key is posted for every input row: a key that is the exact logit
+    of some row can never displace the argmax's, so the per-row candidacy needs no gather."""
+    dropped = upper.to(dtype).to(tl.float32) < floor.to(dtype).to(tl.float32)[:, None]
+    candidate = valid & ~(dropped & sure[:, None])
+    wanted = tl.max(candidate.to(tl.int32), axis=0)  # [BLOCK_N]: 1 where some input row wants it
+    count = tl.sum(wanted, axis=0)
+    rank = tl.cumsum(wanted, axis=0) - 1
+    j = tl.arange(0, SLOTS)
+    rk0 = tl.arange(0, EXACT_K)
+    for start in range(0, count, SLOTS):
+        pick = (rank[None, :] == (start + j)[:, None]) & (wanted[None, :] > 0)
+        rows = tl.sum(tl.where(pick, rn[None, :], 0), axis=1)  # [SLOTS] the slot's head row
+        slot_ok = start + j < count
+        w_rows = exact_ptr + rows[:, None].to(tl.int64) * stride_en
+        sums = tl.zeros([BLOCK_M, SLOTS], dtype=tl.float32)
+        for k0 in tl.range(0, K, EXACT_K, num_stages=3):
+            rk = k0 + rk0
+            k_ok = rk < K
+            a = input_tile(x_rows, rk[None, :], m_ok[:, None] & k_ok[None, :], nw_ptr, rstd, K,
+                           dtype, NORM, GLU)  # fmt: skip
+            w = tl.load(w_rows + rk[None, :], mask=slot_ok[:, None] & k_ok[None, :], other=0.0)
+            if USE_DOT:
+                sums += dot(a, tl.trans(w), F32_DOT)
+            else:
+                sums += tl.sum(a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :], axis=2)
+        value = (sums * post[:, None]).to(dtype)
+        key = tl.where(slot_ok[None, :], order_key(value, rows[None, :]), KEY_MIN)
+        tl.atomic_max(key_ptr + rm, tl.max(key, axis=1), mask=m_ok, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _check(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K, dtype,
+           exact_ptr, stride_en, key_ptr, NORM: tl.constexpr, GLU: tl.constexpr,
+           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+           USE_DOT: tl.constexpr, F32_DOT: tl.constexpr, COMPACT: tl.constexpr):  # fmt: skip
+    if COMPACT:
+        _check_compact(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
+                       dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M, USE_DOT,
+                       F32_DOT)  # fmt: skip
+    else:
+        _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
+                    dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M, BLOCK_N, BLOCK_K,
+                    USE_DOT, F32_DOT)  # fmt: skip
+
+
+@triton.jit
 def _handed_over(flag_ptr, claim, any_tensor, FENCE: tl.constexpr):
     """Swap `claim` into a deferred tile's flag after this program's stores (ordered before it
     as in common.count_done); returns the flag's old value."""
@@ -138,6 +195,7 @@ def certify(
     BLOCK_K: tl.constexpr, USE_DOT: tl.constexpr, F32_DOT: tl.constexpr,
     TILES_N: tl.constexpr, TILES_M: tl.constexpr, ACCEPT: tl.constexpr, WIDTH: tl.constexpr,
     WIDTH_POW2: tl.constexpr, FENCE: tl.constexpr, DEFER: tl.constexpr,
+    COMPACT: tl.constexpr = False,
 ):  # fmt: skip
     """acc [BLOCK_M, BLOCK_N]: the int8 sums of this tile; squares [BLOCK_M, BLOCK_K]: the
     element-wise sums of the inputs' squares; post [BLOCK_M]: p (module doc). DEFER: the first
@@ -161,13 +219,13 @@ def certify(
         if _handed_over(flag_ptr + pid_m * deferred + pid_n, 1, rm, FENCE) == 2:
             # its checker came first and found nothing: this tile checks itself
             floor = tl.load(floor_ptr + rm, mask=m_ok, other=float("-inf"), cache_modifier=".cg")
-            _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
+            _check(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
                         dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M, BLOCK_N,
-                        BLOCK_K, USE_DOT, F32_DOT)  # fmt: skip
+                        BLOCK_K, USE_DOT, F32_DOT, COMPACT)  # fmt: skip
     else:
-        _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
+        _check(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
                     dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M, BLOCK_N, BLOCK_K,
-                    USE_DOT, F32_DOT)  # fmt: skip
+                    USE_DOT, F32_DOT, COMPACT)  # fmt: skip
         if DEFER and pid_n >= TILES_N - deferred:  # then the deferred tile it checks
             q = pid_n - (TILES_N - deferred)
             if _handed_over(flag_ptr + pid_m * deferred + q, 2, rm, FENCE) == 1:
@@ -178,9 +236,9 @@ def certify(
                 valid = m_ok[:, None] & (rn < N)[None, :]
                 floor = tl.load(floor_ptr + rm, mask=m_ok, other=float("-inf"),
                                 cache_modifier=".cg")  # fmt: skip
-                _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd,
+                _check(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd,
                             K, dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M,
-                            BLOCK_N, BLOCK_K, USE_DOT, F32_DOT)  # fmt: skip
+                            BLOCK_N, BLOCK_K, USE_DOT, F32_DOT, COMPACT)  # fmt: skip
     if count_done(count_ptr + pid_m, rm, TILES_N, FENCE):
         key = tl.load(key_ptr + rm, mask=m_ok, other=0, cache_modifier=".cg")
         tl.store(token_ptr + rm, 2147483647 - (key & 0xFFFFFFFF), mask=m_ok)

@@ -172,6 +172,7 @@ def _skinny_kernel(
     flag_ptr=None,
     deferred=0,
     DEFER: tl.constexpr = False,
+    COMPACT: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -268,8 +269,8 @@ def _skinny_kernel(
                 dtype, scale_ptr, radius_ptr, exact_ptr, stride_en, floor_ptr, key_ptr,
                 count_ptr, token_ptr, ids_ptr, packed_ptr, M, N, stride_ids, stride_packed,
                 upper_ptr, flag_ptr, deferred, NORM, GLU, BLOCK_M, BLOCK_N, BLOCK_K, USE_DOT,
-                F32_DOT, TILES_N, TILES_M, ACCEPT, WIDTH, WIDTH_POW2, FENCE,
-                DEFER)  # fmt: skip
+                F32_DOT, TILES_N, TILES_M, ACCEPT, WIDTH, WIDTH_POW2, FENCE, DEFER,
+                COMPACT)  # fmt: skip
     elif SPLIT_K > 1:  # this slice's sums; the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
         store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N,
@@ -644,7 +645,8 @@ def certified_argmax(
     extra = dict(CERTIFY=True, scale_ptr=head.scale, radius_ptr=head.radius,
                  exact_ptr=head.exact, stride_en=head.exact.stride(0), floor_ptr=floors,
                  key_ptr=keys, count_ptr=counters, token_ptr=tokens, FENCE=not INTERPRETED,
-                 TILES_N=grid[0], TILES_M=grid[1], **accept, **defer)  # fmt: skip
+                 TILES_N=grid[0], TILES_M=grid[1], COMPACT=bool(certified.COMPACT), **accept,
+                 **defer)  # fmt: skip
     _launch(x, head.weight, x, grid, cfg, hand_args, residual=None, norm_weight=norm_weight,
             eps=eps, glu=False, handed=handed, prefetch=0, nbytes=head.nbytes(),
             name="certified_head", **extra)  # fmt: skip
