@@ -15,5 +15,9 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.l
 T=bench/h200/certified197
 timeout 300 python3 bench/certified_speed.py --tiles "compiled,$T/c3.json,$T/e1.json" \
     --out "$OUT/certified-speed.json" >"$OUT/certified-speed.log" 2>&1
-echo "certified_speed rc=$?"; grep -v '^{' "$OUT/certified-speed.log" | cut -c1-150
+echo "certified_speed rc=$?"; grep -v '^{' "$OUT/certified-speed.log" | grep -v "radius x0" \
+    | cut -c1-130
+pack
+C="--target-head certified"
+variants bf16 "exact|;cert|$C;c3|$C --tiles $T/c3.json;e1|$C --tiles $T/e1.json;exact2|" 130
 pack; archive_only
