@@ -89,6 +89,33 @@ def order_key(value, index):
 
 
 @triton.jit
+def _candidates(upper, floor, sure, valid, dtype):
+    """The rows the floor [BLOCK_M] leaves (module doc of formats/certified.py: compared after
+    rounding to dtype; every row when ||a|| is not finite) -> (candidate [BLOCK_M, BLOCK_N],
+    wanted [BLOCK_N] int32: 1 where some input row wants the row)."""
+    dropped = upper.to(dtype).to(tl.float32) < floor.to(dtype).to(tl.float32)[:, None]
+    candidate = valid & ~(dropped & sure[:, None])
+    return candidate, tl.max(candidate.to(tl.int32), axis=0)
+
+
+@triton.jit
+def _post_best(sums, post, dtype, chosen, rows, key_ptr, rm, m_ok):
+    """Exact sums [BLOCK_M, R] of head rows `rows` [R] as logits (times p, rounded to dtype):
+    each input row's best key among `chosen` [BLOCK_M or 1, R] posted by atomic max."""
+    value = (sums * post[:, None]).to(dtype)
+    key = tl.where(chosen, order_key(value, rows[None, :]), KEY_MIN)
+    tl.atomic_max(key_ptr + rm, tl.max(key, axis=1), mask=m_ok, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _deferred_at(pid_m, q, deferred, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Offsets [BLOCK_M, BLOCK_N] of deferred tile q's upper bounds (block of input rows pid_m)
+    in the deferred bounds' buffer."""
+    slot = (pid_m * deferred + q) * BLOCK_M * BLOCK_N
+    return slot + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+
+
+@triton.jit
 def _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K, dtype,
                 exact_ptr, stride_en, key_ptr, NORM: tl.constexpr, GLU: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -96,10 +123,8 @@ def _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, r
     """Head rows rn against the floor [BLOCK_M]: the candidates' exact logits (the head's own
     rows, a second pass over K, loads masked to the rows some input row wants; none when no row
     does) posted as keys."""
-    dropped = upper.to(dtype).to(tl.float32) < floor.to(dtype).to(tl.float32)[:, None]
-    candidate = valid & ~(dropped & sure[:, None])
-    wanted = tl.max(candidate.to(tl.int32), axis=0) > 0  # [BLOCK_N]: some input row wants it
-    if tl.max(wanted.to(tl.int32), axis=0) > 0:
+    candidate, wanted = _candidates(upper, floor, sure, valid, dtype)
+    if tl.max(wanted, axis=0) > 0:
         w_rows = exact_ptr + rn[:, None].to(tl.int64) * stride_en
         rk0 = tl.arange(0, BLOCK_K)
         if USE_DOT:
@@ -111,16 +136,15 @@ def _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, r
             k_ok = rk < K
             a = input_tile(x_rows, rk[None, :], m_ok[:, None] & k_ok[None, :], nw_ptr, rstd, K,
                            dtype, NORM, GLU)  # fmt: skip
-            w = tl.load(w_rows + rk[None, :], mask=wanted[:, None] & k_ok[None, :], other=0.0)
+            w = tl.load(w_rows + rk[None, :], mask=(wanted > 0)[:, None] & k_ok[None, :],
+                        other=0.0)  # fmt: skip
             if USE_DOT:
                 sums += dot(a, tl.trans(w), F32_DOT)
             else:
                 sums3 += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
         if not USE_DOT:
             sums = tl.sum(sums3, axis=2)
-        value = (sums * post[:, None]).to(dtype)
-        key = tl.where(candidate, order_key(value, rn[None, :]), KEY_MIN)
-        tl.atomic_max(key_ptr + rm, tl.max(key, axis=1), mask=m_ok, sem="relaxed", scope="gpu")
+        _post_best(sums, post, dtype, candidate, rn, key_ptr, rm, m_ok)
 
 
 @triton.jit
@@ -132,9 +156,7 @@ def _check_compact(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr
     [SLOTS, EXACT_K] tile of the head's rows, pipelined, instead of the whole tile's rows masked.
     Every gathered row's exact key is posted for every input row: a key that is the exact logit
     of some row can never displace the argmax's, so the per-row candidacy needs no gather."""
-    dropped = upper.to(dtype).to(tl.float32) < floor.to(dtype).to(tl.float32)[:, None]
-    candidate = valid & ~(dropped & sure[:, None])
-    wanted = tl.max(candidate.to(tl.int32), axis=0)  # [BLOCK_N]: 1 where some input row wants it
+    _, wanted = _candidates(upper, floor, sure, valid, dtype)
     count = tl.sum(wanted, axis=0)
     rank = tl.cumsum(wanted, axis=0) - 1
     j = tl.arange(0, SLOTS)
@@ -155,9 +177,7 @@ def _check_compact(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr
                 sums += dot(a, tl.trans(w), F32_DOT)
             else:
                 sums += tl.sum(a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :], axis=2)
-        value = (sums * post[:, None]).to(dtype)
-        key = tl.where(slot_ok[None, :], order_key(value, rows[None, :]), KEY_MIN)
-        tl.atomic_max(key_ptr + rm, tl.max(key, axis=1), mask=m_ok, sem="relaxed", scope="gpu")
+        _post_best(sums, post, dtype, slot_ok[None, :], rows, key_ptr, rm, m_ok)
 
 
 @triton.jit
@@ -213,9 +233,7 @@ def certify(
     seen = tl.atomic_max(floor_ptr + rm, local, mask=m_ok & sure, sem="relaxed", scope="gpu")
     floor = tl.maximum(tl.where(m_ok & sure, seen, float("-inf")), local)
     if DEFER and pid_n < deferred:  # stored for a tile of the last wave to check
-        slot = (pid_m * deferred + pid_n) * BLOCK_M * BLOCK_N
-        at = slot + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        tl.store(upper_ptr + at, upper)
+        tl.store(upper_ptr + _deferred_at(pid_m, pid_n, deferred, BLOCK_M, BLOCK_N), upper)
         if _handed_over(flag_ptr + pid_m * deferred + pid_n, 1, rm, FENCE) == 2:
             # its checker came first and found nothing: this tile checks itself
             floor = tl.load(floor_ptr + rm, mask=m_ok, other=float("-inf"), cache_modifier=".cg")
@@ -229,8 +247,7 @@ def certify(
         if DEFER and pid_n >= TILES_N - deferred:  # then the deferred tile it checks
             q = pid_n - (TILES_N - deferred)
             if _handed_over(flag_ptr + pid_m * deferred + q, 2, rm, FENCE) == 1:
-                slot = (pid_m * deferred + q) * BLOCK_M * BLOCK_N
-                at = slot + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)
+                at = _deferred_at(pid_m, q, deferred, BLOCK_M, BLOCK_N)
                 upper = tl.load(upper_ptr + at, cache_modifier=".cg")
                 rn = q * BLOCK_N + tl.arange(0, BLOCK_N)
                 valid = m_ok[:, None] & (rn < N)[None, :]
