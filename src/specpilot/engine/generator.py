@@ -256,11 +256,10 @@ class Generator:
         block = ids.shape[1] > 1
         if self.fused_target is not None and self.fused_target.fits(*ids.shape):
             out = self.fused_target(ids, positions, cache, table, capture)
-            packed = out.packed  # a certified head's (EngineConfig.target_head)
-            if block and packed is None and self.fused_target.packs():
-                # argmax, accept and packing: one launch
-                tokens, packed = self.fused_target.greedy_accept(out.logits, ids)
-            if block and packed is not None and self.fused_target.packs():
+            if block and self.fused_target.packs():
+                packed = out.packed  # a certified head's (EngineConfig.target_head), else
+                if packed is None:  # argmax, accept and packing: one launch
+                    _, packed = self.fused_target.greedy_accept(out.logits, ids)
                 return StepOutput(packed[:, ids.shape[1] : -1], packed[:, -1], out.hidden, packed)
             tokens = out.tokens if out.tokens is not None else self.fused_target.greedy(out.logits)
         else:
