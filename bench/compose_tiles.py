@@ -23,19 +23,25 @@ from specpilot.kernels import tiles as tiles_files
 from specpilot.kernels.linear import tile_rows
 
 FORWARDS = ("decode", "verify")
+# the timeline's label of each kind's launches ("linear MxNxK", ...)
+LABELS = {"bf16": "linear", "fp8": "linear", "w12": "w12_linear", "certified": "certified_head"}
 
 
 def shape_times(
-    report: dict, arm: str, variant: str, forwards: tuple[str, ...] = FORWARDS
+    report: dict,
+    arm: str,
+    variant: str,
+    forwards: tuple[str, ...] = FORWARDS,
+    label: str = "linear",
 ) -> dict[tuple[int, int, int], float]:
-    """(rows, N, K) -> us a launch of the skinny multiply ("linear MxNxK") in the variant's
-    forwards."""
+    """(rows, N, K) -> us a launch of the multiply `label` ("linear MxNxK": the skinny
+    multiply's) in the variant's forwards."""
     out = {}
     for forward in forwards:
         shapes = report["arms"][f"{arm} {variant}"][forward]["shapes"]
-        for label, entry in shapes.items():
-            kind, _, dims = label.partition(" ")
-            if kind != "linear":
+        for name, entry in shapes.items():
+            kind, _, dims = name.partition(" ")
+            if kind != label:
                 continue
             m, n, k = (int(v) for v in dims.split("x"))
             out[m, n, k] = entry["run_us_each"]
@@ -57,11 +63,12 @@ def compose(
         for name, options in report["variants"].items()
         if name != base and options.get("tiles")
     }
-    base_times = shape_times(report, arm, base, forwards)
+    label = LABELS[kind]
+    base_times = shape_times(report, arm, base, forwards, label)
     offers: dict[tuple[int, int, int], list[tuple[float, str, dict]]] = {}
     for name, path in files.items():
         table = tiles_files.read(path)[kind]
-        for (m, n, k), us in shape_times(report, arm, name, forwards).items():
+        for (m, n, k), us in shape_times(report, arm, name, forwards, label).items():
             tile = table.get((tile_rows(m), n, k))
             if tile is not None:
                 offers.setdefault((m, n, k), []).append((us, name, tile))
@@ -90,7 +97,8 @@ def main() -> None:
         "--kind",
         default="bf16",
         choices=sorted(tiles_files.TILE_KEYS),
-        help="the tiles' kernel (fp8: the FP8 drafter's multiplies)",
+        help="the tiles' kernel (fp8: the FP8 drafter's multiplies; certified: the certified "
+        "LM head's)",
     )
     p.add_argument(
         "--forwards",

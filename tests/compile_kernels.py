@@ -301,18 +301,19 @@ def cases() -> list[tuple[str, object, dict, dict]]:
         out.append((f"skinny_linear FP8 {m}x{n}x{k}", linear._skinny_kernel, fp8_types, consts))
     # a certified head (kernels/certified.py): its int8 multiply and epilogue, one row and a
     # verify block of 16 (packing), after the RMSNorm prologue or a handed norm; the rules'
-    # tiles and the run-197 candidates (bench/h200/certified197)
+    # tiles and the candidates of runs 197 and 199 (bench/h200/certified*)
     cert_types = lin | {"w_ptr": "*i8", "scale_ptr": "*fp32", "radius_ptr": "*fp32",
                         "exact_ptr": bf16, "floor_ptr": "*fp32", "key_ptr": "*i64",
                         "count_ptr": "*i32", "token_ptr": "*i64", "ids_ptr": "*i64",
                         "packed_ptr": "*i64", "sq_in_ptr": "*fp32", "upper_ptr": "*fp32",
                         "flag_ptr": "*i32", "deferred": "i32"}  # fmt: skip
     cert_tiles = [linear.certified_tile_config(m, 151936, 4096) for m in (1, 16)]
-    for path in sorted(Path(__file__).parents[1].glob("bench/h200/certified197/*.json")):
+    for path in sorted(Path(__file__).parents[1].glob("bench/h200/certified*/*.json")):
         cert_tiles += [e["tile"] for e in json.loads(path.read_text())["tiles"]]
     for tile in cert_tiles:
         rows = 16 if tile["USE_DOT"] else 1
-        consts = {key: v for key, v in tile.items() if key.isupper() or key.startswith("num_")}
+        consts = {key: v for key, v in tile.items()
+                  if key.isupper() or key.startswith("num_") or key == "maxnreg"}  # fmt: skip
         tiles_n = triton.cdiv(151936, tile["BLOCK_N"])
         consts |= dict(NORM=True, GLU=False, RESIDUAL=False, F32_DOT=False, CERTIFY=True,
                        FENCE=True, TILES_N=tiles_n, TILES_M=1, DEFER=True)  # fmt: skip

@@ -299,6 +299,16 @@ def test_compose_tiles_takes_each_shapes_fastest_variant(tmp_path) -> None:
         report["arms"][f"bf16 {name}"]["draft"] = report["arms"]["bf16 base"]["draft"]
     chosen, _ = compose_tiles.compose(report, "bf16", "base", 0.01, "fp8", ("draft",))
     assert chosen == {(16, 4096, 4096): wide}  # only f's file has an fp8 tile
+    # a certified head's tiles from its own launches ("certified_head MxNxK"), not the linear's
+    cert_path = tmp_path / "cert.json"
+    int8 = dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, USE_DOT=True)  # (no W_LEFT for int8)
+    tiles.write(cert_path, {"certified": {(1, 4096, 4096): int8}, "bf16": {(1, 4096, 4096): left}})
+    report["variants"]["c"] = {"tiles": str(cert_path)}
+    for name, us in (("base", 20.0), ("a", 20.0), ("b", 20.0), ("f", 20.0), ("c", 15.0)):
+        decode = report["arms"].setdefault(f"bf16 {name}", arm(11.3, 14.3, 9.9))["decode"]
+        decode["shapes"]["certified_head 1x4096x4096"] = {"run_us_each": us}
+    chosen, _ = compose_tiles.compose(report, "bf16", "base", 0.01, "certified", ("decode",))
+    assert chosen == {(1, 4096, 4096): int8}
 
 
 def test_fake_int4_rounds_to_a_4_bit_grid() -> None:

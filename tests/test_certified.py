@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +22,7 @@ from specpilot.formats.certified import (
     order_keys,
 )
 from specpilot.kernels import tokens
+from specpilot.kernels.certified import widen_int8
 from specpilot.kernels.linear import Handoff, certified_argmax, skinny_linear
 from specpilot.spec.forcing import token_forcing
 from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUDA
@@ -139,6 +142,26 @@ def test_certify_checks_its_input() -> None:
         EngineConfig(target_head="int8")
 
 
+@triton.jit
+def _widen_kernel(w_ptr, out_ptr, FP32: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    wide = widen_int8(tl.load(w_ptr + offs), out_ptr.dtype.element_ty, FP32)
+    tl.store(out_ptr + offs, wide.to(out_ptr.dtype.element_ty))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_widen_int8_is_exact_for_every_byte(dtype) -> None:
+    """kernels/certified.widen_int8 (the int8 head's weights widened without Triton's I2F): every
+    byte value, in shuffled order (each lane of a packed register sees every value), equal to
+    torch's conversion. On the GPU this is the inline assembly; in the interpreter, Triton's
+    conversion."""
+    gen = torch.Generator().manual_seed(1)
+    w = torch.arange(-128, 128, dtype=torch.int8).repeat(8)[torch.randperm(2048, generator=gen)]
+    out = torch.empty(2048, dtype=dtype, device=DEVICE)
+    _widen_kernel[(1,)](w.to(DEVICE), out, FP32=dtype == torch.float32, BLOCK=2048)
+    assert torch.equal(out.cpu(), w.to(dtype))
+
+
 def _tile(m: int, dot: bool, block_k: int = 32) -> dict:
     return dict(BLOCK_M=16 if dot else 1, BLOCK_N=32, BLOCK_K=block_k, USE_DOT=dot, num_warps=4,
                 num_stages=1)  # fmt: skip
@@ -165,6 +188,27 @@ def test_kernel_gives_the_exact_heads_argmax(m: int, dot: bool, logits: str) -> 
             assert (found == logit_rows.argmax(-1)).float().mean() >= 0.9
         else:
             assert torch.equal(found, logit_rows.argmax(-1))
+
+
+@pytest.mark.parametrize("m,dot", [(1, False), (1, True), (5, True)])
+def test_int8_sums_choose_the_candidates(m: int, dot: bool) -> None:
+    """The candidates come from the int8 sums: with the radius zeroed and the exact rows swapped
+    for unrelated ones, the candidates are rows at the top of some input row's int8 sums (ties
+    after rounding to bf16, a floor still rising, COMPACT's union over the input rows), so each
+    token is among the top 8 of some row's int8 sums, and not the swapped rows' argmax over all
+    (int8 sums of ~0, as the interpreter's bf16 conversion once gave, would leave every row a
+    candidate)."""
+    w = _head(300, 96, 3).to(DEVICE)
+    head = certify(w)
+    gen = torch.Generator().manual_seed(m + 10)
+    other = (torch.randn(300, 96, generator=gen) * 0.05).to(DEVICE, BF16)
+    lying = CertifiedHead(other, head.weight, head.scale, torch.zeros_like(head.radius))
+    x = torch.randn(m, 96, generator=gen).to(DEVICE, BF16)
+    found, _ = certified_argmax(x, lying, config=_tile(m, dot))
+    approx = x.float() @ (head.weight.float() * head.scale[:, None]).T
+    top = approx.topk(8, dim=-1).indices.unique()
+    assert torch.isin(found.cpu(), top.cpu()).all()
+    assert not torch.equal(found, (x.float() @ other.float().T).argmax(-1))
 
 
 def test_kernel_takes_a_handed_norm_and_packs_verify_blocks() -> None:

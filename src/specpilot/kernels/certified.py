@@ -31,10 +31,11 @@ import torch
 import triton
 import triton.language as tl
 
-from specpilot.kernels.common import count_done, count_reset, dot, input_tile
+from specpilot.kernels.common import INTERPRETED, count_done, count_reset, dot, input_tile
 from specpilot.kernels.tokens import pack_rows
 
 KEY_MIN = tl.constexpr(-(2**63))
+WIDEN_ASM = tl.constexpr(not INTERPRETED)  # widen_int8's inline assembly (not interpretable)
 # the last launch's buffers per device (name -> tensor), left as each launch found them
 _HELD: dict[torch.device, dict[str, torch.Tensor]] = {}
 _KEPT: list[torch.Tensor] = []  # every buffer ever made (graphs replay their addresses)
@@ -74,6 +75,50 @@ def held(device: torch.device, name: str, size: int, fill: float | int, dtype: t
         _KEPT.append(kept)
         buffers[name] = kept
     return kept
+
+
+@triton.jit
+def widen_int8(w, dtype, FP32: tl.constexpr):
+    """int8 weights w as exact dtype values (bf16 or fp16), or fp32 ones (FP32: an element-wise
+    tile's products), without Triton's conversions (I2F: 16 a clock per SM on Hopper, under the
+    ~17 int8 weights a clock per SM that 4 TB/s needs; run 198's int8 head read 2.4 TB/s). Each
+    byte goes under the mantissa of a float whose exponent makes it an integer, then that
+    float's offset is taken away, exactly (every value is an integer under 2^11):
+    - fp32: 2^23 + (b ^ 0x80) - (2^23 + 128), one `prmt` and one `sub.f32` a weight;
+    - fp16: 1024 + (b ^ 0x80) - 1152, two weights a register (`prmt`, `sub.f16x2`);
+    - bf16 (7 mantissa bits): 128 + (b & 0x7F) - (128 if b >= 0 else 256), two a register:
+      both words by `prmt` and masks, then one `fma.rn.bf16x2` by 1 (sm_80 and later).
+    In the interpreter (no inline assembly): Triton's conversion through fp32, the same values
+    (the interpreter's int8 -> bf16 conversion copies the bits; until session 40 the int8 sums
+    were ~0 there and every row a candidate, so the tests' tokens were right without the int8
+    copy: test_int8_sums_choose_the_candidates now catches it)."""
+    if not WIDEN_ASM:
+        wide = w.to(tl.float32) if FP32 else w.to(tl.float32).to(dtype)
+    elif FP32:  # prmt: byte k of t, then the bytes 0x00, 0x00, 0x4B of m (0x754k)
+        wide = tl.inline_asm_elementwise(
+            "{ .reg .b32 t, m; xor.b32 t, $4, 0x80808080; mov.b32 m, 0x4B000000; "
+            "prmt.b32 $0, t, m, 0x7540; prmt.b32 $1, t, m, 0x7541; "
+            "prmt.b32 $2, t, m, 0x7542; prmt.b32 $3, t, m, 0x7543; "
+            "sub.f32 $0, $0, 0f4B000080; sub.f32 $1, $1, 0f4B000080; "
+            "sub.f32 $2, $2, 0f4B000080; sub.f32 $3, $3, 0f4B000080; }",
+            "=r,=r,=r,=r,r", [w], tl.float32, True, 4)  # fmt: skip
+    elif dtype == tl.float16:  # bytes 0, 1 (then 2, 3) of t under the half words' 0x64
+        wide = tl.inline_asm_elementwise(
+            "{ .reg .b32 t, m, lo, hi, c; xor.b32 t, $2, 0x80808080; mov.b32 m, 0x64; "
+            "mov.b32 c, 0x64806480; prmt.b32 lo, t, m, 0x4140; prmt.b32 hi, t, m, 0x4342; "
+            "sub.f16x2 $0, lo, c; sub.f16x2 $1, hi, c; }",
+            "=r,=r,r", [w], tl.float16, True, 4)  # fmt: skip
+    else:  # bf16: bytes 0, 1 (then 2, 3) as the half words' low bytes; v = 0x4300 | (b &
+        # 0x7F), c = 0xC300 | (b & 0x80) (-128 or -256); v * 1 + c
+        wide = tl.inline_asm_elementwise(
+            "{ .reg .b32 z, one, lo, hi, v, c; mov.b32 z, 0; mov.b32 one, 0x3F803F80; "
+            "prmt.b32 lo, $2, z, 0x4140; prmt.b32 hi, $2, z, 0x4342; "
+            "and.b32 v, lo, 0x007F007F; or.b32 v, v, 0x43004300; "
+            "and.b32 c, lo, 0x00800080; or.b32 c, c, 0xC300C300; fma.rn.bf16x2 $0, v, one, c; "
+            "and.b32 v, hi, 0x007F007F; or.b32 v, v, 0x43004300; "
+            "and.b32 c, hi, 0x00800080; or.b32 c, c, 0xC300C300; fma.rn.bf16x2 $1, v, one, c; }",
+            "=r,=r,r", [w], tl.bfloat16, True, 4)  # fmt: skip
+    return wide
 
 
 @triton.jit

@@ -31,7 +31,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from specpilot.formats.certified import CertifiedHead
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.kernels import certified, launch, trace
-from specpilot.kernels.certified import certify
+from specpilot.kernels.certified import certify, widen_int8
 from specpilot.kernels.common import (
     INTERPRETED,
     dot,
@@ -244,9 +244,9 @@ def _skinny_kernel(
         if SCALE:  # FP8 weights (formats/fp8.py): both operands in fp16, which holds every e4m3
             a = a.to(tl.float16)
             w = w.to(tl.float16)
-        if CERTIFY:  # int8 weights (formats/certified.py): exact in bf16 and fp16
+        if CERTIFY:  # int8 weights (formats/certified.py): exact in bf16, fp16 and fp32
             squares3 += a.to(tl.float32) * a.to(tl.float32)
-            w = w.to(dtype)
+            w = widen_int8(w, dtype, not USE_DOT)
         if USE_DOT and W_LEFT:
             acc_t += dot(w, tl.trans(a), F32_DOT)
         elif USE_DOT:
