@@ -276,6 +276,53 @@ def test_certified_head_generation_is_the_exact_heads(tmp_path) -> None:
     assert outputs[True] == outputs[False]
 
 
+def test_certified_decode_takes_one_row_forwards_only(tmp_path) -> None:
+    """target_head "certified-decode": a one-token forward's tokens from the certified head, a
+    verify block's from the exact head (its argmax-and-accept launch), both the exact head's."""
+    target, drafter, _ = _tiny_pair(tmp_path, tied=False)
+    exact = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    config = EngineConfig(kernels="triton", target_head="certified-decode")
+    gen = Generator(target, drafter, config, DEVICE, BF16)
+    assert gen.fused_target.certified is not None and gen.fused_target.certified_rows == 1
+    calls = []
+    inner = gen.fused_target._certified_tokens
+    gen.fused_target._certified_tokens = lambda *a: calls.append(a[2] is None) or inner(*a)
+    ids = torch.randint(0, 263, (1, 17), generator=torch.Generator().manual_seed(4)).to(DEVICE)
+    steps = {}
+    for name, g in (("exact", exact), ("decode", gen)):
+        g._buffers_for("target", 1, 64)
+        block = g._verify_fn(ids[:, :16], torch.arange(16, device=DEVICE)[None], 16, ())
+        one = g._verify_fn(ids[:, 16:], torch.full((1, 1), 16, device=DEVICE), 17, ())
+        steps[name] = (block.tokens, block.accepted, one.tokens)
+        if name == "decode":
+            assert calls == [True]  # the one-token forward only
+    if not CUDA:
+        assert all(map(torch.equal, steps["decode"], steps["exact"]))
+
+
+def test_auto_target_head_certifies_decode_where_a_tile_was_measured(monkeypatch) -> None:
+    """certified_rows: "auto" is one-row forwards on a GPU whose head shape has a measured
+    one-row certified tile (Qwen3-8B's), else none (another shape, the CPU); "certified" every
+    fused forward; "exact" none."""
+    from types import SimpleNamespace
+
+    from specpilot.engine import generator
+    from specpilot.kernels.linear import MAX_ROWS
+
+    def target(rows: int) -> SimpleNamespace:
+        head = torch.empty(rows, 4096, device="meta", dtype=BF16)
+        return SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=head)))
+
+    cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
+    assert generator.certified_rows("auto", target(151936), cpu) == 0
+    monkeypatch.setattr(generator, "kernels_usable", lambda device: device.type == "cuda")
+    assert generator.certified_rows("auto", target(151936), gpu) == 1
+    assert generator.certified_rows("auto", target(128256), gpu) == 0  # Llama's: not measured
+    assert generator.certified_rows("certified", target(128256), cpu) == MAX_ROWS
+    assert generator.certified_rows("certified-decode", target(128256), cpu) == 1
+    assert generator.certified_rows("exact", target(151936), gpu) == 0
+
+
 @pytest.mark.parametrize("defer,compact", [(-1, 1), (0, 1), (-1, 0)])
 def test_deferred_tiles_hand_their_check_over(monkeypatch, defer, compact) -> None:
     """The first tiles' checks taken by the last ones (DEFER_TILES -1: half the tiles here),

@@ -271,7 +271,7 @@ L2_AHEAD_MODES = ("off", "o", "all")
 PDL_MODES = ("auto", "off", "decode", "all", "small", "kernels", "chain", "waves")
 DRAFT_HEADS = ("auto", "target", "bfloat16", "fp8")  # EngineConfig.draft_head
 DRAFT_WEIGHTS = ("auto", "model", "fp8")  # EngineConfig.draft_weights
-TARGET_HEADS = ("auto", "exact", "certified")  # EngineConfig.target_head
+TARGET_HEADS = ("auto", "exact", "certified", "certified-decode")  # EngineConfig.target_head
 
 
 @dataclass(frozen=True)
@@ -415,8 +415,12 @@ class EngineConfig:
         head's logits, then their argmax; "certified": an int8 copy of the head (half its bytes;
         the copy adds them to memory: 0.62 GB at the Qwen3-8B shape) bounds every logit, and
         only the rows that the bounds cannot rule out are read in bf16 (formats/certified.py:
-        the same argmax, proven; the logits themselves are never formed). "auto" (default):
-        exact, until measured. Prefill, token forcing and W12 heads keep the exact head.
+        the same argmax, proven; the logits themselves are never formed); "certified-decode":
+        certified in one-row forwards (batch-1 decode), exact in the others. "auto" (default):
+        "certified-decode" on a GPU where the head's shape has a measured one-row certified
+        tile (linear.CERTIFIED_TILES; Qwen3-8B's: AR 1.022x, docs/LOG.md run 199, where
+        verify blocks on the certified head lost 1%), else exact. Prefill, token forcing and
+        W12 heads keep the exact head.
     tiles: a tiles file (kernels/tiles.py; bench/w12_speed.py --tiles-out writes one from a
         deployment's own sweeps) whose multiply tiles go over the compiled-in H200 ones, for
         the whole process, when the engine runs its Triton kernels. Same tokens. "": none.

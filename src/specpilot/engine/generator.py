@@ -36,6 +36,7 @@ from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import kernels_usable
 from specpilot.kernels import launch
+from specpilot.kernels.linear import CERTIFIED_TILES, MAX_ROWS
 from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
@@ -63,6 +64,22 @@ class RunStats:
     prefill_s: float
     decode_s: float
     num_steps: int
+
+
+def certified_rows(target_head: str, fused_target: Any, device: torch.device) -> int:
+    """The forwards (by rows, at most) whose tokens come from a certified LM head
+    (EngineConfig.target_head), 0 for none: "certified" every fused forward's, "certified-decode"
+    one-row forwards'; "auto" one-row forwards' on a GPU where the head's shape has a measured
+    one-row certified tile (linear.CERTIFIED_TILES), else none."""
+    if target_head == "certified":
+        return MAX_ROWS
+    if target_head == "certified-decode":
+        return 1
+    if target_head == "auto" and device.type == "cuda" and kernels_usable(device):
+        head = fused_target.model.lm_head.weight
+        if isinstance(head, torch.Tensor) and (1, *head.shape) in CERTIFIED_TILES:
+            return 1
+    return 0
 
 
 def _sync(device: torch.device) -> float:
@@ -161,9 +178,10 @@ class Generator:
         # persistent buffers, reused across runs (graphs capture their addresses)
         self._buffers: dict[str, tuple[KVCache, RotaryTable]] = {}
         self.fused_target, self.fused_drafter = self._fused_models()
-        # EngineConfig.target_head; "auto": exact until measured
-        if self.fused_target is not None and config.target_head == "certified":
-            self.fused_target.certify_head()
+        if self.fused_target is not None:  # EngineConfig.target_head
+            rows = certified_rows(config.target_head, self.fused_target, device)
+            if rows:
+                self.fused_target.certify_head(rows)
         # EngineConfig.pdl for this target ("auto" resolved by its size); no Triton, no PDL
         self.pdl = "off"
         measured = None

@@ -371,17 +371,22 @@ class FusedTarget:
         self.model = model
         self.has_w12 = any(isinstance(m, W12Linear) for m in model.modules())
         self.blocks = [_FusedBlock(layer) for layer in model.model.layers]
-        # EngineConfig.target_head "certified": the LM head's int8 copy (certify_head)
+        # EngineConfig.target_head: the LM head's int8 copy (certify_head), used in forwards of
+        # at most certified_rows rows
         self.certified: CertifiedHead | None = None
+        self.certified_rows = 0
 
-    def certify_head(self) -> bool:
-        """Decode and verify forwards of at most MAX_ROWS rows find their tokens through a
-        certified head (formats/certified.py) from now on; False (and nothing changes) for a
-        head that is not a plain bf16/fp16 tensor (W12)."""
+    def certify_head(self, rows: int = MAX_ROWS) -> bool:
+        """Decode and verify forwards of at most `rows` rows (1 to MAX_ROWS) find their tokens
+        through a certified head (formats/certified.py) from now on; False (and nothing
+        changes) for a head that is not a plain bf16/fp16 tensor (W12)."""
+        if not 1 <= rows <= MAX_ROWS:
+            raise ValueError(f"a certified head serves 1 to {MAX_ROWS} rows, got {rows}")
         head = self.model.lm_head.weight
         if not isinstance(head, torch.Tensor) or head.dtype not in KERNEL_DTYPES:
             return False
         self.certified = certify(head.detach())
+        self.certified_rows = rows
         return True
 
     def fits(self, batch: int, width: int) -> bool:
@@ -491,7 +496,7 @@ class FusedTarget:
             x, hidden, handed = self._layers(
                 input_ids, positions, cache, table, capture, attend, rope_for=rope_for
             )
-            if self.certified is not None and batch * t <= MAX_ROWS:
+            if self.certified is not None and batch * t <= self.certified_rows:
                 found, packed = self._certified_tokens(x, handed, input_ids if t > 1 else None)
                 return TargetOutput(None, hidden, found.view(batch, t), packed)
             logits = self._logits(x, handed).view(batch, t, -1)

@@ -77,7 +77,8 @@ def add_tiles_argument(parser: argparse.ArgumentParser) -> None:
         help="how decode and verify find the target's argmax where the fused kernels run: "
         "exact (all logits) or certified (an int8 copy of the LM head bounds the logits, the "
         "rows it cannot rule out are read in bf16: the same tokens, proven; +half the head's "
-        "bytes of memory); auto: exact",
+        "bytes of memory); certified-decode: certified in one-row forwards only; auto: "
+        "certified-decode on a GPU where the head's shape has a measured tile, else exact",
     )
     parser.add_argument(
         "--tiles",
