@@ -270,6 +270,13 @@ def prompt(context: int, vocab: int, seed: int = 0) -> list[int]:
     return torch.randint(0, vocab, (context,), generator=gen).tolist()
 
 
+def certified_rows_of(gen: Generator) -> int:
+    """The forwards (by rows, at most) whose tokens a certified LM head gives
+    (EngineConfig.target_head as the generator resolved it): 0 none, 1 one-row forwards."""
+    fused = gen.fused_target
+    return fused.certified_rows if fused is not None and fused.certified is not None else 0
+
+
 def forcing(target: TargetModel, prompt_ids: list[int], output_ids: list[int]) -> dict:
     """Token forcing of an engine output against the same bf16 weights through the PyTorch
     modules (teacher-forced, SDPA): a different code path from the fused kernels."""
@@ -1188,6 +1195,8 @@ def run_paired(
     result["context"] = context
     result["options"] = {n: arm_summary(a) for n, a in arms.items()}
     result["pdl"] = {n: gen.pdl for n, (gen, _) in kept.items()}
+    # the forwards (by rows, at most) whose tokens the certified head gives (target_head resolved)
+    result["certified_rows"] = {n: certified_rows_of(gen) for n, (gen, _) in kept.items()}
     for line in paired_lines(result):
         batch = f", batch {args.paired_batch}" if args.paired_batch > 1 else ""
         print(f"paired ({args.paired_rounds} rounds, ctx {context}{batch}) {line}", flush=True)
@@ -1459,7 +1468,8 @@ def main() -> None:
             continue
         config = engine_config(args, hf["vocab_size"])
         gen = Generator(target, drafter, config, torch.device("cuda"), torch.bfloat16)
-        entry = {"weight_bytes": linear_bytes(target), "pdl": gen.pdl, "contexts": []}
+        entry = {"weight_bytes": linear_bytes(target), "pdl": gen.pdl,
+                 "certified_rows": certified_rows_of(gen), "contexts": []}  # fmt: skip
         if args.profile and own:
             entry["kernel_profile"] = kernel_profile(gen, own[0])
             print_kernel_profile(preset, own[0], entry["kernel_profile"])
