@@ -302,8 +302,8 @@ def test_certified_decode_takes_one_row_forwards_only(tmp_path) -> None:
 
 def test_auto_target_head_certifies_decode_where_a_tile_was_measured(monkeypatch) -> None:
     """certified_rows: "auto" is one-row forwards on a GPU whose head shape has a measured
-    one-row certified tile (Qwen3-8B's), else none (another shape, the CPU); "certified" every
-    fused forward; "exact" none."""
+    one-row certified tile (Qwen3-8B's, Llama-3.1-8B's), else none (another shape, the CPU);
+    "certified" every fused forward; "exact" none."""
     from types import SimpleNamespace
 
     from specpilot.engine import generator
@@ -317,7 +317,8 @@ def test_auto_target_head_certifies_decode_where_a_tile_was_measured(monkeypatch
     assert generator.certified_rows("auto", target(151936), cpu) == 0
     monkeypatch.setattr(generator, "kernels_usable", lambda device: device.type == "cuda")
     assert generator.certified_rows("auto", target(151936), gpu) == 1
-    assert generator.certified_rows("auto", target(128256), gpu) == 0  # Llama's: not measured
+    assert generator.certified_rows("auto", target(128256), gpu) == 1  # Llama-3.1-8B's
+    assert generator.certified_rows("auto", target(49152), gpu) == 0  # SmolLM2's: not measured
     assert generator.certified_rows("certified", target(128256), cpu) == MAX_ROWS
     assert generator.certified_rows("certified-decode", target(128256), cpu) == 1
     assert generator.certified_rows("exact", target(151936), gpu) == 0
