@@ -243,61 +243,60 @@ def test_kernel_checks_its_arguments() -> None:
         certified_argmax(x, head, config=_tile(2, True) | dict(SPLIT_K=2))
 
 
+def _head_generators(tmp_path, target_head: str) -> tuple:
+    """The tiny untied pair's generators with the exact head and with `target_head`, the
+    reference, and the list the latter's certified launches append to (True: one-token)."""
+    target, drafter, reference = _tiny_pair(tmp_path, tied=False)
+    exact = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    gen = Generator(target, drafter, EngineConfig(kernels="triton", target_head=target_head),
+                    DEVICE, BF16)  # fmt: skip
+    assert gen.fused_target.certified is not None and exact.fused_target.certified is None
+    calls: list[bool] = []
+    inner = gen.fused_target._certified_tokens
+    gen.fused_target._certified_tokens = lambda *a: calls.append(a[2] is None) or inner(*a)
+    return exact, gen, reference, calls
+
+
+def _block_and_token(g: Generator, seed: int) -> tuple:
+    """A verify block of 16 tokens, then a one-token forward: (block tokens, accepted, token)."""
+    ids = torch.randint(0, 263, (1, 17), generator=torch.Generator().manual_seed(seed)).to(DEVICE)
+    g._buffers_for("target", 1, 64)
+    block = g._verify_fn(ids[:, :16], torch.arange(16, device=DEVICE)[None], 16, ())
+    one = g._verify_fn(ids[:, 16:], torch.full((1, 1), 16, device=DEVICE), 17, ())
+    return block.tokens, block.accepted, one.tokens
+
+
 def test_certified_head_generation_is_the_exact_heads(tmp_path) -> None:
     """The fused engine with target_head "certified" (an untied head): its int8 copy made; a
     verify block and a one-token forward give the exact head's tokens and accept count, and AR
     and speculative generation give the exact head's outputs and pass token forcing."""
-    target, drafter, reference = _tiny_pair(tmp_path, tied=False)
-    exact = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    config = EngineConfig(kernels="triton", target_head="certified")
-    gen = Generator(target, drafter, config, DEVICE, BF16)
-    assert gen.fused_target.certified is not None and exact.fused_target.certified is None
-    ids = torch.randint(0, 263, (1, 17), generator=torch.Generator().manual_seed(3)).to(DEVICE)
-    steps = {}
-    for name, g in (("exact", exact), ("certified", gen)):
-        g._buffers_for("target", 1, 64)
-        block = g._verify_fn(ids[:, :16], torch.arange(16, device=DEVICE)[None], 16, ())
-        one = g._verify_fn(ids[:, 16:], torch.full((1, 1), 16, device=DEVICE), 17, ())
-        steps[name] = (block.tokens, block.accepted, one.tokens)
-    assert steps["certified"][0].shape == (1, 16) and steps["certified"][2].shape == (1, 1)
+    exact, gen, reference, calls = _head_generators(tmp_path, "certified")
+    want, found = _block_and_token(exact, 3), _block_and_token(gen, 3)
+    assert found[0].shape == (1, 16) and found[2].shape == (1, 1)
+    assert set(calls) == {True, False}  # the verify block and the one-token forward took it
     if not CUDA:
-        assert all(map(torch.equal, steps["certified"], steps["exact"]))
-    calls = []
-    inner = gen.fused_target._certified_tokens
-    gen.fused_target._certified_tokens = lambda *a: calls.append(a[2] is None) or inner(*a)
+        assert all(map(torch.equal, found, want))
+    calls.clear()
     outputs = {}
     for speculative in (False, True):
-        seqs = _sequences(target.config.vocab_size, 8)
+        seqs = _sequences(gen.target.config.vocab_size, 8)
         gen.run(seqs, speculative=speculative)
         outputs[speculative] = [s.output_ids for s in seqs]
         for s in seqs:
             assert token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5).passed
-    assert set(calls) == {True, False}  # one-token forwards and verify blocks both took it
+    assert set(calls) == {True, False}  # AR's one-token forwards and verify blocks took it
     assert outputs[True] == outputs[False]
 
 
 def test_certified_decode_takes_one_row_forwards_only(tmp_path) -> None:
     """target_head "certified-decode": a one-token forward's tokens from the certified head, a
     verify block's from the exact head (its argmax-and-accept launch), both the exact head's."""
-    target, drafter, _ = _tiny_pair(tmp_path, tied=False)
-    exact = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    config = EngineConfig(kernels="triton", target_head="certified-decode")
-    gen = Generator(target, drafter, config, DEVICE, BF16)
-    assert gen.fused_target.certified is not None and gen.fused_target.certified_rows == 1
-    calls = []
-    inner = gen.fused_target._certified_tokens
-    gen.fused_target._certified_tokens = lambda *a: calls.append(a[2] is None) or inner(*a)
-    ids = torch.randint(0, 263, (1, 17), generator=torch.Generator().manual_seed(4)).to(DEVICE)
-    steps = {}
-    for name, g in (("exact", exact), ("decode", gen)):
-        g._buffers_for("target", 1, 64)
-        block = g._verify_fn(ids[:, :16], torch.arange(16, device=DEVICE)[None], 16, ())
-        one = g._verify_fn(ids[:, 16:], torch.full((1, 1), 16, device=DEVICE), 17, ())
-        steps[name] = (block.tokens, block.accepted, one.tokens)
-        if name == "decode":
-            assert calls == [True]  # the one-token forward only
+    exact, gen, _, calls = _head_generators(tmp_path, "certified-decode")
+    assert gen.fused_target.certified_rows == 1
+    want, found = _block_and_token(exact, 4), _block_and_token(gen, 4)
+    assert calls == [True]  # the one-token forward only
     if not CUDA:
-        assert all(map(torch.equal, steps["decode"], steps["exact"]))
+        assert all(map(torch.equal, found, want))
 
 
 def test_auto_target_head_certifies_decode_where_a_tile_was_measured(monkeypatch) -> None:
