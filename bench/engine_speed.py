@@ -273,8 +273,7 @@ def prompt(context: int, vocab: int, seed: int = 0) -> list[int]:
 def certified_rows_of(gen: Generator) -> int:
     """The forwards (by rows, at most) whose tokens a certified LM head gives
     (EngineConfig.target_head as the generator resolved it): 0 none, 1 one-row forwards."""
-    fused = gen.fused_target
-    return fused.certified_rows if fused is not None and fused.certified is not None else 0
+    return gen.fused_target.certified_rows if gen.fused_target is not None else 0
 
 
 def forcing(target: TargetModel, prompt_ids: list[int], output_ids: list[int]) -> dict:
