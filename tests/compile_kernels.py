@@ -1,8 +1,11 @@
 """Compile every Triton kernel for the H200 (sm_90) without a GPU, at the engine's configurations.
 
 Run by tests/test_kernels_compile.py in a fresh process (the kernel tests put Triton in interpreter
-mode, where kernels cannot be compiled). Prints one line per kernel and exits 1 if any fails: it
-catches code that runs in the interpreter but does not compile for the GPU.
+mode, where kernels cannot be compiled) with --engine-only: the engine's own configurations, not
+the candidate tiles that device scripts try (bench/h200/certified*/; session 41, one core, cold
+Triton cache: 211 cases in 239 s against 275 in 260 s); run it without after changing a kernel.
+Prints one line per kernel and exits 1 if any fails: it catches code that runs in the
+interpreter but does not compile for the GPU.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def with_trace(cases: list[tuple[str, object, dict, dict]]) -> list[tuple[str, o
     return out
 
 
-def cases() -> list[tuple[str, object, dict, dict]]:
+def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
     bf16 = "*bf16"
     out = []
     lin = {n: bf16 for n in ("x_ptr", "w_ptr", "y_ptr", "res_ptr", "nw_ptr")} | {"eps": "fp32"}
@@ -308,7 +311,8 @@ def cases() -> list[tuple[str, object, dict, dict]]:
                         "packed_ptr": "*i64", "sq_in_ptr": "*fp32", "upper_ptr": "*fp32",
                         "flag_ptr": "*i32", "deferred": "i32"}  # fmt: skip
     cert_tiles = [linear.certified_tile_config(m, 151936, 4096) for m in (1, 16)]
-    for path in sorted(Path(__file__).parents[1].glob("bench/h200/certified*/*.json")):
+    paths = Path(__file__).parents[1].glob("bench/h200/certified*/*.json") if candidates else ()
+    for path in sorted(paths):
         cert_tiles += [e["tile"] for e in json.loads(path.read_text())["tiles"]]
     for tile in cert_tiles:
         rows = 16 if tile["USE_DOT"] else 1
@@ -342,9 +346,9 @@ def cases() -> list[tuple[str, object, dict, dict]]:
     return out
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     failed = 0
-    every = cases()
+    every = cases(candidates="--engine-only" not in argv)
     for label, fn, types, consts in every + with_pdl(every) + with_trace(every):
         try:
             compile_for_hopper(fn, types, consts)
@@ -356,4 +360,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

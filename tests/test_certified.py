@@ -24,13 +24,14 @@ from specpilot.formats.certified import (
 from specpilot.kernels import tokens
 from specpilot.kernels.certified import widen_int8
 from specpilot.kernels.linear import Handoff, certified_argmax, skinny_linear
-from specpilot.spec.forcing import token_forcing
 from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUDA
     BF16,
     CUDA,
     DEVICE,
+    SPEC_TOKENS,
     _sequences,
     _tiny_pair,
+    assert_forced,
 )
 
 
@@ -279,11 +280,10 @@ def test_certified_head_generation_is_the_exact_heads(tmp_path) -> None:
     calls.clear()
     outputs = {}
     for speculative in (False, True):
-        seqs = _sequences(gen.target.config.vocab_size, 8)
+        seqs = _sequences(gen.target.config.vocab_size, SPEC_TOKENS)
         gen.run(seqs, speculative=speculative)
         outputs[speculative] = [s.output_ids for s in seqs]
-        for s in seqs:
-            assert token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5).passed
+        assert_forced(reference, seqs)
     assert set(calls) == {True, False}  # AR's one-token forwards and verify blocks took it
     assert outputs[True] == outputs[False]
 
@@ -328,7 +328,8 @@ def test_deferred_tiles_hand_their_check_over(monkeypatch, defer, compact) -> No
     """The first tiles' checks taken by the last ones (DEFER_TILES -1: half the tiles here),
     by themselves when their checker swapped first (the flags found at 2: both then check), or
     not deferred at all (0); the exact pass on gathered rows or on the tile's rows masked: the
-    exact head's argmax each time, and the flags left at 0."""
+    exact head's argmax each time, and the flags left at 0. One-row launches defer none
+    (DEFER_MIN_ROWS)."""
     from specpilot.kernels import certified
 
     monkeypatch.setattr(certified, "DEFER_TILES", defer)
@@ -348,4 +349,7 @@ def test_deferred_tiles_hand_their_check_over(monkeypatch, defer, compact) -> No
             assert torch.equal(found, want)
     if defer == -1:
         assert not certified._HELD[x.device]["flags"].any()
-    assert certified.deferred_tiles(x.device, 10) == (0 if defer == 0 else 5)
+    assert certified.deferred_tiles(x.device, 10, 3) == (0 if defer == 0 else 5)
+    assert certified.deferred_tiles(x.device, 10, 1) == 0  # one row: DEFER_MIN_ROWS
+    monkeypatch.setattr(certified, "DEFER_MIN_ROWS", 1)
+    assert certified.deferred_tiles(x.device, 10, 1) == (0 if defer == 0 else 5)

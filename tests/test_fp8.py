@@ -21,8 +21,10 @@ from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUD
     BF16,
     CUDA,
     DEVICE,
+    SPEC_TOKENS,
     _sequences,
     _tiny_pair,
+    assert_forced,
     close,
     record_drafts,
 )
@@ -135,14 +137,11 @@ def test_pytorch_path_with_an_fp8_draft_head_is_lossless(qwen_dir, qwen_drafter_
 @pytest.mark.parametrize("vocab_subset", [False, True])
 def test_fused_drafter_with_an_fp8_head(tmp_path, vocab_subset: bool) -> None:
     """The fused drafter multiplies by the FP8 head (a draft vocabulary's rows when given) and
-    the outputs are AR's."""
+    the outputs pass token forcing."""
     from specpilot.spec import draft_vocab
 
-    target, drafter, _ = _tiny_pair(tmp_path)
+    target, drafter, reference = _tiny_pair(tmp_path)
     vocab = target.config.vocab_size
-    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    ar = _sequences(vocab, 5)
-    gen.run(ar, speculative=False)
     extra = {}
     ids = torch.arange(0, vocab, 2)
     if vocab_subset:
@@ -155,9 +154,9 @@ def test_fused_drafter_with_an_fp8_head(tmp_path, vocab_subset: bool) -> None:
     assert isinstance(head, Fp8Weight)
     assert head.shape[0] == (ids.numel() if vocab_subset else vocab)
     seen = record_drafts(gen)
-    seqs = _sequences(vocab, 5)
+    seqs = _sequences(vocab, SPEC_TOKENS)
     gen.run(seqs, speculative=True)
-    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
+    assert_forced(reference, seqs)
     assert seen and (not vocab_subset or set(seen) <= set(ids.tolist()))
 
 
@@ -195,21 +194,18 @@ def test_fp8_drafter_is_a_converted_copy(qwen_dir, qwen_drafter_dir) -> None:
 
 def test_fused_fp8_drafter(tmp_path) -> None:
     """The fused drafter over an FP8 drafter: its blocks multiply by FP8 weights (q|k|v and
-    gate|up concatenated, k|v a row slice), the outputs are AR's."""
-    target, drafter, _ = _tiny_pair(tmp_path)
+    gate|up concatenated, k|v a row slice), the outputs pass token forcing."""
+    target, drafter, reference = _tiny_pair(tmp_path)
     vocab = target.config.vocab_size
-    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    ar = _sequences(vocab, 5)
-    gen.run(ar, speculative=False)
     config = EngineConfig(kernels="triton", draft_weights="fp8", draft_head="fp8")
     gen = Generator(target, drafter, config, DEVICE, BF16)
     block = gen.fused_drafter.blocks[0]
     for weight in (block.qkv, block.kv, block.o, block.gate_up, block.down):
         assert isinstance(weight, Fp8Weight)
     assert block.kv.weight.data_ptr() == block.qkv.weight[block.heads * block.head_dim :].data_ptr()
-    seqs = _sequences(vocab, 5)
+    seqs = _sequences(vocab, SPEC_TOKENS)
     gen.run(seqs, speculative=True)
-    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
+    assert_forced(reference, seqs)
     with pytest.raises(Exception, match="draft_weights"):
         EngineConfig(draft_weights="int8")
 
@@ -283,16 +279,13 @@ def test_fp8_linear_takes_float32_through_its_reference() -> None:
 def test_auto_drafts_wide_blocks_on_the_loaded_drafter(tmp_path, monkeypatch) -> None:
     """Where "auto" chose the FP8 drafter, drafts of more than FP8_DRAFT_MAX_ROWS block rows
     (and the prompts' context writes) run on the loaded drafter through its own fused forward
-    (generator.wide_draft); narrower ones on the FP8 copy. Both give AR's outputs."""
+    (generator.wide_draft); narrower ones on the FP8 copy. Both pass token forcing."""
     from specpilot.engine import generator
     from specpilot.models import fused
 
     monkeypatch.setattr(generator, "kernels_usable", lambda device: True)  # "auto" -> FP8
-    target, drafter, _ = _tiny_pair(tmp_path)
+    target, drafter, reference = _tiny_pair(tmp_path)
     vocab = target.config.vocab_size
-    plain = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
-    ar = _sequences(vocab, 5)
-    plain.run(ar, speculative=False)
     gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
     assert gen.drafter is not drafter and isinstance(gen.fused_drafter.blocks[0].qkv, Fp8Weight)
     wide_drafter, wide_fused, head = gen.wide_draft
@@ -311,19 +304,14 @@ def test_auto_drafts_wide_blocks_on_the_loaded_drafter(tmp_path, monkeypatch) ->
         return inner(self, *args)
 
     monkeypatch.setattr(fused.FusedDrafter, "__call__", spy)
-    seqs = _sequences(vocab, 5)
+    seqs = _sequences(vocab, SPEC_TOKENS)
     gen.run(seqs, speculative=True)
-    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
+    assert_forced(reference, seqs)
     assert ran and all(d is wide_fused for d in ran)
     ran.clear()
-    # against AR at the same batch: a batch of one runs other tiles (one-row multiplies) than
-    # a batch of two, whose sums may round a near-tie the other way (seen with transformers
-    # 5.25's random tiny target: AR's first sequence differs between the two batches)
-    ar_one = _sequences(vocab, 5)[:1]
-    plain.run(ar_one, speculative=False)
-    one = _sequences(vocab, 5)[:1]
+    one = _sequences(vocab, SPEC_TOKENS)[:1]
     gen.run(one, speculative=True)
-    assert one[0].output_ids == ar_one[0].output_ids
+    assert_forced(reference, one)
     assert ran and all(d is gen.fused_drafter for d in ran)
     # explicit "fp8" drafts every block in FP8 (the head too: on CUDA "auto" would be FP8 up
     # to the limit and the target's head past it)

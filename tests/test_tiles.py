@@ -13,6 +13,7 @@ from tests.test_kernels import (  # sets TRITON_INTERPRET=1 without CUDA  # isor
     DEVICE,
     _sequences,
     _tiny_pair,
+    assert_forced,
 )
 from specpilot.config import EngineConfig
 from specpilot.errors import ConfigError
@@ -108,7 +109,6 @@ def test_engine_takes_a_tiles_file(tmp_path, tables) -> None:
     target, fused ones included) and its AR outputs pass token forcing; a bad file fails at
     the engine's start."""
     from specpilot.engine.generator import Generator
-    from specpilot.spec.forcing import token_forcing
 
     target, drafter, reference = _tiny_pair(tmp_path)
     shapes = {tuple(m.weight.shape) for m in target.modules() if isinstance(m, torch.nn.Linear)}
@@ -123,9 +123,7 @@ def test_engine_takes_a_tiles_file(tmp_path, tables) -> None:
     assert all(linear.tile_config(1, n, k)["LOOP_STAGES"] == 2 for n, k in shapes)
     seqs = _sequences(target.config.vocab_size, 6)
     gen.run(seqs, speculative=False)  # one-row forwards: the file's tiles
-    for s in seqs:
-        report = token_forcing(reference, s.prompt_ids, s.output_ids, threshold=0.5)
-        assert report.passed, report.failures
+    assert_forced(reference, seqs)
     path.write_text(json.dumps({"tiles": [{"kernel": "bf16"}]}))
     with pytest.raises(ConfigError, match="positive integers"):
         Generator(target, drafter, EngineConfig(kernels="triton", tiles=str(path)), DEVICE, BF16)

@@ -12,7 +12,7 @@
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 source "$(dirname "$0")/lib.sh"
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.log"
+card
 T=bench/h200/certified207
 V="base|"
 for f in n64k128 n64k256 n64k256w8 n128k128w8 n32k256s6; do V="$V;$f|--tiles $T/$f.json"; done

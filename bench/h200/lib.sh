@@ -1,4 +1,7 @@
 # Sourced by the device scripts (bench/h200/*.sh): what they share.
+# card: the GPU's name and memory, printed and kept in $OUT/gpu.log (calls may land on another
+# kind of card than asked for: numbers compare only within one call).
+card() { nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.log"; }
 # pack: the JSON, logs and CSVs under $OUT so far into one all.tgz (a call returns at most 8
 # files; packed after each step, a call cut at the device's limit keeps what finished).
 pack() {

@@ -8,7 +8,7 @@
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 source "$(dirname "$0")/lib.sh"
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.log"
+card
 engine 32768 row32k 280
 pack
 timeout 280 python3 bench/engine_speed.py --models llama3.1-8b --llama-contexts 32768 \

@@ -8,7 +8,7 @@
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 source "$(dirname "$0")/lib.sh"
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.log"
+card
 S="--switch kernels.certified.DEFER_TILES=0"
 engine 1024 paired 200 --paired-rounds 8 --taus 6.55 --paired "base|;nodefer|$S"
 grep "^paired" "$OUT/engine-paired.log" | cut -c1-300

@@ -6,6 +6,6 @@
 set -u
 export PYTHONPATH=$PWD/src:$PWD
 source "$(dirname "$0")/lib.sh"
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.log"
+card
 engine 1024 row1k 230
 pack; archive_only

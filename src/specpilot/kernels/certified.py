@@ -13,16 +13,17 @@ and leaves the floor and key buffers as they were found (-inf, the smallest key)
 launch needs no reset. With ACCEPT (a verify step) the last of those programs packs the verify
 blocks as tokens.argmax_accept does.
 
-Programs finish in launch order roughly, so the first wave would compare against floors of
-their own rows only and read many more candidates: with random weights at the Qwen3-8B shape
+Programs finish in launch order roughly, so the first wave would compare against floors of their own
+rows only and read many more candidates: with random weights at the Qwen3-8B shape
 (bench/certified_head.py's model) ~2,600 rows for one input row and ~21,000 for a 16-row verify
-block, where the final floor leaves ~200 and ~2,800. So the first `deferred` tiles along N
-(DEFER_TILES: two a multiprocessor) store their upper bounds and leave the check to the tile
-as far from the end (tile TILES_N - deferred + q checks tile q), which by then sees a floor
-close to the final one (the model: ~500 and ~4,400 rows). The hand-over is one atomic swap on
-each side of a flag and never waits: a deferred tile swaps in 1 after storing its bounds, its
-checker swaps in 2 after its own check; whoever comes second does the check (the checker when
-it finds 1, the deferred tile when it finds 2).
+block, where the final floor leaves ~200 and ~2,800. So in launches of DEFER_MIN_ROWS input rows or
+more the first `deferred` tiles along N (DEFER_TILES: two a multiprocessor) store their upper bounds
+and leave the check to the tile as far from the end (tile TILES_N - deferred + q checks tile q),
+which by then sees a floor close to the final one (the model: ~500 and ~4,400 rows); one-row
+launches defer none (run 207: faster without). The hand-over is one atomic swap on each side of a
+flag and never waits: a deferred tile swaps in 1 after storing its bounds, its checker swaps in 2
+after its own check; whoever comes second does the check (the checker when it finds 1, the deferred
+tile when it finds 2).
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ _KEPT: list[torch.Tensor] = []  # every buffer ever made (graphs replay their ad
 # programs a multiprocessor (about the first wave: their floors are their own rows'); 0: every
 # tile checks itself (bench/engine_speed.py --switch kernels.certified.DEFER_TILES=N)
 DEFER_TILES = -1
+# launches of fewer input rows defer no check: with one row, run 207 (the timeline's variants,
+# Qwen3-8B shape, 1k, H200) put the head at 203.6 us without deferral against 213.7 / 212.7 with
+# (decode 4.002 against 4.019 / 4.020 ms back to back), and run 208's paired AR was level
+# (1.002x [0.991-1.013]): the first wave's extra candidates cost less than the hand-over's
+# atomics and stored bounds (--switch kernels.certified.DEFER_MIN_ROWS=1 defers at one row too)
+DEFER_MIN_ROWS = 2
 # the candidates' exact pass: 1, the wanted rows gathered SLOTS at a time into [SLOTS, EXACT_K]
 # tiles, pipelined; 0, the tile's rows masked (--switch kernels.certified.COMPACT=0)
 COMPACT = 1
@@ -50,9 +57,11 @@ SLOTS = tl.constexpr(16)
 EXACT_K = tl.constexpr(256)
 
 
-def deferred_tiles(device: torch.device, tiles_n: int) -> int:
-    """How many tiles of a launch with `tiles_n` tiles along N defer their check (DEFER_TILES;
-    at most half of them)."""
+def deferred_tiles(device: torch.device, tiles_n: int, rows: int) -> int:
+    """How many tiles of a launch with `tiles_n` tiles along N and `rows` input rows defer their
+    check (DEFER_TILES, at most half of them; none under DEFER_MIN_ROWS rows)."""
+    if rows < DEFER_MIN_ROWS:
+        return 0
     wanted = DEFER_TILES
     if wanted < 0 and device.type == "cuda":
         wanted = 2 * torch.cuda.get_device_properties(device).multi_processor_count

@@ -648,7 +648,7 @@ def certified_argmax(
     dev = x.device
     floors = certified.held(dev, "floors", m, float("-inf"), torch.float32)
     keys = certified.held(dev, "keys", m, -(2**63), torch.int64)
-    deferred = certified.deferred_tiles(dev, grid[0])
+    deferred = certified.deferred_tiles(dev, grid[0], m)
     defer = {}
     if deferred:  # the first tiles' bounds, checked by the last ones (kernels/certified.py)
         tile = cfg["BLOCK_M"] * cfg["BLOCK_N"]
