@@ -23,6 +23,21 @@ from specpilot.models.synth import (  # noqa: E402
 if os.environ.get("PYTEST_XDIST_WORKER"):  # one core for each of the workers (README: -n 2)
     torch.set_num_threads(1)
 
+
+@pytest.fixture(autouse=True)
+def _block_merge_in_the_interpreter(request, monkeypatch) -> None:
+    """Tests marked block_merge (whole generations or forwards of the kernels engine) merge
+    the attention's key slices in programs of up to 64 query rows (attention.MERGE_PROGRAM_ROWS)
+    when the kernels run in the interpreter, which runs programs one after another: one-row
+    merge programs took ~40% of such a test's time (session 41's profile). Both merges are
+    checked against exact attention in tests/test_kernels.py's test_decode_attention*; on a GPU
+    the engine's own default runs."""
+    if request.node.get_closest_marker("block_merge") and not torch.cuda.is_available():
+        from specpilot.kernels import attention
+
+        monkeypatch.setattr(attention, "MERGE_PROGRAM_ROWS", 64)
+
+
 # Shapes that exercise every knob: tied/untied, GQA 1:1, 2:1, 4:1, head_dim != hidden/heads,
 # llama3 rope scaling, odd vocabulary sizes.
 SHAPES: dict[str, dict] = {

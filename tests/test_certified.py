@@ -34,6 +34,9 @@ from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUD
     assert_forced,
 )
 
+# the engine's generations and forwards: attention merged in blocks in the interpreter
+pytestmark = pytest.mark.block_merge
+
 
 def _head(rows: int, cols: int, seed: int, spread: float = 0.0, ties: int = 0) -> torch.Tensor:
     """A bf16 head: normal rows scaled by up to 2^spread, its first `ties` rows repeated at

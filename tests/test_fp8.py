@@ -29,6 +29,9 @@ from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUD
     record_drafts,
 )
 
+# the engine's generations and forwards: attention merged in blocks in the interpreter
+pytestmark = pytest.mark.block_merge
+
 
 def _rounding_bound(w: torch.Tensor, q: Fp8Weight) -> torch.Tensor:
     """Half an e4m3 step at each weight: 2^-4 of its magnitude (3 mantissa bits) where it is

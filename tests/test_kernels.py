@@ -1351,6 +1351,7 @@ def _tiny_pair(tmp_path, tied: bool = True) -> tuple:
     return target, drafter, reference
 
 
+@pytest.mark.block_merge
 def test_query_row_blocks_verify_gives_the_same_bits(tmp_path, monkeypatch) -> None:
     """A fused verify forward of 16 tokens (32 query rows a KV head) with the attention in
     programs of 16 query rows (attention.WIDE_Q_ROWS): the same tokens and captured hidden
@@ -1410,6 +1411,7 @@ def _counted_norms(monkeypatch) -> list:
     return norms
 
 
+@pytest.mark.block_merge
 @pytest.mark.parametrize("weights", ["bf16", "w12"])
 def test_rope_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weights: str) -> None:
     """rope.EPILOGUE: verify and one-token forwards whose q|k|v multiplies do the rope
@@ -1464,6 +1466,7 @@ def test_rope_epilogue_engine_gives_the_same_tokens(tmp_path, monkeypatch) -> No
     assert outputs[64] == outputs[0]
 
 
+@pytest.mark.block_merge
 @pytest.mark.parametrize("weights", ["bf16", "w12"])
 def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weights: str) -> None:
     """A fused verify forward with the gate|up multiply ending in silu(gate) * up
@@ -1497,6 +1500,7 @@ def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weig
     assert torch.equal(outs[5].hidden, outs[0].hidden)
 
 
+@pytest.mark.block_merge
 def test_norm_handoff_forward(tmp_path, monkeypatch) -> None:
     """fused.NORM_HANDOFF_MAX_ROWS: a verify forward with the norms handed from multiply to
     multiply launches one norm kernel (the first layer's) where it launched 2 a layer plus the
@@ -1546,6 +1550,7 @@ def test_norm_handoff_forward(tmp_path, monkeypatch) -> None:
     assert fused.handoff_for(2, down, after, down_site) is not None
 
 
+@pytest.mark.block_merge
 def test_norm_handoff_through_w12_multiplies(tmp_path, monkeypatch) -> None:
     """fused.NORM_HANDOFF_W12: a verify forward of W12 weights (the tiny pair's 5-row tiles: no
     K split) hands every norm but the first on, and gives the tokens and, within rounding, the
@@ -1569,6 +1574,7 @@ def test_norm_handoff_through_w12_multiplies(tmp_path, monkeypatch) -> None:
     close(outs[True].hidden, outs[False].hidden, 24)
 
 
+@pytest.mark.block_merge
 @pytest.mark.parametrize("weights", ["bf16", "w12", "w12:gate_up,lm_head"])
 def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
     """AR and speculative decoding through the kernels (bf16, or W12 weights converted on load:
@@ -1597,6 +1603,7 @@ def test_fused_engine_passes_token_forcing(tmp_path, weights: str) -> None:
         assert_forced(reference, seqs)
 
 
+@pytest.mark.block_merge
 @pytest.mark.parametrize("weights", ["w12"])  # bf16 alone is the simpler branch; 40 s each
 def test_fused_drafter_with_a_draft_vocabulary(tmp_path, weights: str) -> None:
     """EngineConfig.draft_vocab through the kernels: the fused drafter multiplies by the
@@ -1628,6 +1635,7 @@ def test_fused_drafter_with_a_draft_vocabulary(tmp_path, weights: str) -> None:
     assert seen and set(seen) <= set(ids.tolist())
 
 
+@pytest.mark.block_merge
 def test_draft_context_once_writes_the_same_cache(tmp_path, monkeypatch) -> None:
     """fused.DRAFT_CONTEXT_ONCE: the context's keys and values of every drafter layer from one
     multiply by the stacked k|v weights, written a layer at a time (1) or in one launch (2),
@@ -1660,6 +1668,7 @@ def test_draft_context_once_writes_the_same_cache(tmp_path, monkeypatch) -> None
     assert (outs[0][0] == outs[1][0]).float().mean() > 0.8  # bf16 near-ties may differ
 
 
+@pytest.mark.block_merge
 def test_wide_steps_run_fused_and_pass_token_forcing(tmp_path) -> None:
     """Five sequences speculating together: verify and draft blocks of 5 x 16 = 80 rows, past
     the skinny kernels' 64, run fused with cuBLAS multiplies (a wide step); the logits match the
@@ -1691,6 +1700,7 @@ def test_wide_steps_run_fused_and_pass_token_forcing(tmp_path) -> None:
     assert_forced(reference, seqs)
 
 
+@pytest.mark.block_merge
 def test_fused_prefill_matches_the_pytorch_path(tmp_path, monkeypatch) -> None:
     """EngineConfig.prefill = "fused": two right-padded prompts through FusedTarget.prefill
     give the PyTorch path's first tokens, captured hidden states and cache entries (bf16

@@ -19,6 +19,9 @@ from specpilot.config import EngineConfig
 from specpilot.errors import ConfigError
 from specpilot.kernels import linear, tiles, w12_linear
 
+# the engine's generations and forwards: attention merged in blocks in the interpreter
+pytestmark = pytest.mark.block_merge
+
 LOOP_BF16 = dict(BLOCK_M=1, BLOCK_N=4, BLOCK_K=32, USE_DOT=False, num_warps=4, LOOP_STAGES=2)
 LOOP_W12 = dict(BLOCK_M=1, BLOCK_N=4, UNROLL=1, SPLIT_K=1, USE_DOT=False, LOOP_STAGES=2)
 
