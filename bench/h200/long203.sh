@@ -11,8 +11,5 @@ source "$(dirname "$0")/lib.sh"
 card
 engine 32768 row32k 280
 pack
-timeout 280 python3 bench/engine_speed.py --models llama3.1-8b --llama-contexts 32768 \
-    --batches '' --repeats 3 --hf-baseline 0 --profile 0 --torch-baseline 0 \
-    --out "$OUT/engine-llama32k.json" >"$OUT/engine-llama32k.log" 2>&1
-echo "engine llama rc=$?"; grep -E "ctx 32768" "$OUT/engine-llama32k.log" | cut -c1-300
+llama 32768 llama32k 280
 pack; archive_only

@@ -8,10 +8,7 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD
 source "$(dirname "$0")/lib.sh"
 card
-timeout 200 python3 bench/engine_speed.py --models llama3.1-8b --llama-contexts 1024 \
-    --batches '' --repeats 3 --hf-baseline 0 --profile 0 --torch-baseline 0 \
-    --out "$OUT/engine-llama.json" >"$OUT/engine-llama.log" 2>&1
-echo "llama rc=$?"; grep -E "ctx 1024" "$OUT/engine-llama.log" | cut -c1-300
+llama 1024 llama 200
 pack
 engine 1024 qwen1k 200
 pack; archive_only
