@@ -140,11 +140,14 @@ def test_pytorch_path_with_an_fp8_draft_head_is_lossless(qwen_dir, qwen_drafter_
 @pytest.mark.parametrize("vocab_subset", [False, True])
 def test_fused_drafter_with_an_fp8_head(tmp_path, vocab_subset: bool) -> None:
     """The fused drafter multiplies by the FP8 head (a draft vocabulary's rows when given) and
-    the outputs pass token forcing."""
+    the outputs are AR's and pass token forcing."""
     from specpilot.spec import draft_vocab
 
     target, drafter, reference = _tiny_pair(tmp_path)
     vocab = target.config.vocab_size
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    ar = _sequences(vocab, SPEC_TOKENS)
+    gen.run(ar, speculative=False)
     extra = {}
     ids = torch.arange(0, vocab, 2)
     if vocab_subset:
@@ -159,6 +162,7 @@ def test_fused_drafter_with_an_fp8_head(tmp_path, vocab_subset: bool) -> None:
     seen = record_drafts(gen)
     seqs = _sequences(vocab, SPEC_TOKENS)
     gen.run(seqs, speculative=True)
+    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
     assert_forced(reference, seqs)
     assert seen and (not vocab_subset or set(seen) <= set(ids.tolist()))
 
@@ -197,9 +201,12 @@ def test_fp8_drafter_is_a_converted_copy(qwen_dir, qwen_drafter_dir) -> None:
 
 def test_fused_fp8_drafter(tmp_path) -> None:
     """The fused drafter over an FP8 drafter: its blocks multiply by FP8 weights (q|k|v and
-    gate|up concatenated, k|v a row slice), the outputs pass token forcing."""
+    gate|up concatenated, k|v a row slice), the outputs are AR's and pass token forcing."""
     target, drafter, reference = _tiny_pair(tmp_path)
     vocab = target.config.vocab_size
+    gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    ar = _sequences(vocab, SPEC_TOKENS)
+    gen.run(ar, speculative=False)
     config = EngineConfig(kernels="triton", draft_weights="fp8", draft_head="fp8")
     gen = Generator(target, drafter, config, DEVICE, BF16)
     block = gen.fused_drafter.blocks[0]
@@ -208,6 +215,7 @@ def test_fused_fp8_drafter(tmp_path) -> None:
     assert block.kv.weight.data_ptr() == block.qkv.weight[block.heads * block.head_dim :].data_ptr()
     seqs = _sequences(vocab, SPEC_TOKENS)
     gen.run(seqs, speculative=True)
+    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
     assert_forced(reference, seqs)
     with pytest.raises(Exception, match="draft_weights"):
         EngineConfig(draft_weights="int8")
@@ -282,13 +290,17 @@ def test_fp8_linear_takes_float32_through_its_reference() -> None:
 def test_auto_drafts_wide_blocks_on_the_loaded_drafter(tmp_path, monkeypatch) -> None:
     """Where "auto" chose the FP8 drafter, drafts of more than FP8_DRAFT_MAX_ROWS block rows
     (and the prompts' context writes) run on the loaded drafter through its own fused forward
-    (generator.wide_draft); narrower ones on the FP8 copy. Both pass token forcing."""
+    (generator.wide_draft); narrower ones on the FP8 copy. Both give AR's outputs and pass
+    token forcing."""
     from specpilot.engine import generator
     from specpilot.models import fused
 
     monkeypatch.setattr(generator, "kernels_usable", lambda device: True)  # "auto" -> FP8
     target, drafter, reference = _tiny_pair(tmp_path)
     vocab = target.config.vocab_size
+    plain = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    ar = _sequences(vocab, SPEC_TOKENS)
+    plain.run(ar, speculative=False)
     gen = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
     assert gen.drafter is not drafter and isinstance(gen.fused_drafter.blocks[0].qkv, Fp8Weight)
     wide_drafter, wide_fused, head = gen.wide_draft
@@ -309,11 +321,18 @@ def test_auto_drafts_wide_blocks_on_the_loaded_drafter(tmp_path, monkeypatch) ->
     monkeypatch.setattr(fused.FusedDrafter, "__call__", spy)
     seqs = _sequences(vocab, SPEC_TOKENS)
     gen.run(seqs, speculative=True)
+    assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
     assert_forced(reference, seqs)
     assert ran and all(d is wide_fused for d in ran)
     ran.clear()
+    # against AR at the same batch: a batch of one runs other tiles (one-row multiplies) than
+    # a batch of two, whose sums may round a near-tie the other way (seen with transformers
+    # 5.25's random tiny target: AR's first sequence differs between the two batches)
+    ar_one = _sequences(vocab, SPEC_TOKENS)[:1]
+    plain.run(ar_one, speculative=False)
     one = _sequences(vocab, SPEC_TOKENS)[:1]
     gen.run(one, speculative=True)
+    assert one[0].output_ids == ar_one[0].output_ids
     assert_forced(reference, one)
     assert ran and all(d is gen.fused_drafter for d in ran)
     # explicit "fp8" drafts every block in FP8 (the head too: on CUDA "auto" would be FP8 up
