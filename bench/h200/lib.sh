@@ -30,14 +30,9 @@ engine() {
         --out "$OUT/engine-$name.json" >"$OUT/engine-$name.log" 2>&1
     echo "engine $name rc=$?"; grep -E "ctx $ctx" "$OUT/engine-$name.log" | cut -c1-300
 }
-# llama CONTEXT NAME SECONDS [OPTIONS...]: engine's run at the Llama-3.1-8B shape only.
-llama() {
-    local ctx=$1 name=$2 seconds=$3; shift 3
-    timeout "$seconds" python3 bench/engine_speed.py --models llama3.1-8b --llama-contexts "$ctx" \
-        --batches '' --repeats 3 --hf-baseline 0 --profile 0 --torch-baseline 0 "$@" \
-        --out "$OUT/engine-$name.json" >"$OUT/engine-$name.log" 2>&1
-    echo "engine $name rc=$?"; grep -E "ctx $ctx" "$OUT/engine-$name.log" | cut -c1-300
-}
+# llama CONTEXT NAME SECONDS [OPTIONS...]: engine's run at the Llama-3.1-8B shape only (its
+# later --llama-contexts overrides engine's '').
+llama() { engine "$1" "$2" "$3" --models llama3.1-8b --llama-contexts "$1" "${@:4}"; }
 # variants ARMS VARIANTS SECONDS: timeline.sh's variants (bench/timeline.py --variants) of the
 # weight ARMS at CONTEXT (1024), 15 replays, within SECONDS, no GPU tests; prints the closing
 # table's rows and keeps its files under $OUT for the caller's next pack.
