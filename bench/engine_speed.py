@@ -1079,6 +1079,7 @@ def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:
         draft_weights=args.draft_weights,
         tiles=args.tiles,
         step_graph=bool(args.step_graph),
+        decode_graph=bool(args.decode_graph),
         target_head=args.target_head,
     )
 
@@ -1089,7 +1090,7 @@ ARM_OPTIONS = (
     "draft_weights", "target_head", "swiglu_epilogue",
     "merge_rows", "attention_min_keys", "attention_min_keys_wide", "prologue_rows",
     "prologue_max_k", "pdl_min_waves", "attention_warps", "attention_stages", "switch",
-    "step_graph", "pipeline",
+    "step_graph", "decode_graph", "pipeline",
     *CHECKED_ATTENTION_OPTIONS,
 )  # fmt: skip
 
@@ -1373,6 +1374,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         help="1: EngineConfig.step_graph (a whole speculative step one CUDA graph)",
+    )
+    parser.add_argument(
+        "--decode-graph",
+        type=int,
+        default=0,
+        help="1: EngineConfig.decode_graph (a pipelined AR step one CUDA graph feeding itself)",
     )
     parser.add_argument(
         "--host-profile",

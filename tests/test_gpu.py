@@ -34,15 +34,20 @@ def hf_cuda_greedy(path, dtype: torch.dtype) -> tuple[list[list[int]], torch.nn.
     return outs, model
 
 
-def cuda_llms(target_dir, tmp_path, dtype: str, graphs: bool):
+# (cuda_graphs, decode_graph): no graphs, graphs, and AR steps through graphs that feed
+# themselves (the pipelined loop is LLM's default on CUDA)
+GRAPHS = [(False, False), (True, False), (True, True)]
+
+
+def cuda_llms(target_dir, tmp_path, dtype: str, graphs: tuple[bool, bool]):
     """(draft, LLM) for AR, a random DFlash drafter and replay at tau 7.5, block size 8."""
     drafter = make_drafter(tmp_path / "draft", target_dir)
     for draft in (None, drafter, "replay:7.5"):
-        engine = EngineConfig(block_size=8, cuda_graphs=graphs)
+        engine = EngineConfig(block_size=8, cuda_graphs=graphs[0], decode_graph=graphs[1])
         yield draft, LLM(target_dir, draft=draft, device="cuda", dtype=dtype, engine=engine)
 
 
-@pytest.mark.parametrize("graphs", [False, True])
+@pytest.mark.parametrize("graphs", GRAPHS)
 def test_cuda_fp32_equal_to_transformers(target_dir, tmp_path, graphs):
     expected, _ = hf_cuda_greedy(target_dir, torch.float32)
     for draft, llm in cuda_llms(target_dir, tmp_path, "float32", graphs):
@@ -51,7 +56,7 @@ def test_cuda_fp32_equal_to_transformers(target_dir, tmp_path, graphs):
             assert [o.output_ids for o in outs] == expected, f"draft={draft}"
 
 
-@pytest.mark.parametrize("graphs", [False, True])
+@pytest.mark.parametrize("graphs", GRAPHS)
 def test_cuda_bf16_equal_to_transformers_up_to_near_ties(target_dir, tmp_path, graphs):
     """bf16: identical, or the first divergence is a near-tie of the target's own logits."""
     expected, hf = hf_cuda_greedy(target_dir, torch.bfloat16)

@@ -1903,6 +1903,35 @@ def test_next_meta_is_next_step_meta() -> None:
         tokens.next_meta(packed[:, :-1].to(DEVICE), meta.to(DEVICE), limits.to(DEVICE))
 
 
+def test_next_decode_is_next_decode_inputs() -> None:
+    """tokens.next_decode against spec/accept.next_decode_inputs, both in place: each row's last
+    token (of a block of several, int32 tokens too), positions + 1 with one row held at its
+    limit, strided buffers; bad shapes and dtypes refused."""
+    from specpilot.kernels import tokens
+    from specpilot.spec.accept import next_decode_inputs
+
+    gen = torch.Generator().manual_seed(5)
+    for width, dtype in ((1, torch.int64), (3, torch.int32)):
+        out = torch.randint(0, 1000, (3, width), generator=gen).to(dtype)
+        ids = torch.tensor([[1], [2], [3]])
+        wide = torch.zeros(3, 4, dtype=torch.int64)  # positions as a strided column
+        wide[:, 1] = torch.tensor([40, 17, 31])
+        limits = torch.tensor([[90], [70], [31]])  # the last row is held at its limit
+        want_ids, want_pos = ids.clone(), wide[:, 1:2].clone()
+        next_decode_inputs(out, want_ids, want_pos, limits)
+        assert want_ids[:, 0].tolist() == out[:, -1].tolist()
+        assert want_pos[:, 0].tolist() == [41, 18, 31]
+        got_ids, got_wide = ids.to(DEVICE), wide.to(DEVICE)
+        tokens.next_decode(out.to(DEVICE), got_ids, got_wide[:, 1:2], limits.to(DEVICE))
+        assert torch.equal(got_ids.cpu(), want_ids)
+        assert torch.equal(got_wide[:, 1:2].cpu(), want_pos)
+        assert torch.equal(got_wide[:, [0, 2, 3]].cpu(), wide[:, [0, 2, 3]])  # nothing else
+    with pytest.raises(ValueError, match="next_decode wants"):
+        tokens.next_decode(out.to(DEVICE), ids[:2].to(DEVICE), ids.to(DEVICE), limits.to(DEVICE))
+    with pytest.raises(ValueError, match="next_decode wants"):
+        tokens.next_decode(out.to(DEVICE), ids.int().to(DEVICE), ids.to(DEVICE), limits.to(DEVICE))
+
+
 def test_replay_drafts_kernel_is_replay_drafts(monkeypatch) -> None:
     """tokens.replay_drafts against spec/replay.replay_drafts: rows whose drafts run past the
     continuation's end, that accept none or all, a draft of the last vocabulary id (wrapping

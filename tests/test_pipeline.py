@@ -132,24 +132,35 @@ def test_every_step_has_a_one_block_context(models, pipeline) -> None:
     assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
 
 
-def test_pipelined_ar_equals_the_synchronous_loop(models) -> None:
+@pytest.mark.parametrize("decode_graph", [False, True])
+def test_pipelined_ar_equals_the_synchronous_loop(models, decode_graph) -> None:
     """EngineConfig.pipeline also runs AR decoding one step ahead: same tokens, finish reasons
-    and step count, with rows of different lengths and an early stop token."""
-    plain, piped = generators(models)
+    and step count, with rows of different lengths and an early stop token; with decode_graph,
+    each step through a graph that feeds itself (tests/eager_graphs.py's stand-in), over runs
+    one after another (each run's first step copies its own inputs in)."""
+    target, drafter = models
+    plain = Generator(target, drafter, EngineConfig(pipeline=False), CPU, torch.float32)
+    config = EngineConfig(pipeline=True, decode_graph=decode_graph)
+    piped = Generator(target, drafter, config, CPU, torch.float32)
+    if decode_graph:
+        piped.use_graphs, piped.graphs = True, RecordingGraphs()
     probe = fresh()
     plain.run(probe, speculative=False)
     stop = probe[1].output_ids[5]
-    for stops in (None, stop):
+    for stops in (None, stop, None):
         a, b = fresh(stops), fresh(stops)
         stats_a = plain.run(a, speculative=False)
         stats_b = piped.run(b, speculative=False)
         assert summary(a) == summary(b) and stats_a.num_steps == stats_b.num_steps
+    if decode_graph:
+        assert ("decode", len(PROMPTS), 1) in piped.graphs.keys
 
 
 @pytest.mark.parametrize(
     "speculative, graphs, book_at_launch, step_graph",
-    [(False, False, True, False), (True, False, True, False), (True, False, False, False),
-     (True, True, True, False), (True, True, True, True), (True, True, False, False)],
+    [(False, False, True, False), (False, True, True, False), (True, False, True, False),
+     (True, False, False, False), (True, True, True, False), (True, True, True, True),
+     (True, True, False, False)],
 )  # fmt: skip
 def test_pipelined_loops_launch_no_step_after_the_last(
     models, monkeypatch, speculative, graphs, book_at_launch, step_graph
@@ -162,12 +173,13 @@ def test_pipelined_loops_launch_no_step_after_the_last(
     monkeypatch.setattr(generator, "BOOK_AT_LAUNCH", book_at_launch)
     target, drafter = models
     plain = Generator(target, drafter, EngineConfig(pipeline=False), CPU, torch.float32)
-    config = EngineConfig(pipeline=True, step_graph=step_graph)
+    # AR with graphs: each step one graph that feeds itself (EngineConfig.decode_graph)
+    config = EngineConfig(pipeline=True, step_graph=step_graph, decode_graph=graphs)
     piped = Generator(target, drafter, config, CPU, torch.float32)
     if graphs:  # the graphed paths, run eagerly (tests/eager_graphs.py)
         piped.use_graphs, piped.graphs = True, RecordingGraphs()
     launches = []
-    name = "_verify_fn" if speculative else "_target_forward"
+    name = "_verify_fn" if speculative else "_fed_decode" if graphs else "_target_forward"
     forward = getattr(piped, name)
 
     def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
@@ -182,7 +194,7 @@ def test_pipelined_loops_launch_no_step_after_the_last(
     assert summary(a) == summary(b) and stats_a.num_steps == stats_b.num_steps
     assert len(launches) == stats_b.num_steps
     if graphs:
-        kind = "step" if step_graph else "target"
+        kind = "step" if step_graph else "target" if speculative else "decode"
         assert any(key[0] == kind for key in piped.graphs.keys)
 
 

@@ -290,6 +290,12 @@ class EngineConfig:
         1.059x of the host-synchronous loop without it) and 1.026x [1.005-1.048] in the
         host-synchronous one; level again in run 173 (pipelined, with the booking at the
         launch: spec@6.55 0.998x [0.992-1.003]).
+    decode_graph: with cuda_graphs and pipeline, each step of the AR loop is one CUDA graph
+        that feeds itself: the forward, then the next step's token and position (+ 1, held at
+        the row's limit) written into the graph's own inputs (kernels/tokens.next_decode),
+        instead of a graph whose inputs are copied in and four launches around it (two input
+        copies, an add and a minimum). The host still reads each step's token one step behind.
+        Off until measured on the H200.
     weights: "bf16" keeps the checkpoint's weights; "w12" converts linear layers (those of
         w12_matrices, among the decoder layers', an untied lm_head, the drafter's fc) to the
         lossless 12-bit format on load (formats/w12.py; needs bf16); "auto" (default): "w12"
@@ -430,6 +436,7 @@ class EngineConfig:
     cuda_graphs: bool = False
     kernels: str = "auto"
     step_graph: bool = False
+    decode_graph: bool = False
     weights: str = "auto"
     w12_matrices: str = "all"
     pipeline: bool | str = "auto"

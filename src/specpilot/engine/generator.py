@@ -41,7 +41,7 @@ from specpilot.layers.attention import AttentionMeta, KVCache
 from specpilot.layers.rotary import RotaryTable
 from specpilot.models.dflash import DFlashDrafter
 from specpilot.models.target import TargetModel
-from specpilot.spec.accept import accept_greedy, next_step_meta
+from specpilot.spec.accept import accept_greedy, next_decode_inputs, next_step_meta
 from specpilot.spec.replay import (
     AcceptanceProfile,
     ReplayProposer,
@@ -466,6 +466,24 @@ class Generator:
         key = ("target", *ids.shape, capture)
         return self.graphs.get(key, forward)(gate=gate, ids=ids, positions=positions)
 
+    def _fed_decode(self, batch: int, **inputs: torch.Tensor) -> StepOutput:
+        """One step of the pipelined AR loop as a CUDA graph that feeds itself
+        (EngineConfig.decode_graph): the forward, then the next step's ids (the argmax) and
+        positions (+ 1, held at limits) written into the graph's own input buffers, so a step
+        is one launch. `inputs` (ids, positions, limits [B, 1]) are copied in at a run's first
+        step and left out after it."""
+        max_len = self._buffers["target"][0].max_len
+
+        def forward(ids: torch.Tensor, positions: torch.Tensor, limits: torch.Tensor) -> StepOutput:
+            return self._verify_fn(ids, positions, max_len, ())
+
+        def feed(static: dict[str, torch.Tensor], out: StepOutput) -> None:
+            args = (out.tokens, static["ids"], static["positions"], static["limits"])
+            if self.fused_target is None or not self.fused_target.next_decode(*args):
+                next_decode_inputs(*args)
+
+        return self.graphs.get(("decode", batch, 1), forward, feed)(**inputs)
+
     def _draft_forward(
         self,
         hidden: torch.Tensor,
@@ -649,15 +667,20 @@ class Generator:
         host = [torch.empty(len(seqs), dtype=torch.long, pin_memory=pin) for _ in "ab"]
         pending: tuple[torch.Tensor, Any] | None = None
         steps = launched = 0
+        fed = self.use_graphs and self.config.decode_graph
         while True:
             if pending is not None and may_finish(seqs, 1):  # the last token: no step after it
                 steps += 1
                 if self._book(seqs, *pending, take_token):
                     break
                 pending = None
-            out = self._target_forward(ids, positions, bound + 1, ())
+            if fed:  # the graph feeds itself after the run's first step
+                first = dict(ids=ids, positions=positions, limits=limits) if not launched else {}
+                out = self._fed_decode(len(seqs), **first)
+            else:
+                out = self._target_forward(ids, positions, bound + 1, ())
+                positions = torch.minimum(positions + 1, limits)
             ids = out.tokens[:, -1:]
-            positions = torch.minimum(positions + 1, limits)
             bound = min(bound + 1, max(last))
             buffer = host[launched % 2]
             launched += 1

@@ -18,8 +18,18 @@ import torch
 
 
 class CapturedForward:
-    def __init__(self, fn: Callable[..., Any], pool: Any) -> None:
-        self.fn, self.pool = fn, pool
+    """fn captured (see the module doc). `feed(inputs, outputs)`, when given, is captured after
+    fn (never run in the warm-up): it writes the next call's inputs into the static input
+    buffers from this call's outputs, so a chain of steps replays with no input copies (call
+    with no inputs after the first: the graph reads what the previous replay fed it)."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        pool: Any,
+        feed: Callable[[dict[str, torch.Tensor], Any], None] | None = None,
+    ) -> None:
+        self.fn, self.pool, self.feed = fn, pool, feed
         self.graph: torch.cuda.CUDAGraph | None = None
         self.inputs: dict[str, torch.Tensor] = {}
         self.outputs: Any = None
@@ -41,6 +51,8 @@ class CapturedForward:
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph, pool=self.pool):
                 self.outputs = self.fn(**self.inputs)
+                if self.feed is not None:
+                    self.feed(self.inputs, self.outputs)
         else:
             for name, tensor in inputs.items():
                 self.inputs[name].copy_(tensor, non_blocking=True)
@@ -57,11 +69,18 @@ class GraphCache:
         self.graphs: dict[tuple, CapturedForward] = {}
         self.pool = None
 
-    def get(self, key: tuple, fn: Callable[..., Any]) -> CapturedForward:
+    def get(
+        self,
+        key: tuple,
+        fn: Callable[..., Any],
+        feed: Callable[[dict[str, torch.Tensor], Any], None] | None = None,
+    ) -> CapturedForward:
+        """The forward captured under `key` (made on first use; `feed`: CapturedForward's,
+        part of what the key names)."""
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         if key not in self.graphs:
-            self.graphs[key] = CapturedForward(fn, self.pool)
+            self.graphs[key] = CapturedForward(fn, self.pool, feed)
         return self.graphs[key]
 
     def clear(self) -> None:

@@ -320,6 +320,48 @@ def next_meta(packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tensor) ->
 
 
 @triton.jit
+def _next_decode_kernel(
+    tokens_ptr, ids_ptr, pos_ptr, limit_ptr, stride_tokens, stride_ids, stride_pos,
+    stride_limit, LAST: tl.constexpr, PDL: tl.constexpr = False, TRACE: tl.constexpr = 0,
+    trace_ptr=None, clock_ptr=None,
+):  # fmt: skip
+    """Row b of the next AR step's inputs, in place: ids[b] = the token at column LAST of
+    tokens[b]; positions[b] + 1, at most limit[b]."""
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
+    b = tl.program_id(0)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    tl.store(ids_ptr + b * stride_ids, tl.load(tokens_ptr + b * stride_tokens + LAST))
+    position = tl.load(pos_ptr + b * stride_pos) + 1
+    tl.store(pos_ptr + b * stride_pos, tl.minimum(position, tl.load(limit_ptr + b * stride_limit)))
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+
+
+def next_decode(
+    tokens: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor, limits: torch.Tensor
+) -> None:
+    """The pipelined AR loop's next step inputs written in place in one launch: ids [B, 1] =
+    each row's last token of tokens [B, T], positions [B, 1] + 1 held at limits [B, 1] (all
+    int64): spec/accept.next_decode_inputs (a copy, an add and a minimum)."""
+    batch = tokens.shape[0]
+    shapes = [tuple(t.shape) for t in (ids, positions, limits)]
+    if tokens.dim() != 2 or shapes != [(batch, 1)] * 3:
+        raise ValueError(
+            f"next_decode wants tokens [B, T] and ids, positions, limits [B, 1], got "
+            f"{tuple(tokens.shape)}, {shapes}"
+        )
+    if tokens.dtype not in (torch.int32, torch.int64) or any(
+        t.dtype != torch.int64 for t in (ids, positions, limits)
+    ):
+        raise ValueError("next_decode wants int32 or int64 tokens and int64 ids, positions, limits")
+    if batch:
+        _next_decode_kernel[(batch,)](
+            tokens, ids, positions, limits, tokens.stride(0), ids.stride(0),
+            positions.stride(0), limits.stride(0), LAST=(tokens.shape[1] - 1) * tokens.stride(1),
+            **launch.pdl(ids), **trace.arguments(ids, "next_decode", batch, bytes=0, rows=batch),
+        )  # fmt: skip
+
+
+@triton.jit
 def _replay_kernel(
     table_ptr, table_len_ptr, meta_ptr, prompt_ptr, counts_ptr, out_ptr, L, stride_t,
     stride_meta, vocab, D: tl.constexpr, D_POW2: tl.constexpr, PDL: tl.constexpr = False,

@@ -413,6 +413,18 @@ class FusedTarget:
         return None
 
     @staticmethod
+    def next_decode(
+        tokens_: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor, limits: torch.Tensor
+    ) -> bool:
+        """The pipelined AR loop's next step inputs in place by tokens.next_decode (tokens.ON
+        and NEXT_META); False, nothing done, when switched off (the caller's
+        spec/accept.next_decode_inputs then)."""
+        if tokens.ON and tokens.NEXT_META:
+            tokens.next_decode(tokens_, ids, positions, limits)
+            return True
+        return False
+
+    @staticmethod
     def replay(*args: torch.Tensor | int) -> torch.Tensor | None:
         """The pipelined loop's replayed drafts (benchmarks) by tokens.replay_drafts, from its
         arguments (tokens.ON and REPLAY); None when switched off (the caller's

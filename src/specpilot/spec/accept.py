@@ -24,3 +24,13 @@ def next_step_meta(packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tenso
     bonus = packed[:, width:].gather(1, accepted[:, None])[:, 0]
     starts = meta[:, 0]
     return torch.stack([torch.minimum(starts + accepted + 1, limits), starts, bonus], 1)
+
+
+def next_decode_inputs(
+    tokens: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor, limits: torch.Tensor
+) -> None:
+    """The pipelined AR loop's next step inputs, in place: ids [B, 1] = the last column of
+    tokens [B, T] (each row's argmax), positions [B, 1] + 1 held at limits [B, 1] (a finished
+    row's position stays at its last one, so it never runs past its cache)."""
+    ids.copy_(tokens[:, -1:])
+    torch.minimum(positions + 1, limits, out=positions)
