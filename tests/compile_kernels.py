@@ -341,11 +341,8 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
                              BLOCK=tokens.ARGMAX_BLOCK, FENCE=True) | accept))  # fmt: skip
     meta_types = {"packed_ptr": "*i64", "meta_ptr": "*i64", "limit_ptr": "*i64", "out_ptr": "*i64"}
     out.append(("next_meta", tokens._next_meta_kernel, meta_types, dict(WIDTH=16)))
-    decode_types = {n: "*i64" for n in ("tokens_ptr", "ids_ptr", "pos_ptr", "limit_ptr",
-                                        "ring_ptr", "step_ptr")}  # fmt: skip
-    for ring in (False, True):
-        out.append((f"next_decode RING={ring}", tokens._next_decode_kernel, decode_types,
-                    dict(LAST=0, BLOCK=4, RING=ring)))  # fmt: skip
+    decode_types = {"tokens_ptr": "*i64", "ids_ptr": "*i64", "pos_ptr": "*i64", "limit_ptr": "*i64"}
+    out.append(("next_decode", tokens._next_decode_kernel, decode_types, dict(LAST=0)))
     replay_types = {n: "*i64" for n in ("table_ptr", "table_len_ptr", "meta_ptr", "prompt_ptr",
                                         "counts_ptr", "out_ptr")}  # fmt: skip
     out.append(("replay", tokens._replay_kernel, replay_types, dict(D=15, D_POW2=16)))

@@ -1906,47 +1906,30 @@ def test_next_meta_is_next_step_meta() -> None:
 def test_next_decode_is_next_decode_inputs() -> None:
     """tokens.next_decode against spec/accept.next_decode_inputs, both in place: each row's last
     token (of a block of several, int32 tokens too), positions + 1 with one row held at its
-    limit, strided buffers; with a ring, the tokens in slot step % 2 and step + 1, over two
-    steps; bad shapes and dtypes refused."""
+    limit, strided buffers; bad shapes and dtypes refused."""
     from specpilot.kernels import tokens
     from specpilot.spec.accept import next_decode_inputs
 
     gen = torch.Generator().manual_seed(5)
-    for width, dtype, ring in ((1, torch.int64, False), (3, torch.int32, True)):
-        want_ring, got_ring = torch.full((2, 3), -7), torch.full((2, 3), -7).to(DEVICE)
-        want_step, got_step = torch.tensor([4]), torch.tensor([4]).to(DEVICE)
-        wide = torch.zeros(3, 4, dtype=torch.int64)  # positions as a strided column
-        wide[:, 1] = torch.tensor([40, 17, 29])
-        limits = torch.tensor([[90], [70], [30]])  # the last row reaches its limit
+    for width, dtype in ((1, torch.int64), (3, torch.int32)):
+        out = torch.randint(0, 1000, (3, width), generator=gen).to(dtype)
         ids = torch.tensor([[1], [2], [3]])
+        wide = torch.zeros(3, 4, dtype=torch.int64)  # positions as a strided column
+        wide[:, 1] = torch.tensor([40, 17, 31])
+        limits = torch.tensor([[90], [70], [31]])  # the last row is held at its limit
         want_ids, want_pos = ids.clone(), wide[:, 1:2].clone()
+        next_decode_inputs(out, want_ids, want_pos, limits)
+        assert want_ids[:, 0].tolist() == out[:, -1].tolist()
+        assert want_pos[:, 0].tolist() == [41, 18, 31]
         got_ids, got_wide = ids.to(DEVICE), wide.to(DEVICE)
-        for _ in range(2):
-            out = torch.randint(0, 1000, (3, width), generator=gen).to(dtype)
-            extra = ((want_ring, want_step), (got_ring, got_step)) if ring else ((), ())
-            next_decode_inputs(out, want_ids, want_pos, limits, *extra[0])
-            tokens.next_decode(out.to(DEVICE), got_ids, got_wide[:, 1:2], limits.to(DEVICE),
-                               *extra[1])  # fmt: skip
-            assert want_ids[:, 0].tolist() == out[:, -1].tolist()
-            assert torch.equal(got_ids.cpu(), want_ids)
-            assert torch.equal(got_wide[:, 1:2].cpu(), want_pos)
-            assert torch.equal(got_wide[:, [0, 2, 3]].cpu(), wide[:, [0, 2, 3]])  # nothing else
-        assert want_pos[:, 0].tolist() == [42, 19, 30]
-        if ring:  # step 4 into slot 0, step 5 into slot 1
-            assert want_step.item() == 6 and torch.equal(got_step.cpu(), want_step)
-            assert (
-                torch.equal(got_ring.cpu(), want_ring)
-                and want_ring[1].tolist() == out[:, -1].tolist()
-            )
-    bad = (ids.to(DEVICE), ids.to(DEVICE), limits.to(DEVICE))
+        tokens.next_decode(out.to(DEVICE), got_ids, got_wide[:, 1:2], limits.to(DEVICE))
+        assert torch.equal(got_ids.cpu(), want_ids)
+        assert torch.equal(got_wide[:, 1:2].cpu(), want_pos)
+        assert torch.equal(got_wide[:, [0, 2, 3]].cpu(), wide[:, [0, 2, 3]])  # nothing else
     with pytest.raises(ValueError, match="next_decode wants"):
-        tokens.next_decode(out.to(DEVICE), ids[:2].to(DEVICE), *bad[1:])
+        tokens.next_decode(out.to(DEVICE), ids[:2].to(DEVICE), ids.to(DEVICE), limits.to(DEVICE))
     with pytest.raises(ValueError, match="next_decode wants"):
-        tokens.next_decode(out.to(DEVICE), ids.int().to(DEVICE), *bad[1:])
-    with pytest.raises(ValueError, match="together"):
-        tokens.next_decode(out.to(DEVICE), *bad, got_ring)
-    with pytest.raises(ValueError, match="ring"):
-        tokens.next_decode(out.to(DEVICE), *bad, got_ring[:, :2], got_step)
+        tokens.next_decode(out.to(DEVICE), ids.int().to(DEVICE), ids.to(DEVICE), limits.to(DEVICE))
 
 
 def test_replay_drafts_kernel_is_replay_drafts(monkeypatch) -> None:

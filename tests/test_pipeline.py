@@ -132,14 +132,12 @@ def test_every_step_has_a_one_block_context(models, pipeline) -> None:
     assert [s.output_ids for s in seqs] == [s.output_ids for s in ar]
 
 
-@pytest.mark.parametrize("decode_graph, ring", [(False, False), (True, False), (True, True)])
-def test_pipelined_ar_equals_the_synchronous_loop(models, monkeypatch, decode_graph, ring) -> None:
+@pytest.mark.parametrize("decode_graph", [False, True])
+def test_pipelined_ar_equals_the_synchronous_loop(models, decode_graph) -> None:
     """EngineConfig.pipeline also runs AR decoding one step ahead: same tokens, finish reasons
     and step count, with rows of different lengths and an early stop token; with decode_graph,
     each step through a graph that feeds itself (tests/eager_graphs.py's stand-in), over runs
-    one after another (each run's first step copies its own inputs in), its tokens read back
-    by a copy or (generator.MAPPED_RING) from the ring's slots the graph writes."""
-    monkeypatch.setattr(generator, "MAPPED_RING", ring)
+    one after another (each run's first step copies its own inputs in)."""
     target, drafter = models
     plain = Generator(target, drafter, EngineConfig(pipeline=False), CPU, torch.float32)
     config = EngineConfig(pipeline=True, decode_graph=decode_graph)
@@ -155,7 +153,7 @@ def test_pipelined_ar_equals_the_synchronous_loop(models, monkeypatch, decode_gr
         stats_b = piped.run(b, speculative=False)
         assert summary(a) == summary(b) and stats_a.num_steps == stats_b.num_steps
     if decode_graph:
-        assert piped.graphs.keys == {("decode", len(PROMPTS), 1, ring)}
+        assert ("decode", len(PROMPTS), 1) in piped.graphs.keys
 
 
 @pytest.mark.parametrize(

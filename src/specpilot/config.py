@@ -295,7 +295,10 @@ class EngineConfig:
         the row's limit) written into the graph's own inputs (kernels/tokens.next_decode),
         instead of a graph whose inputs are copied in and four launches around it (two input
         copies, an add and a minimum). The host still reads each step's token one step behind.
-        Off until measured on the H200.
+        Off: on the H200 (Qwen3-8B shape, 1k, paired, pipelined, 8 rounds) AR 1.001x
+        [1.001-1.002] (docs/LOG.md run 212) and 1.000x [0.999-1.001] (run 213): the launches
+        it saves cost ~1.5 us each. Its tokens written by the graph into a ring in mapped host
+        memory instead of copied (run 213): 0.999x [0.998-0.999], taken out.
     weights: "bf16" keeps the checkpoint's weights; "w12" converts linear layers (those of
         w12_matrices, among the decoder layers', an untied lm_head, the drafter's fc) to the
         lossless 12-bit format on load (formats/w12.py; needs bf16); "auto" (default): "w12"

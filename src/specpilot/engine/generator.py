@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from specpilot import kernels
 from specpilot.config import EngineConfig
-from specpilot.engine.graphs import GraphCache, host_mapped
+from specpilot.engine.graphs import GraphCache
 from specpilot.engine.sequence import Sequence
 from specpilot.errors import ConfigError
 from specpilot.formats import fp8, w12
@@ -128,10 +128,6 @@ FALLBACK_PROBE_STEPS = 8
 # first 0.995x [0.993-0.998] spec@6.55; the loop's idle time 110 -> 59 us a step (replayed
 # drafts). bench/engine_speed.py --switch engine.generator.BOOK_AT_LAUNCH=0.
 BOOK_AT_LAUNCH = True
-# With EngineConfig.decode_graph, the AR step's tokens reach the host through a ring of two
-# slots in mapped host memory that the graph's last kernel writes (graphs.host_mapped), instead
-# of a copy queued behind each graph (--switch engine.generator.MAPPED_RING=0: the copy)
-MAPPED_RING = True
 # EngineConfig.draft_weights / draft_head "auto" draft in FP8 only up to this many block rows
 # (sequences x block width): wider drafts, and the prompts' context writes, run on the loaded
 # drafter and the target's head, kept beside the FP8 copies. On the H200 (docs/LOG.md runs
@@ -179,7 +175,6 @@ class Generator:
         self.block_size = config.block_size or (drafter.config.block_size if drafter else 16)
         self.use_graphs = config.cuda_graphs and device.type == "cuda"
         self.graphs = GraphCache()
-        self._rings: dict[int, tuple[torch.Tensor, torch.Tensor] | None] = {}
         # persistent buffers, reused across runs (graphs capture their addresses)
         self._buffers: dict[str, tuple[KVCache, RotaryTable]] = {}
         self.fused_target, self.fused_drafter = self._fused_models()
@@ -471,37 +466,23 @@ class Generator:
         key = ("target", *ids.shape, capture)
         return self.graphs.get(key, forward)(gate=gate, ids=ids, positions=positions)
 
-    def _fed_decode(self, batch: int, ring: bool, **inputs: torch.Tensor) -> StepOutput:
+    def _fed_decode(self, batch: int, **inputs: torch.Tensor) -> StepOutput:
         """One step of the pipelined AR loop as a CUDA graph that feeds itself
         (EngineConfig.decode_graph): the forward, then the next step's ids (the argmax) and
         positions (+ 1, held at limits) written into the graph's own input buffers, so a step
-        is one launch; with `ring`, also the tokens into slot `step` % 2 of the batch's ring
-        (`_decode_ring`) and step + 1. `inputs` (ids, positions, limits [B, 1], and with the
-        ring step [1]) are copied in at a run's first step and left out after it."""
+        is one launch. `inputs` (ids, positions, limits [B, 1]) are copied in at a run's first
+        step and left out after it."""
         max_len = self._buffers["target"][0].max_len
-        slots = self._decode_ring(batch)[1] if ring else None
 
-        def forward(ids: torch.Tensor, positions: torch.Tensor, **_: torch.Tensor) -> StepOutput:
+        def forward(ids: torch.Tensor, positions: torch.Tensor, limits: torch.Tensor) -> StepOutput:
             return self._verify_fn(ids, positions, max_len, ())
 
         def feed(static: dict[str, torch.Tensor], out: StepOutput) -> None:
-            args = [out.tokens, static["ids"], static["positions"], static["limits"]]
-            if slots is not None:
-                args += [slots, static["step"]]
+            args = (out.tokens, static["ids"], static["positions"], static["limits"])
             if self.fused_target is None or not self.fused_target.next_decode(*args):
                 next_decode_inputs(*args)
 
-        return self.graphs.get(("decode", batch, 1, ring), forward, feed)(**inputs)
-
-    def _decode_ring(self, batch: int) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """The (host, device) views of the [2, batch] ring through which fed AR graphs hand
-        their tokens to the host (graphs.host_mapped; made once per batch size and kept, as the
-        graphs replay its address); None without MAPPED_RING or where mapping fails."""
-        if not MAPPED_RING:
-            return None
-        if batch not in self._rings:
-            self._rings[batch] = host_mapped((2, batch), torch.long, self.device)
-        return self._rings[batch]
+        return self.graphs.get(("decode", batch, 1), forward, feed)(**inputs)
 
     def _draft_forward(
         self,
@@ -687,7 +668,6 @@ class Generator:
         pending: tuple[torch.Tensor, Any] | None = None
         steps = launched = 0
         fed = self.use_graphs and self.config.decode_graph
-        ring = self._decode_ring(len(seqs)) if fed else None  # (host, device) views, or None
         while True:
             if pending is not None and may_finish(seqs, 1):  # the last token: no step after it
                 steps += 1
@@ -696,20 +676,15 @@ class Generator:
                 pending = None
             if fed:  # the graph feeds itself after the run's first step
                 first = dict(ids=ids, positions=positions, limits=limits) if not launched else {}
-                if ring is not None and not launched:  # the ring's slot counter from 0
-                    first["step"] = torch.zeros(1, dtype=torch.long, device=dev)
-                out = self._fed_decode(len(seqs), ring is not None, **first)
+                out = self._fed_decode(len(seqs), **first)
             else:
                 out = self._target_forward(ids, positions, bound + 1, ())
                 positions = torch.minimum(positions + 1, limits)
             ids = out.tokens[:, -1:]
             bound = min(bound + 1, max(last))
-            if ring is not None:  # step i's tokens in slot i % 2, written by the graph
-                buffer = ring[0][launched % 2]
-            else:
-                buffer = host[launched % 2]
-                buffer.copy_(ids[:, 0], non_blocking=pin)
+            buffer = host[launched % 2]
             launched += 1
+            buffer.copy_(ids[:, 0], non_blocking=pin)
             done = _record(dev)
             if pending is not None:  # book the previous step while this one runs
                 finished = self._book(seqs, *pending, take_token)

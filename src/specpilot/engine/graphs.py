@@ -62,41 +62,6 @@ class CapturedForward:
         return self.outputs
 
 
-def host_mapped(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device):
-    """(host, device view) of one zeroed buffer that kernels on `device` write and the host reads
-    after an event, with no copy: pinned host memory, mapped into the device's address space
-    (unified addressing: the same address), seen by torch as a CUDA tensor through the CUDA
-    array interface; checked once by a device write read back on the host. None where that
-    does not hold (then the caller copies). Off CUDA: one tensor, both views."""
-    if device.type != "cuda":
-        t = torch.zeros(shape, dtype=dtype)
-        return t, t
-    host = torch.zeros(shape, dtype=dtype, pin_memory=True)
-    typestr = {torch.int64: "<i8", torch.int32: "<i4"}[dtype]
-
-    class Interface:  # what torch.as_tensor reads
-        __cuda_array_interface__ = {
-            "data": (host.data_ptr(), False), "shape": tuple(shape), "typestr": typestr,
-            "strides": None, "version": 3,
-        }  # fmt: skip
-
-    try:
-        view = torch.as_tensor(Interface(), device=device)
-        view.fill_(-1)
-        torch.cuda.synchronize(device)
-        if not bool((host == -1).all()) or view.data_ptr() != host.data_ptr():
-            return None
-        view.zero_()
-        torch.cuda.synchronize(device)
-    except (RuntimeError, TypeError, ValueError):
-        return None
-    _MAPPED.append(host)  # the view does not own the memory: kept for the process
-    return host, view
-
-
-_MAPPED: list[torch.Tensor] = []
-
-
 class GraphCache:
     """Captured forwards by key (kind and shape); cleared when their buffers are replaced."""
 

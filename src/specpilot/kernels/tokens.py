@@ -321,43 +321,27 @@ def next_meta(packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tensor) ->
 
 @triton.jit
 def _next_decode_kernel(
-    tokens_ptr, ids_ptr, pos_ptr, limit_ptr, ring_ptr, step_ptr, B, stride_tokens, stride_ids,
-    stride_pos, stride_limit, LAST: tl.constexpr, BLOCK: tl.constexpr, RING: tl.constexpr,
-    PDL: tl.constexpr = False, TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+    tokens_ptr, ids_ptr, pos_ptr, limit_ptr, stride_tokens, stride_ids, stride_pos,
+    stride_limit, LAST: tl.constexpr, PDL: tl.constexpr = False, TRACE: tl.constexpr = 0,
+    trace_ptr=None, clock_ptr=None,
 ):  # fmt: skip
-    """The next AR step's inputs of B rows, in place, in one program: ids[b] = the token at
-    column LAST of tokens[b]; positions[b] + 1, at most limit[b]. RING: also ring[step % 2, b]
-    = that token, then step + 1 (ring may be host memory mapped into the device's space)."""
+    """Row b of the next AR step's inputs, in place: ids[b] = the token at column LAST of
+    tokens[b]; positions[b] + 1, at most limit[b]."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
+    b = tl.program_id(0)
     pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
-    b = tl.arange(0, BLOCK)
-    ok = b < B
-    token = tl.load(tokens_ptr + b * stride_tokens + LAST, mask=ok).to(tl.int64)
-    tl.store(ids_ptr + b * stride_ids, token, mask=ok)
-    position = tl.load(pos_ptr + b * stride_pos, mask=ok) + 1
-    limit = tl.load(limit_ptr + b * stride_limit, mask=ok)
-    tl.store(pos_ptr + b * stride_pos, tl.minimum(position, limit), mask=ok)
-    if RING:
-        step = tl.load(step_ptr)
-        tl.store(ring_ptr + (step % 2) * B + b, token, mask=ok)
-        tl.debug_barrier()  # every thread has read the step before it moves on
-        tl.store(step_ptr, step + 1)
+    tl.store(ids_ptr + b * stride_ids, tl.load(tokens_ptr + b * stride_tokens + LAST))
+    position = tl.load(pos_ptr + b * stride_pos) + 1
+    tl.store(pos_ptr + b * stride_pos, tl.minimum(position, tl.load(limit_ptr + b * stride_limit)))
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
 def next_decode(
-    tokens: torch.Tensor,
-    ids: torch.Tensor,
-    positions: torch.Tensor,
-    limits: torch.Tensor,
-    ring: torch.Tensor | None = None,
-    step: torch.Tensor | None = None,
+    tokens: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor, limits: torch.Tensor
 ) -> None:
     """The pipelined AR loop's next step inputs written in place in one launch: ids [B, 1] =
-    each row's last token of tokens [B, T], positions [B, 1] + 1 held at limits [B, 1];
-    with `ring` [2, B] (contiguous, int64) and `step` [1] (int64), also ring[step % 2] = the
-    tokens, then step + 1: spec/accept.next_decode_inputs (a copy, an add and a minimum, and
-    the ring's copy and add)."""
+    each row's last token of tokens [B, T], positions [B, 1] + 1 held at limits [B, 1] (all
+    int64): spec/accept.next_decode_inputs (a copy, an add and a minimum)."""
     batch = tokens.shape[0]
     shapes = [tuple(t.shape) for t in (ids, positions, limits)]
     if tokens.dim() != 2 or shapes != [(batch, 1)] * 3:
@@ -369,23 +353,11 @@ def next_decode(
         t.dtype != torch.int64 for t in (ids, positions, limits)
     ):
         raise ValueError("next_decode wants int32 or int64 tokens and int64 ids, positions, limits")
-    if (ring is None) != (step is None):
-        raise ValueError("next_decode takes a ring and its step together")
-    if ring is not None and (
-        ring.shape != (2, batch) or not ring.is_contiguous() or ring.dtype != torch.int64
-        or step.shape != (1,) or step.dtype != torch.int64
-    ):  # fmt: skip
-        raise ValueError(
-            f"next_decode wants a contiguous int64 ring [2, {batch}] and an int64 step [1], "
-            f"got {tuple(ring.shape)} {ring.dtype}, {tuple(step.shape)} {step.dtype}"
-        )
     if batch:
-        _next_decode_kernel[(1,)](
-            tokens, ids, positions, limits, ring if ring is not None else ids,
-            step if step is not None else ids, batch, tokens.stride(0), ids.stride(0),
+        _next_decode_kernel[(batch,)](
+            tokens, ids, positions, limits, tokens.stride(0), ids.stride(0),
             positions.stride(0), limits.stride(0), LAST=(tokens.shape[1] - 1) * tokens.stride(1),
-            BLOCK=triton.next_power_of_2(batch), RING=ring is not None, **launch.pdl(ids),
-            **trace.arguments(ids, "next_decode", 1, bytes=0, rows=batch),
+            **launch.pdl(ids), **trace.arguments(ids, "next_decode", batch, bytes=0, rows=batch),
         )  # fmt: skip
 
 

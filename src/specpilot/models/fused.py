@@ -413,12 +413,14 @@ class FusedTarget:
         return None
 
     @staticmethod
-    def next_decode(*args: torch.Tensor | None) -> bool:
+    def next_decode(
+        tokens_: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor, limits: torch.Tensor
+    ) -> bool:
         """The pipelined AR loop's next step inputs in place by tokens.next_decode (tokens.ON
-        and NEXT_META) from its arguments; False, nothing done, when switched off (the caller's
+        and NEXT_META); False, nothing done, when switched off (the caller's
         spec/accept.next_decode_inputs then)."""
         if tokens.ON and tokens.NEXT_META:
-            tokens.next_decode(*args)
+            tokens.next_decode(tokens_, ids, positions, limits)
             return True
         return False
 

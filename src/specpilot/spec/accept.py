@@ -27,20 +27,10 @@ def next_step_meta(packed: torch.Tensor, meta: torch.Tensor, limits: torch.Tenso
 
 
 def next_decode_inputs(
-    tokens: torch.Tensor,
-    ids: torch.Tensor,
-    positions: torch.Tensor,
-    limits: torch.Tensor,
-    ring: torch.Tensor | None = None,
-    step: torch.Tensor | None = None,
+    tokens: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor, limits: torch.Tensor
 ) -> None:
     """The pipelined AR loop's next step inputs, in place: ids [B, 1] = the last column of
     tokens [B, T] (each row's argmax), positions [B, 1] + 1 held at limits [B, 1] (a finished
-    row's position stays at its last one, so it never runs past its cache); with `ring` [2, B]
-    and `step` [1], also ring[step % 2] = the tokens, then step + 1 (where the host reads step
-    i's tokens: slot i % 2)."""
+    row's position stays at its last one, so it never runs past its cache)."""
     ids.copy_(tokens[:, -1:])
     torch.minimum(positions + 1, limits, out=positions)
-    if ring is not None:
-        ring.index_copy_(0, step % 2, tokens[:, -1][None].to(ring.dtype))
-        step.add_(1)
