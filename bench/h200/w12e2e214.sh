@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~6 min + cold start; no carry), prepared in session 41, not yet run. Issue 7's
+# Device call (~6 min + cold start; no carry), prepared in session 41, run in session 42 as run 214. Issue 7's
 # rows with today's defaults (the bf16 arm now certifies its one-row LM head: "auto", session 40;
 # the last W12 pairs, runs 183/185, predate it): (1) the kernel table at one and 16 rows
 # (default tiles, cold L2: the W12 GEMV's fraction of the copy bandwidth on its 12-bit bytes);
