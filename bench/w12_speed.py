@@ -283,7 +283,6 @@ W12_ARMS = {
     "halves": {"HALVES_TILES": True},
     "all": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True, "HALVES_TILES": True},
     "old_one_row": {"ONE_ROW_SWEPT_TILES": False, "MEASURED_TILES": {}},  # the run-19 tiles
-    "byte_bases": {"BASE_WORDS_TILES": False},  # the group bases loaded a byte at a time
     "none": {
         "ACC_SCALE_TILES": False,
         "ESC_IN_LOOP_TILES": False,

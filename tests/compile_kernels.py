@@ -45,8 +45,6 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         raise AssertionError("W_LEFT with 64 or more weight rows but no wgmma in the PTX")
     if consts.get("SCALE") and "cvt.rn.f16x2.e4m3x2" not in ptx:  # FP8 weights, two at once
         raise AssertionError("SCALE (FP8 weights) but no cvt.rn.f16x2.e4m3x2 in the PTX")
-    if consts.get("BASE_WORDS") and ("ld.global.u8" in ptx or "cp.async" not in ptx):
-        raise AssertionError("BASE_WORDS but byte loads, or no cp.async, in the PTX")
     if consts.get("TRACE") and not ("%globaltimer" in ptx and "atom.global" in ptx):
         raise AssertionError("TRACE=1 but no global timer read or atomic in the PTX")
 
@@ -168,9 +166,6 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
                 loop = esc | tile | dict(LOOP_STAGES=3)
                 label = f"w12_linear M=1 LOOP_STAGES=3 {flags}"
                 out.append((label, w12_linear._w12_kernel, w12, loop))
-                words = w12 | {"base_ptr": "*i32"}  # the bases as words, in the pipeline
-                out.append((f"{label} BASE_WORDS", w12_linear._w12_kernel, words,
-                            loop | dict(BASE_WORDS=True)))  # fmt: skip
             if res is False and m in (1, 16):
                 label = f"w12_linear M={m} SWIGLU {flags}"
                 out.append((label, w12_linear._w12_kernel, w12, esc | dict(SWIGLU=True)))

@@ -262,33 +262,6 @@ def test_w12_loop_stages_same_bits(stages: int, monkeypatch) -> None:
     close_columns(y, w12_linear_reference(x, packed), 2)
 
 
-@pytest.mark.parametrize("group,k,unroll", [(128, 1024, 4), (256, 1024, 2), (128, 768, 2)])
-def test_w12_base_words_same_bits(group: int, k: int, unroll: int) -> None:
-    """Element-wise tiles reading the group bases as 32-bit words (BASE_WORDS) sum the same
-    products in the same order as with byte loads: the same bits, on weights whose every group
-    has its own base (each group's columns scaled by its own power of two), on a row slice that
-    starts mid-weight; where K is not a multiple of 4 groups (768 at 128) the launcher reads
-    bytes (base_words_fit)."""
-    from specpilot.kernels import w12_linear as kernel
-
-    gen = torch.Generator().manual_seed(group + k + unroll)
-    n = 24
-    x = torch.randn(1, k, generator=gen).to(DEVICE, BF16)
-    w = weight_with_escapes(n, k, gen).float()
-    w *= (2.0 ** (3 * (torch.arange(k) // group) % 17 - 8))[None, :]  # a base a group
-    packed = w12.encode(w.to(BF16), group).to(DEVICE)
-    assert len(set(packed.base[1].tolist())) > 2
-    assert kernel.base_words_fit(packed) == (k % (4 * group) == 0)
-    view = packed.rows(4, n)  # base rows from a 4-row offset
-    tile = dict(BLOCK_M=1, BLOCK_N=4, UNROLL=unroll, SPLIT_K=1, USE_DOT=False, num_warps=4,
-                LOOP_STAGES=2)  # fmt: skip
-    for weight in (packed, view):
-        words = w12_linear(x, weight, config=dict(tile, BASE_WORDS=True))
-        byte = w12_linear(x, weight, config=dict(tile, BASE_WORDS=False))
-        assert torch.equal(words, byte)
-        close_columns(words, w12_linear_reference(x, weight), 2)
-
-
 @pytest.mark.parametrize("m,tile", [(1, 0), (1, 11), (3, 1), (16, 5), (16, 13), (16, 4)])
 def test_w12_swiglu_epilogue_gives_the_bits_of_the_swiglu_kernel(m: int, tile: int) -> None:
     """w12_linear(swiglu=True) of a [gate | up] W12 weight with escapes in both halves: the bits

@@ -37,7 +37,6 @@ OFF = {
     "ACC_SCALE": 0,
     "ESC_IN_LOOP": 0,
     "HALVES": 0,
-    "BASE_WORDS": 0,
     "AHEAD": 0,
     "KV_AHEAD": 0,
     "MERGE_BLOCK": 0,

@@ -127,14 +127,12 @@ ESC_IN_LOOP_TILES = True
 # runs 73-74): alone +1% W12 spec@6.55 (inside the spread); on top of ACC_SCALE and
 # ESC_IN_LOOP 942 -> 988 tok/s in one process.
 HALVES_TILES = True
-# Element-wise tiles: the group bases read as 32-bit words (4 groups a word; a block's two half
-# blocks in one word at group size 128), one load a block and row instead of a byte load a half
-# block, which the loop's pipeline (LOOP_STAGES) can carry: byte loads cannot go through
-# cp.async. Nsight Compute on the H200 (docs/LOG.md run 215, one-row down, LOOP_STAGES 3): the
-# instruction that first uses a byte base took 8.5% of the warps' stall samples, the most of any
-# (the planes' loads arrive through the pipeline; the bases were loaded in the step that uses
-# them). Needs K a multiple of 4 groups (base_words_fit), else the byte loads.
-BASE_WORDS_TILES = True
+# Tried and deleted (docs/LOG.md runs 215-216): the group bases of element-wise tiles read as
+# 32-bit words inside the loop's cp.async pipeline (BASE_WORDS), after Nsight Compute put 8.5%
+# of the one-row down's stall samples on the first use of a byte base loaded in the same step
+# (sm_90 SASS: LDG.U8 8 -> 0, LDGSTS 42 -> 48, +32 instructions). In the graph the down 22.78
+# -> 22.43 us traced, but back to back the W12 "auto" decode 3.735 -> 3.762-3.766 ms, and paired
+# end to end (every matrix in W12) AR 1.084x -> 1.062x bf16: the stalls moved, not went.
 # Tried and deleted (docs/LOG.md runs 79-80): the ACC_SCALE group bases loaded one loop step
 # ahead (BASE_AHEAD: no 16-row shape faster, W12 spec@6.55 0.937x bf16 vs 0.966x without), and
 # one-row tiles by persistent programs loading the next step's planes during this one (STREAM:
@@ -240,23 +238,17 @@ def _high_bytes(codes, H: tl.constexpr):
 
 
 @triton.jit
-def _base_scale(b, ASM: tl.constexpr):
-    """2^(2b) of group bases b, as _weight_pair takes it: bf16 bits in an int32 (ASM) or fp32."""
-    b = b.to(tl.int32)
-    if ASM:
-        return (2 * b + 127) << 7
-    else:
-        return ((2 * b + 127) << 23).to(tl.float32, bitcast=True)
-
-
-@triton.jit
 def _scale(base_rows, row_ok, col, K, GROUP: tl.constexpr, ASM: tl.constexpr, EVEN_K: tl.constexpr):
     """2^(2b) of the group of each column in `col` (any shape broadcasting with base_rows), as
     _weight_pair takes it: bf16 bits in an int32 (ASM) or fp32."""
     mask = row_ok
     if not EVEN_K:
         mask = mask & (col < K)
-    return _base_scale(tl.load(base_rows + col // GROUP, mask=mask, other=0), ASM)
+    b = tl.load(base_rows + col // GROUP, mask=mask, other=0).to(tl.int32)
+    if ASM:
+        return (2 * b + 127) << 7
+    else:
+        return ((2 * b + 127) << 23).to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -389,7 +381,6 @@ def _w12_kernel(
     SLOTS_IN: tl.constexpr = 1,
     HAND_ROWS: tl.constexpr = 1,
     LATE: tl.constexpr = False,
-    BASE_WORDS: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, LATE)  # LATE: launch.LATE_TRIGGER
@@ -494,8 +485,6 @@ def _w12_kernel(
         codes = tl.load(code_rows + kb // 8 + ri, mask=wm, other=0)
         low0 = tl.load(low_rows + kb // 4 + ri, mask=wm, other=0)
         low1 = tl.load(low_rows + kb // 4 + SLICE + ri, mask=wm, other=0)
-        if BASE_WORDS:  # (element-wise tiles) the bases as words: both halves' in one load
-            base_word = tl.load(base_rows + (kb // GROUP) // 4, mask=wm, other=0)
         if ESC_IN_LOOP:
             if k0 == k_lo:
                 first, count, esc_sum = _first_escapes(
@@ -514,9 +503,6 @@ def _w12_kernel(
                     part = tl.zeros([SPLIT_IN, BLOCK_N, BLOCK_M], dtype=tl.float32)
                 else:
                     part = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
-            elif BASE_WORDS:  # byte g % 4 of the word of group g
-                group = (kb + 4 * SLICE * h) // GROUP
-                scale_h = _base_scale((base_word >> (8 * (group % 4))) & 0xFF, ASM)
             else:
                 scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
             for p in tl.static_range(2):
@@ -690,18 +676,6 @@ def _check_weight(w: W12Weight, devices: set) -> None:
         raise ValueError(f"the W12 arrays (and x) must be on one device, got {devices}")
 
 
-def base_words_fit(w: W12Weight) -> bool:
-    """Whether the group bases can be read as 32-bit words (BASE_WORDS): whole words a row (K a
-    multiple of 4 groups) starting on 4-byte boundaries."""
-    base = w.base
-    return (
-        w.columns % (4 * w.group_size) == 0
-        and base.stride(1) == 1
-        and base.stride(0) % 4 == 0
-        and base.storage_offset() % 4 == 0
-    )
-
-
 def _escape_arrays(w: W12Weight) -> tuple[torch.Tensor, torch.Tensor]:
     """The escape table's columns and bits for a launch: an empty table is never read, so a
     tensor with storage stands in for it."""
@@ -727,9 +701,6 @@ def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
     cfg["LOOP_STAGES"] = loop_stages(cfg)
     cfg.setdefault("ESC_IN_LOOP", ESC_IN_LOOP_TILES)
     cfg.setdefault("HALVES", HALVES_TILES)
-    # a half block's bases in the word of its block's first: group size 128 or a multiple of 256
-    words_ok = not cfg["USE_DOT"] and (group_size == 4 * SLICE or group_size % BLOCK == 0)
-    cfg["BASE_WORDS"] = cfg.get("BASE_WORDS", BASE_WORDS_TILES) and words_ok
     acc_ok = cfg["USE_DOT"] and group_size % (4 * SLICE) == 0
     if not given and ACC_SCALE_TILES and acc_ok:
         cfg.setdefault("ACC_SCALE", True)  # a tile_config entry may turn it off
@@ -764,9 +735,6 @@ def w12_linear(
                                    config=config, handed=handed))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     cfg = launch_tile(cfg, weight.group_size, given=config is not None)
-    words = cfg["BASE_WORDS"] and base_words_fit(weight)
-    cfg["BASE_WORDS"] = words
-    base = weight.base.view(torch.int32) if words else weight.base
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
     if cfg["SPLIT_IN"] > 1 and k % (BLOCK * cfg["SPLIT_IN"]):
@@ -787,7 +755,7 @@ def w12_linear(
         x,
         weight.low.view(torch.int32),
         weight.codes.view(torch.int32),
-        base,
+        weight.base,
         weight.row_ptr,
         *_escape_arrays(weight),
         y,
@@ -801,7 +769,7 @@ def w12_linear(
         x.stride(0),
         weight.low.stride(0) // 4,
         weight.codes.stride(0) // 4,
-        base.stride(0),
+        weight.base.stride(0),
         y.stride(0),
         residual.stride(0) if residual is not None else 0,
         eps,
