@@ -10,5 +10,5 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD
 source "$(dirname "$0")/lib.sh"
 card
-variants "bf16" "base|;fm4|--merge-rows 4;fm8|--merge-rows 8;base2|" 200
+variants "bf16" "base|;fm|--merge-rows 4;base2|" 170
 pack; archive_only
