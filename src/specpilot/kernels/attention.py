@@ -45,7 +45,9 @@ BLOCK_KV = 64
 # (217.8 tok/s either way, docs/LOG.md run 57); 64 (verify and draft blocks too, run 103) made
 # the 16-row forward 4.80 -> 5.16 ms and the draft 1.06 -> 1.10 ms (the last program of each
 # head merges 17 slices of 64 rows alone); 8 under pdl "chain" (run 113): AR 0.956x at 1k,
-# 0.929x at 8k. bench/engine_speed.py --merge-rows N measures it.
+# 0.929x at 8k; rechecked under today's defaults (run 217, the timeline's variants, 1k): the
+# one-token forward 4.241 ms against 4.052, the attention 356.6 us a forward against 124.4 +
+# 48.4 for split + merge. bench/engine_speed.py --merge-rows N measures it.
 FUSED_MERGE_MAX_ROWS = 0
 # the fewest keys a slice takes (a multiple of BLOCK_KV). The launch has a fixed number of slices
 # (num_splits_for, from the cache's capacity, so graphs stay valid); each slice's length follows
