@@ -340,8 +340,8 @@ def next_decode(
     tokens: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor, limits: torch.Tensor
 ) -> None:
     """The pipelined AR loop's next step inputs written in place in one launch: ids [B, 1] =
-    each row's last token of tokens [B, T], positions [B, 1] + 1 held at limits [B, 1] (all
-    int64): spec/accept.next_decode_inputs (a copy, an add and a minimum)."""
+    each row's last token of tokens [B, T] (int32 or int64), positions [B, 1] + 1 held at
+    limits [B, 1] (int64): spec/accept.next_decode_inputs (a copy, an add and a minimum)."""
     batch = tokens.shape[0]
     shapes = [tuple(t.shape) for t in (ids, positions, limits)]
     if tokens.dim() != 2 or shapes != [(batch, 1)] * 3:
