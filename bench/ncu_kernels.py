@@ -6,7 +6,8 @@ Two modes:
   between torch.cuda.profiler.start() and stop(), so ncu measures only those calls.
 - `attention` (under ncu, as `run`): the split-K attention (split and merge launches) at the
   Qwen3-8B head shape over a --context-token cache, for each of --tokens query tokens (1: a
-  decode step, 16: a verify block), each call once in the profiled range.
+  decode step, 16: a verify block), each call once in the profiled range; --merge-rows N sets
+  attention.FUSED_MERGE_MAX_ROWS (the split launch merging its own slices).
 - `table CSV`: reads ncu's `--csv --page raw` output and prints, per kernel, its time, DRAM bytes
   and bandwidth, occupancy, issue activity and the largest warp stall reasons (cycles per issued
   instruction); the last line is one JSON object.
@@ -234,6 +235,12 @@ def main() -> None:
     a.add_argument("--context", type=int, default=1024)
     a.add_argument("--tokens", default="1,16")
     a.add_argument("--capacity", type=int, default=2048, help="cache slots (sets the slices)")
+    a.add_argument(
+        "--merge-rows",
+        type=int,
+        default=-1,
+        help="attention.FUSED_MERGE_MAX_ROWS for the calls (-1: the module's default)",
+    )
     t = sub.add_parser("table", help="ncu's raw CSV -> a table and a JSON line")
     t.add_argument("csv")
     src = sub.add_parser("source", help="ncu's SASS source view (CSV) -> where the stalls fall")
@@ -245,6 +252,10 @@ def main() -> None:
     elif args.mode == "run":
         run(args.shapes.split(","), [int(m) for m in args.rows.split(",")])
     elif args.mode == "attention":
+        if args.merge_rows >= 0:  # the split launch merges its slices itself up to these rows
+            from specpilot.kernels import attention
+
+            attention.FUSED_MERGE_MAX_ROWS = args.merge_rows
         run_attention(args.context, [int(t) for t in args.tokens.split(",")], args.capacity)
     elif args.mode == "source":
         source(args.csv)
