@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import tempfile
 from collections import Counter
 
-from sass_pair_layout import BIN  # bench/ is on sys.path when run as a script
+from sass_pair_layout import disassemble  # bench/ is on sys.path when run as a script
 
 from specpilot.formats.w12 import SLICE
 from specpilot.kernels import aot, w12_linear
@@ -51,14 +49,8 @@ TILES = {
 
 def loop_stats(tile: dict) -> dict:
     """The tile's compiled main loop: instructions, weights a thread a step, registers, opcodes."""
-    kernel = aot.compile_kernel(w12_linear._w12_kernel, TYPES, COMMON | tile)
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(kernel.asm["cubin"])
-        f.flush()
-        sass = subprocess.run([f"{BIN}/nvdisasm", "-c", f.name], capture_output=True, text=True)
-        usage = subprocess.run([f"{BIN}/cuobjdump", "-res-usage", f.name], capture_output=True,
-                               text=True)  # fmt: skip
-    lines = sass.stdout.splitlines()
+    sass, registers = disassemble(aot.compile_kernel(w12_linear._w12_kernel, TYPES, COMMON | tile))
+    lines = sass.splitlines()
     labels = {line.rstrip(":"): i for i, line in enumerate(lines) if line.startswith(".L_x_")}
     spans = [
         (i - labels[m.group(1)], labels[m.group(1)], i)
@@ -78,7 +70,7 @@ def loop_stats(tile: dict) -> dict:
         "loop_instructions": count,
         "weights_per_thread_step": weights,
         "instructions_per_weight": count / weights,
-        "registers": int(re.search(r"REG:(\d+)", usage.stdout).group(1)),
+        "registers": registers,
         "opcodes": dict(opcodes.most_common(6)),
     }
 

@@ -71,22 +71,28 @@ def sass_stats(adjacent: bool, num_warps: int, block_n: int = 32, rows: int = 16
     return kernel_stats(kernel)
 
 
-def kernel_stats(kernel, top: int = 10) -> dict:
-    """A compiled kernel's SASS instruction count, registers, shared memory and `top` most
-    frequent opcodes (Triton's own nvdisasm and cuobjdump)."""
+def disassemble(kernel) -> tuple[str, int]:
+    """A compiled kernel's SASS text and registers a thread (Triton's own nvdisasm and
+    cuobjdump)."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
         sass = subprocess.run([f"{BIN}/nvdisasm", "-c", f.name], capture_output=True, text=True)
         usage = subprocess.run([f"{BIN}/cuobjdump", "-res-usage", f.name], capture_output=True,
                                text=True)  # fmt: skip
+    return sass.stdout, int(re.search(r"REG:(\d+)", usage.stdout).group(1))
+
+
+def kernel_stats(kernel, top: int = 10) -> dict:
+    """A compiled kernel's SASS instruction count, registers, shared memory and `top` most
+    frequent opcodes."""
+    sass, registers = disassemble(kernel)
     opcodes = Counter(
-        m.group(2)
-        for m in re.finditer(r"/\*[0-9a-f]{4}\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_]+)", sass.stdout)
+        m.group(2) for m in re.finditer(r"/\*[0-9a-f]{4}\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_]+)", sass)
     )
     return {
         "instructions": sum(opcodes.values()),
-        "registers": int(re.search(r"REG:(\d+)", usage.stdout).group(1)),
+        "registers": registers,
         "shared_bytes": kernel.metadata.shared,
         "opcodes": dict(opcodes.most_common(top)),
     }

@@ -42,3 +42,18 @@ variants() {
         | grep -E "^(bf16|w12\S*) .* (decode|verify|draft) +[0-9]"
     unpack
 }
+# ncu_source NAME KERNEL COMMAND...: Nsight Compute's SASS source view of one launch of the kernel
+# named KERNEL (a regex's whole match) while COMMAND runs (its profiled range); the stall samples
+# per opcode and instruction (bench/ncu_kernels.py source) into $OUT/NAME-source.log, whose head
+# it prints; the raw CSV stays in $OUT, the report is removed.
+ncu_source() {
+    local name=$1 kernel=$2; shift 2
+    timeout 150 ncu --profile-from-start off --clock-control none -k "regex:^${kernel}$" \
+        --launch-count 1 --section SourceCounters --section WarpStateStats \
+        --section LaunchStats --section Occupancy -f -o "$OUT/$name" "$@" >"$OUT/$name-ncu.log" 2>&1
+    echo "$name source ncu rc=$?"
+    ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass >"$OUT/$name-sass.csv" 2>&1
+    python3 bench/ncu_kernels.py source "$OUT/$name-sass.csv" >"$OUT/$name-source.log" 2>&1
+    head -30 "$OUT/$name-source.log" | cut -c1-170
+    rm -f "$OUT/$name.ncu-rep"
+}

@@ -17,13 +17,5 @@ echo "ncu rc=$?"; tail -2 "$OUT/ncu-rows1.log"
 python3 bench/ncu_kernels.py table "$OUT/ncu-rows1.csv" >"$OUT/table.log" 2>&1
 head -14 "$OUT/table.log" | cut -c1-200
 pack
-timeout 150 ncu --profile-from-start off --clock-control none -k "regex:^_w12_kernel$" \
-    --launch-count 1 --section SourceCounters --section WarpStateStats \
-    --section LaunchStats --section Occupancy -f -o "$OUT/w12down" \
-    python3 bench/ncu_kernels.py run --shapes down --rows 1 >"$OUT/w12down-ncu.log" 2>&1
-echo "source ncu rc=$?"
-ncu -i "$OUT/w12down.ncu-rep" --page source --csv --print-source sass >"$OUT/w12down-sass.csv" 2>&1
-python3 bench/ncu_kernels.py source "$OUT/w12down-sass.csv" >"$OUT/w12down-source.log" 2>&1
-head -30 "$OUT/w12down-source.log" | cut -c1-170
-rm -f "$OUT"/*.ncu-rep
+ncu_source w12down _w12_kernel python3 bench/ncu_kernels.py run --shapes down --rows 1
 pack; archive_only

@@ -22,14 +22,6 @@ for rows in 0 4; do
     python3 bench/ncu_kernels.py table "$OUT/attn-merge$rows.csv" | head -4 | cut -c1-200
     pack
 done
-timeout 150 ncu --profile-from-start off --clock-control none -k "regex:^_split_kernel$" \
-    --launch-count 1 --section SourceCounters --section WarpStateStats \
-    --section LaunchStats --section Occupancy -f -o "$OUT/fused" \
-    python3 bench/ncu_kernels.py attention --context 1024 --tokens 1 --merge-rows 4 \
-    >"$OUT/fused-ncu.log" 2>&1
-echo "source ncu rc=$?"
-ncu -i "$OUT/fused.ncu-rep" --page source --csv --print-source sass >"$OUT/fused-sass.csv" 2>&1
-python3 bench/ncu_kernels.py source "$OUT/fused-sass.csv" >"$OUT/fused-source.log" 2>&1
-head -30 "$OUT/fused-source.log" | cut -c1-170
-rm -f "$OUT"/*.ncu-rep
+ncu_source fused _split_kernel python3 bench/ncu_kernels.py attention --context 1024 \
+    --tokens 1 --merge-rows 4
 pack; archive_only
