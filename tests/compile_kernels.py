@@ -243,9 +243,6 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
             fused_types = split_types | {"out_ptr": bf16, "count_ptr": "*i32"}
             fused = consts | dict(MERGE_ROWS=4, FENCE=True)
             out.append(("attention split+merge T=1", attention._split_kernel, fused_types, fused))
-            at_once = fused | dict(MERGE_SLICES=16)  # 16 slices' loads a step
-            out.append(("attention split+merge T=1 MERGE_SLICES=16", attention._split_kernel,
-                        fused_types, at_once))  # fmt: skip
         merge = {k: consts[k] for k in ("HEADS", "GROUP", "HEAD_DIM", "BLOCK_Q")}
         merge |= dict(NUM_SPLITS=32, SLOTS=32, SPLITS_P2=32, BLOCK_KV=attention.BLOCK_KV)
         merge |= dict(num_warps=attention.MERGE_WARPS)  # as launched (MAX_SPLITS 32, 1 warp)

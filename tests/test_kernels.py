@@ -962,18 +962,12 @@ def test_counter_buffers_grow_and_are_kept(monkeypatch) -> None:
     assert common._COUNTERS[torch.device("cpu")][0] is small
 
 
-@pytest.mark.parametrize("slices", [2, 16])
-def test_fused_merge_matches_the_merge_kernel_and_leaves_counters_zero(
-    monkeypatch, slices: int
-) -> None:
+def test_fused_merge_matches_the_merge_kernel_and_leaves_counters_zero(monkeypatch) -> None:
     """Decode attention whose last split program merges (few rows) against the same through the
-    merge kernel: the same values (the same sums, in steps of FUSED_MERGE_SLICES slices, the
-    last partly past the filled slices; one slice a step is MERGE_PROGRAM_ROWS' merge, tested
-    with it), over three launches in a row, with every counter back to zero after each."""
+    merge kernel: the same values (the same sums in the same order; the compiler may fuse
+    differently), over three launches in a row, with every counter back to zero after each."""
     from specpilot.kernels import attention
     from specpilot.kernels.common import zeroed_counters
-
-    monkeypatch.setattr(attention, "FUSED_MERGE_SLICES", slices)
 
     gen = torch.Generator().manual_seed(3)
     batch, kv_heads, heads, d, length = 3, 2, 8, 32, 400

@@ -30,7 +30,6 @@ OFF = {
     "PDL": 0,
     "PREFETCH": 0,
     "MERGE_ROWS": 0,
-    "MERGE_SLICES": 1,
     "FENCE": 0,
     "SPLIT_K": 1,
     "SPLIT_IN": 1,

@@ -47,13 +47,13 @@ BLOCK_KV = 64
 # head merges 17 slices of 64 rows alone); 8 under pdl "chain" (run 113): AR 0.956x at 1k,
 # 0.929x at 8k; rechecked under today's defaults (run 217, the timeline's variants, 1k): the
 # one-token forward 4.241 ms against 4.052, the attention 356.6 us a forward against 124.4 +
-# 48.4 for split + merge. bench/engine_speed.py --merge-rows N measures it.
+# 48.4 for split + merge. Its slices taken 16 a step, loads at once (FUSED_MERGE_SLICES, run
+# 219): worse still (attention 404.4 us a forward against 274.3 one a step and 125.2 + 48.3;
+# paired AR 0.938x): under Nsight Compute (run 218) the fused launch took 13.3 us against 5.6 +
+# 3.6, its stalls on the barrier, the fence (ERRBAR) and shared memory: one program a KV head
+# merges alone what the merge kernel spreads over 32. Deleted; settled.
+# bench/engine_speed.py --merge-rows N measures it.
 FUSED_MERGE_MAX_ROWS = 0
-# the slices the in-kernel merge combines a step, their loads issued at once (a power of two;
-# 1: slice by slice). Run 217's in-kernel merge walked them one at a time: two dependent L2
-# round trips a slice, 16 slices at 1k, which matches its ~6.4 us a layer over split + merge.
-# 16: a 1k context's slices in one step. Not measured yet (bench/h200/merge219.sh).
-FUSED_MERGE_SLICES = 16
 # the fewest keys a slice takes (a multiple of BLOCK_KV). The launch has a fixed number of slices
 # (num_splits_for, from the cache's capacity, so graphs stay valid); each slice's length follows
 # the sequence's length on the device, but not below this, so a short context fills only its
@@ -208,7 +208,6 @@ SWITCH_RULES = {
     "WIDE_MAX_SPLITS": (lambda n: n >= 0, "0 (no cap) or a positive number of slices"),
     "SLOT_PAD": (lambda n: n >= 0, "a non-negative number of slots"),
     "LATE_AHEAD": (lambda n: n in (0, 1), "0 or 1"),
-    "FUSED_MERGE_SLICES": (_power_of_two, "a power of two"),
 }  # fmt: skip
 
 
@@ -290,11 +289,10 @@ def _prefetch_slice(k_ptr, v_ptr, pos_ptr, base, b, split, T, cache_len, HEAD_DI
 @triton.jit
 def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, filled, HEADS: tl.constexpr,
                 GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, SLOTS: tl.constexpr,
-                BLOCK_Q: tl.constexpr, SLICES: tl.constexpr = 1):  # fmt: skip
+                BLOCK_Q: tl.constexpr):  # fmt: skip
     """out for query rows `rows` of (sequence, KV head) bh: the partial softmaxes of its first
-    `filled` splits combined, SLICES splits a step in order (each step's loads issued at once,
-    its slices summed as a tree), read through L2 (other programs of this launch wrote them).
-    SLICES 1: split by split, two dependent L2 round trips a slice."""
+    `filled` splits combined, split by split in order, read through L2 (other programs of this
+    launch wrote them)."""
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
@@ -302,40 +300,30 @@ def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, filled, HEADS
     d = tl.arange(0, HEAD_DIM)
     mod: tl.constexpr = ".cg"
     m_max = tl.full(rows.shape, float("-inf"), dtype=tl.float32)
-    for s in range(0, filled, SLICES):
-        slot, ok = _merge_slots(bh, s, rows, row_ok, filled, SLOTS, BLOCK_Q, SLICES)
-        m = tl.load(stats_ptr + slot * 2, mask=ok, other=float("-inf"), cache_modifier=mod)
-        m_max = tl.maximum(m_max, tl.max(m, axis=0))
+    for s in range(filled):
+        slot = (bh * SLOTS + s) * BLOCK_Q + rows
+        m = tl.load(stats_ptr + slot * 2, mask=row_ok, other=float("-inf"), cache_modifier=mod)
+        m_max = tl.maximum(m_max, m)
     m_max = tl.where(row_ok, m_max, 0.0)  # rows past the block: no NaN from -inf - -inf
     num = tl.zeros([rows.shape[0], HEAD_DIM], dtype=tl.float32)
     den = tl.zeros(rows.shape, dtype=tl.float32)
-    for s in range(0, filled, SLICES):
-        slot, ok = _merge_slots(bh, s, rows, row_ok, filled, SLOTS, BLOCK_Q, SLICES)
-        m = tl.load(stats_ptr + slot * 2, mask=ok, other=float("-inf"), cache_modifier=mod)
-        l_s = tl.load(stats_ptr + slot * 2 + 1, mask=ok, other=0.0, cache_modifier=mod)
-        w = tl.where(m == float("-inf"), 0.0, tl.exp2(m - m_max[None, :]))
+    for s in range(filled):
+        slot = (bh * SLOTS + s) * BLOCK_Q + rows
+        m = tl.load(stats_ptr + slot * 2, mask=row_ok, other=float("-inf"), cache_modifier=mod)
+        l_s = tl.load(stats_ptr + slot * 2 + 1, mask=row_ok, other=0.0, cache_modifier=mod)
+        w = tl.where(m == float("-inf"), 0.0, tl.exp2(m - m_max))
         part = tl.load(
-            part_ptr + slot[:, :, None] * HEAD_DIM + d[None, None, :],
-            mask=ok[:, :, None],
+            part_ptr + slot[:, None] * HEAD_DIM + d[None, :],
+            mask=row_ok[:, None],
             other=0.0,
             cache_modifier=mod,
         )
-        num += tl.sum(part * w[:, :, None], axis=0)
-        den += tl.sum(l_s * w, axis=0)
+        num += part * w[:, None]
+        den += l_s * w
     out = num / tl.where(row_ok, den, 1.0)[:, None]
     head = kvh * GROUP + rows % GROUP
     dst = out_ptr + (((b * T + t) * HEADS + head) * HEAD_DIM)[:, None] + d[None, :]
     tl.store(dst, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
-
-
-@triton.jit
-def _merge_slots(bh, s, rows, row_ok, filled, SLOTS: tl.constexpr, BLOCK_Q: tl.constexpr,
-                 SLICES: tl.constexpr):  # fmt: skip
-    """The partials' slots [SLICES, rows] of slices s .. s + SLICES - 1 and which hold a filled
-    slice's row."""
-    sp = s + tl.arange(0, SLICES)
-    slot = (bh * SLOTS + sp[:, None]) * BLOCK_Q + rows[None, :]
-    return slot, (sp[:, None] < filled) & row_ok[None, :]
 
 
 @triton.jit
@@ -366,7 +354,6 @@ def _split_kernel(
     count_ptr=None,
     MERGE_ROWS: tl.constexpr = 0,
     FENCE: tl.constexpr = False,
-    MERGE_SLICES: tl.constexpr = 1,
     AHEAD: tl.constexpr = 0,
     ahead0_ptr=None,
     ahead0_bytes=0,
@@ -455,7 +442,7 @@ def _split_kernel(
         if count_done(count_ptr + bh, rows, NUM_SPLITS, FENCE):
             mrows = tl.arange(0, MERGE_ROWS)
             _merge_rows(part_ptr, stats_ptr, out_ptr, bh, mrows, mrows < GROUP * T, T, filled,
-                        HEADS, GROUP, HEAD_DIM, SLOTS, BLOCK_Q, MERGE_SLICES)  # fmt: skip
+                        HEADS, GROUP, HEAD_DIM, SLOTS, BLOCK_Q)  # fmt: skip
             count_reset(count_ptr + bh)
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
@@ -652,11 +639,6 @@ def decode_attention(
         count_ptr=counters,
         MERGE_ROWS=merge_rows if fused_merge else 0,
         FENCE=fused_merge and not INTERPRETED,
-        MERGE_SLICES=min(
-            checked("FUSED_MERGE_SLICES", FUSED_MERGE_SLICES), triton.next_power_of_2(num_splits)
-        )
-        if fused_merge
-        else 1,
         **regions,
         **kv_prefetch_arguments(k_cache, v_cache),
         Q_ROWS=q_rows,
