@@ -62,7 +62,7 @@ import triton
 import triton.language as tl
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, decode
-from specpilot.kernels import launch, trace
+from specpilot.kernels import launch, trace, w12_mma
 from specpilot.kernels.common import (
     INTERPRETED,
     dot,
@@ -90,6 +90,7 @@ from specpilot.kernels.linear import (
     skinny_linear_reference,
     tile_rows,
 )
+from specpilot.kernels.w12_mma import escape_arrays
 
 MAX_ROWS = 64
 # K-split tiles: the tile's last program adds the slices (no _split_sum_kernel launch). False: on
@@ -177,6 +178,11 @@ MEASURED_TILES: dict[tuple[int, int, int], dict] = {
     (16, 28672, 4096): _WIDE_SIXTEEN_ROWS | dict(num_warps=2, num_stages=2),
     (16, 128256, 4096): _WIDE_SIXTEEN_ROWS | dict(num_warps=2, num_stages=2),
 }
+# multiplies of at most this many rows with no prologue, SwiGLU epilogue or norm hand-off (o and
+# down) go to kernels/w12_mma.py (mma.sync, ~2.7 SASS instructions a weight against the element-wise
+# tiles' 6.7-6.9) where it takes them (w12_mma.mma_usable); 0: never. Not measured yet
+# (bench/w12_mma_speed.py, bench/h200/mma220.sh).
+MMA_ROWS = 0
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)
 
@@ -676,14 +682,6 @@ def _check_weight(w: W12Weight, devices: set) -> None:
         raise ValueError(f"the W12 arrays (and x) must be on one device, got {devices}")
 
 
-def _escape_arrays(w: W12Weight) -> tuple[torch.Tensor, torch.Tensor]:
-    """The escape table's columns and bits for a launch: an empty table is never read, so a
-    tensor with storage stands in for it."""
-    if w.esc_col.numel():
-        return w.esc_col, w.esc_bits
-    return w.row_ptr, w.row_ptr.view(torch.int16)
-
-
 def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
     """A tile (tile_config's, or `given` by the caller) completed as w12_linear launches it:
     the switches' defaults (ACC_SCALE only for tile_config's tiles), LOOP_STAGES, ASM where
@@ -729,6 +727,9 @@ def w12_linear(
     _check(weight, m, x, glu)
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     check_handoff(x, n, norm_weight, glu, residual, swiglu, handoff, handed)
+    plain = norm_weight is None and not glu and not swiglu and handoff is None and handed is None
+    if plain and config is None and m <= MMA_ROWS and w12_mma.mma_usable(x, weight):
+        return w12_mma.w12_mma_linear(x, weight, residual=residual)
     cfg = dict(config or tile_config(m, n, k))
     if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(w12_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
@@ -757,7 +758,7 @@ def w12_linear(
         weight.codes.view(torch.int32),
         weight.base,
         weight.row_ptr,
-        *_escape_arrays(weight),
+        *escape_arrays(weight),
         y,
         residual if residual is not None else y,
         norm_weight if norm_weight is not None else x,
@@ -877,7 +878,7 @@ def w12_decode(weight: W12Weight, block_n: int = 16) -> torch.Tensor:
     out = torch.empty(n, k, device=weight.device, dtype=torch.bfloat16)
     _w12_decode_kernel[(triton.cdiv(n, block_n),)](
         weight.low.view(torch.int32), weight.codes.view(torch.int32), weight.base,
-        weight.row_ptr, *_escape_arrays(weight), out, n, k, weight.low.stride(0) // 4,
+        weight.row_ptr, *escape_arrays(weight), out, n, k, weight.low.stride(0) // 4,
         weight.codes.stride(0) // 4, weight.base.stride(0), out.stride(0),
         GROUP=weight.group_size, BLOCK_N=block_n, SLICE=SLICE,
     )  # fmt: skip

@@ -1,0 +1,449 @@
+"""One to eight token rows by W12 weights on mma.sync, the weights decoded straight into the
+tensor core's operand registers: y = x @ W^T (+ residual), M <= 8.
+
+Why: kernels/w12_linear.py's one-row tiles multiply element-wise and spend 6.7-6.9 instructions
+a weight (bench/sass_one_row.py), so on the H200 they are bound by issue, not by HBM (Nsight
+Compute, docs/LOG.md run 215: 61-63% issue busy at q|k|v and gate|up). Here the products are
+mma.sync.m16n8k16's: 16 weight rows (the A operand) by 8 token columns (B; rows >= M are 0), so
+a weight costs its share of one `prmt` (two weights into a bf16x2 register), of the code word's
+high bytes (~3 integer operations for 4 weights) and of one 16-byte load; no widening, no
+per-weight multiply or FMA: about 2 instructions a weight in all.
+
+Which thread holds what (PTX's fragment layout of m16n8k16 with .bf16; lane = 4 g + c): A's
+a0..a3 are rows g, g + 8 at k = 2c, 2c + 1 (a0, a1) and 2c + 8, 2c + 9 (a2, a3); B's b0, b1
+are column g at the same k; C's c0..c3 rows g, g + 8 at columns 2c, 2c + 1. The sum only needs
+every thread of one c to give its k slots the same W12 columns, for A and B alike, so k is
+permuted freely: in mma number p of a half block h (0: slices 0-3, 1: slices 4-7, formats/w12.py)
+thread c's k slots 2c, 2c + 1, 2c + 8, 2c + 9 are slices 4h .. 4h + 3 at word position 8c + p.
+Then a0 is one `prmt` of the row's low word and its code word's high bytes (the bytes of
+slices 4h, 4h + 1: a bf16x2 pair), a2 the other `prmt` (4h + 2, 4h + 3); b0 and b1 pair x at
+the same columns, each thread reading the 8 positions 8c .. 8c + 7 of a slice as 16 bytes.
+
+Exactness, as w12_linear's ACC_SCALE tiles: the decoded pair is the weights times 2^(-2b) (a
+normal bf16, exponent 1..15); x is taken times 2^X_SHIFT (exact: a power of two, |x| < 2^64);
+each half block's products are summed apart (it lies in one group: group sizes a multiple of 128)
+and that sum times 2^(2b - X_SHIFT) is added to the row's: powers of two on normal numbers, so
+only the summation order differs from multiplying by the decoded weights. Products under 2^-126
+(|x| below about 2^-64) are the exception; activations are never that small in the models we run.
+Zero and escaped weights decode to +-0; the escapes are added after the loop from the CSR table.
+
+The program: WARPS_N x WARPS_K warps; warp (wn, wk) takes TILES tiles of 16 weight rows (row
+tiles pid * WARPS_N * TILES + wn * TILES ..) over the K range wk * BLOCKS .. of whole blocks of
+256 columns; the WARPS_K ranges' sums are added in shared memory (Triton's reduction) after the
+loop. Each loop step issues the next block's loads before multiplying this one's (the planes
+and x in registers, one step ahead). Every thread's role comes from its index in the program's
+1-D tensors of 32 * warps elements, which Triton lays out one an thread in order (the GPU tests
+check the products; a different layout fails them).
+
+Inline PTX throughout (loads, prmt, mma): no interpreter; kernels/w12_linear.py stays the path
+on the CPU and for what this one does not take (a norm or SwiGLU prologue or epilogue, the norm
+hand-off, more than 8 rows, K not a multiple of 256, groups not a multiple of 128).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from specpilot.formats.w12 import BLOCK, W12Weight
+from specpilot.kernels import launch, trace
+from specpilot.kernels.common import INTERPRETED, pdl_enter, trace_mark
+
+MAX_ROWS = 8  # token rows: the mma's 8 columns
+TILE_N = tl.constexpr(16)  # weight rows of one mma
+X_SHIFT = tl.constexpr(64)
+X_SCALE = tl.constexpr(((127 + 64) << 7) * 0x10001)  # bf16x2 (2^64, 2^64)
+# default tile per (N, K): (WARPS_N, WARPS_K, TILES); others: mma_tile's rule
+TILES: dict[tuple[int, int], tuple[int, int, int]] = {}
+
+
+@triton.jit
+def _load4(addr):
+    """The 4 words at byte address addr (16-byte aligned), read once (no L1 allocation)."""
+    return tl.inline_asm_elementwise(
+        "ld.global.nc.L1::no_allocate.v4.b32 {$0, $1, $2, $3}, [$4];",
+        "=r,=r,=r,=r,l",
+        [addr],
+        dtype=(tl.int32, tl.int32, tl.int32, tl.int32),
+        is_pure=True,
+        pack=1,
+    )
+
+
+@triton.jit
+def _load4_if(addr, ok):
+    """The 4 words at byte address addr where ok != 0, else zeros."""
+    return tl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.ne.b32 p, $5, 0; mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; "
+        "mov.b32 $3, 0; @p ld.global.nc.v4.b32 {$0, $1, $2, $3}, [$4]; }",
+        "=r,=r,=r,=r,l,r",
+        [addr, ok],
+        dtype=(tl.int32, tl.int32, tl.int32, tl.int32),
+        is_pure=True,
+        pack=1,
+    )
+
+
+@triton.jit
+def _prmt(a, b, SELECT: tl.constexpr):
+    return tl.inline_asm_elementwise(
+        f"prmt.b32 $0, $1, $2, {SELECT};", "=r,r,r", [a, b], dtype=tl.int32, is_pure=True, pack=1
+    )
+
+
+@triton.jit
+def _x_pair(a, b, SELECT: tl.constexpr):
+    """Two x values (a bf16 of word a and one of word b, chosen by SELECT) as a bf16x2, times
+    2^X_SHIFT (exact)."""
+    return tl.inline_asm_elementwise(
+        f"{{ .reg .b32 t, s; prmt.b32 t, $1, $2, {SELECT}; mov.b32 s, {X_SCALE}; "
+        "mul.rn.bf16x2 $0, t, s; }",
+        "=r,r,r",
+        [a, b],
+        dtype=tl.int32,
+        is_pure=True,
+        pack=1,
+    )
+
+
+@triton.jit
+def _mma(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+    """One warp's mma.sync m16n8k16 (bf16 in, fp32 sums): c + A B, fragments as PTX lays them."""
+    return tl.inline_asm_elementwise(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, "
+        "{$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+        "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3",
+        [a0, a1, a2, a3, b0, b1, c0, c1, c2, c3],
+        dtype=(tl.float32, tl.float32, tl.float32, tl.float32),
+        is_pure=True,
+        pack=1,
+    )
+
+
+@triton.jit
+def _high(code, H: tl.constexpr):
+    """Code words -> the high bytes s << 7 | d of slices 4H .. 4H + 3 (w12_linear._high_bytes's
+    values): the nibble moved up beside itself, then bits 0-2 and 7 kept (0x87878787)."""
+    if H == 0:
+        n = code & 0x0F0F0F0F
+        return (n | (n << 4)) & -0x78787879
+    else:
+        n = code & -0x0F0F0F10  # 0xF0F0F0F0
+        return (n | (n >> 4)) & -0x78787879
+
+
+@triton.jit
+def _x_block(x_addr, t, tok_ok):
+    """x at this thread's 8 positions of each of a block's 8 slices: 8 x 4 words."""
+    a = x_addr + t.to(tl.int64) * 512  # 256 bf16 a block
+    return (
+        _load4_if(a, tok_ok) + _load4_if(a + 64, tok_ok) + _load4_if(a + 128, tok_ok)
+        + _load4_if(a + 192, tok_ok) + _load4_if(a + 256, tok_ok) + _load4_if(a + 320, tok_ok)
+        + _load4_if(a + 384, tok_ok) + _load4_if(a + 448, tok_ok)
+    )  # fmt: skip
+
+
+@triton.jit
+def _w_block(low_addr, code_addr, t):
+    """One row's planes at this thread's 8 positions of block t: low words of slices 0-3 (8),
+    of slices 4-7 (8), code words (8)."""
+    lo = low_addr + t.to(tl.int64) * 256
+    co = code_addr + t.to(tl.int64) * 128
+    return (
+        _load4(lo) + _load4(lo + 16), _load4(lo + 128) + _load4(lo + 144),
+        _load4(co) + _load4(co + 16),
+    )  # fmt: skip
+
+
+@triton.jit
+def _tile_block(acc, w0, w1, xw, base0, base1, t, GROUP: tl.constexpr):
+    """acc (c0..c3 of one row tile) plus block t's products: rows g (planes w0, bases at
+    base0) and g + 8 (w1, base1), x words xw (_x_block's)."""
+    c0, c1, c2, c3 = acc
+    for h in tl.static_range(2):
+        low0 = w0[h]
+        low1 = w1[h]
+        p0 = tl.zeros_like(c0)
+        p1 = tl.zeros_like(c0)
+        p2 = tl.zeros_like(c0)
+        p3 = tl.zeros_like(c0)
+        for p in tl.static_range(8):
+            hb0 = _high(w0[2][p], h)
+            hb1 = _high(w1[2][p], h)
+            a0 = _prmt(low0[p], hb0, 0x5140)
+            a2 = _prmt(low0[p], hb0, 0x7362)
+            a1 = _prmt(low1[p], hb1, 0x5140)
+            a3 = _prmt(low1[p], hb1, 0x7362)
+            # x: slice j's positions 8c + 2i, 8c + 2i + 1 in word 4j + i; 0x5410 pairs two
+            # words' low halves, 0x7632 their high halves
+            b0 = _x_pair(xw[16 * h + p // 2], xw[16 * h + p // 2 + 4], 0x5410 + p % 2 * 0x2222)
+            b1 = _x_pair(xw[16 * h + p // 2 + 8], xw[16 * h + p // 2 + 12], 0x5410 + p % 2 * 0x2222)
+            p0, p1, p2, p3 = _mma(a0, a1, a2, a3, b0, b1, p0, p1, p2, p3)
+        col = t * 256 + 128 * h
+        s0 = ((2 * tl.load(base0 + col // GROUP).to(tl.int32) + 127 - X_SHIFT) << 23).to(
+            tl.float32, bitcast=True
+        )
+        s1 = ((2 * tl.load(base1 + col // GROUP).to(tl.int32) + 127 - X_SHIFT) << 23).to(
+            tl.float32, bitcast=True
+        )
+        c0 += p0 * s0
+        c1 += p1 * s0
+        c2 += p2 * s1
+        c3 += p3 * s1
+    return c0, c1, c2, c3
+
+
+@triton.jit
+def _escapes(row, row_ok, tok, tok_ok, x_ptr, stride_xm, row_ptr, esc_col_ptr, esc_bits_ptr):
+    """x[tok, col] * w summed over row `row`'s escaped (col, w) (fp32; 0 where not ok)."""
+    ok = row_ok & tok_ok
+    first = tl.load(row_ptr + row, mask=ok, other=0)
+    count = tl.load(row_ptr + row + 1, mask=ok, other=0) - first
+    out = tl.zeros(row.shape, dtype=tl.float32)
+    for j in range(0, tl.max(count, axis=0)):
+        has = j < count
+        col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
+        w = tl.load(esc_bits_ptr + first + j, mask=has, other=0).to(tl.bfloat16, bitcast=True)
+        a = tl.load(x_ptr + tok * stride_xm + col, mask=has, other=0.0)
+        out += tl.where(has, a.to(tl.float32) * w.to(tl.float32), 0.0)
+    return out
+
+
+@triton.jit
+def _store(acc, row, row_ok, tok, tok_ok, x_ptr, stride_xm, row_ptr, esc_col_ptr, esc_bits_ptr,
+           y_ptr, res_ptr, stride_ym, stride_rm, RESIDUAL: tl.constexpr):  # fmt: skip
+    """y[tok, row] = acc plus the row's escapes, rounded, plus the residual (rounded again)."""
+    acc += _escapes(row, row_ok, tok, tok_ok, x_ptr, stride_xm, row_ptr, esc_col_ptr,
+                    esc_bits_ptr)  # fmt: skip
+    dtype = y_ptr.dtype.element_ty
+    out = acc.to(dtype)
+    ok = row_ok & tok_ok
+    if RESIDUAL:
+        r = tl.load(res_ptr + tok * stride_rm + row, mask=ok, other=0.0)
+        out = (out.to(tl.float32) + r.to(tl.float32)).to(dtype)
+    tl.store(y_ptr + tok * stride_ym + row, out, mask=ok)
+
+
+@triton.jit
+def _mma_kernel(
+    x_ptr,
+    x_addr,
+    low_addr,
+    code_addr,
+    base_ptr,
+    row_ptr,
+    esc_col_ptr,
+    esc_bits_ptr,
+    y_ptr,
+    res_ptr,
+    M,
+    N,
+    stride_xm,
+    stride_low,
+    stride_code,
+    stride_base,
+    stride_ym,
+    stride_rm,
+    GROUP: tl.constexpr,
+    RESIDUAL: tl.constexpr,
+    WARPS_N: tl.constexpr,
+    WARPS_K: tl.constexpr,
+    TILES: tl.constexpr,
+    BLOCKS: tl.constexpr,
+    PDL: tl.constexpr = False,
+    LATE: tl.constexpr = False,
+    SHARED: tl.constexpr = 0,  # launch.ask_shared's bytes (unused here: its own compile)
+    TRACE: tl.constexpr = 0,
+    trace_ptr=None,
+    clock_ptr=None,
+):
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, LATE)
+    THREADS: tl.constexpr = 32 * WARPS_N * WARPS_K
+    tid = tl.arange(0, THREADS)
+    lane = tid % 32
+    warp = tid // 32
+    g = lane // 4
+    c = lane % 4
+    wn = warp % WARPS_N
+    wk = warp // WARPS_N
+    tile = (tl.program_id(0) * WARPS_N + wn) * TILES  # this warp's first row tile
+    t0 = wk * BLOCKS  # and first block
+    tok_ok = (g < M).to(tl.int32)
+    # x as bytes: row g (0 where g >= M: B's column g), positions 8c .. 8c + 7 of each slice
+    x_at = x_addr + (tl.minimum(g, M - 1) * stride_xm + 8 * c).to(tl.int64) * 2
+    # the tiles' rows g and g + 8, clamped into the weight (their sums are not stored)
+    r0 = tl.minimum(tile * TILE_N + g, N - 1)
+    r1 = tl.minimum(tile * TILE_N + g + 8, N - 1)
+    r2 = tl.minimum(tile * TILE_N + TILE_N + g, N - 1)
+    r3 = tl.minimum(tile * TILE_N + TILE_N + g + 8, N - 1)
+    lo0 = low_addr + r0.to(tl.int64) * stride_low + 32 * c
+    lo1 = low_addr + r1.to(tl.int64) * stride_low + 32 * c
+    co0 = code_addr + r0.to(tl.int64) * stride_code + 32 * c
+    co1 = code_addr + r1.to(tl.int64) * stride_code + 32 * c
+    lo2 = low_addr + r2.to(tl.int64) * stride_low + 32 * c
+    lo3 = low_addr + r3.to(tl.int64) * stride_low + 32 * c
+    co2 = code_addr + r2.to(tl.int64) * stride_code + 32 * c
+    co3 = code_addr + r3.to(tl.int64) * stride_code + 32 * c
+    zero = tl.zeros([THREADS], dtype=tl.float32)
+    acc0 = (zero, zero, zero, zero)
+    acc1 = (zero, zero, zero, zero)
+    # one block ahead: its planes and x in registers while this block's are multiplied
+    xw = _x_block(x_at, t0, tok_ok)
+    w0 = _w_block(lo0, co0, t0)
+    w1 = _w_block(lo1, co1, t0)
+    if TILES > 1:
+        w2 = _w_block(lo2, co2, t0)
+        w3 = _w_block(lo3, co3, t0)
+    for i in range(BLOCKS):
+        t = t0 + i
+        nxt = t0 + tl.minimum(i + 1, BLOCKS - 1)  # the last step reads its own block again
+        xn = _x_block(x_at, nxt, tok_ok)
+        n0 = _w_block(lo0, co0, nxt)
+        n1 = _w_block(lo1, co1, nxt)
+        acc0 = _tile_block(acc0, w0, w1, xw, base_ptr + r0 * stride_base,
+                           base_ptr + r1 * stride_base, t, GROUP)  # fmt: skip
+        w0 = n0
+        w1 = n1
+        if TILES > 1:
+            n2 = _w_block(lo2, co2, nxt)
+            n3 = _w_block(lo3, co3, nxt)
+            acc1 = _tile_block(acc1, w2, w3, xw, base_ptr + r2 * stride_base,
+                               base_ptr + r3 * stride_base, t, GROUP)  # fmt: skip
+            w2 = n2
+            w3 = n3
+        xw = xn
+    # the WARPS_K ranges' sums added: [WARPS_K, WARPS_N * 32] over its first axis
+    OUT: tl.constexpr = 32 * WARPS_N
+    idx = tl.arange(0, OUT)
+    g = (idx % 32) // 4
+    c = idx % 4
+    tile = (tl.program_id(0) * WARPS_N + idx // 32) * TILES
+    tok0 = 2 * c
+    tok1 = 2 * c + 1
+    ok0 = tok0 < M
+    ok1 = tok1 < M
+    args = (x_ptr, stride_xm, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr, res_ptr, stride_ym,
+            stride_rm, RESIDUAL)  # fmt: skip
+    for r in tl.static_range(TILES):
+        acc = acc0 if r == 0 else acc1
+        s0 = tl.sum(tl.reshape(acc[0], [WARPS_K, OUT]), axis=0)
+        s1 = tl.sum(tl.reshape(acc[1], [WARPS_K, OUT]), axis=0)
+        s2 = tl.sum(tl.reshape(acc[2], [WARPS_K, OUT]), axis=0)
+        s3 = tl.sum(tl.reshape(acc[3], [WARPS_K, OUT]), axis=0)
+        row = (tile + r) * TILE_N + g
+        _store(s0, row, row < N, tok0, ok0, *args)
+        _store(s1, row, row < N, tok1, ok1, *args)
+        _store(s2, row + 8, row + 8 < N, tok0, ok0, *args)
+        _store(s3, row + 8, row + 8 < N, tok1, ok1, *args)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+
+
+def mma_tile(n: int, k: int) -> dict:
+    """(WARPS_N, WARPS_K, TILES) for an [N, K] weight: TILES by shape where measured, else one
+    row tile a warp and K split over warps until there are at least 4 warps an SM's worth
+    (~528 on the H200) of them, with whole blocks per warp."""
+    if (n, k) in TILES:
+        wn, wk, tiles = TILES[(n, k)]
+        return dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles)
+    blocks = k // BLOCK
+    tiles = -(-n // TILE_N)
+    wk = 1
+    while tiles * wk < 528 and wk * 2 <= 8 and blocks % (wk * 2) == 0:
+        wk *= 2
+    return dict(WARPS_N=max(1, 4 // wk), WARPS_K=wk, TILES=1)
+
+
+def mma_usable(x: torch.Tensor, weight: W12Weight) -> bool:
+    """Whether w12_mma_linear takes this multiply: CUDA (compiled, not interpreted), 1-8 bf16
+    rows with unit stride and 16-byte aligned rows, K a multiple of 256 and the group size of
+    128."""
+    n, k = weight.shape
+    return (
+        x.is_cuda
+        and not INTERPRETED
+        and x.dim() == 2
+        and 1 <= x.shape[0] <= MAX_ROWS
+        and x.dtype == torch.bfloat16
+        and x.stride(1) == 1
+        and (x.stride(0) * 2) % 16 == 0
+        and x.data_ptr() % 16 == 0
+        and k % BLOCK == 0
+        and x.shape[1] == k
+        and weight.group_size % 128 == 0
+        and weight.low.data_ptr() % 16 == 0
+        and weight.codes.data_ptr() % 16 == 0
+        and weight.low.stride(0) % 16 == 0
+        and weight.codes.stride(0) % 16 == 0
+    )
+
+
+def w12_mma_linear(
+    x: torch.Tensor,
+    weight: W12Weight,
+    *,
+    residual: torch.Tensor | None = None,
+    config: dict | None = None,
+) -> torch.Tensor:
+    """x [M, K] @ W^T (+ residual) -> [M, N] bf16 for M <= 8 (mma_usable's multiplies): the
+    values of w12_linear without a prologue, up to the summation order."""
+    if not mma_usable(x, weight):
+        raise ValueError(
+            f"w12_mma_linear takes CUDA bf16 x of 1-{MAX_ROWS} aligned rows, K a multiple of "
+            f"{BLOCK} and W12 groups of a multiple of 128; got x {tuple(x.shape)} {x.dtype} "
+            f"on {x.device}, weight {tuple(weight.shape)} group {weight.group_size}"
+        )
+    m = x.shape[0]
+    n, k = weight.shape
+    if residual is not None and (residual.shape != (m, n) or residual.stride(1) != 1):
+        raise ValueError(f"residual must be [{m}, {n}] with unit stride, got {residual.shape}")
+    cfg = dict(config or mma_tile(n, k))
+    wn, wk, tiles = cfg["WARPS_N"], cfg["WARPS_K"], cfg["TILES"]
+    blocks = k // BLOCK
+    if blocks % wk:
+        raise ValueError(f"WARPS_K={wk} does not divide the {blocks} blocks of K={k}")
+    if tiles not in (1, 2):
+        raise ValueError(f"TILES is 1 or 2, got {tiles}")
+    y = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    programs = triton.cdiv(n, TILE_N * tiles * wn)
+    launched = launch.multiply(x, programs, elementwise=True)
+    kernel = _mma_kernel[(programs,)](
+        x,
+        x.data_ptr(),
+        weight.low.data_ptr(),
+        weight.codes.data_ptr(),
+        weight.base,
+        weight.row_ptr,
+        *escape_arrays(weight),
+        y,
+        residual if residual is not None else y,
+        m,
+        n,
+        x.stride(0),
+        weight.low.stride(0),
+        weight.codes.stride(0),
+        weight.base.stride(0),
+        y.stride(0),
+        residual.stride(0) if residual is not None else 0,
+        GROUP=weight.group_size,
+        RESIDUAL=residual is not None,
+        WARPS_N=wn,
+        WARPS_K=wk,
+        TILES=tiles,
+        BLOCKS=blocks // wk,
+        num_warps=wn * wk,
+        num_stages=1,
+        **launched,
+        **trace.arguments(x, "w12_linear", programs, bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
+    )
+    launch.ask_shared(kernel, launched["SHARED"])
+    return y
+
+
+def escape_arrays(w: W12Weight) -> tuple[torch.Tensor, torch.Tensor]:
+    """The escape table's columns and bits for a launch: an empty table is never read, so a
+    tensor with storage stands in for it."""
+    if w.esc_col.numel():
+        return w.esc_col, w.esc_bits
+    return w.row_ptr, w.row_ptr.view(torch.int16)
