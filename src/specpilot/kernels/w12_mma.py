@@ -56,6 +56,10 @@ X_SHIFT = tl.constexpr(64)
 X_SCALE = tl.constexpr(((127 + 64) << 7) * 0x10001)  # bf16x2 (2^64, 2^64)
 # default tile per (N, K): (WARPS_N, WARPS_K, TILES); others: mma_tile's rule
 TILES: dict[tuple[int, int], tuple[int, int, int]] = {}
+# blocks each warp asks L2 for ahead of its loads (prefetch.global.L2). Run 220 had none, and
+# ptxas had sunk the next block's loads to the loop's end: each block waited its full HBM
+# latency (one row: o 11.4 us, as the element-wise tiles; the timeline's W12 decode +0.5 ms)
+AHEAD_BLOCKS = 2
 
 
 @triton.jit
@@ -81,6 +85,19 @@ def _load4_if(addr, ok):
         [addr, ok],
         dtype=(tl.int32, tl.int32, tl.int32, tl.int32),
         is_pure=True,
+        pack=1,
+    )
+
+
+@triton.jit
+def _prefetch(addr):
+    """Ask L2 for the two 128-byte lines at byte address addr (128-byte aligned): a hint."""
+    tl.inline_asm_elementwise(
+        "prefetch.global.L2 [$1]; prefetch.global.L2 [$1+128]; mov.u32 $0, 0;",
+        "=r,l",
+        [addr],
+        dtype=tl.int32,
+        is_pure=False,
         pack=1,
     )
 
@@ -251,6 +268,7 @@ def _mma_kernel(
     WARPS_K: tl.constexpr,
     TILES: tl.constexpr,
     BLOCKS: tl.constexpr,
+    LOOKAHEAD: tl.constexpr = 2,
     PDL: tl.constexpr = False,
     LATE: tl.constexpr = False,
     SHARED: tl.constexpr = 0,  # launch.ask_shared's bytes (unused here: its own compile)
@@ -289,8 +307,24 @@ def _mma_kernel(
     zero = tl.zeros([THREADS], dtype=tl.float32)
     acc0 = (zero, zero, zero, zero)
     acc1 = (zero, zero, zero, zero)
-    # one block ahead: its planes and x in registers while this block's are multiplied
-    xw = _x_block(x_at, t0, tok_ok)
+    # LOOKAHEAD blocks further on asked for in L2 (lane l < 16: the two lines of row l's low bytes
+    # of a block; lane l >= 16: row l - 16's codes, 128 bytes, and those of the block after),
+    # the next block's planes in registers while this block's are multiplied (ptxas may still
+    # issue those loads late), x read where it is used (8 KB for every warp of the SM: L1)
+    pf_rows = tl.minimum(tile * TILE_N + lane % 16, N - 1).to(tl.int64)
+    pf_low = lane < 16
+    pf_at = tl.where(pf_low, low_addr + pf_rows * stride_low, code_addr + pf_rows * stride_code)
+    pf_step = tl.where(pf_low, 256, 128)
+    if TILES > 1:
+        pf_rows2 = tl.minimum(tile * TILE_N + TILE_N + lane % 16, N - 1).to(tl.int64)
+        pf_at2 = tl.where(
+            pf_low, low_addr + pf_rows2 * stride_low, code_addr + pf_rows2 * stride_code
+        )
+    for d in tl.static_range(1, LOOKAHEAD + 1):
+        ahead = (t0 + tl.minimum(d, BLOCKS - 1)).to(tl.int64)
+        _prefetch(pf_at + ahead * pf_step)
+        if TILES > 1:
+            _prefetch(pf_at2 + ahead * pf_step)
     w0 = _w_block(lo0, co0, t0)
     w1 = _w_block(lo1, co1, t0)
     if TILES > 1:
@@ -298,10 +332,15 @@ def _mma_kernel(
         w3 = _w_block(lo3, co3, t0)
     for i in range(BLOCKS):
         t = t0 + i
+        if LOOKAHEAD > 0:
+            ahead = (t0 + tl.minimum(i + 1 + LOOKAHEAD, BLOCKS - 1)).to(tl.int64)
+            _prefetch(pf_at + ahead * pf_step)
+            if TILES > 1:
+                _prefetch(pf_at2 + ahead * pf_step)
         nxt = t0 + tl.minimum(i + 1, BLOCKS - 1)  # the last step reads its own block again
-        xn = _x_block(x_at, nxt, tok_ok)
         n0 = _w_block(lo0, co0, nxt)
         n1 = _w_block(lo1, co1, nxt)
+        xw = _x_block(x_at, t, tok_ok)
         acc0 = _tile_block(acc0, w0, w1, xw, base_ptr + r0 * stride_base,
                            base_ptr + r1 * stride_base, t, GROUP)  # fmt: skip
         w0 = n0
@@ -313,7 +352,6 @@ def _mma_kernel(
                                base_ptr + r3 * stride_base, t, GROUP)  # fmt: skip
             w2 = n2
             w3 = n3
-        xw = xn
     # the WARPS_K ranges' sums added: [WARPS_K, WARPS_N * 32] over its first axis
     OUT: tl.constexpr = 32 * WARPS_N
     idx = tl.arange(0, OUT)
@@ -341,18 +379,18 @@ def _mma_kernel(
 
 
 def mma_tile(n: int, k: int) -> dict:
-    """(WARPS_N, WARPS_K, TILES) for an [N, K] weight: TILES by shape where measured, else one
-    row tile a warp and K split over warps until there are at least 4 warps an SM's worth
+    """(WARPS_N, WARPS_K, TILES, LOOKAHEAD) for an [N, K] weight: TILES by shape where measured,
+    else one row tile a warp and K split over warps until there are at least 4 warps an SM's worth
     (~528 on the H200) of them, with whole blocks per warp."""
     if (n, k) in TILES:
         wn, wk, tiles = TILES[(n, k)]
-        return dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles)
+        return dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles, LOOKAHEAD=AHEAD_BLOCKS)
     blocks = k // BLOCK
     tiles = -(-n // TILE_N)
     wk = 1
     while tiles * wk < 528 and wk * 2 <= 8 and blocks % (wk * 2) == 0:
         wk *= 2
-    return dict(WARPS_N=max(1, 4 // wk), WARPS_K=wk, TILES=1)
+    return dict(WARPS_N=max(1, 4 // wk), WARPS_K=wk, TILES=1, LOOKAHEAD=AHEAD_BLOCKS)
 
 
 def mma_usable(x: torch.Tensor, weight: W12Weight) -> bool:
@@ -432,6 +470,7 @@ def w12_mma_linear(
         WARPS_K=wk,
         TILES=tiles,
         BLOCKS=blocks // wk,
+        LOOKAHEAD=cfg.get("AHEAD", AHEAD_BLOCKS),
         num_warps=wn * wk,
         num_stages=1,
         **launched,
