@@ -211,13 +211,13 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
                 summed = consts | dict(SUM_IN_KERNEL=True, FENCE=True)
                 types = w12 | {"count_ptr": "*i32"}
                 out.append((label + " in-kernel sum", w12_linear._w12_kernel, types, summed))
-    mma_types = {"x_ptr": bf16, "x_addr": "i64", "low_addr": "i64", "code_addr": "i64"}
+    mma_types = {"x_ptr": bf16, "xw_ptr": "*i32", "low_ptr": "*i32", "code_ptr": "*i32"}
     mma_types |= {"base_ptr": "*u8", "row_ptr": "*i32", "esc_col_ptr": "*i32"}
     mma_types |= {"esc_bits_ptr": "*i16", "y_ptr": bf16, "res_ptr": bf16}
     for n, k in ((4096, 4096), (24576, 4096), (4096, 12288)):  # o, gate|up, down: default tiles
         tile = w12_mma.mma_tile(n, k)
         consts = tile | dict(GROUP=128, RESIDUAL=True, BLOCKS=k // 256 // tile["WARPS_K"])
-        consts |= dict(num_warps=tile["WARPS_N"] * tile["WARPS_K"], num_stages=1)
+        consts |= dict(num_warps=tile["WARPS_N"] * tile["WARPS_K"])
         out.append((f"w12_mma {n}x{k} {tile}", w12_mma._mma_kernel, mma_types, consts))
     decode_types = {k: w12[k] for k in ("low_ptr", "code_ptr", "base_ptr", "row_ptr")}
     decode_types |= {"esc_col_ptr": "*i32", "esc_bits_ptr": "*i16", "out_ptr": bf16}

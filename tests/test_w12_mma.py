@@ -32,8 +32,8 @@ def test_mma_linear_matches_the_reference(m: int, residual: bool) -> None:
     x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
     res = torch.randn(m, n, generator=gen).to(DEVICE, BF16) if residual else None
     expected = w12_linear_reference(x, packed, residual=res)
-    tiles = [(1, 2, 1, 0), (4, 1, 1, 4), (2, 1, 2, 2)]  # warps along N and K, row tiles, ahead
-    for cfg in [None] + [dict(zip(("WARPS_N", "WARPS_K", "TILES", "LOOKAHEAD"), t)) for t in tiles]:
+    tiles = [(1, 2, 1, 2), (4, 1, 1, 4), (2, 1, 2, 3)]  # warps along N and K, row tiles, stages
+    for cfg in [None] + [dict(zip(("WARPS_N", "WARPS_K", "TILES", "STAGES"), t)) for t in tiles]:
         y = w12_mma_linear(x, packed, res, cfg)
         close_columns(y, expected, 2)
 
@@ -74,8 +74,8 @@ def test_mma_usable_and_its_refusals() -> None:
 
 def test_mma_tile_splits_k_over_warps_for_narrow_weights() -> None:
     """The rule: K split over warps until ~4 warps an H200 SM, whole blocks a warp."""
-    ahead = w12_mma.AHEAD_BLOCKS
-    assert w12_mma.mma_tile(4096, 4096) == dict(WARPS_N=1, WARPS_K=4, TILES=1, LOOKAHEAD=ahead)
-    assert w12_mma.mma_tile(24576, 4096) == dict(WARPS_N=4, WARPS_K=1, TILES=1, LOOKAHEAD=ahead)
+    ahead = w12_mma.STAGES
+    assert w12_mma.mma_tile(4096, 4096) == dict(WARPS_N=1, WARPS_K=4, TILES=1, STAGES=ahead)
+    assert w12_mma.mma_tile(24576, 4096) == dict(WARPS_N=4, WARPS_K=1, TILES=1, STAGES=ahead)
     assert w12_mma.mma_tile(4096, 12288)["WARPS_K"] == 4  # 48 blocks: 12 a warp
     assert w12_mma.mma_tile(4096, 256)["WARPS_K"] == 1  # one block: nothing to split

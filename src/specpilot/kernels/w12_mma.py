@@ -30,14 +30,16 @@ Zero and escaped weights decode to +-0; the escapes are added after the loop fro
 The program: WARPS_N x WARPS_K warps; warp (wn, wk) takes TILES tiles of 16 weight rows (row
 tiles pid * WARPS_N * TILES + wn * TILES ..) over the K range wk * BLOCKS .. of whole blocks of
 256 columns; the WARPS_K ranges' sums are added in shared memory (Triton's reduction) after the
-loop. Each loop step issues the next block's loads before multiplying this one's (the planes
-and x in registers, one step ahead). Every thread's role comes from its index in the program's
-1-D tensors of 32 * warps elements, which Triton lays out one an thread in order (the GPU tests
-check the products; a different layout fails them).
+loop. The loop's loads (16 bytes a thread each: 12 of the planes, 8 of x a block) are plain
+tl.loads of [threads, 4] words that Triton pipelines STAGES deep through shared memory
+(cp.async), each thread reading back its own. Every thread's role comes from its index in the
+program's 1-D tensors of 32 * warps elements, which Triton lays out one a thread in order (the
+GPU tests check the products; a different layout fails them).
 
-Inline PTX throughout (loads, prmt, mma): no interpreter; kernels/w12_linear.py stays the path
-on the CPU and for what this one does not take (a norm or SwiGLU prologue or epilogue, the norm
-hand-off, more than 8 rows, K not a multiple of 256, groups not a multiple of 128).
+Inline PTX for the decode and the products (prmt, mul.bf16x2, mma): no interpreter;
+kernels/w12_linear.py stays the path on the CPU and for what this one does not take (a norm or
+SwiGLU prologue or epilogue, the norm hand-off, more than 8 rows, K not a multiple of 256,
+groups not a multiple of 128).
 """
 
 from __future__ import annotations
@@ -56,50 +58,25 @@ X_SHIFT = tl.constexpr(64)
 X_SCALE = tl.constexpr(((127 + 64) << 7) * 0x10001)  # bf16x2 (2^64, 2^64)
 # default tile per (N, K): (WARPS_N, WARPS_K, TILES); others: mma_tile's rule
 TILES: dict[tuple[int, int], tuple[int, int, int]] = {}
-# blocks each warp asks L2 for ahead of its loads (prefetch.global.L2). Run 220 had none, and
-# ptxas had sunk the next block's loads to the loop's end: each block waited its full HBM
-# latency (one row: o 11.4 us, as the element-wise tiles; the timeline's W12 decode +0.5 ms)
-AHEAD_BLOCKS = 2
+# the loop's load stages (cp.async through shared memory). Run 220 loaded the next block into
+# registers itself (inline PTX), and ptxas sank those loads to the loop's end: every block
+# waited its full latency (one row: o 11.4 us, level with the element-wise tiles); run 221 asked
+# L2 for the blocks ahead (no change) and read x where used (slower: o 14.3 us)
+STAGES = 3
 
 
 @triton.jit
-def _load4(addr):
-    """The 4 words at byte address addr (16-byte aligned), read once (no L1 allocation)."""
-    return tl.inline_asm_elementwise(
-        "ld.global.nc.L1::no_allocate.v4.b32 {$0, $1, $2, $3}, [$4];",
-        "=r,=r,=r,=r,l",
-        [addr],
-        dtype=(tl.int32, tl.int32, tl.int32, tl.int32),
-        is_pure=True,
-        pack=1,
-    )
-
-
-@triton.jit
-def _load4_if(addr, ok):
-    """The 4 words at byte address addr where ok != 0, else zeros."""
-    return tl.inline_asm_elementwise(
-        "{ .reg .pred p; setp.ne.b32 p, $5, 0; mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; "
-        "mov.b32 $3, 0; @p ld.global.nc.v4.b32 {$0, $1, $2, $3}, [$4]; }",
-        "=r,=r,=r,=r,l,r",
-        [addr, ok],
-        dtype=(tl.int32, tl.int32, tl.int32, tl.int32),
-        is_pure=True,
-        pack=1,
-    )
-
-
-@triton.jit
-def _prefetch(addr):
-    """Ask L2 for the two 128-byte lines at byte address addr (128-byte aligned): a hint."""
-    tl.inline_asm_elementwise(
-        "prefetch.global.L2 [$1]; prefetch.global.L2 [$1+128]; mov.u32 $0, 0;",
-        "=r,l",
-        [addr],
-        dtype=tl.int32,
-        is_pure=False,
-        pack=1,
-    )
+def _words(ptrs, mask=None):
+    """The 4 consecutive int32 words at each row of ptrs [THREADS, 4] (one 16-byte load a
+    thread, pipelined by the loop) as 4 tensors [THREADS]."""
+    if mask is None:
+        v = tl.load(ptrs)
+    else:
+        v = tl.load(ptrs, mask=mask, other=0)
+    a, b = tl.split(tl.reshape(v, [v.shape[0], 2, 2]))  # words 0, 2 and 1, 3
+    a0, a1 = tl.split(a)
+    b0, b1 = tl.split(b)
+    return a0, b0, a1, b1
 
 
 @triton.jit
@@ -151,25 +128,26 @@ def _high(code, H: tl.constexpr):
 
 
 @triton.jit
-def _x_block(x_addr, t, tok_ok):
-    """x at this thread's 8 positions of each of a block's 8 slices: 8 x 4 words."""
-    a = x_addr + t.to(tl.int64) * 512  # 256 bf16 a block
+def _x_block(x_words, t, tok_ok):
+    """x at this thread's 8 positions of each of block t's 8 slices: 8 x 4 words (x_words
+    [THREADS, 4] int32 pointers at the thread's token row and positions of block 0)."""
+    a = x_words + t[:, None] * 128  # 256 bf16 a block
+    m = tok_ok[:, None]
     return (
-        _load4_if(a, tok_ok) + _load4_if(a + 64, tok_ok) + _load4_if(a + 128, tok_ok)
-        + _load4_if(a + 192, tok_ok) + _load4_if(a + 256, tok_ok) + _load4_if(a + 320, tok_ok)
-        + _load4_if(a + 384, tok_ok) + _load4_if(a + 448, tok_ok)
+        _words(a, m) + _words(a + 16, m) + _words(a + 32, m) + _words(a + 48, m)
+        + _words(a + 64, m) + _words(a + 80, m) + _words(a + 96, m) + _words(a + 112, m)
     )  # fmt: skip
 
 
 @triton.jit
-def _w_block(low_addr, code_addr, t):
+def _w_block(low_words, code_words, t):
     """One row's planes at this thread's 8 positions of block t: low words of slices 0-3 (8),
-    of slices 4-7 (8), code words (8)."""
-    lo = low_addr + t.to(tl.int64) * 256
-    co = code_addr + t.to(tl.int64) * 128
+    of slices 4-7 (8), code words (8) (int32 pointers [THREADS, 4] at block 0)."""
+    lo = low_words + t[:, None] * 64
+    co = code_words + t[:, None] * 32
     return (
-        _load4(lo) + _load4(lo + 16), _load4(lo + 128) + _load4(lo + 144),
-        _load4(co) + _load4(co + 16),
+        _words(lo) + _words(lo + 4), _words(lo + 32) + _words(lo + 36),
+        _words(co) + _words(co + 4),
     )  # fmt: skip
 
 
@@ -245,9 +223,9 @@ def _store(acc, row, row_ok, tok, tok_ok, x_ptr, stride_xm, row_ptr, esc_col_ptr
 @triton.jit
 def _mma_kernel(
     x_ptr,
-    x_addr,
-    low_addr,
-    code_addr,
+    xw_ptr,
+    low_ptr,
+    code_ptr,
     base_ptr,
     row_ptr,
     esc_col_ptr,
@@ -257,6 +235,7 @@ def _mma_kernel(
     M,
     N,
     stride_xm,
+    stride_xw,
     stride_low,
     stride_code,
     stride_base,
@@ -268,7 +247,7 @@ def _mma_kernel(
     WARPS_K: tl.constexpr,
     TILES: tl.constexpr,
     BLOCKS: tl.constexpr,
-    LOOKAHEAD: tl.constexpr = 2,
+    STAGES: tl.constexpr = 3,
     PDL: tl.constexpr = False,
     LATE: tl.constexpr = False,
     SHARED: tl.constexpr = 0,  # launch.ask_shared's bytes (unused here: its own compile)
@@ -288,70 +267,38 @@ def _mma_kernel(
     wk = warp // WARPS_N
     tile = (tl.program_id(0) * WARPS_N + wn) * TILES  # this warp's first row tile
     t0 = wk * BLOCKS  # and first block
-    tok_ok = (g < M).to(tl.int32)
-    # x as bytes: row g (0 where g >= M: B's column g), positions 8c .. 8c + 7 of each slice
-    x_at = x_addr + (tl.minimum(g, M - 1) * stride_xm + 8 * c).to(tl.int64) * 2
+    tok_ok = g < M
+    four = tl.arange(0, 4)[None, :]
+    # x as words: row g (masked where g >= M: B's column g), positions 8c .. 8c + 7 of a slice
+    x_words = xw_ptr + (tl.minimum(g, M - 1) * stride_xw + 4 * c)[:, None] + four
     # the tiles' rows g and g + 8, clamped into the weight (their sums are not stored)
     r0 = tl.minimum(tile * TILE_N + g, N - 1)
     r1 = tl.minimum(tile * TILE_N + g + 8, N - 1)
     r2 = tl.minimum(tile * TILE_N + TILE_N + g, N - 1)
     r3 = tl.minimum(tile * TILE_N + TILE_N + g + 8, N - 1)
-    lo0 = low_addr + r0.to(tl.int64) * stride_low + 32 * c
-    lo1 = low_addr + r1.to(tl.int64) * stride_low + 32 * c
-    co0 = code_addr + r0.to(tl.int64) * stride_code + 32 * c
-    co1 = code_addr + r1.to(tl.int64) * stride_code + 32 * c
-    lo2 = low_addr + r2.to(tl.int64) * stride_low + 32 * c
-    lo3 = low_addr + r3.to(tl.int64) * stride_low + 32 * c
-    co2 = code_addr + r2.to(tl.int64) * stride_code + 32 * c
-    co3 = code_addr + r3.to(tl.int64) * stride_code + 32 * c
+    lo0 = low_ptr + (r0 * stride_low + 8 * c)[:, None] + four
+    lo1 = low_ptr + (r1 * stride_low + 8 * c)[:, None] + four
+    co0 = code_ptr + (r0 * stride_code + 8 * c)[:, None] + four
+    co1 = code_ptr + (r1 * stride_code + 8 * c)[:, None] + four
+    lo2 = low_ptr + (r2 * stride_low + 8 * c)[:, None] + four
+    lo3 = low_ptr + (r3 * stride_low + 8 * c)[:, None] + four
+    co2 = code_ptr + (r2 * stride_code + 8 * c)[:, None] + four
+    co3 = code_ptr + (r3 * stride_code + 8 * c)[:, None] + four
     zero = tl.zeros([THREADS], dtype=tl.float32)
     acc0 = (zero, zero, zero, zero)
     acc1 = (zero, zero, zero, zero)
-    # LOOKAHEAD blocks further on asked for in L2 (lane l < 16: the two lines of row l's low bytes
-    # of a block; lane l >= 16: row l - 16's codes, 128 bytes, and those of the block after),
-    # the next block's planes in registers while this block's are multiplied (ptxas may still
-    # issue those loads late), x read where it is used (8 KB for every warp of the SM: L1)
-    pf_rows = tl.minimum(tile * TILE_N + lane % 16, N - 1).to(tl.int64)
-    pf_low = lane < 16
-    pf_at = tl.where(pf_low, low_addr + pf_rows * stride_low, code_addr + pf_rows * stride_code)
-    pf_step = tl.where(pf_low, 256, 128)
-    if TILES > 1:
-        pf_rows2 = tl.minimum(tile * TILE_N + TILE_N + lane % 16, N - 1).to(tl.int64)
-        pf_at2 = tl.where(
-            pf_low, low_addr + pf_rows2 * stride_low, code_addr + pf_rows2 * stride_code
-        )
-    for d in tl.static_range(1, LOOKAHEAD + 1):
-        ahead = (t0 + tl.minimum(d, BLOCKS - 1)).to(tl.int64)
-        _prefetch(pf_at + ahead * pf_step)
-        if TILES > 1:
-            _prefetch(pf_at2 + ahead * pf_step)
-    w0 = _w_block(lo0, co0, t0)
-    w1 = _w_block(lo1, co1, t0)
-    if TILES > 1:
-        w2 = _w_block(lo2, co2, t0)
-        w3 = _w_block(lo3, co3, t0)
-    for i in range(BLOCKS):
+    # the loop's loads (16 bytes a thread each) pipelined STAGES deep through shared memory
+    # (cp.async): issued STAGES - 1 blocks ahead of their use whatever ptxas schedules
+    for i in tl.range(0, BLOCKS, num_stages=STAGES):
         t = t0 + i
-        if LOOKAHEAD > 0:
-            ahead = (t0 + tl.minimum(i + 1 + LOOKAHEAD, BLOCKS - 1)).to(tl.int64)
-            _prefetch(pf_at + ahead * pf_step)
-            if TILES > 1:
-                _prefetch(pf_at2 + ahead * pf_step)
-        nxt = t0 + tl.minimum(i + 1, BLOCKS - 1)  # the last step reads its own block again
-        n0 = _w_block(lo0, co0, nxt)
-        n1 = _w_block(lo1, co1, nxt)
-        xw = _x_block(x_at, t, tok_ok)
-        acc0 = _tile_block(acc0, w0, w1, xw, base_ptr + r0 * stride_base,
-                           base_ptr + r1 * stride_base, t, GROUP)  # fmt: skip
-        w0 = n0
-        w1 = n1
+        xw = _x_block(x_words, t, tok_ok)
+        b0 = base_ptr + r0 * stride_base
+        b1 = base_ptr + r1 * stride_base
+        acc0 = _tile_block(acc0, _w_block(lo0, co0, t), _w_block(lo1, co1, t), xw, b0, b1, t, GROUP)
         if TILES > 1:
-            n2 = _w_block(lo2, co2, nxt)
-            n3 = _w_block(lo3, co3, nxt)
-            acc1 = _tile_block(acc1, w2, w3, xw, base_ptr + r2 * stride_base,
-                               base_ptr + r3 * stride_base, t, GROUP)  # fmt: skip
-            w2 = n2
-            w3 = n3
+            acc1 = _tile_block(acc1, _w_block(lo2, co2, t), _w_block(lo3, co3, t), xw,
+                               base_ptr + r2 * stride_base, base_ptr + r3 * stride_base, t,
+                               GROUP)  # fmt: skip
     # the WARPS_K ranges' sums added: [WARPS_K, WARPS_N * 32] over its first axis
     OUT: tl.constexpr = 32 * WARPS_N
     idx = tl.arange(0, OUT)
@@ -379,18 +326,18 @@ def _mma_kernel(
 
 
 def mma_tile(n: int, k: int) -> dict:
-    """(WARPS_N, WARPS_K, TILES, LOOKAHEAD) for an [N, K] weight: TILES by shape where measured,
+    """(WARPS_N, WARPS_K, TILES, STAGES) for an [N, K] weight: TILES by shape where measured,
     else one row tile a warp and K split over warps until there are at least 4 warps an SM's worth
     (~528 on the H200) of them, with whole blocks per warp."""
     if (n, k) in TILES:
         wn, wk, tiles = TILES[(n, k)]
-        return dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles, LOOKAHEAD=AHEAD_BLOCKS)
+        return dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles, STAGES=STAGES)
     blocks = k // BLOCK
     tiles = -(-n // TILE_N)
     wk = 1
     while tiles * wk < 528 and wk * 2 <= 8 and blocks % (wk * 2) == 0:
         wk *= 2
-    return dict(WARPS_N=max(1, 4 // wk), WARPS_K=wk, TILES=1, LOOKAHEAD=AHEAD_BLOCKS)
+    return dict(WARPS_N=max(1, 4 // wk), WARPS_K=wk, TILES=1, STAGES=STAGES)
 
 
 def mma_usable(x: torch.Tensor, weight: W12Weight) -> bool:
@@ -448,9 +395,9 @@ def w12_mma_linear(
     launched = launch.multiply(x, programs, elementwise=True)
     kernel = _mma_kernel[(programs,)](
         x,
-        x.data_ptr(),
-        weight.low.data_ptr(),
-        weight.codes.data_ptr(),
+        x.view(torch.int32),
+        weight.low.view(torch.int32),
+        weight.codes.view(torch.int32),
         weight.base,
         weight.row_ptr,
         *escape_arrays(weight),
@@ -459,8 +406,9 @@ def w12_mma_linear(
         m,
         n,
         x.stride(0),
-        weight.low.stride(0),
-        weight.codes.stride(0),
+        x.stride(0) // 2,
+        weight.low.stride(0) // 4,
+        weight.codes.stride(0) // 4,
         weight.base.stride(0),
         y.stride(0),
         residual.stride(0) if residual is not None else 0,
@@ -470,9 +418,8 @@ def w12_mma_linear(
         WARPS_K=wk,
         TILES=tiles,
         BLOCKS=blocks // wk,
-        LOOKAHEAD=cfg.get("AHEAD", AHEAD_BLOCKS),
+        STAGES=cfg.get("STAGES", STAGES),
         num_warps=wn * wk,
-        num_stages=1,
         **launched,
         **trace.arguments(x, "w12_linear", programs, bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
     )
