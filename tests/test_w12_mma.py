@@ -32,8 +32,10 @@ def test_mma_linear_matches_the_reference(m: int, residual: bool) -> None:
     x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
     res = torch.randn(m, n, generator=gen).to(DEVICE, BF16) if residual else None
     expected = w12_linear_reference(x, packed, residual=res)
-    tiles = [(1, 2, 1, 2), (4, 1, 1, 4), (2, 1, 2, 3)]  # warps along N and K, row tiles, stages
-    for cfg in [None] + [dict(zip(("WARPS_N", "WARPS_K", "TILES", "STAGES"), t)) for t in tiles]:
+    # warps along N and K, row tiles, stages, loads into registers (REGS)
+    tiles = [(1, 2, 1, 2, 0), (4, 1, 1, 4, 0), (2, 1, 2, 3, 0), (1, 2, 1, 1, 1), (2, 1, 2, 1, 1)]
+    keys = ("WARPS_N", "WARPS_K", "TILES", "STAGES", "REGS")
+    for cfg in [None] + [dict(zip(keys, t)) for t in tiles]:
         y = w12_mma_linear(x, packed, res, cfg)
         close_columns(y, expected, 2)
 

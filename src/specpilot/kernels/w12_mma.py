@@ -63,6 +63,8 @@ TILES: dict[tuple[int, int], tuple[int, int, int]] = {}
 # waited its full latency (one row: o 11.4 us, level with the element-wise tiles); run 221 asked
 # L2 for the blocks ahead (no change) and read x where used (slower: o 14.3 us)
 STAGES = 3
+# True: run 220's loads instead (into registers, one block ahead, inline PTX)
+REGS = False
 
 
 @triton.jit
@@ -77,6 +79,21 @@ def _words(ptrs, mask=None):
     a0, a1 = tl.split(a)
     b0, b1 = tl.split(b)
     return a0, b0, a1, b1
+
+
+@triton.jit
+def _load4(ptrs, ok):
+    """REGS: the 4 words at each of ptrs (int32 pointers, 16-byte aligned; zeros where not ok),
+    in registers (inline PTX, not pipelined by Triton)."""
+    return tl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.ne.b32 p, $5, 0; mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; "
+        "mov.b32 $3, 0; @p ld.global.nc.v4.b32 {$0, $1, $2, $3}, [$4]; }",
+        "=r,=r,=r,=r,l,r",
+        [ptrs.to(tl.int64), ok.to(tl.int32)],
+        dtype=(tl.int32, tl.int32, tl.int32, tl.int32),
+        is_pure=True,
+        pack=1,
+    )
 
 
 @triton.jit
@@ -128,27 +145,59 @@ def _high(code, H: tl.constexpr):
 
 
 @triton.jit
-def _x_block(x_words, t, tok_ok):
+def _x_block(x_words, t, tok_ok, REGS: tl.constexpr):
     """x at this thread's 8 positions of each of block t's 8 slices: 8 x 4 words (x_words
-    [THREADS, 4] int32 pointers at the thread's token row and positions of block 0)."""
-    a = x_words + t[:, None] * 128  # 256 bf16 a block
-    m = tok_ok[:, None]
-    return (
-        _words(a, m) + _words(a + 16, m) + _words(a + 32, m) + _words(a + 48, m)
-        + _words(a + 64, m) + _words(a + 80, m) + _words(a + 96, m) + _words(a + 112, m)
-    )  # fmt: skip
+    [THREADS, 4] int32 pointers at the thread's token row and positions of block 0; REGS:
+    [THREADS] pointers at the first of the 4)."""
+    if REGS:
+        a = x_words + t * 128  # 256 bf16 a block
+        out = (
+            _load4(a, tok_ok) + _load4(a + 16, tok_ok) + _load4(a + 32, tok_ok)
+            + _load4(a + 48, tok_ok) + _load4(a + 64, tok_ok) + _load4(a + 80, tok_ok)
+            + _load4(a + 96, tok_ok) + _load4(a + 112, tok_ok)
+        )  # fmt: skip
+    else:
+        a = x_words + t[:, None] * 128
+        m = tok_ok[:, None]
+        out = (
+            _words(a, m) + _words(a + 16, m) + _words(a + 32, m) + _words(a + 48, m)
+            + _words(a + 64, m) + _words(a + 80, m) + _words(a + 96, m) + _words(a + 112, m)
+        )  # fmt: skip
+    return out
 
 
 @triton.jit
-def _w_block(low_words, code_words, t):
+def _w_block(low_words, code_words, t, REGS: tl.constexpr):
     """One row's planes at this thread's 8 positions of block t: low words of slices 0-3 (8),
-    of slices 4-7 (8), code words (8) (int32 pointers [THREADS, 4] at block 0)."""
-    lo = low_words + t[:, None] * 64
-    co = code_words + t[:, None] * 32
-    return (
-        _words(lo) + _words(lo + 4), _words(lo + 32) + _words(lo + 36),
-        _words(co) + _words(co + 4),
-    )  # fmt: skip
+    of slices 4-7 (8), code words (8) (int32 pointers [THREADS, 4] at block 0; REGS: [THREADS]
+    at the first of the 4)."""
+    if REGS:
+        lo = low_words + t * 64
+        co = code_words + t * 32
+        yes = t >= 0
+        out = (
+            _load4(lo, yes) + _load4(lo + 4, yes), _load4(lo + 32, yes) + _load4(lo + 36, yes),
+            _load4(co, yes) + _load4(co + 4, yes),
+        )  # fmt: skip
+    else:
+        lo = low_words + t[:, None] * 64
+        co = code_words + t[:, None] * 32
+        out = (
+            _words(lo) + _words(lo + 4), _words(lo + 32) + _words(lo + 36),
+            _words(co) + _words(co + 4),
+        )  # fmt: skip
+    return out
+
+
+@triton.jit
+def _rows(ptr, offset, four, REGS: tl.constexpr):
+    """Pointers at each thread's `offset` words: [THREADS, 4] (the 4 words), or with REGS
+    [THREADS] (four is then zeros)."""
+    if REGS:
+        out = ptr + offset + four
+    else:
+        out = ptr + offset[:, None] + four
+    return out
 
 
 @triton.jit
@@ -248,6 +297,7 @@ def _mma_kernel(
     TILES: tl.constexpr,
     BLOCKS: tl.constexpr,
     STAGES: tl.constexpr = 3,
+    REGS: tl.constexpr = False,
     PDL: tl.constexpr = False,
     LATE: tl.constexpr = False,
     SHARED: tl.constexpr = 0,  # launch.ask_shared's bytes (unused here: its own compile)
@@ -268,37 +318,68 @@ def _mma_kernel(
     tile = (tl.program_id(0) * WARPS_N + wn) * TILES  # this warp's first row tile
     t0 = wk * BLOCKS  # and first block
     tok_ok = g < M
-    four = tl.arange(0, 4)[None, :]
+    if REGS:  # one pointer a thread: _load4 reads the 4 words from it
+        four = tl.zeros([THREADS], dtype=tl.int32)
+    else:  # [THREADS, 4]: one 16-byte tl.load a thread
+        four = tl.arange(0, 4)[None, :]
     # x as words: row g (masked where g >= M: B's column g), positions 8c .. 8c + 7 of a slice
-    x_words = xw_ptr + (tl.minimum(g, M - 1) * stride_xw + 4 * c)[:, None] + four
+    x_words = _rows(xw_ptr, tl.minimum(g, M - 1) * stride_xw + 4 * c, four, REGS)
     # the tiles' rows g and g + 8, clamped into the weight (their sums are not stored)
     r0 = tl.minimum(tile * TILE_N + g, N - 1)
     r1 = tl.minimum(tile * TILE_N + g + 8, N - 1)
     r2 = tl.minimum(tile * TILE_N + TILE_N + g, N - 1)
     r3 = tl.minimum(tile * TILE_N + TILE_N + g + 8, N - 1)
-    lo0 = low_ptr + (r0 * stride_low + 8 * c)[:, None] + four
-    lo1 = low_ptr + (r1 * stride_low + 8 * c)[:, None] + four
-    co0 = code_ptr + (r0 * stride_code + 8 * c)[:, None] + four
-    co1 = code_ptr + (r1 * stride_code + 8 * c)[:, None] + four
-    lo2 = low_ptr + (r2 * stride_low + 8 * c)[:, None] + four
-    lo3 = low_ptr + (r3 * stride_low + 8 * c)[:, None] + four
-    co2 = code_ptr + (r2 * stride_code + 8 * c)[:, None] + four
-    co3 = code_ptr + (r3 * stride_code + 8 * c)[:, None] + four
+    lo0 = _rows(low_ptr, r0 * stride_low + 8 * c, four, REGS)
+    lo1 = _rows(low_ptr, r1 * stride_low + 8 * c, four, REGS)
+    co0 = _rows(code_ptr, r0 * stride_code + 8 * c, four, REGS)
+    co1 = _rows(code_ptr, r1 * stride_code + 8 * c, four, REGS)
+    lo2 = _rows(low_ptr, r2 * stride_low + 8 * c, four, REGS)
+    lo3 = _rows(low_ptr, r3 * stride_low + 8 * c, four, REGS)
+    co2 = _rows(code_ptr, r2 * stride_code + 8 * c, four, REGS)
+    co3 = _rows(code_ptr, r3 * stride_code + 8 * c, four, REGS)
+    b0 = base_ptr + r0 * stride_base
+    b1 = base_ptr + r1 * stride_base
+    b2 = base_ptr + r2 * stride_base
+    b3 = base_ptr + r3 * stride_base
     zero = tl.zeros([THREADS], dtype=tl.float32)
     acc0 = (zero, zero, zero, zero)
     acc1 = (zero, zero, zero, zero)
-    # the loop's loads (16 bytes a thread each) pipelined STAGES deep through shared memory
-    # (cp.async): issued STAGES - 1 blocks ahead of their use whatever ptxas schedules
-    for i in tl.range(0, BLOCKS, num_stages=STAGES):
-        t = t0 + i
-        xw = _x_block(x_words, t, tok_ok)
-        b0 = base_ptr + r0 * stride_base
-        b1 = base_ptr + r1 * stride_base
-        acc0 = _tile_block(acc0, _w_block(lo0, co0, t), _w_block(lo1, co1, t), xw, b0, b1, t, GROUP)
+    if REGS:
+        # run 220's loop: the next block's planes and x loaded into registers while this
+        # block's are multiplied (ptxas sank those loads to the loop's end there)
+        xw = _x_block(x_words, t0, tok_ok, REGS)
+        w0 = _w_block(lo0, co0, t0, REGS)
+        w1 = _w_block(lo1, co1, t0, REGS)
         if TILES > 1:
-            acc1 = _tile_block(acc1, _w_block(lo2, co2, t), _w_block(lo3, co3, t), xw,
-                               base_ptr + r2 * stride_base, base_ptr + r3 * stride_base, t,
-                               GROUP)  # fmt: skip
+            w2 = _w_block(lo2, co2, t0, REGS)
+            w3 = _w_block(lo3, co3, t0, REGS)
+        for i in range(BLOCKS):
+            t = t0 + i
+            nxt = t0 + tl.minimum(i + 1, BLOCKS - 1)  # the last step reads its own block again
+            xn = _x_block(x_words, nxt, tok_ok, REGS)
+            n0 = _w_block(lo0, co0, nxt, REGS)
+            n1 = _w_block(lo1, co1, nxt, REGS)
+            acc0 = _tile_block(acc0, w0, w1, xw, b0, b1, t, GROUP)
+            w0 = n0
+            w1 = n1
+            if TILES > 1:
+                n2 = _w_block(lo2, co2, nxt, REGS)
+                n3 = _w_block(lo3, co3, nxt, REGS)
+                acc1 = _tile_block(acc1, w2, w3, xw, b2, b3, t, GROUP)
+                w2 = n2
+                w3 = n3
+            xw = xn
+    else:
+        # the loop's loads (16 bytes a thread each) pipelined STAGES deep through shared memory
+        # (cp.async): issued STAGES - 1 blocks ahead of their use whatever ptxas schedules
+        for i in tl.range(0, BLOCKS, num_stages=STAGES):
+            t = t0 + i
+            xw = _x_block(x_words, t, tok_ok, REGS)
+            w0 = _w_block(lo0, co0, t, REGS)
+            acc0 = _tile_block(acc0, w0, _w_block(lo1, co1, t, REGS), xw, b0, b1, t, GROUP)
+            if TILES > 1:
+                w2 = _w_block(lo2, co2, t, REGS)
+                acc1 = _tile_block(acc1, w2, _w_block(lo3, co3, t, REGS), xw, b2, b3, t, GROUP)
     # the WARPS_K ranges' sums added: [WARPS_K, WARPS_N * 32] over its first axis
     OUT: tl.constexpr = 32 * WARPS_N
     idx = tl.arange(0, OUT)
@@ -419,6 +500,7 @@ def w12_mma_linear(
         TILES=tiles,
         BLOCKS=blocks // wk,
         STAGES=cfg.get("STAGES", STAGES),
+        REGS=cfg.get("REGS", REGS),
         num_warps=wn * wk,
         **launched,
         **trace.arguments(x, "w12_linear", programs, bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
