@@ -26,10 +26,10 @@ from specpilot.kernels.linear import skinny_linear
 from specpilot.kernels.w12_linear import w12_linear, w12_linear_reference
 
 SWEEP = [
-    dict(WARPS_N=wn, WARPS_K=wk, TILES=1, STAGES=stages, REGS=regs)
-    for wn, wk in [(1, 4), (1, 2), (2, 2), (4, 1)]
-    for stages, regs in ((1, 1), (2, 0), (3, 0), (4, 0))
-]  # REGS 1: run 220's loads into registers (STAGES unused); else pipelined (STAGES 3 default)
+    dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles)
+    for wn, wk, tiles in [(1, 2, 1), (1, 4, 1), (1, 8, 1), (2, 2, 1), (2, 4, 1), (4, 1, 1),
+                          (2, 1, 1), (2, 1, 2), (1, 4, 2)]
+]  # fmt: skip
 
 
 def check(y: torch.Tensor, expected: torch.Tensor, what: str) -> None:
@@ -76,10 +76,7 @@ def main() -> None:
                 label = (
                     "mma"
                     if cfg is None
-                    else "mma "
-                    + "x".join(
-                        str(cfg[key]) for key in ("WARPS_N", "WARPS_K", "TILES", "STAGES", "REGS")
-                    )
+                    else "mma " + "x".join(str(cfg[key]) for key in ("WARPS_N", "WARPS_K", "TILES"))
                 )
                 try:  # a tile may not fit (shared memory): reported and skipped
                     y = w12_mma.w12_mma_linear(x, packed, config=cfg)

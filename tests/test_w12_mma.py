@@ -32,9 +32,8 @@ def test_mma_linear_matches_the_reference(m: int, residual: bool) -> None:
     x = torch.randn(m, k, generator=gen).to(DEVICE, BF16)
     res = torch.randn(m, n, generator=gen).to(DEVICE, BF16) if residual else None
     expected = w12_linear_reference(x, packed, residual=res)
-    # warps along N and K, row tiles, stages, loads into registers (REGS)
-    tiles = [(1, 2, 1, 2, 0), (4, 1, 1, 4, 0), (2, 1, 2, 3, 0), (1, 2, 1, 1, 1), (2, 1, 2, 1, 1)]
-    keys = ("WARPS_N", "WARPS_K", "TILES", "STAGES", "REGS")
+    tiles = [(1, 2, 1), (4, 1, 1), (2, 1, 2)]
+    keys = ("WARPS_N", "WARPS_K", "TILES")  # warps along N and along K, row tiles a warp
     for cfg in [None] + [dict(zip(keys, t)) for t in tiles]:
         y = w12_mma_linear(x, packed, res, cfg)
         close_columns(y, expected, 2)
@@ -76,8 +75,7 @@ def test_mma_usable_and_its_refusals() -> None:
 
 def test_mma_tile_splits_k_over_warps_for_narrow_weights() -> None:
     """The rule: K split over warps until ~4 warps an H200 SM, whole blocks a warp."""
-    ahead = w12_mma.STAGES
-    assert w12_mma.mma_tile(4096, 4096) == dict(WARPS_N=1, WARPS_K=4, TILES=1, STAGES=ahead)
-    assert w12_mma.mma_tile(24576, 4096) == dict(WARPS_N=4, WARPS_K=1, TILES=1, STAGES=ahead)
+    assert w12_mma.mma_tile(4096, 4096) == dict(WARPS_N=1, WARPS_K=4, TILES=1)  # 256 tiles
+    assert w12_mma.mma_tile(24576, 4096) == dict(WARPS_N=4, WARPS_K=1, TILES=1)  # 1536
     assert w12_mma.mma_tile(4096, 12288)["WARPS_K"] == 4  # 48 blocks: 12 a warp
     assert w12_mma.mma_tile(4096, 256)["WARPS_K"] == 1  # one block: nothing to split

@@ -65,7 +65,6 @@ OFF = {
     "TILES_M": 1,
     "DEFER": 0,
     "COMPACT": 0,
-    "REGS": 0,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

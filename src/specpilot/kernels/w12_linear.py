@@ -178,10 +178,11 @@ MEASURED_TILES: dict[tuple[int, int, int], dict] = {
     (16, 28672, 4096): _WIDE_SIXTEEN_ROWS | dict(num_warps=2, num_stages=2),
     (16, 128256, 4096): _WIDE_SIXTEEN_ROWS | dict(num_warps=2, num_stages=2),
 }
-# multiplies of at most this many rows with no prologue, SwiGLU epilogue or norm hand-off (o and
-# down) go to kernels/w12_mma.py (mma.sync, ~2.7 SASS instructions a weight against the element-wise
-# tiles' 6.7-6.9) where it takes them (w12_mma.mma_usable); 0: never. Not measured yet
-# (bench/w12_mma_speed.py, bench/h200/mma220.sh).
+# multiplies of at most this many rows with no prologue, SwiGLU epilogue or norm hand-off go to
+# kernels/w12_mma.py (mma.sync, ~2.7 SASS instructions a weight against the element-wise tiles'
+# 6.7-6.9) where it takes them (w12_mma.mma_usable); 0: never. On the H200 (docs/LOG.md runs
+# 220-223, bench/w12_mma_speed.py) one row was level standalone and slower in the graph (W12
+# "all" decode 3.74 -> 4.41 ms: q|k|v, o, down and the LM head, which take no prologue there).
 MMA_ROWS = 0
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)

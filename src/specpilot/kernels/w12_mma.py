@@ -30,11 +30,15 @@ Zero and escaped weights decode to +-0; the escapes are added after the loop fro
 The program: WARPS_N x WARPS_K warps; warp (wn, wk) takes TILES tiles of 16 weight rows (row
 tiles pid * WARPS_N * TILES + wn * TILES ..) over the K range wk * BLOCKS .. of whole blocks of
 256 columns; the WARPS_K ranges' sums are added in shared memory (Triton's reduction) after the
-loop. The loop's loads (16 bytes a thread each: 12 of the planes, 8 of x a block) are plain
-tl.loads of [threads, 4] words that Triton pipelines STAGES deep through shared memory
-(cp.async), each thread reading back its own. Every thread's role comes from its index in the
-program's 1-D tensors of 32 * warps elements, which Triton lays out one a thread in order (the
-GPU tests check the products; a different layout fails them).
+loop. Each loop step loads the next block's planes and x into registers (16 bytes a thread a
+load) while it multiplies this one's. Every thread's role comes from its index in the program's
+1-D tensors of 32 * warps elements, which Triton lays out one a thread in order (the GPU tests
+check the products; a different layout fails them).
+
+Measured (H200, docs/LOG.md runs 220-223): one row level with w12_linear's element-wise tiles
+(q|k|v 13.4 us against 14.7, o 11.2 / 11.2, gate|up 41.0 / 39.8, down 24.3 / 24.0: a step
+waits on its loads, which ptxas issues late, whatever the instruction count), four rows
+1.02-1.15x faster than the 16-row tiles; in the one-row graph (w12_linear.MMA_ROWS 1) slower.
 
 Inline PTX for the decode and the products (prmt, mul.bf16x2, mma): no interpreter;
 kernels/w12_linear.py stays the path on the CPU and for what this one does not take (a norm or
@@ -58,33 +62,11 @@ X_SHIFT = tl.constexpr(64)
 X_SCALE = tl.constexpr(((127 + 64) << 7) * 0x10001)  # bf16x2 (2^64, 2^64)
 # default tile per (N, K): (WARPS_N, WARPS_K, TILES); others: mma_tile's rule
 TILES: dict[tuple[int, int], tuple[int, int, int]] = {}
-# the loop's load stages (cp.async through shared memory). Run 220 loaded the next block into
-# registers itself (inline PTX), and ptxas sank those loads to the loop's end: every block
-# waited its full latency (one row: o 11.4 us, level with the element-wise tiles); run 221 asked
-# L2 for the blocks ahead (no change) and read x where used (slower: o 14.3 us)
-STAGES = 3
-# True: run 220's loads instead (into registers, one block ahead, inline PTX)
-REGS = False
-
-
-@triton.jit
-def _words(ptrs, mask=None):
-    """The 4 consecutive int32 words at each row of ptrs [THREADS, 4] (one 16-byte load a
-    thread, pipelined by the loop) as 4 tensors [THREADS]."""
-    if mask is None:
-        v = tl.load(ptrs)
-    else:
-        v = tl.load(ptrs, mask=mask, other=0)
-    a, b = tl.split(tl.reshape(v, [v.shape[0], 2, 2]))  # words 0, 2 and 1, 3
-    a0, a1 = tl.split(a)
-    b0, b1 = tl.split(b)
-    return a0, b0, a1, b1
 
 
 @triton.jit
 def _load4(ptrs, ok):
-    """REGS: the 4 words at each of ptrs (int32 pointers, 16-byte aligned; zeros where not ok),
-    in registers (inline PTX, not pipelined by Triton)."""
+    """The 4 words at each of ptrs (int32 pointers, 16-byte aligned; zeros where not ok)."""
     return tl.inline_asm_elementwise(
         "{ .reg .pred p; setp.ne.b32 p, $5, 0; mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; "
         "mov.b32 $3, 0; @p ld.global.nc.v4.b32 {$0, $1, $2, $3}, [$4]; }",
@@ -145,59 +127,28 @@ def _high(code, H: tl.constexpr):
 
 
 @triton.jit
-def _x_block(x_words, t, tok_ok, REGS: tl.constexpr):
-    """x at this thread's 8 positions of each of block t's 8 slices: 8 x 4 words (x_words
-    [THREADS, 4] int32 pointers at the thread's token row and positions of block 0; REGS:
-    [THREADS] pointers at the first of the 4)."""
-    if REGS:
-        a = x_words + t * 128  # 256 bf16 a block
-        out = (
-            _load4(a, tok_ok) + _load4(a + 16, tok_ok) + _load4(a + 32, tok_ok)
-            + _load4(a + 48, tok_ok) + _load4(a + 64, tok_ok) + _load4(a + 80, tok_ok)
-            + _load4(a + 96, tok_ok) + _load4(a + 112, tok_ok)
-        )  # fmt: skip
-    else:
-        a = x_words + t[:, None] * 128
-        m = tok_ok[:, None]
-        out = (
-            _words(a, m) + _words(a + 16, m) + _words(a + 32, m) + _words(a + 48, m)
-            + _words(a + 64, m) + _words(a + 80, m) + _words(a + 96, m) + _words(a + 112, m)
-        )  # fmt: skip
-    return out
+def _x_block(x_words, t, tok_ok):
+    """x at this thread's 8 positions of each of block t's 8 slices: 8 x 4 words (x_words: int32
+    pointers at the thread's token row and first position in block 0)."""
+    a = x_words + t * 128  # 256 bf16 a block
+    return (
+        _load4(a, tok_ok) + _load4(a + 16, tok_ok) + _load4(a + 32, tok_ok)
+        + _load4(a + 48, tok_ok) + _load4(a + 64, tok_ok) + _load4(a + 80, tok_ok)
+        + _load4(a + 96, tok_ok) + _load4(a + 112, tok_ok)
+    )  # fmt: skip
 
 
 @triton.jit
-def _w_block(low_words, code_words, t, REGS: tl.constexpr):
+def _w_block(low_words, code_words, t):
     """One row's planes at this thread's 8 positions of block t: low words of slices 0-3 (8),
-    of slices 4-7 (8), code words (8) (int32 pointers [THREADS, 4] at block 0; REGS: [THREADS]
-    at the first of the 4)."""
-    if REGS:
-        lo = low_words + t * 64
-        co = code_words + t * 32
-        yes = t >= 0
-        out = (
-            _load4(lo, yes) + _load4(lo + 4, yes), _load4(lo + 32, yes) + _load4(lo + 36, yes),
-            _load4(co, yes) + _load4(co + 4, yes),
-        )  # fmt: skip
-    else:
-        lo = low_words + t[:, None] * 64
-        co = code_words + t[:, None] * 32
-        out = (
-            _words(lo) + _words(lo + 4), _words(lo + 32) + _words(lo + 36),
-            _words(co) + _words(co + 4),
-        )  # fmt: skip
-    return out
-
-
-@triton.jit
-def _rows(ptr, offset, four, REGS: tl.constexpr):
-    """Pointers at each thread's `offset` words: [THREADS, 4] (the 4 words), or with REGS
-    [THREADS] (four is then zeros)."""
-    if REGS:
-        out = ptr + offset + four
-    else:
-        out = ptr + offset[:, None] + four
-    return out
+    of slices 4-7 (8), code words (8) (int32 pointers at the thread's first position, block 0)."""
+    lo = low_words + t * 64
+    co = code_words + t * 32
+    yes = t >= 0
+    return (
+        _load4(lo, yes) + _load4(lo + 4, yes), _load4(lo + 32, yes) + _load4(lo + 36, yes),
+        _load4(co, yes) + _load4(co + 4, yes),
+    )  # fmt: skip
 
 
 @triton.jit
@@ -296,8 +247,6 @@ def _mma_kernel(
     WARPS_K: tl.constexpr,
     TILES: tl.constexpr,
     BLOCKS: tl.constexpr,
-    STAGES: tl.constexpr = 3,
-    REGS: tl.constexpr = False,
     PDL: tl.constexpr = False,
     LATE: tl.constexpr = False,
     SHARED: tl.constexpr = 0,  # launch.ask_shared's bytes (unused here: its own compile)
@@ -318,25 +267,21 @@ def _mma_kernel(
     tile = (tl.program_id(0) * WARPS_N + wn) * TILES  # this warp's first row tile
     t0 = wk * BLOCKS  # and first block
     tok_ok = g < M
-    if REGS:  # one pointer a thread: _load4 reads the 4 words from it
-        four = tl.zeros([THREADS], dtype=tl.int32)
-    else:  # [THREADS, 4]: one 16-byte tl.load a thread
-        four = tl.arange(0, 4)[None, :]
-    # x as words: row g (masked where g >= M: B's column g), positions 8c .. 8c + 7 of a slice
-    x_words = _rows(xw_ptr, tl.minimum(g, M - 1) * stride_xw + 4 * c, four, REGS)
+    # x as words: row g (zeros where g >= M: B's column g), positions 8c .. 8c + 7 of a slice
+    x_words = xw_ptr + tl.minimum(g, M - 1) * stride_xw + 4 * c
     # the tiles' rows g and g + 8, clamped into the weight (their sums are not stored)
     r0 = tl.minimum(tile * TILE_N + g, N - 1)
     r1 = tl.minimum(tile * TILE_N + g + 8, N - 1)
     r2 = tl.minimum(tile * TILE_N + TILE_N + g, N - 1)
     r3 = tl.minimum(tile * TILE_N + TILE_N + g + 8, N - 1)
-    lo0 = _rows(low_ptr, r0 * stride_low + 8 * c, four, REGS)
-    lo1 = _rows(low_ptr, r1 * stride_low + 8 * c, four, REGS)
-    co0 = _rows(code_ptr, r0 * stride_code + 8 * c, four, REGS)
-    co1 = _rows(code_ptr, r1 * stride_code + 8 * c, four, REGS)
-    lo2 = _rows(low_ptr, r2 * stride_low + 8 * c, four, REGS)
-    lo3 = _rows(low_ptr, r3 * stride_low + 8 * c, four, REGS)
-    co2 = _rows(code_ptr, r2 * stride_code + 8 * c, four, REGS)
-    co3 = _rows(code_ptr, r3 * stride_code + 8 * c, four, REGS)
+    lo0 = low_ptr + r0 * stride_low + 8 * c
+    lo1 = low_ptr + r1 * stride_low + 8 * c
+    co0 = code_ptr + r0 * stride_code + 8 * c
+    co1 = code_ptr + r1 * stride_code + 8 * c
+    lo2 = low_ptr + r2 * stride_low + 8 * c
+    lo3 = low_ptr + r3 * stride_low + 8 * c
+    co2 = code_ptr + r2 * stride_code + 8 * c
+    co3 = code_ptr + r3 * stride_code + 8 * c
     b0 = base_ptr + r0 * stride_base
     b1 = base_ptr + r1 * stride_base
     b2 = base_ptr + r2 * stride_base
@@ -344,42 +289,31 @@ def _mma_kernel(
     zero = tl.zeros([THREADS], dtype=tl.float32)
     acc0 = (zero, zero, zero, zero)
     acc1 = (zero, zero, zero, zero)
-    if REGS:
-        # run 220's loop: the next block's planes and x loaded into registers while this
-        # block's are multiplied (ptxas sank those loads to the loop's end there)
-        xw = _x_block(x_words, t0, tok_ok, REGS)
-        w0 = _w_block(lo0, co0, t0, REGS)
-        w1 = _w_block(lo1, co1, t0, REGS)
+    # the next block's planes and x loaded into registers while this block's are multiplied
+    # (ptxas issues those loads late in the step, so each step still waits on them; docs/LOG.md
+    # runs 220-223 for what asking L2 ahead and Triton's cp.async pipeline did: nothing, slower)
+    xw = _x_block(x_words, t0, tok_ok)
+    w0 = _w_block(lo0, co0, t0)
+    w1 = _w_block(lo1, co1, t0)
+    if TILES > 1:
+        w2 = _w_block(lo2, co2, t0)
+        w3 = _w_block(lo3, co3, t0)
+    for i in range(BLOCKS):
+        t = t0 + i
+        nxt = t0 + tl.minimum(i + 1, BLOCKS - 1)  # the last step reads its own block again
+        xn = _x_block(x_words, nxt, tok_ok)
+        n0 = _w_block(lo0, co0, nxt)
+        n1 = _w_block(lo1, co1, nxt)
+        acc0 = _tile_block(acc0, w0, w1, xw, b0, b1, t, GROUP)
+        w0 = n0
+        w1 = n1
         if TILES > 1:
-            w2 = _w_block(lo2, co2, t0, REGS)
-            w3 = _w_block(lo3, co3, t0, REGS)
-        for i in range(BLOCKS):
-            t = t0 + i
-            nxt = t0 + tl.minimum(i + 1, BLOCKS - 1)  # the last step reads its own block again
-            xn = _x_block(x_words, nxt, tok_ok, REGS)
-            n0 = _w_block(lo0, co0, nxt, REGS)
-            n1 = _w_block(lo1, co1, nxt, REGS)
-            acc0 = _tile_block(acc0, w0, w1, xw, b0, b1, t, GROUP)
-            w0 = n0
-            w1 = n1
-            if TILES > 1:
-                n2 = _w_block(lo2, co2, nxt, REGS)
-                n3 = _w_block(lo3, co3, nxt, REGS)
-                acc1 = _tile_block(acc1, w2, w3, xw, b2, b3, t, GROUP)
-                w2 = n2
-                w3 = n3
-            xw = xn
-    else:
-        # the loop's loads (16 bytes a thread each) pipelined STAGES deep through shared memory
-        # (cp.async): issued STAGES - 1 blocks ahead of their use whatever ptxas schedules
-        for i in tl.range(0, BLOCKS, num_stages=STAGES):
-            t = t0 + i
-            xw = _x_block(x_words, t, tok_ok, REGS)
-            w0 = _w_block(lo0, co0, t, REGS)
-            acc0 = _tile_block(acc0, w0, _w_block(lo1, co1, t, REGS), xw, b0, b1, t, GROUP)
-            if TILES > 1:
-                w2 = _w_block(lo2, co2, t, REGS)
-                acc1 = _tile_block(acc1, w2, _w_block(lo3, co3, t, REGS), xw, b2, b3, t, GROUP)
+            n2 = _w_block(lo2, co2, nxt)
+            n3 = _w_block(lo3, co3, nxt)
+            acc1 = _tile_block(acc1, w2, w3, xw, b2, b3, t, GROUP)
+            w2 = n2
+            w3 = n3
+        xw = xn
     # the WARPS_K ranges' sums added: [WARPS_K, WARPS_N * 32] over its first axis
     OUT: tl.constexpr = 32 * WARPS_N
     idx = tl.arange(0, OUT)
@@ -407,18 +341,18 @@ def _mma_kernel(
 
 
 def mma_tile(n: int, k: int) -> dict:
-    """(WARPS_N, WARPS_K, TILES, STAGES) for an [N, K] weight: TILES by shape where measured,
+    """(WARPS_N, WARPS_K, TILES) for an [N, K] weight: TILES by shape where measured,
     else one row tile a warp and K split over warps until there are at least 4 warps an SM's worth
     (~528 on the H200) of them, with whole blocks per warp."""
     if (n, k) in TILES:
         wn, wk, tiles = TILES[(n, k)]
-        return dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles, STAGES=STAGES)
+        return dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles)
     blocks = k // BLOCK
     tiles = -(-n // TILE_N)
     wk = 1
     while tiles * wk < 528 and wk * 2 <= 8 and blocks % (wk * 2) == 0:
         wk *= 2
-    return dict(WARPS_N=max(1, 4 // wk), WARPS_K=wk, TILES=1, STAGES=STAGES)
+    return dict(WARPS_N=max(1, 4 // wk), WARPS_K=wk, TILES=1)
 
 
 def mma_usable(x: torch.Tensor, weight: W12Weight) -> bool:
@@ -499,8 +433,6 @@ def w12_mma_linear(
         WARPS_K=wk,
         TILES=tiles,
         BLOCKS=blocks // wk,
-        STAGES=cfg.get("STAGES", STAGES),
-        REGS=cfg.get("REGS", REGS),
         num_warps=wn * wk,
         **launched,
         **trace.arguments(x, "w12_linear", programs, bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
