@@ -79,3 +79,4 @@ def test_mma_tile_splits_k_over_warps_for_narrow_weights() -> None:
     assert w12_mma.mma_tile(24576, 4096) == dict(WARPS_N=4, WARPS_K=1, TILES=1)  # 1536
     assert w12_mma.mma_tile(4096, 12288)["WARPS_K"] == 4  # 48 blocks: 12 a warp
     assert w12_mma.mma_tile(4096, 256)["WARPS_K"] == 1  # one block: nothing to split
+    assert w12_mma.mma_tile(6144, 4096) == dict(WARPS_N=1, WARPS_K=4, TILES=1)  # measured
