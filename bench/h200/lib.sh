@@ -17,6 +17,30 @@ gpu_tests() {
         -k "$TESTS_K" >"$OUT/gpu-tests.log" 2>&1
     echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"; pack
 }
+# gpu_tests_gate FILE...: gpu_tests, then, unless its last line says passed and none failed, the
+# failures printed, everything packed and 1 returned (the caller's `|| exit 0` stops there).
+gpu_tests_gate() {
+    gpu_tests "$@"
+    local last; last=$(tail -1 "$OUT/gpu-tests.log")
+    if ! grep -q "passed" <<<"$last" || grep -q "failed" <<<"$last"; then
+        grep -E "Error|assert|FAILED" "$OUT/gpu-tests.log" | head -20 | cut -c1-250
+        pack; archive_only; return 1
+    fi
+}
+# mma_table SECONDS [OPTIONS...]: bench/w12_mma_speed.py (kernels/w12_mma.py against w12_linear
+# and bf16) within SECONDS into $OUT/mma-speed.{json,log}; prints its closing table, packs.
+mma_table() {
+    local seconds=$1; shift
+    timeout "$seconds" python3 bench/w12_mma_speed.py "$@" --out "$OUT/mma-speed.json" \
+        >"$OUT/mma-speed.log" 2>&1
+    echo "mma speed rc=$?"; sed -n '/^shape    rows/,/^{/p' "$OUT/mma-speed.log" | grep -v '^{'
+    pack
+}
+# decode_each ARMS: the per-kernel decode lines of the variants' timeline log for weight ARMS
+# (a regex, e.g. "w12:all").
+decode_each() {
+    grep -E "^$1 \S+ decode:.*each" "$OUT/timeline-variants-1024.log" | cut -c1-330
+}
 # unpack: a nested script's all.tgz (timeline.sh packs and archives its own) opened under $OUT,
 # so that the caller's next pack keeps its files.
 unpack() { (cd "$OUT" && tar xzf all.tgz && rm all.tgz); }

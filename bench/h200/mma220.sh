@@ -14,14 +14,7 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="mma" TESTS_S=200 gpu_tests tests/test_w12_mma.py
-if ! tail -1 "$OUT/gpu-tests.log" | grep -q "passed" || tail -1 "$OUT/gpu-tests.log" | grep -q "failed"; then
-    grep -E "Error|assert|FAILED" "$OUT/gpu-tests.log" | head -20 | cut -c1-250
-    pack; archive_only; exit 0
-fi
-timeout 240 python3 bench/w12_mma_speed.py --rows 1,4 --out "$OUT/mma-speed.json" \
-    >"$OUT/mma-speed.log" 2>&1
-echo "mma speed rc=$?"; grep -v "^{" "$OUT/mma-speed.log" | tail -9 | cut -c1-200
-pack
+TESTS_K="mma" TESTS_S=200 gpu_tests_gate tests/test_w12_mma.py || exit 0
+mma_table 240 --rows 1,4
 variants "w12:auto;w12:all" "base|;mma|--switch kernels.w12_linear.MMA_ROWS=1" 260
 pack; archive_only

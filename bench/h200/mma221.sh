@@ -12,17 +12,9 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="mma" TESTS_S=200 gpu_tests tests/test_w12_mma.py
-if ! tail -1 "$OUT/gpu-tests.log" | grep -q "passed" || tail -1 "$OUT/gpu-tests.log" | grep -q "failed"; then
-    grep -E "Error|assert|FAILED" "$OUT/gpu-tests.log" | head -20 | cut -c1-250
-    pack; archive_only; exit 0
-fi
-timeout 240 python3 bench/w12_mma_speed.py --rows 1 --out "$OUT/mma-speed.json" \
-    >"$OUT/mma-speed.log" 2>&1
-echo "mma speed rc=$?"; grep -v "^{" "$OUT/mma-speed.log" | tail -5 | cut -c1-200
-grep -E "^(o|down) .*(w12 |mma )" "$OUT/mma-speed.log" | sort -k4 -n | head -8
-pack
+TESTS_K="mma" TESTS_S=200 gpu_tests_gate tests/test_w12_mma.py || exit 0
+mma_table 240 --rows 1
 S="--switch kernels.w12_linear.MMA_ROWS=1"
 variants "w12:all" "base|;mma|$S;base_off|--pdl off;mma_off|--pdl off $S" 240
-grep -E "^w12:all (base|mma)\S* decode:.*each" "$OUT/timeline-variants-1024.log" | cut -c1-330
+decode_each "w12:all"
 pack; archive_only

@@ -12,12 +12,6 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="mma" TESTS_S=200 gpu_tests tests/test_w12_mma.py
-if ! tail -1 "$OUT/gpu-tests.log" | grep -q "passed" || tail -1 "$OUT/gpu-tests.log" | grep -q "failed"; then
-    grep -E "Error|assert|FAILED" "$OUT/gpu-tests.log" | head -20 | cut -c1-250
-    pack; archive_only; exit 0
-fi
-timeout 330 python3 bench/w12_mma_speed.py --rows 1,4 --out "$OUT/mma-speed.json" \
-    >"$OUT/mma-speed.log" 2>&1
-echo "mma speed rc=$?"; grep -v "^{" "$OUT/mma-speed.log" | tail -9 | cut -c1-200
-pack; archive_only
+TESTS_K="mma" TESTS_S=200 gpu_tests_gate tests/test_w12_mma.py || exit 0
+mma_table 330 --rows 1,4
+archive_only
