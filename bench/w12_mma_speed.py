@@ -26,15 +26,10 @@ from specpilot.kernels.linear import skinny_linear
 from specpilot.kernels.w12_linear import w12_linear, w12_linear_reference
 
 SWEEP = [
-    dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles, RING=0)
+    dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles)
     for wn, wk, tiles in [(1, 2, 1), (1, 4, 1), (1, 8, 1), (2, 2, 1), (2, 4, 1), (4, 1, 1),
                           (2, 1, 1), (2, 1, 2), (1, 4, 2)]
 ]  # fmt: skip
-# --grid ring: the loads through a ring in shared memory (w12_mma's RING), 1-2 rows
-RING_SWEEP = [
-    dict(WARPS_N=wn, WARPS_K=wk, TILES=1, RING=ring)
-    for wn, wk, ring in [(1, 4, 3), (1, 4, 4), (1, 2, 3), (2, 2, 3), (4, 1, 3)]
-]
 
 
 def check(y: torch.Tensor, expected: torch.Tensor, what: str) -> None:
@@ -53,7 +48,6 @@ def main() -> None:
     parser.add_argument("--rows", default="1", help="token rows, comma-separated (1-8)")
     parser.add_argument("--shapes", default="qkv,o,gate_up,down")
     parser.add_argument("--no-sweep", action="store_true", help="default mma tiles only")
-    parser.add_argument("--grid", default="all", choices=["all", "ring"], help="the sweep's tiles")
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -76,15 +70,13 @@ def main() -> None:
                 "bf16": (lambda x=x, f=next_w: skinny_linear(x, f()), bf16_bytes),
                 "w12": (lambda x=x, f=next_p: w12_linear(x, f()), w12_bytes),
             }
-            sweep = SWEEP if args.grid == "all" else RING_SWEEP
-            for cfg in [None] + ([] if args.no_sweep else sweep):
+            for cfg in [None] + ([] if args.no_sweep else SWEEP):
                 if cfg is not None and (k // w12.BLOCK) % cfg["WARPS_K"]:
                     continue
                 label = (
                     "mma"
                     if cfg is None
-                    else "mma "
-                    + "x".join(str(cfg[key]) for key in ("WARPS_N", "WARPS_K", "TILES", "RING"))
+                    else "mma " + "x".join(str(cfg[key]) for key in ("WARPS_N", "WARPS_K", "TILES"))
                 )
                 try:  # a tile may not fit (shared memory): reported and skipped
                     y = w12_mma.w12_mma_linear(x, packed, config=cfg)

@@ -8,6 +8,8 @@
 # (2) the GPU tests, if time is left.
 # Prediction: o ~8.5 us and down ~20 (register loads 11.2 / 24.3, w12_linear 11.2 / 24.0) if
 # latency a block was the bound; level if the programs' fill and drain are.
+# Ran as run 225 at commit a62d722: right (13 GPU tests passed) but 2.0-2.8x slower; RING and
+# --grid ring deleted since (docs/LOG.md).
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"

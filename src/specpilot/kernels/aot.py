@@ -65,8 +65,6 @@ OFF = {
     "TILES_M": 1,
     "DEFER": 0,
     "COMPACT": 0,
-    "RING": 0,
-    "XROWS": 1,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
 

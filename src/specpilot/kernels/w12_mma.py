@@ -39,6 +39,10 @@ Measured (H200, docs/LOG.md runs 220-223): one row level with w12_linear's eleme
 (q|k|v 13.4 us against 14.7, o 11.2 / 11.2, gate|up 41.0 / 39.8, down 24.3 / 24.0: a step
 waits on its loads, which ptxas issues late, whatever the instruction count), four rows
 1.02-1.15x faster than the 16-row tiles; in the one-row graph (w12_linear.MMA_ROWS 1) slower.
+Tried and deleted (runs 221-225): the next blocks asked for in L2 (no change), the loads as
+tl.loads that Triton pipelines through shared memory (1.7-2.4x slower), and RING, each thread's
+planes through its own slots of a cp.async ring in shared memory, inline PTX with per-thread
+commit and wait and the warp's x copied once (right, but 2.0-2.8x slower: o 19.9-25.7 us).
 
 Inline PTX for the decode and the products (prmt, mul.bf16x2, mma): no interpreter;
 kernels/w12_linear.py stays the path on the CPU and for what this one does not take (a norm or
@@ -78,98 +82,6 @@ def _load4(ptrs, ok):
         is_pure=True,
         pack=1,
     )
-
-
-@triton.jit
-def _smem(like):
-    """The shared-memory address (32-bit) of Triton's dynamic shared memory, `global_smem`."""
-    return tl.inline_asm_elementwise(
-        "mov.u32 $0, global_smem;", "=r,r", [like], dtype=tl.int32, is_pure=True, pack=1
-    )
-
-
-@triton.jit
-def _cp16(dst, src, ok):
-    """RING: an asynchronous copy of 16 bytes from global src to shared dst (zeros where not
-    ok), in the thread's current commit group."""
-    return tl.inline_asm_elementwise(
-        "{ .reg .pred p; .reg .u32 n; setp.ne.b32 p, $3, 0; selp.u32 n, 16, 0, p; "
-        "cp.async.cg.shared.global [$1], [$2], 16, n; mov.u32 $0, 0; }",
-        "=r,r,l,r",
-        [dst, src.to(tl.int64), ok.to(tl.int32)],
-        dtype=tl.int32,
-        is_pure=False,
-        pack=1,
-    )
-
-
-@triton.jit
-def _ring_step(like, WAIT: tl.constexpr):
-    """RING: close this thread's commit group, wait until at most WAIT of its groups are still in
-    flight, then a warp barrier (the warp's x copies are read by other lanes)."""
-    return tl.inline_asm_elementwise(
-        f"cp.async.commit_group; cp.async.wait_group {WAIT}; bar.warp.sync -1; mov.u32 $0, 0;",
-        "=r,r",
-        [like],
-        dtype=tl.int32,
-        is_pure=False,
-        pack=1,
-    )
-
-
-@triton.jit
-def _commit(like):
-    """RING: close this thread's commit group."""
-    return tl.inline_asm_elementwise(
-        "cp.async.commit_group; mov.u32 $0, 0;", "=r,r", [like], dtype=tl.int32, is_pure=False,
-        pack=1,
-    )  # fmt: skip
-
-
-@triton.jit
-def _lds4(addr, ok):
-    """RING: the 4 words at shared address addr (zeros where not ok), read after the waits."""
-    return tl.inline_asm_elementwise(
-        "{ .reg .pred p; setp.ne.b32 p, $5, 0; mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; "
-        "mov.b32 $3, 0; @p ld.shared.v4.b32 {$0, $1, $2, $3}, [$4]; }",
-        "=r,=r,=r,=r,r,r",
-        [addr, ok.to(tl.int32)],
-        dtype=(tl.int32, tl.int32, tl.int32, tl.int32),
-        is_pure=False,
-        pack=1,
-    )
-
-
-@triton.jit
-def _ring_issue(slot, lo0, co0, lo1, co1, t, STRIDE: tl.constexpr):
-    """RING: block t's 12 loads of this thread's two rows into its slots of one stage (slot:
-    the stage's first; the q-th load STRIDE bytes a step further)."""
-    yes = t >= 0
-    _cp16(slot, lo0 + t * 64, yes)
-    _cp16(slot + STRIDE, lo0 + t * 64 + 4, yes)
-    _cp16(slot + 2 * STRIDE, lo0 + t * 64 + 32, yes)
-    _cp16(slot + 3 * STRIDE, lo0 + t * 64 + 36, yes)
-    _cp16(slot + 4 * STRIDE, co0 + t * 32, yes)
-    _cp16(slot + 5 * STRIDE, co0 + t * 32 + 4, yes)
-    _cp16(slot + 6 * STRIDE, lo1 + t * 64, yes)
-    _cp16(slot + 7 * STRIDE, lo1 + t * 64 + 4, yes)
-    _cp16(slot + 8 * STRIDE, lo1 + t * 64 + 32, yes)
-    _cp16(slot + 9 * STRIDE, lo1 + t * 64 + 36, yes)
-    _cp16(slot + 10 * STRIDE, co1 + t * 32, yes)
-    _cp16(slot + 11 * STRIDE, co1 + t * 32 + 4, yes)
-
-
-@triton.jit
-def _ring_read(slot, STRIDE: tl.constexpr):
-    """RING: one stage's 12 loads back, as _w_block's tuples for the rows g and g + 8."""
-    yes = slot >= 0
-    a0 = _lds4(slot, yes) + _lds4(slot + STRIDE, yes)
-    a1 = _lds4(slot + 2 * STRIDE, yes) + _lds4(slot + 3 * STRIDE, yes)
-    a2 = _lds4(slot + 4 * STRIDE, yes) + _lds4(slot + 5 * STRIDE, yes)
-    b0 = _lds4(slot + 6 * STRIDE, yes) + _lds4(slot + 7 * STRIDE, yes)
-    b1 = _lds4(slot + 8 * STRIDE, yes) + _lds4(slot + 9 * STRIDE, yes)
-    b2 = _lds4(slot + 10 * STRIDE, yes) + _lds4(slot + 11 * STRIDE, yes)
-    return (a0, a1, a2), (b0, b1, b2)
 
 
 @triton.jit
@@ -341,9 +253,6 @@ def _mma_kernel(
     WARPS_K: tl.constexpr,
     TILES: tl.constexpr,
     BLOCKS: tl.constexpr,
-    RING: tl.constexpr = 0,
-    XROWS: tl.constexpr = 1,
-    ring_off=0,
     PDL: tl.constexpr = False,
     LATE: tl.constexpr = False,
     SHARED: tl.constexpr = 0,  # launch.ask_shared's bytes (unused here: its own compile)
@@ -386,64 +295,31 @@ def _mma_kernel(
     zero = tl.zeros([THREADS], dtype=tl.float32)
     acc0 = (zero, zero, zero, zero)
     acc1 = (zero, zero, zero, zero)
-    if RING > 0:
-        # each thread's planes through its own slots of a RING-block ring in shared memory
-        # (cp.async; commit and wait per thread, no barrier), RING - 1 blocks in flight; the
-        # warp's x range copied once into the warp's region, read after a warp barrier
-        STRIDE: tl.constexpr = THREADS * 16
-        ring = _smem(tid) + ring_off + tid * 16
-        xs = _smem(tid) + ring_off + RING * 12 * STRIDE + warp * (XROWS * BLOCKS * 512)
-        for r in tl.static_range(XROWS):
-            for j in tl.static_range(BLOCKS):
-                chunk = j * 32 + lane  # 16-byte pieces of the warp's range, lanes side by side
-                src = x_ptr + tl.minimum(r, M - 1) * stride_xm + t0 * 256 + chunk * 8
-                _cp16(xs + r * BLOCKS * 512 + chunk * 16, src, r < M + 0 * lane)
-        for st in tl.static_range(RING - 1):
-            _ring_issue(ring + st * 12 * STRIDE, lo0, co0, lo1, co1,
-                        t0 + tl.minimum(st, BLOCKS - 1), STRIDE)  # fmt: skip
-            _commit(tid)
-        x_rows = xs + tl.minimum(g, XROWS - 1) * BLOCKS * 512 + c * 16
-        x_ok = g < M
-        for i in range(BLOCKS):
-            ahead = i + RING - 1  # the block this step asks for (the last ones again at the end)
-            _ring_issue(ring + (ahead % RING) * 12 * STRIDE, lo0, co0, lo1, co1,
-                        t0 + tl.minimum(ahead, BLOCKS - 1) + 0 * tid, STRIDE)  # fmt: skip
-            _ring_step(tid, RING - 1)
-            w0, w1 = _ring_read(ring + (i % RING) * 12 * STRIDE, STRIDE)
-            xa = x_rows + i * 512
-            xw = (
-                _lds4(xa, x_ok) + _lds4(xa + 64, x_ok) + _lds4(xa + 128, x_ok)
-                + _lds4(xa + 192, x_ok) + _lds4(xa + 256, x_ok) + _lds4(xa + 320, x_ok)
-                + _lds4(xa + 384, x_ok) + _lds4(xa + 448, x_ok)
-            )  # fmt: skip
-            acc0 = _tile_block(acc0, w0, w1, xw, b0, b1, t0 + i, GROUP)
-        _ring_step(tid, 0)
     # the next block's planes and x loaded into registers while this block's are multiplied
     # (ptxas issues those loads late in the step, so each step still waits on them; docs/LOG.md
     # runs 220-223 for what asking L2 ahead and Triton's cp.async pipeline did: nothing, slower)
-    if RING == 0:
-        xw = _x_block(x_words, t0, tok_ok)
-        w0 = _w_block(lo0, co0, t0)
-        w1 = _w_block(lo1, co1, t0)
+    xw = _x_block(x_words, t0, tok_ok)
+    w0 = _w_block(lo0, co0, t0)
+    w1 = _w_block(lo1, co1, t0)
+    if TILES > 1:
+        w2 = _w_block(lo2, co2, t0)
+        w3 = _w_block(lo3, co3, t0)
+    for i in range(BLOCKS):
+        t = t0 + i
+        nxt = t0 + tl.minimum(i + 1, BLOCKS - 1)  # the last step reads its own block again
+        xn = _x_block(x_words, nxt, tok_ok)
+        n0 = _w_block(lo0, co0, nxt)
+        n1 = _w_block(lo1, co1, nxt)
+        acc0 = _tile_block(acc0, w0, w1, xw, b0, b1, t, GROUP)
+        w0 = n0
+        w1 = n1
         if TILES > 1:
-            w2 = _w_block(lo2, co2, t0)
-            w3 = _w_block(lo3, co3, t0)
-        for i in range(BLOCKS):
-            t = t0 + i
-            nxt = t0 + tl.minimum(i + 1, BLOCKS - 1)  # the last step reads its own block again
-            xn = _x_block(x_words, nxt, tok_ok)
-            n0 = _w_block(lo0, co0, nxt)
-            n1 = _w_block(lo1, co1, nxt)
-            acc0 = _tile_block(acc0, w0, w1, xw, b0, b1, t, GROUP)
-            w0 = n0
-            w1 = n1
-            if TILES > 1:
-                n2 = _w_block(lo2, co2, nxt)
-                n3 = _w_block(lo3, co3, nxt)
-                acc1 = _tile_block(acc1, w2, w3, xw, b2, b3, t, GROUP)
-                w2 = n2
-                w3 = n3
-            xw = xn
+            n2 = _w_block(lo2, co2, nxt)
+            n3 = _w_block(lo3, co3, nxt)
+            acc1 = _tile_block(acc1, w2, w3, xw, b2, b3, t, GROUP)
+            w2 = n2
+            w3 = n3
+        xw = xn
     # the WARPS_K ranges' sums added: [WARPS_K, WARPS_N * 32] over its first axis
     OUT: tl.constexpr = 32 * WARPS_N
     idx = tl.arange(0, OUT)
@@ -535,16 +411,10 @@ def w12_mma_linear(
         raise ValueError(f"WARPS_K={wk} does not divide the {blocks} blocks of K={k}")
     if tiles not in (1, 2):
         raise ValueError(f"TILES is 1 or 2, got {tiles}")
-    ring = cfg.get("RING", 0)
-    if ring and (ring < 2 or tiles > 1 or m > 2):
-        raise ValueError(
-            f"RING is 0 or a depth of 2 or more, with one row tile and 1-2 rows; got RING={ring}, "
-            f"TILES={tiles}, {m} rows"
-        )
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
     programs = triton.cdiv(n, TILE_N * tiles * wn)
     launched = launch.multiply(x, programs, elementwise=True)
-    args = (
+    kernel = _mma_kernel[(programs,)](
         x,
         x.view(torch.int32),
         weight.low.view(torch.int32),
@@ -563,31 +433,17 @@ def w12_mma_linear(
         weight.base.stride(0),
         y.stride(0),
         residual.stride(0) if residual is not None else 0,
-    )
-    consts = dict(
         GROUP=weight.group_size,
         RESIDUAL=residual is not None,
         WARPS_N=wn,
         WARPS_K=wk,
         TILES=tiles,
         BLOCKS=blocks // wk,
-        RING=ring,
-        XROWS=m if ring else 1,
         num_warps=wn * wk,
         **launched,
         **trace.arguments(x, "w12_linear", programs, bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
     )
-    shared = launched["SHARED"]
-    ring_off = 0
-    if ring:  # the ring and the warps' x past Triton's own shared memory: asked for at launch
-        compiled = _mma_kernel.warmup(*args, grid=(programs,), ring_off=128, **consts)
-        ring_off = -(-compiled.metadata.shared // 128) * 128
-        warps = wn * wk
-        need = ring_off + ring * 12 * 32 * warps * 16 + warps * m * (blocks // wk) * 512
-        shared = max(shared, need)
-        launch.ask_shared(compiled, shared)
-    kernel = _mma_kernel[(programs,)](*args, ring_off=ring_off, **consts)
-    launch.ask_shared(kernel, shared)
+    launch.ask_shared(kernel, launched["SHARED"])
     return y
 
 
