@@ -1,6 +1,6 @@
 """kernels/w12_mma.py against the W12 and bf16 multiplies it would replace (H200, one process).
 
-At each multiply of the target's layer (--model; 1-8 token rows, --rows), with weights read from
+At each multiply of the target's layer (--model; 1-16 token rows, --rows), with weights read from
 HBM (kernel_sweep's cycled copies) inside a CUDA graph of 20 calls (graph_time): bf16
 skinny_linear (default tiles), w12_linear (default tiles), and w12_mma_linear with its default
 tile and each tile of the sweep (WARPS_N x WARPS_K warps, TILES row tiles a warp). Every W12
@@ -45,7 +45,7 @@ def check(y: torch.Tensor, expected: torch.Tensor, what: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="qwen3-8b", choices=MODELS)
-    parser.add_argument("--rows", default="1", help="token rows, comma-separated (1-8)")
+    parser.add_argument("--rows", default="1", help="token rows, comma-separated (1-16)")
     parser.add_argument("--shapes", default="qkv,o,gate_up,down")
     parser.add_argument("--no-sweep", action="store_true", help="default mma tiles only")
     parser.add_argument("--out")
@@ -78,7 +78,7 @@ def main() -> None:
                     if cfg is None
                     else "mma " + "x".join(str(cfg[key]) for key in ("WARPS_N", "WARPS_K", "TILES"))
                 )
-                try:  # a tile may not fit (shared memory): reported and skipped
+                try:  # a tile may not fit (shared memory) or take these rows: reported, skipped
                     y = w12_mma.w12_mma_linear(x, packed, config=cfg)
                 except Exception as exc:  # noqa: BLE001
                     print(f"{name:8} {m:2} {label:14} skipped: {type(exc).__name__}")

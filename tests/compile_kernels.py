@@ -219,6 +219,8 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
         consts = tile | dict(GROUP=128, RESIDUAL=True, BLOCKS=k // 256 // tile["WARPS_K"])
         consts |= dict(num_warps=tile["WARPS_N"] * tile["WARPS_K"])
         out.append((f"w12_mma {n}x{k} {tile}", w12_mma._mma_kernel, mma_types, consts))
+        sixteen = consts | dict(GROUPS=2)  # 9-16 rows: a second mma a fragment
+        out.append((f"w12_mma {n}x{k} GROUPS=2", w12_mma._mma_kernel, mma_types, sixteen))
     decode_types = {k: w12[k] for k in ("low_ptr", "code_ptr", "base_ptr", "row_ptr")}
     decode_types |= {"esc_col_ptr": "*i32", "esc_bits_ptr": "*i16", "out_ptr": bf16}
     consts = dict(GROUP=128, BLOCK_N=16, SLICE=SLICE)

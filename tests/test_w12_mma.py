@@ -19,11 +19,12 @@ gpu = pytest.mark.skipif(not CUDA, reason="inline PTX (mma.sync): CUDA only")
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("m", [1, 2, 5, 8])
+@pytest.mark.parametrize("m", [1, 2, 5, 8, 11, 16])
 @pytest.mark.parametrize("residual", [False, True])
 def test_mma_linear_matches_the_reference(m: int, residual: bool) -> None:
-    """Rows 1-8 against decode-then-multiply: weights with escapes, zeros and a subnormal (the
-    escape table), N not a multiple of the 16-row tile, two blocks of K split over warps."""
+    """Rows 1-16 (above 8: a second mma a fragment) against decode-then-multiply: weights with
+    escapes, zeros and a subnormal (the escape table), N not a multiple of the 16-row tile, two
+    blocks of K split over warps."""
     gen = torch.Generator().manual_seed(m)
     n, k = 70, 512
     w = weight_with_escapes(n, k, gen)
@@ -34,7 +35,7 @@ def test_mma_linear_matches_the_reference(m: int, residual: bool) -> None:
     expected = w12_linear_reference(x, packed, residual=res)
     tiles = [(1, 2, 1), (4, 1, 1), (2, 1, 2)]
     keys = ("WARPS_N", "WARPS_K", "TILES")  # warps along N and along K, row tiles a warp
-    for cfg in [None] + [dict(zip(keys, t)) for t in tiles]:
+    for cfg in [None] + [dict(zip(keys, t)) for t in tiles if m <= 8 or t[2] == 1]:
         y = w12_mma_linear(x, packed, res, cfg)
         close_columns(y, expected, 2)
 
@@ -56,7 +57,7 @@ def w12_mma_linear(x, packed, res=None, cfg=None):
 
 
 def test_mma_usable_and_its_refusals() -> None:
-    """What it takes: CUDA bf16 rows 1-8 of aligned x, K a multiple of 256, groups of a multiple
+    """What it takes: CUDA bf16 rows 1-16 of aligned x, K a multiple of 256, groups of a multiple
     of 128; anything else goes to w12_linear, and a direct call says why."""
     gen = torch.Generator().manual_seed(0)
     packed = w12.encode((torch.randn(32, 256, generator=gen) * 0.05).to(BF16), 128).to(DEVICE)
@@ -64,8 +65,8 @@ def test_mma_usable_and_its_refusals() -> None:
     assert w12_mma.mma_usable(x, packed) == CUDA
     odd_k = w12.encode((torch.randn(32, 200, generator=gen) * 0.05).to(BF16), 128).to(DEVICE)
     small_group = w12.encode((torch.randn(32, 256, generator=gen) * 0.05).to(BF16), 32)
-    x9 = torch.randn(9, 256, generator=gen).to(DEVICE, BF16)
-    for xx, ww in ((x[:, :200], odd_k), (x, small_group.to(DEVICE)), (x9, packed),
+    x17 = torch.randn(17, 256, generator=gen).to(DEVICE, BF16)
+    for xx, ww in ((x[:, :200], odd_k), (x, small_group.to(DEVICE)), (x17, packed),
                    (x.float(), packed)):  # fmt: skip
         assert not w12_mma.mma_usable(xx, ww)
     if not CUDA:

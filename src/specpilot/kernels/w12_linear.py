@@ -183,6 +183,7 @@ MEASURED_TILES: dict[tuple[int, int, int], dict] = {
 # 6.7-6.9) where it takes them (w12_mma.mma_usable); 0: never. On the H200 (docs/LOG.md runs
 # 220-223, bench/w12_mma_speed.py) one row was level standalone and slower in the graph (W12
 # "all" decode 3.74 -> 4.41 ms: q|k|v, o, down and the LM head, which take no prologue there).
+# It takes up to 16 rows (verify blocks): not measured there yet (bench/h200/mma226.sh).
 MMA_ROWS = 0
 ACC_SHIFT = tl.constexpr(126)  # 2^126 * (a weight with its exponent taken down by 2b) is >= 1
 ACC_FACTOR = tl.constexpr(2.0**126)

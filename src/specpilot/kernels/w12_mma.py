@@ -1,13 +1,14 @@
-"""One to eight token rows by W12 weights on mma.sync, the weights decoded straight into the
-tensor core's operand registers: y = x @ W^T (+ residual), M <= 8.
+"""One to sixteen token rows by W12 weights on mma.sync, the weights decoded straight into the
+tensor core's operand registers: y = x @ W^T (+ residual), M <= 16 (above 8 rows, GROUPS 2: a
+second mma a fragment on the same decoded weights for tokens 8-15).
 
 Why: kernels/w12_linear.py's one-row tiles multiply element-wise and spend 6.7-6.9 instructions
-a weight (bench/sass_one_row.py), so on the H200 they are bound by issue, not by HBM (Nsight
-Compute, docs/LOG.md run 215: 61-63% issue busy at q|k|v and gate|up). Here the products are
-mma.sync.m16n8k16's: 16 weight rows (the A operand) by 8 token columns (B; rows >= M are 0), so
-a weight costs its share of one `prmt` (two weights into a bf16x2 register), of the code word's
-high bytes (~3 integer operations for 4 weights) and of one 16-byte load; no widening, no
-per-weight multiply or FMA: about 2 instructions a weight in all.
+a weight (bench/sass_one_row.py; Nsight Compute, docs/LOG.md run 215: 61-63% issue busy at
+q|k|v and gate|up). Here the products are mma.sync.m16n8k16's: 16 weight rows (the A operand) by
+8 token columns (B; rows >= M are 0), so a weight costs its share of one `prmt` (two weights into
+a bf16x2 register), of the code word's high bytes (~3 integer operations for 4 weights) and of
+one 16-byte load; no widening, no per-weight multiply or FMA: ~2.7 SASS instructions a weight.
+That the one-row multiplies were bound by issue was the hypothesis; they were not (below).
 
 Which thread holds what (PTX's fragment layout of m16n8k16 with .bf16; lane = 4 g + c): A's
 a0..a3 are rows g, g + 8 at k = 2c, 2c + 1 (a0, a1) and 2c + 8, 2c + 9 (a2, a3); B's b0, b1
@@ -46,7 +47,7 @@ commit and wait and the warp's x copied once (right, but 2.0-2.8x slower: o 19.9
 
 Inline PTX for the decode and the products (prmt, mul.bf16x2, mma): no interpreter;
 kernels/w12_linear.py stays the path on the CPU and for what this one does not take (a norm or
-SwiGLU prologue or epilogue, the norm hand-off, more than 8 rows, K not a multiple of 256,
+SwiGLU prologue or epilogue, the norm hand-off, more than 16 rows, K not a multiple of 256,
 groups not a multiple of 128).
 """
 
@@ -60,7 +61,7 @@ from specpilot.formats.w12 import BLOCK, W12Weight
 from specpilot.kernels import launch, trace
 from specpilot.kernels.common import INTERPRETED, pdl_enter, trace_mark
 
-MAX_ROWS = 8  # token rows: the mma's 8 columns
+MAX_ROWS = 16  # token rows: the mma's 8 columns, twice (GROUPS 2) above 8
 TILE_N = tl.constexpr(16)  # weight rows of one mma
 X_SHIFT = tl.constexpr(64)
 X_SCALE = tl.constexpr(((127 + 64) << 7) * 0x10001)  # bf16x2 (2^64, 2^64)
@@ -158,10 +159,14 @@ def _w_block(low_words, code_words, t):
 
 
 @triton.jit
-def _tile_block(acc, w0, w1, xw, base0, base1, t, GROUP: tl.constexpr):
-    """acc (c0..c3 of one row tile) plus block t's products: rows g (planes w0, bases at
-    base0) and g + 8 (w1, base1), x words xw (_x_block's)."""
-    c0, c1, c2, c3 = acc
+def _tile_block(acc, w0, w1, xw, xw2, base0, base1, t, GROUP: tl.constexpr,
+                GROUPS: tl.constexpr):  # fmt: skip
+    """acc (c0..c3 of one row tile, and c4..c7 with GROUPS 2) plus block t's products: rows g
+    (planes w0, bases at base0) and g + 8 (w1, base1), x words xw (_x_block's: tokens 0-7) and
+    xw2 (tokens 8-15, GROUPS 2: a second mma on the same decoded weights)."""
+    c0, c1, c2, c3 = acc[0], acc[1], acc[2], acc[3]
+    if GROUPS > 1:
+        c4, c5, c6, c7 = acc[4], acc[5], acc[6], acc[7]
     for h in tl.static_range(2):
         low0 = w0[h]
         low1 = w1[h]
@@ -169,6 +174,11 @@ def _tile_block(acc, w0, w1, xw, base0, base1, t, GROUP: tl.constexpr):
         p1 = tl.zeros_like(c0)
         p2 = tl.zeros_like(c0)
         p3 = tl.zeros_like(c0)
+        if GROUPS > 1:
+            q0 = tl.zeros_like(c0)
+            q1 = tl.zeros_like(c0)
+            q2 = tl.zeros_like(c0)
+            q3 = tl.zeros_like(c0)
         for p in tl.static_range(8):
             hb0 = _high(w0[2][p], h)
             hb1 = _high(w1[2][p], h)
@@ -181,6 +191,12 @@ def _tile_block(acc, w0, w1, xw, base0, base1, t, GROUP: tl.constexpr):
             b0 = _x_pair(xw[16 * h + p // 2], xw[16 * h + p // 2 + 4], 0x5410 + p % 2 * 0x2222)
             b1 = _x_pair(xw[16 * h + p // 2 + 8], xw[16 * h + p // 2 + 12], 0x5410 + p % 2 * 0x2222)
             p0, p1, p2, p3 = _mma(a0, a1, a2, a3, b0, b1, p0, p1, p2, p3)
+            if GROUPS > 1:
+                e0 = _x_pair(xw2[16 * h + p // 2], xw2[16 * h + p // 2 + 4],
+                             0x5410 + p % 2 * 0x2222)  # fmt: skip
+                e1 = _x_pair(xw2[16 * h + p // 2 + 8], xw2[16 * h + p // 2 + 12],
+                             0x5410 + p % 2 * 0x2222)  # fmt: skip
+                q0, q1, q2, q3 = _mma(a0, a1, a2, a3, e0, e1, q0, q1, q2, q3)
         col = t * 256 + 128 * h
         s0 = ((2 * tl.load(base0 + col // GROUP).to(tl.int32) + 127 - X_SHIFT) << 23).to(
             tl.float32, bitcast=True
@@ -192,7 +208,16 @@ def _tile_block(acc, w0, w1, xw, base0, base1, t, GROUP: tl.constexpr):
         c1 += p1 * s0
         c2 += p2 * s1
         c3 += p3 * s1
-    return c0, c1, c2, c3
+        if GROUPS > 1:
+            c4 += q0 * s0
+            c5 += q1 * s0
+            c6 += q2 * s1
+            c7 += q3 * s1
+    if GROUPS > 1:
+        out = (c0, c1, c2, c3, c4, c5, c6, c7)
+    else:
+        out = (c0, c1, c2, c3)
+    return out
 
 
 @triton.jit
@@ -253,6 +278,7 @@ def _mma_kernel(
     WARPS_K: tl.constexpr,
     TILES: tl.constexpr,
     BLOCKS: tl.constexpr,
+    GROUPS: tl.constexpr = 1,
     PDL: tl.constexpr = False,
     LATE: tl.constexpr = False,
     SHARED: tl.constexpr = 0,  # launch.ask_shared's bytes (unused here: its own compile)
@@ -275,6 +301,8 @@ def _mma_kernel(
     tok_ok = g < M
     # x as words: row g (zeros where g >= M: B's column g), positions 8c .. 8c + 7 of a slice
     x_words = xw_ptr + tl.minimum(g, M - 1) * stride_xw + 4 * c
+    tok_ok2 = g + 8 < M  # GROUPS 2: tokens 8-15 in a second B operand
+    x_words2 = xw_ptr + tl.minimum(g + 8, M - 1) * stride_xw + 4 * c
     # the tiles' rows g and g + 8, clamped into the weight (their sums are not stored)
     r0 = tl.minimum(tile * TILE_N + g, N - 1)
     r1 = tl.minimum(tile * TILE_N + g + 8, N - 1)
@@ -293,12 +321,18 @@ def _mma_kernel(
     b2 = base_ptr + r2 * stride_base
     b3 = base_ptr + r3 * stride_base
     zero = tl.zeros([THREADS], dtype=tl.float32)
-    acc0 = (zero, zero, zero, zero)
+    if GROUPS > 1:
+        acc0 = (zero, zero, zero, zero, zero, zero, zero, zero)
+    else:
+        acc0 = (zero, zero, zero, zero)
     acc1 = (zero, zero, zero, zero)
     # the next block's planes and x loaded into registers while this block's are multiplied
     # (ptxas issues those loads late in the step, so each step still waits on them; docs/LOG.md
     # runs 220-223 for what asking L2 ahead and Triton's cp.async pipeline did: nothing, slower)
     xw = _x_block(x_words, t0, tok_ok)
+    xw2 = xw
+    if GROUPS > 1:
+        xw2 = _x_block(x_words2, t0, tok_ok2)
     w0 = _w_block(lo0, co0, t0)
     w1 = _w_block(lo1, co1, t0)
     if TILES > 1:
@@ -308,18 +342,22 @@ def _mma_kernel(
         t = t0 + i
         nxt = t0 + tl.minimum(i + 1, BLOCKS - 1)  # the last step reads its own block again
         xn = _x_block(x_words, nxt, tok_ok)
+        xn2 = xn
+        if GROUPS > 1:
+            xn2 = _x_block(x_words2, nxt, tok_ok2)
         n0 = _w_block(lo0, co0, nxt)
         n1 = _w_block(lo1, co1, nxt)
-        acc0 = _tile_block(acc0, w0, w1, xw, b0, b1, t, GROUP)
+        acc0 = _tile_block(acc0, w0, w1, xw, xw2, b0, b1, t, GROUP, GROUPS)
         w0 = n0
         w1 = n1
         if TILES > 1:
             n2 = _w_block(lo2, co2, nxt)
             n3 = _w_block(lo3, co3, nxt)
-            acc1 = _tile_block(acc1, w2, w3, xw, b2, b3, t, GROUP)
+            acc1 = _tile_block(acc1, w2, w3, xw, xw, b2, b3, t, GROUP, 1)
             w2 = n2
             w3 = n3
         xw = xn
+        xw2 = xn2
     # the WARPS_K ranges' sums added: [WARPS_K, WARPS_N * 32] over its first axis
     OUT: tl.constexpr = 32 * WARPS_N
     idx = tl.arange(0, OUT)
@@ -343,6 +381,15 @@ def _mma_kernel(
         _store(s1, row, row < N, tok1, ok1, *args)
         _store(s2, row + 8, row + 8 < N, tok0, ok0, *args)
         _store(s3, row + 8, row + 8 < N, tok1, ok1, *args)
+        if GROUPS > 1:  # tokens 8 + 2c, 8 + 2c + 1
+            s4 = tl.sum(tl.reshape(acc[4], [WARPS_K, OUT]), axis=0)
+            s5 = tl.sum(tl.reshape(acc[5], [WARPS_K, OUT]), axis=0)
+            s6 = tl.sum(tl.reshape(acc[6], [WARPS_K, OUT]), axis=0)
+            s7 = tl.sum(tl.reshape(acc[7], [WARPS_K, OUT]), axis=0)
+            _store(s4, row, row < N, tok0 + 8, tok0 + 8 < M, *args)
+            _store(s5, row, row < N, tok1 + 8, tok1 + 8 < M, *args)
+            _store(s6, row + 8, row + 8 < N, tok0 + 8, tok0 + 8 < M, *args)
+            _store(s7, row + 8, row + 8 < N, tok1 + 8, tok1 + 8 < M, *args)
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
@@ -362,7 +409,7 @@ def mma_tile(n: int, k: int) -> dict:
 
 
 def mma_usable(x: torch.Tensor, weight: W12Weight) -> bool:
-    """Whether w12_mma_linear takes this multiply: CUDA (compiled, not interpreted), 1-8 bf16
+    """Whether w12_mma_linear takes this multiply: CUDA (compiled, not interpreted), 1-16 bf16
     rows with unit stride and 16-byte aligned rows, K a multiple of 256 and the group size of
     128."""
     n, k = weight.shape
@@ -392,7 +439,7 @@ def w12_mma_linear(
     residual: torch.Tensor | None = None,
     config: dict | None = None,
 ) -> torch.Tensor:
-    """x [M, K] @ W^T (+ residual) -> [M, N] bf16 for M <= 8 (mma_usable's multiplies): the
+    """x [M, K] @ W^T (+ residual) -> [M, N] bf16 for M <= 16 (mma_usable's multiplies): the
     values of w12_linear without a prologue, up to the summation order."""
     if not mma_usable(x, weight):
         raise ValueError(
@@ -409,8 +456,8 @@ def w12_mma_linear(
     blocks = k // BLOCK
     if blocks % wk:
         raise ValueError(f"WARPS_K={wk} does not divide the {blocks} blocks of K={k}")
-    if tiles not in (1, 2):
-        raise ValueError(f"TILES is 1 or 2, got {tiles}")
+    if tiles not in (1, 2) or (tiles > 1 and m > 8):
+        raise ValueError(f"TILES is 1, or 2 for at most 8 rows; got {tiles} for {m} rows")
     y = torch.empty(m, n, device=x.device, dtype=x.dtype)
     programs = triton.cdiv(n, TILE_N * tiles * wn)
     launched = launch.multiply(x, programs, elementwise=True)
@@ -439,6 +486,7 @@ def w12_mma_linear(
         WARPS_K=wk,
         TILES=tiles,
         BLOCKS=blocks // wk,
+        GROUPS=1 if m <= 8 else 2,
         num_warps=wn * wk,
         **launched,
         **trace.arguments(x, "w12_linear", programs, bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
