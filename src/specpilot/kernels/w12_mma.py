@@ -146,6 +146,16 @@ def _x_block(x_words, t, tok_ok):
 
 
 @triton.jit
+def _x_blocks(x_words, x_words2, t, tok_ok, tok_ok2, GROUPS: tl.constexpr):
+    """_x_block's words of tokens 0-7 and, with GROUPS 2, of tokens 8-15 (else the same again)."""
+    xw = _x_block(x_words, t, tok_ok)
+    xw2 = xw
+    if GROUPS > 1:
+        xw2 = _x_block(x_words2, t, tok_ok2)
+    return xw, xw2
+
+
+@triton.jit
 def _w_block(low_words, code_words, t):
     """One row's planes at this thread's 8 positions of block t: low words of slices 0-3 (8),
     of slices 4-7 (8), code words (8) (int32 pointers at the thread's first position, block 0)."""
@@ -328,11 +338,8 @@ def _mma_kernel(
     acc1 = (zero, zero, zero, zero)
     # the next block's planes and x loaded into registers while this block's are multiplied
     # (ptxas issues those loads late in the step, so each step still waits on them; docs/LOG.md
-    # runs 220-223 for what asking L2 ahead and Triton's cp.async pipeline did: nothing, slower)
-    xw = _x_block(x_words, t0, tok_ok)
-    xw2 = xw
-    if GROUPS > 1:
-        xw2 = _x_block(x_words2, t0, tok_ok2)
+    # runs 220-225 for what asking L2 ahead and staging through shared memory did: no gain)
+    xw, xw2 = _x_blocks(x_words, x_words2, t0, tok_ok, tok_ok2, GROUPS)
     w0 = _w_block(lo0, co0, t0)
     w1 = _w_block(lo1, co1, t0)
     if TILES > 1:
@@ -341,10 +348,7 @@ def _mma_kernel(
     for i in range(BLOCKS):
         t = t0 + i
         nxt = t0 + tl.minimum(i + 1, BLOCKS - 1)  # the last step reads its own block again
-        xn = _x_block(x_words, nxt, tok_ok)
-        xn2 = xn
-        if GROUPS > 1:
-            xn2 = _x_block(x_words2, nxt, tok_ok2)
+        xn, xn2 = _x_blocks(x_words, x_words2, nxt, tok_ok, tok_ok2, GROUPS)
         n0 = _w_block(lo0, co0, nxt)
         n1 = _w_block(lo1, co1, nxt)
         acc0 = _tile_block(acc0, w0, w1, xw, xw2, b0, b1, t, GROUP, GROUPS)
