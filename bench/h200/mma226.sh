@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call (~6 min + cold start; no carry), prepared in session 43, not yet run: w12_mma at
 # 9-16 rows (GROUPS 2: a second mma a fragment on the same decoded weights, tokens 8-15; sm_90:
-# 445 loop instructions a block of 16 x 256 weights, ~3.5 a weight for 16 tokens, 168 registers,
+# 429 loop instructions a block of 16 x 256 weights, ~3.4 a weight for 16 tokens, 168 registers,
 # no spills), against w12_linear's 16-row tiles (wgmma/mma.sync through tl.dot). (1) GPU tests
 # (rows 1-16; stop if any fails); (2) bench/w12_mma_speed.py at 1, 8 and 16 rows with the sweep;
 # (3) timeline variants, W12 "all": base / mma16 (w12_linear.MMA_ROWS=16: the plain one- and

@@ -90,7 +90,7 @@ from specpilot.kernels.linear import (
     skinny_linear_reference,
     tile_rows,
 )
-from specpilot.kernels.w12_mma import escape_arrays
+from specpilot.kernels.w12_mma import _high_bytes, escape_arrays
 
 MAX_ROWS = 64
 # K-split tiles: the tile's last program adds the slices (no _split_sum_kernel launch). False: on
@@ -233,16 +233,6 @@ def _weight_pair(low, high, scale0, scale1, FIRST: tl.constexpr, ASM: tl.constex
         first = first.to(tl.float32, bitcast=True) * scale0
         second = second.to(tl.float32, bitcast=True) * scale1
     return first, second
-
-
-@triton.jit
-def _high_bytes(codes, H: tl.constexpr):
-    """Code words -> the high bytes s << 7 | d of slices 4H .. 4H + 3 (codes s << 3 | d: low
-    nibbles for H = 0, high nibbles for H = 1); -0x7F7F7F80 is 0x80808080, bit 7 of each byte."""
-    if H == 0:
-        return (codes & 0x07070707) | ((codes << 4) & -0x7F7F7F80)
-    else:
-        return ((codes >> 4) & 0x07070707) | (codes & -0x7F7F7F80)
 
 
 @triton.jit

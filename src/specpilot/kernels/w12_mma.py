@@ -7,7 +7,9 @@ a weight (bench/sass_one_row.py; Nsight Compute, docs/LOG.md run 215: 61-63% iss
 q|k|v and gate|up). Here the products are mma.sync.m16n8k16's: 16 weight rows (the A operand) by
 8 token columns (B; rows >= M are 0), so a weight costs its share of one `prmt` (two weights into
 a bf16x2 register), of the code word's high bytes (~3 integer operations for 4 weights) and of
-one 16-byte load; no widening, no per-weight multiply or FMA: ~2.7 SASS instructions a weight.
+one 16-byte load; no widening, no per-weight multiply or FMA: ~2.6 SASS instructions a weight
+(330 in the loop a block of 16 x 256 weights a warp; 346 in runs 220-225, before it used the
+element-wise tiles' high-byte formula, `_high_bytes`, now here for both kernels).
 That the one-row multiplies were bound by issue was the hypothesis; they were not (below).
 
 Which thread holds what (PTX's fragment layout of m16n8k16 with .bf16; lane = 4 g + c): A's
@@ -68,7 +70,7 @@ X_SCALE = tl.constexpr(((127 + 64) << 7) * 0x10001)  # bf16x2 (2^64, 2^64)
 # default tile per (N, K): (WARPS_N, WARPS_K, TILES); others: mma_tile's rule. Qwen3-8B's q|k|v
 # on 1 x 4 warps: one row 13.42 us against the rule's 2 x 2 at 15.54 (H200, runs 223-224;
 # bench/w12_mma_speed.py), four rows 14.95 against 17.09
-TILES: dict[tuple[int, int], tuple[int, int, int]] = {(6144, 4096): (1, 4, 1)}
+MEASURED_TILES: dict[tuple[int, int], tuple[int, int, int]] = {(6144, 4096): (1, 4, 1)}
 
 
 @triton.jit
@@ -122,15 +124,14 @@ def _mma(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
 
 
 @triton.jit
-def _high(code, H: tl.constexpr):
-    """Code words -> the high bytes s << 7 | d of slices 4H .. 4H + 3 (w12_linear._high_bytes's
-    values): the nibble moved up beside itself, then bits 0-2 and 7 kept (0x87878787)."""
+def _high_bytes(codes, H: tl.constexpr):
+    """Code words -> the high bytes s << 7 | d of slices 4H .. 4H + 3 (codes s << 3 | d: low
+    nibbles for H = 0, high nibbles for H = 1); -0x7F7F7F80 is 0x80808080, bit 7 of each byte.
+    Here for both W12 kernels (kernels/w12_linear.py imports this module)."""
     if H == 0:
-        n = code & 0x0F0F0F0F
-        return (n | (n << 4)) & -0x78787879
+        return (codes & 0x07070707) | ((codes << 4) & -0x7F7F7F80)
     else:
-        n = code & -0x0F0F0F10  # 0xF0F0F0F0
-        return (n | (n >> 4)) & -0x78787879
+        return ((codes >> 4) & 0x07070707) | (codes & -0x7F7F7F80)
 
 
 @triton.jit
@@ -190,8 +191,8 @@ def _tile_block(acc, w0, w1, xw, xw2, base0, base1, t, GROUP: tl.constexpr,
             q2 = tl.zeros_like(c0)
             q3 = tl.zeros_like(c0)
         for p in tl.static_range(8):
-            hb0 = _high(w0[2][p], h)
-            hb1 = _high(w1[2][p], h)
+            hb0 = _high_bytes(w0[2][p], h)
+            hb1 = _high_bytes(w1[2][p], h)
             a0 = _prmt(low0[p], hb0, 0x5140)
             a2 = _prmt(low0[p], hb0, 0x7362)
             a1 = _prmt(low1[p], hb1, 0x5140)
@@ -398,11 +399,11 @@ def _mma_kernel(
 
 
 def mma_tile(n: int, k: int) -> dict:
-    """(WARPS_N, WARPS_K, TILES) for an [N, K] weight: TILES by shape where measured,
+    """(WARPS_N, WARPS_K, TILES) for an [N, K] weight: MEASURED_TILES where measured,
     else one row tile a warp and K split over warps until there are at least 4 warps an SM's worth
     (~528 on the H200) of them, with whole blocks per warp."""
-    if (n, k) in TILES:
-        wn, wk, tiles = TILES[(n, k)]
+    if (n, k) in MEASURED_TILES:
+        wn, wk, tiles = MEASURED_TILES[(n, k)]
         return dict(WARPS_N=wn, WARPS_K=wk, TILES=tiles)
     blocks = k // BLOCK
     tiles = -(-n // TILE_N)
