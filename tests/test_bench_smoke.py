@@ -701,3 +701,19 @@ def test_device_scripts_parse() -> None:
         for name in re.findall(r'(?:exec bash|source) "\$\(dirname "\$0"\)/([\w.]+)"',
                                script.read_text()):  # fmt: skip
             assert (folder / name).is_file(), f"{script.name} hands over to missing {name}"
+
+
+def test_read_floor_reads_every_word_once() -> None:
+    """read_floor.read_words, every variant (one block a program and the strided loop): the
+    programs' sums add up to the sum of all the words, so each word was read exactly once."""
+    read_floor = pytest.importorskip("read_floor")
+    assert read_floor.words_for(4 * 8192 * 9 + 1, device="cpu").numel() == 8192 * 10
+    # small words: the interpreter's int32 sums do not wrap (the GPU's do)
+    src = torch.randint(0, 1000, (8192 * 10,), dtype=torch.int32)
+    want = int(src.long().sum())
+    for variant in read_floor.VARIANTS:
+        out = torch.zeros(src.numel() // 1024, dtype=torch.int32)
+        read_floor.read_words(src, out, variant)
+        assert int(out.long().sum()) == want, read_floor.label(variant)
+    with pytest.raises(ValueError, match="whole"):
+        read_floor.read_words(src[:1000], out, read_floor.VARIANTS[0])
