@@ -29,6 +29,14 @@ lists, per arm and forward, each component against its bound, the furthest first
     python bench/cost_model.py --timeline \
         bench/results/2026-12-04-new-defaults-run134/timeline.json
 
+With `--floors` a bench/read_floor.py report (run 227) bounds each multiply by the measured
+read floor of its shape (a pure read of its bytes, fill and drain included) instead of the
+bytes over `--bandwidth`: what no tile of it could beat.
+
+    python bench/cost_model.py --timeline \
+        --floors bench/results/2026-12-20-read-run227/read-floor.json \
+        bench/results/2026-12-20-verify-run229/timeline-variants-1024.json.gz
+
 With `--against NAME` on a report of `timeline.py --variants`, each variant is set against the
 variant NAME of its own weights (arms "<weights> <variant>", one process): for each forward the
 change of its back-to-back time and the components that changed most.
@@ -172,18 +180,45 @@ def choose_matrices(table: dict, draft_layers: int, verify_rows: int = 16) -> di
             "w12_matrices": {mode: ",".join(names) for mode, names in choice.items()}}  # fmt: skip
 
 
-def timeline_losses(report: dict, bandwidth: float) -> dict:
+def read_floors(report: dict) -> dict[tuple[int, int, str], float]:
+    """A bench/read_floor.py report -> (N, K, format) -> the bytes/s of the fastest pure read
+    of that multiply's weight bytes (cold, in a graph of 20 calls): the floor its one-row
+    multiply could reach, fill and drain included."""
+    from kernel_sweep import layer_shapes  # bench/ is on sys.path when run as a script
+
+    shapes = layer_shapes(report["model"])
+    return {
+        (*shapes[name], fmt): b["bytes"] / (b["us"] * 1e-6)
+        for name, formats in report["best"].items()
+        for fmt, b in formats.items()
+    }
+
+
+def multiply_bandwidth(shape: str, bandwidth: float, floors: dict | None) -> float:
+    """The bytes/s a timeline multiply `shape` ("<kind> <M>x<N>x<K>") is bound by: its read
+    floor (W12's for w12_linear, bf16's for the others: the certified head's int8 bytes and an
+    FP8 drafter's at the bf16 weight's read speed, an approximation, since smaller reads fill
+    and drain a larger share) where `floors` has its N and K, else `bandwidth`."""
+    kind, dims = shape.split()
+    _, n, k = (int(v) for v in dims.split("x"))
+    fmt = "w12" if kind.startswith("w12") else "bf16"
+    return (floors or {}).get((n, k, fmt), bandwidth)
+
+
+def timeline_losses(report: dict, bandwidth: float, floors: dict | None = None) -> dict:
     """A bench/timeline.py report as losses: for each arm and forward, every component's
     in-graph microseconds (the launches' runs, summed) against its bound (its bytes over
-    `bandwidth` in bytes/s: the multiplies by shape, the attention by the keys and values it
-    reads; kernels without a byte count and the gaps between launches are bound by 0, all
-    latency), sorted by what each loses, the first the furthest from its bound."""
+    `bandwidth` in bytes/s, or, with `floors` (`read_floors`), each multiply's bytes over its
+    shape's measured read floor; the attention by the keys and values it reads; kernels without
+    a byte count and the gaps between launches are bound by 0, all latency), sorted by what each
+    loses, the first the furthest from its bound."""
     out: dict = {}
     for arm, forwards in report["arms"].items():
         for name, a in forwards.items():
             rows = {}
             for shape, sh in a["shapes"].items():
-                rows[shape] = (sh["run_us"], sh["bytes"] / bandwidth * 1e6)
+                speed = multiply_bandwidth(shape, bandwidth, floors)
+                rows[shape] = (sh["run_us"], sh["bytes"] / speed * 1e6)
             for kind, k in a["kinds"].items():
                 if kind in ("linear", "w12_linear", "certified_head"):
                     continue  # by shape, above
@@ -362,9 +397,15 @@ def main() -> None:
         action="store_true",
         help="--timeline: where each forward's gaps sit, by launch and the launch before it",
     )
+    parser.add_argument(
+        "--floors",
+        default="",
+        help="--timeline: a bench/read_floor.py report; each multiply bound by its shape's "
+        "measured read floor instead of --bandwidth",
+    )
     args = parser.parse_args()
-    if (args.against or args.gaps) and not args.timeline:
-        parser.error("--against and --gaps go with --timeline")
+    if (args.against or args.gaps or args.floors) and not args.timeline:
+        parser.error("--against, --gaps and --floors go with --timeline")
     if not 0 < args.fraction <= 1 or args.bandwidth <= 0:
         parser.error("--fraction must be in (0, 1] and --bandwidth > 0")
     if args.loop:
@@ -378,7 +419,8 @@ def main() -> None:
         return
     if args.timeline:
         report = read_report(args.table)
-        out = timeline_losses(report, args.bandwidth * 1e12)
+        floors = read_floors(read_report(args.floors)) if args.floors else None
+        out = timeline_losses(report, args.bandwidth * 1e12, floors)
         if args.gaps:
             gaps = timeline_gaps(report)
             for arm, forwards in gaps.items():

@@ -213,3 +213,38 @@ def test_loop_losses_on_run_152(capsys, monkeypatch) -> None:
     monkeypatch.setattr(sys, "argv", ["cost_model.py", "--loop", str(empty)])
     with pytest.raises(SystemExit):
         cost_model.main()
+
+
+def test_timeline_losses_against_the_read_floors_of_run_227(capsys, monkeypatch) -> None:
+    """--timeline --floors: each multiply's bound is its bytes over the measured read floor of
+    its shape and format (run 227: a pure read of q|k|v's bf16 bytes at 3.81 TB/s, o's at
+    3.63; W12's own), other components keep theirs, and the argument needs --timeline."""
+    floors_path = ROOT / "bench/results/2026-12-20-read-run227/read-floor.json"
+    floors = cost_model.read_floors(json.loads(floors_path.read_text()))
+    assert floors[(4096, 4096, "bf16")] == pytest.approx(3.63e12, rel=0.01)
+    assert floors[(6144, 4096, "w12")] < floors[(6144, 4096, "bf16")]
+    assert (
+        cost_model.multiply_bandwidth("w12_linear 16x4096x4096", 4.26e12, floors)
+        == (floors[(4096, 4096, "w12")])
+    )
+    assert cost_model.multiply_bandwidth("linear 1x10240x4096", 4.26e12, floors) == 4.26e12
+    path = ROOT / "bench/results/2026-12-20-verify-run229/timeline-variants-1024.json.gz"
+    report = cost_model.read_report(str(path))
+    plain = cost_model.timeline_losses(report, 4.26e12)
+    out = cost_model.timeline_losses(report, 4.26e12, floors)
+    shapes = report["arms"]["bf16 base"]["decode"]["shapes"]
+    rows = {r["component"]: r for r in out["bf16 base"]["decode"]["components"]}
+    o = rows["linear 1x4096x4096"]
+    assert o["bound_us"] == pytest.approx(shapes["linear 1x4096x4096"]["bytes"] / 3.63e6, rel=0.01)
+    before = {r["component"]: r for r in plain["bf16 base"]["decode"]["components"]}
+    assert o["lost_us"] < before["linear 1x4096x4096"]["lost_us"]  # the floor is slower
+    assert rows["rope"] == before["rope"] and rows["attention"] == before["attention"]
+    monkeypatch.setattr(sys, "argv", ["cost_model.py", str(path), "--floors", str(floors_path)])
+    with pytest.raises(SystemExit):
+        cost_model.main()
+    argv = ["cost_model.py", str(path), "--timeline", "--floors", str(floors_path)]
+    monkeypatch.setattr(sys, "argv", argv)
+    cost_model.main()
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == json.loads(
+        json.dumps(out)
+    )
