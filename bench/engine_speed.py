@@ -16,6 +16,7 @@ last line is one JSON object.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import importlib
 import statistics
@@ -523,18 +524,52 @@ def paired_rounds(
             new, base = np.array(runs[name][mode]), np.array(runs[names[0]][mode])
             up = bootstrap_speedup(new[:, 0], new[:, 1], base[:, 0], base[:, 1])
             out["arms"][name][mode]["over_base"] = dataclasses.asdict(up)
+    if CONTROL in names:
+        for name in names[1:]:
+            for mode in ("ar", "spec"):
+                arm = out["arms"][name][mode]
+                arm["beyond_control"] = beyond(arm["over_base"], out["arms"][CONTROL][mode])
     return out
 
 
+# --paired-control's arm: the base's options again, its own Generator. Two such arms differ by
+# up to ~0.7% with tight intervals (docs/LOG.md run 232: AR 0.993x [0.993-0.993]), so an arm's
+# speed-up counts only where its interval clears the control's.
+CONTROL = "control"
+
+
+def beyond(up: dict, control: dict) -> bool:
+    """Whether a speed-up interval (`over_base`) lies wholly outside the control arm's (and
+    1, the base itself): a difference the arms' own spread does not explain."""
+    c = control.get("over_base", {"low": 1.0, "high": 1.0})
+    low, high = min(c["low"], 1.0), max(c["high"], 1.0)
+    return up["low"] > high or up["high"] < low
+
+
+def with_control(
+    arms: dict[str, argparse.Namespace], parser: argparse.ArgumentParser
+) -> dict[str, argparse.Namespace]:
+    """The arms and, last, CONTROL: a copy of the base's options."""
+    if CONTROL in arms:
+        parser.error(f"--paired-control adds an arm named {CONTROL!r}; name yours otherwise")
+    return arms | {CONTROL: copy.copy(next(iter(arms.values())))}
+
+
 def paired_lines(result: dict) -> list[str]:
-    """A paired_rounds result, a line an arm after the base: its speed-ups with intervals."""
+    """A paired_rounds result, a line an arm after the base: its speed-ups with intervals (and,
+    with a control arm, whether each lies beyond the control's spread)."""
     lines = []
     for name in list(result["arms"])[1:]:
-        ar, spec = (result["arms"][name][mode]["over_base"] for mode in ("ar", "spec"))
-        lines.append(
+        arm = result["arms"][name]
+        ar, spec = (arm[mode]["over_base"] for mode in ("ar", "spec"))
+        line = (
             f"{name}/{result['base']}: AR {ar['ratio']:.3f}x [{ar['low']:.3f}-{ar['high']:.3f}], "
             f"spec@{result['tau']} {spec['ratio']:.3f}x [{spec['low']:.3f}-{spec['high']:.3f}]"
         )
+        if name != CONTROL and "beyond_control" in arm["ar"]:
+            verdict = ("beyond" if arm[m]["beyond_control"] else "within" for m in ("ar", "spec"))
+            line += "; against the control: AR {}, spec {}".format(*verdict)
+        lines.append(line)
     return lines
 
 
@@ -1400,6 +1435,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--paired-rounds", type=int, default=8, help="with --paired")
     parser.add_argument(
+        "--paired-control",
+        type=int,
+        default=1,
+        help=f"with --paired: 1 adds an arm {CONTROL!r} of the base's options (its own "
+        "Generator), and each arm's speed-up is called beyond or within the control's spread",
+    )
+    parser.add_argument(
         "--paired-batch",
         type=int,
         default=1,
@@ -1414,6 +1456,8 @@ def main() -> None:
     args = parser.parse_args()
     apply_switches(module_switches(args, parser))
     arms = paired_arms(args.paired, parser, args) if args.paired else {}
+    if arms and args.paired_control:
+        arms = with_control(arms, parser)
     if args.paired_batch < 1:
         parser.error(f"--paired-batch must be at least 1, got {args.paired_batch}")
     if args.ablate:

@@ -717,3 +717,31 @@ def test_read_floor_reads_every_word_once() -> None:
         assert int(out.long().sum()) == want, read_floor.label(variant)
     with pytest.raises(ValueError, match="whole"):
         read_floor.read_words(src[:1000], out, read_floor.VARIANTS[0])
+
+
+def test_paired_rounds_judge_each_arm_against_a_control_arm(gen) -> None:
+    """--paired-control: a last arm CONTROL with the base's options (with_control); each other
+    arm's speed-up is beyond the control only where its interval clears both the control's and
+    1, and the printed line says which."""
+    up = {"ratio": 1.02, "low": 1.01, "high": 1.03}
+    assert engine_speed.beyond(up, {"over_base": {"low": 0.99, "high": 1.005}})
+    assert not engine_speed.beyond(up, {"over_base": {"low": 1.0, "high": 1.015}})
+    assert not engine_speed.beyond({"low": 0.995, "high": 1.01}, {})  # straddles 1: the base
+    control = {"over_base": {"low": 0.993, "high": 0.997}}
+    assert engine_speed.beyond({"low": 0.98, "high": 0.99}, control)
+    parser = engine_speed.build_parser()
+    args = parser.parse_args([])
+    arms = engine_speed.paired_arms("base|;ep|--swiglu-epilogue 0", parser, args)
+    both = engine_speed.with_control(arms, parser)
+    assert list(both) == ["base", "ep", "control"]
+    assert vars(both["control"]) == vars(both["base"]) and both["control"] is not both["base"]
+    with pytest.raises(SystemExit):
+        engine_speed.with_control({"control": both["base"], "x": both["ep"]}, parser)
+    runs = {name: (gen, lambda: None) for name in ("base", "other", "control")}
+    r = engine_speed.paired_rounds(runs, context=20, new_tokens=10, rounds=3)
+    for name in ("other", "control"):
+        for mode in ("ar", "spec"):
+            assert isinstance(r["arms"][name][mode]["beyond_control"], bool)
+    other, control = engine_speed.paired_lines(r)
+    assert other.startswith("other/base: ") and "; against the control: AR " in other
+    assert control.startswith("control/base: ") and "against the control" not in control
