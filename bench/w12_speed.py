@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 # run as a script from the repository root: bench/ is on sys.path
 from engine_speed import (  # noqa: E402
+    CONTROL,
     add_launch_arguments,
     build,
     copy_bandwidth,
@@ -309,7 +310,8 @@ def end_to_end(
     EngineConfig.pdl mode in `pdl_arms` (arm "w12_pdl_<mode>"); then, for each
     EngineConfig.w12_matrices value in `matrix_arms`, new models (same seeds) with only those
     matrices in W12 (arm "w12_only_<names joined by +>"). paired: then that many
-    interleaved rounds of every arm (engine_speed.paired_rounds; the generators are kept).
+    interleaved rounds of every arm (engine_speed.paired_rounds; the generators are kept) and
+    of CONTROL, a second engine of the bf16 models (each speed-up judged against its spread).
     profile: each arm's GPU time by kernel of eager decode / verify / draft forwards.
     bf16_tiles: one more arm, "bf16_swept", the bf16 model with these kernels/linear.py
     MEASURED_TILES entries added (the W12 arms' tiles come with their switches). model: the
@@ -381,6 +383,9 @@ def end_to_end(
         if paired:  # NOTE: each kept generator of the shared W12 models holds its own fused
             # q|k|v and gate|up weights (fused.concat_rows: ~7 GB at this shape), well in an H200
             kept[weights] = (gen, partial(prepare, weights, gen))
+            if weights == "bf16":  # a second bf16 engine: the arms' own spread (run 232)
+                twin = Generator(target, drafter, config, torch.device("cuda"), torch.bfloat16)
+                kept[CONTROL] = (twin, partial(prepare, weights, twin))
         del gen
         if weights == arms[-1]:
             del target, drafter, bf16_drafter
