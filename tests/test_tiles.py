@@ -17,6 +17,7 @@ from tests.test_kernels import (  # sets TRITON_INTERPRET=1 without CUDA  # isor
 )
 from specpilot.config import EngineConfig
 from specpilot.errors import ConfigError
+from specpilot.formats import w12
 from specpilot.kernels import linear, tiles, w12_linear
 
 # the engine's generations and forwards: attention merged in blocks in the interpreter
@@ -48,7 +49,8 @@ def test_write_read_install_restore(tmp_path, tables) -> None:
     before = tiles.install(tiles.read(path))
     cfg = linear.tile_config(1, 96, 64)
     assert {key: cfg[key] for key in LOOP_BF16} == LOOP_BF16
-    assert w12_linear.tile_config(5, 96, 512) == dict(LOOP_W12, BLOCK_M=16)  # 2-16 rows: 16
+    cfg = w12_linear.tile_config(5, 96, 512)  # 2-16 rows: the 16-row entry, over the rules'
+    assert {key: cfg[key] for key in LOOP_W12} == dict(LOOP_W12, BLOCK_M=16)
     assert linear.tile_config(1, 6144, 4096) == compiled  # the compiled-in tiles stay
     assert linear.FP8_TILES[16, 96, 64] == dict(BLOCK_N=32, W_LEFT=True)
     assert linear.certified_tile_config(1, 96, 64)["BLOCK_N"] == 32
@@ -57,6 +59,19 @@ def test_write_read_install_restore(tmp_path, tables) -> None:
     assert (16, 96, 512) not in w12_linear.MEASURED_TILES
     assert (16, 96, 64) not in linear.FP8_TILES
     assert (1, 96, 64) not in linear.CERTIFIED_TILES
+
+
+def test_a_w12_entry_may_give_only_the_keys_it_changes(tables) -> None:
+    """A W12 tiles-file entry goes over the rules' tile of its shape, as a bf16 one does: an
+    entry of one key (run 228 stopped on a KeyError where the table's entry was taken whole)."""
+    rule = w12_linear.tile_config(1, 4096, 4096)
+    assert (1, 4096, 4096) not in w12_linear.MEASURED_TILES  # o: the rules' tile
+    tiles.install({"w12": {(1, 4096, 4096): dict(UNROLL=8, LOOP_STAGES=2)}})
+    assert w12_linear.tile_config(1, 4096, 4096) == rule | dict(UNROLL=8, LOOP_STAGES=2)
+    x = torch.randn(1, 4096, dtype=BF16)
+    w = w12.encode(torch.randn(8, 4096, dtype=BF16) * 0.02, 128)
+    got = w12_linear.w12_linear(x, w, config=dict(rule, BLOCK_N=4, UNROLL=8, LOOP_STAGES=2))
+    torch.testing.assert_close(got, w12_linear.w12_linear_reference(x, w), rtol=2e-2, atol=2e-2)
 
 
 def test_a_bf16_tile_leaves_the_fp8_tile_of_its_shape(tables) -> None:

@@ -594,8 +594,12 @@ def tile_config(m: int, n: int, k: int) -> dict:
     64 rows per tile on wgmma, ~5.4 instructions per weight whatever M; the K split gives >= 256
     programs (unmeasured since run 51 at these row counts)."""
     measured = MEASURED_TILES.get((tile_rows(m), n, k))
-    if measured is not None:
-        return dict(measured)
+    # a measured tile (or a tiles file's, kernels/tiles.py) over the rules' for its shape, so
+    # that a file may give only the keys it changes (as kernels/linear.tile_config takes them)
+    return _rule_tile(m, n, k) | (measured or {})
+
+
+def _rule_tile(m: int, n: int, k: int) -> dict:
     if m == 1 and ONE_ROW_SWEPT_TILES and n >= 16384:
         # the measured wide tile, 16 rows a program with the loads pipelined: the best or within
         # 1% of it at the four wide shapes swept (runs 88, 123), where run 77's tensor-core
