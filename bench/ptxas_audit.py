@@ -6,11 +6,12 @@ RMSNorm and SwiGLU kernels.
 Each kernel is compiled for sm_90 the way its launcher would launch it (kernels/aot.py; the
 constants mirror the launchers', the 16-divisible pointers, strides and sizes as Triton
 specialises them at launch), then assembled by Triton's ptxas. Spills and a low program count an
-SM are where to look first. Before the divisibility was applied to every kernel (run 117), this
-audit reported the attention's split kernel at 255 registers with 620-756 bytes of spills where
-the H200 ran 103-165 registers and none: check a surprising row against Nsight Compute's
-registers and shared memory (bench/h200/ncu_attention.sh). Prints a table; the last line is one
-JSON object.
+SM are where to look first, and for the multiplies the waves their grid takes on the H200's 132
+SMs (a grid just over a whole number runs its last programs alone). Before the divisibility was
+applied to every kernel (run 117), this audit reported the attention's split kernel at 255
+registers with 620-756 bytes of spills where the H200 ran 103-165 registers and none: check a
+surprising row against Nsight Compute's registers and shared memory
+(bench/h200/ncu_attention.sh). Prints a table; the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ W12_TYPES = {
     "nw_ptr": BF16, "part_ptr": "*fp32", "count_ptr": "*i32", "eps": "fp32",
 }  # fmt: skip
 OPTIONS = ("num_warps", "num_stages", "maxnreg")
+H200_SMS = 132
 
 
 def epilogue(name: str, rows: int) -> dict:
@@ -161,14 +163,28 @@ def audit(preset: str, rows_list: list[int], context: int, variants: bool = Fals
             row["consts"] = {k: v for k, v in consts.items() if k not in OPTIONS} | {
                 k: consts[k] for k in OPTIONS if k in consts
             }
+            if kind in ("bf16", "w12") and "error" not in row:
+                n = int(label.split()[1].split("x")[0])
+                row |= waves(rows, n, consts, row["programs_per_sm"])
             out.append(row)
     return out
+
+
+def waves(rows: int, n: int, consts: dict, per_sm: int, sms: int = H200_SMS) -> dict:
+    """A multiply's programs (row tiles x weight-row tiles x K slices) and the waves they take
+    at `per_sm` programs an SM. A grid just over a whole number of waves runs its last programs
+    alone (W12's one-row o tile: 1,024 programs at 4 an SM, 1.94 waves of all-loads-then-
+    products programs, docs/LOG.md session 44)."""
+    programs = (
+        -(-rows // consts.get("BLOCK_M", 1)) * -(-n // consts["BLOCK_N"]) * consts.get("SPLIT_K", 1)
+    )
+    return dict(programs=programs, waves=programs / (sms * per_sm))
 
 
 def table(rows: list[dict]) -> list[str]:
     """The printed table: a line a kernel."""
     lines = [f"{'rows':>4} {'kind':<5} {'kernel':<26} {'regs':>4} {'spill st/ld':>11} "
-             f"{'smem':>7} {'warps':>5} {'per SM':>6} {'limited by':<10}"]  # fmt: skip
+             f"{'smem':>7} {'warps':>5} {'per SM':>6} {'limited by':<10} {'waves':>5}"]  # fmt: skip
     for r in rows:
         if "error" in r:
             lines.append(f"{r['rows']:>4} {r['kind']:<5} {r['kernel']:<26} {r['error']}")
@@ -177,6 +193,7 @@ def table(rows: list[dict]) -> list[str]:
         lines.append(
             f"{r['rows']:>4} {r['kind']:<5} {r['kernel']:<26} {r['registers']:>4} {spill:>11} "
             f"{r['shared']:>7} {r['warps']:>5} {r['programs_per_sm']:>6} {r['limited_by']:<10}"
+            + (f" {r['waves']:5.2f}" if "waves" in r else "")
         )
     return lines
 
