@@ -1,6 +1,6 @@
 """Hardware counters of the W12 and bf16 multiplies at Qwen3-8B's layer shapes (Nsight Compute).
 
-Two modes:
+Modes:
 - `run` (launched under `ncu --profile-from-start off`): compiles and warms each multiply of
   --shapes at --rows with its default tiles (w12_linear and skinny_linear), then calls each once
   between torch.cuda.profiler.start() and stop(), so ncu measures only those calls.
@@ -8,6 +8,8 @@ Two modes:
   Qwen3-8B head shape over a --context-token cache, for each of --tokens query tokens (1: a
   decode step, 16: a verify block), each call once in the profiled range; --merge-rows N sets
   attention.FUSED_MERGE_MAX_ROWS (the split launch merging its own slices).
+- `certified` (under ncu, as `run`): the certified LM head (int8 multiply, epilogue and exact
+  pass in one launch) and the FP8 head of the same shape, at --rows, once each.
 - `table CSV`: reads ncu's `--csv --page raw` output and prints, per kernel, its time, DRAM bytes
   and bandwidth, occupancy, issue activity and the largest warp stall reasons (cycles per issued
   instruction); the last line is one JSON object.
@@ -99,6 +101,36 @@ def run_attention(context: int, tokens: list[int], capacity: int) -> None:
             q, cache[0], cache[1], pos, splits)))  # fmt: skip
     _profile(calls)
     print(f"context {context}, capacity {capacity}, {splits} slices", file=sys.stderr)
+
+
+def run_certified(n: int, k: int, rows: list[int], radius: float) -> None:
+    """The certified LM head (kernels/linear.certified_argmax: the int8 multiply, its epilogue and
+    the candidates' exact pass in one launch) at an [n, k] head of random normal weights, with
+    the RMSNorm prologue, for each row count; next to it the FP8 head of the same shape (8-bit
+    weights on its own tiles: what an 8-bit multiply reaches here). `radius` scales the head's
+    error radii: 1 the real head; -1e30 drops every row from the exact pass (wrong tokens:
+    the multiply and the epilogue alone)."""
+    import torch
+
+    from specpilot.formats import fp8
+    from specpilot.formats.certified import CertifiedHead, certify
+    from specpilot.kernels.linear import certified_argmax, skinny_linear
+
+    torch.manual_seed(0)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"  # cpu: a TRITON_INTERPRET=1 dry run
+    w = (torch.randn(n, k, device=dev) * 0.02).to(torch.bfloat16)
+    head = certify(w)
+    head = CertifiedHead(head.exact, head.weight, head.scale, head.radius * radius)
+    q = fp8.quantize(w)
+    nw = torch.ones(k, device=dev, dtype=torch.bfloat16)
+    calls = []
+    for m in rows:
+        x = torch.randn(m, k, device=dev).to(torch.bfloat16)
+        ids = torch.zeros(1, m, device=dev, dtype=torch.long) if m > 1 else None
+        calls.append((f"certified {m}x{n}x{k}", lambda x=x, ids=ids: certified_argmax(
+            x, head, norm_weight=nw, ids=ids)))  # fmt: skip
+        calls.append((f"fp8 {m}x{n}x{k}", lambda x=x: skinny_linear(x, q, norm_weight=nw)))
+    _profile(calls)
 
 
 def _profile(calls: list) -> None:
@@ -241,6 +273,11 @@ def main() -> None:
         default=-1,
         help="attention.FUSED_MERGE_MAX_ROWS for the calls (-1: the module's default)",
     )
+    c = sub.add_parser("certified", help="the profiled certified and FP8 heads (under ncu)")
+    c.add_argument("--n", type=int, default=151936)
+    c.add_argument("--k", type=int, default=4096)
+    c.add_argument("--rows", default="1")
+    c.add_argument("--radius", type=float, default=1.0, help="the radii's scale (see above)")
     t = sub.add_parser("table", help="ncu's raw CSV -> a table and a JSON line")
     t.add_argument("csv")
     src = sub.add_parser("source", help="ncu's SASS source view (CSV) -> where the stalls fall")
@@ -257,6 +294,8 @@ def main() -> None:
 
             attention.FUSED_MERGE_MAX_ROWS = args.merge_rows
         run_attention(args.context, [int(t) for t in args.tokens.split(",")], args.capacity)
+    elif args.mode == "certified":
+        run_certified(args.n, args.k, [int(m) for m in args.rows.split(",")], args.radius)
     elif args.mode == "source":
         source(args.csv)
     else:

@@ -745,3 +745,22 @@ def test_paired_rounds_judge_each_arm_against_a_control_arm(gen) -> None:
     other, control = engine_speed.paired_lines(r)
     assert other.startswith("other/base: ") and "; against the control: AR " in other
     assert control.startswith("control/base: ") and "against the control" not in control
+
+
+def test_ncu_certified_mode_runs_dry(monkeypatch) -> None:
+    """bench/ncu_kernels.py certified (no GPU: the interpreter's dry run, nothing profiled): the
+    certified and FP8 heads of a small shape build, and each is called twice (compiled and
+    warmed) a row count; tests/test_certified.py checks the certified head's tokens."""
+    ncu_kernels = pytest.importorskip("ncu_kernels")
+    from specpilot.kernels import linear
+
+    calls = []
+    for name in ("certified_argmax", "skinny_linear"):
+        real = getattr(linear, name)
+        monkeypatch.setattr(
+            linear,
+            name,
+            lambda *a, _real=real, _name=name, **kw: calls.append(_name) or _real(*a, **kw),
+        )
+    ncu_kernels.run_certified(192, 256, [1, 16], radius=1.0)
+    assert calls.count("certified_argmax") == 4 and calls.count("skinny_linear") == 4
