@@ -15,7 +15,7 @@ card
 for radius in 1 -1e30; do
     timeout 150 ncu --profile-from-start off --clock-control none --csv --page raw \
         --metrics "$(python3 bench/ncu_kernels.py metrics)" \
-        python3 bench/ncu_kernels.py certified --rows 1 --radius "$radius" \
+        python3 bench/ncu_kernels.py certified --rows 1 --radius="$radius" \
         >"$OUT/cert$radius.csv" 2>"$OUT/cert$radius.log"
     echo "ncu certified radius x$radius rc=$?"; tail -1 "$OUT/cert$radius.log"
     python3 bench/ncu_kernels.py table "$OUT/cert$radius.csv" | head -4 | cut -c1-200
