@@ -72,6 +72,8 @@ def test_loop_profile_runs(gen) -> None:
     engine_speed.print_loop_profile("tiny", r)
     own = engine_speed.loop_profile(gen, context=24, new_tokens=12, replay=False)
     assert own["proposals"] == "drafter" and own["tau"] is None and own["run_steps"] >= 1
+    ar = engine_speed.loop_profile(gen, context=24, new_tokens=12, speculative=False)
+    assert ar["proposals"] == "none (AR)" and ar["tau"] is None and ar["run_steps"] == 11
 
 
 def test_host_profile(gen) -> None:
