@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import statistics
 
 import torch
 import triton
 import triton.language as tl
 
 # run as a script from the repository root: bench/ is on sys.path
-from engine_speed import copy_bandwidth  # noqa: E402
+from engine_speed import copy_bandwidth, timed  # noqa: E402
 from kernel_sweep import MODELS, cycled, graph_time, layer_shapes  # noqa: E402
 from report import finish  # noqa: E402
 
@@ -170,23 +169,9 @@ def decode_sequence(shapes: dict, best: dict, layers: int, fmt: str) -> dict:
 
 
 def _sequence_ms(calls: list) -> float:
-    for fn in calls:
-        fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for fn in calls:
-            fn()
-    graph.replay()
-    times = []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    """Milliseconds of the calls back to back, captured as one graph (after one plain pass and
+    one untimed replay), median of 5 replays."""
+    return graph_time(lambda: [fn() for fn in calls], reps=1, warmup=1, settle=True) * 1e3
 
 
 def read_bandwidth(nbytes: int = 2**31) -> tuple[float, tuple]:
@@ -195,15 +180,8 @@ def read_bandwidth(nbytes: int = 2**31) -> tuple[float, tuple]:
     out = torch.empty(src.numel() // 1024, dtype=torch.int32, device="cuda")
     best = (0.0, None)
     for v in VARIANTS:
-        times = []
-        for _ in range(13):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            read_words(src, out, v)
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        best = max(best, (src.numel() * 4 / statistics.median(times[3:]), v), key=lambda b: b[0])
+        seconds = timed(lambda v=v: read_words(src, out, v), reps=10)
+        best = max(best, (src.numel() * 4 / seconds, v), key=lambda b: b[0])
     return best
 
 
