@@ -17,6 +17,7 @@ from specpilot.engine.generator import Generator
 from specpilot.errors import ConfigError
 from specpilot.formats.certified import (
     CertifiedHead,
+    bounds,
     certified_argmax_reference,
     certify,
     order_keys,
@@ -83,6 +84,43 @@ def test_every_logit_lies_within_its_bound(rows, cols, spread, seed, zeros) -> N
     # the int8 copy is close: the radius is a small part of the row's norm
     norms = w.double().norm(dim=1)
     assert (head.radius.double() <= 0.02 * norms + 1e-30).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(1, 40),
+    cols=st.integers(1, 70),
+    seed=st.integers(0, 2**16),
+    kind=st.sampled_from(["tiny", "large", "mixed", "past fp16"]),
+)
+def test_fp16_sums_stay_within_their_bound(rows, cols, seed, kind) -> None:
+    """The F16 tiles' bound (formats/certified.py): the int8 sums of the inputs rounded to fp16
+    lie within the widened reach of the exact dot product, for inputs under fp16's normal range
+    (rounded, some to 0), near its top, both at once; an input past it makes every row a
+    candidate."""
+    w = _head(rows, cols, seed, 4.0)
+    head = certify(w)
+    gen = torch.Generator().manual_seed(seed + 3)
+    a = torch.randn(5, cols, generator=gen)
+    scale = {"tiny": 2.0**-18, "large": 2.0**14, "mixed": 1.0, "past fp16": 1.0}[kind]
+    a = a * scale
+    if kind == "mixed":
+        a[:, ::2] *= 2.0**-20
+    if kind == "past fp16":
+        a[1:, 0] = 70000.0
+    a = a.to(BF16)
+    approx, reach, sure = bounds(a, head, f16=True)
+    exact = a.double() @ w.double().T
+    held = (approx.double() - exact).abs() <= reach.double()
+    assert held[sure.squeeze(1)].all()
+    if kind == "past fp16":
+        assert sure.squeeze(1).tolist() == [True, False, False, False, False]
+    else:
+        assert sure.all()
+    if kind in ("tiny", "mixed"):  # some inputs changed, and the bound widened for them
+        assert (a.float() != a.half().float()).any()
+        plain = bounds(a, head)[1]
+        assert (reach >= plain).all() and (reach > plain).any()
 
 
 @settings(max_examples=60, deadline=None)
@@ -166,17 +204,22 @@ def test_widen_int8_is_exact_for_every_byte(dtype) -> None:
     assert torch.equal(out.cpu(), w.to(dtype))
 
 
-def _tile(m: int, dot: bool, block_k: int = 32) -> dict:
-    return dict(BLOCK_M=16 if dot else 1, BLOCK_N=32, BLOCK_K=block_k, USE_DOT=dot, num_warps=4,
-                num_stages=1)  # fmt: skip
+def _tile(m: int, dot: bool | str, block_k: int = 32) -> dict:
+    """A test tile: element-wise (dot False), tensor cores (True), or fp16 ones ("f16")."""
+    f16 = dict(F16=True) if dot == "f16" else {}
+    return dict(BLOCK_M=16 if dot else 1, BLOCK_N=32, BLOCK_K=block_k, USE_DOT=bool(dot),
+                num_warps=4, num_stages=1) | f16  # fmt: skip
 
 
-@pytest.mark.parametrize("m,dot", [(1, False), (1, True), (5, True), (20, True)])
+@pytest.mark.parametrize(
+    "m,dot", [(1, False), (1, True), (5, True), (20, True), (1, "f16"), (20, "f16")]
+)
 @pytest.mark.parametrize("logits", ["random", "negative"])
-def test_kernel_gives_the_exact_heads_argmax(m: int, dot: bool, logits: str) -> None:
+def test_kernel_gives_the_exact_heads_argmax(m: int, dot: bool | str, logits: str) -> None:
     """certified_argmax (RMSNorm prologue) against the argmax of skinny_linear's logits on the
     same tile (the same sums, so the same bits in the interpreter): repeated rows (first index
-    wins), all-negative logits; a second launch on other inputs starts clean."""
+    wins), all-negative logits; a second launch on other inputs starts clean. F16 tiles sum
+    the int8 copy on fp16 tensor cores; the exact pass stays bf16's."""
     w = _head(300, 96, 2, ties=20).to(DEVICE)
     gen = torch.Generator().manual_seed(m)
     x = torch.randn(2, m, 96, generator=gen).to(DEVICE, BF16)
@@ -186,7 +229,9 @@ def test_kernel_gives_the_exact_heads_argmax(m: int, dot: bool, logits: str) -> 
     head = certify(w)
     for rows in x:  # two launches: the floors and keys are left as found
         found, packed = certified_argmax(rows, head, norm_weight=nw, config=_tile(m, dot))
-        logit_rows = skinny_linear(rows, w, norm_weight=nw, config=_tile(m, dot))
+        plain = _tile(m, dot)
+        plain.pop("F16", None)
+        logit_rows = skinny_linear(rows, w, norm_weight=nw, config=plain)
         assert packed is None
         if CUDA:  # other sums' order: equal but for near-ties
             assert (found == logit_rows.argmax(-1)).float().mean() >= 0.9
@@ -194,8 +239,8 @@ def test_kernel_gives_the_exact_heads_argmax(m: int, dot: bool, logits: str) -> 
             assert torch.equal(found, logit_rows.argmax(-1))
 
 
-@pytest.mark.parametrize("m,dot", [(1, False), (1, True), (5, True)])
-def test_int8_sums_choose_the_candidates(m: int, dot: bool) -> None:
+@pytest.mark.parametrize("m,dot", [(1, False), (1, True), (5, True), (1, "f16")])
+def test_int8_sums_choose_the_candidates(m: int, dot: bool | str) -> None:
     """The candidates come from the int8 sums: with the radius zeroed and the exact rows swapped
     for unrelated ones, the candidates are rows at the top of some input row's int8 sums (ties
     after rounding to bf16, a floor still rising, COMPACT's union over the input rows), so each
@@ -213,6 +258,28 @@ def test_int8_sums_choose_the_candidates(m: int, dot: bool) -> None:
     top = approx.topk(8, dim=-1).indices.unique()
     assert torch.isin(found.cpu(), top.cpu()).all()
     assert not torch.equal(found, (x.float() @ other.float().T).argmax(-1))
+
+
+@pytest.mark.parametrize("m", [1, 20])
+def test_f16_tiles_take_inputs_past_and_under_fp16(m: int) -> None:
+    """F16 tiles on inputs that fp16 cannot hold: rows with an element past its range (every
+    head row a candidate), rows of elements under its normal range (rounded, some to 0): the
+    exact head's argmax all the same."""
+    w = _head(300, 96, 6, ties=10).to(DEVICE)
+    head = certify(w)
+    gen = torch.Generator().manual_seed(m + 20)
+    x = torch.randn(m, 96, generator=gen)
+    x[::2] *= 2.0**-20
+    x[1::2, 5] = 9.0e4
+    x = x.to(DEVICE, BF16)
+    found, _ = certified_argmax(x, head, config=_tile(m, "f16"))
+    logit_rows = skinny_linear(x, w, config=_tile(m, True))
+    want, _ = certified_argmax_reference(x.cpu(), certify(w.cpu()), f16=True)
+    for other in (logit_rows.argmax(-1).cpu(), want):
+        if CUDA:  # other sums' order: equal but for near-ties
+            assert (found.cpu() == other).float().mean() >= 0.9
+        else:
+            assert torch.equal(found.cpu(), other)
 
 
 def test_kernel_takes_a_handed_norm_and_packs_verify_blocks() -> None:

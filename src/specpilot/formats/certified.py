@@ -39,6 +39,19 @@ over the candidates is the argmax over all rows. Non-finite inputs (||a|| inf or
 every row a candidate. The rounding r in the comparison matters: without it a dropped row could
 round to the winner's value and, with a smaller index, be torch.argmax's choice.
 
+fp16 sums (the kernel's F16 tiles). bf16's inputs cannot meet int8 weights on the tensor cores
+without widening each weight to bf16 (three instructions a weight, as many as the products
+element-wise); fp16 takes a weight in one. So the kernel may sum a' = fp16(a) instead of a:
+    |approx'_n - D_n| <= |a' . Q_n s_n - a . Q_n s_n| + |a . E_n| + ... <= ||a - a'|| ||Q_n s_n||
+                         + ||a|| ||E_n|| + ...,
+and the rounding of approx' is at most 2Ku ||a'|| ||Q_n s_n|| <= 2Ku (||a|| + ||a - a'||)
+||Q_n s_n||. Every |q| <= 127, so ||Q_n s_n|| <= 127 sqrt(K) s_n, and the kernel adds
+||a - a'|| 254 sqrt(K) s_n to the reach: twice what the change needs, which covers the change's
+own rounding and one more fp32 addition (the other terms' slack covers theirs). a - a' is 0
+where fp16 holds a bf16 value (normal fp16 magnitudes), a few 2^-25 where a is under fp16's
+normal range, so the bounds barely widen; an input past fp16's range (inf) makes every row a
+candidate, as a non-finite input does.
+
 Cost: the int8 rows (N K bytes) plus the candidates' bf16 rows. With random normal weights at
 the Qwen3-8B shape ||E_n|| is ~0.86% of ||W_n||: ~200 candidates against the final floor; on
 the embedded SmolLM2's real head 3.5 a position (bench/certified_head.py counts them).
@@ -46,6 +59,7 @@ the embedded SmolLM2's real head 3.5 a position (bench/certified_head.py counts 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -134,26 +148,43 @@ def order_keys(values: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isnan(values), 0x7FFF, bits)
 
 
+def bounds(
+    a: torch.Tensor, head: CertifiedHead, f16: bool = False
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """approx [M, N] and reach [M, N] in float32 as the kernel forms them (f16: the sums of the
+    inputs rounded to fp16, module doc), and sure [M, 1] (False: every row a candidate)."""
+    af = a.float()
+    summed = a.half().float() if f16 else af
+    approx = (summed @ head.weight.float().T) * head.scale[None, :]
+    norm = af.norm(dim=1, keepdim=True)
+    reach = norm * head.radius[None, :]
+    sure = torch.isfinite(norm)
+    if f16:
+        change = (af - summed).norm(dim=1, keepdim=True)
+        reach = reach + change * (head.scale * 254.0 * math.sqrt(a.shape[1]))[None, :]
+        sure &= torch.isfinite(change)
+    return approx, reach, sure
+
+
 def certified_argmax_reference(
-    a: torch.Tensor, head: CertifiedHead, post: torch.Tensor | None = None
+    a: torch.Tensor, head: CertifiedHead, post: torch.Tensor | None = None, f16: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The module doc's procedure in PyTorch with one global floor: a [M, K] (the head's input
-    rows, its dtype), post [M] (p; None: 1) -> (tokens [M] int64, candidates [M, N] bool).
-    The exact logits are computed for every row here; only the candidates' take part."""
+    rows, its dtype), post [M] (p; None: 1), f16 (the int8 sums of a rounded to fp16) ->
+    (tokens [M] int64, candidates [M, N] bool). The exact logits are computed for every row
+    here; only the candidates' take part."""
     n, k = head.shape
     if a.dim() != 2 or a.shape[1] != k or a.dtype != head.exact.dtype:
         raise ValueError(f"a must be [M, {k}] {head.exact.dtype}, got {a.shape} {a.dtype}")
     af = a.float()
     p = torch.ones(a.shape[0]) if post is None else post.float().cpu()
-    approx = (af @ head.weight.float().T) * head.scale[None, :]
-    norm = af.norm(dim=1, keepdim=True)
-    reach = norm * head.radius[None, :]
+    approx, reach, sure = bounds(a, head, f16)
     lower = ((approx - reach) * p[:, None]).cpu()
     upper = ((approx + reach) * p[:, None]).cpu()
     floor = lower.max(dim=1, keepdim=True).values
     dtype = head.exact.dtype
     dropped = upper.to(dtype).float() < floor.to(dtype).float()
-    candidates = ~(dropped & torch.isfinite(norm).cpu())
+    candidates = ~(dropped & sure.cpu())
     exact = ((af @ head.exact.float().T).cpu() * p[:, None]).to(dtype)
     keys = order_keys(exact)
     keys = torch.where(candidates, keys, torch.iinfo(torch.int64).min)

@@ -65,6 +65,7 @@ OFF = {
     "TILES_M": 1,
     "DEFER": 0,
     "COMPACT": 0,
+    "F16": 0,
     "GROUPS": 1,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")

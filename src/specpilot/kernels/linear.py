@@ -173,6 +173,7 @@ def _skinny_kernel(
     deferred=0,
     DEFER: tl.constexpr = False,
     COMPACT: tl.constexpr = False,
+    F16: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -220,8 +221,10 @@ def _skinny_kernel(
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     else:
         acc3 = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
-    if CERTIFY:  # the inputs' squares, element-wise (a certified head's ||a||)
+    if CERTIFY:  # the inputs' squares, element-wise (a certified head's ||a||), and with F16
+        # the squares of what rounding them to fp16 changed (its ||a - a'||)
         squares3 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
+        changes3 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
     # LOOP_STAGES: the loop's loads software-pipelined through shared memory (cp.async) this
     # many steps deep (loop_stages: the launcher's default)
     for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=LOOP_STAGES):
@@ -246,7 +249,15 @@ def _skinny_kernel(
             w = w.to(tl.float16)
         if CERTIFY:  # int8 weights (formats/certified.py): exact in bf16, fp16 and fp32
             squares3 += a.to(tl.float32) * a.to(tl.float32)
-            w = widen_int8(w, dtype, not USE_DOT)
+            if F16:  # the sums on fp16 tensor cores: a rounded to fp16 (its change bounded,
+                # formats/certified.py), the weights widened to fp16 (fewer instructions)
+                a16 = a.to(tl.float16)
+                change = a.to(tl.float32) - a16.to(tl.float32)  # exact (Sterbenz)
+                changes3 += change * change
+                a = a16
+                w = widen_int8(w, tl.float16, False)
+            else:
+                w = widen_int8(w, dtype, not USE_DOT)
         if USE_DOT and W_LEFT:
             acc_t += dot(w, tl.trans(a), F32_DOT)
         elif USE_DOT:
@@ -270,7 +281,7 @@ def _skinny_kernel(
                 count_ptr, token_ptr, ids_ptr, packed_ptr, M, N, stride_ids, stride_packed,
                 upper_ptr, flag_ptr, deferred, NORM, GLU, BLOCK_M, BLOCK_N, BLOCK_K, USE_DOT,
                 F32_DOT, TILES_N, TILES_M, ACCEPT, WIDTH, WIDTH_POW2, FENCE, DEFER,
-                COMPACT)  # fmt: skip
+                COMPACT, changes3, F16)  # fmt: skip
     elif SPLIT_K > 1:  # this slice's sums; the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
         store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N,

@@ -28,8 +28,9 @@ TILE_KEYS = {
     "w12": {"BLOCK_M", "BLOCK_N", "UNROLL", "USE_DOT", "SPLIT_K", "SPLIT_IN", "LOOP_STAGES",
             "ACC_SCALE", "ESC_IN_LOOP", "HALVES", "ASM", "num_warps", "num_stages", "maxnreg"},
     "fp8": _SKINNY_KEYS,  # the skinny multiply by FP8 weights (the drafter's)
-    # a certified head's int8 multiply (no K split, TMA or W_LEFT: linear.certified_argmax)
-    "certified": _SKINNY_KEYS - {"SPLIT_K", "TMA", "W_LEFT"},
+    # a certified head's int8 multiply (no K split, TMA or W_LEFT: linear.certified_argmax;
+    # F16: its sums on fp16 tensor cores, formats/certified.py)
+    "certified": (_SKINNY_KEYS - {"SPLIT_K", "TMA", "W_LEFT"}) | {"F16"},
 }  # fmt: skip
 # the module and table each kind goes into
 TABLES = {
