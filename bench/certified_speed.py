@@ -1,7 +1,8 @@
 """Where a certified LM head's time goes (kernels/linear.certified_argmax), one process on a GPU.
 
 At a head shape (default Qwen3-8B's 151,936 x 4,096, random normal weights, std 0.02) and 1 and
-16 input rows (random normal, the RMSNorm prologue), each launch timed alone with CUDA events
+16 input rows (random normal, the RMSNorm prologue; `--prologue none`: none, as a handed norm's
+one-row head sums its one row's squares), each launch timed alone with CUDA events
 (warm-up, then `--iters` launches, the median): the exact head (skinny_linear, then the argmax
 launch), the FP8 head of the same shape (8-bit weights: the bandwidth an 8-bit multiply reaches
 here), and the certified head on each tile of `--tiles` (tiles files' "certified" entries;
@@ -58,6 +59,7 @@ def main() -> None:
         "--tiles", default="compiled", help="tiles files, comma-separated; compiled: built-in"
     )
     parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--prologue", default="norm", choices=("norm", "none"))
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -65,7 +67,7 @@ def main() -> None:
     w = (torch.randn(args.n, args.k, device=dev, generator=gen) * 0.02).to(torch.bfloat16)
     head = certify(w)
     q = fp8.quantize(w)
-    nw = torch.ones(args.k, device=dev, dtype=torch.bfloat16)
+    nw = torch.ones(args.k, device=dev, dtype=torch.bfloat16) if args.prologue == "norm" else None
     bandwidth_bytes = {"bf16": w.numel() * 2, "int8": head.weight.numel()}
     rows_out = []
     for m in (int(r) for r in args.rows.split(",")):
@@ -114,7 +116,7 @@ def main() -> None:
         rows_out.append({"rows": m, "us_or_fraction": measured})
     gpu = torch.cuda.get_device_name() if dev.type == "cuda" else "cpu (dry run)"
     report = {"bench": "certified_speed", "gpu": gpu, "n": args.n, "k": args.k,
-              "results": rows_out}  # fmt: skip
+              "prologue": args.prologue, "results": rows_out}  # fmt: skip
     finish(report, args.out)
 
 

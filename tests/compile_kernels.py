@@ -340,16 +340,20 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
                   if key.isupper() or key.startswith("num_") or key == "maxnreg"}  # fmt: skip
         tiles_n = triton.cdiv(151936, tile["BLOCK_N"])
         consts |= dict(NORM=True, GLU=False, RESIDUAL=False, F32_DOT=False, CERTIFY=True,
-                       FENCE=True, TILES_N=tiles_n, TILES_M=1, DEFER=True)  # fmt: skip
+                       FENCE=True, TILES_N=tiles_n, TILES_M=1, DEFER=True,
+                       STAT_ROWS=tile["BLOCK_M"])  # fmt: skip
         consts["LOOP_STAGES"] = linear.loop_stages(tile)
         label = f"skinny_linear CERTIFY {tile}"
         out.append((label, linear._skinny_kernel, cert_types, consts))
         compact = consts | dict(COMPACT=True)  # the candidates gathered (certified.COMPACT)
         out.append((f"{label} COMPACT", linear._skinny_kernel, cert_types, compact))
-        if rows == 16:  # a verify block, after a handed norm
+        if rows == 16:  # a verify block, after a handed norm; one row on the taller tile
             verify = consts | dict(NORM=False, HAND_IN=True, SLOTS_IN=512, ACCEPT=True,
                                    WIDTH=16, WIDTH_POW2=16)  # fmt: skip
             out.append((f"{label} HAND_IN ACCEPT", linear._skinny_kernel, cert_types, verify))
+            one = compact | dict(NORM=False, HAND_IN=True, SLOTS_IN=512, HAND_ROWS=1,
+                                 STAT_ROWS=1, DEFER=False)  # fmt: skip
+            out.append((f"{label} HAND_IN one row", linear._skinny_kernel, cert_types, one))
     argmax_types = {"x_ptr": bf16, "part_v_ptr": "*fp32", "part_i_ptr": "*i32",
                     "count_ptr": "*i32", "out_ptr": "*i64", "ids_ptr": "*i64",
                     "packed_ptr": "*i64"}  # fmt: skip

@@ -102,7 +102,7 @@ def test_fp16_sums_stay_within_their_bound(rows, cols, seed, kind) -> None:
     head = certify(w)
     gen = torch.Generator().manual_seed(seed + 3)
     a = torch.randn(5, cols, generator=gen)
-    scale = {"tiny": 2.0**-18, "large": 2.0**14, "mixed": 1.0, "past fp16": 1.0}[kind]
+    scale = {"tiny": 2.0**-18, "large": 2.0**11, "mixed": 1.0, "past fp16": 1.0}[kind]
     a = a * scale
     if kind == "mixed":
         a[:, ::2] *= 2.0**-20

@@ -273,19 +273,22 @@ def certify(
     changes=None,
     F16: tl.constexpr = False,
 ):  # fmt: skip
-    """acc [BLOCK_M, BLOCK_N]: the int8 sums of this tile; squares [BLOCK_M, BLOCK_K]: the
+    """acc [BLOCK_M, BLOCK_N]: the int8 sums of this tile; squares [BLOCK_M or 1, BLOCK_K]: the
     element-wise sums of the inputs' squares; post [BLOCK_M]: p (module doc). DEFER: the first
     `deferred` tiles along N leave their check to the last `deferred` (module doc). F16: acc
-    summed the inputs rounded to fp16, a', and changes [BLOCK_M, BLOCK_K] holds the element-wise
-    sums of (a - a')^2: each bound widens by ||a - a'|| times twice a bound on ||Q_n s_n||."""
+    summed the inputs rounded to fp16, a', and changes (shaped as squares) holds the
+    element-wise sums of (a - a')^2: each bound widens by ||a - a'|| times twice a bound on
+    ||Q_n s_n||."""
     scale = tl.load(scale_ptr + rn, mask=n_ok, other=0.0)
     radius = tl.load(radius_ptr + rn, mask=n_ok, other=0.0)
     approx = acc * scale[None, :]
-    norm = tl.sqrt(tl.sum(squares, axis=1))
+    # squares (and changes) [STAT_ROWS, BLOCK_K]: one row's on a taller tile (the others'
+    # are masked), or BLOCK_M rows'
+    norm = tl.broadcast_to(tl.sqrt(tl.sum(squares, axis=1)), [BLOCK_M])
     reach = norm[:, None] * radius[None, :]
     sure = norm < float("inf")  # False for inf and NaN: every row a candidate
     if F16:  # ||Q_n|| <= 127 sqrt(K): 254 sqrt(K) s_n >= 2 ||Q_n s_n|| (formats/certified.py)
-        change = tl.sqrt(tl.sum(changes, axis=1))
+        change = tl.broadcast_to(tl.sqrt(tl.sum(changes, axis=1)), [BLOCK_M])
         sure = sure & (change < float("inf"))  # an input past fp16's range: inf
         spread = scale * 254.0 * tl.sqrt(tl.zeros([BLOCK_N], tl.float32) + K)
         reach += change[:, None] * spread[None, :]

@@ -174,6 +174,7 @@ def _skinny_kernel(
     DEFER: tl.constexpr = False,
     COMPACT: tl.constexpr = False,
     F16: tl.constexpr = False,
+    STAT_ROWS: tl.constexpr = 1,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -222,9 +223,14 @@ def _skinny_kernel(
     else:
         acc3 = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
     if CERTIFY:  # the inputs' squares, element-wise (a certified head's ||a||), and with F16
-        # the squares of what rounding them to fp16 changed (its ||a - a'||)
-        squares3 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
-        changes3 = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
+        # the squares of what rounding them to fp16 changed (its ||a - a'||); STAT_ROWS 1: a
+        # one-row launch on a taller tile sums its one row's, from a load of that row alone
+        # (no NORM prologue then: the launcher's), not BLOCK_M rows' of which one is real
+        tl.static_assert(STAT_ROWS == BLOCK_M or (STAT_ROWS == 1 and not NORM))
+        squares3 = tl.zeros([STAT_ROWS, BLOCK_K], dtype=tl.float32)
+        changes3 = tl.zeros([STAT_ROWS, BLOCK_K], dtype=tl.float32)
+        x_first = x_ptr + (pid_m * BLOCK_M + tl.arange(0, STAT_ROWS))[:, None] * stride_xm
+        first_ok = (pid_m * BLOCK_M + tl.arange(0, STAT_ROWS)) < M
     # LOOP_STAGES: the loop's loads software-pipelined through shared memory (cp.async) this
     # many steps deep (loop_stages: the launcher's default)
     for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=LOOP_STAGES):
@@ -248,13 +254,17 @@ def _skinny_kernel(
             a = a.to(tl.float16)
             w = w.to(tl.float16)
         if CERTIFY:  # int8 weights (formats/certified.py): exact in bf16, fp16 and fp32
-            squares3 += a.to(tl.float32) * a.to(tl.float32)
+            if STAT_ROWS == BLOCK_M:
+                first = a
+            else:
+                first = input_tile(x_first, rk[None, :], first_ok[:, None] & k_ok[None, :],
+                                   nw_ptr, rstd, K, dtype, False, GLU)  # fmt: skip
+            squares3 += first.to(tl.float32) * first.to(tl.float32)
             if F16:  # the sums on fp16 tensor cores: a rounded to fp16 (its change bounded,
                 # formats/certified.py), the weights widened to fp16 (fewer instructions)
-                a16 = a.to(tl.float16)
-                change = a.to(tl.float32) - a16.to(tl.float32)  # exact (Sterbenz)
+                change = first.to(tl.float32) - first.to(tl.float16).to(tl.float32)  # exact
                 changes3 += change * change
-                a = a16
+                a = a.to(tl.float16)
                 w = widen_int8(w, tl.float16, False)
             else:
                 w = widen_int8(w, dtype, not USE_DOT)
@@ -668,7 +678,9 @@ def certified_argmax(
         defer = dict(DEFER=True, deferred=deferred, upper_ptr=uppers, flag_ptr=flags)
     counters = zeroed_counters(dev, grid[1] + 1)
     hand_args = hand_arguments(x, n, grid[0], cfg["BLOCK_M"], 1, None, handed)
-    extra = dict(CERTIFY=True, scale_ptr=head.scale, radius_ptr=head.radius,
+    # one row on a taller tile: its squares from its own row (the kernel's STAT_ROWS)
+    stat_rows = 1 if m == 1 and norm_weight is None else cfg["BLOCK_M"]
+    extra = dict(CERTIFY=True, STAT_ROWS=stat_rows, scale_ptr=head.scale, radius_ptr=head.radius,
                  exact_ptr=head.exact, stride_en=head.exact.stride(0), floor_ptr=floors,
                  key_ptr=keys, count_ptr=counters, token_ptr=tokens, FENCE=not INTERPRETED,
                  TILES_N=grid[0], TILES_M=grid[1], COMPACT=bool(certified.COMPACT), **accept,
