@@ -246,7 +246,8 @@ def test_int8_sums_choose_the_candidates(m: int, dot: bool | str) -> None:
     after rounding to bf16, a floor still rising, COMPACT's union over the input rows), so each
     token is among the top 8 of some row's int8 sums, and not the swapped rows' argmax over all
     (int8 sums of ~0, as the interpreter's bf16 conversion once gave, would leave every row a
-    candidate)."""
+    candidate). On the GPU, whose programs run at once (run 239 found a token outside the top 8
+    at 5 rows), each token is the top of its own tile of 32 for some row."""
     w = _head(300, 96, 3).to(DEVICE)
     head = certify(w)
     gen = torch.Generator().manual_seed(m + 10)
@@ -256,6 +257,13 @@ def test_int8_sums_choose_the_candidates(m: int, dot: bool | str) -> None:
     found, _ = certified_argmax(x, lying, config=_tile(m, dot))
     approx = x.float() @ (head.weight.float() * head.scale[:, None]).T
     top = approx.topk(8, dim=-1).indices.unique()
+    if CUDA:  # programs run at once: a floor may hold only the program's own tile, so a
+        # candidate is (within bf16 rounding) the top of its own tile of 32 for some row
+        n = approx.shape[1]
+        tiles = torch.nn.functional.pad(approx, (0, -n % 32), value=float("-inf")).view(m, -1, 32)
+        best = tiles.amax(dim=2, keepdim=True)
+        near = (tiles >= best - best.abs() * 2.0**-7).view(m, -1)[:, :n]
+        top = near.any(dim=0).nonzero().squeeze(1)
     assert torch.isin(found.cpu(), top.cpu()).all()
     assert not torch.equal(found, (x.float() @ other.float().T).argmax(-1))
 
