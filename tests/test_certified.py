@@ -309,6 +309,26 @@ def test_kernel_takes_a_handed_norm_and_packs_verify_blocks() -> None:
     assert packed[0, -1] >= 5 and torch.equal(packed[:, :16], ids)
 
 
+@pytest.mark.parametrize("dot", [True, "f16"])
+def test_one_row_after_a_handed_norm_on_a_taller_tile(dot: bool | str) -> None:
+    """The engine's one-row head (linear.CERTIFIED_TILES: a 16-row F16 tile): x = u after a norm
+    hand-off, its one row's squares (STAT_ROWS 1) and sums scaled by 1 / RMS: the handed
+    multiply's argmax, over several inputs (the buffers left clean between launches)."""
+    w = _head(300, 64, 7, ties=10).to(DEVICE)
+    head = certify(w)
+    gen = torch.Generator().manual_seed(11)
+    same = []
+    for _ in range(5):
+        u = (torch.randn(1, 64, generator=gen) * 3).to(DEVICE, BF16)
+        squares = (torch.rand(1, 3, generator=gen) * 40).to(DEVICE)
+        handed = Handoff(torch.ones(64, device=DEVICE, dtype=BF16), 1e-6, u, squares)
+        logit_rows = skinny_linear(u, w, handed=handed, config=_tile(1, True))
+        found, _ = certified_argmax(u, head, handed=handed, config=_tile(1, dot))
+        same.append(torch.equal(found, logit_rows.argmax(-1)))
+    # on the GPU other sums' order: equal but for near-ties
+    assert sum(same) >= 4 if CUDA else all(same)
+
+
 def test_kernel_checks_its_arguments() -> None:
     head = certify(_head(40, 32, 0).to(DEVICE))
     x = torch.randn(2, 32).to(DEVICE, BF16)
