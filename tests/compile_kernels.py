@@ -21,6 +21,7 @@ from specpilot.formats.w12 import SLICE
 from specpilot.kernels import (
     aot,
     attention,
+    certified,
     elementwise,
     linear,
     rope,
@@ -354,6 +355,26 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
             one = compact | dict(NORM=False, HAND_IN=True, SLOTS_IN=512, HAND_ROWS=1,
                                  STAT_ROWS=1, DEFER=False)  # fmt: skip
             out.append((f"{label} HAND_IN one row", linear._skinny_kernel, cert_types, one))
+            # TWO_PASS's multiply: the upper bounds stored, no check
+            bounds = one | dict(UPPERS_OUT=True)
+            out.append((f"{label} UPPERS_OUT", linear._skinny_kernel, cert_types, bounds))
+    # TWO_PASS's second launch (certified.exact_pass): one row element-wise; 16 rows on tensor
+    # cores after a handed norm, packing verify blocks
+    exact_types = {"x_ptr": bf16, "nw_ptr": bf16, "exact_ptr": bf16, "upper_ptr": "*fp32",
+                   "floor_ptr": "*fp32", "key_ptr": "*i64", "count_ptr": "*i32",
+                   "token_ptr": "*i64", "ids_ptr": "*i64", "packed_ptr": "*i64",
+                   "sq_in_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "stride_xm": "i32",
+                   "stride_en": "i32", "stride_ids": "i32", "stride_packed": "i32",
+                   "stride_sq_in": "i32", "slots_in": "i32", "eps": "fp32"}  # fmt: skip
+    exact = dict(NORM=False, HAND_IN=True, SLOTS_IN=512, BLOCK_K=256, F32_DOT=False,
+                 FENCE=True, COMPACT=True, num_warps=4)  # fmt: skip
+    for rows, block_n in ((1, certified.EXACT_ROWS_ONE), (16, certified.EXACT_ROWS)):
+        consts = exact | dict(BLOCK_M=rows, BLOCK_N=block_n, USE_DOT=rows > 1,
+                              TILES_N=triton.cdiv(151936, block_n), TILES_M=1,
+                              ACCEPT=rows > 1, WIDTH=16 if rows > 1 else 1,
+                              WIDTH_POW2=16 if rows > 1 else 1)  # fmt: skip
+        out.append((f"certified exact pass {rows} rows", certified._exact_kernel, exact_types,
+                    consts))  # fmt: skip
     argmax_types = {"x_ptr": bf16, "part_v_ptr": "*fp32", "part_i_ptr": "*i32",
                     "count_ptr": "*i32", "out_ptr": "*i64", "ids_ptr": "*i64",
                     "packed_ptr": "*i64"}  # fmt: skip

@@ -22,7 +22,7 @@ from specpilot.formats.certified import (
     certify,
     order_keys,
 )
-from specpilot.kernels import tokens
+from specpilot.kernels import certified, tokens
 from specpilot.kernels.certified import widen_int8
 from specpilot.kernels.linear import Handoff, certified_argmax, skinny_linear
 from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUDA
@@ -211,11 +211,18 @@ def _tile(m: int, dot: bool | str, block_k: int = 32) -> dict:
                 num_warps=4, num_stages=1) | f16  # fmt: skip
 
 
+# the exact pass in the multiply's launch (0) or in a second one against the final floors (1)
+TWO_PASS = pytest.mark.parametrize("two_pass", [0, 1])
+
+
 @pytest.mark.parametrize(
     "m,dot", [(1, False), (1, True), (5, True), (20, True), (1, "f16"), (20, "f16")]
 )
 @pytest.mark.parametrize("logits", ["random", "negative"])
-def test_kernel_gives_the_exact_heads_argmax(m: int, dot: bool | str, logits: str) -> None:
+@TWO_PASS
+def test_kernel_gives_the_exact_heads_argmax(
+    m: int, dot: bool | str, logits: str, two_pass: int, monkeypatch
+) -> None:
     """certified_argmax (RMSNorm prologue) against the argmax of skinny_linear's logits on the
     same tile (the same sums, so the same bits in the interpreter): repeated rows (first index
     wins), all-negative logits; a second launch on other inputs starts clean. F16 tiles sum
@@ -240,14 +247,19 @@ def test_kernel_gives_the_exact_heads_argmax(m: int, dot: bool | str, logits: st
 
 
 @pytest.mark.parametrize("m,dot", [(1, False), (1, True), (5, True), (1, "f16")])
-def test_int8_sums_choose_the_candidates(m: int, dot: bool | str) -> None:
+@TWO_PASS
+def test_int8_sums_choose_the_candidates(
+    m: int, dot: bool | str, two_pass: int, monkeypatch
+) -> None:
     """The candidates come from the int8 sums: with the radius zeroed and the exact rows swapped
     for unrelated ones, the candidates are rows at the top of some input row's int8 sums (ties
     after rounding to bf16, a floor still rising, COMPACT's union over the input rows), so each
     token is among the top 8 of some row's int8 sums, and not the swapped rows' argmax over all
     (int8 sums of ~0, as the interpreter's bf16 conversion once gave, would leave every row a
     candidate). On the GPU, whose programs run at once (run 239 found a token outside the top 8
-    at 5 rows), each token is the top of its own tile of 32 for some row."""
+    at 5 rows), each token is the top of its own tile of 32 for some row; with TWO_PASS, whose
+    second launch compares against the final floors, the top 8 there too."""
+    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
     w = _head(300, 96, 3).to(DEVICE)
     head = certify(w)
     gen = torch.Generator().manual_seed(m + 10)
@@ -257,7 +269,7 @@ def test_int8_sums_choose_the_candidates(m: int, dot: bool | str) -> None:
     found, _ = certified_argmax(x, lying, config=_tile(m, dot))
     approx = x.float() @ (head.weight.float() * head.scale[:, None]).T
     top = approx.topk(8, dim=-1).indices.unique()
-    if CUDA:  # programs run at once: a floor may hold only the program's own tile, so a
+    if CUDA and not two_pass:  # programs run at once: a floor may hold only its own tile, so a
         # candidate is (within bf16 rounding) the top of its own tile of 32 for some row
         n = approx.shape[1]
         tiles = torch.nn.functional.pad(approx, (0, -n % 32), value=float("-inf")).view(m, -1, 32)
@@ -269,10 +281,12 @@ def test_int8_sums_choose_the_candidates(m: int, dot: bool | str) -> None:
 
 
 @pytest.mark.parametrize("m", [1, 20])
-def test_f16_tiles_take_inputs_past_and_under_fp16(m: int) -> None:
+@TWO_PASS
+def test_f16_tiles_take_inputs_past_and_under_fp16(m: int, two_pass: int, monkeypatch) -> None:
     """F16 tiles on inputs that fp16 cannot hold: rows with an element past its range (every
     head row a candidate), rows of elements under its normal range (rounded, some to 0): the
     exact head's argmax all the same."""
+    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
     w = _head(300, 96, 6, ties=10).to(DEVICE)
     head = certify(w)
     gen = torch.Generator().manual_seed(m + 20)
@@ -290,9 +304,11 @@ def test_f16_tiles_take_inputs_past_and_under_fp16(m: int) -> None:
             assert torch.equal(found.cpu(), other)
 
 
-def test_kernel_takes_a_handed_norm_and_packs_verify_blocks() -> None:
+@TWO_PASS
+def test_kernel_takes_a_handed_norm_and_packs_verify_blocks(two_pass: int, monkeypatch) -> None:
     """The head after a norm hand-off (x = u, the sums scaled by 1 / RMS): the handed
     multiply's argmax; with verify blocks' ids, tokens.argmax_accept's packed rows."""
+    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
     w = _head(300, 64, 5, ties=10).to(DEVICE)
     head = certify(w)
     gen = torch.Generator().manual_seed(9)
@@ -310,10 +326,14 @@ def test_kernel_takes_a_handed_norm_and_packs_verify_blocks() -> None:
 
 
 @pytest.mark.parametrize("dot", [True, "f16"])
-def test_one_row_after_a_handed_norm_on_a_taller_tile(dot: bool | str) -> None:
+@TWO_PASS
+def test_one_row_after_a_handed_norm_on_a_taller_tile(
+    dot: bool | str, two_pass: int, monkeypatch
+) -> None:
     """The engine's one-row head (linear.CERTIFIED_TILES: a 16-row F16 tile): x = u after a norm
     hand-off, its one row's squares (STAT_ROWS 1) and sums scaled by 1 / RMS: the handed
     multiply's argmax, over several inputs (the buffers left clean between launches)."""
+    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
     w = _head(300, 64, 7, ties=10).to(DEVICE)
     head = certify(w)
     gen = torch.Generator().manual_seed(11)

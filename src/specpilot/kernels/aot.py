@@ -66,6 +66,7 @@ OFF = {
     "DEFER": 0,
     "COMPACT": 0,
     "F16": 0,
+    "UPPERS_OUT": 0,
     "GROUPS": 1,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")

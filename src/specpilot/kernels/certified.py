@@ -24,6 +24,12 @@ launches defer none (run 207: faster without). The hand-over is one atomic swap 
 flag and never waits: a deferred tile swaps in 1 after storing its bounds, its checker swaps in 2
 after its own check; whoever comes second does the check (the checker when it finds 1, the deferred
 tile when it finds 2).
+
+TWO_PASS (off by default, not yet measured): the multiply stores every row's upper bound (times
+p, [M, N] fp32: 9.7 MB for a 16-row verify block at Qwen3's head) and posts its floors, and a
+second launch (`exact_pass`) reads the bounds against the final floors and computes the exact
+logits of only the rows those leave, then turns the keys into tokens and packs the verify blocks.
+The proof is unchanged: a final floor is a floor some row's lower bound reached.
 """
 
 from __future__ import annotations
@@ -32,7 +38,21 @@ import torch
 import triton
 import triton.language as tl
 
-from specpilot.kernels.common import INTERPRETED, count_done, count_reset, dot, input_tile
+from specpilot.formats.certified import CertifiedHead
+from specpilot.kernels import launch, trace
+from specpilot.kernels.common import (
+    INTERPRETED,
+    count_done,
+    count_reset,
+    dot,
+    handed_rstd,
+    handed_squares,
+    input_tile,
+    pdl_enter,
+    row_rstd,
+    trace_mark,
+    zeroed_counters,
+)
 from specpilot.kernels.tokens import pack_rows
 
 KEY_MIN = tl.constexpr(-(2**63))
@@ -53,6 +73,15 @@ DEFER_MIN_ROWS = 2
 # the candidates' exact pass: 1, the wanted rows gathered SLOTS at a time into [SLOTS, EXACT_K]
 # tiles, pipelined; 0, the tile's rows masked (--switch kernels.certified.COMPACT=0)
 COMPACT = 1
+# 1: the exact pass in a second launch (`_exact_kernel`), against the final floors: the
+# multiply stores every row's upper bound ([M, N] fp32) and posts its floors, then the second
+# launch reads the bounds and computes the exact logits of the rows the final floors leave
+# (~200 an input row with random weights, against ~2,600 a row seen by one launch's rising
+# floors). Off by default (not yet measured; --switch kernels.certified.TWO_PASS=1)
+TWO_PASS = 0
+# the second launch's tile: head rows a program (bounds read, candidates gathered from them)
+EXACT_ROWS_ONE = 1024  # one input row
+EXACT_ROWS = 256  # 2 or more input rows (16 a program)
 SLOTS = tl.constexpr(16)
 EXACT_K = tl.constexpr(256)
 
@@ -272,13 +301,15 @@ def certify(
     COMPACT: tl.constexpr = False,
     changes=None,
     F16: tl.constexpr = False,
+    UPPERS_OUT: tl.constexpr = False,
 ):  # fmt: skip
     """acc [BLOCK_M, BLOCK_N]: the int8 sums of this tile; squares [BLOCK_M or 1, BLOCK_K]: the
     element-wise sums of the inputs' squares; post [BLOCK_M]: p (module doc). DEFER: the first
     `deferred` tiles along N leave their check to the last `deferred` (module doc). F16: acc
     summed the inputs rounded to fp16, a', and changes (shaped as squares) holds the
     element-wise sums of (a - a')^2: each bound widens by ||a - a'|| times twice a bound on
-    ||Q_n s_n||."""
+    ||Q_n s_n||. UPPERS_OUT (TWO_PASS): the upper bounds stored at upper_ptr [M, N] and the
+    floors posted; the check, the tokens and the packing are `_exact_kernel`'s."""
     scale = tl.load(scale_ptr + rn, mask=n_ok, other=0.0)
     radius = tl.load(radius_ptr + rn, mask=n_ok, other=0.0)
     approx = acc * scale[None, :]
@@ -298,7 +329,9 @@ def certify(
     local = tl.max(lower, axis=1)
     seen = tl.atomic_max(floor_ptr + rm, local, mask=m_ok & sure, sem="relaxed", scope="gpu")
     floor = tl.maximum(tl.where(m_ok & sure, seen, float("-inf")), local)
-    if DEFER and pid_n < deferred:  # stored for a tile of the last wave to check
+    if UPPERS_OUT:  # the second launch checks them against the final floors
+        tl.store(upper_ptr + rm[:, None].to(tl.int64) * N + rn[None, :], upper, mask=valid)
+    elif DEFER and pid_n < deferred:  # stored for a tile of the last wave to check
         tl.store(upper_ptr + _deferred_at(pid_m, pid_n, deferred, BLOCK_M, BLOCK_N), upper)
         if _handed_over(flag_ptr + pid_m * deferred + pid_n, 1, rm, FENCE) == 2:
             # its checker came first and found nothing: this tile checks itself
@@ -322,6 +355,21 @@ def certify(
                 _check(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd,
                             K, dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M,
                             BLOCK_N, BLOCK_K, USE_DOT, F32_DOT, COMPACT)  # fmt: skip
+    if not UPPERS_OUT:
+        finish_rows(pid_m, rm, m_ok, floor_ptr, key_ptr, count_ptr, token_ptr, ids_ptr,
+                    packed_ptr, M, stride_ids, stride_packed, flag_ptr, deferred, BLOCK_M,
+                    TILES_N, TILES_M, ACCEPT, WIDTH, WIDTH_POW2, FENCE, DEFER)  # fmt: skip
+
+
+@triton.jit
+def finish_rows(pid_m, rm, m_ok, floor_ptr, key_ptr, count_ptr, token_ptr, ids_ptr, packed_ptr, M,
+                stride_ids, stride_packed, flag_ptr, deferred, BLOCK_M: tl.constexpr,
+                TILES_N: tl.constexpr, TILES_M: tl.constexpr, ACCEPT: tl.constexpr,
+                WIDTH: tl.constexpr, WIDTH_POW2: tl.constexpr, FENCE: tl.constexpr,
+                DEFER: tl.constexpr):  # fmt: skip
+    """A program's end: the last of the TILES_N programs of its block of input rows turns the
+    keys into tokens and leaves the floors, keys (and DEFER's flags) as they were found; with
+    ACCEPT the last such block packs every verify block."""
     if count_done(count_ptr + pid_m, rm, TILES_N, FENCE):
         key = tl.load(key_ptr + rm, mask=m_ok, other=0, cache_modifier=".cg")
         tl.store(token_ptr + rm, 2147483647 - (key & 0xFFFFFFFF), mask=m_ok)
@@ -339,3 +387,94 @@ def certify(
                     pack_rows(token_ptr, ids_ptr, packed_ptr, block, stride_ids, stride_packed,
                               WIDTH, WIDTH_POW2)  # fmt: skip
                 count_reset(count_ptr + TILES_M)
+
+
+@triton.jit
+def _exact_kernel(x_ptr, nw_ptr, exact_ptr, upper_ptr, floor_ptr, key_ptr, count_ptr, token_ptr,
+                  ids_ptr, packed_ptr, sq_in_ptr, M, N, K, stride_xm, stride_en, stride_ids,
+                  stride_packed, stride_sq_in, slots_in, eps, NORM: tl.constexpr,
+                  HAND_IN: tl.constexpr, SLOTS_IN: tl.constexpr, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, USE_DOT: tl.constexpr,
+                  F32_DOT: tl.constexpr, TILES_N: tl.constexpr, TILES_M: tl.constexpr,
+                  ACCEPT: tl.constexpr, WIDTH: tl.constexpr, WIDTH_POW2: tl.constexpr,
+                  FENCE: tl.constexpr, COMPACT: tl.constexpr, PDL: tl.constexpr = False,
+                  TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None):  # fmt: skip
+    """TWO_PASS's second launch: head rows [pid_n * BLOCK_N, +BLOCK_N) of input rows block
+    pid_m: their upper bounds (the multiply's, times p) against the final floors; the
+    candidates' exact logits as in one launch (`_check`: the same proof, a floor that no
+    longer rises), then the tokens and packing (`finish_rows`)."""
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    dtype = exact_ptr.dtype.element_ty
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_ok = rm < M
+    valid = m_ok[:, None] & (rn < N)[None, :]
+    upper = tl.load(upper_ptr + rm[:, None].to(tl.int64) * N + rn[None, :], mask=valid,
+                    other=float("-inf"))  # fmt: skip
+    floor = tl.load(floor_ptr + rm, mask=m_ok, other=float("-inf"))
+    # rows past fp16's range or not finite: their floor was never posted (-inf), so nothing
+    # is dropped; the bounds themselves carry no other doubt
+    sure = rm >= 0
+    _, wanted = _candidates(upper, floor, sure, valid, dtype)
+    if tl.max(wanted, axis=0) > 0:
+        x_rows = x_ptr + rm[:, None] * stride_xm
+        rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
+        if NORM:
+            rstd = row_rstd(x_rows, m_ok, K, eps, BLOCK_M, BLOCK_K)
+        post = tl.full([BLOCK_M], 1.0, tl.float32)
+        if HAND_IN:
+            post = handed_rstd(handed_squares(sq_in_ptr, rm, m_ok, stride_sq_in, slots_in,
+                                              SLOTS_IN), K, eps)  # fmt: skip
+        _check(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K, dtype,
+               exact_ptr, stride_en, key_ptr, NORM, False, BLOCK_M, BLOCK_N, BLOCK_K, USE_DOT,
+               F32_DOT, COMPACT)  # fmt: skip
+    finish_rows(pid_m, rm, m_ok, floor_ptr, key_ptr, count_ptr, token_ptr, ids_ptr, packed_ptr,
+                M, stride_ids, stride_packed, floor_ptr, 0, BLOCK_M, TILES_N, TILES_M, ACCEPT,
+                WIDTH, WIDTH_POW2, FENCE, False)  # fmt: skip
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+
+
+def exact_pass(
+    x: torch.Tensor,
+    head: CertifiedHead,
+    bounds: torch.Tensor,
+    floors: torch.Tensor,
+    keys: torch.Tensor,
+    tokens: torch.Tensor,
+    *,
+    norm_weight: torch.Tensor | None,
+    eps: float,
+    squares: torch.Tensor | None,
+    accept: dict,
+) -> None:
+    """TWO_PASS's second launch after linear.certified_argmax's multiply, which left the upper
+    bounds in bounds [M, N] (times p) and posted the floors: `_exact_kernel` over head rows
+    EXACT_ROWS(_ONE) a program, the input rows 16 a program (one row: 1, element-wise sums);
+    tokens [M] and accept's packed rows filled. squares: a handed norm's [M, slots]."""
+    m, (n, k) = x.shape[0], head.shape
+    rows = EXACT_ROWS_ONE if m == 1 else EXACT_ROWS
+    block_m = 1 if m == 1 else 16
+    grid = (triton.cdiv(n, rows), triton.cdiv(m, block_m))
+    counters = zeroed_counters(x.device, grid[1] + 1)
+    hand: dict = dict(HAND_IN=False, SLOTS_IN=1)
+    if squares is not None:
+        slots = squares.shape[1]
+        hand = dict(HAND_IN=True, sq_in_ptr=squares, stride_sq_in=squares.stride(0),
+                    slots_in=slots, SLOTS_IN=triton.next_power_of_2(slots))  # fmt: skip
+    accept = dict(accept) or dict(ids_ptr=tokens, packed_ptr=tokens, stride_ids=0,
+                                  stride_packed=0, ACCEPT=False, WIDTH=1, WIDTH_POW2=1)  # fmt: skip
+    _exact_kernel[grid](
+        x, norm_weight if norm_weight is not None else x, head.exact, bounds, floors, keys,
+        counters, tokens, accept.pop("ids_ptr"), accept.pop("packed_ptr"),
+        hand.pop("sq_in_ptr", floors), m, n, k, x.stride(0), head.exact.stride(0),
+        accept.pop("stride_ids"), accept.pop("stride_packed"), hand.pop("stride_sq_in", 0),
+        hand.pop("slots_in", 0), eps, NORM=norm_weight is not None,
+        BLOCK_M=block_m, BLOCK_N=rows, BLOCK_K=256, USE_DOT=block_m > 1,
+        F32_DOT=INTERPRETED, TILES_N=grid[0], TILES_M=grid[1], FENCE=not INTERPRETED,
+        COMPACT=bool(COMPACT), num_warps=4, **hand, **accept, **launch.pdl(x),
+        **trace.arguments(x, "certified_exact", grid[0] * grid[1], bytes=m * n * 4, rows=m,
+                          n=n, k=k),
+    )  # fmt: skip

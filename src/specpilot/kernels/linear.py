@@ -175,6 +175,7 @@ def _skinny_kernel(
     COMPACT: tl.constexpr = False,
     F16: tl.constexpr = False,
     STAT_ROWS: tl.constexpr = 1,
+    UPPERS_OUT: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -291,7 +292,7 @@ def _skinny_kernel(
                 count_ptr, token_ptr, ids_ptr, packed_ptr, M, N, stride_ids, stride_packed,
                 upper_ptr, flag_ptr, deferred, NORM, GLU, BLOCK_M, BLOCK_N, BLOCK_K, USE_DOT,
                 F32_DOT, TILES_N, TILES_M, ACCEPT, WIDTH, WIDTH_POW2, FENCE, DEFER,
-                COMPACT, changes3, F16)  # fmt: skip
+                COMPACT, changes3, F16, UPPERS_OUT)  # fmt: skip
     elif SPLIT_K > 1:  # this slice's sums; the tile's last program adds them in order
         tile = pid_m * tl.num_programs(0) + pid_n
         store_split(acc, part_ptr, count_ptr, y_ptr, res_ptr, rm, rn, m_ok, n_ok, M, N,
@@ -686,8 +687,12 @@ def certified_argmax(
     dev = x.device
     floors = certified.held(dev, "floors", m, float("-inf"), torch.float32)
     keys = certified.held(dev, "keys", m, -(2**63), torch.int64)
-    deferred = certified.deferred_tiles(dev, grid[0], m)
+    two_pass = bool(certified.TWO_PASS)
+    deferred = 0 if two_pass else certified.deferred_tiles(dev, grid[0], m)
     defer = {}
+    if two_pass:  # the upper bounds for the second launch (kernels/certified.TWO_PASS)
+        bounds = certified.held(dev, "bounds", m * n, 0.0, torch.float32)
+        defer = dict(UPPERS_OUT=True, upper_ptr=bounds)
     if deferred:  # the first tiles' bounds, checked by the last ones (kernels/certified.py)
         tile = cfg["BLOCK_M"] * cfg["BLOCK_N"]
         uppers = certified.held(dev, "uppers", grid[1] * deferred * tile, 0.0, torch.float32)
@@ -705,6 +710,11 @@ def certified_argmax(
     _launch(x, head.weight, x, grid, cfg, hand_args, residual=None, norm_weight=norm_weight,
             eps=eps, glu=False, handed=handed, prefetch=0, nbytes=head.nbytes(),
             name="certified_head", **extra)  # fmt: skip
+    if two_pass:
+        certified.exact_pass(x, head, bounds, floors, keys, tokens, norm_weight=norm_weight,
+                             eps=handed.eps if handed is not None else eps,
+                             squares=handed.squares if handed is not None else None,
+                             accept=accept)  # fmt: skip
     return tokens, packed
 
 
