@@ -385,10 +385,13 @@ def _block_and_token(g: Generator, seed: int) -> tuple:
     return block.tokens, block.accepted, one.tokens
 
 
-def test_certified_head_generation_is_the_exact_heads(tmp_path) -> None:
+@TWO_PASS
+def test_certified_head_generation_is_the_exact_heads(tmp_path, two_pass: int, monkeypatch) -> None:
     """The fused engine with target_head "certified" (an untied head): its int8 copy made; a
     verify block and a one-token forward give the exact head's tokens and accept count, and AR
-    and speculative generation give the exact head's outputs and pass token forcing."""
+    and speculative generation give the exact head's outputs and pass token forcing; with the
+    exact pass in its own launch too (TWO_PASS)."""
+    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
     exact, gen, reference, calls = _head_generators(tmp_path, "certified")
     want, found = _block_and_token(exact, 3), _block_and_token(gen, 3)
     assert found[0].shape == (1, 16) and found[2].shape == (1, 1)
