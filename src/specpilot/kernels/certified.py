@@ -453,7 +453,9 @@ def exact_pass(
     """TWO_PASS's second launch after linear.certified_argmax's multiply, which left the upper
     bounds in bounds [M, N] (times p) and posted the floors: `_exact_kernel` over head rows
     EXACT_ROWS(_ONE) a program, the input rows 16 a program (one row: 1, element-wise sums);
-    tokens [M] and accept's packed rows filled. squares: a handed norm's [M, slots]."""
+    tokens [M] and accept's packed rows filled. squares: a handed norm's [M, slots]. The
+    candidates are always gathered (COMPACT): a masked [rows, K] tile of EXACT_ROWS rows would
+    not fit a program."""
     m, (n, k) = x.shape[0], head.shape
     rows = EXACT_ROWS_ONE if m == 1 else EXACT_ROWS
     block_m = 1 if m == 1 else 16
@@ -474,7 +476,7 @@ def exact_pass(
         hand.pop("slots_in", 0), eps, NORM=norm_weight is not None,
         BLOCK_M=block_m, BLOCK_N=rows, BLOCK_K=256, USE_DOT=block_m > 1,
         F32_DOT=INTERPRETED, TILES_N=grid[0], TILES_M=grid[1], FENCE=not INTERPRETED,
-        COMPACT=bool(COMPACT), num_warps=4, **hand, **accept, **launch.pdl(x),
+        COMPACT=True, num_warps=4, **hand, **accept, **launch.pdl(x),
         **trace.arguments(x, "certified_exact", grid[0] * grid[1], bytes=m * n * 4, rows=m,
                           n=n, k=k),
     )  # fmt: skip
