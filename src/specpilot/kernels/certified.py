@@ -45,6 +45,7 @@ from specpilot.kernels.common import (
     count_done,
     count_reset,
     dot,
+    handed_arguments,
     handed_rstd,
     handed_squares,
     input_tile,
@@ -391,14 +392,15 @@ def finish_rows(pid_m, rm, m_ok, floor_ptr, key_ptr, count_ptr, token_ptr, ids_p
 
 @triton.jit
 def _exact_kernel(x_ptr, nw_ptr, exact_ptr, upper_ptr, floor_ptr, key_ptr, count_ptr, token_ptr,
-                  ids_ptr, packed_ptr, sq_in_ptr, M, N, K, stride_xm, stride_en, stride_ids,
-                  stride_packed, stride_sq_in, slots_in, eps, NORM: tl.constexpr,
-                  HAND_IN: tl.constexpr, SLOTS_IN: tl.constexpr, BLOCK_M: tl.constexpr,
+                  M, N, K, stride_xm, stride_en, eps, NORM: tl.constexpr, BLOCK_M: tl.constexpr,
                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, USE_DOT: tl.constexpr,
                   F32_DOT: tl.constexpr, TILES_N: tl.constexpr, TILES_M: tl.constexpr,
-                  ACCEPT: tl.constexpr, WIDTH: tl.constexpr, WIDTH_POW2: tl.constexpr,
-                  FENCE: tl.constexpr, COMPACT: tl.constexpr, PDL: tl.constexpr = False,
-                  TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None):  # fmt: skip
+                  FENCE: tl.constexpr, COMPACT: tl.constexpr, HAND_IN: tl.constexpr = False,
+                  sq_in_ptr=None, stride_sq_in=0, slots_in=0, SLOTS_IN: tl.constexpr = 1,
+                  ACCEPT: tl.constexpr = False, ids_ptr=None, packed_ptr=None, stride_ids=0,
+                  stride_packed=0, WIDTH: tl.constexpr = 1, WIDTH_POW2: tl.constexpr = 1,
+                  PDL: tl.constexpr = False, TRACE: tl.constexpr = 0, trace_ptr=None,
+                  clock_ptr=None):  # fmt: skip
     """TWO_PASS's second launch: head rows [pid_n * BLOCK_N, +BLOCK_N) of input rows block
     pid_m: their upper bounds (the multiply's, times p) against the final floors; the
     candidates' exact logits as in one launch (`_check`: the same proof, a floor that no
@@ -461,22 +463,13 @@ def exact_pass(
     block_m = 1 if m == 1 else 16
     grid = (triton.cdiv(n, rows), triton.cdiv(m, block_m))
     counters = zeroed_counters(x.device, grid[1] + 1)
-    hand: dict = dict(HAND_IN=False, SLOTS_IN=1)
-    if squares is not None:
-        slots = squares.shape[1]
-        hand = dict(HAND_IN=True, sq_in_ptr=squares, stride_sq_in=squares.stride(0),
-                    slots_in=slots, SLOTS_IN=triton.next_power_of_2(slots))  # fmt: skip
-    accept = dict(accept) or dict(ids_ptr=tokens, packed_ptr=tokens, stride_ids=0,
-                                  stride_packed=0, ACCEPT=False, WIDTH=1, WIDTH_POW2=1)  # fmt: skip
+    hand = handed_arguments(squares) if squares is not None else {}
     _exact_kernel[grid](
         x, norm_weight if norm_weight is not None else x, head.exact, bounds, floors, keys,
-        counters, tokens, accept.pop("ids_ptr"), accept.pop("packed_ptr"),
-        hand.pop("sq_in_ptr", floors), m, n, k, x.stride(0), head.exact.stride(0),
-        accept.pop("stride_ids"), accept.pop("stride_packed"), hand.pop("stride_sq_in", 0),
-        hand.pop("slots_in", 0), eps, NORM=norm_weight is not None,
-        BLOCK_M=block_m, BLOCK_N=rows, BLOCK_K=256, USE_DOT=block_m > 1,
-        F32_DOT=INTERPRETED, TILES_N=grid[0], TILES_M=grid[1], FENCE=not INTERPRETED,
-        COMPACT=True, num_warps=4, **hand, **accept, **launch.pdl(x),
+        counters, tokens, m, n, k, x.stride(0), head.exact.stride(0), eps,
+        NORM=norm_weight is not None, BLOCK_M=block_m, BLOCK_N=rows, BLOCK_K=256,
+        USE_DOT=block_m > 1, F32_DOT=INTERPRETED, TILES_N=grid[0], TILES_M=grid[1],
+        FENCE=not INTERPRETED, COMPACT=True, num_warps=4, **hand, **accept, **launch.pdl(x),
         **trace.arguments(x, "certified_exact", grid[0] * grid[1], bytes=m * n * 4, rows=m,
                           n=n, k=k),
     )  # fmt: skip

@@ -200,6 +200,14 @@ def handed_squares(sq_ptr, rm, m_ok, stride_sq, slots, SLOTS: tl.constexpr):
     return tl.load(sq_ptr + rm[:, None] * stride_sq + rs[None, :], mask=mask, other=0.0)
 
 
+def handed_arguments(squares: torch.Tensor) -> dict:
+    """A launch's keywords for the squares [M, slots] a norm hand-off left (`handed_squares`
+    reads them in the kernel)."""
+    slots = squares.shape[1]
+    return dict(HAND_IN=True, sq_in_ptr=squares, stride_sq_in=squares.stride(0),
+                slots_in=slots, SLOTS_IN=triton.next_power_of_2(slots))  # fmt: skip
+
+
 @triton.jit
 def handed_rstd(squares, K, eps):
     """1 / RMS of each row from its handed squares [BLOCK_M, SLOTS] (fp32)."""

@@ -35,6 +35,7 @@ from specpilot.kernels.certified import certify, widen_int8
 from specpilot.kernels.common import (
     INTERPRETED,
     dot,
+    handed_arguments,
     handed_rstd,
     handed_squares,
     input_tile,
@@ -741,11 +742,7 @@ def hand_arguments(
                     stride_sq_out=handoff.squares.stride(0),
                     LATE=bool(launch.LATE_TRIGGER))  # fmt: skip
     if handed is not None:
-        slots = handed.squares.shape[1]
-        args |= dict(HAND_IN=True, sq_in_ptr=handed.squares,
-                     stride_sq_in=handed.squares.stride(0), slots_in=slots,
-                     SLOTS_IN=triton.next_power_of_2(slots),
-                     HAND_ROWS=1 if m == 1 else block_m)  # fmt: skip
+        args |= handed_arguments(handed.squares) | dict(HAND_ROWS=1 if m == 1 else block_m)
     return args
 
 
