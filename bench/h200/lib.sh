@@ -44,6 +44,19 @@ decode_each() {
 # unpack: a nested script's all.tgz (timeline.sh packs and archives its own) opened under $OUT,
 # so that the caller's next pack keeps its files.
 unpack() { (cd "$OUT" && tar xzf all.tgz && rm all.tgz); }
+# fastest_variant FORWARD MARGIN_MS NAME...: of the variants NAME... in the last timeline
+# variants run at 1k (its JSON under $OUT), the one whose FORWARD (decode, verify, draft) is
+# fastest back to back, printed only if it beats the faster of base and base2 by MARGIN_MS.
+fastest_variant() {
+    python3 - "$OUT/timeline-variants-1024.json" "$@" <<'PY'
+import json, sys
+path, forward, margin, *names = sys.argv[1:]
+arms = json.load(open(path))["arms"]
+ms = {k.split()[1]: v[forward]["untraced_back_to_back_ms"] for k, v in arms.items()}
+best = min(names, key=ms.get)
+print(best if ms[best] < min(ms["base"], ms["base2"]) - float(margin) else "")
+PY
+}
 # engine CONTEXT NAME SECONDS [OPTIONS...]: bench/engine_speed.py at CONTEXT, Qwen3-8B shape
 # only (no Llama, batches, baselines or profile), 3 repeats, within SECONDS, into
 # $OUT/engine-NAME.{json,log}; prints its summary line.

@@ -25,15 +25,7 @@ C="--target-head certified --tiles $v"
 variants bf16 "base|;tp|$S;v16|$C;v16tp|$C $S;base2|" 300
 grep -E "^bf16 \S+ (decode|verify): (span|attention|argmax)" "$OUT/timeline-variants-1024.log" \
     | cut -c1-170
-pick=$(python3 - "$OUT/timeline-variants-1024.json" <<'PY'
-import json, sys
-arms = json.load(open(sys.argv[1]))["arms"]
-b2b = {k.split()[1]: v["verify"]["untraced_back_to_back_ms"] for k, v in arms.items()}
-base = min(b2b["base"], b2b["base2"])
-best = min(("v16", "v16tp"), key=b2b.get)
-print(best if b2b[best] < base - 0.030 else "")
-PY
-)
+pick=$(fastest_variant verify 0.030 v16 v16tp)
 echo "paired pick: '${pick}'"
 if [ -n "$pick" ]; then
     P="--pipeline 1"
