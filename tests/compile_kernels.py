@@ -330,7 +330,8 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
                         "exact_ptr": bf16, "floor_ptr": "*fp32", "key_ptr": "*i64",
                         "count_ptr": "*i32", "token_ptr": "*i64", "ids_ptr": "*i64",
                         "packed_ptr": "*i64", "sq_in_ptr": "*fp32", "upper_ptr": "*fp32",
-                        "flag_ptr": "*i32", "deferred": "i32"}  # fmt: skip
+                        "flag_ptr": "*i32", "deferred": "i32",
+                        "stats_ptr": "*fp32"}  # fmt: skip
     cert_tiles = [linear.certified_tile_config(m, 151936, 4096) for m in (1, 16)]
     paths = Path(__file__).parents[1].glob("bench/h200/certified*/*.json") if candidates else ()
     for path in sorted(paths):
@@ -352,6 +353,12 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
             verify = consts | dict(NORM=False, HAND_IN=True, SLOTS_IN=512, ACCEPT=True,
                                    WIDTH=16, WIDTH_POW2=16)  # fmt: skip
             out.append((f"{label} HAND_IN ACCEPT", linear._skinny_kernel, cert_types, verify))
+            # the rows' sums summed before (certified.ROW_STATS), with TWO_PASS's bounds
+            stats = verify | dict(STATS_IN=True, COMPACT=True)
+            out.append((f"{label} HAND_IN ACCEPT STATS_IN", linear._skinny_kernel, cert_types,
+                        stats))  # fmt: skip
+            out.append((f"{label} STATS_IN UPPERS_OUT", linear._skinny_kernel, cert_types,
+                        stats | dict(UPPERS_OUT=True, DEFER=False, ACCEPT=False)))  # fmt: skip
             one = compact | dict(NORM=False, HAND_IN=True, SLOTS_IN=512, HAND_ROWS=1,
                                  STAT_ROWS=1, DEFER=False)  # fmt: skip
             out.append((f"{label} HAND_IN one row", linear._skinny_kernel, cert_types, one))
@@ -375,6 +382,10 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
                               WIDTH_POW2=16 if rows > 1 else 1)  # fmt: skip
         out.append((f"certified exact pass {rows} rows", certified._exact_kernel, exact_types,
                     consts))  # fmt: skip
+    for f16 in (False, True):  # certified.row_stats: the rows' sums before the multiply
+        out.append((f"certified row stats F16={f16}", certified._row_stats_kernel,
+                    {"x_ptr": bf16, "out_ptr": "*fp32", "K": "i32", "stride_xm": "i32"},
+                    dict(F16=f16, BLOCK=1024, num_warps=4)))  # fmt: skip
     argmax_types = {"x_ptr": bf16, "part_v_ptr": "*fp32", "part_i_ptr": "*i32",
                     "count_ptr": "*i32", "out_ptr": "*i64", "ids_ptr": "*i64",
                     "packed_ptr": "*i64"}  # fmt: skip

@@ -211,8 +211,35 @@ def _tile(m: int, dot: bool | str, block_k: int = 32) -> dict:
                 num_warps=4, num_stages=1) | f16  # fmt: skip
 
 
+@pytest.mark.parametrize("f16", [False, True])
+def test_row_stats_sum_each_rows_squares_and_changes(f16: bool) -> None:
+    """certified.row_stats (ROW_STATS: the rows' sums summed before the multiply): each row's
+    sum of squares and of (a - fp16(a))^2 against torch's, over ordinary rows, rows under fp16's
+    normal range (changed by rounding) and a row past its range (its change infinite)."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(5, 2500, generator=gen)
+    x[1] *= 2.0**-20
+    x[2, 7] = 9.0e4
+    x = x.to(BF16)
+    found = certified.row_stats(x.to(DEVICE), f16).cpu()
+    a = x.float()
+    change = a - a.half().float()
+    want = torch.stack([(a * a).sum(1), (change * change).sum(1) if f16 else torch.zeros(5)], 1)
+    assert torch.allclose(found, want, rtol=1e-5, atol=0)
+    if f16:
+        assert found[1, 1] > 0 and found[2, 1] == float("inf") and found[0, 1] == 0
+
+
 # the exact pass in the multiply's launch (0) or in a second one against the final floors (1)
 TWO_PASS = pytest.mark.parametrize("two_pass", [0, 1])
+# and the rows' sums of squares (and changes) in the multiply (ROW_STATS 0) or summed by a
+# launch before it (2: at one row too), for launches without a norm prologue
+MODES = pytest.mark.parametrize("two_pass,row_stats", [(0, 0), (1, 0), (0, 2)])
+
+
+def _modes(monkeypatch, two_pass: int, row_stats: int) -> None:
+    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
+    monkeypatch.setattr(certified, "ROW_STATS", row_stats)
 
 
 @pytest.mark.parametrize(
@@ -247,9 +274,9 @@ def test_kernel_gives_the_exact_heads_argmax(
 
 
 @pytest.mark.parametrize("m,dot", [(1, False), (1, True), (5, True), (1, "f16")])
-@TWO_PASS
+@MODES
 def test_int8_sums_choose_the_candidates(
-    m: int, dot: bool | str, two_pass: int, monkeypatch
+    m: int, dot: bool | str, two_pass: int, row_stats: int, monkeypatch
 ) -> None:
     """The candidates come from the int8 sums: with the radius zeroed and the exact rows swapped
     for unrelated ones, the candidates are rows at the top of some input row's int8 sums (ties
@@ -259,7 +286,7 @@ def test_int8_sums_choose_the_candidates(
     candidate). On the GPU, whose programs run at once (run 239 found a token outside the top 8
     at 5 rows), each token is the top of its own tile of 32 for some row; with TWO_PASS, whose
     second launch compares against the final floors, the top 8 there too."""
-    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
+    _modes(monkeypatch, two_pass, row_stats)
     w = _head(300, 96, 3).to(DEVICE)
     head = certify(w)
     gen = torch.Generator().manual_seed(m + 10)
@@ -281,12 +308,14 @@ def test_int8_sums_choose_the_candidates(
 
 
 @pytest.mark.parametrize("m", [1, 20])
-@TWO_PASS
-def test_f16_tiles_take_inputs_past_and_under_fp16(m: int, two_pass: int, monkeypatch) -> None:
+@MODES
+def test_f16_tiles_take_inputs_past_and_under_fp16(
+    m: int, two_pass: int, row_stats: int, monkeypatch
+) -> None:
     """F16 tiles on inputs that fp16 cannot hold: rows with an element past its range (every
     head row a candidate), rows of elements under its normal range (rounded, some to 0): the
     exact head's argmax all the same."""
-    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
+    _modes(monkeypatch, two_pass, row_stats)
     w = _head(300, 96, 6, ties=10).to(DEVICE)
     head = certify(w)
     gen = torch.Generator().manual_seed(m + 20)
@@ -304,11 +333,13 @@ def test_f16_tiles_take_inputs_past_and_under_fp16(m: int, two_pass: int, monkey
             assert torch.equal(found.cpu(), other)
 
 
-@TWO_PASS
-def test_kernel_takes_a_handed_norm_and_packs_verify_blocks(two_pass: int, monkeypatch) -> None:
+@MODES
+def test_kernel_takes_a_handed_norm_and_packs_verify_blocks(
+    two_pass: int, row_stats: int, monkeypatch
+) -> None:
     """The head after a norm hand-off (x = u, the sums scaled by 1 / RMS): the handed
     multiply's argmax; with verify blocks' ids, tokens.argmax_accept's packed rows."""
-    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
+    _modes(monkeypatch, two_pass, row_stats)
     w = _head(300, 64, 5, ties=10).to(DEVICE)
     head = certify(w)
     gen = torch.Generator().manual_seed(9)
@@ -326,14 +357,14 @@ def test_kernel_takes_a_handed_norm_and_packs_verify_blocks(two_pass: int, monke
 
 
 @pytest.mark.parametrize("dot", [True, "f16"])
-@TWO_PASS
+@MODES
 def test_one_row_after_a_handed_norm_on_a_taller_tile(
-    dot: bool | str, two_pass: int, monkeypatch
+    dot: bool | str, two_pass: int, row_stats: int, monkeypatch
 ) -> None:
     """The engine's one-row head (linear.CERTIFIED_TILES: a 16-row F16 tile): x = u after a norm
     hand-off, its one row's squares (STAT_ROWS 1) and sums scaled by 1 / RMS: the handed
     multiply's argmax, over several inputs (the buffers left clean between launches)."""
-    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
+    _modes(monkeypatch, two_pass, row_stats)
     w = _head(300, 64, 7, ties=10).to(DEVICE)
     head = certify(w)
     gen = torch.Generator().manual_seed(11)
@@ -385,13 +416,15 @@ def _block_and_token(g: Generator, seed: int) -> tuple:
     return block.tokens, block.accepted, one.tokens
 
 
-@TWO_PASS
-def test_certified_head_generation_is_the_exact_heads(tmp_path, two_pass: int, monkeypatch) -> None:
+@MODES
+def test_certified_head_generation_is_the_exact_heads(
+    tmp_path, two_pass: int, row_stats: int, monkeypatch
+) -> None:
     """The fused engine with target_head "certified" (an untied head): its int8 copy made; a
     verify block and a one-token forward give the exact head's tokens and accept count, and AR
     and speculative generation give the exact head's outputs and pass token forcing; with the
     exact pass in its own launch too (TWO_PASS)."""
-    monkeypatch.setattr(certified, "TWO_PASS", two_pass)
+    _modes(monkeypatch, two_pass, row_stats)
     exact, gen, reference, calls = _head_generators(tmp_path, "certified")
     want, found = _block_and_token(exact, 3), _block_and_token(gen, 3)
     assert found[0].shape == (1, 16) and found[2].shape == (1, 1)

@@ -67,6 +67,7 @@ OFF = {
     "COMPACT": 0,
     "F16": 0,
     "UPPERS_OUT": 0,
+    "STATS_IN": 0,
     "GROUPS": 1,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")

@@ -80,6 +80,12 @@ COMPACT = 1
 # (~200 an input row with random weights, against ~2,600 a row seen by one launch's rising
 # floors). Off by default (not yet measured; --switch kernels.certified.TWO_PASS=1)
 TWO_PASS = 0
+# each input row's sum of squares (and of what fp16 changes) for the multiply's bounds: 0, summed
+# by every program of the multiply as it reads the row (BLOCK_M rows' on 16-row tiles; a one-row
+# launch its one row's, STAT_ROWS); 1, by `row_stats` first (a launch of one program a row) for
+# launches of 2 or more rows without a norm prologue; 2, for one-row launches too. Not measured
+# yet (--switch kernels.certified.ROW_STATS=N)
+ROW_STATS = 0
 # the second launch's tile: head rows a program (bounds read, candidates gathered from them)
 EXACT_ROWS_ONE = 1024  # one input row
 EXACT_ROWS = 256  # 2 or more input rows (16 a program)
@@ -473,3 +479,45 @@ def exact_pass(
         **trace.arguments(x, "certified_exact", grid[0] * grid[1], bytes=m * n * 4, rows=m,
                           n=n, k=k),
     )  # fmt: skip
+
+
+def stats_first(m: int, norm: bool) -> bool:
+    """Whether a certified launch of m rows takes its rows' sums from `row_stats` (ROW_STATS);
+    never with a norm prologue (the sums are of the normed rows, which only the multiply makes)."""
+    return not norm and (ROW_STATS >= 2 or (ROW_STATS == 1 and m > 1))
+
+
+@triton.jit
+def _row_stats_kernel(x_ptr, out_ptr, K, stride_xm, F16: tl.constexpr, BLOCK: tl.constexpr,
+                      PDL: tl.constexpr = False, TRACE: tl.constexpr = 0, trace_ptr=None,
+                      clock_ptr=None):  # fmt: skip
+    """Row pid's sum of squares and (F16) of (a - fp16(a))^2 into out [pid, 0:2]: the sums the
+    multiply otherwise makes in each of its programs (formats/certified.py: any order)."""
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    row = tl.program_id(0)
+    squares = tl.zeros([BLOCK], dtype=tl.float32)
+    changes = tl.zeros([BLOCK], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK):
+        rk = k0 + tl.arange(0, BLOCK)
+        a = tl.load(x_ptr + row * stride_xm + rk, mask=rk < K, other=0.0)
+        squares += a.to(tl.float32) * a.to(tl.float32)
+        if F16:
+            change = a.to(tl.float32) - a.to(tl.float16).to(tl.float32)  # exact
+            changes += change * change
+    tl.store(out_ptr + 2 * row, tl.sum(squares, axis=0))
+    tl.store(out_ptr + 2 * row + 1, tl.sum(changes, axis=0))
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+
+
+def row_stats(x: torch.Tensor, f16: bool) -> torch.Tensor:
+    """Each row of x [M, K]'s sum of squares and (f16) of what rounding it to fp16 changes ->
+    [M, 2] fp32, for a certified multiply's STATS_IN (ROW_STATS)."""
+    m, k = x.shape
+    out = torch.empty(m, 2, device=x.device, dtype=torch.float32)
+    _row_stats_kernel[(m,)](
+        x, out, k, x.stride(0), F16=f16, BLOCK=1024, num_warps=4, **launch.pdl(x),
+        **trace.arguments(x, "certified_stats", m, bytes=m * k * x.element_size(), rows=m, n=2,
+                          k=k),
+    )  # fmt: skip
+    return out

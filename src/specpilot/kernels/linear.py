@@ -177,6 +177,8 @@ def _skinny_kernel(
     F16: tl.constexpr = False,
     STAT_ROWS: tl.constexpr = 1,
     UPPERS_OUT: tl.constexpr = False,
+    STATS_IN: tl.constexpr = False,
+    stats_ptr=None,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -227,8 +229,10 @@ def _skinny_kernel(
     if CERTIFY:  # the inputs' squares, element-wise (a certified head's ||a||), and with F16
         # the squares of what rounding them to fp16 changed (its ||a - a'||); STAT_ROWS 1: a
         # one-row launch on a taller tile sums its one row's, from a load of that row alone
-        # (no NORM prologue then: the launcher's), not BLOCK_M rows' of which one is real
+        # (no NORM prologue then: the launcher's), not BLOCK_M rows' of which one is real;
+        # STATS_IN: none summed here, each row's two sums read after the loop (certified.row_stats)
         tl.static_assert(STAT_ROWS == BLOCK_M or (STAT_ROWS == 1 and not NORM))
+        tl.static_assert(not (STATS_IN and NORM))
         squares3 = tl.zeros([STAT_ROWS, BLOCK_K], dtype=tl.float32)
         changes3 = tl.zeros([STAT_ROWS, BLOCK_K], dtype=tl.float32)
         x_first = x_ptr + (pid_m * BLOCK_M + tl.arange(0, STAT_ROWS))[:, None] * stride_xm
@@ -256,16 +260,18 @@ def _skinny_kernel(
             a = a.to(tl.float16)
             w = w.to(tl.float16)
         if CERTIFY:  # int8 weights (formats/certified.py): exact in bf16, fp16 and fp32
-            if STAT_ROWS == BLOCK_M:
-                first = a
-            else:
-                first = input_tile(x_first, rk[None, :], first_ok[:, None] & k_ok[None, :],
-                                   nw_ptr, rstd, K, dtype, False, GLU)  # fmt: skip
-            squares3 += first.to(tl.float32) * first.to(tl.float32)
+            if not STATS_IN:
+                if STAT_ROWS == BLOCK_M:
+                    first = a
+                else:
+                    first = input_tile(x_first, rk[None, :], first_ok[:, None] & k_ok[None, :],
+                                       nw_ptr, rstd, K, dtype, False, GLU)  # fmt: skip
+                squares3 += first.to(tl.float32) * first.to(tl.float32)
+                if F16:  # a rounded to fp16 below: what that changed (exact in fp32)
+                    change = first.to(tl.float32) - first.to(tl.float16).to(tl.float32)
+                    changes3 += change * change
             if F16:  # the sums on fp16 tensor cores: a rounded to fp16 (its change bounded,
                 # formats/certified.py), the weights widened to fp16 (fewer instructions)
-                change = first.to(tl.float32) - first.to(tl.float16).to(tl.float32)  # exact
-                changes3 += change * change
                 a = a.to(tl.float16)
                 w = widen_int8(w, tl.float16, False)
             else:
@@ -287,6 +293,9 @@ def _skinny_kernel(
         post = handed_rstd(squares, K, eps)
         if not CERTIFY:  # (the certified head's epilogue scales its bounds and sums)
             acc = acc * post[:, None]
+    if STATS_IN:  # [BLOCK_M, 1]: each row's sum of squares and of changes, summed before
+        squares3 = tl.load(stats_ptr + 2 * rm, mask=m_ok, other=0.0)[:, None]
+        changes3 = tl.load(stats_ptr + 2 * rm + 1, mask=m_ok, other=0.0)[:, None]
     if CERTIFY:  # an LM head's argmax (kernels/certified.py): tokens, no logits
         certify(acc, squares3, post, rm, m_ok, rn, n_ok, pid_n, pid_m, x_rows, nw_ptr, rstd, K,
                 dtype, scale_ptr, radius_ptr, exact_ptr, stride_en, floor_ptr, key_ptr,
@@ -701,8 +710,11 @@ def certified_argmax(
         defer = dict(DEFER=True, deferred=deferred, upper_ptr=uppers, flag_ptr=flags)
     counters = zeroed_counters(dev, grid[1] + 1)
     hand_args = hand_arguments(x, n, grid[0], cfg["BLOCK_M"], 1, None, handed)
-    # one row on a taller tile: its squares from its own row (the kernel's STAT_ROWS)
+    # one row on a taller tile: its squares from its own row (the kernel's STAT_ROWS); or every
+    # row's sums from a launch before (certified.ROW_STATS)
     stat_rows = 1 if m == 1 and norm_weight is None else cfg["BLOCK_M"]
+    if certified.stats_first(m, norm_weight is not None):
+        defer |= dict(STATS_IN=True, stats_ptr=certified.row_stats(x, bool(cfg.get("F16"))))
     extra = dict(CERTIFY=True, STAT_ROWS=stat_rows, scale_ptr=head.scale, radius_ptr=head.radius,
                  exact_ptr=head.exact, stride_en=head.exact.stride(0), floor_ptr=floors,
                  key_ptr=keys, count_ptr=counters, token_ptr=tokens, FENCE=not INTERPRETED,
