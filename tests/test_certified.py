@@ -239,6 +239,7 @@ MODES = pytest.mark.parametrize("two_pass,row_stats", [(0, 0), (1, 0), (0, 2)])
 
 def _modes(monkeypatch, two_pass: int, row_stats: int) -> None:
     monkeypatch.setattr(certified, "TWO_PASS", two_pass)
+    monkeypatch.setattr(certified, "TWO_PASS_MIN_ROWS", 1)  # at one row too
     monkeypatch.setattr(certified, "ROW_STATS", row_stats)
 
 
@@ -254,6 +255,7 @@ def test_kernel_gives_the_exact_heads_argmax(
     same tile (the same sums, so the same bits in the interpreter): repeated rows (first index
     wins), all-negative logits; a second launch on other inputs starts clean. F16 tiles sum
     the int8 copy on fp16 tensor cores; the exact pass stays bf16's."""
+    _modes(monkeypatch, two_pass, 0)
     w = _head(300, 96, 2, ties=20).to(DEVICE)
     gen = torch.Generator().manual_seed(m)
     x = torch.randn(2, m, 96, generator=gen).to(DEVICE, BF16)
@@ -454,8 +456,9 @@ def test_certified_decode_takes_one_row_forwards_only(tmp_path) -> None:
 
 
 def test_auto_target_head_certifies_decode_where_a_tile_was_measured(monkeypatch) -> None:
-    """certified_rows: "auto" is one-row forwards on a GPU whose head shape has a measured
-    one-row certified tile (Qwen3-8B's, Llama-3.1-8B's), else none (another shape, the CPU);
+    """certified_rows: "auto" is forwards of up to 16 rows on a GPU whose head shape has a
+    measured 16-row certified tile (Qwen3-8B's), one-row forwards where it has a one-row one
+    (Llama-3.1-8B's), else none (another shape, the CPU);
     "certified" every fused forward; "exact" none."""
     from types import SimpleNamespace
 
@@ -469,7 +472,7 @@ def test_auto_target_head_certifies_decode_where_a_tile_was_measured(monkeypatch
     cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
     assert generator.certified_rows("auto", target(151936), cpu) == 0
     monkeypatch.setattr(generator, "kernels_usable", lambda device: device.type == "cuda")
-    assert generator.certified_rows("auto", target(151936), gpu) == 1
+    assert generator.certified_rows("auto", target(151936), gpu) == 16  # Qwen3-8B's verify
     assert generator.certified_rows("auto", target(128256), gpu) == 1  # Llama-3.1-8B's
     assert generator.certified_rows("auto", target(49152), gpu) == 0  # SmolLM2's: not measured
     assert generator.certified_rows("certified", target(128256), cpu) == MAX_ROWS
@@ -483,9 +486,10 @@ def test_deferred_tiles_hand_their_check_over(monkeypatch, defer, compact) -> No
     by themselves when their checker swapped first (the flags found at 2: both then check), or
     not deferred at all (0); the exact pass on gathered rows or on the tile's rows masked: the
     exact head's argmax each time, and the flags left at 0. One-row launches defer none
-    (DEFER_MIN_ROWS)."""
+    (DEFER_MIN_ROWS). Deferral is one launch's: TWO_PASS off."""
     from specpilot.kernels import certified
 
+    monkeypatch.setattr(certified, "TWO_PASS", 0)
     monkeypatch.setattr(certified, "DEFER_TILES", defer)
     monkeypatch.setattr(certified, "COMPACT", compact)  # gathered candidates, or masked rows
     w = _head(300, 64, 8, ties=15).to(DEVICE)

@@ -426,10 +426,11 @@ class EngineConfig:
         only the rows that the bounds cannot rule out are read in bf16 (formats/certified.py:
         the same argmax, proven; the logits themselves are never formed); "certified-decode":
         certified in one-row forwards (batch-1 decode), exact in the others. "auto" (default):
-        "certified-decode" on a GPU where the head's shape has a measured one-row certified
-        tile (linear.CERTIFIED_TILES; Qwen3-8B's: AR 1.022x, docs/LOG.md run 199, where
-        verify blocks on the certified head lost 1%), else exact. Prefill, token forcing and
-        W12 heads keep the exact head.
+        on a GPU, certified in forwards of up to 16 rows (one verify block) where the head's
+        shape has a measured 16-row certified tile (linear.CERTIFIED_TILES; Qwen3-8B's: spec
+        1.012x, docs/LOG.md run 248), else "certified-decode" where it has a one-row one
+        (Llama-3.1-8B's; Qwen3-8B's one-row head: AR 1.022x, run 199), else exact. Prefill,
+        token forcing and W12 heads keep the exact head.
     tiles: a tiles file (kernels/tiles.py; bench/w12_speed.py --tiles-out writes one from a
         deployment's own sweeps) whose multiply tiles go over the compiled-in H200 ones, for
         the whole process, when the engine runs its Triton kernels. Same tokens. "": none.

@@ -69,16 +69,19 @@ class RunStats:
 def certified_rows(target_head: str, fused_target: Any, device: torch.device) -> int:
     """The forwards (by rows, at most) whose tokens come from a certified LM head
     (EngineConfig.target_head), 0 for none: "certified" every fused forward's, "certified-decode"
-    one-row forwards'; "auto" one-row forwards' on a GPU where the head's shape has a measured
-    one-row certified tile (linear.CERTIFIED_TILES), else none."""
+    one-row forwards'; "auto" on a GPU, forwards of up to 16 rows (a verify block) where the
+    head's shape has a measured 16-row certified tile (linear.CERTIFIED_TILES), else one-row
+    forwards' where it has a one-row one, else none."""
     if target_head == "certified":
         return MAX_ROWS
     if target_head == "certified-decode":
         return 1
     if target_head == "auto" and device.type == "cuda" and kernels_usable(device):
         head = fused_target.model.lm_head.weight
-        if isinstance(head, torch.Tensor) and (1, *head.shape) in CERTIFIED_TILES:
-            return 1
+        if isinstance(head, torch.Tensor):
+            for rows in (16, 1):
+                if (rows, *head.shape) in CERTIFIED_TILES:
+                    return rows
     return 0
 
 

@@ -25,11 +25,13 @@ flag and never waits: a deferred tile swaps in 1 after storing its bounds, its c
 after its own check; whoever comes second does the check (the checker when it finds 1, the deferred
 tile when it finds 2).
 
-TWO_PASS (off by default, not yet measured): the multiply stores every row's upper bound (times
+TWO_PASS (on for launches of 2 or more rows): the multiply stores every row's upper bound (times
 p, [M, N] fp32: 9.7 MB for a 16-row verify block at Qwen3's head) and posts its floors, and a
 second launch (`exact_pass`) reads the bounds against the final floors and computes the exact
 logits of only the rows those leave, then turns the keys into tokens and packs the verify blocks.
-The proof is unchanged: a final floor is a floor some row's lower bound reached.
+The proof is unchanged: a final floor is a floor some row's lower bound reached. ROW_STATS: the
+rows' sums of squares (and of fp16's changes), which every program of a 16-row multiply would
+otherwise make again as it reads the rows, summed once by a launch before it (`row_stats`).
 """
 
 from __future__ import annotations
@@ -74,18 +76,25 @@ DEFER_MIN_ROWS = 2
 # the candidates' exact pass: 1, the wanted rows gathered SLOTS at a time into [SLOTS, EXACT_K]
 # tiles, pipelined; 0, the tile's rows masked (--switch kernels.certified.COMPACT=0)
 COMPACT = 1
-# 1: the exact pass in a second launch (`_exact_kernel`), against the final floors: the
-# multiply stores every row's upper bound ([M, N] fp32) and posts its floors, then the second
-# launch reads the bounds and computes the exact logits of the rows the final floors leave
-# (~200 an input row with random weights, against ~2,600 a row seen by one launch's rising
-# floors). Off by default (not yet measured; --switch kernels.certified.TWO_PASS=1)
-TWO_PASS = 0
+# 1: the exact pass in a second launch (`_exact_kernel`) for launches of TWO_PASS_MIN_ROWS rows
+# or more, against the final floors: the multiply stores every row's upper bound ([M, N] fp32)
+# and posts its floors, then the second launch reads the bounds and computes the exact logits of
+# the rows the final floors leave (~2,800 for a 16-row verify block with random weights,
+# against ~21,000 seen by one launch's rising floors). Runs 246 and 248 (timeline, Qwen3-8B
+# 1k, H200): the 16-row verify head on F16 (64 x 256, 4 warps) 366.1 us in one launch, 242.0 +
+# 57.2 in two; with ROW_STATS 161.3 + 57.2 (+ 1.6 for the row sums) against the exact head's
+# 283 + argmax 14. At one row two launches lost: 158.0 + 26.3 against 164.7 (decode 4.037
+# against 4.019 ms back to back). (--switch kernels.certified.TWO_PASS=0 / TWO_PASS_MIN_ROWS=1)
+TWO_PASS = 1
+TWO_PASS_MIN_ROWS = 2
 # each input row's sum of squares (and of what fp16 changes) for the multiply's bounds: 0, summed
 # by every program of the multiply as it reads the row (BLOCK_M rows' on 16-row tiles; a one-row
-# launch its one row's, STAT_ROWS); 1, by `row_stats` first (a launch of one program a row) for
-# launches of 2 or more rows without a norm prologue; 2, for one-row launches too. Not measured
-# yet (--switch kernels.certified.ROW_STATS=N)
-ROW_STATS = 0
+# launch its one row's, STAT_ROWS); 1, by `row_stats` first (a launch of one program a row, 1.5
+# us) for launches of 2 or more rows without a norm prologue; 2, for one-row launches too. Run
+# 248: the 16-row verify head's multiply 242.7 -> 161.3 us (4 warps) and 157.2 (2 warps) with
+# 1; the one-row head level with 2 (164.4 + 1.4 against 165.1). (--switch
+# kernels.certified.ROW_STATS=N)
+ROW_STATS = 1
 # the second launch's tile: head rows a program (bounds read, candidates gathered from them)
 EXACT_ROWS_ONE = 1024  # one input row
 EXACT_ROWS = 256  # 2 or more input rows (16 a program)
@@ -479,6 +488,11 @@ def exact_pass(
         **trace.arguments(x, "certified_exact", grid[0] * grid[1], bytes=m * n * 4, rows=m,
                           n=n, k=k),
     )  # fmt: skip
+
+
+def two_pass(m: int) -> bool:
+    """Whether a certified launch of m rows takes its exact pass in a second launch (TWO_PASS)."""
+    return bool(TWO_PASS) and m >= TWO_PASS_MIN_ROWS
 
 
 def stats_first(m: int, norm: bool) -> bool:
