@@ -24,7 +24,7 @@ from specpilot.formats.certified import (
 )
 from specpilot.kernels import certified, tokens
 from specpilot.kernels.certified import widen_int8
-from specpilot.kernels.linear import Handoff, certified_argmax, skinny_linear
+from specpilot.kernels.linear import CERTIFIED_TILES, Handoff, certified_argmax, skinny_linear
 from tests.test_kernels import (  # conftest sets TRITON_INTERPRET=1 without CUDA
     BF16,
     CUDA,
@@ -457,8 +457,8 @@ def test_certified_decode_takes_one_row_forwards_only(tmp_path) -> None:
 
 def test_auto_target_head_certifies_decode_where_a_tile_was_measured(monkeypatch) -> None:
     """certified_rows: "auto" is forwards of up to 16 rows on a GPU whose head shape has a
-    measured 16-row certified tile (Qwen3-8B's), one-row forwards where it has a one-row one
-    (Llama-3.1-8B's), else none (another shape, the CPU);
+    measured 16-row certified tile (Qwen3-8B's, Llama-3.1-8B's), one-row forwards where it has
+    a one-row one only, else none (another shape, the CPU);
     "certified" every fused forward; "exact" none."""
     from types import SimpleNamespace
 
@@ -473,7 +473,9 @@ def test_auto_target_head_certifies_decode_where_a_tile_was_measured(monkeypatch
     assert generator.certified_rows("auto", target(151936), cpu) == 0
     monkeypatch.setattr(generator, "kernels_usable", lambda device: device.type == "cuda")
     assert generator.certified_rows("auto", target(151936), gpu) == 16  # Qwen3-8B's verify
-    assert generator.certified_rows("auto", target(128256), gpu) == 1  # Llama-3.1-8B's
+    assert generator.certified_rows("auto", target(128256), gpu) == 16  # Llama-3.1-8B's
+    monkeypatch.delitem(CERTIFIED_TILES, (16, 128256, 4096))
+    assert generator.certified_rows("auto", target(128256), gpu) == 1  # a one-row tile only
     assert generator.certified_rows("auto", target(49152), gpu) == 0  # SmolLM2's: not measured
     assert generator.certified_rows("certified", target(128256), cpu) == MAX_ROWS
     assert generator.certified_rows("certified-decode", target(128256), cpu) == 1

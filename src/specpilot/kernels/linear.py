@@ -638,6 +638,9 @@ _CERTIFIED_F16 = dict(
 CERTIFIED_TILES: dict[tuple[int, int, int], dict] = {
     (1, 151936, 4096): _CERTIFIED_F16 | dict(num_warps=2),
     (16, 151936, 4096): _CERTIFIED_F16 | dict(num_warps=2),
+    # Llama-3.1-8B's on the same tile (run 249): 129.3 + 37.1 + 1.6 us against the exact head's
+    # 246.8 + argmax 12.0, verify 4.256 -> 4.177 ms back to back
+    (16, 128256, 4096): _CERTIFIED_F16 | dict(num_warps=2),
     (1, 128256, 4096): _CERTIFIED_F16 | dict(num_warps=2),
 }
 
