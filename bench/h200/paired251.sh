@@ -2,7 +2,7 @@
 # Device call (~4 min + cold start; no carry), session 46: run 251.
 # The new default (certified verify heads, runs 248-250) against the old one
 # (--target-head certified-decode), paired, pipelined, 6 rounds, Qwen3-8B then Llama-3.1-8B at
-# 1k, with token forcing on every arm.
+# 1k (speed only: run 250 checked token forcing with these defaults).
 # Prediction: spec@6.55 1.015-1.02x for both (verify -80 to -110 us of ~5.05 ms a step), AR
 # level (one-row forwards unchanged).
 set -u
