@@ -427,10 +427,10 @@ class EngineConfig:
         the same argmax, proven; the logits themselves are never formed); "certified-decode":
         certified in one-row forwards (batch-1 decode), exact in the others. "auto" (default):
         on a GPU, certified in forwards of up to 16 rows (one verify block) where the head's
-        shape has a measured 16-row certified tile (linear.CERTIFIED_TILES; Qwen3-8B's: spec
-        1.012x, docs/LOG.md run 248), else "certified-decode" where it has a one-row one
-        (Llama-3.1-8B's; Qwen3-8B's one-row head: AR 1.022x, run 199), else exact. Prefill,
-        token forcing and W12 heads keep the exact head.
+        shape has a measured 16-row certified tile (linear.CERTIFIED_TILES; Qwen3-8B's and
+        Llama-3.1-8B's: spec 1.022x / 1.021x, docs/LOG.md run 251), else "certified-decode"
+        where it has a one-row one (Qwen3-8B's one-row head: AR 1.022x, run 199), else exact.
+        Prefill, token forcing and W12 heads keep the exact head.
     tiles: a tiles file (kernels/tiles.py; bench/w12_speed.py --tiles-out writes one from a
         deployment's own sweeps) whose multiply tiles go over the compiled-in H200 ones, for
         the whole process, when the engine runs its Triton kernels. Same tokens. "": none.

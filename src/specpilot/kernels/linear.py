@@ -631,15 +631,17 @@ _CERTIFIED_ONE_ROW = dict(
 _CERTIFIED_F16 = dict(
     BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, USE_DOT=True, F16=True, num_warps=4, num_stages=3
 )
-# Qwen3-8B's 16-row verify head (runs 246 and 248, with TWO_PASS and ROW_STATS): the multiply
-# 157.2 us on 2 warps (161.3 on 4) + the second launch 57.8 + the row sums 1.5 against the exact
-# head's 283 + argmax 14; verify 4.376 -> 4.288 ms back to back; paired pipelined spec@6.55
-# 1.012x [1.005-1.019] (1,298 against 1,288 tok/s; control 0.998x)
+# Qwen3-8B's 16-row verify head (runs 246-249, with TWO_PASS and ROW_STATS): the multiply
+# 157.2 us on 2 warps (161.3 on 4) + the second launch 24.0 (certified.EXACT_ROWS) + the row
+# sums 1.5 against the exact head's 283 + argmax 14; verify 4.322 -> 4.215 ms back to back
+# (run 249); paired pipelined, the exact verify head's spec@6.55 0.978x [0.975-0.981] of it
+# (run 251: 1,267 against 1,296 tok/s; AR level)
 CERTIFIED_TILES: dict[tuple[int, int, int], dict] = {
     (1, 151936, 4096): _CERTIFIED_F16 | dict(num_warps=2),
     (16, 151936, 4096): _CERTIFIED_F16 | dict(num_warps=2),
-    # Llama-3.1-8B's on the same tile (run 249): 129.3 + 37.1 + 1.6 us against the exact head's
-    # 246.8 + argmax 12.0, verify 4.256 -> 4.177 ms back to back
+    # Llama-3.1-8B's on the same tile (run 249, the second launch on 256 rows): 129.3 + 37.1 +
+    # 1.6 us against the exact head's 246.8 + argmax 12.0, verify 4.256 -> 4.177 ms back to
+    # back; run 251, paired: the exact verify head's spec@6.55 0.979x [0.974-0.984] of it
     (16, 128256, 4096): _CERTIFIED_F16 | dict(num_warps=2),
     (1, 128256, 4096): _CERTIFIED_F16 | dict(num_warps=2),
 }
@@ -721,13 +723,14 @@ def certified_argmax(
     # one row on a taller tile: its squares from its own row (the kernel's STAT_ROWS); or every
     # row's sums from a launch before (certified.ROW_STATS)
     stat_rows = 1 if m == 1 and norm_weight is None else cfg["BLOCK_M"]
+    stats = {}
     if certified.stats_first(m, norm_weight is not None):
-        defer |= dict(STATS_IN=True, stats_ptr=certified.row_stats(x, bool(cfg.get("F16"))))
+        stats = dict(STATS_IN=True, stats_ptr=certified.row_stats(x, bool(cfg.get("F16"))))
     extra = dict(CERTIFY=True, STAT_ROWS=stat_rows, scale_ptr=head.scale, radius_ptr=head.radius,
                  exact_ptr=head.exact, stride_en=head.exact.stride(0), floor_ptr=floors,
                  key_ptr=keys, count_ptr=counters, token_ptr=tokens, FENCE=not INTERPRETED,
                  TILES_N=grid[0], TILES_M=grid[1], COMPACT=bool(certified.COMPACT), **accept,
-                 **defer)  # fmt: skip
+                 **defer, **stats)  # fmt: skip
     _launch(x, head.weight, x, grid, cfg, hand_args, residual=None, norm_weight=norm_weight,
             eps=eps, glu=False, handed=handed, prefetch=0, nbytes=head.nbytes(),
             name="certified_head", **extra)  # fmt: skip
