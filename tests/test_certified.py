@@ -233,8 +233,9 @@ def test_row_stats_sum_each_rows_squares_and_changes(f16: bool) -> None:
 # the exact pass in the multiply's launch (0) or in a second one against the final floors (1)
 TWO_PASS = pytest.mark.parametrize("two_pass", [0, 1])
 # and the rows' sums of squares (and changes) in the multiply (ROW_STATS 0) or summed by a
-# launch before it (2: at one row too), for launches without a norm prologue
-MODES = pytest.mark.parametrize("two_pass,row_stats", [(0, 0), (1, 0), (0, 2)])
+# launch before it (2: at one row too), for launches without a norm prologue; (1, 2) as the
+# engine's defaults take them from 2 rows (TWO_PASS, ROW_STATS 1), here at one row too
+MODES = pytest.mark.parametrize("two_pass,row_stats", [(0, 0), (1, 0), (0, 2), (1, 2)])
 
 
 def _modes(monkeypatch, two_pass: int, row_stats: int) -> None:
