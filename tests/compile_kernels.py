@@ -359,12 +359,21 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
                         stats))  # fmt: skip
             out.append((f"{label} STATS_IN UPPERS_OUT", linear._skinny_kernel, cert_types,
                         stats | dict(UPPERS_OUT=True, DEFER=False, ACCEPT=False)))  # fmt: skip
+            if tile.get("F16"):  # and its input rounded to fp16 by row_stats (certified.X16)
+                out.append((f"{label} STATS_IN A16", linear._skinny_kernel,
+                            cert_types | {"a16_ptr": "*fp16"},
+                            stats | dict(A16=True, UPPERS_OUT=True, DEFER=False,
+                                         ACCEPT=False)))  # fmt: skip
             one = compact | dict(NORM=False, HAND_IN=True, SLOTS_IN=512, HAND_ROWS=1,
                                  STAT_ROWS=1, DEFER=False)  # fmt: skip
             out.append((f"{label} HAND_IN one row", linear._skinny_kernel, cert_types, one))
             # TWO_PASS's multiply: the upper bounds stored, no check
             bounds = one | dict(UPPERS_OUT=True)
             out.append((f"{label} UPPERS_OUT", linear._skinny_kernel, cert_types, bounds))
+            if tile.get("F16"):  # one row's sums and fp16 input from row_stats (ROW_STATS 2, X16)
+                out.append((f"{label} one row STATS_IN A16", linear._skinny_kernel,
+                            cert_types | {"a16_ptr": "*fp16"},
+                            one | dict(STATS_IN=True, A16=True)))  # fmt: skip
     # TWO_PASS's second launch (certified.exact_pass): one row element-wise; 16 rows on tensor
     # cores after a handed norm, packing verify blocks
     exact_types = {"x_ptr": bf16, "nw_ptr": bf16, "exact_ptr": bf16, "upper_ptr": "*fp32",
@@ -382,10 +391,11 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
                               WIDTH_POW2=16 if rows > 1 else 1)  # fmt: skip
         out.append((f"certified exact pass {rows} rows", certified._exact_kernel, exact_types,
                     consts))  # fmt: skip
-    for f16 in (False, True):  # certified.row_stats: the rows' sums before the multiply
-        out.append((f"certified row stats F16={f16}", certified._row_stats_kernel,
-                    {"x_ptr": bf16, "out_ptr": "*fp32", "K": "i32", "stride_xm": "i32"},
-                    dict(F16=f16, BLOCK=1024, num_warps=4)))  # fmt: skip
+    for f16, x16 in ((False, False), (True, False), (True, True)):  # certified.row_stats
+        out.append((f"certified row stats F16={f16} X16={x16}", certified._row_stats_kernel,
+                    {"x_ptr": bf16, "out_ptr": "*fp32", "K": "i32", "stride_xm": "i32",
+                     "x16_ptr": "*fp16"},
+                    dict(F16=f16, X16_OUT=x16, BLOCK=1024, num_warps=4)))  # fmt: skip
     argmax_types = {"x_ptr": bf16, "part_v_ptr": "*fp32", "part_i_ptr": "*i32",
                     "count_ptr": "*i32", "out_ptr": "*i64", "ids_ptr": "*i64",
                     "packed_ptr": "*i64"}  # fmt: skip

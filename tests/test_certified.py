@@ -215,33 +215,40 @@ def _tile(m: int, dot: bool | str, block_k: int = 32) -> dict:
 def test_row_stats_sum_each_rows_squares_and_changes(f16: bool) -> None:
     """certified.row_stats (ROW_STATS: the rows' sums summed before the multiply): each row's
     sum of squares and of (a - fp16(a))^2 against torch's, over ordinary rows, rows under fp16's
-    normal range (changed by rounding) and a row past its range (its change infinite)."""
+    normal range (changed by rounding) and a row past its range (its change infinite); with
+    X16 the rows rounded to fp16 too."""
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(5, 2500, generator=gen)
     x[1] *= 2.0**-20
     x[2, 7] = 9.0e4
     x = x.to(BF16)
-    found = certified.row_stats(x.to(DEVICE), f16).cpu()
+    found, rounded = certified.row_stats(x.to(DEVICE), f16, x16=True)
+    found = found.cpu()
     a = x.float()
     change = a - a.half().float()
     want = torch.stack([(a * a).sum(1), (change * change).sum(1) if f16 else torch.zeros(5)], 1)
     assert torch.allclose(found, want, rtol=1e-5, atol=0)
-    if f16:
+    if f16:  # and the rows rounded to fp16 (X16), as torch rounds them
         assert found[1, 1] > 0 and found[2, 1] == float("inf") and found[0, 1] == 0
+        assert torch.equal(rounded.cpu(), x.half())
+    else:
+        assert rounded is None
 
 
 # the exact pass in the multiply's launch (0) or in a second one against the final floors (1)
 TWO_PASS = pytest.mark.parametrize("two_pass", [0, 1])
 # and the rows' sums of squares (and changes) in the multiply (ROW_STATS 0) or summed by a
 # launch before it (2: at one row too), for launches without a norm prologue; (1, 2) as the
-# engine's defaults take them from 2 rows (TWO_PASS, ROW_STATS 1), here at one row too
-MODES = pytest.mark.parametrize("two_pass,row_stats", [(0, 0), (1, 0), (0, 2), (1, 2)])
+# engine's defaults take them from 2 rows (TWO_PASS, ROW_STATS 1), here at one row too; row_stats
+# 3: ROW_STATS 2 with X16 (the multiply's input rounded to fp16 by row_stats)
+MODES = pytest.mark.parametrize("two_pass,row_stats", [(0, 0), (1, 0), (0, 2), (1, 2), (1, 3)])
 
 
 def _modes(monkeypatch, two_pass: int, row_stats: int) -> None:
     monkeypatch.setattr(certified, "TWO_PASS", two_pass)
     monkeypatch.setattr(certified, "TWO_PASS_MIN_ROWS", 1)  # at one row too
-    monkeypatch.setattr(certified, "ROW_STATS", row_stats)
+    monkeypatch.setattr(certified, "ROW_STATS", min(row_stats, 2))
+    monkeypatch.setattr(certified, "X16", int(row_stats == 3))
 
 
 @pytest.mark.parametrize(

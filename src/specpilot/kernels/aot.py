@@ -68,6 +68,8 @@ OFF = {
     "F16": 0,
     "UPPERS_OUT": 0,
     "STATS_IN": 0,
+    "A16": 0,
+    "X16_OUT": 0,
     "GROUPS": 1,
 }
 OPTIONS = ("num_warps", "num_stages", "maxnreg")

@@ -95,6 +95,11 @@ TWO_PASS_MIN_ROWS = 2
 # 1; the one-row head level with 2 (164.4 + 1.4 against 165.1). (--switch
 # kernels.certified.ROW_STATS=N)
 ROW_STATS = 1
+# 1: `row_stats` also writes the rows rounded to fp16 ([M, K]), which the multiply of an F16 tile
+# reads as its input: no bf16 -> fp16 conversion of the input tile in every step of every program
+# (a one-row launch on a 16-row tile converts all 16 rows, 15 of them masked). Not measured yet
+# (--switch kernels.certified.X16=1; with ROW_STATS 2 at one row)
+X16 = 0
 # the second launch's tile: head rows a program (bounds read, candidates gathered from them)
 EXACT_ROWS_ONE = 1024  # one input row
 # 2 or more input rows (16 a program); run 249 (16-row verify, Qwen3-8B 1k): 256 57.5 us,
@@ -505,10 +510,11 @@ def stats_first(m: int, norm: bool) -> bool:
 
 @triton.jit
 def _row_stats_kernel(x_ptr, out_ptr, K, stride_xm, F16: tl.constexpr, BLOCK: tl.constexpr,
-                      PDL: tl.constexpr = False, TRACE: tl.constexpr = 0, trace_ptr=None,
-                      clock_ptr=None):  # fmt: skip
+                      X16_OUT: tl.constexpr = False, x16_ptr=None, PDL: tl.constexpr = False,
+                      TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None):  # fmt: skip
     """Row pid's sum of squares and (F16) of (a - fp16(a))^2 into out [pid, 0:2]: the sums the
-    multiply otherwise makes in each of its programs (formats/certified.py: any order)."""
+    multiply otherwise makes in each of its programs (formats/certified.py: any order); X16_OUT:
+    the row rounded to fp16 into x16 [pid, :] (contiguous rows of K)."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
     row = tl.program_id(0)
@@ -519,21 +525,29 @@ def _row_stats_kernel(x_ptr, out_ptr, K, stride_xm, F16: tl.constexpr, BLOCK: tl
         a = tl.load(x_ptr + row * stride_xm + rk, mask=rk < K, other=0.0)
         squares += a.to(tl.float32) * a.to(tl.float32)
         if F16:
-            change = a.to(tl.float32) - a.to(tl.float16).to(tl.float32)  # exact
+            rounded = a.to(tl.float32).to(tl.float16)
+            change = a.to(tl.float32) - rounded.to(tl.float32)  # exact
             changes += change * change
+            if X16_OUT:
+                tl.store(x16_ptr + row.to(tl.int64) * K + rk, rounded, mask=rk < K)
     tl.store(out_ptr + 2 * row, tl.sum(squares, axis=0))
     tl.store(out_ptr + 2 * row + 1, tl.sum(changes, axis=0))
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
-def row_stats(x: torch.Tensor, f16: bool) -> torch.Tensor:
+def row_stats(
+    x: torch.Tensor, f16: bool, x16: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Each row of x [M, K]'s sum of squares and (f16) of what rounding it to fp16 changes ->
-    [M, 2] fp32, for a certified multiply's STATS_IN (ROW_STATS)."""
+    ([M, 2] fp32, for a certified multiply's STATS_IN (ROW_STATS); with x16 (and f16) x rounded
+    to fp16 [M, K], the multiply's input (X16), else None)."""
     m, k = x.shape
     out = torch.empty(m, 2, device=x.device, dtype=torch.float32)
+    rounded = torch.empty(m, k, device=x.device, dtype=torch.float16) if f16 and x16 else None
+    extra = dict(X16_OUT=True, x16_ptr=rounded) if rounded is not None else {}
     _row_stats_kernel[(m,)](
-        x, out, k, x.stride(0), F16=f16, BLOCK=1024, num_warps=4, **launch.pdl(x),
+        x, out, k, x.stride(0), F16=f16, BLOCK=1024, num_warps=4, **extra, **launch.pdl(x),
         **trace.arguments(x, "certified_stats", m, bytes=m * k * x.element_size(), rows=m, n=2,
                           k=k),
     )  # fmt: skip
-    return out
+    return out, rounded

@@ -179,6 +179,8 @@ def _skinny_kernel(
     UPPERS_OUT: tl.constexpr = False,
     STATS_IN: tl.constexpr = False,
     stats_ptr=None,
+    A16: tl.constexpr = False,
+    a16_ptr=None,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pid_n = tl.program_id(0)
@@ -233,6 +235,7 @@ def _skinny_kernel(
         # STATS_IN: none summed here, each row's two sums read after the loop (certified.row_stats)
         tl.static_assert(STAT_ROWS == BLOCK_M or (STAT_ROWS == 1 and not NORM))
         tl.static_assert(not (STATS_IN and NORM))
+        tl.static_assert(not A16 or (STATS_IN and F16 and not GLU))
         squares3 = tl.zeros([STAT_ROWS, BLOCK_K], dtype=tl.float32)
         changes3 = tl.zeros([STAT_ROWS, BLOCK_K], dtype=tl.float32)
         x_first = x_ptr + (pid_m * BLOCK_M + tl.arange(0, STAT_ROWS))[:, None] * stride_xm
@@ -243,7 +246,10 @@ def _skinny_kernel(
         rk = k0 + rk0
         k_ok = rk < k_hi
         xm = m_ok[:, None] & k_ok[None, :]
-        a = input_tile(x_rows, rk[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
+        if A16:  # x rounded to fp16 by certified.row_stats ([M, K]): no conversion here
+            a = tl.load(a16_ptr + rm[:, None] * K + rk[None, :], mask=xm, other=0.0)
+        else:
+            a = input_tile(x_rows, rk[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
         if PREFETCH == 1:  # this tile was loaded one step ago; load the next (masked past K)
             w = w_next
             rk_next = rk + BLOCK_K
@@ -725,7 +731,11 @@ def certified_argmax(
     stat_rows = 1 if m == 1 and norm_weight is None else cfg["BLOCK_M"]
     stats = {}
     if certified.stats_first(m, norm_weight is not None):
-        stats = dict(STATS_IN=True, stats_ptr=certified.row_stats(x, bool(cfg.get("F16"))))
+        f16 = bool(cfg.get("F16"))
+        sums, x16 = certified.row_stats(x, f16, f16 and bool(certified.X16))
+        stats = dict(STATS_IN=True, stats_ptr=sums)
+        if x16 is not None:  # the multiply's input as it sums it (certified.X16)
+            stats |= dict(A16=True, a16_ptr=x16)
     extra = dict(CERTIFY=True, STAT_ROWS=stat_rows, scale_ptr=head.scale, radius_ptr=head.radius,
                  exact_ptr=head.exact, stride_en=head.exact.stride(0), floor_ptr=floors,
                  key_ptr=keys, count_ptr=counters, token_ptr=tokens, FENCE=not INTERPRETED,
