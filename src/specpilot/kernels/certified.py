@@ -107,6 +107,10 @@ EXACT_ROWS_ONE = 1024  # one input row
 EXACT_ROWS = 512
 SLOTS = tl.constexpr(16)
 EXACT_K = tl.constexpr(256)
+# the second launch's gathering (`exact_pass`; the one-launch check keeps SLOTS and EXACT_K):
+# head rows a round, columns a step (--switch kernels.certified.EXACT_SLOTS=N / EXACT_STEP=N)
+EXACT_SLOTS = 16
+EXACT_STEP = 256
 
 
 def deferred_tiles(device: torch.device, tiles_n: int, rows: int) -> int:
@@ -256,24 +260,25 @@ def _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, r
 @triton.jit
 def _check_compact(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
                    dtype, exact_ptr, stride_en, key_ptr, NORM: tl.constexpr, GLU: tl.constexpr,
-                   BLOCK_M: tl.constexpr, USE_DOT: tl.constexpr,
-                   F32_DOT: tl.constexpr):  # fmt: skip
-    """_check_rows with the wanted rows gathered SLOTS at a time (COMPACT): each round reads a
-    [SLOTS, EXACT_K] tile of the head's rows, pipelined, instead of the whole tile's rows masked.
+                   BLOCK_M: tl.constexpr, USE_DOT: tl.constexpr, F32_DOT: tl.constexpr,
+                   SLOTS_N: tl.constexpr = SLOTS,
+                   STEP: tl.constexpr = EXACT_K):  # fmt: skip
+    """_check_rows with the wanted rows gathered SLOTS_N at a time (COMPACT): each round reads a
+    [SLOTS_N, STEP] tile of the head's rows, pipelined, instead of the whole tile's rows masked.
     Every gathered row's exact key is posted for every input row: a key that is the exact logit
     of some row can never displace the argmax's, so the per-row candidacy needs no gather."""
     _, wanted = _candidates(upper, floor, sure, valid, dtype)
     count = tl.sum(wanted, axis=0)
     rank = tl.cumsum(wanted, axis=0) - 1
-    j = tl.arange(0, SLOTS)
-    rk0 = tl.arange(0, EXACT_K)
-    for start in range(0, count, SLOTS):
+    j = tl.arange(0, SLOTS_N)
+    rk0 = tl.arange(0, STEP)
+    for start in range(0, count, SLOTS_N):
         pick = (rank[None, :] == (start + j)[:, None]) & (wanted[None, :] > 0)
         rows = tl.sum(tl.where(pick, rn[None, :], 0), axis=1)  # [SLOTS] the slot's head row
         slot_ok = start + j < count
         w_rows = exact_ptr + rows[:, None].to(tl.int64) * stride_en
-        sums = tl.zeros([BLOCK_M, SLOTS], dtype=tl.float32)
-        for k0 in tl.range(0, K, EXACT_K, num_stages=3):
+        sums = tl.zeros([BLOCK_M, SLOTS_N], dtype=tl.float32)
+        for k0 in tl.range(0, K, STEP, num_stages=3):
             rk = k0 + rk0
             k_ok = rk < K
             a = input_tile(x_rows, rk[None, :], m_ok[:, None] & k_ok[None, :], nw_ptr, rstd, K,
@@ -290,11 +295,12 @@ def _check_compact(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr
 def _check(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K, dtype,
            exact_ptr, stride_en, key_ptr, NORM: tl.constexpr, GLU: tl.constexpr,
            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-           USE_DOT: tl.constexpr, F32_DOT: tl.constexpr, COMPACT: tl.constexpr):  # fmt: skip
+           USE_DOT: tl.constexpr, F32_DOT: tl.constexpr, COMPACT: tl.constexpr,
+           SLOTS_N: tl.constexpr = SLOTS, STEP: tl.constexpr = EXACT_K):  # fmt: skip
     if COMPACT:
         _check_compact(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
                        dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M, USE_DOT,
-                       F32_DOT)  # fmt: skip
+                       F32_DOT, SLOTS_N, STEP)  # fmt: skip
     else:
         _check_rows(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K,
                     dtype, exact_ptr, stride_en, key_ptr, NORM, GLU, BLOCK_M, BLOCK_N, BLOCK_K,
@@ -422,7 +428,8 @@ def _exact_kernel(x_ptr, nw_ptr, exact_ptr, upper_ptr, floor_ptr, key_ptr, count
                   ACCEPT: tl.constexpr = False, ids_ptr=None, packed_ptr=None, stride_ids=0,
                   stride_packed=0, WIDTH: tl.constexpr = 1, WIDTH_POW2: tl.constexpr = 1,
                   PDL: tl.constexpr = False, TRACE: tl.constexpr = 0, trace_ptr=None,
-                  clock_ptr=None):  # fmt: skip
+                  clock_ptr=None, SLOTS_N: tl.constexpr = SLOTS,
+                  STEP: tl.constexpr = EXACT_K):  # fmt: skip
     """TWO_PASS's second launch: head rows [pid_n * BLOCK_N, +BLOCK_N) of input rows block
     pid_m: their upper bounds (the multiply's, times p) against the final floors; the
     candidates' exact logits as in one launch (`_check`: the same proof, a floor that no
@@ -454,7 +461,7 @@ def _exact_kernel(x_ptr, nw_ptr, exact_ptr, upper_ptr, floor_ptr, key_ptr, count
                                               SLOTS_IN), K, eps)  # fmt: skip
         _check(upper, floor, sure, valid, post, rm, m_ok, rn, x_rows, nw_ptr, rstd, K, dtype,
                exact_ptr, stride_en, key_ptr, NORM, False, BLOCK_M, BLOCK_N, BLOCK_K, USE_DOT,
-               F32_DOT, COMPACT)  # fmt: skip
+               F32_DOT, COMPACT, SLOTS_N, STEP)  # fmt: skip
     finish_rows(pid_m, rm, m_ok, floor_ptr, key_ptr, count_ptr, token_ptr, ids_ptr, packed_ptr,
                 M, stride_ids, stride_packed, floor_ptr, 0, BLOCK_M, TILES_N, TILES_M, ACCEPT,
                 WIDTH, WIDTH_POW2, FENCE, False)  # fmt: skip
@@ -491,7 +498,8 @@ def exact_pass(
         counters, tokens, m, n, k, x.stride(0), head.exact.stride(0), eps,
         NORM=norm_weight is not None, BLOCK_M=block_m, BLOCK_N=rows, BLOCK_K=256,
         USE_DOT=block_m > 1, F32_DOT=INTERPRETED, TILES_N=grid[0], TILES_M=grid[1],
-        FENCE=not INTERPRETED, COMPACT=True, num_warps=4, **hand, **accept, **launch.pdl(x),
+        FENCE=not INTERPRETED, COMPACT=True, SLOTS_N=EXACT_SLOTS, STEP=EXACT_STEP, num_warps=4,
+        **hand, **accept, **launch.pdl(x),
         **trace.arguments(x, "certified_exact", grid[0] * grid[1], bytes=m * n * 4, rows=m,
                           n=n, k=k),
     )  # fmt: skip
