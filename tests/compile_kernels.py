@@ -383,7 +383,8 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
                    "stride_en": "i32", "stride_ids": "i32", "stride_packed": "i32",
                    "stride_sq_in": "i32", "slots_in": "i32", "eps": "fp32"}  # fmt: skip
     exact = dict(NORM=False, HAND_IN=True, SLOTS_IN=512, BLOCK_K=256, F32_DOT=False,
-                 FENCE=True, COMPACT=True, num_warps=4)  # fmt: skip
+                 FENCE=True, COMPACT=True, SLOTS_N=certified.EXACT_SLOTS,
+                 STEP=certified.EXACT_STEP, num_warps=4)  # fmt: skip
     for rows, block_n in ((1, certified.EXACT_ROWS_ONE), (16, certified.EXACT_ROWS)):
         consts = exact | dict(BLOCK_M=rows, BLOCK_N=block_n, USE_DOT=rows > 1,
                               TILES_N=triton.cdiv(151936, block_n), TILES_M=1,
