@@ -343,6 +343,38 @@ def test_f16_tiles_take_inputs_past_and_under_fp16(
             assert torch.equal(found.cpu(), other)
 
 
+@pytest.mark.parametrize("x16", [0, 1])
+def test_the_multiply_reads_the_row_sums_it_is_handed(x16: int, monkeypatch) -> None:
+    """STATS_IN: the bounds come from row_stats' sums. With the head's exact rows swapped for
+    unrelated ones and every radius huge, the true sums make every row a candidate (the token is
+    the unrelated rows' argmax); sums of zero, handed instead, shrink every bound to the int8
+    sums themselves (the token is then among their top rows, not the unrelated argmax)."""
+    _modes(monkeypatch, 1, 3 if x16 else 2)
+    w = _head(300, 96, 13).to(DEVICE)
+    head = certify(w)
+    gen = torch.Generator().manual_seed(14)
+    other = (torch.randn(300, 96, generator=gen) * 0.05).to(DEVICE, BF16)
+    lying = CertifiedHead(other, head.weight, head.scale, torch.full_like(head.radius, 1e3))
+    x = torch.randn(4, 96, generator=gen).to(DEVICE, BF16)
+    unrelated = skinny_linear(x, other, config=_tile(4, True)).argmax(-1)
+    found, _ = certified_argmax(x, lying, config=_tile(4, "f16"))
+    if CUDA:  # other sums' order: equal but for near-ties
+        assert (found == unrelated).float().mean() >= 0.75
+    else:
+        assert torch.equal(found, unrelated)
+    true_stats = certified.row_stats
+
+    def zero_sums(rows: torch.Tensor, f16: bool, x16: bool = False):
+        sums, rounded = true_stats(rows, f16, x16)
+        return torch.zeros_like(sums), rounded
+
+    monkeypatch.setattr(certified, "row_stats", zero_sums)
+    found, _ = certified_argmax(x, lying, config=_tile(4, "f16"))
+    approx = x.float() @ (head.weight.float() * head.scale[:, None]).T
+    assert torch.isin(found.cpu(), approx.topk(8, dim=-1).indices.unique().cpu()).all()
+    assert not torch.equal(found, unrelated)
+
+
 @pytest.mark.parametrize("slots,step", [(4, 32), (32, 64)])
 def test_second_launch_gathers_in_other_rounds(slots: int, step: int, monkeypatch) -> None:
     """TWO_PASS's second launch with other gathering: EXACT_SLOTS head rows a round (4: several
