@@ -16,7 +16,7 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="kernel or f16 or int8_sums or taller or row_stats or generation" TESTS_S=300 \
+TESTS_K="kernel or f16 or int8_sums or taller or row_stats or row_sums or rounds or generation" TESTS_S=300 \
     gpu_tests_gate tests/test_certified.py || exit 0
 X="--switch kernels.certified.X16=1"
 R="--switch kernels.certified.ROW_STATS=2"
