@@ -616,10 +616,9 @@ def _launch(
 # tile beat the rules' (343 us against the exact head's ~291 + 14): verify stays exact.
 # Llama-3.1-8B's head on the same tile (run 201): 181.5 us against the rules' 357.5, decode
 # 4.028 ms against 4.088 / 4.089 exact; paired AR 1.006x [0.994-1.017]. Qwen3 paired again
-# there (8 rounds, "auto"): AR 1.012x [1.009-1.016], spec@6.55 0.999x.
-_CERTIFIED_ONE_ROW = dict(
-    BLOCK_M=1, BLOCK_N=32, BLOCK_K=256, USE_DOT=False, num_warps=4, num_stages=1, LOOP_STAGES=4
-)
+# there (8 rounds, "auto"): AR 1.012x [1.009-1.016], spec@6.55 0.999x. That element-wise tile
+# (BLOCK_M 1, BLOCK_N 32, BLOCK_K 256, 4 warps, LOOP_STAGES 4) served both one-row heads until
+# run 241.
 # Qwen3-8B's one-row head on fp16 tensor cores (F16: formats/certified.py; the one row's
 # squares only, STAT_ROWS): runs 239-240 (decode graph, H200) 182.3 us against 201.8 / 202.8
 # (element-wise, base / base2), decode 3.975 against 3.999 / 3.999 ms back to back; 4 stages
@@ -633,9 +632,9 @@ _CERTIFIED_ONE_ROW = dict(
 # against 182.4 on 4, 4 stages 171.9, 2 stages 177.6, K 128 170.2, 32 rows 198.8, 1 warp
 # 194.5; paired pipelined AR 1.006x over 4 warps (250.3 against 248.8 tok/s; control 249.1),
 # spec@6.55 level. Llama's on 2 warps 140.8 against 157.6 / 156.7 (decode 3.917 against
-# 3.932 / 3.932 ms).
+# 3.932 / 3.932 ms). Every measured certified tile is this one on 2 warps.
 _CERTIFIED_F16 = dict(
-    BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, USE_DOT=True, F16=True, num_warps=4, num_stages=3
+    BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, USE_DOT=True, F16=True, num_warps=2, num_stages=3
 )
 # Qwen3-8B's 16-row verify head (runs 246-249, with TWO_PASS and ROW_STATS): the multiply
 # 157.2 us on 2 warps (161.3 on 4) + the second launch 24.0 (certified.EXACT_ROWS) + the row
@@ -643,13 +642,13 @@ _CERTIFIED_F16 = dict(
 # (run 249); paired pipelined, the exact verify head's spec@6.55 0.978x [0.975-0.981] of it
 # (run 251: 1,267 against 1,296 tok/s; AR level)
 CERTIFIED_TILES: dict[tuple[int, int, int], dict] = {
-    (1, 151936, 4096): _CERTIFIED_F16 | dict(num_warps=2),
-    (16, 151936, 4096): _CERTIFIED_F16 | dict(num_warps=2),
+    (1, 151936, 4096): dict(_CERTIFIED_F16),
+    (16, 151936, 4096): dict(_CERTIFIED_F16),
     # Llama-3.1-8B's on the same tile (run 249, the second launch on 256 rows): 129.3 + 37.1 +
     # 1.6 us against the exact head's 246.8 + argmax 12.0, verify 4.256 -> 4.177 ms back to
     # back; run 251, paired: the exact verify head's spec@6.55 0.979x [0.974-0.984] of it
-    (16, 128256, 4096): _CERTIFIED_F16 | dict(num_warps=2),
-    (1, 128256, 4096): _CERTIFIED_F16 | dict(num_warps=2),
+    (16, 128256, 4096): dict(_CERTIFIED_F16),
+    (1, 128256, 4096): dict(_CERTIFIED_F16),
 }
 
 
