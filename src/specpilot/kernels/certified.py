@@ -187,6 +187,14 @@ def widen_int8(w, dtype, FP32: tl.constexpr):
 
 
 @triton.jit
+def fp16_rounding(a):
+    """a rounded to fp16 (what an F16 tile's tensor cores sum) and what that changed, a - a' in
+    fp32 (exact: both are fp32 values of at most 24 significant bits apart by a few ulps)."""
+    rounded = a.to(tl.float16)
+    return rounded, a.to(tl.float32) - rounded.to(tl.float32)
+
+
+@triton.jit
 def order_key(value, index):
     """The int64 key of (value, index) in torch.argmax's order: larger value first, then the
     smaller index; value's 16 bits made monotone (-0 as +0, every NaN above +inf), as
@@ -533,8 +541,7 @@ def _row_stats_kernel(x_ptr, out_ptr, K, stride_xm, F16: tl.constexpr, BLOCK: tl
         a = tl.load(x_ptr + row * stride_xm + rk, mask=rk < K, other=0.0)
         squares += a.to(tl.float32) * a.to(tl.float32)
         if F16:
-            rounded = a.to(tl.float32).to(tl.float16)
-            change = a.to(tl.float32) - rounded.to(tl.float32)  # exact
+            rounded, change = fp16_rounding(a)
             changes += change * change
             if X16_OUT:
                 tl.store(x16_ptr + row.to(tl.int64) * K + rk, rounded, mask=rk < K)

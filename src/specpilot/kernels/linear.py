@@ -31,7 +31,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from specpilot.formats.certified import CertifiedHead
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.kernels import certified, launch, trace
-from specpilot.kernels.certified import certify, widen_int8
+from specpilot.kernels.certified import certify, fp16_rounding, widen_int8
 from specpilot.kernels.common import (
     INTERPRETED,
     dot,
@@ -273,8 +273,8 @@ def _skinny_kernel(
                     first = input_tile(x_first, rk[None, :], first_ok[:, None] & k_ok[None, :],
                                        nw_ptr, rstd, K, dtype, False, GLU)  # fmt: skip
                 squares3 += first.to(tl.float32) * first.to(tl.float32)
-                if F16:  # a rounded to fp16 below: what that changed (exact in fp32)
-                    change = first.to(tl.float32) - first.to(tl.float16).to(tl.float32)
+                if F16:  # a rounded to fp16 below: what that changed
+                    _, change = fp16_rounding(first)
                     changes3 += change * change
             if F16:  # the sums on fp16 tensor cores: a rounded to fp16 (its change bounded,
                 # formats/certified.py), the weights widened to fp16 (fewer instructions)
