@@ -503,6 +503,32 @@ def test_certified_head_generation_is_the_exact_heads(
     assert outputs[True] == outputs[False]
 
 
+def test_a_head_handed_no_norm_norms_its_rows_as_the_exact_head(tmp_path, monkeypatch) -> None:
+    """A W12 down multiply hands no norm on (fused.NORM_HANDOFF_W12): the certified head then
+    norms its rows as the exact head does (fused.normed_linear): one row in the multiply's
+    prologue (this K is within PROLOGUE_MAX_K), a verify block by an rmsnorm launch first (run
+    253: at K 4096 the prologue in every program cost the W12 engine's decode 0.47 ms); the
+    exact head's tokens and accept count either way."""
+    from specpilot.formats.w12_engine import convert_model
+    from specpilot.models import fused
+
+    target, drafter, _ = _tiny_pair(tmp_path, tied=False)
+    convert_model(target, group_size=32, use_kernel=True, matrices=frozenset({"down"}))
+    exact = Generator(target, drafter, EngineConfig(kernels="triton"), DEVICE, BF16)
+    gen = Generator(target, drafter, EngineConfig(kernels="triton", target_head="certified"),
+                    DEVICE, BF16)  # fmt: skip
+    normed: list[tuple[int, bool]] = []  # (rows, the norm left to the multiply's prologue)
+    inner = fused.certified_argmax
+    monkeypatch.setattr(fused, "certified_argmax", lambda x, head, **kw: normed.append(
+        (x.shape[0], kw.get("norm_weight") is not None)) or inner(x, head, **kw))  # fmt: skip
+    want, found = _block_and_token(exact, 5), _block_and_token(gen, 5)
+    assert normed == [(16, False), (1, True)]
+    if not CUDA:
+        assert all(map(torch.equal, found, want))
+    else:  # other sums' order than the exact head's: equal but for near-ties
+        assert (found[0] == want[0]).float().mean() >= 0.9
+
+
 def test_certified_decode_takes_one_row_forwards_only(tmp_path) -> None:
     """target_head "certified-decode": a one-token forward's tokens from the certified head, a
     verify block's from the exact head (its argmax-and-accept launch), both the exact head's."""

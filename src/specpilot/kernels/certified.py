@@ -97,8 +97,9 @@ TWO_PASS_MIN_ROWS = 2
 ROW_STATS = 1
 # 1: `row_stats` also writes the rows rounded to fp16 ([M, K]), which the multiply of an F16 tile
 # reads as its input: no bf16 -> fp16 conversion of the input tile in every step of every program
-# (a one-row launch on a 16-row tile converts all 16 rows, 15 of them masked). Not measured yet
-# (--switch kernels.certified.X16=1; with ROW_STATS 2 at one row)
+# (a one-row launch on a 16-row tile converts all 16 rows, 15 of them masked). Run 254 (Qwen3-8B
+# 1k timeline): the 16-row multiply 158.5 -> 157.4 us, the one-row head 164.5 -> 161.2 with
+# ROW_STATS 2 (decode 4.041 -> 4.043 ms): level, so off (--switch kernels.certified.X16=1)
 X16 = 0
 # the second launch's tile: head rows a program (bounds read, candidates gathered from them)
 EXACT_ROWS_ONE = 1024  # one input row
