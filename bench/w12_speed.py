@@ -59,7 +59,7 @@ from kernel_sweep import (  # noqa: E402
 from report import finish, save  # bench/ is on sys.path when run as a script
 
 from specpilot.config import PDL_MODES, EngineConfig
-from specpilot.engine.generator import Generator
+from specpilot.engine.generator import Generator, auto_certified_rows
 from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model, parse_matrices
 from specpilot.kernels import linear as bf16_kernels
@@ -324,7 +324,12 @@ def end_to_end(
     out: dict = {"model": model, "context": context, "copy_bandwidth_tb_s": bw / 1e12, "arms": {}}
     arms = ("bf16", "w12", *(f"w12_{name}" for name in extra))
     arms += tuple(f"w12_pdl_{mode}" for mode in pdl_arms)  # W12 arms: before bf16_swept
-    only = {f"w12_only_{'+'.join(sorted(m))}": m for m in map(parse_matrices, matrix_arms)}
+    # "auto" as the engine resolves it (engine/llm.py): the LM head left bf16 where the engine
+    # certifies verify blocks' heads
+    head = bf16_target.lm_head.weight
+    certified = engine.target_head == "auto" and auto_certified_rows(head.shape, head.device) >= 16
+    matrix_sets = (parse_matrices(text, certified) for text in matrix_arms)
+    only = {f"w12_only_{'+'.join(sorted(m))}": m for m in matrix_sets}
     arms += tuple(only)
     arms += ("bf16_swept",) if bf16_tiles else ()
     defaults = {flag: getattr(w12_kernels, flag) for sw in W12_ARMS.values() for flag in sw}

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from specpilot.cli import main
 from specpilot.config import EngineConfig
+from specpilot.engine import generator
 from specpilot.engine.generator import Generator
 from specpilot.engine.sequence import Sequence
 from specpilot.formats import w12
@@ -220,7 +221,7 @@ def test_w12_converts_an_untied_head_and_the_drafters_fc(tmp_path) -> None:
     assert token_forcing(target, prompt, expected[0][0]).passed
 
 
-def test_some_matrices_in_w12_decode_like_bf16(tmp_path) -> None:
+def test_some_matrices_in_w12_decode_like_bf16(tmp_path, monkeypatch) -> None:
     """EngineConfig.w12_matrices: only the named matrices convert (q|k|v and down of the
     decoder layers, the drafter's fc here; o, gate|up and the untied head stay nn.Linear), and
     AR and speculative decoding give bf16's tokens; through LLM, the generate CLI's flag and a
@@ -262,6 +263,16 @@ def test_some_matrices_in_w12_decode_like_bf16(tmp_path) -> None:
     assert EngineConfig(weights="w12").w12_matrix_set() == set(MATRICES)  # every linear layer
     auto = EngineConfig(weights="w12", w12_matrices="auto").w12_matrix_set()
     assert auto == {"gate_up", "down", "lm_head"}
+    # where the engine certifies verify blocks' heads, "auto" leaves the head bf16 (run 255)
+    assert auto - {"lm_head"} == EngineConfig(w12_matrices="auto").w12_matrix_set(True)
+    for head_rows in (16, 1):  # target_head "auto" as on a GPU with a 16- or a one-row tile
+        rows = lambda shape, device, rows=head_rows: rows  # noqa: E731
+        monkeypatch.setattr(generator, "auto_certified_rows", rows)
+        engine = EngineConfig(kernels="triton", weights="w12", w12_matrices="auto")
+        llm = LLM(target_dir, device="cpu", dtype="bfloat16", engine=engine)
+        assert isinstance(llm.target.model.layers[0].mlp.down_proj, W12Linear)
+        assert isinstance(llm.target.lm_head, W12Linear) is (head_rows == 1)
+        assert llm.generator.fused_target.certified_rows == (16 if head_rows == 16 else 0)
     with pytest.raises(ConfigError, match="unknown: gate"):
         EngineConfig(weights="w12", w12_matrices="gate,up")
     with pytest.raises(ConfigError, match="needs weights='w12'"):

@@ -312,8 +312,10 @@ class EngineConfig:
         lm_head, measured fastest at the Qwen3-8B shape on the H200 (AR 1.120-1.125x,
         speculative 1.031-1.055x bf16, against 1.118-1.126x / 0.993-0.996x for "all"; docs/LOG.md
         runs 120-121) and at the Llama-3.1-8B shape (1.157x / 1.067x against 1.079x / 0.947x,
-        run 124); `bench/cost_model.py --matrices` chooses from a deployment's kernel tables.
-        Same tokens either way.
+        run 124), before certified heads; where target_head certifies verify blocks' heads
+        (auto on a shape with a 16-row certified tile) "auto" leaves the head bf16 (run 255:
+        AR 1.101x, spec 1.000x against 1.084x / 0.966x with it). `bench/cost_model.py
+        --matrices` chooses from a deployment's kernel tables. Same tokens either way.
     pipeline: the host runs one step behind the device: step i + 1 is launched from inputs
         computed on the device (speculative: next positions, anchors, replayed drafts; AR: the
         argmax and position + 1) before the host reads step i's result back and books it, so the
@@ -501,12 +503,13 @@ class EngineConfig:
         """`pipeline` as resolved for a generator on `device`: "auto" is on with CUDA."""
         return device.type == "cuda" if self.pipeline == "auto" else self.pipeline
 
-    def w12_matrix_set(self) -> frozenset[str]:
-        """`w12_matrices` as formats/w12_engine.MATRICES names."""
+    def w12_matrix_set(self, head_certified: bool = False) -> frozenset[str]:
+        """`w12_matrices` as formats/w12_engine.MATRICES names (head_certified: the engine
+        certifies verify blocks' heads, so "auto" leaves the LM head bf16)."""
         from specpilot.formats.w12_engine import parse_matrices
 
         try:
-            return parse_matrices(self.w12_matrices)
+            return parse_matrices(self.w12_matrices, head_certified)
         except ValueError as e:
             raise ConfigError(str(e)) from None
 

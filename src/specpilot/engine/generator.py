@@ -69,19 +69,25 @@ class RunStats:
 def certified_rows(target_head: str, fused_target: Any, device: torch.device) -> int:
     """The forwards (by rows, at most) whose tokens come from a certified LM head
     (EngineConfig.target_head), 0 for none: "certified" every fused forward's, "certified-decode"
-    one-row forwards'; "auto" on a GPU, forwards of up to 16 rows (a verify block) where the
-    head's shape has a measured 16-row certified tile (linear.CERTIFIED_TILES), else one-row
-    forwards' where it has a one-row one, else none."""
+    one-row forwards'; "auto" as `auto_certified_rows` for a plain head (none for a W12 one)."""
     if target_head == "certified":
         return MAX_ROWS
     if target_head == "certified-decode":
         return 1
-    if target_head == "auto" and device.type == "cuda" and kernels_usable(device):
-        head = fused_target.model.lm_head.weight
-        if isinstance(head, torch.Tensor):
-            for rows in (16, 1):
-                if (rows, *head.shape) in CERTIFIED_TILES:
-                    return rows
+    head = fused_target.model.lm_head.weight
+    if target_head == "auto" and isinstance(head, torch.Tensor):
+        return auto_certified_rows(tuple(head.shape), device)
+    return 0
+
+
+def auto_certified_rows(shape: tuple[int, ...], device: torch.device) -> int:
+    """target_head "auto" for a plain head of this shape: on a GPU, forwards of up to 16 rows
+    (a verify block) where the shape has a measured 16-row certified tile
+    (linear.CERTIFIED_TILES), else one-row forwards' where it has a one-row one, else none."""
+    if device.type == "cuda" and kernels_usable(device):
+        for rows in (16, 1):
+            if (rows, *shape) in CERTIFIED_TILES:
+                return rows
     return 0
 
 

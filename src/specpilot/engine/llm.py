@@ -95,7 +95,7 @@ class LLM:
 
             if self.dtype != torch.bfloat16:
                 raise ConfigError(f"weights=w12 needs dtype bfloat16, not {dtype}")
-            matrices = self.engine_config.w12_matrix_set()
+            matrices = self.engine_config.w12_matrix_set(self._head_certified())
             # the rest of a W12 checkpoint's model (an untied head, the drafter) in its group size
             stored = self.target_checkpoint.hf_config.get("w12") or {}
             group = stored.get("group_size", w12.DEFAULT_GROUP_SIZE)
@@ -109,6 +109,18 @@ class LLM:
         block = self.generator.block_size
         self.replay = None if replay_text is None else AcceptanceProfile.parse(replay_text, block)
         self.seed = seed
+
+    def _head_certified(self) -> bool:
+        """Whether the engine will certify verify blocks' LM heads (EngineConfig.target_head)
+        once the head is plain bf16 (w12_matrices "auto" then leaves it so)."""
+        from specpilot.engine.generator import auto_certified_rows
+
+        head = self.target.lm_head.weight
+        if self.engine_config.target_head == "certified":
+            return True
+        if self.engine_config.target_head != "auto" or self.engine_config.kernels == "torch":
+            return False
+        return auto_certified_rows(tuple(head.shape), self.device) >= 16
 
     def _resolve_weights(self, config: EngineConfig) -> EngineConfig:
         """EngineConfig.weights "auto" as the weights this model holds: "w12" for a W12

@@ -45,15 +45,20 @@ MATRICES = {
 # loses to bf16 on q|k|v, o and down (run 119), and the drafter's fc (K = 5 x 4096) in W12 costs
 # its context write a decode. "all" keeps the least memory (11.4 against 12.2 GB there). At
 # the Llama-3.1-8B shape, with its own tiles (run 124): AR 1.157x, speculative 1.067x, against
-# 1.079x / 0.947x with every matrix; Qwen3-8B at 8k (run 125): 1.123x / 1.052x.
+# 1.079x / 0.947x with every matrix; Qwen3-8B at 8k (run 125): 1.123x / 1.052x. Without the LM
+# head where the engine certifies verify blocks' heads (EngineConfig.target_head "auto" on a
+# shape with a 16-row certified tile): the bf16 head's int8 copy then reads fewer bytes than its
+# W12 form. Run 255 (Qwen3-8B, 1k, paired over bf16, 6 rounds): AR 1.101x [1.083-1.119], spec
+# 1.000x [0.985-1.013] without it, against 1.084x [1.073-1.098] / 0.966x [0.948-0.984] with it.
 AUTO_MATRICES = frozenset({"gate_up", "down", "lm_head"})
 
 
-def parse_matrices(text: str) -> frozenset[str]:
-    """EngineConfig.w12_matrices: "auto" (AUTO_MATRICES), "all", or which MATRICES to convert,
+def parse_matrices(text: str, head_certified: bool = False) -> frozenset[str]:
+    """EngineConfig.w12_matrices: "auto" (AUTO_MATRICES, less the LM head where head_certified:
+    the engine certifies verify blocks' heads), "all", or which MATRICES to convert,
     comma-separated (e.g. "gate_up,lm_head": the rest stay bf16)."""
     if text.strip() == "auto":
-        return AUTO_MATRICES
+        return AUTO_MATRICES - {"lm_head"} if head_certified else AUTO_MATRICES
     if text.strip() == "all":
         return frozenset(MATRICES)
     names = [name.strip() for name in text.split(",") if name.strip()]
