@@ -115,12 +115,12 @@ class LLM:
         once the head is plain bf16 (w12_matrices "auto" then leaves it so)."""
         from specpilot.engine.generator import auto_certified_rows
 
-        head = self.target.lm_head.weight
-        if self.engine_config.target_head == "certified":
+        config = self.engine_config
+        if config.target_head == "certified":
             return True
-        if self.engine_config.target_head != "auto" or self.engine_config.kernels == "torch":
+        if config.target_head != "auto" or config.kernels == "torch":
             return False
-        return auto_certified_rows(tuple(head.shape), self.device) >= 16
+        return auto_certified_rows(tuple(self.target.lm_head.weight.shape), self.device) >= 16
 
     def _resolve_weights(self, config: EngineConfig) -> EngineConfig:
         """EngineConfig.weights "auto" as the weights this model holds: "w12" for a W12
