@@ -102,8 +102,8 @@ def add_weights_arguments(parser: argparse.ArgumentParser) -> None:
         "--w12-matrices",
         default="all",
         help="with W12 weights, which matrices convert: all (every linear layer, the least "
-        "memory), auto (gate_up, down, lm_head: the fastest at the Qwen3-8B and Llama-3.1-8B "
-        "shapes on the H200), "
+        "memory), auto (gate_up, down, and lm_head unless the engine certifies verify blocks' "
+        "heads: the fastest at the Qwen3-8B and Llama-3.1-8B shapes on the H200), "
         "or a comma-separated list of qkv, o, gate_up, down, lm_head, fc (the others stay "
         "bf16; same tokens)",
     )
