@@ -241,12 +241,26 @@ def normed_linear(
     """(RMSNorm(x) * norm) @ weight^T [+ residual], or with swiglu silu(gate) * up of it; from a
     filled `handed` (the multiply before handed the norm on) without a norm kernel; `rope`: a
     q|k|v multiply's rope work in its epilogue where it can (kernels/rope.RopeEpilogue)."""
-    kw = dict(residual=residual, swiglu=swiglu, rope=rope)
+    a, normed = normed_input(x, weight, norm, eps, handed)
+    return linear(a, weight, residual=residual, swiglu=swiglu, rope=rope, **normed)
+
+
+def normed_input(
+    x: torch.Tensor,
+    weight: torch.Tensor | W12Weight | Fp8Weight,
+    norm: torch.Tensor,
+    eps: float,
+    handed: Handoff | None = None,
+) -> tuple[torch.Tensor, dict]:
+    """How a multiply by `weight` takes RMSNorm(x) * norm -> (its input, its norm keywords):
+    a filled `handed`'s u (the multiply before handed the norm on), x with the norm for the
+    multiply's prologue (up to prologue_rows), or x normed by an rmsnorm launch first (which
+    asks L2 for the head of `weight`, EngineConfig.l2_ahead)."""
     if handed is not None and handed.ready:
-        return linear(handed.u, weight, handed=handed, **kw)
+        return handed.u, dict(handed=handed)
     if x.shape[0] <= prologue_rows(weight, "norm"):
-        return linear(x, weight, norm_weight=norm, eps=eps, **kw)
-    return linear(rmsnorm(x, norm, eps, ahead("head", weight)), weight, **kw)
+        return x, dict(norm_weight=norm, eps=eps)
+    return rmsnorm(x, norm, eps, ahead("head", weight)), {}
 
 
 def glu_linear(
@@ -518,18 +532,13 @@ class FusedTarget:
         self, x: torch.Tensor, handed: Handoff | None, ids: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The certified head's tokens [B * T] (and with verify blocks' ids their packed rows)
-        for the last layer's output x, normed by the handed norm, else as the plain head norms
-        it (`normed_linear`: in the multiply's prologue or by an rmsnorm launch first)."""
-        if handed is not None and handed.ready:
-            return certified_argmax(handed.u, self.certified, handed=handed, ids=ids)
+        for the last layer's output x, normed as every normed multiply is (`normed_input`).
+        NOTE: a W12 down hands no norm on; with the norm in every program's prologue at K 4096
+        (not normed_input's rule) the W12 engine's certified head made decode 4.232 ms against
+        3.762 with a W12 head (run 253)."""
         norm = self.model.model.norm
-        if x.shape[0] > prologue_rows(self.model.lm_head.weight, "norm"):  # as normed_linear
-            # NOTE: a W12 down hands no norm on; with the norm in every program's prologue at
-            # K 4096 the W12 engine's certified head made decode 4.232 ms against 3.762 with a
-            # W12 head (run 253)
-            normed = rmsnorm(x, norm.weight, norm.eps)
-            return certified_argmax(normed, self.certified, ids=ids)
-        return certified_argmax(x, self.certified, norm_weight=norm.weight, eps=norm.eps, ids=ids)
+        a, normed = normed_input(x, self.certified.weight, norm.weight, norm.eps, handed)
+        return certified_argmax(a, self.certified, ids=ids, **normed)
 
     def prefill_fits(self, batch: int, width: int) -> bool:
         """Whether `prefill` takes a prompt batch (W12 multiplies stop at the skinny limit)."""
