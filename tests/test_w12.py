@@ -266,8 +266,8 @@ def test_some_matrices_in_w12_decode_like_bf16(tmp_path, monkeypatch) -> None:
     # where the engine certifies verify blocks' heads, "auto" leaves the head bf16 (run 255)
     assert auto - {"lm_head"} == EngineConfig(w12_matrices="auto").w12_matrix_set(True)
     for head_rows in (16, 1):  # target_head "auto" as on a GPU with a 16- or a one-row tile
-        rows = lambda shape, device, rows=head_rows: rows  # noqa: E731
-        monkeypatch.setattr(generator, "auto_certified_rows", rows)
+        rows = lambda target_head, shape, device, rows=head_rows: rows  # noqa: E731
+        monkeypatch.setattr(generator, "certified_rows", rows)
         engine = EngineConfig(kernels="triton", weights="w12", w12_matrices="auto")
         llm = LLM(target_dir, device="cpu", dtype="bfloat16", engine=engine)
         assert isinstance(llm.target.model.layers[0].mlp.down_proj, W12Linear)

@@ -66,25 +66,18 @@ class RunStats:
     num_steps: int
 
 
-def certified_rows(target_head: str, fused_target: Any, device: torch.device) -> int:
-    """The forwards (by rows, at most) whose tokens come from a certified LM head
+def certified_rows(target_head: str, shape: tuple[int, ...], device: torch.device) -> int:
+    """The forwards (by rows, at most) whose tokens come from a certified LM head of this shape
     (EngineConfig.target_head), 0 for none: "certified" every fused forward's, "certified-decode"
-    one-row forwards'; "auto" as `auto_certified_rows` for a plain head (none for a W12 one)."""
+    one-row forwards'; "auto" on a GPU, forwards of up to 16 rows (a verify block) where the
+    shape has a measured 16-row certified tile (linear.CERTIFIED_TILES), else one-row forwards'
+    where it has a one-row one, else none. A head that is not plain bf16/fp16 (W12) takes none
+    whatever this says (FusedTarget.certify_head)."""
     if target_head == "certified":
         return MAX_ROWS
     if target_head == "certified-decode":
         return 1
-    head = fused_target.model.lm_head.weight
-    if target_head == "auto" and isinstance(head, torch.Tensor):
-        return auto_certified_rows(tuple(head.shape), device)
-    return 0
-
-
-def auto_certified_rows(shape: tuple[int, ...], device: torch.device) -> int:
-    """target_head "auto" for a plain head of this shape: on a GPU, forwards of up to 16 rows
-    (a verify block) where the shape has a measured 16-row certified tile
-    (linear.CERTIFIED_TILES), else one-row forwards' where it has a one-row one, else none."""
-    if device.type == "cuda" and kernels_usable(device):
+    if target_head == "auto" and device.type == "cuda" and kernels_usable(device):
         for rows in (16, 1):
             if (rows, *shape) in CERTIFIED_TILES:
                 return rows
@@ -188,9 +181,10 @@ class Generator:
         self._buffers: dict[str, tuple[KVCache, RotaryTable]] = {}
         self.fused_target, self.fused_drafter = self._fused_models()
         if self.fused_target is not None:  # EngineConfig.target_head
-            rows = certified_rows(config.target_head, self.fused_target, device)
+            head = self.fused_target.model.lm_head.weight
+            rows = certified_rows(config.target_head, tuple(head.shape), device)
             if rows:
-                self.fused_target.certify_head(rows)
+                self.fused_target.certify_head(rows)  # False (none) for a W12 head
         # EngineConfig.pdl for this target ("auto" resolved by its size); no Triton, no PDL
         self.pdl = "off"
         measured = None
