@@ -17,7 +17,7 @@ from tests.test_kernels import (  # sets TRITON_INTERPRET=1 without CUDA
 from specpilot.formats import w12  # after the interpreter is set up
 from specpilot.formats.w12_engine import W12Linear, linear
 from specpilot.kernels.linear import skinny_linear
-from specpilot.kernels.w12_linear import w12_linear, w12_linear_reference
+from specpilot.kernels.w12_linear import join_order, w12_linear, w12_linear_reference
 
 
 def close_columns(actual: torch.Tensor, expected: torch.Tensor, ulps: float = 2.0) -> None:
@@ -112,6 +112,9 @@ TILES = [  # (config, group size): several steps, a K tail, split K, groups of e
     # the decoded pairs' bf16 halves straight to tl.dot (inline PTX: on the GPU only)
     (dict(BLOCK_M=16, BLOCK_N=32, SPLIT_K=2, USE_DOT=True, HALVES=True), 64),
     (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, HALVES=True, ACC_SCALE=True), 128),
+    # a half block's 4 slices in one tl.dot, K in word order, the input permuted to match
+    (dict(BLOCK_M=16, BLOCK_N=32, SPLIT_K=2, USE_DOT=True, ACC_SCALE=True, JOIN=1), 128),
+    (dict(BLOCK_M=16, BLOCK_N=16, USE_DOT=True, ACC_SCALE=True, HALVES=True, JOIN=1), 256),
 ]
 
 
@@ -136,6 +139,27 @@ def test_w12_linear_tiles(tile: int, mode: str) -> None:
     x, packed = x.to(DEVICE), packed.to(DEVICE)
     y = w12_linear(x, packed, config=config, **kw)
     close_columns(y, w12_linear_reference(x, packed, **kw), 4)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_w12_join_2_takes_the_input_in_join_order(residual: bool) -> None:
+    """JOIN 2: the JOIN tile reading x already in its K order (join_order), escapes included
+    (each read at its column's place there); no prologue, K a multiple of 128."""
+    gen = torch.Generator().manual_seed(7 + residual)
+    m, n, k = 3, 21, 640
+    x = torch.randn(m, k, generator=gen).to(BF16)
+    packed = w12.encode(weight_with_escapes(n, k, gen), 128)
+    kw = prologue_kwargs("residual", m, n, k, gen) if residual else {}
+    x, packed = x.to(DEVICE), packed.to(DEVICE)
+    tile = dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True, ESC_IN_LOOP=True, JOIN=2)
+    y = w12_linear(join_order(x), packed, config=tile, **kw)
+    close_columns(y, w12_linear_reference(x, packed, **kw), 4)
+    with pytest.raises(ValueError, match="JOIN 2"):
+        w12_linear(join_order(x), packed, config=tile, norm_weight=x[0])
+    with pytest.raises(ValueError, match="JOIN .* needs ACC_SCALE"):
+        w12_linear(x, packed, config=dict(tile, ACC_SCALE=False))
+    with pytest.raises(ValueError, match="multiple of 128"):
+        join_order(x[:, :600])
 
 
 @pytest.mark.parametrize(

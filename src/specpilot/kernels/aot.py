@@ -37,6 +37,7 @@ OFF = {
     "ACC_SCALE": 0,
     "ESC_IN_LOOP": 0,
     "HALVES": 0,
+    "JOIN": 0,
     "AHEAD": 0,
     "KV_AHEAD": 0,
     "MERGE_BLOCK": 0,

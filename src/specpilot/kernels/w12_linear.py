@@ -236,6 +236,45 @@ def _weight_pair(low, high, scale0, scale1, FIRST: tl.constexpr, ASM: tl.constex
 
 
 @triton.jit
+def _joined(low, high, scale, ASM: tl.constexpr, dtype):
+    """The 4 slices of a half block (words `low`, high bytes `high`, [BLOCK_N, SLICE]) times
+    `scale` (ACC_SCALE's one constant) as one [BLOCK_N, 4 SLICE] tl.dot operand in the K order
+    `_join_order` gives: word position i = 4c + t and byte lane (slice) q = 2 qh + ql at
+    K index 16 c + 8 qh + 2 t + ql. In a tensor-core operand's registers a thread holds, per
+    16 K, indices 2t, 2t + 1, 2t + 8 and 2t + 9: the four lanes of one word, each pair of
+    _weight_pair (lanes 2 qh, 2 qh + 1) one register as decoded."""
+    if ASM:
+        q0, q1 = _weight_pair(low, high, scale, scale, 0, ASM, True)
+        q2, q3 = _weight_pair(low, high, scale, scale, 2, ASM, True)
+    else:
+        q0, q1 = _weight_pair(low, high, scale, scale, 0, ASM)
+        q2, q3 = _weight_pair(low, high, scale, scale, 2, ASM)
+        q0, q1, q2, q3 = q0.to(dtype), q1.to(dtype), q2.to(dtype), q3.to(dtype)
+    return _join_order(tl.join(q0, q1), tl.join(q2, q3))
+
+
+@triton.jit
+def _join_order(lo, hi):
+    """[R, 32, 2 (ql)] tiles of lanes qh = 0 and 1 -> [R, 128] in _joined's K order."""
+    R: tl.constexpr = lo.shape[0]
+    w = tl.join(tl.reshape(lo, (R, 8, 4, 2)), tl.reshape(hi, (R, 8, 4, 2)))  # [R, c, t, ql, qh]
+    return tl.reshape(tl.permute(w, (0, 1, 4, 2, 3)), (R, 128))
+
+
+@triton.jit
+def _x_column(col, X_JOIN: tl.constexpr):
+    """Where column `col` of the input lies: itself, or (X_JOIN: the input given in _joined's K
+    order, `join_order`) at 16 c + 8 qh + 2 t + ql of its 128-column half block, for its
+    column 32 q + i there (i = 4 c + t, q = 2 qh + ql)."""
+    if X_JOIN:
+        r = col % 128
+        q = r // 32
+        i = r % 32
+        return col - r + 16 * (i // 4) + 8 * (q // 2) + 2 * (i % 4) + q % 2
+    return col
+
+
+@triton.jit
 def _scale(base_rows, row_ok, col, K, GROUP: tl.constexpr, ASM: tl.constexpr, EVEN_K: tl.constexpr):
     """2^(2b) of the group of each column in `col` (any shape broadcasting with base_rows), as
     _weight_pair takes it: bf16 bits in an int32 (ASM) or fp32."""
@@ -276,7 +315,8 @@ def _slice_input(x_rows, cols, x_ok, nw_ptr, rstd, K, dtype, NORM: tl.constexpr,
 
 @triton.jit
 def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows, nw_ptr,
-                   rstd, K, dtype, NORM: tl.constexpr, GLU: tl.constexpr):  # fmt: skip
+                   rstd, K, dtype, NORM: tl.constexpr, GLU: tl.constexpr,
+                   X_JOIN: tl.constexpr = False):  # fmt: skip
     """Rows rn's escape table offsets `first` and counts (0 but in the first K split) and
     x[:, col] * w of each row's first escaped (col, w), fp32 [BLOCK_M, BLOCK_N]."""
     first = tl.load(row_ptr + rn, mask=n_ok, other=0)
@@ -286,13 +326,14 @@ def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_
     col = tl.load(esc_col_ptr + first, mask=has, other=0)
     w = tl.load(esc_bits_ptr + first, mask=has, other=0).to(tl.bfloat16, bitcast=True)
     xm = m_ok[:, None] & has[None, :]
-    a = input_tile(x_rows, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
+    a = input_tile(x_rows, _x_column(col, X_JOIN)[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
     return first, count, tl.where(xm, a.to(tl.float32) * w.to(tl.float32)[None, :], 0.0)
 
 
 @triton.jit
 def _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows, nw_ptr, rstd, K,
-                  dtype, NORM: tl.constexpr, GLU: tl.constexpr):  # fmt: skip
+                  dtype, NORM: tl.constexpr, GLU: tl.constexpr,
+                  X_JOIN: tl.constexpr = False):  # fmt: skip
     """acc plus x[:, col] * w of each row's escaped (col, w) after its first (entries first + 1
     .. first + count - 1 of the CSR table)."""
     for j in range(1, tl.max(count, axis=0)):
@@ -300,7 +341,8 @@ def _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows, nw
         col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
         w = tl.load(esc_bits_ptr + first + j, mask=has, other=0).to(tl.bfloat16, bitcast=True)
         xm = m_ok[:, None] & has[None, :]
-        a = input_tile(x_rows, col[None, :], xm, nw_ptr, rstd, K, dtype, NORM, GLU)
+        a = input_tile(x_rows, _x_column(col, X_JOIN)[None, :], xm, nw_ptr, rstd, K, dtype, NORM,
+                       GLU)  # fmt: skip
         acc += tl.where(xm, a.to(tl.float32) * w.to(tl.float32)[None, :], 0.0)
     return acc
 
@@ -379,6 +421,7 @@ def _w12_kernel(
     SLOTS_IN: tl.constexpr = 1,
     HAND_ROWS: tl.constexpr = 1,
     LATE: tl.constexpr = False,
+    JOIN: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, LATE)  # LATE: launch.LATE_TRIGGER
@@ -433,6 +476,14 @@ def _w12_kernel(
         acc_t = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
         k_step: tl.constexpr = 8 * SLICE
         kb0 = 0
+        if JOIN:  # x of a half block as [BLOCK_M, 4 slices, SLICE positions]
+            x_rows3 = x_ptr + rm[:, None, None, None] * stride_xm
+            x_ok3 = m_ok[:, None, None, None]
+            rstd3 = rstd[:, None, None]  # input_tile takes rstd[:, None]
+            # [BLOCK_M, SLICE (i), 2 (ql), 2 (qh)]: column SLICE q + i of the half block
+            cols3 = (SLICE * (tl.arange(0, 2)[None, None, :, None]
+                              + 2 * tl.arange(0, 2)[None, None, None, :])
+                     + tl.arange(0, SLICE)[None, :, None, None])  # fmt: skip
     else:
         # tiles [1, UNROLL, BLOCK_N, SLICE]: UNROLL blocks side by side. NOTE: with the blocks ahead
         # of the rows, Triton spreads threads along K (positions, then blocks) and keeps rows in
@@ -462,7 +513,7 @@ def _w12_kernel(
     if not ESC_IN_LOOP:
         first, count, esc_sum = _first_escapes(
             row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr, rstd, K,
-            dtype, NORM, GLU,
+            dtype, NORM, GLU, JOIN == 2,
         )  # fmt: skip
     k_lo = 0
     k_hi = K
@@ -487,7 +538,7 @@ def _w12_kernel(
             if k0 == k_lo:
                 first, count, esc_sum = _first_escapes(
                     row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr,
-                    rstd, K, dtype, NORM, GLU,
+                    rstd, K, dtype, NORM, GLU, JOIN == 2,
                 )  # fmt: skip
         for h in tl.static_range(2):  # slices 4h .. 4h + 3
             low = low0 if h == 0 else low1
@@ -503,7 +554,18 @@ def _w12_kernel(
                     part = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
             else:
                 scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
-            for p in tl.static_range(2):
+            if JOIN:  # the half block's 4 slices in one tl.dot, K in word order (see _joined)
+                w = _joined(low, high, scale_h, ASM, dtype)
+                if JOIN == 2:  # x given in that K order (w12_join_order of the natural x)
+                    a = _slice_input(x_rows, kb + 4 * SLICE * h + tl.arange(0, 4 * SLICE)[None, :],
+                                     x_ok, nw_ptr, rstd_, K, dtype, NORM, GLU, EVEN_K)  # fmt: skip
+                else:
+                    a3 = _slice_input(x_rows3, kb + 4 * SLICE * h + cols3, x_ok3, nw_ptr, rstd3,
+                                      K, dtype, NORM, GLU, EVEN_K)  # fmt: skip
+                    a_lo, a_hi = tl.split(a3)  # lanes qh = 0 and 1
+                    a = _join_order(a_lo, a_hi)
+                part += dot(w, tl.trans(a), F32_DOT)
+            for p in tl.static_range(0 if JOIN else 2):
                 col = kb + SLICE * (4 * h + 2 * p)  # slices 4h + 2p and 4h + 2p + 1
                 scale0, scale1 = _pair_scales(base_rows, row_ok, col, ri, scale_h, K, GROUP, ASM,
                                               EVEN_K, SLICE)  # fmt: skip
@@ -537,7 +599,7 @@ def _w12_kernel(
         acc = tl.sum(tl.sum(acc4, axis=3), axis=1)
     acc += esc_sum
     acc = _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows2, nw_ptr, rstd,
-                        K, dtype, NORM, GLU)  # fmt: skip
+                        K, dtype, NORM, GLU, JOIN == 2)  # fmt: skip
     if HAND_IN:  # (RMSNorm(x) * w) @ W^T = (x * w) @ W^T / RMS(x)
         if HAND_ROWS == 1:
             hand_rstd = handed_rstd(squares, K, eps)
@@ -700,7 +762,21 @@ def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
         cfg.setdefault("ACC_SCALE", True)  # a tile_config entry may turn it off
     if cfg.get("ACC_SCALE") and not acc_ok:
         raise ValueError(f"ACC_SCALE needs tl.dot tiles and a group size multiple of {4 * SLICE}")
+    if cfg.get("JOIN") and not (cfg.get("ACC_SCALE") and cfg["SPLIT_IN"] == 1):
+        raise ValueError("JOIN (a half block in one tl.dot) needs ACC_SCALE tiles, SPLIT_IN 1")
     return cfg
+
+
+def join_order(x: torch.Tensor) -> torch.Tensor:
+    """x [M, K] (K a multiple of 128) with each 128-column half block's columns in the K order
+    of the JOIN tiles' one tl.dot (`_joined`): the input a JOIN 2 tile takes."""
+    k = torch.arange(128, device=x.device)
+    c, qh, t, ql = k // 16, (k // 8) % 2, (k // 2) % 4, k % 2
+    col = 32 * (2 * qh + ql) + 4 * c + t
+    if x.shape[-1] % 128:
+        raise ValueError(f"join_order wants K a multiple of 128, got {x.shape[-1]}")
+    index = (torch.arange(0, x.shape[-1], 128, device=x.device)[:, None] + col).reshape(-1)
+    return x[..., index]
 
 
 def w12_linear(
@@ -732,6 +808,9 @@ def w12_linear(
                                    config=config, handed=handed))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     cfg = launch_tile(cfg, weight.group_size, given=config is not None)
+    if cfg.get("JOIN") == 2 and (not plain or k % 128):
+        raise ValueError("JOIN 2 (x given in join_order) takes no prologue, epilogue or norm "
+                         f"hand-off, and K a multiple of 128 (got {k})")  # fmt: skip
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
     if cfg["SPLIT_IN"] > 1 and k % (BLOCK * cfg["SPLIT_IN"]):
