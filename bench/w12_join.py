@@ -27,25 +27,35 @@ from w12_speed import check
 
 from specpilot.formats import w12
 from specpilot.kernels.linear import skinny_linear
-from specpilot.kernels.w12_linear import join_order, tile_config, w12_linear, w12_linear_reference
+from specpilot.kernels.w12_linear import join_order, w12_linear, w12_linear_reference
+
+# variants of each tile: JOIN (1: the input permuted in the program, 2: given permuted) and
+# BASE_EARLY (the half blocks' group bases loaded at the step's top: 1 as bytes, 2 as the word
+# of 4 bases, which the loop's cp.async pipeline takes), alone and together
+VARIANTS = {
+    "plain": {}, "be1": dict(BASE_EARLY=1), "be2": dict(BASE_EARLY=2),
+    "be2r168": dict(BASE_EARLY=2, maxnreg=168), "j1": dict(JOIN=1), "j2": dict(JOIN=2),
+    "j2be1": dict(JOIN=2, BASE_EARLY=1), "j2be2": dict(JOIN=2, BASE_EARLY=2),
+    "j1be2": dict(JOIN=1, BASE_EARLY=2),
+}  # fmt: skip
+# the fastest tiles of run 259 a shape (label: BLOCK_N, warps, stages, K split)
+BEST_TILES = {
+    "qkv": ((64, 4, 3, 2), (64, 4, 3, 4), (32, 2, 2, 4)),
+    "o": ((64, 4, 3, 4), (32, 2, 3, 4)),
+    "gate_up": ((64, 4, 3, 1),),
+    "down": ((64, 4, 3, 8), (32, 2, 3, 8), (64, 4, 3, 4)),
+    "lm_head": ((64, 4, 3, 1),),
+}
 
 
-def tiles(m: int, n: int, k: int) -> list[tuple[str, dict]]:
-    """The default tile and tensor-core tiles around it (ACC_SCALE: JOIN needs it): 64 weight
-    rows on 4 warps (wgmma, 3 stages) and 32 on 2 (mma.sync, 2 or 3), K splits up to 1,024
-    programs where the tiles alone are under 256."""
-    out = [("default", tile_config(m, n, k))]
-    for bn, warps, stage_counts in ((64, 4, (3,)), (32, 2, (2, 3))):
-        programs = -(-n // bn)
-        splits = sorted({1, *(s for s in (2, 4, 8) if programs * s <= 1024 and k >= 1024 * s)})
-        for split in splits:
-            if split > 1 and programs >= 256:
-                continue
-            for stages in stage_counts:
-                cfg = dict(BLOCK_M=16, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True,
-                           num_warps=warps, num_stages=stages, ACC_SCALE=True)  # fmt: skip
-                out.append((f"{bn}r{warps}w{stages}s/k{split}", cfg))
-    return out
+def tiles(name: str) -> list[tuple[str, dict]]:
+    """BEST_TILES' tensor-core tiles of the shape (ACC_SCALE: JOIN and BASE_EARLY need it)."""
+    return [
+        (f"{bn}r{warps}w{stages}s/k{split}",
+         dict(BLOCK_M=16, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True, num_warps=warps,
+              num_stages=stages, ACC_SCALE=True))
+        for bn, warps, stages, split in BEST_TILES[name]
+    ]  # fmt: skip
 
 
 def bench(m: int, name: str, n: int, k: int) -> dict:
@@ -59,36 +69,34 @@ def bench(m: int, name: str, n: int, k: int) -> dict:
     row = dict(shape=name, m=m, n=n, k=k, w12_bytes=nbytes,
                bf16_us=graph_time(lambda: skinny_linear(x, ws())) * 1e6,
                cublas_us=graph_time(lambda: F.linear(x, ws())) * 1e6, tiles=[])  # fmt: skip
-    for label, base in tiles(m, n, k):
-        for join in (0, 1, 2):
-            cfg = dict(base, JOIN=join) if join else dict(base)
-            xin = xj if join == 2 else x
-            entry = dict(tile=label, join=join, config=cfg)
+    for label, base in tiles(name):
+        for variant, switches in VARIANTS.items():
+            cfg = base | switches
+            xin = xj if cfg.get("JOIN") == 2 else x
+            entry = dict(tile=label, variant=variant, config=cfg)
             try:
-                check(w12_linear(xin, packed, config=cfg), ref, f"{name} {label} JOIN {join}")
+                check(w12_linear(xin, packed, config=cfg), ref, f"{name} {label} {variant}")
                 us = graph_time(lambda c=cfg, a=xin: w12_linear(a, ps(), config=c)) * 1e6
                 entry |= dict(us=us, tb_s=nbytes / us / 1e6)
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
                 entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
             row["tiles"].append(entry)
-    for join in (0, 1, 2):
-        timed = [t for t in row["tiles"] if t["join"] == join and "us" in t]
+    for variant in VARIANTS:
+        timed = [t for t in row["tiles"] if t["variant"] == variant and "us" in t]
         if timed:
-            row[f"best_join{join}"] = min(timed, key=lambda t: t["us"])
+            row[f"best_{variant}"] = min(timed, key=lambda t: t["us"])
     return row
 
 
 def table(rows: list[dict]) -> list[str]:
-    lines = [f"{'shape':<8} {'bf16 us':>8} {'default':>8} {'best':>16} {'join1':>22} "
-             f"{'join2':>22}"]  # fmt: skip
+    """A line a shape: bf16's time, then each variant's best tile (us, TB/s of W12 bytes)."""
+    lines = [f"{'shape':<8} {'bf16':>6} " + " ".join(f"{v:>11}" for v in VARIANTS)]
     for r in rows:
-        default = next(t for t in r["tiles"] if t["tile"] == "default" and t["join"] == 0)
         cells = []
-        for join in (0, 1, 2):
-            b = r.get(f"best_join{join}")
-            cells.append(f"{b['us']:7.2f} {b['tb_s']:4.2f} {b['tile']}" if b else "-")
-        lines.append(f"{r['shape']:<8} {r['bf16_us']:8.2f} {default.get('us', 0):8.2f} "
-                     f"{cells[0]:>16} {cells[1]:>22} {cells[2]:>22}")  # fmt: skip
+        for v in VARIANTS:
+            b = r.get(f"best_{v}")
+            cells.append(f"{b['us']:6.2f} {b['tb_s']:4.2f}" if b else f"{'-':>11}")
+        lines.append(f"{r['shape']:<8} {r['bf16_us']:6.2f} " + " ".join(cells))
     return lines
 
 
@@ -103,6 +111,7 @@ def main() -> None:
         raise SystemExit("w12_join needs CUDA")
     shapes = layer_shapes(args.model)
     rows = []
+    print(table([])[0])
     for name in args.shapes.split(","):
         n, k = shapes[name]
         rows.append(bench(args.rows, name, n, k))

@@ -38,6 +38,7 @@ OFF = {
     "ESC_IN_LOOP": 0,
     "HALVES": 0,
     "JOIN": 0,
+    "BASE_EARLY": 0,
     "AHEAD": 0,
     "KV_AHEAD": 0,
     "MERGE_BLOCK": 0,
