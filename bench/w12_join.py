@@ -37,6 +37,8 @@ VARIANTS = {
     "be2r168": dict(BASE_EARLY=2, maxnreg=168), "j1": dict(JOIN=1), "j2": dict(JOIN=2),
     "j2be1": dict(JOIN=2, BASE_EARLY=1), "j2be2": dict(JOIN=2, BASE_EARLY=2),
     "j1be2": dict(JOIN=1, BASE_EARLY=2),
+    # bounds, wrong products (not checked): the planes' words taken as the weights, no decode
+    "nodecode": dict(NO_DECODE=1), "j2nodecode": dict(JOIN=2, NO_DECODE=1),
 }  # fmt: skip
 # the fastest tiles of run 259 a shape (label: BLOCK_N, warps, stages, K split)
 BEST_TILES = {
@@ -58,7 +60,7 @@ def tiles(name: str) -> list[tuple[str, dict]]:
     ]  # fmt: skip
 
 
-def bench(m: int, name: str, n: int, k: int) -> dict:
+def bench(m: int, name: str, n: int, k: int, variants: list[str]) -> dict:
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode(w)
@@ -69,34 +71,42 @@ def bench(m: int, name: str, n: int, k: int) -> dict:
     row = dict(shape=name, m=m, n=n, k=k, w12_bytes=nbytes,
                bf16_us=graph_time(lambda: skinny_linear(x, ws())) * 1e6,
                cublas_us=graph_time(lambda: F.linear(x, ws())) * 1e6, tiles=[])  # fmt: skip
+    # bf16's kernel reading W12's bytes (a weight of 3/4 the columns): its access pattern's speed
+    w3 = cycled(w[:, : 3 * k // 4].contiguous(), True)
+    row["bf16_3q_us"] = graph_time(lambda: skinny_linear(x[:, : 3 * k // 4], w3())) * 1e6
     for label, base in tiles(name):
-        for variant, switches in VARIANTS.items():
-            cfg = base | switches
+        for variant in variants:
+            cfg = base | VARIANTS[variant]
             xin = xj if cfg.get("JOIN") == 2 else x
             entry = dict(tile=label, variant=variant, config=cfg)
             try:
-                check(w12_linear(xin, packed, config=cfg), ref, f"{name} {label} {variant}")
+                y = w12_linear(xin, packed, config=cfg)
+                if not cfg.get("NO_DECODE"):
+                    check(y, ref, f"{name} {label} {variant}")
                 us = graph_time(lambda c=cfg, a=xin: w12_linear(a, ps(), config=c)) * 1e6
                 entry |= dict(us=us, tb_s=nbytes / us / 1e6)
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
                 entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
             row["tiles"].append(entry)
-    for variant in VARIANTS:
+    for variant in variants:
         timed = [t for t in row["tiles"] if t["variant"] == variant and "us" in t]
         if timed:
             row[f"best_{variant}"] = min(timed, key=lambda t: t["us"])
     return row
 
 
-def table(rows: list[dict]) -> list[str]:
-    """A line a shape: bf16's time, then each variant's best tile (us, TB/s of W12 bytes)."""
-    lines = [f"{'shape':<8} {'bf16':>6} " + " ".join(f"{v:>11}" for v in VARIANTS)]
+def table(rows: list[dict], variants: list[str]) -> list[str]:
+    """A line a shape: bf16's time (all of K, 3/4 of it), then each variant's best tile (us,
+    TB/s of W12 bytes)."""
+    lines = [f"{'shape':<8} {'bf16':>6} {'bf16 3/4':>8} " + " ".join(f"{v:>11}" for v in variants)]
     for r in rows:
         cells = []
-        for v in VARIANTS:
+        for v in variants:
             b = r.get(f"best_{v}")
             cells.append(f"{b['us']:6.2f} {b['tb_s']:4.2f}" if b else f"{'-':>11}")
-        lines.append(f"{r['shape']:<8} {r['bf16_us']:6.2f} " + " ".join(cells))
+        lines.append(
+            f"{r['shape']:<8} {r['bf16_us']:6.2f} {r['bf16_3q_us']:8.2f} " + " ".join(cells)
+        )
     return lines
 
 
@@ -105,18 +115,20 @@ def main() -> None:
     parser.add_argument("--model", default="qwen3-8b", choices=("qwen3-8b", "llama3.1-8b"))
     parser.add_argument("--rows", type=int, default=16)
     parser.add_argument("--shapes", default="qkv,o,gate_up,down", help="comma-separated")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("w12_join needs CUDA")
     shapes = layer_shapes(args.model)
+    variants = args.variants.split(",")
     rows = []
-    print(table([])[0])
+    print(table([], variants)[0])
     for name in args.shapes.split(","):
         n, k = shapes[name]
-        rows.append(bench(args.rows, name, n, k))
-        print("\n".join(table(rows[-1:])[1:]), flush=True)
-    print("\n".join(table(rows)))
+        rows.append(bench(args.rows, name, n, k, variants))
+        print("\n".join(table(rows[-1:], variants)[1:]), flush=True)
+    print("\n".join(table(rows, variants)))
     finish(dict(model=args.model, rows=args.rows, shapes=rows, gpu=torch.cuda.get_device_name()),
            args.out)  # fmt: skip
 

@@ -39,6 +39,7 @@ OFF = {
     "HALVES": 0,
     "JOIN": 0,
     "BASE_EARLY": 0,
+    "NO_DECODE": 0,
     "AHEAD": 0,
     "KV_AHEAD": 0,
     "MERGE_BLOCK": 0,

@@ -423,6 +423,7 @@ def _w12_kernel(
     LATE: tl.constexpr = False,
     JOIN: tl.constexpr = False,
     BASE_EARLY: tl.constexpr = False,
+    NO_DECODE: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, LATE)  # LATE: launch.LATE_TRIGGER
@@ -586,7 +587,14 @@ def _w12_kernel(
                 col = kb + SLICE * (4 * h + 2 * p)  # slices 4h + 2p and 4h + 2p + 1
                 scale0, scale1 = _pair_scales(base_rows, row_ok, col, ri, scale_h, K, GROUP, ASM,
                                               EVEN_K, SLICE)  # fmt: skip
-                w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, ASM, HALVES and USE_DOT)
+                if NO_DECODE:  # a bound only, wrong products (bench/w12_join.py): the words
+                    # of both planes as the weights, with no decode
+                    raw = low ^ codes if p == 0 else low + codes
+                    w0 = raw.to(tl.int16).to(tl.bfloat16, bitcast=True)
+                    w1 = (raw >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)
+                else:
+                    w0, w1 = _weight_pair(low, high, scale0, scale1, 2 * p, ASM,
+                                          HALVES and USE_DOT)  # fmt: skip
                 for s in tl.static_range(2):
                     a = _slice_input(x_rows, col + SLICE * s + ri, x_ok, nw_ptr, rstd_, K, dtype,
                                      NORM, GLU, EVEN_K)  # fmt: skip
