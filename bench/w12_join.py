@@ -18,6 +18,7 @@ last line is one JSON object.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import torch
 import torch.nn.functional as F
@@ -39,6 +40,8 @@ VARIANTS = {
     "j1be2": dict(JOIN=1, BASE_EARLY=2),
     # bounds, wrong products (not checked): the planes' words taken as the weights, no decode
     "nodecode": dict(NO_DECODE=1), "j2nodecode": dict(JOIN=2, NO_DECODE=1),
+    # a bound, wrong products (not checked): the escape table emptied (as w12_speed's bare)
+    "noesc": {},
 }  # fmt: skip
 # the fastest tiles of run 259 a shape (label: BLOCK_N, warps, stages, K split)
 BEST_TILES = {
@@ -50,23 +53,38 @@ BEST_TILES = {
 }
 
 
-def tiles(name: str) -> list[tuple[str, dict]]:
-    """BEST_TILES' tensor-core tiles of the shape (ACC_SCALE: JOIN and BASE_EARLY need it)."""
+# --deep: deeper load rings than any sweep took (up to 4 stages), where run 263 found the
+# loads, not the decode, limiting the 16-row tiles: (BLOCK_N, warps, stages, K split)
+DEEP_TILES = {
+    "gate_up": tuple((bn, w, s, 1) for bn, w, ss in ((64, 4, (3, 4, 5)), (32, 2, (4, 6, 8)),
+                                                      (32, 4, (4, 6)), (16, 2, (6, 8)))
+                     for s in ss),
+    "down": tuple((bn, w, s, k) for bn, w, ss, ks in ((64, 4, (3, 4, 5), (4, 8)),
+                                                       (32, 2, (3, 4, 6, 8), (4, 8)))
+                  for s in ss for k in ks),
+}  # fmt: skip
+
+
+def tiles(name: str, deep: bool = False) -> list[tuple[str, dict]]:
+    """BEST_TILES' (or DEEP_TILES') tensor-core tiles of the shape (ACC_SCALE: JOIN and
+    BASE_EARLY need it)."""
     return [
         (f"{bn}r{warps}w{stages}s/k{split}",
          dict(BLOCK_M=16, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True, num_warps=warps,
               num_stages=stages, ACC_SCALE=True))
-        for bn, warps, stages, split in BEST_TILES[name]
+        for bn, warps, stages, split in (DEEP_TILES if deep else BEST_TILES)[name]
     ]  # fmt: skip
 
 
-def bench(m: int, name: str, n: int, k: int, variants: list[str]) -> dict:
+def bench(m: int, name: str, n: int, k: int, variants: list[str], deep: bool = False) -> dict:
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode(w)
     ref = w12_linear_reference(x, packed)
     xj = join_order(x)
     ws, ps = cycled(w, True), cycled(packed, True)
+    empty = dict(esc_col=packed.esc_col[:0], esc_bits=packed.esc_bits[:0])
+    bare = cycled(dataclasses.replace(packed, row_ptr=torch.zeros_like(packed.row_ptr), **empty))
     nbytes = packed.nbytes_bound()
     row = dict(shape=name, m=m, n=n, k=k, w12_bytes=nbytes,
                bf16_us=graph_time(lambda: skinny_linear(x, ws())) * 1e6,
@@ -74,7 +92,7 @@ def bench(m: int, name: str, n: int, k: int, variants: list[str]) -> dict:
     # bf16's kernel reading W12's bytes (a weight of 3/4 the columns): its access pattern's speed
     w3 = cycled(w[:, : 3 * k // 4].contiguous(), True)
     row["bf16_3q_us"] = graph_time(lambda: skinny_linear(x[:, : 3 * k // 4], w3())) * 1e6
-    for label, base in tiles(name):
+    for label, base in tiles(name, deep):
         for variant in variants:
             cfg = base | VARIANTS[variant]
             xin = xj if cfg.get("JOIN") == 2 else x
@@ -83,7 +101,8 @@ def bench(m: int, name: str, n: int, k: int, variants: list[str]) -> dict:
                 y = w12_linear(xin, packed, config=cfg)
                 if not cfg.get("NO_DECODE"):
                     check(y, ref, f"{name} {label} {variant}")
-                us = graph_time(lambda c=cfg, a=xin: w12_linear(a, ps(), config=c)) * 1e6
+                weights = bare if variant == "noesc" else ps
+                us = graph_time(lambda c=cfg, a=xin, g=weights: w12_linear(a, g(), config=c)) * 1e6
                 entry |= dict(us=us, tb_s=nbytes / us / 1e6)
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
                 entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
@@ -116,6 +135,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=16)
     parser.add_argument("--shapes", default="qkv,o,gate_up,down", help="comma-separated")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
+    parser.add_argument("--deep", action="store_true", help="DEEP_TILES (gate_up, down)")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -126,7 +146,7 @@ def main() -> None:
     print(table([], variants)[0])
     for name in args.shapes.split(","):
         n, k = shapes[name]
-        rows.append(bench(args.rows, name, n, k, variants))
+        rows.append(bench(args.rows, name, n, k, variants, args.deep))
         print("\n".join(table(rows[-1:], variants)[1:]), flush=True)
     print("\n".join(table(rows, variants)))
     finish(dict(model=args.model, rows=args.rows, shapes=rows, gpu=torch.cuda.get_device_name()),
