@@ -28,7 +28,7 @@ from w12_speed import check
 
 from specpilot.formats import w12
 from specpilot.kernels.linear import skinny_linear
-from specpilot.kernels.w12_linear import join_order, w12_linear, w12_linear_reference
+from specpilot.kernels.w12_linear import join_order, tile_config, w12_linear, w12_linear_reference
 
 # variants of each tile: JOIN (1: the input permuted in the program, 2: given permuted) and
 # BASE_EARLY (the half blocks' group bases loaded at the step's top: 1 as bytes, 2 as the word
@@ -42,6 +42,10 @@ VARIANTS = {
     "nodecode": dict(NO_DECODE=1), "j2nodecode": dict(JOIN=2, NO_DECODE=1),
     # a bound, wrong products (not checked): the escape table emptied (as w12_speed's bare)
     "noesc": {},
+    # ESC_ROWS: each row's first 1, 2 or 4 escapes fetched over the first two loop steps, their
+    # products after the loop (run 264: an emptied table took 7-15% off the 16-row tiles)
+    "esc1": dict(ESC_ROWS=1), "esc2": dict(ESC_ROWS=2), "esc4": dict(ESC_ROWS=4),
+    "j2esc2": dict(JOIN=2, ESC_ROWS=2),
 }  # fmt: skip
 # the fastest tiles of run 259 a shape (label: BLOCK_N, warps, stages, K split)
 BEST_TILES = {
@@ -65,9 +69,11 @@ DEEP_TILES = {
 }  # fmt: skip
 
 
-def tiles(name: str, deep: bool = False) -> list[tuple[str, dict]]:
+def tiles(name: str, deep: bool = False, shape: tuple[int, int, int] = (16, 0, 0)) -> list:
     """BEST_TILES' (or DEEP_TILES') tensor-core tiles of the shape (ACC_SCALE: JOIN and
-    BASE_EARLY need it)."""
+    BASE_EARLY need it); one row: the default tile."""
+    if shape[0] == 1:  # (rows, N, K)
+        return [("default", tile_config(*shape))]
     return [
         (f"{bn}r{warps}w{stages}s/k{split}",
          dict(BLOCK_M=16, BLOCK_N=bn, UNROLL=1, SPLIT_K=split, USE_DOT=True, num_warps=warps,
@@ -92,7 +98,7 @@ def bench(m: int, name: str, n: int, k: int, variants: list[str], deep: bool = F
     # bf16's kernel reading W12's bytes (a weight of 3/4 the columns): its access pattern's speed
     w3 = cycled(w[:, : 3 * k // 4].contiguous(), True)
     row["bf16_3q_us"] = graph_time(lambda: skinny_linear(x[:, : 3 * k // 4], w3())) * 1e6
-    for label, base in tiles(name, deep):
+    for label, base in tiles(name, deep, (m, n, k)):
         for variant in variants:
             cfg = base | VARIANTS[variant]
             xin = xj if cfg.get("JOIN") == 2 else x

@@ -162,6 +162,32 @@ def test_w12_join_2_takes_the_input_in_join_order(residual: bool) -> None:
         join_order(x[:, :600])
 
 
+@pytest.mark.parametrize(
+    ("config", "group", "mode", "k"),
+    [
+        (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True, ESC_ROWS=2), 128, "residual",
+         600),
+        (dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=2, USE_DOT=True, ESC_ROWS=4), 64, "norm", 1024),
+        (dict(BLOCK_M=16, BLOCK_N=16, USE_DOT=True, ESC_ROWS=2), 32, "glu", 200),  # one step
+        (dict(BLOCK_M=1, BLOCK_N=4, UNROLL=2, USE_DOT=False, ESC_ROWS=1), 128, "residual", 600),
+        (dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True, ESC_ROWS=2, JOIN=2), 128,
+         "plain", 640),
+    ],
+)  # fmt: skip
+def test_w12_escape_rows(config: dict, group: int, mode: str, k: int) -> None:
+    """ESC_ROWS: each row's first entries fetched over the loop's first two steps, their
+    products after the loop, the rest (row 4 of weight_with_escapes has ~k / 3) after them; with
+    a K split, one loop step (both fetches after it), a one-row tile, JOIN 2's column order."""
+    gen = torch.Generator().manual_seed(k)
+    m, n = 3, 21
+    x = torch.randn(m, 2 * k if mode == "glu" else k, generator=gen).to(BF16)
+    packed = w12.encode(weight_with_escapes(n, k, gen), group)
+    kw = prologue_kwargs(mode, m, n, k, gen) if mode != "plain" else {}
+    x, packed = x.to(DEVICE), packed.to(DEVICE)
+    y = w12_linear(join_order(x) if config.get("JOIN") == 2 else x, packed, config=config, **kw)
+    close_columns(y, w12_linear_reference(x, packed, **kw), 4)
+
+
 @pytest.mark.parametrize(("early", "join", "group"), [(1, 0, 128), (2, 0, 128), (2, 1, 256)])
 def test_w12_group_bases_early(early: int, join: int, group: int) -> None:
     """BASE_EARLY: each step's group bases loaded at its top, as bytes (1) or as the word of 4

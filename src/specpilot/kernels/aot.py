@@ -40,6 +40,7 @@ OFF = {
     "JOIN": 0,
     "BASE_EARLY": 0,
     "NO_DECODE": 0,
+    "ESC_ROWS": 0,
     "AHEAD": 0,
     "KV_AHEAD": 0,
     "MERGE_BLOCK": 0,

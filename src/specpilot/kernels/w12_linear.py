@@ -331,12 +331,30 @@ def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_
 
 
 @triton.jit
+def _escape_counts(row_ptr, rn, n_ok, pid_k):
+    """Rows rn's escape table offsets and counts (0 but in the first K split)."""
+    first = tl.load(row_ptr + rn, mask=n_ok, other=0)
+    count = tl.load(row_ptr + rn + 1, mask=n_ok, other=0) - first
+    return first, tl.where(pid_k == 0, count, 0)
+
+
+@triton.jit
+def _escape_entries(esc_col_ptr, esc_bits_ptr, first, count, ej):
+    """Each row's first ESC_ROWS escaped (col, bf16 bits) ([BLOCK_N, ESC_ROWS]; ej the entry
+    index [1, ESC_ROWS]); 0 past a row's count."""
+    has = ej < count[:, None]
+    at = first[:, None] + ej
+    col = tl.load(esc_col_ptr + at, mask=has, other=0)
+    return col, tl.load(esc_bits_ptr + at, mask=has, other=0)
+
+
+@triton.jit
 def _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows, nw_ptr, rstd, K,
                   dtype, NORM: tl.constexpr, GLU: tl.constexpr,
-                  X_JOIN: tl.constexpr = False):  # fmt: skip
-    """acc plus x[:, col] * w of each row's escaped (col, w) after its first (entries first + 1
-    .. first + count - 1 of the CSR table)."""
-    for j in range(1, tl.max(count, axis=0)):
+                  X_JOIN: tl.constexpr = False, START: tl.constexpr = 1):  # fmt: skip
+    """acc plus x[:, col] * w of each row's escaped (col, w) after its first START (entries
+    first + START .. first + count - 1 of the CSR table)."""
+    for j in range(START, tl.max(count, axis=0)):
         has = j < count
         col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
         w = tl.load(esc_bits_ptr + first + j, mask=has, other=0).to(tl.bfloat16, bitcast=True)
@@ -424,6 +442,7 @@ def _w12_kernel(
     JOIN: tl.constexpr = False,
     BASE_EARLY: tl.constexpr = False,
     NO_DECODE: tl.constexpr = False,
+    ESC_ROWS: tl.constexpr = 0,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, LATE)  # LATE: launch.LATE_TRIGGER
@@ -512,7 +531,13 @@ def _w12_kernel(
     first = tl.zeros([BLOCK_N], dtype=tl.int32)
     count = tl.zeros([BLOCK_N], dtype=tl.int32)
     esc_sum = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    if not ESC_IN_LOOP:
+    if ESC_ROWS > 0:  # each row's first ESC_ROWS entries: their offsets loaded in the loop's
+        # first step, the entries in its second, each used a step or more later (so no load
+        # waits on another inside a step), the input at their columns after the loop
+        ej = tl.arange(0, ESC_ROWS)[None, :]
+        esc_col = tl.zeros([BLOCK_N, ESC_ROWS], dtype=tl.int32)
+        esc_w = tl.zeros([BLOCK_N, ESC_ROWS], dtype=tl.int16)
+    elif not ESC_IN_LOOP:
         first, count, esc_sum = _first_escapes(
             row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr, rstd, K,
             dtype, NORM, GLU, JOIN == 2,
@@ -552,7 +577,12 @@ def _w12_kernel(
             word = tl.load(words, mask=rows_ok if EVEN_K else rows_ok & (kb < K), other=0)
             base0 = (word >> (8 * (g0 % 4))) & 0xFF
             base1 = (word >> (8 * (((kb + 4 * SLICE) // GROUP) % 4))) & 0xFF
-        if ESC_IN_LOOP:
+        if ESC_ROWS > 0:
+            if k0 == k_lo:
+                first, count = _escape_counts(row_ptr, rn, n_ok, pid_k)
+            if k0 == k_lo + k_step:
+                esc_col, esc_w = _escape_entries(esc_col_ptr, esc_bits_ptr, first, count, ej)
+        elif ESC_IN_LOOP:
             if k0 == k_lo:
                 first, count, esc_sum = _first_escapes(
                     row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_rows2, nw_ptr,
@@ -625,9 +655,20 @@ def _w12_kernel(
         acc = tl.trans(acc_t)
     else:
         acc = tl.sum(tl.sum(acc4, axis=3), axis=1)
+    if ESC_ROWS > 0:
+        if k_hi - k_lo <= k_step:  # one loop step: the entries were not fetched in a second
+            if k_hi <= k_lo:  # no step at all (an empty K split): nor the offsets
+                first, count = _escape_counts(row_ptr, rn, n_ok, pid_k)
+            esc_col, esc_w = _escape_entries(esc_col_ptr, esc_bits_ptr, first, count, ej)
+        xm = m_ok[:, None, None] & (ej < count[:, None])[None, :, :]
+        a = input_tile(x_ptr + rm[:, None, None] * stride_xm,
+                       _x_column(esc_col, JOIN == 2)[None, :, :], xm, nw_ptr, rstd[:, None], K,
+                       dtype, NORM, GLU)  # fmt: skip
+        w = esc_w.to(tl.bfloat16, bitcast=True).to(tl.float32)[None, :, :]
+        esc_sum = tl.sum(tl.where(xm, a.to(tl.float32) * w, 0.0), axis=2)
     acc += esc_sum
     acc = _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows2, nw_ptr, rstd,
-                        K, dtype, NORM, GLU, JOIN == 2)  # fmt: skip
+                        K, dtype, NORM, GLU, JOIN == 2, max(ESC_ROWS, 1))  # fmt: skip
     if HAND_IN:  # (RMSNorm(x) * w) @ W^T = (x * w) @ W^T / RMS(x)
         if HAND_ROWS == 1:
             hand_rstd = handed_rstd(squares, K, eps)
