@@ -331,33 +331,53 @@ def _first_escapes(row_ptr, esc_col_ptr, esc_bits_ptr, rn, n_ok, m_ok, pid_k, x_
 
 
 @triton.jit
-def _escape_counts(row_ptr, rn, n_ok, pid_k):
-    """Rows rn's escape table offsets and counts (0 but in the first K split)."""
+def _escape_counts(row_ptr, rn, n_ok, pid_k, SPLIT_K: tl.constexpr):
+    """Rows rn's escapes that K split pid_k adds: every SPLIT_K-th from the row's entry pid_k,
+    as (the first's offset in the CSR table, how many)."""
     first = tl.load(row_ptr + rn, mask=n_ok, other=0)
     count = tl.load(row_ptr + rn + 1, mask=n_ok, other=0) - first
-    return first, tl.where(pid_k == 0, count, 0)
+    return first + pid_k, (count - pid_k + SPLIT_K - 1) // SPLIT_K
 
 
 @triton.jit
-def _escape_entries(esc_col_ptr, esc_bits_ptr, first, count, ej):
-    """Each row's first ESC_ROWS escaped (col, bf16 bits) ([BLOCK_N, ESC_ROWS]; ej the entry
-    index [1, ESC_ROWS]); 0 past a row's count."""
+def _escape_entries(esc_col_ptr, esc_bits_ptr, first, count, ej, STRIDE: tl.constexpr):
+    """Each row's first ESC_ROWS escaped (col, bf16 bits) of _escape_counts' share
+    ([BLOCK_N, ESC_ROWS]; ej the entry index [1, ESC_ROWS]); 0 past a row's count."""
     has = ej < count[:, None]
-    at = first[:, None] + ej
+    at = first[:, None] + STRIDE * ej
     col = tl.load(esc_col_ptr + at, mask=has, other=0)
     return col, tl.load(esc_bits_ptr + at, mask=has, other=0)
 
 
 @triton.jit
+def _escape_inputs(x_ptr, rm, m_ok, stride_xm, esc_col, count, ej, nw_ptr, rstd, K, dtype,
+                   NORM: tl.constexpr, GLU: tl.constexpr, X_JOIN: tl.constexpr):  # fmt: skip
+    """The input at each row's first ESC_ROWS escapes' columns, [BLOCK_M, BLOCK_N, ESC_ROWS]."""
+    xm = m_ok[:, None, None] & (ej < count[:, None])[None, :, :]
+    return input_tile(x_ptr + rm[:, None, None] * stride_xm, _x_column(esc_col, X_JOIN)[None, :, :],
+                      xm, nw_ptr, rstd[:, None], K, dtype, NORM, GLU)  # fmt: skip
+
+
+@triton.jit
+def _escape_products(a, esc_w):
+    """x[:, col] * w summed over each row's first ESC_ROWS escapes (0 past its count: both
+    masked), fp32 [BLOCK_M, BLOCK_N]."""
+    w = esc_w.to(tl.bfloat16, bitcast=True).to(tl.float32)[None, :, :]
+    return tl.sum(a.to(tl.float32) * w, axis=2)
+
+
+@triton.jit
 def _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows, nw_ptr, rstd, K,
                   dtype, NORM: tl.constexpr, GLU: tl.constexpr,
-                  X_JOIN: tl.constexpr = False, START: tl.constexpr = 1):  # fmt: skip
+                  X_JOIN: tl.constexpr = False, START: tl.constexpr = 1,
+                  STRIDE: tl.constexpr = 1):  # fmt: skip
     """acc plus x[:, col] * w of each row's escaped (col, w) after its first START (entries
-    first + START .. first + count - 1 of the CSR table)."""
+    first + STRIDE j of the CSR table for START <= j < count)."""
     for j in range(START, tl.max(count, axis=0)):
         has = j < count
-        col = tl.load(esc_col_ptr + first + j, mask=has, other=0)
-        w = tl.load(esc_bits_ptr + first + j, mask=has, other=0).to(tl.bfloat16, bitcast=True)
+        col = tl.load(esc_col_ptr + first + STRIDE * j, mask=has, other=0)
+        w = tl.load(esc_bits_ptr + first + STRIDE * j, mask=has, other=0)
+        w = w.to(tl.bfloat16, bitcast=True)
         xm = m_ok[:, None] & has[None, :]
         a = input_tile(x_rows, _x_column(col, X_JOIN)[None, :], xm, nw_ptr, rstd, K, dtype, NORM,
                        GLU)  # fmt: skip
@@ -531,9 +551,10 @@ def _w12_kernel(
     first = tl.zeros([BLOCK_N], dtype=tl.int32)
     count = tl.zeros([BLOCK_N], dtype=tl.int32)
     esc_sum = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    if ESC_ROWS > 0:  # each row's first ESC_ROWS entries: their offsets loaded in the loop's
-        # first step, the entries in its second, each used a step or more later (so no load
-        # waits on another inside a step), the input at their columns after the loop
+    if ESC_ROWS > 0:  # the escapes spread over the K splits (every SPLIT_K-th of a row in
+        # each); each row's first ESC_ROWS of them fetched over the loop's first two steps, one
+        # dependent round a step and each used a step later (so no load waits on another inside
+        # a step): the offsets, then the entries; the input at their columns after the loop
         ej = tl.arange(0, ESC_ROWS)[None, :]
         esc_col = tl.zeros([BLOCK_N, ESC_ROWS], dtype=tl.int32)
         esc_w = tl.zeros([BLOCK_N, ESC_ROWS], dtype=tl.int16)
@@ -579,9 +600,10 @@ def _w12_kernel(
             base1 = (word >> (8 * (((kb + 4 * SLICE) // GROUP) % 4))) & 0xFF
         if ESC_ROWS > 0:
             if k0 == k_lo:
-                first, count = _escape_counts(row_ptr, rn, n_ok, pid_k)
+                first, count = _escape_counts(row_ptr, rn, n_ok, pid_k, SPLIT_K)
             if k0 == k_lo + k_step:
-                esc_col, esc_w = _escape_entries(esc_col_ptr, esc_bits_ptr, first, count, ej)
+                esc_col, esc_w = _escape_entries(esc_col_ptr, esc_bits_ptr, first, count, ej,
+                                                 SPLIT_K)  # fmt: skip
         elif ESC_IN_LOOP:
             if k0 == k_lo:
                 first, count, esc_sum = _first_escapes(
@@ -657,18 +679,17 @@ def _w12_kernel(
         acc = tl.sum(tl.sum(acc4, axis=3), axis=1)
     if ESC_ROWS > 0:
         if k_hi - k_lo <= k_step:  # one loop step: the entries were not fetched in a second
-            if k_hi <= k_lo:  # no step at all (an empty K split): nor the offsets
-                first, count = _escape_counts(row_ptr, rn, n_ok, pid_k)
-            esc_col, esc_w = _escape_entries(esc_col_ptr, esc_bits_ptr, first, count, ej)
-        xm = m_ok[:, None, None] & (ej < count[:, None])[None, :, :]
-        a = input_tile(x_ptr + rm[:, None, None] * stride_xm,
-                       _x_column(esc_col, JOIN == 2)[None, :, :], xm, nw_ptr, rstd[:, None], K,
-                       dtype, NORM, GLU)  # fmt: skip
-        w = esc_w.to(tl.bfloat16, bitcast=True).to(tl.float32)[None, :, :]
-        esc_sum = tl.sum(tl.where(xm, a.to(tl.float32) * w, 0.0), axis=2)
+            esc_col, esc_w = _escape_entries(esc_col_ptr, esc_bits_ptr, first, count, ej,
+                                             SPLIT_K)  # fmt: skip
+        # the input at their columns (in L2) after the loop: in its third step (sm_90, 16-row
+        # gate|up) the tile took 214 registers against 136 here, 2 programs an SM against 3
+        esc_x = _escape_inputs(x_ptr, rm, m_ok, stride_xm, esc_col, count, ej, nw_ptr, rstd, K,
+                               dtype, NORM, GLU, JOIN == 2)  # fmt: skip
+        esc_sum = _escape_products(esc_x, esc_w)
     acc += esc_sum
     acc = _rest_escapes(acc, first, count, esc_col_ptr, esc_bits_ptr, m_ok, x_rows2, nw_ptr, rstd,
-                        K, dtype, NORM, GLU, JOIN == 2, max(ESC_ROWS, 1))  # fmt: skip
+                        K, dtype, NORM, GLU, JOIN == 2, max(ESC_ROWS, 1),
+                        SPLIT_K if ESC_ROWS > 0 else 1)  # fmt: skip
     if HAND_IN:  # (RMSNorm(x) * w) @ W^T = (x * w) @ W^T / RMS(x)
         if HAND_ROWS == 1:
             hand_rstd = handed_rstd(squares, K, eps)
