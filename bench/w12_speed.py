@@ -284,6 +284,7 @@ W12_ARMS = {
     "halves": {"HALVES_TILES": True},
     "all": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True, "HALVES_TILES": True},
     "old_one_row": {"ONE_ROW_SWEPT_TILES": False, "MEASURED_TILES": {}},  # the run-19 tiles
+    "no_esc_rows": {"ESCAPE_TILES_ON": False},  # the 16-row tiles before ESC_ROWS (run 266)
     "none": {
         "ACC_SCALE_TILES": False,
         "ESC_IN_LOOP_TILES": False,
