@@ -1,18 +1,21 @@
-"""W12's JOIN tiles (kernels/w12_linear: a half block's 4 slices in one tl.dot, K in word order)
-against the same tiles without it and the default tiles, at a target's layer shapes, on the GPU.
+"""The 16-row (or one-row) W12 multiplies' variants at a target's layer shapes, on the GPU: JOIN
+tiles, ESC_ROWS, and bounds that take one part of the work out.
 
-Why: at 16 rows the default W12 tiles run at bf16's time, not their bytes' (docs/LOG.md run 258:
-gate|up 3.38 TB/s of 12-bit bytes). In their sm_90 SASS each 32-column slice is a tl.dot of its
-own, ended by a warpgroup wait (8 a block of 256 columns) with the decoded pairs re-packed into
-the operand's registers; JOIN puts a half block in one tl.dot (2 waits a block) and orders K so
-that each decoded pair already is an operand register (loop 771 -> 628 instructions at gate|up).
-JOIN 1 permutes the input tile inside the program (through shared memory); JOIN 2 reads it
-already permuted (`join_order`), which a producer kernel would have to write.
+Why: at 16 rows the default W12 tiles ran at bf16's time, not their bytes' (docs/LOG.md run 258:
+gate|up 3.38 TB/s of 12-bit bytes). JOIN (kernels/w12_linear) puts a half block's 4 slices in
+one tl.dot (2 warpgroup waits a block instead of 8) with K in word order, so each decoded pair
+already is an operand register; JOIN 1 permutes the input tile inside the program, JOIN 2 reads
+it already permuted (`join_order`), which a producer kernel would have to write. The bounds
+(wrong products, not checked): "nodecode", the planes' words taken as the weights with no
+decode, "noesc", the escape table emptied; and bf16's kernel over 3/4 of K (W12's bytes in
+bf16's pattern). They showed the decode is not what limits (run 263) and the escapes' dependent
+loads are (run 264): ESC_ROWS fetches each row's first escapes over the loop's first two steps.
+--deep: tiles with 3-8 load stages.
 
 Each tile is checked against the reference (the decoded weights' products, to fp32 order; JOIN 2
 on the permuted input), then timed in CUDA graphs with the weights cycled from HBM. Prints a
-table (microseconds and TB/s of the W12 bytes; bf16's kernel and cuBLAS on the same shape); the
-last line is one JSON object.
+table (microseconds and TB/s of the W12 bytes, each variant's best tile); the last line is one
+JSON object.
 """
 
 from __future__ import annotations
@@ -30,14 +33,11 @@ from specpilot.formats import w12
 from specpilot.kernels.linear import skinny_linear
 from specpilot.kernels.w12_linear import join_order, tile_config, w12_linear, w12_linear_reference
 
-# variants of each tile: JOIN (1: the input permuted in the program, 2: given permuted) and
-# BASE_EARLY (the half blocks' group bases loaded at the step's top: 1 as bytes, 2 as the word
-# of 4 bases, which the loop's cp.async pipeline takes), alone and together
+# variants of each tile: JOIN (1: the input permuted in the program, 2: given permuted), the
+# bounds and ESC_ROWS (run 262's BASE_EARLY variants, the group bases loaded at the step's top,
+# were level and are deleted)
 VARIANTS = {
-    "plain": {}, "be1": dict(BASE_EARLY=1), "be2": dict(BASE_EARLY=2),
-    "be2r168": dict(BASE_EARLY=2, maxnreg=168), "j1": dict(JOIN=1), "j2": dict(JOIN=2),
-    "j2be1": dict(JOIN=2, BASE_EARLY=1), "j2be2": dict(JOIN=2, BASE_EARLY=2),
-    "j1be2": dict(JOIN=1, BASE_EARLY=2),
+    "plain": {}, "j1": dict(JOIN=1), "j2": dict(JOIN=2),
     # bounds, wrong products (not checked): the planes' words taken as the weights, no decode
     "nodecode": dict(NO_DECODE=1), "j2nodecode": dict(JOIN=2, NO_DECODE=1),
     # a bound, wrong products (not checked): the escape table emptied (as w12_speed's bare)
@@ -70,8 +70,8 @@ DEEP_TILES = {
 
 
 def tiles(name: str, deep: bool = False, shape: tuple[int, int, int] = (16, 0, 0)) -> list:
-    """BEST_TILES' (or DEEP_TILES') tensor-core tiles of the shape (ACC_SCALE: JOIN and
-    BASE_EARLY need it); one row: the default tile."""
+    """BEST_TILES' (or DEEP_TILES') tensor-core tiles of the shape (ACC_SCALE: JOIN needs
+    it); one row: the default tile."""
     if shape[0] == 1:  # (rows, N, K)
         return [("default", tile_config(*shape))]
     return [

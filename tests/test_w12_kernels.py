@@ -156,7 +156,7 @@ def test_w12_join_2_takes_the_input_in_join_order(residual: bool) -> None:
     close_columns(y, w12_linear_reference(x, packed, **kw), 4)
     with pytest.raises(ValueError, match="JOIN 2"):
         w12_linear(join_order(x), packed, config=tile, norm_weight=x[0])
-    with pytest.raises(ValueError, match="JOIN and BASE_EARLY need ACC_SCALE"):
+    with pytest.raises(ValueError, match="JOIN .* needs ACC_SCALE"):
         w12_linear(x, packed, config=dict(tile, ACC_SCALE=False))
     with pytest.raises(ValueError, match="multiple of 128"):
         join_order(x[:, :600])
@@ -186,28 +186,6 @@ def test_w12_escape_rows(config: dict, group: int, mode: str, k: int) -> None:
     x, packed = x.to(DEVICE), packed.to(DEVICE)
     y = w12_linear(join_order(x) if config.get("JOIN") == 2 else x, packed, config=config, **kw)
     close_columns(y, w12_linear_reference(x, packed, **kw), 4)
-
-
-@pytest.mark.parametrize(("early", "join", "group"), [(1, 0, 128), (2, 0, 128), (2, 1, 256)])
-def test_w12_group_bases_early(early: int, join: int, group: int) -> None:
-    """BASE_EARLY: each step's group bases loaded at its top, as bytes (1) or as the word of 4
-    bases (2: the bases' rows whole words); the same sums as the reference, with escapes, a
-    row tail and a residual."""
-    gen = torch.Generator().manual_seed(early + join)
-    m, n, k = 5, 21, 1024
-    x = torch.randn(m, k, generator=gen).to(BF16)
-    packed = w12.encode(weight_with_escapes(n, k, gen), group)
-    kw = prologue_kwargs("residual", m, n, k, gen)
-    x, packed = x.to(DEVICE), packed.to(DEVICE)
-    tile = dict(BLOCK_M=16, BLOCK_N=16, SPLIT_K=2, USE_DOT=True, ACC_SCALE=True,
-                BASE_EARLY=early, JOIN=join)  # fmt: skip
-    close_columns(
-        w12_linear(x, packed, config=tile, **kw), w12_linear_reference(x, packed, **kw), 4
-    )
-    if early == 2:  # 1,152 columns: 9 groups a row, not whole words
-        odd = w12.encode(torch.zeros(n, 1152, dtype=BF16), 128).to(DEVICE)
-        with pytest.raises(ValueError, match="whole aligned words"):
-            w12_linear(torch.zeros(m, 1152, dtype=BF16, device=DEVICE), odd, config=tile)
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,6 @@ OFF = {
     "ESC_IN_LOOP": 0,
     "HALVES": 0,
     "JOIN": 0,
-    "BASE_EARLY": 0,
     "NO_DECODE": 0,
     "ESC_ROWS": 0,
     "AHEAD": 0,

@@ -134,6 +134,10 @@ HALVES_TILES = True
 # (sm_90 SASS: LDG.U8 8 -> 0, LDGSTS 42 -> 48, +32 instructions). In the graph the down 22.78
 # -> 22.43 us traced, but back to back the W12 "auto" decode 3.735 -> 3.762-3.766 ms, and paired
 # end to end (every matrix in W12) AR 1.084x -> 1.062x bf16: the stalls moved, not went.
+# Tried and deleted (docs/LOG.md run 262): the ACC_SCALE group bases loaded at the loop step's top
+# (BASE_EARLY), as bytes or as the word of 4 bases that the cp.async pipeline takes, after
+# Nsight Compute put 20% of the 16-row gate|up's stall samples on their use (run 260): level
+# (gate|up 44.60 -> 44.54 / 45.88 us, down 29.72 -> 29.87 / 30.09).
 # Tried and deleted (docs/LOG.md runs 79-80): the ACC_SCALE group bases loaded one loop step
 # ahead (BASE_AHEAD: no 16-row shape faster, W12 spec@6.55 0.937x bf16 vs 0.966x without), and
 # one-row tiles by persistent programs loading the next step's planes during this one (STREAM:
@@ -487,7 +491,6 @@ def _w12_kernel(
     HAND_ROWS: tl.constexpr = 1,
     LATE: tl.constexpr = False,
     JOIN: tl.constexpr = False,
-    BASE_EARLY: tl.constexpr = False,
     NO_DECODE: tl.constexpr = False,
     ESC_ROWS: tl.constexpr = 0,
 ):
@@ -609,22 +612,6 @@ def _w12_kernel(
         codes = tl.load(code_rows + kb // 8 + ri, mask=wm, other=0)
         low0 = tl.load(low_rows + kb // 4 + ri, mask=wm, other=0)
         low1 = tl.load(low_rows + kb // 4 + SLICE + ri, mask=wm, other=0)
-        if ACC_SCALE and SPLIT_IN == 1 and BASE_EARLY == 1:  # both half blocks' bases here
-            # rather than after their products, where the sm_90 code issued each load just
-            # before its use (run 260: 20% of the 16-row gate|up's stall samples there)
-            bm0 = rows_ok if EVEN_K else rows_ok & (kb < K)
-            bm1 = rows_ok if EVEN_K else rows_ok & (kb + 4 * SLICE < K)
-            base0 = tl.load(base_ptr + rn * stride_base + kb // GROUP, mask=bm0, other=0)
-            base1 = tl.load(base_ptr + rn * stride_base + (kb + 4 * SLICE) // GROUP, mask=bm1,
-                            other=0)  # fmt: skip
-        if ACC_SCALE and SPLIT_IN == 1 and BASE_EARLY == 2:  # the word of 4 group bases that
-            # holds both half blocks' (a 32-bit load the loop's pipeline takes: bytes do not
-            # fit cp.async); the launcher checks the bases' rows are whole words
-            g0 = kb // GROUP
-            words = (base_ptr + rn * stride_base + 4 * (g0 // 4)).to(tl.pointer_type(tl.int32))
-            word = tl.load(words, mask=rows_ok if EVEN_K else rows_ok & (kb < K), other=0)
-            base0 = (word >> (8 * (g0 % 4))) & 0xFF
-            base1 = (word >> (8 * (((kb + 4 * SLICE) // GROUP) % 4))) & 0xFF
         if ESC_ROWS > 0:
             if k0 == k_lo:
                 first, count = _escape_counts(row_ptr, rn, n_ok, pid_k, SPLIT_K)
@@ -691,11 +678,8 @@ def _w12_kernel(
                     b = (2 * b.to(tl.int32) + 127 - ACC_SHIFT) << 23
                     acc_t += part * b.to(tl.float32, bitcast=True)
                 else:
-                    if BASE_EARLY:
-                        b = base0 if h == 0 else base1
-                    else:
-                        bm = rows_ok if EVEN_K else rows_ok & (col < K)
-                        b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
+                    bm = rows_ok if EVEN_K else rows_ok & (col < K)
+                    b = tl.load(base_ptr + rn * stride_base + col // GROUP, mask=bm, other=0)
                     b = (2 * b.to(tl.int32) + 127 - ACC_SHIFT) << 23
                     acc_t += part * b.to(tl.float32, bitcast=True)[:, None]
     if USE_DOT and SPLIT_IN > 1:
@@ -880,10 +864,8 @@ def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
         cfg.setdefault("ACC_SCALE", True)  # a tile_config entry may turn it off
     if cfg.get("ACC_SCALE") and not acc_ok:
         raise ValueError(f"ACC_SCALE needs tl.dot tiles and a group size multiple of {4 * SLICE}")
-    if (cfg.get("JOIN") or cfg.get("BASE_EARLY")) and not (
-        cfg.get("ACC_SCALE") and cfg["SPLIT_IN"] == 1
-    ):
-        raise ValueError("JOIN and BASE_EARLY need ACC_SCALE tiles, SPLIT_IN 1")
+    if cfg.get("JOIN") and not (cfg.get("ACC_SCALE") and cfg["SPLIT_IN"] == 1):
+        raise ValueError("JOIN (a half block in one tl.dot) needs ACC_SCALE tiles, SPLIT_IN 1")
     return cfg
 
 
@@ -928,11 +910,6 @@ def w12_linear(
                                    config=config, handed=handed))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     cfg = launch_tile(cfg, weight.group_size, given=config is not None)
-    if cfg.get("BASE_EARLY") == 2 and (
-        weight.base.stride(0) % 4 or weight.base.shape[1] % 4 or weight.base.storage_offset() % 4
-    ):
-        raise ValueError("BASE_EARLY 2 reads the group bases as words: their rows must be whole "
-                         "aligned words (K a multiple of 4 groups)")  # fmt: skip
     if cfg.get("JOIN") == 2 and (not plain or k % 128):
         raise ValueError("JOIN 2 (x given in join_order) takes no prologue, epilogue or norm "
                          f"hand-off, and K a multiple of 128 (got {k})")  # fmt: skip
