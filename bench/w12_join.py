@@ -104,11 +104,19 @@ def bench(m: int, name: str, n: int, k: int, variants: list[str], deep: bool = F
             xin = xj if cfg.get("JOIN") == 2 else x
             entry = dict(tile=label, variant=variant, config=cfg)
             try:
-                y = w12_linear(xin, packed, config=cfg)
+                order = "join" if cfg.get("JOIN") == 2 else "natural"
+                y = w12_linear(xin, packed, config=cfg, x_order=order)
                 if not cfg.get("NO_DECODE"):
                     check(y, ref, f"{name} {label} {variant}")
                 weights = bare if variant == "noesc" else ps
-                us = graph_time(lambda c=cfg, a=xin, g=weights: w12_linear(a, g(), config=c)) * 1e6
+                us = (
+                    graph_time(
+                        lambda c=cfg, a=xin, g=weights, o=order: w12_linear(
+                            a, g(), config=c, x_order=o
+                        )
+                    )
+                    * 1e6
+                )
                 entry |= dict(us=us, tb_s=nbytes / us / 1e6)
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
                 entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"

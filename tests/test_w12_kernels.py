@@ -152,10 +152,12 @@ def test_w12_join_2_takes_the_input_in_join_order(residual: bool) -> None:
     kw = prologue_kwargs("residual", m, n, k, gen) if residual else {}
     x, packed = x.to(DEVICE), packed.to(DEVICE)
     tile = dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True, ESC_IN_LOOP=True, JOIN=2)
-    y = w12_linear(join_order(x), packed, config=tile, **kw)
+    y = w12_linear(join_order(x), packed, config=tile, x_order="join", **kw)
     close_columns(y, w12_linear_reference(x, packed, **kw), 4)
     with pytest.raises(ValueError, match="JOIN 2"):
-        w12_linear(join_order(x), packed, config=tile, norm_weight=x[0])
+        w12_linear(join_order(x), packed, config=tile, x_order="join", norm_weight=x[0])
+    with pytest.raises(ValueError, match="pass x_order='join'"):
+        w12_linear(join_order(x), packed, config=tile)
     with pytest.raises(ValueError, match="JOIN .* needs ACC_SCALE"):
         w12_linear(x, packed, config=dict(tile, ACC_SCALE=False))
     with pytest.raises(ValueError, match="multiple of 128"):
@@ -184,7 +186,9 @@ def test_w12_escape_rows(config: dict, group: int, mode: str, k: int) -> None:
     packed = w12.encode(weight_with_escapes(n, k, gen), group)
     kw = prologue_kwargs(mode, m, n, k, gen) if mode != "plain" else {}
     x, packed = x.to(DEVICE), packed.to(DEVICE)
-    y = w12_linear(join_order(x) if config.get("JOIN") == 2 else x, packed, config=config, **kw)
+    join = config.get("JOIN") == 2
+    y = w12_linear(join_order(x) if join else x, packed, config=config,
+                   x_order="join" if join else "natural", **kw)  # fmt: skip
     close_columns(y, w12_linear_reference(x, packed, **kw), 4)
 
 
@@ -460,3 +464,30 @@ def test_w12_rules_give_unswept_wide_shapes_the_measured_families() -> None:
         assert (tile["BLOCK_N"], tile["num_warps"], tile["SPLIT_K"]) == (64, 2, 1)
         assert tile["ACC_SCALE"]
     assert kernel.tile_config(16, 4096, 5120)["BLOCK_N"] == 32  # narrow shapes: as before
+
+
+def test_w12_join_input_from_the_rmsnorm_launch(monkeypatch) -> None:
+    """JOIN_INPUT: where a 16-row W12 multiply takes its norm from an rmsnorm launch, the launch
+    writes it in join_order and the multiply's tile reads it so (x_order "join"); the products
+    are the reference's to summation order. Off: the natural order, no keyword."""
+    from specpilot.kernels import w12_linear as w12_kernels
+    from specpilot.kernels.elementwise import rmsnorm
+    from specpilot.models import fused
+
+    monkeypatch.setattr(w12_kernels, "JOIN_INPUT", True)
+    monkeypatch.setattr(fused, "prologue_rows", lambda weight, kind: 0)  # the rmsnorm launch
+    gen = torch.Generator().manual_seed(11)
+    m, n, k = 16, 21, 256
+    x = torch.randn(m, k, generator=gen).to(BF16).to(DEVICE)
+    norm = (torch.rand(k, generator=gen) + 0.5).to(BF16).to(DEVICE)
+    packed = w12.encode(weight_with_escapes(n, k, gen), 128).to(DEVICE)
+    a, kw = fused.normed_input(x, packed, norm, 1e-6)
+    assert kw == {"x_order": "join"}
+    assert torch.equal(a, join_order(rmsnorm(x, norm, 1e-6)))
+    y = fused.normed_linear(x, packed, norm, 1e-6)
+    close_columns(y, w12_linear_reference(x, packed, norm_weight=norm, eps=1e-6), 4)
+    assert not w12_kernels.join_input(packed, 1)  # one row: element-wise tiles
+    monkeypatch.setattr(w12_kernels, "JOIN_INPUT", False)
+    assert fused.normed_input(x, packed, norm, 1e-6)[1] == {}
+    with pytest.raises(ValueError, match="multiple of 128"):
+        rmsnorm(x[:, :200], norm[:200], 1e-6, join=True)

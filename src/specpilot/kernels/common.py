@@ -162,6 +162,17 @@ def input_tile(x_rows, cols, mask, nw_ptr, rstd, K, dtype, NORM: tl.constexpr, G
 
 
 @triton.jit
+def join_position(col):
+    """Where column `col` of a multiply's input lies in the W12 JOIN tiles' K order
+    (kernels/w12_linear._joined, join_order): at 16 c + 8 qh + 2 t + ql of its 128-column half
+    block, for its column 32 q + i there (i = 4 c + t, q = 2 qh + ql)."""
+    r = col % 128
+    q = r // 32
+    i = r % 32
+    return col - r + 16 * (i // 4) + 8 * (q // 2) + 2 * (i % 4) + q % 2
+
+
+@triton.jit
 def store_output(
     acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL: tl.constexpr
 ):

@@ -17,6 +17,7 @@ import triton.language as tl
 from specpilot.kernels import launch, trace
 from specpilot.kernels.common import (
     ahead_arguments,
+    join_position,
     l2_prefetch_regions,
     pdl_enter,
     trace_mark,
@@ -55,6 +56,7 @@ def _rmsnorm_kernel(
     x_ptr, w_ptr, y_ptr, M, K, stride_x, stride_y, eps, BLOCK: tl.constexpr,
     PDL: tl.constexpr = False, AHEAD: tl.constexpr = 0, ahead0_ptr=None, ahead0_bytes=0,
     ahead1_ptr=None, ahead1_bytes=0, TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+    JOIN: tl.constexpr = False,
 ):  # fmt: skip
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     row = tl.program_id(0)
@@ -69,7 +71,8 @@ def _rmsnorm_kernel(
     rstd = tl.math.rsqrt(tl.sum(x * x, axis=0) / K + eps)
     h = (x * rstd).to(dtype).to(tl.float32)
     w = tl.load(w_ptr + cols, mask=ok, other=0.0).to(tl.float32)
-    tl.store(y_ptr + row * stride_y + cols, (h * w).to(dtype), mask=ok)
+    at = join_position(cols) if JOIN else cols  # JOIN: for a W12 JOIN 2 multiply
+    tl.store(y_ptr + row * stride_y + at, (h * w).to(dtype), mask=ok)
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
@@ -104,13 +107,21 @@ def _check_rows(x: torch.Tensor, name: str) -> None:
 
 
 def rmsnorm(
-    x: torch.Tensor, weight: torch.Tensor, eps: float, ahead: tuple[torch.Tensor, ...] = ()
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    ahead: tuple[torch.Tensor, ...] = (),
+    join: bool = False,
 ) -> torch.Tensor:
     """x [M, K] -> weight * normalised x, [M, K] in x's dtype. ahead: bytes (ahead_arguments)
-    that AHEAD_PROGRAMS extra programs ask L2 for: the head of the multiply that reads y."""
+    that AHEAD_PROGRAMS extra programs ask L2 for: the head of the multiply that reads y. join:
+    y's columns in the W12 JOIN tiles' order (kernels/w12_linear.join_order, K a multiple of
+    128), for a multiply that takes x_order "join"."""
     _check_rows(x, "rmsnorm")
     if weight.shape != (x.shape[1],):
         raise ValueError(f"weight {tuple(weight.shape)} does not match x {tuple(x.shape)}")
+    if join and x.shape[1] % 128:
+        raise ValueError(f"rmsnorm join order wants K a multiple of 128, got {x.shape[1]}")
     y = torch.empty_like(x)
     m, k = x.shape
     extra = ahead_arguments(ahead)
@@ -128,6 +139,7 @@ def rmsnorm(
         **launch.pdl(x),
         **extra,
         **trace.arguments(x, "rmsnorm", grid[0], bytes=x.nbytes, rows=m),
+        JOIN=join,
         num_warps=NORM_WARPS,
     )
     return y

@@ -69,6 +69,7 @@ from specpilot.kernels.common import (
     handed_rstd,
     handed_squares,
     input_tile,
+    join_position,
     pdl_enter,
     row_rstd,
     store_handoff,
@@ -294,14 +295,10 @@ def _join_order(lo, hi):
 
 @triton.jit
 def _x_column(col, X_JOIN: tl.constexpr):
-    """Where column `col` of the input lies: itself, or (X_JOIN: the input given in _joined's K
-    order, `join_order`) at 16 c + 8 qh + 2 t + ql of its 128-column half block, for its
-    column 32 q + i there (i = 4 c + t, q = 2 qh + ql)."""
+    """Where column `col` of the input lies: itself, or (X_JOIN: the input given in join_order)
+    at its join_position."""
     if X_JOIN:
-        r = col % 128
-        q = r // 32
-        i = r % 32
-        return col - r + 16 * (i // 4) + 8 * (q // 2) + 2 * (i % 4) + q % 2
+        return join_position(col)
     return col
 
 
@@ -869,6 +866,23 @@ def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
     return cfg
 
 
+# where a 16-row W12 multiply takes its input in join_order (join_input): its producer (the
+# rmsnorm launch before a W12 gate|up) writes it so and the tile reads it with JOIN 2. Runs
+# 265-266 (bench/w12_join.py, standalone): with ESC_ROWS 2, gate|up 44.75 -> 43.24 us, down
+# 27.82 -> 26.54
+JOIN_INPUT = False
+
+
+def join_input(weight: W12Weight, m: int) -> bool:
+    """Whether w12_linear of m rows by `weight` takes x_order "join" (JOIN_INPUT, 2-16 rows,
+    a tile with ACC_SCALE and no K split inside the program, K a multiple of 128)."""
+    n, k = weight.shape
+    if not JOIN_INPUT or not 2 <= m <= 16 or k % 128:
+        return False
+    cfg = launch_tile(tile_config(m, n, k), weight.group_size)
+    return bool(cfg.get("ACC_SCALE")) and cfg["SPLIT_IN"] == 1
+
+
 def join_order(x: torch.Tensor) -> torch.Tensor:
     """x [M, K] (K a multiple of 128) with each 128-column half block's columns in the K order
     of the JOIN tiles' one tl.dot (`_joined`): the input a JOIN 2 tile takes."""
@@ -893,23 +907,40 @@ def w12_linear(
     swiglu: bool = False,
     handoff: Handoff | None = None,
     handed: Handoff | None = None,
+    x_order: str = "natural",
 ) -> torch.Tensor:
     """x [M, K] (or [M, 2K] with glu) @ W^T -> [M, N] bf16 ([M, N / 2] with swiglu); the
-    contract of skinny_linear (norm hand-off included)."""
+    contract of skinny_linear (norm hand-off included). x_order "join": x's columns are in
+    join_order (a producer wrote them so, where join_input says the multiply takes them), read
+    by the tile with JOIN 2."""
     m = x.shape[0] if x.dim() == 2 else 0
     n, k = weight.shape
     _check(weight, m, x, glu)
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     check_handoff(x, n, norm_weight, glu, residual, swiglu, handoff, handed)
     plain = norm_weight is None and not glu and not swiglu and handoff is None and handed is None
-    if plain and config is None and m <= MMA_ROWS and w12_mma.mma_usable(x, weight):
+    if (
+        plain
+        and config is None
+        and m <= MMA_ROWS
+        and x_order == "natural"
+        and w12_mma.mma_usable(x, weight)
+    ):
         return w12_mma.w12_mma_linear(x, weight, residual=residual)
     cfg = dict(config or tile_config(m, n, k))
     if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(w12_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
-                                   config=config, handed=handed))  # fmt: skip
+                                   config=config, handed=handed, x_order=x_order))  # fmt: skip
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=x.dtype)
     cfg = launch_tile(cfg, weight.group_size, given=config is not None)
+    if x_order not in ("natural", "join"):
+        raise ValueError(f"x_order is 'natural' or 'join', got {x_order!r}")
+    if x_order == "join":  # the tile reads it so (JOIN 2): a tensor-core tile with ACC_SCALE
+        if config is not None and cfg.get("JOIN") != 2:
+            raise ValueError("x_order='join' with a given tile needs its JOIN 2")
+        cfg = launch_tile(dict(cfg, JOIN=2), weight.group_size, given=True)
+    elif cfg.get("JOIN") == 2:
+        raise ValueError("a JOIN 2 tile reads x in join_order: pass x_order='join'")
     if cfg.get("JOIN") == 2 and (not plain or k % 128):
         raise ValueError("JOIN 2 (x given in join_order) takes no prologue, epilogue or norm "
                          f"hand-off, and K a multiple of 128 (got {k})")  # fmt: skip

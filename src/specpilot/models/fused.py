@@ -35,6 +35,7 @@ from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear, stack_rows
 from specpilot.kernels import launch, tokens
 from specpilot.kernels import rope as rope_kernels
+from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.attention import decode_attention, num_splits_for
 from specpilot.kernels.elementwise import prefetch_l2, rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS, Handoff, certified_argmax
@@ -255,11 +256,15 @@ def normed_input(
     """How a multiply by `weight` takes RMSNorm(x) * norm -> (its input, its norm keywords):
     a filled `handed`'s u (the multiply before handed the norm on), x with the norm for the
     multiply's prologue (up to prologue_rows), or x normed by an rmsnorm launch first (which
-    asks L2 for the head of `weight`, EngineConfig.l2_ahead)."""
+    asks L2 for the head of `weight`, EngineConfig.l2_ahead; for a W12 multiply that takes it,
+    w12_linear.join_input, in the order its tile reads)."""
     if handed is not None and handed.ready:
         return handed.u, dict(handed=handed)
     if x.shape[0] <= prologue_rows(weight, "norm"):
         return x, dict(norm_weight=norm, eps=eps)
+    if isinstance(weight, W12Weight) and w12_kernels.join_input(weight, x.shape[0]):
+        # the norm written in the order the W12 multiply's tile reads (kernels/w12_linear)
+        return rmsnorm(x, norm, eps, ahead("head", weight), join=True), dict(x_order="join")
     return rmsnorm(x, norm, eps, ahead("head", weight)), {}
 
 
