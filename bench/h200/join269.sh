@@ -9,6 +9,6 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="join or escape_rows" TESTS_S=90 gpu_tests_gate tests/test_w12_kernels.py || exit 0
+TESTS_K="join_input or join_2" TESTS_S=60 gpu_tests_gate tests/test_w12_kernels.py || exit 0
 variants "w12:auto" "base|;join|--switch kernels.w12_linear.JOIN_INPUT=1;base2|" 150
 pack; archive_only

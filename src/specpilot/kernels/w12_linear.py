@@ -941,9 +941,10 @@ def w12_linear(
         cfg = launch_tile(dict(cfg, JOIN=2), weight.group_size, given=True)
     elif cfg.get("JOIN") == 2:
         raise ValueError("a JOIN 2 tile reads x in join_order: pass x_order='join'")
-    if cfg.get("JOIN") == 2 and (not plain or k % 128):
-        raise ValueError("JOIN 2 (x given in join_order) takes no prologue, epilogue or norm "
-                         f"hand-off, and K a multiple of 128 (got {k})")  # fmt: skip
+    if cfg.get("JOIN") == 2 and (norm_weight is not None or glu or handed or k % 128):
+        # (the prologues and a handed norm read x and its norm weight by column)
+        raise ValueError("JOIN 2 (x given in join_order) takes no prologue or handed norm, "
+                         f"and K a multiple of 128 (got {k})")  # fmt: skip
     step = BLOCK * (1 if cfg["USE_DOT"] else cfg["UNROLL"])  # columns per loop step
     splits = cfg["SPLIT_K"]
     if cfg["SPLIT_IN"] > 1 and k % (BLOCK * cfg["SPLIT_IN"]):
