@@ -285,6 +285,7 @@ W12_ARMS = {
     "all": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True, "HALVES_TILES": True},
     "old_one_row": {"ONE_ROW_SWEPT_TILES": False, "MEASURED_TILES": {}},  # the run-19 tiles
     "no_esc_rows": {"ESCAPE_TILES_ON": False},  # the 16-row tiles before ESC_ROWS (run 266)
+    "join_input": {"JOIN_INPUT": True},  # 16-row W12 inputs in join_order (run 269)
     "none": {
         "ACC_SCALE_TILES": False,
         "ESC_IN_LOOP_TILES": False,
@@ -304,13 +305,15 @@ def end_to_end(
     pdl_arms: tuple = (),
     matrix_arms: tuple = (),
     model: str = "qwen3-8b",
+    base_matrices: str = "all",
 ) -> dict:
     """AR and spec@6.55 (replay) with bf16 weights, then with the same weights in W12 (both arms
     with `engine`, default CUDA graphs on); then the same W12 models once for each W12_ARMS
     name in `extra` (arm "w12_<name>", with its kernel switches set) and for each
     EngineConfig.pdl mode in `pdl_arms` (arm "w12_pdl_<mode>"); then, for each
     EngineConfig.w12_matrices value in `matrix_arms`, new models (same seeds) with only those
-    matrices in W12 (arm "w12_only_<names joined by +>"). paired: then that many
+    matrices in W12 (arm "w12_only_<names joined by +>"); the "w12" arm (and the W12_ARMS
+    arms on its models) converts `base_matrices` (EngineConfig.w12_matrices). paired: then that many
     interleaved rounds of every arm (engine_speed.paired_rounds; the generators are kept) and
     of CONTROL, a second engine of the bf16 models (each speed-up judged against its spread).
     profile: each arm's GPU time by kernel of eager decode / verify / draft forwards.
@@ -356,7 +359,7 @@ def end_to_end(
         elif weights == "w12" or weights in only:  # new models (same seeds), converted; the
             # other W12 arms reuse w12's
             target, drafter = build(hf, "target", 0), build(draft_hf, "draft", 1)
-            matrices = only.get(weights, parse_matrices("all"))
+            matrices = only.get(weights, parse_matrices(base_matrices, certified))
             reports = [convert_model(m, matrices=matrices) for m in (target, drafter)]
             out["w12_convert" if weights == "w12" else f"{weights}_convert"] = [
                 dict(
@@ -462,6 +465,12 @@ def main() -> None:
         help="end to end, one more arm for each of these EngineConfig.w12_matrices values "
         "(';'-separated, e.g. 'gate_up,lm_head;gate_up,lm_head,down'): new models with only "
         "those matrices in W12 (arm w12_only_<names joined by +>)",
+    )
+    parser.add_argument(
+        "--w12-base",
+        default="all",
+        help="end to end, the EngineConfig.w12_matrices of the w12 arm and of the --w12-arms "
+        "arms on its models (default all; auto: as the engine resolves it)",
     )
     parser.add_argument(
         "--paired",
@@ -576,7 +585,7 @@ def main() -> None:
                               l2_ahead=args.l2_ahead, pipeline=False)  # fmt: skip
         report["end_to_end"] = end_to_end(
             args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile),
-            swept["bf16"], pdl_arms, matrix_arms, args.model,
+            swept["bf16"], pdl_arms, matrix_arms, args.model, args.w12_base,
         )  # fmt: skip
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch,
                     "l2_ahead": engine.l2_ahead}  # fmt: skip

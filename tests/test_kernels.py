@@ -1330,16 +1330,18 @@ def _runs_pass_forcing(gen: Generator, reference) -> dict[bool, list[list[int]]]
     return outputs
 
 
-def _tiny_pair(tmp_path, tied: bool = True) -> tuple:
+def _tiny_pair(tmp_path, tied: bool = True, **shape) -> tuple:
     """A two-layer target (head_dim 16: the kernels take powers of two; the interpreter is
-    slow) and a drafter in bf16, and the target in fp32 as the token-forcing reference."""
+    slow) and a drafter in bf16, and the target in fp32 as the token-forcing reference; `shape`:
+    more of the config's sizes."""
     from specpilot.models.loader import load_drafter, load_target
     from specpilot.models.synth import synth_target, target_hf_config
     from tests.conftest import INIT_STD, make_drafter
 
     hf = target_hf_config(
-        "qwen3", "tiny", eos_token_id=None, head_dim=16, num_hidden_layers=2, vocab_size=263
-    )
+        "qwen3", "tiny", eos_token_id=None, head_dim=16, num_hidden_layers=2, vocab_size=263,
+        **shape,
+    )  # fmt: skip
     hf["tie_word_embeddings"] = tied
     target_dir = tmp_path / "t"
     synth_target(target_dir, hf, seed=0, dtype=torch.float32, std=INIT_STD)
@@ -1961,3 +1963,37 @@ def test_replay_drafts_kernel_is_replay_drafts(monkeypatch) -> None:
     assert FusedTarget.replay(*on_device, 7, 50) is None
     with pytest.raises(ValueError, match="int64"):
         tokens.replay_drafts(table.int(), table_lengths, meta, prompt, counts, 7, 50)
+
+
+def test_w12_join_order_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
+    """w12_linear.JOIN_INPUT in a fused W12 verify forward (hidden 128, intermediate 256: K a
+    multiple of 128): the rmsnorm launches before q|k|v, gate|up and the head write join_order,
+    gate|up's SwiGLU epilogue writes it for the down, and their tiles read it with JOIN 2. The
+    same tokens as with it off, the captured hidden states to summation order."""
+    from specpilot.formats.w12_engine import convert_model
+    from specpilot.kernels import w12_linear as w12_kernels
+    from specpilot.models import fused
+    from tests.test_w12_kernels import wgmma_rule_tiles
+
+    wgmma_rule_tiles(monkeypatch, w12_kernels)
+    target, drafter, _ = _tiny_pair(tmp_path, tied=False, hidden_size=128, intermediate_size=256)
+    convert_model(target)
+    convert_model(drafter)
+    gen, ids, pos = _verify_inputs(target, drafter, 5)
+    orders = []
+    plain_linear = fused.linear
+
+    def recording(*args, **kw):
+        orders.append((kw.get("x_order"), kw.get("y_order")))
+        return plain_linear(*args, **kw)
+
+    monkeypatch.setattr(fused, "linear", recording)
+    outs = {}
+    for on in (False, True):
+        monkeypatch.setattr(w12_kernels, "JOIN_INPUT", on)
+        orders.clear()
+        outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
+        # q|k|v, the down and the head read join_order; gate|up reads and writes it
+        assert (("join", None) in orders and ("join", "join") in orders) is on
+    assert torch.equal(outs[True].tokens, outs[False].tokens)
+    close(outs[True].hidden.float(), outs[False].hidden.float(), 4)

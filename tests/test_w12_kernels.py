@@ -475,7 +475,7 @@ def test_w12_join_input_from_the_rmsnorm_launch(monkeypatch) -> None:
     from specpilot.models import fused
 
     monkeypatch.setattr(w12_kernels, "JOIN_INPUT", True)
-    monkeypatch.setattr(fused, "prologue_rows", lambda weight, kind: 0)  # the rmsnorm launch
+    wgmma_rule_tiles(monkeypatch, w12_kernels)
     gen = torch.Generator().manual_seed(11)
     m, n, k = 16, 21, 256
     x = torch.randn(m, k, generator=gen).to(BF16).to(DEVICE)
@@ -491,3 +491,29 @@ def test_w12_join_input_from_the_rmsnorm_launch(monkeypatch) -> None:
     assert fused.normed_input(x, packed, norm, 1e-6)[1] == {}
     with pytest.raises(ValueError, match="multiple of 128"):
         rmsnorm(x[:, :200], norm[:200], 1e-6, join=True)
+
+
+def test_w12_swiglu_epilogue_writes_join_order() -> None:
+    """y_order "join": the SwiGLU epilogue's columns at their join_position, the same bits;
+    refused without the epilogue or with N / 2 not a multiple of 128."""
+    gen = torch.Generator().manual_seed(12)
+    m, n, k = 5, 256, 256
+    x = torch.randn(m, k, generator=gen).to(BF16).to(DEVICE)
+    packed = w12.encode(weight_with_escapes(n, k, gen), 128).to(DEVICE)
+    tile = dict(BLOCK_M=16, BLOCK_N=32, USE_DOT=True, ACC_SCALE=True)
+    y = w12_linear(x, packed, config=tile, swiglu=True)
+    assert torch.equal(w12_linear(x, packed, config=tile, swiglu=True, y_order="join"),
+                       join_order(y))  # fmt: skip
+    with pytest.raises(ValueError, match="SwiGLU epilogue"):
+        w12_linear(x, packed, config=tile, y_order="join")
+
+
+def wgmma_rule_tiles(monkeypatch, w12_kernels) -> None:
+    """The W12 rule tiles of 2-64 rows as 64 weight rows on 4 warps (wgmma on Hopper), the tiles
+    join_input takes (at these small shapes the rules give 2-warp tiles)."""
+    plain = w12_kernels._rule_tile
+    wide = dict(BLOCK_M=16, BLOCK_N=64, UNROLL=1, SPLIT_K=1, USE_DOT=True, num_warps=4,
+                num_stages=3)  # fmt: skip
+    monkeypatch.setattr(
+        w12_kernels, "_rule_tile", lambda m, n, k: wide if m > 1 else plain(m, n, k)
+    )

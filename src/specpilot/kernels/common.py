@@ -242,10 +242,11 @@ def weight_rows(pid_n, N, BLOCK_N: tl.constexpr, SWIGLU: tl.constexpr):
 
 @triton.jit
 def store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M: tl.constexpr,
-                 BLOCK_N: tl.constexpr):  # fmt: skip
+                 BLOCK_N: tl.constexpr, JOIN: tl.constexpr = False):  # fmt: skip
     """y[rm, cols] = silu(gate) * up from a `weight_rows(SWIGLU=True)` tile's sums acc
     [BLOCK_M, BLOCK_N] (gates, then their ups), each rounded to y's dtype first: the bits of
-    storing [gate | up] and running elementwise.silu_mul on it."""
+    storing [gate | up] and running elementwise.silu_mul on it. JOIN: each column stored at its
+    join_position (for a W12 multiply that takes x_order "join")."""
     dtype = y_ptr.dtype.element_ty
     HALF: tl.constexpr = BLOCK_N // 2
     a = acc.to(dtype).to(tl.float32)
@@ -253,7 +254,8 @@ def store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M: tl.constexp
     s = (g / (1.0 + tl.exp(-g))).to(dtype).to(tl.float32)
     cols = pid_n * HALF + tl.arange(0, HALF)
     om = m_ok[:, None] & (cols < N // 2)[None, :]
-    tl.store(y_ptr + rm[:, None] * stride_ym + cols[None, :], (s * u).to(dtype), mask=om)
+    at = join_position(cols) if JOIN else cols
+    tl.store(y_ptr + rm[:, None] * stride_ym + at[None, :], (s * u).to(dtype), mask=om)
 
 
 def swiglu_tile_ok(cfg: dict) -> bool:

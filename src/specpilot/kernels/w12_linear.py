@@ -490,6 +490,7 @@ def _w12_kernel(
     JOIN: tl.constexpr = False,
     NO_DECODE: tl.constexpr = False,
     ESC_ROWS: tl.constexpr = 0,
+    Y_JOIN: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, LATE)  # LATE: launch.LATE_TRIGGER
@@ -709,7 +710,7 @@ def _w12_kernel(
                     stride_ym, stride_rm, pid_k, tile, SPLIT_K, RESIDUAL, SUM_IN_KERNEL,
                     FENCE)  # fmt: skip
     elif SWIGLU:
-        store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N)
+        store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M, BLOCK_N, Y_JOIN)
     else:
         out = store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
         if HAND_OUT:
@@ -875,12 +876,25 @@ JOIN_INPUT = False
 
 def join_input(weight: W12Weight, m: int) -> bool:
     """Whether w12_linear of m rows by `weight` takes x_order "join" (JOIN_INPUT, 2-16 rows,
-    a tile with ACC_SCALE and no K split inside the program, K a multiple of 128)."""
+    K a multiple of 128, a wgmma tile with ACC_SCALE and no K split inside the program: 64
+    weight rows on 4 warps; on the 2-warp mma.sync tiles JOIN lost, runs 259 and 266: q|k|v
+    17.47 -> 26.69 us, down 29.78 -> 35.56)."""
     n, k = weight.shape
     if not JOIN_INPUT or not 2 <= m <= 16 or k % 128:
         return False
     cfg = launch_tile(tile_config(m, n, k), weight.group_size)
-    return bool(cfg.get("ACC_SCALE")) and cfg["SPLIT_IN"] == 1
+    wgmma = cfg.get("num_warps", 4) >= 4 and cfg["BLOCK_N"] >= 64
+    return wgmma and bool(cfg.get("ACC_SCALE")) and cfg["SPLIT_IN"] == 1
+
+
+def join_between(gate_up: W12Weight, down: W12Weight, m: int) -> bool:
+    """Whether the SwiGLU epilogue of w12_linear(m rows, gate_up) writes its output in
+    join_order for the down multiply to read (join_input of the down, and the gate|up's tile
+    ends in the epilogue: no K split)."""
+    n, k = gate_up.shape
+    if not join_input(down, m) or (n // 2) % 128:
+        return False
+    return swiglu_tile_ok(launch_tile(tile_config(m, n, k), gate_up.group_size))
 
 
 def join_order(x: torch.Tensor) -> torch.Tensor:
@@ -908,11 +922,13 @@ def w12_linear(
     handoff: Handoff | None = None,
     handed: Handoff | None = None,
     x_order: str = "natural",
+    y_order: str = "natural",
 ) -> torch.Tensor:
     """x [M, K] (or [M, 2K] with glu) @ W^T -> [M, N] bf16 ([M, N / 2] with swiglu); the
     contract of skinny_linear (norm hand-off included). x_order "join": x's columns are in
     join_order (a producer wrote them so, where join_input says the multiply takes them), read
-    by the tile with JOIN 2."""
+    by the tile with JOIN 2. y_order "join" (with swiglu, N / 2 a multiple of 128): y written
+    in join_order, for a next multiply that takes x_order "join" (join_between)."""
     m = x.shape[0] if x.dim() == 2 else 0
     n, k = weight.shape
     _check(weight, m, x, glu)
@@ -928,6 +944,11 @@ def w12_linear(
     ):
         return w12_mma.w12_mma_linear(x, weight, residual=residual)
     cfg = dict(config or tile_config(m, n, k))
+    if y_order not in ("natural", "join"):
+        raise ValueError(f"y_order is 'natural' or 'join', got {y_order!r}")
+    if y_order == "join" and not (swiglu and swiglu_tile_ok(cfg) and (n // 2) % 128 == 0):
+        raise ValueError("y_order='join' is the SwiGLU epilogue's (a tile without a K split, "
+                         f"N / 2 a multiple of 128; got N {n})")  # fmt: skip
     if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(w12_linear(x, weight, norm_weight=norm_weight, eps=eps, glu=glu,
                                    config=config, handed=handed, x_order=x_order))  # fmt: skip
@@ -994,6 +1015,7 @@ def w12_linear(
         **cfg,
         **launched,
         SWIGLU=swiglu,
+        Y_JOIN=y_order == "join",
         count_ptr=counters,
         SUM_IN_KERNEL=in_kernel,
         FENCE=in_kernel and not INTERPRETED,

@@ -238,12 +238,15 @@ def normed_linear(
     swiglu: bool = False,
     handed: Handoff | None = None,
     rope: RopeEpilogue | None = None,
+    y_order: str | None = None,
 ) -> torch.Tensor:
     """(RMSNorm(x) * norm) @ weight^T [+ residual], or with swiglu silu(gate) * up of it; from a
     filled `handed` (the multiply before handed the norm on) without a norm kernel; `rope`: a
-    q|k|v multiply's rope work in its epilogue where it can (kernels/rope.RopeEpilogue)."""
+    q|k|v multiply's rope work in its epilogue where it can (kernels/rope.RopeEpilogue);
+    y_order: a W12 multiply's (w12_linear)."""
     a, normed = normed_input(x, weight, norm, eps, handed)
-    return linear(a, weight, residual=residual, swiglu=swiglu, rope=rope, **normed)
+    return linear(a, weight, residual=residual, swiglu=swiglu, rope=rope, y_order=y_order,
+                  **normed)  # fmt: skip
 
 
 def normed_input(
@@ -364,8 +367,14 @@ class _FusedBlock:
         x = linear(attn_out, self.o, residual=x, handoff=hand)
         nxt = handoff_for(rows, self.down, after, HAND_DOWN)
         if 0 < SWIGLU_EPILOGUE_MIN_ROWS <= rows:
-            act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True, handed=hand)
-            x = linear(act, self.down, residual=x, handoff=nxt)
+            # W12 gate|up and down where the down's tile reads join_order (w12_linear)
+            join = isinstance(self.down, W12Weight) and isinstance(self.gate_up, W12Weight)
+            order = (
+                "join" if join and w12_kernels.join_between(self.gate_up, self.down, rows) else None
+            )
+            act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True,
+                                handed=hand, y_order=order)  # fmt: skip
+            x = linear(act, self.down, residual=x, handoff=nxt, x_order=order)
         else:
             gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps, handed=hand)
             x = glu_linear(gate_up, self.down, residual=x, handoff=nxt)
