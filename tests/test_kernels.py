@@ -1402,6 +1402,21 @@ def _verify_inputs(target, drafter, seed: int) -> tuple:
     return gen, ids, torch.arange(5, device=DEVICE)[None]
 
 
+def _recorded_linear_calls(monkeypatch, what) -> list:
+    """What `what(keywords)` gives for each fused.linear call from now on, in order."""
+    from specpilot.models import fused
+
+    calls: list = []
+    plain = fused.linear
+
+    def recording(*args, **kw):
+        calls.append(what(kw))
+        return plain(*args, **kw)
+
+    monkeypatch.setattr(fused, "linear", recording)
+    return calls
+
+
 def _counted_norms(monkeypatch) -> list:
     """One entry for each norm kernel the fused forwards launch from now on."""
     from specpilot.models import fused
@@ -1483,14 +1498,7 @@ def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weig
         convert_model(target)
         convert_model(drafter)
     gen, ids, pos = _verify_inputs(target, drafter, 5)
-    asked = []
-    plain_linear = fused.linear
-
-    def recording(*args, **kw):
-        asked.append(kw.get("swiglu", False))
-        return plain_linear(*args, **kw)
-
-    monkeypatch.setattr(fused, "linear", recording)
+    asked = _recorded_linear_calls(monkeypatch, lambda kw: kw.get("swiglu", False))
     outs = {}
     for rows in (0, 6, 5):  # never, from 6 rows on (not this 5-row forward), from 5 on
         monkeypatch.setattr(fused, "SWIGLU_EPILOGUE_MIN_ROWS", rows)
@@ -1972,7 +1980,6 @@ def test_w12_join_order_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> N
     same tokens as with it off, the captured hidden states to summation order."""
     from specpilot.formats.w12_engine import convert_model
     from specpilot.kernels import w12_linear as w12_kernels
-    from specpilot.models import fused
     from tests.test_w12_kernels import wgmma_rule_tiles
 
     wgmma_rule_tiles(monkeypatch, w12_kernels)
@@ -1980,14 +1987,7 @@ def test_w12_join_order_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> N
     convert_model(target)
     convert_model(drafter)
     gen, ids, pos = _verify_inputs(target, drafter, 5)
-    orders = []
-    plain_linear = fused.linear
-
-    def recording(*args, **kw):
-        orders.append((kw.get("x_order"), kw.get("y_order")))
-        return plain_linear(*args, **kw)
-
-    monkeypatch.setattr(fused, "linear", recording)
+    orders = _recorded_linear_calls(monkeypatch, lambda kw: (kw.get("x_order"), kw.get("y_order")))
     outs = {}
     for on in (False, True):
         monkeypatch.setattr(w12_kernels, "JOIN_INPUT", on)

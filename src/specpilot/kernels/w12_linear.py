@@ -196,16 +196,7 @@ ESCAPE_TILES_ON = True
 _ESCAPE_DOWN = dict(BLOCK_M=16, BLOCK_N=64, UNROLL=1, SPLIT_K=4, USE_DOT=True, num_warps=4,
                     num_stages=3, ACC_SCALE=True)  # fmt: skip
 ESCAPE_TILES: dict[tuple[int, int, int], dict] = {
-    (16, 6144, 4096): dict(
-        BLOCK_M=16,
-        BLOCK_N=32,
-        UNROLL=1,
-        SPLIT_K=4,
-        USE_DOT=True,
-        num_warps=2,
-        num_stages=2,
-        ESC_ROWS=1,
-    ),  # fmt: skip
+    (16, 6144, 4096): _ESCAPE_DOWN | dict(BLOCK_N=32, num_warps=2, num_stages=2, ESC_ROWS=1),
     (16, 4096, 4096): _ESCAPE_DOWN | dict(ESC_ROWS=1),
     (16, 24576, 4096): _WIDE_SIXTEEN_ROWS | dict(ESC_ROWS=4),
     (16, 4096, 12288): _ESCAPE_DOWN | dict(ESC_ROWS=4),
