@@ -49,6 +49,12 @@ fp32, so only the summation order differs from multiplying by the decoded weight
 two kernels); each row's first escape is fetched ahead: before the main loop, where its three
 dependent loads delay the first weight load, or (ESC_IN_LOOP) in the first loop step once the
 planes' loads are issued.
+ESC_ROWS > 0 (the 16-row ESCAPE_TILES) instead spreads a row's escapes over the K splits and
+fetches each row's first ESC_ROWS over the loop's first two steps (offsets, then entries: no
+load waits on another inside a step), the input at their columns after the loop: every program
+of a one-wave grid had waited for those dependent loads at once (docs/LOG.md runs 264-268).
+JOIN tiles put a half block's 4 slices in one tl.dot with K in word order (`_joined`); JOIN 2
+reads an input its producer wrote in that order (join_order, x_order "join").
 The weights stream once, at 1.5 bytes each plus the bases and escapes.
 
 NOTE: an escaped weight's 0 in the main loop meets an infinite or NaN activation as 0 * inf =
@@ -629,7 +635,7 @@ def _w12_kernel(
                 scale_h = _scale(base_rows, row_ok, kb + 4 * SLICE * h, K, GROUP, ASM, EVEN_K)
             if JOIN:  # the half block's 4 slices in one tl.dot, K in word order (see _joined)
                 w = _joined(low, high, scale_h, ASM, dtype)
-                if JOIN == 2:  # x given in that K order (w12_join_order of the natural x)
+                if JOIN == 2:  # x given in that K order (join_order of the natural x)
                     a = _slice_input(x_rows, kb + 4 * SLICE * h + tl.arange(0, 4 * SLICE)[None, :],
                                      x_ok, nw_ptr, rstd_, K, dtype, NORM, GLU, EVEN_K)  # fmt: skip
                 else:
@@ -858,10 +864,12 @@ def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
     return cfg
 
 
-# where a 16-row W12 multiply takes its input in join_order (join_input): its producer (the
-# rmsnorm launch before a W12 gate|up) writes it so and the tile reads it with JOIN 2. Runs
-# 265-266 (bench/w12_join.py, standalone): with ESC_ROWS 2, gate|up 44.75 -> 43.24 us, down
-# 27.82 -> 26.54
+# where a 16-row W12 multiply takes its input in join_order (join_input, join_between): its
+# producer (the rmsnorm launch before it, or a W12 gate|up's SwiGLU epilogue before a W12 down)
+# writes it so and the tile reads it with JOIN 2. Runs 265-266 (bench/w12_join.py, standalone):
+# with ESC_ROWS 2, gate|up 44.75 -> 43.24 us, down 27.82 -> 26.54; run 269 (the gate|up's input
+# only): W12 auto verify 4.118 -> 4.058 ms back to back. Off until paired end to end with token
+# forcing (bench/h200/join270.sh)
 JOIN_INPUT = False
 
 
@@ -891,11 +899,11 @@ def join_between(gate_up: W12Weight, down: W12Weight, m: int) -> bool:
 def join_order(x: torch.Tensor) -> torch.Tensor:
     """x [M, K] (K a multiple of 128) with each 128-column half block's columns in the K order
     of the JOIN tiles' one tl.dot (`_joined`): the input a JOIN 2 tile takes."""
+    if x.shape[-1] % 128:
+        raise ValueError(f"join_order wants K a multiple of 128, got {x.shape[-1]}")
     k = torch.arange(128, device=x.device)
     c, qh, t, ql = k // 16, (k // 8) % 2, (k // 2) % 4, k % 2
     col = 32 * (2 * qh + ql) + 4 * c + t
-    if x.shape[-1] % 128:
-        raise ValueError(f"join_order wants K a multiple of 128, got {x.shape[-1]}")
     index = (torch.arange(0, x.shape[-1], 128, device=x.device)[:, None] + col).reshape(-1)
     return x[..., index]
 
