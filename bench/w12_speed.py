@@ -284,7 +284,8 @@ W12_ARMS = {
     "halves": {"HALVES_TILES": True},
     "all": {"ACC_SCALE_TILES": True, "ESC_IN_LOOP_TILES": True, "HALVES_TILES": True},
     "old_one_row": {"ONE_ROW_SWEPT_TILES": False, "MEASURED_TILES": {}},  # the run-19 tiles
-    "no_esc_rows": {"ESCAPE_TILES_ON": False},  # the 16-row tiles before ESC_ROWS (run 266)
+    # the 16-row tiles before ESC_ROWS (run 266)
+    "no_esc_rows": {"MEASURED_TILES": w12_kernels.MEASURED_TILES_BEFORE_ESCAPES},
     "join_input": {"JOIN_INPUT": True},  # 16-row W12 inputs in join_order (run 269)
     "none": {
         "ACC_SCALE_TILES": False,

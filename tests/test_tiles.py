@@ -74,6 +74,18 @@ def test_a_w12_entry_may_give_only_the_keys_it_changes(tables) -> None:
     torch.testing.assert_close(got, w12_linear.w12_linear_reference(x, w), rtol=2e-2, atol=2e-2)
 
 
+def test_a_tiles_file_goes_over_the_escape_tiles(tables) -> None:
+    """The 16-row ESCAPE_TILES are MEASURED_TILES entries, so a deployment's tiles file (or
+    bench/w12_speed.py's no_esc_rows arm, the table before them) decides over them; a file
+    may set ESC_ROWS."""
+    shape = (16, 4096, 12288)
+    assert w12_linear.tile_config(*shape)["ESC_ROWS"] == 4
+    assert "ESC_ROWS" not in w12_linear.MEASURED_TILES_BEFORE_ESCAPES.get(shape, {})
+    tiles.install({"w12": {shape: dict(ESC_ROWS=2, SPLIT_K=8)}})
+    assert w12_linear.tile_config(*shape)["ESC_ROWS"] == 2
+    assert w12_linear.tile_config(*shape)["SPLIT_K"] == 8
+
+
 def test_a_bf16_tile_leaves_the_fp8_tile_of_its_shape(tables) -> None:
     """A tiles file's bf16 tile (W_LEFT, LOOP_STAGES) for a shape that FP8_TILES also has must
     not reach the FP8 multiply of that shape (it did through tile_config: LOG run 184)."""

@@ -26,7 +26,8 @@ _SKINNY_KEYS = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "USE_DOT", "SPLIT_K", "LOOP_STA
 TILE_KEYS = {
     "bf16": _SKINNY_KEYS,
     "w12": {"BLOCK_M", "BLOCK_N", "UNROLL", "USE_DOT", "SPLIT_K", "SPLIT_IN", "LOOP_STAGES",
-            "ACC_SCALE", "ESC_IN_LOOP", "HALVES", "ASM", "num_warps", "num_stages", "maxnreg"},
+            "ACC_SCALE", "ESC_IN_LOOP", "HALVES", "ASM", "ESC_ROWS", "num_warps", "num_stages",
+            "maxnreg"},
     "fp8": _SKINNY_KEYS,  # the skinny multiply by FP8 weights (the drafter's)
     # a certified head's int8 multiply (no K split, TMA or W_LEFT: linear.certified_argmax;
     # F16: its sums on fp16 tensor cores, formats/certified.py)

@@ -190,15 +190,15 @@ MEASURED_TILES: dict[tuple[int, int, int], dict] = {
     (16, 128256, 4096): _WIDE_SIXTEEN_ROWS | dict(num_warps=2, num_stages=2),
 }
 # 16-row tiles whose escapes are fetched over the loop's first two steps (ESC_ROWS: each row's
-# first ESC_ROWS escapes, spread over the K splits), over MEASURED_TILES and the rules while
-# ESCAPE_TILES_ON. The escapes' dependent loads (offsets, entries, the input at their columns)
-# had stalled every program of these one-wave grids at once: with the escape table emptied (a
-# bound) the 16-row tiles ran 7-15% faster (docs/LOG.md run 264). Runs 265-266 (bench/
-# w12_join.py, Qwen3-8B): q|k|v 17.56 -> 16.60 us, o 14.78 -> 13.98 (64 rows on 4 warps), gate_up
-# 45.35 -> 44.75, down ~30 -> 27.82 (64 rows on 4 warps, K split 4); their emptied-table bounds
-# 16.15, 13.25, 41.86, 26.55. At one row they lost where they changed the tile's registers most
-# (o 10.92 -> 12.8-13.1 us) and moved the others by 0-2%: not used there.
-ESCAPE_TILES_ON = True
+# first ESC_ROWS escapes, spread over the K splits), put over MEASURED_TILES. The escapes'
+# dependent loads (offsets, entries, the input at their columns) had stalled every program of
+# these one-wave grids at once: with the escape table emptied (a bound) the 16-row tiles ran
+# 7-15% faster (docs/LOG.md run 264). Runs 265-266 (bench/w12_join.py, Qwen3-8B): q|k|v 17.56 ->
+# 16.60 us, o 14.78 -> 13.98 (64 rows on 4 warps), gate_up 45.35 -> 44.75, down ~30 -> 27.82 (64
+# rows on 4 warps, K split 4); their emptied-table bounds 16.15, 13.25, 41.86, 26.55. Back to
+# back (run 268) the W12 auto verify 4.298 -> 4.156 ms. At one row they lost where they changed
+# the tile's registers most (o 10.92 -> 12.8-13.1 us) and moved the others by 0-2%: not used
+# there. MEASURED_TILES_BEFORE_ESCAPES: the table before them (bench/w12_speed.py no_esc_rows).
 _ESCAPE_DOWN = dict(BLOCK_M=16, BLOCK_N=64, UNROLL=1, SPLIT_K=4, USE_DOT=True, num_warps=4,
                     num_stages=3, ACC_SCALE=True)  # fmt: skip
 ESCAPE_TILES: dict[tuple[int, int, int], dict] = {
@@ -207,6 +207,8 @@ ESCAPE_TILES: dict[tuple[int, int, int], dict] = {
     (16, 24576, 4096): _WIDE_SIXTEEN_ROWS | dict(ESC_ROWS=4),
     (16, 4096, 12288): _ESCAPE_DOWN | dict(ESC_ROWS=4),
 }
+MEASURED_TILES_BEFORE_ESCAPES = dict(MEASURED_TILES)
+MEASURED_TILES |= ESCAPE_TILES
 # multiplies of at most this many rows with no prologue, SwiGLU epilogue or norm hand-off go to
 # kernels/w12_mma.py (mma.sync, ~2.7 SASS instructions a weight against the element-wise tiles'
 # 6.7-6.9) where it takes them (w12_mma.mma_usable); 0: never. On the H200 (docs/LOG.md runs
@@ -751,8 +753,7 @@ def tile_config(m: int, n: int, k: int) -> dict:
     (below). M > 16:
     64 rows per tile on wgmma, ~5.4 instructions per weight whatever M; the K split gives >= 256
     programs (unmeasured since run 51 at these row counts)."""
-    key = (tile_rows(m), n, k)
-    measured = (ESCAPE_TILES_ON and ESCAPE_TILES.get(key)) or MEASURED_TILES.get(key)
+    measured = MEASURED_TILES.get((tile_rows(m), n, k))
     # a measured tile (or a tiles file's, kernels/tiles.py) over the rules' for its shape, so
     # that a file may give only the keys it changes (as kernels/linear.tile_config takes them)
     return _rule_tile(m, n, k) | (measured or {})
