@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Device call (~6 min + cold start; no carry), prepared in session 47; run 261 (session 48).
+# Device call (~6 min + cold start; no carry), prepared in session 47, not run: superseded by
+# join270.sh (session 48: W12 auto now gains in verify from ESCAPE_TILES and JOIN_INPUT).
 # Issue 7's spec@6.55 (>= 1.2x bf16) is flat with "auto" (gate|up + down, the head certified:
 # run 255 1.000x): at 16 rows the W12 gate|up is ~4 us a layer faster than bf16's but the W12
 # down ~0.8 us slower, and each W12 multiply breaks the norm hand-off on both sides (72 norm
