@@ -82,7 +82,14 @@ def tiles(name: str, deep: bool = False, shape: tuple[int, int, int] = (16, 0, 0
     ]  # fmt: skip
 
 
+def micros(call) -> float:
+    """Microseconds a call of `call` takes, in CUDA graphs (kernel_sweep.graph_time)."""
+    return graph_time(call) * 1e6
+
+
 def bench(m: int, name: str, n: int, k: int, variants: list[str], deep: bool = False) -> dict:
+    """Shape `name` (N x K) at m rows: bf16's times, then each variant of each of its tiles
+    (`tiles`), checked (but the bounds) and timed with the weights cycled from HBM."""
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode(w)
@@ -93,11 +100,11 @@ def bench(m: int, name: str, n: int, k: int, variants: list[str], deep: bool = F
     bare = cycled(dataclasses.replace(packed, row_ptr=torch.zeros_like(packed.row_ptr), **empty))
     nbytes = packed.nbytes_bound()
     row = dict(shape=name, m=m, n=n, k=k, w12_bytes=nbytes,
-               bf16_us=graph_time(lambda: skinny_linear(x, ws())) * 1e6,
-               cublas_us=graph_time(lambda: F.linear(x, ws())) * 1e6, tiles=[])  # fmt: skip
+               bf16_us=micros(lambda: skinny_linear(x, ws())),
+               cublas_us=micros(lambda: F.linear(x, ws())), tiles=[])  # fmt: skip
     # bf16's kernel reading W12's bytes (a weight of 3/4 the columns): its access pattern's speed
     w3 = cycled(w[:, : 3 * k // 4].contiguous(), True)
-    row["bf16_3q_us"] = graph_time(lambda: skinny_linear(x[:, : 3 * k // 4], w3())) * 1e6
+    row["bf16_3q_us"] = micros(lambda: skinny_linear(x[:, : 3 * k // 4], w3()))
     for label, base in tiles(name, deep, (m, n, k)):
         for variant in variants:
             cfg = base | VARIANTS[variant]
@@ -109,13 +116,8 @@ def bench(m: int, name: str, n: int, k: int, variants: list[str], deep: bool = F
                 if not cfg.get("NO_DECODE"):
                     check(y, ref, f"{name} {label} {variant}")
                 weights = bare if variant == "noesc" else ps
-                us = (
-                    graph_time(
-                        lambda c=cfg, a=xin, g=weights, o=order: w12_linear(
-                            a, g(), config=c, x_order=o
-                        )
-                    )
-                    * 1e6
+                us = micros(
+                    lambda c=cfg, a=xin, g=weights, o=order: w12_linear(a, g(), config=c, x_order=o)
                 )
                 entry |= dict(us=us, tb_s=nbytes / us / 1e6)
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
