@@ -766,3 +766,26 @@ def test_ncu_certified_mode_runs_dry(monkeypatch) -> None:
         )
     ncu_kernels.run_certified(192, 256, [1, 16], radius=1.0)
     assert calls.count("certified_argmax") == 4 and calls.count("skinny_linear") == 4
+
+
+def test_w12_join_tiles_variants_and_table() -> None:
+    """bench/w12_join.py without a GPU: each shape's tiles (run 259's best, --deep's rings, the
+    default at one row), every variant a W12 tile the launcher takes (JOIN with ACC_SCALE), and
+    the closing table of a made-up row."""
+    w12_join = pytest.importorskip("w12_join")
+    from specpilot.kernels import w12_linear
+
+    down = w12_join.tiles("down")
+    assert [label for label, _ in down] == ["64r4w3s/k8", "32r2w3s/k8", "64r4w3s/k4"]
+    assert all(cfg["ACC_SCALE"] and cfg["BLOCK_M"] == 16 for _, cfg in down)
+    assert len(w12_join.tiles("gate_up", deep=True)) == 10
+    assert w12_join.tiles("o", shape=(1, 4096, 4096)) == [
+        ("default", w12_linear.tile_config(1, 4096, 4096))
+    ]
+    for switches in w12_join.VARIANTS.values():
+        w12_linear.launch_tile(down[0][1] | switches, 128, given=True)  # raises if refused
+    best = dict(us=10.0, tb_s=2.5, tile="64r4w3s/k4")
+    row = dict(shape="down", bf16_us=12.0, bf16_3q_us=9.0, best_plain=best)
+    lines = w12_join.table([row], ["plain", "esc4"])
+    assert lines[0].split()[:4] == ["shape", "bf16", "bf16", "3/4"]
+    assert "10.00 2.50" in lines[1] and lines[1].rstrip().endswith("-")
