@@ -944,6 +944,8 @@ def w12_linear(
     ):
         return w12_mma.w12_mma_linear(x, weight, residual=residual)
     cfg = dict(config or tile_config(m, n, k))
+    if x_order == "join" and config is None:  # the tile reads it so: JOIN 2 (checked below)
+        cfg["JOIN"] = 2
     if y_order not in ("natural", "join"):
         raise ValueError(f"y_order is 'natural' or 'join', got {y_order!r}")
     if y_order == "join" and not (swiglu and swiglu_tile_ok(cfg) and (n // 2) % 128 == 0):
@@ -956,11 +958,9 @@ def w12_linear(
     cfg = launch_tile(cfg, weight.group_size, given=config is not None)
     if x_order not in ("natural", "join"):
         raise ValueError(f"x_order is 'natural' or 'join', got {x_order!r}")
-    if x_order == "join":  # the tile reads it so (JOIN 2): a tensor-core tile with ACC_SCALE
-        if config is not None and cfg.get("JOIN") != 2:
-            raise ValueError("x_order='join' with a given tile needs its JOIN 2")
-        cfg = launch_tile(dict(cfg, JOIN=2), weight.group_size, given=True)
-    elif cfg.get("JOIN") == 2:
+    if x_order == "join" and cfg.get("JOIN") != 2:
+        raise ValueError("x_order='join' with a given tile needs its JOIN 2")
+    if x_order == "natural" and cfg.get("JOIN") == 2:
         raise ValueError("a JOIN 2 tile reads x in join_order: pass x_order='join'")
     if cfg.get("JOIN") == 2 and (norm_weight is not None or glu or handed or k % 128):
         # (the prologues and a handed norm read x and its norm weight by column)
