@@ -874,25 +874,29 @@ def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
 JOIN_INPUT = False
 
 
-def join_input(weight: W12Weight, m: int) -> bool:
-    """Whether w12_linear of m rows by `weight` takes x_order "join" (JOIN_INPUT, 2-16 rows,
-    K a multiple of 128, a wgmma tile with ACC_SCALE and no K split inside the program: 64
-    weight rows on 4 warps; on the 2-warp mma.sync tiles JOIN lost, runs 259 and 266: q|k|v
-    17.47 -> 26.69 us, down 29.78 -> 35.56)."""
+def join_input(weight, m: int) -> bool:
+    """Whether w12_linear of m rows by `weight` (a W12Weight; any other takes none) takes
+    x_order "join" (JOIN_INPUT, 2-16 rows, K a multiple of 128, a wgmma tile with ACC_SCALE and
+    no K split inside the program: 64 weight rows on 4 warps; on the 2-warp mma.sync tiles JOIN
+    lost, runs 259 and 266: q|k|v 17.47 -> 26.69 us, down 29.78 -> 35.56)."""
+    if not JOIN_INPUT or not isinstance(weight, W12Weight) or not 2 <= m <= 16:
+        return False
     n, k = weight.shape
-    if not JOIN_INPUT or not 2 <= m <= 16 or k % 128:
+    if k % 128:
         return False
     cfg = launch_tile(tile_config(m, n, k), weight.group_size)
     wgmma = cfg.get("num_warps", 4) >= 4 and cfg["BLOCK_N"] >= 64
     return wgmma and bool(cfg.get("ACC_SCALE")) and cfg["SPLIT_IN"] == 1
 
 
-def join_between(gate_up: W12Weight, down: W12Weight, m: int) -> bool:
+def join_between(gate_up, down, m: int) -> bool:
     """Whether the SwiGLU epilogue of w12_linear(m rows, gate_up) writes its output in
-    join_order for the down multiply to read (join_input of the down, and the gate|up's tile
-    ends in the epilogue: no K split)."""
+    join_order for the down multiply to read (both W12Weights, join_input of the down, and the
+    gate|up's tile ends in the epilogue: no K split)."""
+    if not isinstance(gate_up, W12Weight) or not join_input(down, m):
+        return False
     n, k = gate_up.shape
-    if not join_input(down, m) or (n // 2) % 128:
+    if (n // 2) % 128:
         return False
     return swiglu_tile_ok(launch_tile(tile_config(m, n, k), gate_up.group_size))
 

@@ -265,7 +265,7 @@ def normed_input(
         return handed.u, dict(handed=handed)
     if x.shape[0] <= prologue_rows(weight, "norm"):
         return x, dict(norm_weight=norm, eps=eps)
-    if isinstance(weight, W12Weight) and w12_kernels.join_input(weight, x.shape[0]):
+    if w12_kernels.join_input(weight, x.shape[0]):
         # the norm written in the order the W12 multiply's tile reads (kernels/w12_linear)
         return rmsnorm(x, norm, eps, ahead("head", weight), join=True), dict(x_order="join")
     return rmsnorm(x, norm, eps, ahead("head", weight)), {}
@@ -368,10 +368,7 @@ class _FusedBlock:
         nxt = handoff_for(rows, self.down, after, HAND_DOWN)
         if 0 < SWIGLU_EPILOGUE_MIN_ROWS <= rows:
             # W12 gate|up and down where the down's tile reads join_order (w12_linear)
-            join = isinstance(self.down, W12Weight) and isinstance(self.gate_up, W12Weight)
-            order = (
-                "join" if join and w12_kernels.join_between(self.gate_up, self.down, rows) else None
-            )
+            order = "join" if w12_kernels.join_between(self.gate_up, self.down, rows) else None
             act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True,
                                 handed=hand, y_order=order)  # fmt: skip
             x = linear(act, self.down, residual=x, handoff=nxt, x_order=order)
