@@ -33,7 +33,7 @@ from engine_speed import build, copy_bandwidth, fresh_runs, preset_hf, sync, tim
 from report import finish, save
 
 from specpilot.config import PDL_MODES
-from specpilot.engine.generator import Generator, certified_rows
+from specpilot.engine.generator import Generator, certifies_verify_heads
 from specpilot.formats.w12_engine import convert_model, parse_matrices
 from specpilot.kernels import trace
 from specpilot.models.synth import draft_hf_config
@@ -306,7 +306,7 @@ def main() -> None:
         drafter = build(draft_hf_config("dflash-b16", hf), "draft", 1)
         if arm != "bf16":  # "auto" as the engine resolves it under target_head "auto"
             head = target.lm_head.weight
-            certified = certified_rows("auto", tuple(head.shape), head.device) >= 16
+            certified = certifies_verify_heads("auto", tuple(head.shape), head.device)
             matrices = parse_matrices(arm.partition(":")[2] or "all", certified)
             for model in (target, drafter):
                 convert_model(model, matrices=matrices)

@@ -59,7 +59,7 @@ from kernel_sweep import (  # noqa: E402
 from report import finish, save  # bench/ is on sys.path when run as a script
 
 from specpilot.config import PDL_MODES, EngineConfig
-from specpilot.engine.generator import Generator, certified_rows
+from specpilot.engine.generator import Generator, certifies_verify_heads
 from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model, parse_matrices
 from specpilot.kernels import linear as bf16_kernels
@@ -332,7 +332,7 @@ def end_to_end(
     # "auto" as the engine resolves it (engine/llm.py): the LM head left bf16 where the engine
     # certifies verify blocks' heads
     head = bf16_target.lm_head.weight
-    certified = certified_rows(engine.target_head, tuple(head.shape), head.device) >= 16
+    certified = certifies_verify_heads(engine.target_head, tuple(head.shape), head.device)
     matrix_sets = (parse_matrices(text, certified) for text in matrix_arms)
     only = {f"w12_only_{'+'.join(sorted(m))}": m for m in matrix_sets}
     arms += tuple(only)

@@ -84,6 +84,13 @@ def certified_rows(target_head: str, shape: tuple[int, ...], device: torch.devic
     return 0
 
 
+def certifies_verify_heads(target_head: str, shape: tuple[int, ...], device: torch.device) -> bool:
+    """Whether a verify block's forward (16 rows) takes its tokens from a certified LM head of
+    this shape (certified_rows): where it does, W12 "auto" leaves the head bf16
+    (formats/w12_engine.parse_matrices)."""
+    return certified_rows(target_head, shape, device) >= 16
+
+
 def _sync(device: torch.device) -> float:
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -113,13 +113,13 @@ class LLM:
     def _head_certified(self) -> bool:
         """Whether the engine will certify verify blocks' LM heads (EngineConfig.target_head)
         once the head is plain bf16 (w12_matrices "auto" then leaves it so)."""
-        from specpilot.engine.generator import certified_rows
+        from specpilot.engine.generator import certifies_verify_heads
 
         config = self.engine_config
         if config.target_head == "auto" and config.kernels == "torch":  # no fused forwards
             return False
         shape = tuple(self.target.lm_head.weight.shape)
-        return certified_rows(config.target_head, shape, self.device) >= 16
+        return certifies_verify_heads(config.target_head, shape, self.device)
 
     def _resolve_weights(self, config: EngineConfig) -> EngineConfig:
         """EngineConfig.weights "auto" as the weights this model holds: "w12" for a W12
