@@ -287,6 +287,11 @@ W12_ARMS = {
     # the 16-row tiles before ESC_ROWS (run 266)
     "no_esc_rows": {"MEASURED_TILES": w12_kernels.MEASURED_TILES_BEFORE_ESCAPES},
     "join_input": {"JOIN_INPUT": True},  # 16-row W12 inputs in join_order (run 269)
+    "no_join_input": {"JOIN_INPUT": False},  # before run 270 turned it on
+    # the w12 arm again (its own generator on the same models): the W12 arms' own spread. Run
+    # 273's w12 and no_join_input arms, with the same one-row launches, were 1.070x and 1.085x
+    # apart in AR with tight intervals (single runs 263.2 / 263.1)
+    "same": {},
     "none": {
         "ACC_SCALE_TILES": False,
         "ESC_IN_LOOP_TILES": False,

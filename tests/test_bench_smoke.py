@@ -779,6 +779,15 @@ def test_w12_join_tiles_variants_and_table() -> None:
     assert [label for label, _ in down] == ["64r4w3s/k8", "32r2w3s/k8", "64r4w3s/k4"]
     assert all(cfg["ACC_SCALE"] and cfg["BLOCK_M"] == 16 for _, cfg in down)
     assert len(w12_join.tiles("gate_up", deep=True)) == 10
+    # a shape's default tile where it is none of the best (Llama-3.1-8B's 2-warp gate_up), with
+    # its own ESC_ROWS dropped (the variants set it)
+    llama = w12_join.tiles("gate_up", shape=(16, 28672, 4096))
+    assert [label for label, _ in llama] == ["64r4w3s/k1", "default"]
+    assert llama[1][1]["num_warps"] == 2 and llama[1][1]["ACC_SCALE"]
+    assert [label for label, _ in w12_join.tiles("down", shape=(16, 4096, 12288))] == [
+        label for label, _ in down
+    ]
+    assert "ESC_ROWS" not in w12_join.tiles("gate_up", shape=(1, 24576, 4096))[0][1]
     assert w12_join.tiles("o", shape=(1, 4096, 4096)) == [
         ("default", w12_linear.tile_config(1, 4096, 4096))
     ]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Device call (~1.5 min + cold start; no carry), prepared in session 48, not yet run: run 271.
+# Device call (~1.5 min + cold start; no carry), prepared in session 48, run in session 49 as run
+# 271 with esc272.sh in the same call (this script with its last line "pack" only, then esc272.sh).
 # ESCAPE_TILES (kernels/w12_linear: the 16-row tiles with ESC_ROWS) hold Qwen3-8B's shapes only
 # (runs 265-266); Llama-3.1-8B's "auto" matrices (gate|up 28672 x 4096, down 4096 x 14336) still
 # run the tiles before them. bench/w12_join.py at Llama's shapes, 16 rows: each variant's best

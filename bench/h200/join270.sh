@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~8 min + cold start; no carry), prepared in session 48, not yet run: run 270.
+# Device call (~4.5 min with a cold start), prepared in session 48, run in session 49: run 270.
 # JOIN_INPUT (kernels/w12_linear.join_input / join_between, off): at 16 rows the rmsnorm launch
 # before a W12 gate|up writes join_order, the gate|up reads it with JOIN 2 and its SwiGLU
 # epilogue writes join_order for the W12 down, which reads it with JOIN 2 (only wgmma tiles: 64

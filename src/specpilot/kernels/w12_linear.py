@@ -198,7 +198,8 @@ MEASURED_TILES: dict[tuple[int, int, int], dict] = {
 # rows on 4 warps, K split 4); their emptied-table bounds 16.15, 13.25, 41.86, 26.55. Back to
 # back (run 268) the W12 auto verify 4.298 -> 4.156 ms. At one row they lost where they changed
 # the tile's registers most (o 10.92 -> 12.8-13.1 us) and moved the others by 0-2%: not used
-# there. MEASURED_TILES_BEFORE_ESCAPES: the table before them (bench/w12_speed.py no_esc_rows).
+# there standalone (run 266), yet in the graph the one-row gate|up and down won (run 271, below).
+# MEASURED_TILES_BEFORE_ESCAPES: the table before them (bench/w12_speed.py no_esc_rows).
 _ESCAPE_DOWN = dict(BLOCK_M=16, BLOCK_N=64, UNROLL=1, SPLIT_K=4, USE_DOT=True, num_warps=4,
                     num_stages=3, ACC_SCALE=True)  # fmt: skip
 ESCAPE_TILES: dict[tuple[int, int, int], dict] = {
@@ -206,6 +207,22 @@ ESCAPE_TILES: dict[tuple[int, int, int], dict] = {
     (16, 4096, 4096): _ESCAPE_DOWN | dict(ESC_ROWS=1),
     (16, 24576, 4096): _WIDE_SIXTEEN_ROWS | dict(ESC_ROWS=4),
     (16, 4096, 12288): _ESCAPE_DOWN | dict(ESC_ROWS=4),
+    # Run 271 (bench/w12_join.py --model llama3.1-8b): Llama-3.1-8B's 16-row down 33.26 us (the
+    # best tile without ESC_ROWS) -> 30.30 (esc4; with JOIN 2 and esc2 29.42); its q|k|v and o
+    # are Qwen3's shapes (esc1 16.49 and 14.08 there)
+    (16, 4096, 14336): _ESCAPE_DOWN | dict(ESC_ROWS=4),
+    # Run 271 (bench/h200/esc272.sh in its call: the timeline back to back with
+    # bench/h200/esc1row.json): Qwen3-8B's one-row gate|up with
+    # ESC_ROWS 1 and down with 4 took the W12 auto decode 3.697 -> 3.652 ms (base2 3.694), verify
+    # level (4.111 / 4.119 / 4.121)
+    (1, 24576, 4096): MEASURED_TILES[(1, 24576, 4096)] | dict(ESC_ROWS=1),
+    (1, 4096, 12288): MEASURED_TILES[(1, 4096, 12288)] | dict(ESC_ROWS=4),
+    # Run 273 (bench/w12_join.py --model llama3.1-8b, each shape's own tile): Llama-3.1-8B's
+    # 16-row gate|up (64 rows on 2 warps) 53.64 -> 51.96 us with ESC_ROWS 2 (emptied table 50.65;
+    # Qwen3's 4-warp tile with JOIN 2 57.84), its one-row down 27.34 -> 26.70 with 4 (one-row
+    # gate|up: esc1 lost, 45.80 -> 47.09)
+    (16, 28672, 4096): MEASURED_TILES[(16, 28672, 4096)] | dict(ESC_ROWS=2),
+    (1, 4096, 14336): MEASURED_TILES[(1, 4096, 14336)] | dict(ESC_ROWS=4),
 }
 MEASURED_TILES_BEFORE_ESCAPES = dict(MEASURED_TILES)
 MEASURED_TILES |= ESCAPE_TILES
@@ -869,9 +886,11 @@ def launch_tile(cfg: dict, group_size: int, given: bool = False) -> dict:
 # producer (the rmsnorm launch before it, or a W12 gate|up's SwiGLU epilogue before a W12 down)
 # writes it so and the tile reads it with JOIN 2. Runs 265-266 (bench/w12_join.py, standalone):
 # with ESC_ROWS 2, gate|up 44.75 -> 43.24 us, down 27.82 -> 26.54; run 269 (the gate|up's input
-# only): W12 auto verify 4.118 -> 4.058 ms back to back. Off until paired end to end with token
-# forcing (bench/h200/join270.sh)
-JOIN_INPUT = False
+# only): W12 auto verify 4.118 -> 4.058 ms back to back. Run 270 (the down's input too): verify
+# 4.123 -> 4.072 ms back to back (base2 4.117); paired end to end (6 rounds, Qwen3-8B 1k) spec@6.55
+# 1.053x [1.020-1.086] bf16 against 1.046x [1.023-1.071] without it, AR level, token forcing
+# passed on every arm
+JOIN_INPUT = True
 
 
 def join_input(weight, m: int) -> bool:
