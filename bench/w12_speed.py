@@ -290,7 +290,8 @@ W12_ARMS = {
     "no_join_input": {"JOIN_INPUT": False},  # before run 270 turned it on
     # the w12 arm again (its own generator on the same models): the W12 arms' own spread. Run
     # 273's w12 and no_join_input arms, with the same one-row launches, were 1.070x and 1.085x
-    # apart in AR with tight intervals (single runs 263.2 / 263.1)
+    # apart in AR with tight intervals (single runs 263.2 / 263.1). Run 275 (6 rounds): w12 AR
+    # 1.075x, same 1.099x, spec 1.069x / 1.054x: the W12 arms' own spread is ~2%
     "same": {},
     "none": {
         "ACC_SCALE_TILES": False,

@@ -103,7 +103,9 @@ MAX_ROWS = 64
 # K-split tiles: the tile's last program adds the slices (no _split_sum_kernel launch). False: on
 # the H200 it was no faster than the sum launch (16-row q|k|v 1.85 vs 1.89 TB/s, down 2.14 vs
 # 2.23; docs/LOG.md run 57), nor end to end under pdl "chain" (run 119: W12 spec@6.55 0.977x
-# bf16 against 0.999x); bench/w12_speed.py --split-sum kernel measures it.
+# bf16 against 0.999x), nor on run 266's 16-row down tile with ESC_ROWS and JOIN 2 (run 275: W12
+# auto verify 4.090 ms against 4.089 / 4.095 back to back, where the split_sum launches took 69 us
+# a verify); bench/w12_speed.py --split-sum kernel measures it.
 SPLIT_SUM_IN_KERNEL = False
 # Tensor-core tiles (group sizes a multiple of 4 * SLICE): the weights decoded times 2^126 for
 # every group alike, each half block's product summed on its own and scaled once by its rows'
