@@ -46,6 +46,8 @@ VARIANTS = {
     # products after the loop (run 264: an emptied table took 7-15% off the 16-row tiles)
     "esc1": dict(ESC_ROWS=1), "esc2": dict(ESC_ROWS=2), "esc4": dict(ESC_ROWS=4),
     "j2esc2": dict(JOIN=2, ESC_ROWS=2),
+    # JOIN_INPUT's tiles (on since run 270) take the ESCAPE_TILES' ESC_ROWS with JOIN 2
+    "j2esc1": dict(JOIN=2, ESC_ROWS=1), "j2esc4": dict(JOIN=2, ESC_ROWS=4),
 }  # fmt: skip
 # the fastest tiles of run 259 a shape (label: BLOCK_N, warps, stages, K split)
 BEST_TILES = {
