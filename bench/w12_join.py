@@ -65,8 +65,13 @@ DEEP_TILES = {
     "gate_up": tuple((bn, w, s, 1) for bn, w, ss in ((64, 4, (3, 4, 5)), (32, 2, (4, 6, 8)),
                                                       (32, 4, (4, 6)), (16, 2, (6, 8)))
                      for s in ss),
+    # and (session 49) one-wave grids with deep rings, bf16's pattern at this shape (32 rows on 4
+    # warps, no K split, 4 stages of 256 columns: 128 programs, ~64 kB in flight an SM): 64 rows
+    # with K split 2 and 32 rows without one (128 programs each)
     "down": tuple((bn, w, s, k) for bn, w, ss, ks in ((64, 4, (3, 4, 5), (4, 8)),
-                                                       (32, 2, (3, 4, 6, 8), (4, 8)))
+                                                       (32, 2, (3, 4, 6, 8), (4, 8)),
+                                                       (64, 4, (3, 4, 6, 8), (2,)),
+                                                       (32, 2, (4, 6, 8), (1,)))
                   for s in ss for k in ks),
 }  # fmt: skip
 
