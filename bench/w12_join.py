@@ -30,6 +30,7 @@ from report import finish
 from w12_speed import check
 
 from specpilot.formats import w12
+from specpilot.kernels import w12_ws
 from specpilot.kernels.linear import skinny_linear
 from specpilot.kernels.w12_linear import join_order, tile_config, w12_linear, w12_linear_reference
 
@@ -57,6 +58,14 @@ BEST_TILES = {
     "down": ((64, 4, 3, 8), (32, 2, 3, 8), (64, 4, 3, 4)),
     "lm_head": ((64, 4, 3, 1),),
 }
+
+
+# --ws: kernels/w12_ws.py's tiles (the decode in warps of its own), beside the variants
+WS_TILES = (
+    ("64r4s", {}), ("64r3s", dict(STAGES=3)), ("64r4s8d", dict(DECODE_WARPS=8, DECODE_REGS=80)),
+    ("64r4s1w", dict(W_STAGES=1)),
+    ("128r2s8d", dict(BLOCK_N=128, STAGES=2, W_STAGES=1, DECODE_WARPS=8, DECODE_REGS=80)),
+)  # fmt: skip
 
 
 # --deep: deeper load rings than any sweep took (up to 4 stages), where run 263 found the
@@ -107,7 +116,9 @@ def micros(call) -> float:
     return graph_time(call) * 1e6
 
 
-def bench(m: int, name: str, n: int, k: int, variants: list[str], deep: bool = False) -> dict:
+def bench(
+    m: int, name: str, n: int, k: int, variants: list[str], deep: bool = False, ws: bool = False
+) -> dict:
     """Shape `name` (N x K) at m rows: bf16's times, then each variant of each of its tiles
     (`tiles`), checked (but the bounds) and timed with the weights cycled from HBM."""
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
@@ -143,6 +154,21 @@ def bench(m: int, name: str, n: int, k: int, variants: list[str], deep: bool = F
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
                 entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
             row["tiles"].append(entry)
+    if ws:  # kernels/w12_ws.py, its input given in pair order (as a producer would write it)
+        row["ws"] = []
+        xp = w12_ws.pair_order(x)
+        for label, tile in WS_TILES:
+            entry = dict(tile=label, config=tile)
+            try:
+                check(w12_ws.w12_ws_linear(x, packed, tile, xp), ref, f"{name} ws {label}")
+                us = micros(lambda t=tile: w12_ws.w12_ws_linear(x, ps(), t, xp))
+                entry |= dict(us=us, tb_s=nbytes / us / 1e6)
+            except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
+                entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+            row["ws"].append(entry)
+        timed = [t for t in row["ws"] if "us" in t]
+        if timed:
+            row["best_ws"] = min(timed, key=lambda t: t["us"])
     for variant in variants:
         timed = [t for t in row["tiles"] if t["variant"] == variant and "us" in t]
         if timed:
@@ -153,6 +179,8 @@ def bench(m: int, name: str, n: int, k: int, variants: list[str], deep: bool = F
 def table(rows: list[dict], variants: list[str]) -> list[str]:
     """A line a shape: bf16's time (all of K, 3/4 of it), then each variant's best tile (us,
     TB/s of W12 bytes)."""
+    if any("ws" in r for r in rows):
+        variants = [*variants, "ws"]  # kernels/w12_ws.py's best tile
     lines = [f"{'shape':<8} {'bf16':>6} {'bf16 3/4':>8} " + " ".join(f"{v:>11}" for v in variants)]
     for r in rows:
         cells = []
@@ -172,6 +200,7 @@ def main() -> None:
     parser.add_argument("--shapes", default="qkv,o,gate_up,down", help="comma-separated")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
     parser.add_argument("--deep", action="store_true", help="DEEP_TILES (gate_up, down)")
+    parser.add_argument("--ws", action="store_true", help="kernels/w12_ws.py's WS_TILES too")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -182,7 +211,7 @@ def main() -> None:
     print(table([], variants)[0])
     for name in args.shapes.split(","):
         n, k = shapes[name]
-        rows.append(bench(args.rows, name, n, k, variants, args.deep))
+        rows.append(bench(args.rows, name, n, k, variants, args.deep, args.ws))
         print("\n".join(table(rows[-1:], variants)[1:]), flush=True)
     print("\n".join(table(rows, variants)))
     finish(dict(model=args.model, rows=args.rows, shapes=rows, gpu=torch.cuda.get_device_name()),

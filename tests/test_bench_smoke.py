@@ -795,6 +795,11 @@ def test_w12_join_tiles_variants_and_table() -> None:
         w12_linear.launch_tile(down[0][1] | switches, 128, given=True)  # raises if refused
     best = dict(us=10.0, tb_s=2.5, tile="64r4w3s/k4")
     row = dict(shape="down", bf16_us=12.0, bf16_3q_us=9.0, best_plain=best)
+    # --ws rows: kernels/w12_ws.py's best tile in a last column
+    ws_row = dict(row, ws=[best], best_ws=dict(best, us=8.0))
+    ws_lines = w12_join.table([ws_row], ["plain"])
+    assert ws_lines[0].split()[-1] == "ws" and ws_lines[1].split()[-2:] == ["8.00", "2.50"]
+    assert {label for label, _ in w12_join.WS_TILES} >= {"64r4s", "128r2s8d"}
     lines = w12_join.table([row], ["plain", "esc4"])
     assert lines[0].split()[:4] == ["shape", "bf16", "bf16", "3/4"]
     assert "10.00 2.50" in lines[1] and lines[1].rstrip().endswith("-")

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Device call (~3 min + cold start; no carry), prepared in session 49, not yet run: run 278.
+# kernels/w12_ws.py (new, Gluon): the 16-row W12 multiply with its decode in warps of its own
+# (a 1-warp TMA loader, 4 or 8 decoding warps writing bf16 pairs to shared memory, one wgmma
+# warpgroup scaling each group's sums), one program an SM. Run 277 showed W12's tensor-core
+# tiles cannot both decode and keep bytes in flight in the same warps (2-warp one-wave programs
+# at half speed). First its GPU tests (tests/test_w12_ws.py: against w12_linear_reference at
+# 1, 7 and 16 rows, K splits, escapes), then bench/w12_join.py --ws at Qwen3-8B's and Llama's
+# 16-row shapes beside today's tiles (plain = the variant-free tile, j2esc4 = JOIN 2 + ESC_ROWS 4
+# as JOIN_INPUT runs gate|up and down).
+# Prediction: gate|up ~38-40 us (today 41.62), down ~23-24 (26.44); q|k|v and o no better (96
+# and 64 row tiles: fewer programs than SMs).
+set -u
+export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
+source "$(dirname "$0")/lib.sh"
+card
+TESTS_K="w12_ws or pair or emulat or prmt or compiles" TESTS_S=240 gpu_tests_gate \
+    tests/test_w12_ws.py || exit 0
+for model in qwen3-8b llama3.1-8b; do
+    timeout 150 python3 bench/w12_join.py --model $model --rows 16 --shapes qkv,o,gate_up,down \
+        --variants plain,j2esc4 --ws --out "$OUT/ws-$model.json" >"$OUT/ws-$model.log" 2>&1
+    echo "$model rc=$?"; grep -vE "^\{" "$OUT/ws-$model.log" | tail -5 | cut -c1-220
+    pack
+done
+python3 - "$OUT"/ws-*.json <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    for s in d["shapes"]:
+        for t in s.get("ws", []):
+            print(d["model"], s["shape"], t["tile"], round(t["us"], 2) if "us" in t else t["error"])
+PY
+pack; archive_only

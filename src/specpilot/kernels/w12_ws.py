@@ -1,0 +1,379 @@
+"""W12 multiplies of 2-16 rows with the decode in warps of its own (Gluon, sm_90): a prototype.
+
+Why: the 16-row W12 tiles of kernels/w12_linear.py decode in the warps that feed the tensor
+cores. Their registers (147-168 a thread) hold 3 programs of 4 warps an SM, and those warps
+cannot both keep enough bytes in flight and decode them (docs/LOG.md runs 263-277: the decode
+itself is not the bound, the loads are; one program of 2 warps an SM ran at half speed, run 277).
+Here each program splits its work over partitions (`gl.warp_specialize`):
+- the loader (1 warp, few registers) copies each block of 256 columns (the W12 planes of
+  BLOCK_N rows and the 16 input rows) into a ring of STAGES buffers by TMA;
+- the decoders (DECODE_WARPS warps) turn a block's planes into bf16 weights in shared memory,
+  two weights a 32-bit word (`_pair`: ~2.5 instructions a weight);
+- the default partition (4 warps, one warpgroup) multiplies them on wgmma, scales each group's
+  sums by its rows' 2^(2b) (formats/w12.py: exact), adds the escapes after the loop and stores.
+
+Column order: a decoded word holds slices q0 and q0 + 1 of one position i of a block (columns
+32 q0 + i and 32 (q0 + 1) + i), so the block's weights land in shared memory in `pair_order`,
+and the input is given in the same order (the host permutes it: `pair_order`); the products'
+sums are the same sums, in another order.
+
+Not in the engine yet: no prologue, epilogue, residual or hand-off, 2-16 rows, CUDA only (Gluon
+has no interpreter). tests/test_w12_ws.py checks it against w12_linear_reference on the GPU and
+compiles it for sm_90 without one; bench/w12_join.py --ws times it beside w12_linear.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
+
+# the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
+# 4 decoding warps; K split so that the grid fills the SMs (`launch`)
+TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0)
+PAIR = 2 * SLICE  # columns of one decoded buffer: two slices, interleaved
+WBLOCK, WPAIR = gl.constexpr(BLOCK), gl.constexpr(PAIR)  # the same, inside the kernels
+
+
+def pair_order(x: torch.Tensor) -> torch.Tensor:
+    """x [M, K] -> [M, Kp] (zero columns to Kp, formats/w12.padded) with each 256-column block
+    in the decoded weights' order: position 64 p + r of a block (pair p = 2 h + q0 / 2) holds
+    natural column 32 (4 h + q0 + r % 2) + r // 2."""
+    m, k = x.shape
+    kp = padded(k)
+    if kp != k:
+        x = torch.nn.functional.pad(x, (0, kp - k))
+    r = torch.arange(BLOCK, device=x.device)
+    p, rr = r // PAIR, r % PAIR
+    h, q0 = p // 2, 2 * (p % 2)
+    col = SLICE * (4 * h + q0 + rr % 2) + rr // 2
+    index = (torch.arange(0, kp, BLOCK, device=x.device)[:, None] + col).reshape(-1)
+    return x[:, index].contiguous()
+
+
+@gluon.jit
+def _pair(low_word, code_word, Q0: gl.constexpr, H: gl.constexpr):
+    """bf16x2 words of slices Q0 and Q0 + 1 (H: the block's half) of a block's positions, with
+    their exponents taken down by 2b: low byte e0 m, high byte s << 7 | d from the code s d."""
+    nib = (code_word >> (8 * Q0 + 4 * H)) & 0x0F0F
+    high = nib + (nib & 0x0808) * 15  # s << 3 | d -> s << 7 | d, a byte each, no carry
+    selector: gl.constexpr = 0x5140 if Q0 == 0 else 0x5342
+    return gl.inline_asm_elementwise(
+        f"prmt.b32 $0, $1, $2, {selector};", "=r,r,r", [low_word, high], dtype=gl.int32,
+        is_pure=True, pack=1,
+    )  # fmt: skip
+
+
+@gluon.jit
+def _loader(descs, bufs, bars, k_block0, n_blocks, row0, BLOCK_N: gl.constexpr):
+    low_desc, code_desc, x_desc = descs
+    low_buf, code_buf, x_buf = bufs
+    in_ready, in_empty, w_ready, w_empty = bars
+    STAGES: gl.constexpr = low_buf.type.shape[0]
+    nbytes: gl.constexpr = BLOCK_N * (WBLOCK + WBLOCK // 2) + 4 * x_desc.block_type.nbytes
+    for i in range(n_blocks):
+        s = i % STAGES
+        mbarrier.wait(in_empty.index(s), ((i // STAGES) & 1) ^ 1)
+        ready = in_ready.index(s)
+        mbarrier.expect(ready, nbytes)
+        t = k_block0 + i
+        col = t * WBLOCK
+        tma.async_copy_global_to_shared(low_desc, [row0, col], ready, low_buf.index(s))
+        tma.async_copy_global_to_shared(code_desc, [row0, col // 2], ready, code_buf.index(s))
+        for p in gl.static_range(4):
+            tma.async_copy_global_to_shared(x_desc, [0, t * WBLOCK + p * WPAIR], ready,
+                                            x_buf.index(4 * s + p))  # fmt: skip
+
+
+@gluon.jit
+def _decoder(bufs, bars, n_blocks, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr):
+    low_buf, code_buf, w_buf = bufs
+    in_ready, in_empty, w_ready, w_empty = bars
+    STAGES: gl.constexpr = low_buf.type.shape[0]
+    W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
+    # a warp a row at a time, its lanes along the row's 32 words: no bank conflicts
+    words: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [DECODE_WARPS, 1], [1, 0])
+    plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    pairs: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
+    for i in range(n_blocks):
+        s = i % STAGES
+        sw = i % W_STAGES
+        mbarrier.wait(in_ready.index(s), (i // STAGES) & 1)
+        mbarrier.wait(w_empty.index(sw), ((i // W_STAGES) & 1) ^ 1)
+        low = low_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, WBLOCK // 4], plain)
+        code_word = code_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, WBLOCK // 8], plain)
+        code_word = code_word.load(words)
+        for h in gl.static_range(2):
+            low_word = low.slice(32 * h, 32, dim=1).load(words)
+            for qq in gl.static_range(2):
+                pair = _pair(low_word, code_word, 2 * qq, h)
+                dst = w_buf.index(4 * sw + 2 * h + qq)._reinterpret(gl.int32, [BLOCK_N, 32], pairs)
+                dst.store(pair)
+        fence_async_shared()  # the stores before wgmma reads them, the loads before TMA writes
+        mbarrier.arrive(in_empty.index(s), count=1)
+        mbarrier.arrive(w_ready.index(sw), count=1)
+
+
+@gluon.jit
+def _multiplier(bufs, bars, n_blocks, k_block0, row0, base_ptr, base_stride, groups, n, escapes,
+                x_ptr, stride_x, m, out_ptr, stride_y, BLOCK_N: gl.constexpr,
+                OUT_F32: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
+    """The default partition: the blocks' products, each group's scaled, then the escapes of its
+    rows and columns and the store ([M, N] bf16, or a split's fp32 partial sums)."""
+    x_buf, w_buf = bufs
+    in_ready, in_empty, w_ready, w_empty = bars
+    STAGES: gl.constexpr = x_buf.type.shape[0] // 4
+    W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, 16, 16]
+    )
+    rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
+    rows = row0 + gl.arange(0, BLOCK_N, layout=rows_layout)
+    base_row = base_ptr + rows.to(gl.int64) * base_stride
+    in_rows = rows < n
+    acc = gl.zeros([BLOCK_N, 16], gl.float32, acc_layout)
+    # the next block's two group bases, loaded a block ahead of their use
+    b0 = gl.load(base_row + 2 * k_block0, mask=in_rows, other=0).to(gl.int32)
+    b1 = gl.load(base_row + 2 * k_block0 + 1, mask=in_rows & (2 * k_block0 + 1 < groups),
+                 other=0).to(gl.int32)  # fmt: skip
+    for i in range(n_blocks):
+        s = i % STAGES
+        sw = i % W_STAGES
+        mbarrier.wait(in_ready.index(s), (i // STAGES) & 1)
+        mbarrier.wait(w_ready.index(sw), (i // W_STAGES) & 1)
+        g0 = warpgroup_mma(w_buf.index(4 * sw), x_buf.index(4 * s).permute((1, 0)), acc,
+                           use_acc=False, is_async=True)  # fmt: skip
+        g0 = warpgroup_mma(w_buf.index(4 * sw + 1), x_buf.index(4 * s + 1).permute((1, 0)), g0,
+                           is_async=True)  # fmt: skip
+        g1 = warpgroup_mma(w_buf.index(4 * sw + 2), x_buf.index(4 * s + 2).permute((1, 0)), acc,
+                           use_acc=False, is_async=True)  # fmt: skip
+        g1 = warpgroup_mma(w_buf.index(4 * sw + 3), x_buf.index(4 * s + 3).permute((1, 0)), g1,
+                           is_async=True)  # fmt: skip
+        nxt = 2 * (k_block0 + i + 1)
+        more = in_rows & (i + 1 < n_blocks)
+        nb0 = gl.load(base_row + nxt, mask=more, other=0).to(gl.int32)
+        nb1 = gl.load(base_row + nxt + 1, mask=more & (nxt + 1 < groups), other=0).to(gl.int32)
+        g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
+        mbarrier.arrive(w_empty.index(sw), count=1)
+        mbarrier.arrive(in_empty.index(s), count=1)
+        # 2^(2b) as an fp32: exact for b <= 63 (formats/w12.py)
+        s0 = ((2 * b0 + 127) << 23).to(gl.float32, bitcast=True)
+        s1 = ((2 * b1 + 127) << 23).to(gl.float32, bitcast=True)
+        acc = acc + g0 * s0[:, None] + g1 * s1[:, None]
+        b0, b1 = nb0, nb1
+
+    # the escapes of these rows in this program's columns, after the loop: each row's list in turn
+    row_ptr, esc_col_ptr, esc_bits_ptr = escapes
+    tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, acc_layout))
+    start = gl.load(row_ptr + rows, mask=in_rows, other=0)
+    count = gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
+    col0 = k_block0 * WBLOCK
+    col1 = col0 + n_blocks * WBLOCK
+    for e in range(gl.max(count, axis=0)):
+        live = e < count
+        col = gl.load(esc_col_ptr + start + e, mask=live, other=0)
+        live = live & (col >= col0) & (col < col1)
+        bits = gl.load(esc_bits_ptr + start + e, mask=live, other=0)
+        value = bits.to(gl.bfloat16, bitcast=True).to(gl.float32)
+        xs = gl.load(x_ptr + tokens[None, :] * stride_x + col[:, None],
+                     mask=live[:, None] & (tokens[None, :] < m), other=0.0)  # fmt: skip
+        acc = acc + value[:, None] * xs.to(gl.float32)
+    out = out_ptr + tokens[None, :] * stride_y + rows[:, None]
+    mask = in_rows[:, None] & (tokens[None, :] < m)
+    if OUT_F32:
+        gl.store(out, acc, mask=mask)
+    else:
+        gl.store(out, acc.to(gl.bfloat16), mask=mask)
+
+
+@gluon.jit
+def _w12_ws_kernel(
+    low_desc, code_desc, x_desc,
+    x_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr,
+    m, n, k, blocks_per_split, stride_x, base_stride, groups, stride_y, stride_split,
+    BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
+    DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
+    num_warps: gl.constexpr,
+):  # fmt: skip
+    pid_n = gl.program_id(0)
+    split = gl.program_id(1)
+    row0 = pid_n * BLOCK_N
+    k_block0 = split * blocks_per_split
+    n_blocks = gl.minimum(blocks_per_split, gl.cdiv(k, WBLOCK) - k_block0)
+
+    low_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, WBLOCK], low_desc.layout)
+    code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, WBLOCK // 2], code_desc.layout)
+    x_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * STAGES, 16, WPAIR], x_desc.layout)
+    w_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16,
+                                                  rank=2)  # fmt: skip
+    w_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * W_STAGES, BLOCK_N, WPAIR], w_layout)
+    bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
+    in_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    in_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    w_ready = gl.allocate_shared_memory(gl.int64, [W_STAGES, 1], bar_layout)
+    w_empty = gl.allocate_shared_memory(gl.int64, [W_STAGES, 1], bar_layout)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(in_ready.index(i), count=1)
+        mbarrier.init(in_empty.index(i), count=2)  # the decoders and the multiplier
+    for i in gl.static_range(W_STAGES):
+        mbarrier.init(w_ready.index(i), count=1)
+        mbarrier.init(w_empty.index(i), count=1)
+    bars = (in_ready, in_empty, w_ready, w_empty)
+
+    gl.warp_specialize(
+        [
+            (_multiplier, ((x_buf, w_buf), bars, n_blocks, k_block0, row0, base_ptr, base_stride,
+                           groups, n, (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m,
+                           y_ptr + split * stride_split, stride_y, BLOCK_N, SPLIT_K > 1,
+                           num_warps)),
+            (_decoder, ((low_buf, code_buf, w_buf), bars, n_blocks, BLOCK_N, DECODE_WARPS)),
+            (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars,
+                       k_block0, n_blocks, row0, BLOCK_N)),
+        ],
+        [DECODE_WARPS, 1],
+        [DECODE_REGS, 24],
+    )  # fmt: skip
+
+
+def prmt(a: torch.Tensor, b: torch.Tensor, selector: int) -> torch.Tensor:
+    """PTX prmt.b32 in PyTorch (int32 tensors): byte i of the result is byte (selector >> 4 i)
+    & 7 of the 8 bytes {b, a} (a's bytes 0-3, b's 4-7)."""
+    both = (a.long() & 0xFFFFFFFF) | ((b.long() & 0xFFFFFFFF) << 32)
+    out = torch.zeros_like(both)
+    for i in range(4):
+        pick = (selector >> (4 * i)) & 7
+        out |= ((both >> (8 * pick)) & 0xFF) << (8 * i)
+    return (out - ((out >> 31) << 32)).to(torch.int32)  # back to a signed 32-bit word
+
+
+def emulate(x: torch.Tensor, weight: W12Weight) -> torch.Tensor:
+    """The kernel's arithmetic in PyTorch (any device; fp32 sums): the words of each block turned
+    into pair-ordered bf16 values as `_pair` does, each group's sums times 2^(2b), the escapes
+    added; [M, N] fp32. Ties the bit work to the format where no GPU runs the kernel."""
+    n, kp = weight.low.shape
+    words = weight.low.view(torch.int32).view(n, kp // BLOCK, 2, 32)  # [N, block, half, i]
+    codes = weight.codes.view(torch.int32).view(n, kp // BLOCK, 32)
+    pieces = []
+    for h in range(2):
+        for q0 in (0, 2):
+            nib = (codes >> (8 * q0 + 4 * h)) & 0x0F0F
+            high = nib + (nib & 0x0808) * 15
+            sel = 0x5140 if q0 == 0 else 0x5342
+            pieces.append(prmt(words[:, :, h], high, sel).view(torch.bfloat16))  # [N, blk, 64]
+    r = torch.stack(pieces, 2).float()  # [N, block, pair, 64]: the values with exponents - 2b
+    base = torch.nn.functional.pad(weight.base, (0, 2 * (kp // BLOCK) - weight.base.shape[1]))
+    scale = torch.exp2(2 * base.double()).float().view(n, kp // BLOCK, 2)  # [N, block, group]
+    xp = pair_order(x.float()).view(x.shape[0], kp // BLOCK, 4, PAIR)  # [M, block, pair, 64]
+    sums = torch.einsum("nbpc,mbpc->nbpm", r, xp)  # [N, block, pair, M]
+    group = sums.view(n, kp // BLOCK, 2, 2, -1).sum(3)  # pairs 2h, 2h + 1 are group h
+    y = (group * scale[..., None]).sum((1, 2))  # [N, M]
+    rows = torch.repeat_interleave(torch.arange(n, device=x.device), weight.row_ptr.diff())
+    if rows.numel():
+        value = weight.esc_bits.view(torch.bfloat16).float()
+        y.index_put_((rows,), value[:, None] * x.float()[:, weight.esc_col.long()].T,
+                     accumulate=True)  # fmt: skip
+    return y.T
+
+
+def descriptors(weight: W12Weight, xp: torch.Tensor, block_n: int) -> tuple:
+    """TMA descriptors of the planes ([block_n, 256] and [block_n, 128] bytes a block) and of the
+    pair-ordered input ([16, 64] bf16 a pair)."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    plain = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+    x_layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    low = TensorDescriptor.from_tensor(weight.low, [block_n, BLOCK], plain)
+    codes = TensorDescriptor.from_tensor(weight.codes, [block_n, BLOCK // 2], plain)
+    x = TensorDescriptor.from_tensor(xp, [16, PAIR], x_layout)
+    return low, codes, x
+
+
+def split_k(n: int, k: int, block_n: int, sms: int) -> int:
+    """The K split that gives at least one program an SM (whole blocks a split)."""
+    tiles, blocks = triton.cdiv(n, block_n), triton.cdiv(k, BLOCK)
+    return max(1, min(blocks, sms // tiles))
+
+
+def w12_ws_linear(
+    x: torch.Tensor,
+    weight: W12Weight,
+    tile: dict | None = None,
+    xp: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """x [M, K] bf16 (M 1-16, CUDA, sm_90) @ weight.T -> [M, N] bf16, on the warp-specialized
+    kernel. tile: TILE's keys to change. xp: pair_order(x) where the caller has it (a producer
+    that writes it, as JOIN_INPUT's rmsnorm writes join_order; the escapes read x)."""
+    from specpilot.kernels.w12_linear import _split_sum_kernel
+
+    cfg = TILE | (tile or {})
+    unknown = set(cfg) - set(TILE)
+    if unknown:
+        raise ValueError(f"w12_ws_linear: unknown tile keys {sorted(unknown)}")
+    m, k = x.shape
+    n = weight.shape[0]
+    if not 1 <= m <= 16 or k != weight.columns or x.dtype != torch.bfloat16 or not x.is_cuda:
+        raise ValueError(f"w12_ws_linear wants x [1-16, {weight.columns}] bf16 on CUDA, "
+                         f"got {tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
+    if weight.group_size != BLOCK // 2:
+        raise ValueError(f"w12_ws_linear wants group size {BLOCK // 2}, got {weight.group_size}")
+    x = x.contiguous()
+    xp = pair_order(x) if xp is None else xp
+    if xp.shape != (m, padded(k)) or not xp.is_contiguous():
+        raise ValueError(f"w12_ws_linear: xp must be pair_order(x), [{m}, {padded(k)}] contiguous")
+    low, codes, xd = descriptors(weight, xp, cfg["BLOCK_N"])
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    splits = cfg["SPLIT_K"] or split_k(n, k, cfg["BLOCK_N"], sms)
+    blocks = triton.cdiv(k, BLOCK)
+    per_split = triton.cdiv(blocks, splits)
+    splits = triton.cdiv(blocks, per_split)  # no empty split
+    y = torch.empty(m, n, device=x.device, dtype=torch.bfloat16)
+    out = y if splits == 1 else torch.empty(splits, m, n, device=x.device, dtype=torch.float32)
+    grid = (triton.cdiv(n, cfg["BLOCK_N"]), splits)
+    _w12_ws_kernel[grid](
+        low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out,
+        m, n, k, per_split, x.stride(0), weight.base.stride(0), weight.base.shape[1], n, m * n,
+        BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
+        DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
+        num_warps=4,
+    )  # fmt: skip
+    if splits > 1:
+        block = 1024
+        _split_sum_kernel[(triton.cdiv(n, block), m)](
+            out, y, y, m, n, y.stride(0), 0, SPLIT_K=splits, RESIDUAL=False, BLOCK_N=block
+        )
+    return y
+
+
+def compile_sm90(tile: dict | None = None):
+    """The kernel compiled for sm_90a without a GPU (Triton's bundled ptxas: kernels/aot.usage
+    reads its registers): the checks a CPU can make of it."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    cfg = TILE | (tile or {}) | dict(SPLIT_K=(tile or {}).get("SPLIT_K") or 2)
+    bn = cfg["BLOCK_N"]
+    plain = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+    x_layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    types = dict(
+        low_desc=f"tensordesc<u8[{bn}, {BLOCK}],{plain!r}>",
+        code_desc=f"tensordesc<u8[{bn}, {BLOCK // 2}],{plain!r}>",
+        x_desc=f"tensordesc<bf16[16, {PAIR}],{x_layout!r}>",
+        x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
+        y_ptr="*fp32" if cfg["SPLIT_K"] > 1 else "*bf16",
+    )  # fmt: skip
+    fn = _w12_ws_kernel
+    consts = {name: cfg[name] for name in TILE} | dict(num_warps=4)
+    signature = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
+    constexprs = {(fn.arg_names.index(a),): v for a, v in consts.items()}
+    source = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs={})
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))

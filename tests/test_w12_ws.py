@@ -1,0 +1,123 @@
+"""kernels/w12_ws.py: the warp-specialized W12 multiply (a prototype, CUDA only).
+
+Without a GPU: the kernel's bit work, emulated in PyTorch, gives back every weight bit for bit
+and the reference's products, and the kernel compiles for sm_90a. On CUDA (Hopper): the kernel
+against w12_linear_reference."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from specpilot.formats import w12
+from specpilot.kernels import w12_ws
+from specpilot.kernels.w12_linear import w12_linear_reference
+
+
+def _weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
+    """Random weights with the cases the format escapes or keeps: zeros of both signs, a
+    subnormal, outliers either side of a group's window."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(n, k, generator=g) * 0.02
+    w[0, :5] = 0.0
+    w[1, 3] = 1e-39  # subnormal in bf16: escaped
+    w[2, 7] = 300.0  # far above its group's window: escaped
+    w[3, 9] = -0.0
+    w[4, k - 1] = -7e-9  # far below
+    return w.to(torch.bfloat16)
+
+
+def test_prmt_emulation_picks_the_bytes() -> None:
+    a = torch.tensor([0x44332211], dtype=torch.int32)
+    b = torch.tensor([0x0B0A0908], dtype=torch.int32)
+    assert w12_ws.prmt(a, b, 0x5140).item() == 0x09220811  # a0 b0 a1 b1, low byte first
+    assert w12_ws.prmt(a, b, 0x5342).item() == 0x09440833  # a2 b0 a3 b1
+    ones = torch.tensor([-1], dtype=torch.int32)
+    assert w12_ws.prmt(a, ones, 0x4000).item() == 0xFF111111 - 2**32  # a signed word back
+
+
+@pytest.mark.parametrize("n, k", [(64, 256), (96, 640), (130, 4096)])
+def test_pair_decode_gives_every_weight_back(n: int, k: int) -> None:
+    """The `_pair` words (emulated), scaled by each group's 2^(2b) and put back from
+    pair_order's columns, are the weights bit for bit; escaped weights read as zero."""
+    w = _weights(n, k)
+    packed = w12.encode(w)
+    kp = packed.low.shape[1]
+    eye = torch.eye(kp, dtype=torch.bfloat16)[:, :k]  # each natural column alone
+    # emulate(x = identity rows) gives the decoded weights' columns, escapes added
+    got = w12_ws.emulate(eye[:k], packed)  # [k, n]: row c = column c of every weight row
+    # equal as numbers: every bit of a non-zero weight (a sum keeps no zero's sign)
+    assert torch.equal(got.T.to(torch.bfloat16).float(), w.float())
+
+
+@pytest.mark.parametrize("m", [1, 5, 16])
+def test_emulated_products_match_the_reference(m: int) -> None:
+    w = _weights(192, 1152, seed=m)
+    packed = w12.encode(w)
+    x = (torch.randn(m, 1152, generator=torch.Generator().manual_seed(7))).to(torch.bfloat16)
+    ref = w12_linear_reference(x, packed).float()
+    got = w12_ws.emulate(x, packed)
+    assert torch.allclose(got, ref, rtol=2**-7, atol=2**-7 * ref.abs().max().item())
+
+
+def test_pair_order_is_a_permutation_of_each_block() -> None:
+    x = torch.arange(2 * 512, dtype=torch.float32).view(2, 512)
+    p = w12_ws.pair_order(x)
+    assert p.shape == (2, 512)
+    for block in range(2):
+        cols = p[0, 256 * block : 256 * (block + 1)]
+        assert sorted(cols.tolist()) == list(range(256 * block, 256 * (block + 1)))
+    # position 64 p + r of a block: column 32 (4 h + q0 + r % 2) + r // 2
+    assert p[0, :4].tolist() == [0, 32, 1, 33] and p[0, 64:66].tolist() == [64, 96]
+    assert p[0, 128:130].tolist() == [128, 160]
+    assert w12_ws.pair_order(torch.ones(1, 300)).shape == (1, 512)  # zero columns to Kp
+
+
+def test_the_kernel_compiles_for_sm90_without_spills() -> None:
+    """Gluon compiles it for sm_90a here (Triton's ptxas): no spills, one program an SM in
+    shared memory; the default tile (4 input stages, 2 decoded) and 128 rows with 8 decoding
+    warps (bench/w12_join.py --ws tries both)."""
+    wide = dict(BLOCK_N=128, STAGES=2, W_STAGES=1, DECODE_WARPS=8, DECODE_REGS=80)
+    code = "import json; from specpilot.kernels import aot, w12_ws; "
+    code += f"print(json.dumps([aot.usage(w12_ws.compile_sm90(t)) for t in ({{}}, {wide!r})]))"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not run
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    default, eight = json.loads(done.stdout.splitlines()[-1])
+    for usage in (default, eight):
+        assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0
+        assert usage["shared"] <= 227 * 1024
+    assert default["warps"] == 12  # 4 multiplying, 4 decoding, 1 loading (a warpgroup's worth)
+    assert eight["warps"] == 16
+
+
+def test_bad_input_is_refused() -> None:
+    packed = w12.encode(_weights(64, 256))
+    with pytest.raises(ValueError, match="unknown tile keys"):
+        w12_ws.w12_ws_linear(torch.zeros(1, 256, dtype=torch.bfloat16), packed, dict(BLOCK=1))
+    with pytest.raises(ValueError, match="wants x"):
+        w12_ws.w12_ws_linear(torch.zeros(17, 256, dtype=torch.bfloat16), packed)
+
+
+hopper = pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+    reason="Gluon warp specialization: CUDA sm_90+ only",
+)
+
+
+@hopper
+@pytest.mark.parametrize("m", [1, 7, 16])
+@pytest.mark.parametrize("n, k, split", [(4096, 4096, 0), (320, 1152, 1), (256, 12288, 4)])
+def test_w12_ws_matches_the_reference(m: int, n: int, k: int, split: int) -> None:
+    w = _weights(n, k, seed=n + m).cuda()
+    packed = w12.encode(w)
+    x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+    ref = w12_linear_reference(x, packed).float()
+    y = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split)).float()
+    assert torch.allclose(y, ref, rtol=2**-6, atol=2**-6 * ref.abs().max().item())
