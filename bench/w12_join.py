@@ -63,7 +63,7 @@ BEST_TILES = {
 # --ws: kernels/w12_ws.py's tiles (the decode in warps of its own), beside the variants
 WS_TILES = (
     ("64r4s", {}), ("64r3s", dict(STAGES=3)), ("64r4s8d", dict(DECODE_WARPS=8, DECODE_REGS=80)),
-    ("64r4s1w", dict(W_STAGES=1)),
+    ("64r4s1w", dict(W_STAGES=1)), ("64r4s/sw0", dict(SWIZZLE=0)),
     ("128r2s8d", dict(BLOCK_N=128, STAGES=2, W_STAGES=1, DECODE_WARPS=8, DECODE_REGS=80)),
 )  # fmt: skip
 

@@ -40,7 +40,8 @@ from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
 
 # the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
 # 4 decoding warps; K split so that the grid fills the SMs (`launch`)
-TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0)
+TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0,
+            SWIZZLE=128)  # fmt: skip
 PAIR = 2 * SLICE  # columns of one decoded buffer: two slices, interleaved
 WBLOCK, WPAIR = gl.constexpr(BLOCK), gl.constexpr(PAIR)  # the same, inside the kernels
 
@@ -79,19 +80,21 @@ def _loader(descs, bufs, bars, k_block0, n_blocks, row0, BLOCK_N: gl.constexpr):
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars
-    STAGES: gl.constexpr = low_buf.type.shape[0]
+    STAGES: gl.constexpr = code_buf.type.shape[0]
     nbytes: gl.constexpr = BLOCK_N * (WBLOCK + WBLOCK // 2) + 4 * x_desc.block_type.nbytes
     for i in range(n_blocks):
         s = i % STAGES
         mbarrier.wait(in_empty.index(s), ((i // STAGES) & 1) ^ 1)
         ready = in_ready.index(s)
         mbarrier.expect(ready, nbytes)
-        t = k_block0 + i
-        col = t * WBLOCK
-        tma.async_copy_global_to_shared(low_desc, [row0, col], ready, low_buf.index(s))
+        col = (k_block0 + i) * WBLOCK
+        # the low plane's block as its two halves (128 bytes a row each: a swizzle's width)
+        tma.async_copy_global_to_shared(low_desc, [row0, col], ready, low_buf.index(2 * s))
+        tma.async_copy_global_to_shared(low_desc, [row0, col + WBLOCK // 2], ready,
+                                        low_buf.index(2 * s + 1))  # fmt: skip
         tma.async_copy_global_to_shared(code_desc, [row0, col // 2], ready, code_buf.index(s))
         for p in gl.static_range(4):
-            tma.async_copy_global_to_shared(x_desc, [0, t * WBLOCK + p * WPAIR], ready,
+            tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], ready,
                                             x_buf.index(4 * s + p))  # fmt: skip
 
 
@@ -99,22 +102,25 @@ def _loader(descs, bufs, bars, k_block0, n_blocks, row0, BLOCK_N: gl.constexpr):
 def _decoder(bufs, bars, n_blocks, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr):
     low_buf, code_buf, w_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars
-    STAGES: gl.constexpr = low_buf.type.shape[0]
+    STAGES: gl.constexpr = code_buf.type.shape[0]
     W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
-    # a warp a row at a time, its lanes along the row's 32 words: no bank conflicts
+    # a warp a row at a time, its lanes along the row's 32 words
     words: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [DECODE_WARPS, 1], [1, 0])
-    plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    # the planes' rows as 32-bit words, in the swizzle TMA wrote them with (128 bytes: reads of
+    # 8 rows at once, as ldmatrix makes them, without bank conflicts; 0 had 8-way conflicts)
+    planes: gl.constexpr = gl.NVMMASharedLayout(
+        swizzle_byte_width=code_buf.type.layout.swizzle_byte_width, element_bitwidth=32, rank=2
+    )
     pairs: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
     for i in range(n_blocks):
         s = i % STAGES
         sw = i % W_STAGES
         mbarrier.wait(in_ready.index(s), (i // STAGES) & 1)
         mbarrier.wait(w_empty.index(sw), ((i // W_STAGES) & 1) ^ 1)
-        low = low_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, WBLOCK // 4], plain)
-        code_word = code_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, WBLOCK // 8], plain)
-        code_word = code_word.load(words)
+        code_word = code_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, 32], planes).load(words)
         for h in gl.static_range(2):
-            low_word = low.slice(32 * h, 32, dim=1).load(words)
+            low = low_buf.index(2 * s + h)._reinterpret(gl.int32, [BLOCK_N, 32], planes)
+            low_word = low.load(words)
             for qq in gl.static_range(2):
                 pair = _pair(low_word, code_word, 2 * qq, h)
                 dst = w_buf.index(4 * sw + 2 * h + qq)._reinterpret(gl.int32, [BLOCK_N, 32], pairs)
@@ -211,8 +217,9 @@ def _w12_ws_kernel(
     k_block0 = split * blocks_per_split
     n_blocks = gl.minimum(blocks_per_split, gl.cdiv(k, WBLOCK) - k_block0)
 
-    low_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, WBLOCK], low_desc.layout)
-    code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, WBLOCK // 2], code_desc.layout)
+    half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
+    low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, BLOCK_N, half], low_desc.layout)
+    code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, half], code_desc.layout)
     x_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * STAGES, 16, WPAIR], x_desc.layout)
     w_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16,
                                                   rank=2)  # fmt: skip
@@ -285,15 +292,20 @@ def emulate(x: torch.Tensor, weight: W12Weight) -> torch.Tensor:
     return y.T
 
 
-def descriptors(weight: W12Weight, xp: torch.Tensor, block_n: int) -> tuple:
-    """TMA descriptors of the planes ([block_n, 256] and [block_n, 128] bytes a block) and of the
-    pair-ordered input ([16, 64] bf16 a pair)."""
+def plane_layout(swizzle: int):
+    """The planes' shared layout: rows of 128 bytes, swizzled `swizzle` bytes wide (128 or 0)."""
+    return gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=8, rank=2)
+
+
+def descriptors(weight: W12Weight, xp: torch.Tensor, block_n: int, swizzle: int) -> tuple:
+    """TMA descriptors of the planes ([block_n, 128] bytes: the low plane's block in two, the
+    codes' in one) and of the pair-ordered input ([16, 64] bf16 a pair)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    plain = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+    planes = plane_layout(swizzle)
     x_layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
-    low = TensorDescriptor.from_tensor(weight.low, [block_n, BLOCK], plain)
-    codes = TensorDescriptor.from_tensor(weight.codes, [block_n, BLOCK // 2], plain)
+    low = TensorDescriptor.from_tensor(weight.low, [block_n, BLOCK // 2], planes)
+    codes = TensorDescriptor.from_tensor(weight.codes, [block_n, BLOCK // 2], planes)
     x = TensorDescriptor.from_tensor(xp, [16, PAIR], x_layout)
     return low, codes, x
 
@@ -330,7 +342,7 @@ def w12_ws_linear(
     xp = pair_order(x) if xp is None else xp
     if xp.shape != (m, padded(k)) or not xp.is_contiguous():
         raise ValueError(f"w12_ws_linear: xp must be pair_order(x), [{m}, {padded(k)}] contiguous")
-    low, codes, xd = descriptors(weight, xp, cfg["BLOCK_N"])
+    low, codes, xd = descriptors(weight, xp, cfg["BLOCK_N"], cfg["SWIZZLE"])
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     splits = cfg["SPLIT_K"] or split_k(n, k, cfg["BLOCK_N"], sms)
     blocks = triton.cdiv(k, BLOCK)
@@ -362,17 +374,17 @@ def compile_sm90(tile: dict | None = None):
 
     cfg = TILE | (tile or {}) | dict(SPLIT_K=(tile or {}).get("SPLIT_K") or 2)
     bn = cfg["BLOCK_N"]
-    plain = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+    planes = plane_layout(cfg["SWIZZLE"])
     x_layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
     types = dict(
-        low_desc=f"tensordesc<u8[{bn}, {BLOCK}],{plain!r}>",
-        code_desc=f"tensordesc<u8[{bn}, {BLOCK // 2}],{plain!r}>",
+        low_desc=f"tensordesc<u8[{bn}, {BLOCK // 2}],{planes!r}>",
+        code_desc=f"tensordesc<u8[{bn}, {BLOCK // 2}],{planes!r}>",
         x_desc=f"tensordesc<bf16[16, {PAIR}],{x_layout!r}>",
         x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
         y_ptr="*fp32" if cfg["SPLIT_K"] > 1 else "*bf16",
     )  # fmt: skip
     fn = _w12_ws_kernel
-    consts = {name: cfg[name] for name in TILE} | dict(num_warps=4)
+    consts = {name: cfg[name] for name in TILE if name != "SWIZZLE"} | dict(num_warps=4)
     signature = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
     constexprs = {(fn.arg_names.index(a),): v for a, v in consts.items()}
     source = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs={})

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~3 min + cold start; no carry), prepared in session 49, not yet run: run 278.
+# Device call (~3 min + cold start; no carry), prepared in session 49, not yet run: run 279.
 # kernels/w12_ws.py (new, Gluon): the 16-row W12 multiply with its decode in warps of its own
 # (a 1-warp TMA loader, 4 or 8 decoding warps writing bf16 pairs to shared memory, one wgmma
 # warpgroup scaling each group's sums), one program an SM. Run 277 showed W12's tensor-core
@@ -8,8 +8,14 @@
 # 1, 7 and 16 rows, K splits, escapes), then bench/w12_join.py --ws at Qwen3-8B's and Llama's
 # 16-row shapes beside today's tiles (plain = the variant-free tile, j2esc4 = JOIN 2 + ESC_ROWS 4
 # as JOIN_INPUT runs gate|up and down).
-# Prediction: gate|up ~38-40 us (today 41.62), down ~23-24 (26.44); q|k|v and o no better (96
-# and 64 row tiles: fewer programs than SMs).
+# Run 278 (bench/h200/wsq278.sh) had its tests pass (19) but the kernel slow: gate|up 55.1 us
+# against 42.9, down 28.4 against 26.9, level across stages, decoding warps and decoded stages:
+# every program drew ~21 GB/s. The suspect: the planes' tiles were unswizzled 256-byte rows, so
+# the decoders' ldmatrix reads of 8 rows hit one bank group (8-way conflicts, ~1,500 cycles of
+# the shared-memory pipe a block). Now the planes come as 128-byte rows with TMA's 128-byte
+# swizzle (SWIZZLE 128; the 64r4s/sw0 tile keeps them unswizzled, as run 278's 256-byte rows).
+# Prediction: gate|up ~40 us with the swizzle (-27%), sw0 ~55; down ~24; q|k|v and o no better
+# (96 and 64 row tiles: fewer programs than SMs).
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
