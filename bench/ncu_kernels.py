@@ -60,7 +60,8 @@ TIME_UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3,
 BYTE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}  # ncu's units -> us, bytes
 
 
-def run(shapes: list[str], rows: list[int]) -> None:
+def run(shapes: list[str], rows: list[int], ws: bool = False) -> None:
+    """ws: kernels/w12_ws.py's multiply too (its input given in pair order), 2-16 rows."""
     import torch
     from kernel_sweep import SHAPES
 
@@ -78,6 +79,12 @@ def run(shapes: list[str], rows: list[int]) -> None:
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             calls.append((f"w12 {m}x{n}x{k}", lambda x=x, p=packed: w12_linear(x, p)))
             calls.append((f"bf16 {m}x{n}x{k}", lambda x=x, w=weight: skinny_linear(x, w)))
+            if ws and m > 1:
+                from specpilot.kernels import w12_ws
+
+                xp = w12_ws.pair_order(x)
+                call = lambda x=x, p=packed, xp=xp: w12_ws.w12_ws_linear(x, p, None, xp)  # noqa: E731
+                calls.append((f"ws {m}x{n}x{k}", call))
     _profile(calls)
 
 
@@ -263,6 +270,7 @@ def main() -> None:
     r = sub.add_parser("run", help="the profiled calls (under ncu)")
     r.add_argument("--shapes", default="qkv,o,gate_up,down")
     r.add_argument("--rows", default="1,16")
+    r.add_argument("--ws", action="store_true", help="kernels/w12_ws.py's multiply too")
     a = sub.add_parser("attention", help="the profiled attention calls (under ncu)")
     a.add_argument("--context", type=int, default=1024)
     a.add_argument("--tokens", default="1,16")
@@ -287,7 +295,7 @@ def main() -> None:
     if args.mode == "metrics":
         print(",".join(METRICS.values()))
     elif args.mode == "run":
-        run(args.shapes.split(","), [int(m) for m in args.rows.split(",")])
+        run(args.shapes.split(","), [int(m) for m in args.rows.split(",")], args.ws)
     elif args.mode == "attention":
         if args.merge_rows >= 0:  # the split launch merges its slices itself up to these rows
             from specpilot.kernels import attention

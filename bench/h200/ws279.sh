@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Device call (~3 min + cold start; no carry), prepared in session 49, not yet run: run 279.
+# Device call (~4 min + cold start; no carry), prepared in session 49, not yet run: run 279.
 # kernels/w12_ws.py (new, Gluon): the 16-row W12 multiply with its decode in warps of its own
 # (a 1-warp TMA loader, 4 or 8 decoding warps writing bf16 pairs to shared memory, one wgmma
 # warpgroup scaling each group's sums), one program an SM. Run 277 showed W12's tensor-core
 # tiles cannot both decode and keep bytes in flight in the same warps (2-warp one-wave programs
 # at half speed). First its GPU tests (tests/test_w12_ws.py: against w12_linear_reference at
-# 1, 7 and 16 rows, K splits, escapes), then bench/w12_join.py --ws at Qwen3-8B's and Llama's
+# 1, 7 and 16 rows, K splits, escapes), then bench/w12_join.py --ws at Qwen3-8B's
 # 16-row shapes beside today's tiles (plain = the variant-free tile, j2esc4 = JOIN 2 + ESC_ROWS 4
 # as JOIN_INPUT runs gate|up and down).
 # Run 278 (bench/h200/wsq278.sh) had its tests pass (19) but the kernel slow: gate|up 55.1 us
@@ -13,17 +13,19 @@
 # every program drew ~21 GB/s. The suspect: the planes' tiles were unswizzled 256-byte rows, so
 # the decoders' ldmatrix reads of 8 rows hit one bank group (8-way conflicts, ~1,500 cycles of
 # the shared-memory pipe a block). Now the planes come as 128-byte rows with TMA's 128-byte
-# swizzle (SWIZZLE 128; the 64r4s/sw0 tile keeps them unswizzled, as run 278's 256-byte rows).
+# swizzle (SWIZZLE 128; the 64r4s/sw0 tile keeps them unswizzled, as run 278's 256-byte rows),
+# and three bounds say which partition limits: no decode (nodec), no multiply (nomma), neither
+# (loads). Then Nsight Compute at gate|up: counters, and the SASS source view's stalls.
 # Prediction: gate|up ~40 us with the swizzle (-27%), sw0 ~55; down ~24; q|k|v and o no better
 # (96 and 64 row tiles: fewer programs than SMs).
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="w12_ws or pair or emulat or prmt or compiles" TESTS_S=240 gpu_tests_gate \
+TESTS_K="w12_ws or pair or emulat or prmt or compiles" TESTS_S=120 gpu_tests_gate \
     tests/test_w12_ws.py || exit 0
-for model in qwen3-8b llama3.1-8b; do
-    timeout 150 python3 bench/w12_join.py --model $model --rows 16 --shapes qkv,o,gate_up,down \
+for model in qwen3-8b; do  # (Llama's shapes next, if it wins: the same kernel)
+    timeout 240 python3 bench/w12_join.py --model $model --rows 16 --shapes qkv,o,gate_up,down \
         --variants plain,j2esc4 --ws --out "$OUT/ws-$model.json" >"$OUT/ws-$model.log" 2>&1
     echo "$model rc=$?"; grep -vE "^\{" "$OUT/ws-$model.log" | tail -5 | cut -c1-220
     pack
@@ -36,4 +38,16 @@ for path in sys.argv[1:]:
         for t in s.get("ws", []):
             print(d["model"], s["shape"], t["tile"], round(t["us"], 2) if "us" in t else t["error"])
 PY
+pack
+# Nsight Compute: counters of the W12 tile, w12_ws and bf16 at 16 rows, then w12_ws's SASS source
+# view at gate|up (where its warps stall, partition by partition)
+timeout 100 ncu --profile-from-start off --clock-control none --csv --page raw \
+    --metrics "$(python3 bench/ncu_kernels.py metrics)" \
+    python3 bench/ncu_kernels.py run --rows 16 --shapes gate_up --ws \
+    >"$OUT/ncu-ws.csv" 2>"$OUT/ncu-ws.log"
+echo "ncu rc=$?"; tail -2 "$OUT/ncu-ws.log"
+python3 bench/ncu_kernels.py table "$OUT/ncu-ws.csv" >"$OUT/ncu-table.log" 2>&1
+head -10 "$OUT/ncu-table.log" | cut -c1-220
+pack
+ncu_source wsgateup _w12_ws_kernel python3 bench/ncu_kernels.py run --shapes gate_up --rows 16 --ws
 pack; archive_only

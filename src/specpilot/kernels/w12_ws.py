@@ -41,7 +41,8 @@ from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
 # the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
 # 4 decoding warps; K split so that the grid fills the SMs (`launch`)
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0,
-            SWIZZLE=128)  # fmt: skip
+            SWIZZLE=128, BOUND=0)  # fmt: skip
+# BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both
 PAIR = 2 * SLICE  # columns of one decoded buffer: two slices, interleaved
 WBLOCK, WPAIR = gl.constexpr(BLOCK), gl.constexpr(PAIR)  # the same, inside the kernels
 
@@ -99,7 +100,8 @@ def _loader(descs, bufs, bars, k_block0, n_blocks, row0, BLOCK_N: gl.constexpr):
 
 
 @gluon.jit
-def _decoder(bufs, bars, n_blocks, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr):
+def _decoder(bufs, bars, n_blocks, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr,
+             BOUND: gl.constexpr):  # fmt: skip
     low_buf, code_buf, w_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
@@ -117,23 +119,36 @@ def _decoder(bufs, bars, n_blocks, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.const
         sw = i % W_STAGES
         mbarrier.wait(in_ready.index(s), (i // STAGES) & 1)
         mbarrier.wait(w_empty.index(sw), ((i // W_STAGES) & 1) ^ 1)
-        code_word = code_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, 32], planes).load(words)
-        for h in gl.static_range(2):
-            low = low_buf.index(2 * s + h)._reinterpret(gl.int32, [BLOCK_N, 32], planes)
-            low_word = low.load(words)
-            for qq in gl.static_range(2):
-                pair = _pair(low_word, code_word, 2 * qq, h)
-                dst = w_buf.index(4 * sw + 2 * h + qq)._reinterpret(gl.int32, [BLOCK_N, 32], pairs)
-                dst.store(pair)
+        if (BOUND & 1) == 0:  # BOUND 1 (a bound, wrong products): no decode, the rest as it is
+            code_word = code_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, 32], planes)
+            code_word = code_word.load(words)
+            for h in gl.static_range(2):
+                low = low_buf.index(2 * s + h)._reinterpret(gl.int32, [BLOCK_N, 32], planes)
+                low_word = low.load(words)
+                for qq in gl.static_range(2):
+                    pair = _pair(low_word, code_word, 2 * qq, h)
+                    dst = w_buf.index(4 * sw + 2 * h + qq)
+                    dst._reinterpret(gl.int32, [BLOCK_N, 32], pairs).store(pair)
         fence_async_shared()  # the stores before wgmma reads them, the loads before TMA writes
         mbarrier.arrive(in_empty.index(s), count=1)
         mbarrier.arrive(w_ready.index(sw), count=1)
 
 
 @gluon.jit
+def _group_products(w_buf, x_buf, sw, s, G: gl.constexpr, acc):
+    """A block's group G (pairs 2G and 2G + 1) times the input, on wgmma, asynchronous: fresh
+    sums in acc's layout."""
+    w0, w1 = w_buf.index(4 * sw + 2 * G), w_buf.index(4 * sw + 2 * G + 1)
+    x0 = x_buf.index(4 * s + 2 * G).permute((1, 0))
+    x1 = x_buf.index(4 * s + 2 * G + 1).permute((1, 0))
+    out = warpgroup_mma(w0, x0, acc, use_acc=False, is_async=True)
+    return warpgroup_mma(w1, x1, out, is_async=True)
+
+
+@gluon.jit
 def _multiplier(bufs, bars, n_blocks, k_block0, row0, base_ptr, base_stride, groups, n, escapes,
                 x_ptr, stride_x, m, out_ptr, stride_y, BLOCK_N: gl.constexpr,
-                OUT_F32: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
+                OUT_F32: gl.constexpr, BOUND: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
     """The default partition: the blocks' products, each group's scaled, then the escapes of its
     rows and columns and the store ([M, N] bf16, or a split's fp32 partial sums)."""
     x_buf, w_buf = bufs
@@ -157,19 +172,18 @@ def _multiplier(bufs, bars, n_blocks, k_block0, row0, base_ptr, base_stride, gro
         sw = i % W_STAGES
         mbarrier.wait(in_ready.index(s), (i // STAGES) & 1)
         mbarrier.wait(w_ready.index(sw), (i // W_STAGES) & 1)
-        g0 = warpgroup_mma(w_buf.index(4 * sw), x_buf.index(4 * s).permute((1, 0)), acc,
-                           use_acc=False, is_async=True)  # fmt: skip
-        g0 = warpgroup_mma(w_buf.index(4 * sw + 1), x_buf.index(4 * s + 1).permute((1, 0)), g0,
-                           is_async=True)  # fmt: skip
-        g1 = warpgroup_mma(w_buf.index(4 * sw + 2), x_buf.index(4 * s + 2).permute((1, 0)), acc,
-                           use_acc=False, is_async=True)  # fmt: skip
-        g1 = warpgroup_mma(w_buf.index(4 * sw + 3), x_buf.index(4 * s + 3).permute((1, 0)), g1,
-                           is_async=True)  # fmt: skip
+        if (BOUND & 2) != 0:  # BOUND 2 (a bound, wrong products): no multiply, the rest as is
+            g0 = acc
+            g1 = acc
+        else:
+            g0 = _group_products(w_buf, x_buf, sw, s, 0, acc)
+            g1 = _group_products(w_buf, x_buf, sw, s, 1, acc)
         nxt = 2 * (k_block0 + i + 1)
         more = in_rows & (i + 1 < n_blocks)
         nb0 = gl.load(base_row + nxt, mask=more, other=0).to(gl.int32)
         nb1 = gl.load(base_row + nxt + 1, mask=more & (nxt + 1 < groups), other=0).to(gl.int32)
-        g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
+        if (BOUND & 2) == 0:
+            g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
         mbarrier.arrive(w_empty.index(sw), count=1)
         mbarrier.arrive(in_empty.index(s), count=1)
         # 2^(2b) as an fp32: exact for b <= 63 (formats/w12.py)
@@ -209,7 +223,7 @@ def _w12_ws_kernel(
     m, n, k, blocks_per_split, stride_x, base_stride, groups, stride_y, stride_split,
     BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
-    num_warps: gl.constexpr,
+    BOUND: gl.constexpr, num_warps: gl.constexpr,
 ):  # fmt: skip
     pid_n = gl.program_id(0)
     split = gl.program_id(1)
@@ -241,9 +255,10 @@ def _w12_ws_kernel(
         [
             (_multiplier, ((x_buf, w_buf), bars, n_blocks, k_block0, row0, base_ptr, base_stride,
                            groups, n, (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m,
-                           y_ptr + split * stride_split, stride_y, BLOCK_N, SPLIT_K > 1,
+                           y_ptr + split * stride_split, stride_y, BLOCK_N, SPLIT_K > 1, BOUND,
                            num_warps)),
-            (_decoder, ((low_buf, code_buf, w_buf), bars, n_blocks, BLOCK_N, DECODE_WARPS)),
+            (_decoder, ((low_buf, code_buf, w_buf), bars, n_blocks, BLOCK_N, DECODE_WARPS,
+                        BOUND)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars,
                        k_block0, n_blocks, row0, BLOCK_N)),
         ],
@@ -356,7 +371,7 @@ def w12_ws_linear(
         m, n, k, per_split, x.stride(0), weight.base.stride(0), weight.base.shape[1], n, m * n,
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
-        num_warps=4,
+        BOUND=cfg["BOUND"], num_warps=4,
     )  # fmt: skip
     if splits > 1:
         block = 1024
