@@ -64,6 +64,7 @@ BEST_TILES = {
 WS_TILES = (
     ("64r4s", {}), ("64r3s", dict(STAGES=3)), ("64r4s8d", dict(DECODE_WARPS=8, DECODE_REGS=80)),
     ("64r4s1w", dict(W_STAGES=1)), ("64r4s/sw0", dict(SWIZZLE=0)),
+    ("64r4s/pers", dict(PERSISTENT=1)),
     # bounds, wrong products (not checked): without the decode, the multiply, or both
     ("64r4s/nodec", dict(BOUND=1)), ("64r4s/nomma", dict(BOUND=2)), ("64r4s/loads", dict(BOUND=3)),
     ("128r2s8d", dict(BLOCK_N=128, STAGES=2, W_STAGES=1, DECODE_WARPS=8, DECODE_REGS=80)),

@@ -121,3 +121,16 @@ def test_w12_ws_matches_the_reference(m: int, n: int, k: int, split: int) -> Non
     ref = w12_linear_reference(x, packed).float()
     y = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split)).float()
     assert torch.allclose(y, ref, rtol=2**-6, atol=2**-6 * ref.abs().max().item())
+
+
+@hopper
+@pytest.mark.parametrize("tile", [dict(PERSISTENT=1), dict(SWIZZLE=0), dict(BOUND=0, STAGES=2)])
+def test_w12_ws_tiles_match_the_reference(tile: dict) -> None:
+    """A persistent grid (141 tiles of 64 rows, more than the SMs: the rings run on across
+    units), unswizzled planes, a 2-stage ring; N not a multiple of the tile."""
+    w = _weights(9000, 2304, seed=3).cuda()
+    packed = w12.encode(w)
+    x = torch.randn(16, 2304, device="cuda").to(torch.bfloat16)
+    ref = w12_linear_reference(x, packed).float()
+    y = w12_ws.w12_ws_linear(x, packed, tile).float()
+    assert torch.allclose(y, ref, rtol=2**-6, atol=2**-6 * ref.abs().max().item())

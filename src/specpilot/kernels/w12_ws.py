@@ -41,8 +41,9 @@ from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
 # the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
 # 4 decoding warps; K split so that the grid fills the SMs (`launch`)
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0,
-            SWIZZLE=128, BOUND=0)  # fmt: skip
-# BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both
+            SWIZZLE=128, BOUND=0, PERSISTENT=0)  # fmt: skip
+# BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both.
+# PERSISTENT: one program an SM taking the work units in turn (else one a unit)
 PAIR = 2 * SLICE  # columns of one decoded buffer: two slices, interleaved
 WBLOCK, WPAIR = gl.constexpr(BLOCK), gl.constexpr(PAIR)  # the same, inside the kernels
 
@@ -77,30 +78,44 @@ def _pair(low_word, code_word, Q0: gl.constexpr, H: gl.constexpr):
 
 
 @gluon.jit
-def _loader(descs, bufs, bars, k_block0, n_blocks, row0, BLOCK_N: gl.constexpr):
+def _unit(u, work, BLOCK_N: gl.constexpr):
+    """Work unit u (a tile of BLOCK_N rows and one K split of it) -> its first row, first block,
+    blocks and split. work: (units, tiles, blocks a split, blocks of K)."""
+    units, tiles, per_split, k_blocks = work
+    split = u // tiles
+    k_block0 = split * per_split
+    return (u % tiles) * BLOCK_N, k_block0, gl.minimum(per_split, k_blocks - k_block0), split
+
+
+@gluon.jit
+def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr):
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
     nbytes: gl.constexpr = BLOCK_N * (WBLOCK + WBLOCK // 2) + 4 * x_desc.block_type.nbytes
-    for i in range(n_blocks):
-        s = i % STAGES
-        mbarrier.wait(in_empty.index(s), ((i // STAGES) & 1) ^ 1)
-        ready = in_ready.index(s)
-        mbarrier.expect(ready, nbytes)
-        col = (k_block0 + i) * WBLOCK
-        # the low plane's block as its two halves (128 bytes a row each: a swizzle's width)
-        tma.async_copy_global_to_shared(low_desc, [row0, col], ready, low_buf.index(2 * s))
-        tma.async_copy_global_to_shared(low_desc, [row0, col + WBLOCK // 2], ready,
-                                        low_buf.index(2 * s + 1))  # fmt: skip
-        tma.async_copy_global_to_shared(code_desc, [row0, col // 2], ready, code_buf.index(s))
-        for p in gl.static_range(4):
-            tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], ready,
-                                            x_buf.index(4 * s + p))  # fmt: skip
+    c = 0  # blocks so far, over this program's units: the rings' positions and phases
+    for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
+        row0, k_block0, n_blocks, split = _unit(u, work, BLOCK_N)
+        for i in range(n_blocks):
+            s = c % STAGES
+            mbarrier.wait(in_empty.index(s), ((c // STAGES) & 1) ^ 1)
+            ready = in_ready.index(s)
+            mbarrier.expect(ready, nbytes)
+            col = (k_block0 + i) * WBLOCK
+            # the low plane's block as its two halves (128 bytes a row each: a swizzle's width)
+            tma.async_copy_global_to_shared(low_desc, [row0, col], ready, low_buf.index(2 * s))
+            tma.async_copy_global_to_shared(low_desc, [row0, col + WBLOCK // 2], ready,
+                                            low_buf.index(2 * s + 1))  # fmt: skip
+            tma.async_copy_global_to_shared(code_desc, [row0, col // 2], ready, code_buf.index(s))
+            for p in gl.static_range(4):
+                tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], ready,
+                                                x_buf.index(4 * s + p))  # fmt: skip
+            c += 1
 
 
 @gluon.jit
-def _decoder(bufs, bars, n_blocks, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr,
+def _decoder(bufs, bars, work, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr,
              BOUND: gl.constexpr):  # fmt: skip
     low_buf, code_buf, w_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars
@@ -114,24 +129,28 @@ def _decoder(bufs, bars, n_blocks, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.const
         swizzle_byte_width=code_buf.type.layout.swizzle_byte_width, element_bitwidth=32, rank=2
     )
     pairs: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
-    for i in range(n_blocks):
-        s = i % STAGES
-        sw = i % W_STAGES
-        mbarrier.wait(in_ready.index(s), (i // STAGES) & 1)
-        mbarrier.wait(w_empty.index(sw), ((i // W_STAGES) & 1) ^ 1)
-        if (BOUND & 1) == 0:  # BOUND 1 (a bound, wrong products): no decode, the rest as it is
-            code_word = code_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, 32], planes)
-            code_word = code_word.load(words)
-            for h in gl.static_range(2):
-                low = low_buf.index(2 * s + h)._reinterpret(gl.int32, [BLOCK_N, 32], planes)
-                low_word = low.load(words)
-                for qq in gl.static_range(2):
-                    pair = _pair(low_word, code_word, 2 * qq, h)
-                    dst = w_buf.index(4 * sw + 2 * h + qq)
-                    dst._reinterpret(gl.int32, [BLOCK_N, 32], pairs).store(pair)
-        fence_async_shared()  # the stores before wgmma reads them, the loads before TMA writes
-        mbarrier.arrive(in_empty.index(s), count=1)
-        mbarrier.arrive(w_ready.index(sw), count=1)
+    c = 0
+    for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
+        n_blocks = _unit(u, work, BLOCK_N)[2]
+        for _ in range(n_blocks):
+            s = c % STAGES
+            sw = c % W_STAGES
+            mbarrier.wait(in_ready.index(s), (c // STAGES) & 1)
+            mbarrier.wait(w_empty.index(sw), ((c // W_STAGES) & 1) ^ 1)
+            if (BOUND & 1) == 0:  # BOUND 1 (a bound, wrong products): no decode, the rest as is
+                code_word = code_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, 32], planes)
+                code_word = code_word.load(words)
+                for h in gl.static_range(2):
+                    low = low_buf.index(2 * s + h)._reinterpret(gl.int32, [BLOCK_N, 32], planes)
+                    low_word = low.load(words)
+                    for qq in gl.static_range(2):
+                        pair = _pair(low_word, code_word, 2 * qq, h)
+                        dst = w_buf.index(4 * sw + 2 * h + qq)
+                        dst._reinterpret(gl.int32, [BLOCK_N, 32], pairs).store(pair)
+            fence_async_shared()  # the stores before wgmma reads them, the loads before TMA's
+            mbarrier.arrive(in_empty.index(s), count=1)
+            mbarrier.arrive(w_ready.index(sw), count=1)
+            c += 1
 
 
 @gluon.jit
@@ -146,59 +165,75 @@ def _group_products(w_buf, x_buf, sw, s, G: gl.constexpr, acc):
 
 
 @gluon.jit
-def _multiplier(bufs, bars, n_blocks, k_block0, row0, base_ptr, base_stride, groups, n, escapes,
-                x_ptr, stride_x, m, out_ptr, stride_y, BLOCK_N: gl.constexpr,
-                OUT_F32: gl.constexpr, BOUND: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
-    """The default partition: the blocks' products, each group's scaled, then the escapes of its
-    rows and columns and the store ([M, N] bf16, or a split's fp32 partial sums)."""
+def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, out_ptr, stride_y,
+                stride_split, BLOCK_N: gl.constexpr, OUT_F32: gl.constexpr, BOUND: gl.constexpr,
+                num_warps: gl.constexpr):  # fmt: skip
+    """The default partition: each unit's blocks' products, each group's scaled, then the
+    escapes of its rows and columns and the store ([M, N] bf16, or a split's fp32 partial sums).
+    weights: (the group bases, their row stride, groups a row)."""
     x_buf, w_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars
+    base_ptr, base_stride, groups = weights
     STAGES: gl.constexpr = x_buf.type.shape[0] // 4
     W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, 16, 16]
     )
-    rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
-    rows = row0 + gl.arange(0, BLOCK_N, layout=rows_layout)
-    base_row = base_ptr + rows.to(gl.int64) * base_stride
-    in_rows = rows < n
-    acc = gl.zeros([BLOCK_N, 16], gl.float32, acc_layout)
-    # the next block's two group bases, loaded a block ahead of their use
-    b0 = gl.load(base_row + 2 * k_block0, mask=in_rows, other=0).to(gl.int32)
-    b1 = gl.load(base_row + 2 * k_block0 + 1, mask=in_rows & (2 * k_block0 + 1 < groups),
-                 other=0).to(gl.int32)  # fmt: skip
-    for i in range(n_blocks):
-        s = i % STAGES
-        sw = i % W_STAGES
-        mbarrier.wait(in_ready.index(s), (i // STAGES) & 1)
-        mbarrier.wait(w_ready.index(sw), (i // W_STAGES) & 1)
-        if (BOUND & 2) != 0:  # BOUND 2 (a bound, wrong products): no multiply, the rest as is
-            g0 = acc
-            g1 = acc
+    c = 0
+    for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
+        row0, k_block0, n_blocks, split = _unit(u, work, BLOCK_N)
+        rows = row0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
+        base_row = base_ptr + rows.to(gl.int64) * base_stride
+        in_rows = rows < n
+        acc = gl.zeros([BLOCK_N, 16], gl.float32, acc_layout)
+        # the next block's two group bases, loaded a block ahead of their use
+        b0 = gl.load(base_row + 2 * k_block0, mask=in_rows, other=0).to(gl.int32)
+        b1 = gl.load(base_row + 2 * k_block0 + 1, mask=in_rows & (2 * k_block0 + 1 < groups),
+                     other=0).to(gl.int32)  # fmt: skip
+        for i in range(n_blocks):
+            s = c % STAGES
+            sw = c % W_STAGES
+            mbarrier.wait(in_ready.index(s), (c // STAGES) & 1)
+            mbarrier.wait(w_ready.index(sw), (c // W_STAGES) & 1)
+            if (BOUND & 2) != 0:  # BOUND 2 (a bound, wrong products): no multiply
+                g0 = acc
+                g1 = acc
+            else:
+                g0 = _group_products(w_buf, x_buf, sw, s, 0, acc)
+                g1 = _group_products(w_buf, x_buf, sw, s, 1, acc)
+            nxt = 2 * (k_block0 + i + 1)
+            more = in_rows & (i + 1 < n_blocks)
+            nb0 = gl.load(base_row + nxt, mask=more, other=0).to(gl.int32)
+            nb1 = gl.load(base_row + nxt + 1, mask=more & (nxt + 1 < groups), other=0)
+            if (BOUND & 2) == 0:
+                g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
+            mbarrier.arrive(w_empty.index(sw), count=1)
+            mbarrier.arrive(in_empty.index(s), count=1)
+            # 2^(2b) as an fp32: exact for b <= 63 (formats/w12.py)
+            s0 = ((2 * b0 + 127) << 23).to(gl.float32, bitcast=True)
+            s1 = ((2 * b1 + 127) << 23).to(gl.float32, bitcast=True)
+            acc = acc + g0 * s0[:, None] + g1 * s1[:, None]
+            b0, b1 = nb0, nb1.to(gl.int32)
+            c += 1
+        acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, k_block0 * WBLOCK,
+                       (k_block0 + n_blocks) * WBLOCK)  # fmt: skip
+        tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, acc_layout))
+        out = out_ptr + split * stride_split + tokens[None, :] * stride_y + rows[:, None]
+        mask = in_rows[:, None] & (tokens[None, :] < m)
+        if OUT_F32:
+            gl.store(out, acc, mask=mask)
         else:
-            g0 = _group_products(w_buf, x_buf, sw, s, 0, acc)
-            g1 = _group_products(w_buf, x_buf, sw, s, 1, acc)
-        nxt = 2 * (k_block0 + i + 1)
-        more = in_rows & (i + 1 < n_blocks)
-        nb0 = gl.load(base_row + nxt, mask=more, other=0).to(gl.int32)
-        nb1 = gl.load(base_row + nxt + 1, mask=more & (nxt + 1 < groups), other=0).to(gl.int32)
-        if (BOUND & 2) == 0:
-            g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
-        mbarrier.arrive(w_empty.index(sw), count=1)
-        mbarrier.arrive(in_empty.index(s), count=1)
-        # 2^(2b) as an fp32: exact for b <= 63 (formats/w12.py)
-        s0 = ((2 * b0 + 127) << 23).to(gl.float32, bitcast=True)
-        s1 = ((2 * b1 + 127) << 23).to(gl.float32, bitcast=True)
-        acc = acc + g0 * s0[:, None] + g1 * s1[:, None]
-        b0, b1 = nb0, nb1
+            gl.store(out, acc.to(gl.bfloat16), mask=mask)
 
-    # the escapes of these rows in this program's columns, after the loop: each row's list in turn
+
+@gluon.jit
+def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1):
+    """acc plus the escapes of these rows in columns col0 .. col1 - 1: each row's list in turn
+    (its length the longest of the tile's)."""
     row_ptr, esc_col_ptr, esc_bits_ptr = escapes
-    tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, acc_layout))
+    tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, acc.type.layout))
     start = gl.load(row_ptr + rows, mask=in_rows, other=0)
     count = gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
-    col0 = k_block0 * WBLOCK
-    col1 = col0 + n_blocks * WBLOCK
     for e in range(gl.max(count, axis=0)):
         live = e < count
         col = gl.load(esc_col_ptr + start + e, mask=live, other=0)
@@ -208,29 +243,22 @@ def _multiplier(bufs, bars, n_blocks, k_block0, row0, base_ptr, base_stride, gro
         xs = gl.load(x_ptr + tokens[None, :] * stride_x + col[:, None],
                      mask=live[:, None] & (tokens[None, :] < m), other=0.0)  # fmt: skip
         acc = acc + value[:, None] * xs.to(gl.float32)
-    out = out_ptr + tokens[None, :] * stride_y + rows[:, None]
-    mask = in_rows[:, None] & (tokens[None, :] < m)
-    if OUT_F32:
-        gl.store(out, acc, mask=mask)
-    else:
-        gl.store(out, acc.to(gl.bfloat16), mask=mask)
+    return acc
 
 
 @gluon.jit
 def _w12_ws_kernel(
     low_desc, code_desc, x_desc,
     x_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr,
-    m, n, k, blocks_per_split, stride_x, base_stride, groups, stride_y, stride_split,
+    m, n, k, units, tiles, blocks_per_split, stride_x, base_stride, groups, stride_y,
+    stride_split,
     BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
     BOUND: gl.constexpr, num_warps: gl.constexpr,
 ):  # fmt: skip
-    pid_n = gl.program_id(0)
-    split = gl.program_id(1)
-    row0 = pid_n * BLOCK_N
-    k_block0 = split * blocks_per_split
-    n_blocks = gl.minimum(blocks_per_split, gl.cdiv(k, WBLOCK) - k_block0)
-
+    """Each program takes work units pid, pid + programs, ... (`_unit`): one a program, or with
+    fewer programs than units, persistent (the rings run on across units)."""
+    work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK))
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, BLOCK_N, half], low_desc.layout)
     code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, half], code_desc.layout)
@@ -253,14 +281,12 @@ def _w12_ws_kernel(
 
     gl.warp_specialize(
         [
-            (_multiplier, ((x_buf, w_buf), bars, n_blocks, k_block0, row0, base_ptr, base_stride,
-                           groups, n, (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m,
-                           y_ptr + split * stride_split, stride_y, BLOCK_N, SPLIT_K > 1, BOUND,
-                           num_warps)),
-            (_decoder, ((low_buf, code_buf, w_buf), bars, n_blocks, BLOCK_N, DECODE_WARPS,
-                        BOUND)),
-            (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars,
-                       k_block0, n_blocks, row0, BLOCK_N)),
+            (_multiplier, ((x_buf, w_buf), bars, work, (base_ptr, base_stride, groups), n,
+                           (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m, y_ptr,
+                           stride_y, stride_split, BLOCK_N, SPLIT_K > 1, BOUND, num_warps)),
+            (_decoder, ((low_buf, code_buf, w_buf), bars, work, BLOCK_N, DECODE_WARPS, BOUND)),
+            (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars, work,
+                       BLOCK_N)),
         ],
         [DECODE_WARPS, 1],
         [DECODE_REGS, 24],
@@ -365,10 +391,13 @@ def w12_ws_linear(
     splits = triton.cdiv(blocks, per_split)  # no empty split
     y = torch.empty(m, n, device=x.device, dtype=torch.bfloat16)
     out = y if splits == 1 else torch.empty(splits, m, n, device=x.device, dtype=torch.float32)
-    grid = (triton.cdiv(n, cfg["BLOCK_N"]), splits)
+    tiles = triton.cdiv(n, cfg["BLOCK_N"])
+    units = tiles * splits
+    grid = (min(units, sms) if cfg["PERSISTENT"] else units,)
     _w12_ws_kernel[grid](
         low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out,
-        m, n, k, per_split, x.stride(0), weight.base.stride(0), weight.base.shape[1], n, m * n,
+        m, n, k, units, tiles, per_split, x.stride(0), weight.base.stride(0),
+        weight.base.shape[1], n, m * n,
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
         BOUND=cfg["BOUND"], num_warps=4,
@@ -399,7 +428,8 @@ def compile_sm90(tile: dict | None = None):
         y_ptr="*fp32" if cfg["SPLIT_K"] > 1 else "*bf16",
     )  # fmt: skip
     fn = _w12_ws_kernel
-    consts = {name: cfg[name] for name in TILE if name != "SWIZZLE"} | dict(num_warps=4)
+    host_only = ("SWIZZLE", "PERSISTENT")  # the descriptors' layout, the grid
+    consts = {name: cfg[name] for name in TILE if name not in host_only} | dict(num_warps=4)
     signature = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
     constexprs = {(fn.arg_names.index(a),): v for a, v in consts.items()}
     source = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs={})
