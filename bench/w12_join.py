@@ -64,7 +64,7 @@ BEST_TILES = {
 WS_TILES = (
     ("64r4s", {}), ("64r3s", dict(STAGES=3)), ("64r4s8d", dict(DECODE_WARPS=8, DECODE_REGS=80)),
     ("64r4s1w", dict(W_STAGES=1)), ("64r4s/sw0", dict(SWIZZLE=0)),
-    ("64r4s/pers", dict(PERSISTENT=1)),
+    ("64r4s/pers", dict(PERSISTENT=1)), ("64r4s/escafter", dict(ESC_FIRST=0)),
     # bounds, wrong products (not checked): without the decode, the multiply, or both
     ("64r4s/nodec", dict(BOUND=1)), ("64r4s/nomma", dict(BOUND=2)), ("64r4s/loads", dict(BOUND=3)),
     ("128r2s8d", dict(BLOCK_N=128, STAGES=2, W_STAGES=1, DECODE_WARPS=8, DECODE_REGS=80)),
@@ -171,6 +171,8 @@ def bench(
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
                 entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
             row["ws"].append(entry)
+        # a bound, wrong products: the default tile with the escape table emptied
+        row["ws_noesc_us"] = micros(lambda: w12_ws.w12_ws_linear(x, bare(), None, xp))
         timed = [t for t in row["ws"] if "us" in t and not t["config"].get("BOUND")]
         if timed:
             row["best_ws"] = min(timed, key=lambda t: t["us"])

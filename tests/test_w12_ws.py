@@ -124,10 +124,13 @@ def test_w12_ws_matches_the_reference(m: int, n: int, k: int, split: int) -> Non
 
 
 @hopper
-@pytest.mark.parametrize("tile", [dict(PERSISTENT=1), dict(SWIZZLE=0), dict(BOUND=0, STAGES=2)])
+@pytest.mark.parametrize(
+    "tile", [dict(PERSISTENT=1), dict(SWIZZLE=0), dict(STAGES=2), dict(ESC_FIRST=0)]
+)
 def test_w12_ws_tiles_match_the_reference(tile: dict) -> None:
     """A persistent grid (141 tiles of 64 rows, more than the SMs: the rings run on across
-    units), unswizzled planes, a 2-stage ring; N not a multiple of the tile."""
+    units), unswizzled planes, a 2-stage ring, the escapes after the blocks; N not a multiple of
+    the tile."""
     w = _weights(9000, 2304, seed=3).cuda()
     packed = w12.encode(w)
     x = torch.randn(16, 2304, device="cuda").to(torch.bfloat16)

@@ -15,7 +15,10 @@
 # the shared-memory pipe a block). Now the planes come as 128-byte rows with TMA's 128-byte
 # swizzle (SWIZZLE 128; the 64r4s/sw0 tile keeps them unswizzled, as run 278's 256-byte rows),
 # and three bounds say which partition limits: no decode (nodec), no multiply (nomma), neither
-# (loads). Then Nsight Compute at gate|up: counters, and the SASS source view's stalls.
+# (loads), and a fourth the escapes' cost (the table emptied). Also new since run 278: a unit's
+# escapes summed before its blocks, while the rings fill (ESC_FIRST; 64r4s/escafter keeps run
+# 278's order), and a persistent grid (64r4s/pers). Then Nsight Compute at gate|up: counters,
+# and the SASS source view's stalls.
 # Prediction: gate|up ~40 us with the swizzle (-27%), sw0 ~55; down ~24; q|k|v and o no better
 # (96 and 64 row tiles: fewer programs than SMs).
 set -u
@@ -37,6 +40,7 @@ for path in sys.argv[1:]:
     for s in d["shapes"]:
         for t in s.get("ws", []):
             print(d["model"], s["shape"], t["tile"], round(t["us"], 2) if "us" in t else t["error"])
+        print(d["model"], s["shape"], "64r4s emptied escape table", round(s.get("ws_noesc_us", 0), 2))
 PY
 pack
 # Nsight Compute: counters of the W12 tile, w12_ws and bf16 at 16 rows, then w12_ws's SASS source

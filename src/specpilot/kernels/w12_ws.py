@@ -41,9 +41,11 @@ from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
 # the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
 # 4 decoding warps; K split so that the grid fills the SMs (`launch`)
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0,
-            SWIZZLE=128, BOUND=0, PERSISTENT=0)  # fmt: skip
+            SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1)  # fmt: skip
 # BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both.
-# PERSISTENT: one program an SM taking the work units in turn (else one a unit)
+# PERSISTENT: one program an SM taking the work units in turn (else one a unit). ESC_FIRST: a
+# unit's escapes (each a chain of dependent loads: the row's offsets, the column, the input
+# there) summed before its blocks, while the rings fill, rather than after them (run 278's)
 PAIR = 2 * SLICE  # columns of one decoded buffer: two slices, interleaved
 WBLOCK, WPAIR = gl.constexpr(BLOCK), gl.constexpr(PAIR)  # the same, inside the kernels
 
@@ -167,7 +169,7 @@ def _group_products(w_buf, x_buf, sw, s, G: gl.constexpr, acc):
 @gluon.jit
 def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, out_ptr, stride_y,
                 stride_split, BLOCK_N: gl.constexpr, OUT_F32: gl.constexpr, BOUND: gl.constexpr,
-                num_warps: gl.constexpr):  # fmt: skip
+                ESC_FIRST: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
     """The default partition: each unit's blocks' products, each group's scaled, then the
     escapes of its rows and columns and the store ([M, N] bf16, or a split's fp32 partial sums).
     weights: (the group bases, their row stride, groups a row)."""
@@ -186,6 +188,9 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, out_p
         base_row = base_ptr + rows.to(gl.int64) * base_stride
         in_rows = rows < n
         acc = gl.zeros([BLOCK_N, 16], gl.float32, acc_layout)
+        col0, col1 = k_block0 * WBLOCK, (k_block0 + n_blocks) * WBLOCK
+        if ESC_FIRST:  # the escapes' dependent loads while the rings fill (else after the loop)
+            acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1)
         # the next block's two group bases, loaded a block ahead of their use
         b0 = gl.load(base_row + 2 * k_block0, mask=in_rows, other=0).to(gl.int32)
         b1 = gl.load(base_row + 2 * k_block0 + 1, mask=in_rows & (2 * k_block0 + 1 < groups),
@@ -215,8 +220,8 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, out_p
             acc = acc + g0 * s0[:, None] + g1 * s1[:, None]
             b0, b1 = nb0, nb1.to(gl.int32)
             c += 1
-        acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, k_block0 * WBLOCK,
-                       (k_block0 + n_blocks) * WBLOCK)  # fmt: skip
+        if not ESC_FIRST:
+            acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1)
         tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, acc_layout))
         out = out_ptr + split * stride_split + tokens[None, :] * stride_y + rows[:, None]
         mask = in_rows[:, None] & (tokens[None, :] < m)
@@ -254,7 +259,7 @@ def _w12_ws_kernel(
     stride_split,
     BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
-    BOUND: gl.constexpr, num_warps: gl.constexpr,
+    BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, num_warps: gl.constexpr,
 ):  # fmt: skip
     """Each program takes work units pid, pid + programs, ... (`_unit`): one a program, or with
     fewer programs than units, persistent (the rings run on across units)."""
@@ -283,7 +288,8 @@ def _w12_ws_kernel(
         [
             (_multiplier, ((x_buf, w_buf), bars, work, (base_ptr, base_stride, groups), n,
                            (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m, y_ptr,
-                           stride_y, stride_split, BLOCK_N, SPLIT_K > 1, BOUND, num_warps)),
+                           stride_y, stride_split, BLOCK_N, SPLIT_K > 1, BOUND, ESC_FIRST,
+                           num_warps)),
             (_decoder, ((low_buf, code_buf, w_buf), bars, work, BLOCK_N, DECODE_WARPS, BOUND)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars, work,
                        BLOCK_N)),
@@ -400,7 +406,7 @@ def w12_ws_linear(
         weight.base.shape[1], n, m * n,
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
-        BOUND=cfg["BOUND"], num_warps=4,
+        BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], num_warps=4,
     )  # fmt: skip
     if splits > 1:
         block = 1024
