@@ -8,9 +8,14 @@ Here each program splits its work over partitions (`gl.warp_specialize`):
 - the loader (1 warp, few registers) copies each block of 256 columns (the W12 planes of
   BLOCK_N rows and the 16 input rows) into a ring of STAGES buffers by TMA;
 - the decoders (DECODE_WARPS warps) turn a block's planes into bf16 weights in shared memory,
-  two weights a 32-bit word (`_pair`: ~2.5 instructions a weight);
+  two weights a 32-bit word (`_pair`; the decoders' SASS loop: 2.8 instructions a weight);
 - the default partition (4 warps, one warpgroup) multiplies them on wgmma, scales each group's
-  sums by its rows' 2^(2b) (formats/w12.py: exact), adds the escapes after the loop and stores.
+  sums by its rows' 2^(2b) (formats/w12.py: exact), adds the escapes (before the blocks: their
+  dependent loads while the rings fill) and stores.
+
+On the H200 (docs/LOG.md run 278): right at once, but slow (gate|up 55 us against the Triton
+tile's 43); the planes were then unswizzled 256-byte rows, read 8 rows at a time by ldmatrix
+(8-way bank conflicts): now 128-byte rows in TMA's 128-byte swizzle, unmeasured.
 
 Column order: a decoded word holds slices q0 and q0 + 1 of one position i of a block (columns
 32 q0 + i and 32 (q0 + 1) + i), so the block's weights land in shared memory in `pair_order`,
@@ -39,7 +44,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
 
 # the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
-# 4 decoding warps; K split so that the grid fills the SMs (`launch`)
+# 4 decoding warps; SPLIT_K 0: K split so that the grid fills the SMs (`split_k`)
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0,
             SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1)  # fmt: skip
 # BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both.
@@ -339,9 +344,11 @@ def emulate(x: torch.Tensor, weight: W12Weight) -> torch.Tensor:
     return y.T
 
 
-def plane_layout(swizzle: int):
-    """The planes' shared layout: rows of 128 bytes, swizzled `swizzle` bytes wide (128 or 0)."""
-    return gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=8, rank=2)
+def layouts(swizzle: int) -> tuple:
+    """The shared layouts TMA writes: the planes' (rows of 128 bytes, swizzled `swizzle` bytes
+    wide: 128 or 0) and the input pairs' (64 bf16 a row, 128-byte swizzle, as wgmma reads)."""
+    planes = gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=8, rank=2)
+    return planes, gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
 
 
 def descriptors(weight: W12Weight, xp: torch.Tensor, block_n: int, swizzle: int) -> tuple:
@@ -349,8 +356,7 @@ def descriptors(weight: W12Weight, xp: torch.Tensor, block_n: int, swizzle: int)
     codes' in one) and of the pair-ordered input ([16, 64] bf16 a pair)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    planes = plane_layout(swizzle)
-    x_layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    planes, x_layout = layouts(swizzle)
     low = TensorDescriptor.from_tensor(weight.low, [block_n, BLOCK // 2], planes)
     codes = TensorDescriptor.from_tensor(weight.codes, [block_n, BLOCK // 2], planes)
     x = TensorDescriptor.from_tensor(xp, [16, PAIR], x_layout)
@@ -424,8 +430,7 @@ def compile_sm90(tile: dict | None = None):
 
     cfg = TILE | (tile or {}) | dict(SPLIT_K=(tile or {}).get("SPLIT_K") or 2)
     bn = cfg["BLOCK_N"]
-    planes = plane_layout(cfg["SWIZZLE"])
-    x_layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    planes, x_layout = layouts(cfg["SWIZZLE"])
     types = dict(
         low_desc=f"tensordesc<u8[{bn}, {BLOCK // 2}],{planes!r}>",
         code_desc=f"tensordesc<u8[{bn}, {BLOCK // 2}],{planes!r}>",
