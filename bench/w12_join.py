@@ -173,6 +173,13 @@ def bench(
             row["ws"].append(entry)
         # a bound, wrong products: the default tile with the escape table emptied
         row["ws_noesc_us"] = micros(lambda: w12_ws.w12_ws_linear(x, bare(), None, xp))
+        if name == "gate_up":  # as the verify forward runs it: SwiGLU in the epilogue
+            ws_swiglu = w12_ws.w12_ws_linear(x, packed, None, xp, swiglu=True)
+            check(ws_swiglu, w12_linear_reference(x, packed, swiglu=True), f"{name} ws swiglu")
+            row["ws_swiglu_us"] = micros(
+                lambda: w12_ws.w12_ws_linear(x, ps(), None, xp, swiglu=True)
+            )
+            row["w12_swiglu_us"] = micros(lambda: w12_linear(x, ps(), swiglu=True))
         timed = [t for t in row["ws"] if "us" in t and not t["config"].get("BOUND")]
         if timed:
             row["best_ws"] = min(timed, key=lambda t: t["us"])

@@ -81,16 +81,18 @@ def test_pair_order_is_a_permutation_of_each_block() -> None:
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     """Gluon compiles it for sm_90a here (Triton's ptxas): no spills, one program an SM in
     shared memory; the default tile (4 input stages, 2 decoded) and 128 rows with 8 decoding
-    warps (bench/w12_join.py --ws tries both)."""
+    warps (bench/w12_join.py --ws tries both), and the SwiGLU and residual epilogues."""
     wide = dict(BLOCK_N=128, STAGES=2, W_STAGES=1, DECODE_WARPS=8, DECODE_REGS=80)
     code = "import json; from specpilot.kernels import aot, w12_ws; "
-    code += f"print(json.dumps([aot.usage(w12_ws.compile_sm90(t)) for t in ({{}}, {wide!r})]))"
+    code += f"print(json.dumps([aot.usage(w12_ws.compile_sm90(t)) for t in ({{}}, {wide!r})] + "
+    code += "[aot.usage(w12_ws.compile_sm90(swiglu=True)), "
+    code += "aot.usage(w12_ws.compile_sm90(dict(SPLIT_K=1), residual=True))]))"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not run
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    default, eight = json.loads(done.stdout.splitlines()[-1])
-    for usage in (default, eight):
+    default, eight, swiglu, residual = json.loads(done.stdout.splitlines()[-1])
+    for usage in (default, eight, swiglu, residual):
         assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0
         assert usage["shared"] <= 227 * 1024
     assert default["warps"] == 12  # 4 multiplying, 4 decoding, 1 loading (a warpgroup's worth)
@@ -137,3 +139,45 @@ def test_w12_ws_tiles_match_the_reference(tile: dict) -> None:
     ref = w12_linear_reference(x, packed).float()
     y = w12_ws.w12_ws_linear(x, packed, tile).float()
     assert torch.allclose(y, ref, rtol=2**-6, atol=2**-6 * ref.abs().max().item())
+
+
+@hopper
+@pytest.mark.parametrize("m", [1, 16])
+def test_w12_ws_swiglu_and_its_pair_order(m: int) -> None:
+    """swiglu: silu(gate) * up of the [gate | up] weight (w12_linear's contract), and the same
+    written in pair_order for a w12_ws down; 2 x 512 rows, N / 2 a multiple of 256."""
+    w = _weights(1024, 1152, seed=11).cuda()
+    packed = w12.encode(w)
+    x = torch.randn(m, 1152, device="cuda").to(torch.bfloat16)
+    ref = w12_linear_reference(x, packed, swiglu=True).float()
+    y = w12_ws.w12_ws_linear(x, packed, swiglu=True)
+    assert y.shape == (m, 512)
+    assert torch.allclose(y.float(), ref, rtol=2**-6, atol=2**-6 * ref.abs().max().item())
+    paired = w12_ws.w12_ws_linear(x, packed, swiglu=True, y_order="pair")
+    assert torch.equal(paired, w12_ws.pair_order(y))
+
+
+@hopper
+@pytest.mark.parametrize("split", [1, 3])
+def test_w12_ws_residual(split: int) -> None:
+    """residual + x @ W.T, in the epilogue (no K split) or in the split sum's."""
+    w = _weights(320, 2304, seed=5).cuda()
+    packed = w12.encode(w)
+    x = torch.randn(16, 2304, device="cuda").to(torch.bfloat16)
+    r = torch.randn(16, 320, device="cuda").to(torch.bfloat16)
+    ref = w12_linear_reference(x, packed, residual=r).float()
+    y = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split), residual=r).float()
+    assert torch.allclose(y, ref, rtol=2**-6, atol=2**-6 * ref.abs().max().item())
+
+
+def test_epilogues_refuse_what_they_do_not_do() -> None:
+    packed = w12.encode(_weights(64, 256))
+    x = torch.zeros(2, 256, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="swiglu only"):
+        w12_ws.w12_ws_linear(x, packed, y_order="pair")
+    with pytest.raises(ValueError, match="no residual"):
+        w12_ws.w12_ws_linear(x, packed, swiglu=True, residual=torch.zeros(2, 64))
+    with pytest.raises(ValueError, match="multiple of 256"):
+        w12_ws.w12_ws_linear(x, packed, swiglu=True, y_order="pair")
+    with pytest.raises(ValueError, match="residual must be"):
+        w12_ws.w12_ws_linear(x, packed, residual=torch.zeros(2, 63, dtype=torch.bfloat16))

@@ -42,6 +42,9 @@ for path in sys.argv[1:]:
         for t in s.get("ws", []):
             print(d["model"], s["shape"], t["tile"], round(t["us"], 2) if "us" in t else t["error"])
         print(d["model"], s["shape"], "64r4s emptied escape table", round(s.get("ws_noesc_us", 0), 2))
+        if "ws_swiglu_us" in s:
+            print(d["model"], s["shape"], "SwiGLU epilogue: w12_ws", round(s["ws_swiglu_us"], 2),
+                  "w12_linear", round(s["w12_swiglu_us"], 2))
 PY
 pack
 # Nsight Compute: counters of the W12 tile, w12_ws and bf16 at 16 rows, then w12_ws's SASS source

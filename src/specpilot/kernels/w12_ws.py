@@ -85,17 +85,30 @@ def _pair(low_word, code_word, Q0: gl.constexpr, H: gl.constexpr):
 
 
 @gluon.jit
-def _unit(u, work, BLOCK_N: gl.constexpr):
-    """Work unit u (a tile of BLOCK_N rows and one K split of it) -> its first row, first block,
-    blocks and split. work: (units, tiles, blocks a split, blocks of K)."""
-    units, tiles, per_split, k_blocks = work
+def _unit(u, work, ROWS: gl.constexpr):
+    """Work unit u (a tile of ROWS rows of N, and with SwiGLU their ups too; one K split of it)
+    -> its first row, first block, blocks and split. work: (units, tiles, blocks a split, blocks
+    of K, N / 2)."""
+    units, tiles, per_split, k_blocks, half_n = work
     split = u // tiles
     k_block0 = split * per_split
-    return (u % tiles) * BLOCK_N, k_block0, gl.minimum(per_split, k_blocks - k_block0), split
+    return (u % tiles) * ROWS, k_block0, gl.minimum(per_split, k_blocks - k_block0), split
 
 
 @gluon.jit
-def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr):
+def _copy_rows(desc, row0, col, ready, buf, half_n, SWIGLU: gl.constexpr):
+    """A plane's box of the tile's rows into buf: rows row0.. (SwiGLU: the gates' into its first
+    half, their ups', half_n further down the weight, into its second)."""
+    if SWIGLU:
+        half: gl.constexpr = buf.type.shape[0] // 2
+        tma.async_copy_global_to_shared(desc, [row0, col], ready, buf.slice(0, half))
+        tma.async_copy_global_to_shared(desc, [half_n + row0, col], ready, buf.slice(half, half))
+    else:
+        tma.async_copy_global_to_shared(desc, [row0, col], ready, buf)
+
+
+@gluon.jit
+def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr):
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars
@@ -103,7 +116,7 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr):
     nbytes: gl.constexpr = BLOCK_N * (WBLOCK + WBLOCK // 2) + 4 * x_desc.block_type.nbytes
     c = 0  # blocks so far, over this program's units: the rings' positions and phases
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
-        row0, k_block0, n_blocks, split = _unit(u, work, BLOCK_N)
+        row0, k_block0, n_blocks, split = _unit(u, work, BLOCK_N // (1 + SWIGLU))
         for i in range(n_blocks):
             s = c % STAGES
             mbarrier.wait(in_empty.index(s), ((c // STAGES) & 1) ^ 1)
@@ -111,10 +124,11 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr):
             mbarrier.expect(ready, nbytes)
             col = (k_block0 + i) * WBLOCK
             # the low plane's block as its two halves (128 bytes a row each: a swizzle's width)
-            tma.async_copy_global_to_shared(low_desc, [row0, col], ready, low_buf.index(2 * s))
-            tma.async_copy_global_to_shared(low_desc, [row0, col + WBLOCK // 2], ready,
-                                            low_buf.index(2 * s + 1))  # fmt: skip
-            tma.async_copy_global_to_shared(code_desc, [row0, col // 2], ready, code_buf.index(s))
+            half_n = work[4]
+            _copy_rows(low_desc, row0, col, ready, low_buf.index(2 * s), half_n, SWIGLU)
+            _copy_rows(low_desc, row0, col + WBLOCK // 2, ready, low_buf.index(2 * s + 1), half_n,
+                       SWIGLU)  # fmt: skip
+            _copy_rows(code_desc, row0, col // 2, ready, code_buf.index(s), half_n, SWIGLU)
             for p in gl.static_range(4):
                 tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], ready,
                                                 x_buf.index(4 * s + p))  # fmt: skip
@@ -172,12 +186,13 @@ def _group_products(w_buf, x_buf, sw, s, G: gl.constexpr, acc):
 
 
 @gluon.jit
-def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, out_ptr, stride_y,
-                stride_split, BLOCK_N: gl.constexpr, OUT_F32: gl.constexpr, BOUND: gl.constexpr,
-                ESC_FIRST: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
+def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, output,
+                BLOCK_N: gl.constexpr, OUT_F32: gl.constexpr, BOUND: gl.constexpr,
+                ESC_FIRST: gl.constexpr, EPILOGUE: gl.constexpr,
+                num_warps: gl.constexpr):  # fmt: skip
     """The default partition: each unit's blocks' products, each group's scaled, then the
-    escapes of its rows and columns and the store ([M, N] bf16, or a split's fp32 partial sums).
-    weights: (the group bases, their row stride, groups a row)."""
+    escapes of its rows and columns and the store (`_store`). weights: (the group bases, their
+    row stride, groups a row). EPILOGUE: (SWIGLU, RESIDUAL, Y_PAIR), as `_store` takes them."""
     x_buf, w_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars
     base_ptr, base_stride, groups = weights
@@ -186,12 +201,15 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, out_p
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, 16, 16]
     )
+    SWIGLU: gl.constexpr = EPILOGUE[0]
+    ROWS: gl.constexpr = BLOCK_N // (1 + SWIGLU)
     c = 0
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
-        row0, k_block0, n_blocks, split = _unit(u, work, BLOCK_N)
-        rows = row0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
+        row0, k_block0, n_blocks, split = _unit(u, work, ROWS)
+        j = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
+        rows = row0 + j % ROWS + (j // ROWS) * work[4]  # SwiGLU: the ups half_n further on
+        in_rows = (row0 + j % ROWS < n // (1 + SWIGLU)) & (rows < n)
         base_row = base_ptr + rows.to(gl.int64) * base_stride
-        in_rows = rows < n
         acc = gl.zeros([BLOCK_N, 16], gl.float32, acc_layout)
         col0, col1 = k_block0 * WBLOCK, (k_block0 + n_blocks) * WBLOCK
         if ESC_FIRST:  # the escapes' dependent loads while the rings fill (else after the loop)
@@ -227,13 +245,57 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, out_p
             c += 1
         if not ESC_FIRST:
             acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1)
-        tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, acc_layout))
-        out = out_ptr + split * stride_split + tokens[None, :] * stride_y + rows[:, None]
+        _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
+
+
+@gluon.jit
+def _store(acc, rows, in_rows, row0, split, m, half_n, output, OUT_F32: gl.constexpr,
+           EPILOGUE: gl.constexpr):  # fmt: skip
+    """A unit's sums acc [BLOCK_N, 16] stored: a K split's fp32 partial sums (OUT_F32), or
+    rounded to bf16, plus the residual (RESIDUAL, rounded again), or SwiGLU's silu(gate) * up
+    (each rounded first, as kernels/common.store_swiglu), its columns at their pair_position
+    where Y_PAIR (the input of a w12_ws down). output: (y, its row stride, a split's stride,
+    the residual, its row stride)."""
+    SWIGLU: gl.constexpr = EPILOGUE[0]
+    RESIDUAL: gl.constexpr = EPILOGUE[1]
+    Y_PAIR: gl.constexpr = EPILOGUE[2]
+    y_ptr, stride_y, stride_split, res_ptr, stride_r = output
+    if SWIGLU:
+        BLOCK_N: gl.constexpr = acc.type.shape[0]
+        HALF: gl.constexpr = BLOCK_N // 2
+        # rows j and j + HALF in one thread (the row's top bit a register's), so that the split
+        # into gates and ups moves nothing
+        both: gl.constexpr = gl.BlockedLayout([1, 1], [32, 1], [1, gl.num_warps()], [0, 1])
+        a = gl.convert_layout(acc, both).to(gl.bfloat16).to(gl.float32)
+        g, up = gl.split(gl.permute(gl.reshape(a, [2, HALF, 16]), (1, 2, 0)))
+        silu = (g / (1.0 + gl.exp(-g))).to(gl.bfloat16).to(gl.float32)
+        y = (silu * up).to(gl.bfloat16)
+        cols = row0 + gl.arange(0, HALF, layout=gl.SliceLayout(1, y.type.layout))
+        tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, y.type.layout))
+        at = pair_position(cols) if Y_PAIR else cols
+        mask = (cols < half_n)[:, None] & (tokens[None, :] < m)
+        gl.store(y_ptr + tokens[None, :] * stride_y + at[:, None], y, mask=mask)
+    else:
+        tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, acc.type.layout))
+        out = y_ptr + split * stride_split + tokens[None, :] * stride_y + rows[:, None]
         mask = in_rows[:, None] & (tokens[None, :] < m)
         if OUT_F32:
             gl.store(out, acc, mask=mask)
+        elif RESIDUAL:
+            res = gl.load(res_ptr + tokens[None, :] * stride_r + rows[:, None], mask=mask)
+            y = acc.to(gl.bfloat16).to(gl.float32) + res.to(gl.float32)
+            gl.store(out, y.to(gl.bfloat16), mask=mask)
         else:
             gl.store(out, acc.to(gl.bfloat16), mask=mask)
+
+
+@gluon.jit
+def pair_position(col):
+    """Where column `col` of a multiply's input lies in pair_order: position 64 p + 2 i + q % 2
+    of its 256-column block, for its column 32 j + i there (j = 4 h + q, p = 2 h + q // 2)."""
+    r = col % WBLOCK
+    j = r // 32
+    return col - r + WPAIR * (2 * (j // 4) + (j % 4) // 2) + 2 * (r % 32) + j % 2
 
 
 @gluon.jit
@@ -259,16 +321,17 @@ def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1):
 @gluon.jit
 def _w12_ws_kernel(
     low_desc, code_desc, x_desc,
-    x_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr,
+    x_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr, res_ptr,
     m, n, k, units, tiles, blocks_per_split, stride_x, base_stride, groups, stride_y,
-    stride_split,
+    stride_split, stride_r,
     BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
-    BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, num_warps: gl.constexpr,
+    BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr,
+    Y_PAIR: gl.constexpr, num_warps: gl.constexpr,
 ):  # fmt: skip
     """Each program takes work units pid, pid + programs, ... (`_unit`): one a program, or with
     fewer programs than units, persistent (the rings run on across units)."""
-    work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK))
+    work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, BLOCK_N, half], low_desc.layout)
     code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, half], code_desc.layout)
@@ -292,12 +355,13 @@ def _w12_ws_kernel(
     gl.warp_specialize(
         [
             (_multiplier, ((x_buf, w_buf), bars, work, (base_ptr, base_stride, groups), n,
-                           (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m, y_ptr,
-                           stride_y, stride_split, BLOCK_N, SPLIT_K > 1, BOUND, ESC_FIRST,
+                           (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m,
+                           (y_ptr, stride_y, stride_split, res_ptr, stride_r), BLOCK_N,
+                           SPLIT_K > 1, BOUND, ESC_FIRST, (SWIGLU, RESIDUAL, Y_PAIR),
                            num_warps)),
             (_decoder, ((low_buf, code_buf, w_buf), bars, work, BLOCK_N, DECODE_WARPS, BOUND)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars, work,
-                       BLOCK_N)),
+                       BLOCK_N, SWIGLU)),
         ],
         [DECODE_WARPS, 1],
         [DECODE_REGS, 24],
@@ -351,14 +415,15 @@ def layouts(swizzle: int) -> tuple:
     return planes, gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
 
 
-def descriptors(weight: W12Weight, xp: torch.Tensor, block_n: int, swizzle: int) -> tuple:
-    """TMA descriptors of the planes ([block_n, 128] bytes: the low plane's block in two, the
-    codes' in one) and of the pair-ordered input ([16, 64] bf16 a pair)."""
+def descriptors(weight: W12Weight, xp: torch.Tensor, rows: int, swizzle: int) -> tuple:
+    """TMA descriptors of the planes ([rows, 128] bytes: the low plane's block in two, the
+    codes' in one; rows: a tile's, or half of it for SwiGLU's gates and ups) and of the
+    pair-ordered input ([16, 64] bf16 a pair)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     planes, x_layout = layouts(swizzle)
-    low = TensorDescriptor.from_tensor(weight.low, [block_n, BLOCK // 2], planes)
-    codes = TensorDescriptor.from_tensor(weight.codes, [block_n, BLOCK // 2], planes)
+    low = TensorDescriptor.from_tensor(weight.low, [rows, BLOCK // 2], planes)
+    codes = TensorDescriptor.from_tensor(weight.codes, [rows, BLOCK // 2], planes)
     x = TensorDescriptor.from_tensor(xp, [16, PAIR], x_layout)
     return low, codes, x
 
@@ -374,10 +439,17 @@ def w12_ws_linear(
     weight: W12Weight,
     tile: dict | None = None,
     xp: torch.Tensor | None = None,
+    *,
+    swiglu: bool = False,
+    residual: torch.Tensor | None = None,
+    y_order: str = "natural",
 ) -> torch.Tensor:
     """x [M, K] bf16 (M 1-16, CUDA, sm_90) @ weight.T -> [M, N] bf16, on the warp-specialized
     kernel. tile: TILE's keys to change. xp: pair_order(x) where the caller has it (a producer
-    that writes it, as JOIN_INPUT's rmsnorm writes join_order; the escapes read x)."""
+    that writes it, as JOIN_INPUT's rmsnorm writes join_order; the escapes read x). swiglu:
+    weight is [gate | up] (N even), y = silu(gate) * up [M, N / 2], no K split; y_order "pair"
+    then writes y in pair_order (N / 2 a multiple of 256), for a w12_ws down to take as xp.
+    residual [M, N]: y = residual + x @ weight.T (w12_linear's contract)."""
     from specpilot.kernels.w12_linear import _split_sum_kernel
 
     cfg = TILE | (tile or {})
@@ -386,6 +458,14 @@ def w12_ws_linear(
         raise ValueError(f"w12_ws_linear: unknown tile keys {sorted(unknown)}")
     m, k = x.shape
     n = weight.shape[0]
+    if y_order not in ("natural", "pair") or (y_order == "pair" and not swiglu):
+        raise ValueError(f"w12_ws_linear: y_order 'pair' is for swiglu only, got {y_order!r}")
+    if swiglu and (n % 2 or residual is not None or cfg["SPLIT_K"] > 1):
+        raise ValueError("w12_ws_linear swiglu wants an even N, no residual and no K split")
+    if y_order == "pair" and (n // 2) % BLOCK:
+        raise ValueError(f"y_order 'pair' wants N / 2 a multiple of {BLOCK}, got {n // 2}")
+    if residual is not None and (residual.shape != (m, n) or residual.dtype != torch.bfloat16):
+        raise ValueError(f"w12_ws_linear: residual must be [{m}, {n}] bf16")
     if not 1 <= m <= 16 or k != weight.columns or x.dtype != torch.bfloat16 or not x.is_cuda:
         raise ValueError(f"w12_ws_linear wants x [1-16, {weight.columns}] bf16 on CUDA, "
                          f"got {tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
@@ -395,52 +475,58 @@ def w12_ws_linear(
     xp = pair_order(x) if xp is None else xp
     if xp.shape != (m, padded(k)) or not xp.is_contiguous():
         raise ValueError(f"w12_ws_linear: xp must be pair_order(x), [{m}, {padded(k)}] contiguous")
-    low, codes, xd = descriptors(weight, xp, cfg["BLOCK_N"], cfg["SWIZZLE"])
+    rows = cfg["BLOCK_N"] // (2 if swiglu else 1)  # of N a unit covers (SwiGLU: and their ups)
+    low, codes, xd = descriptors(weight, xp, rows, cfg["SWIZZLE"])
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-    splits = cfg["SPLIT_K"] or split_k(n, k, cfg["BLOCK_N"], sms)
+    tiles = triton.cdiv(n // 2 if swiglu else n, rows)
+    splits = 1 if swiglu else cfg["SPLIT_K"] or split_k(n, k, cfg["BLOCK_N"], sms)
     blocks = triton.cdiv(k, BLOCK)
     per_split = triton.cdiv(blocks, splits)
     splits = triton.cdiv(blocks, per_split)  # no empty split
-    y = torch.empty(m, n, device=x.device, dtype=torch.bfloat16)
+    y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     out = y if splits == 1 else torch.empty(splits, m, n, device=x.device, dtype=torch.float32)
-    tiles = triton.cdiv(n, cfg["BLOCK_N"])
     units = tiles * splits
     grid = (min(units, sms) if cfg["PERSISTENT"] else units,)
+    res = residual.contiguous() if residual is not None else y
     _w12_ws_kernel[grid](
-        low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out,
+        low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
         m, n, k, units, tiles, per_split, x.stride(0), weight.base.stride(0),
-        weight.base.shape[1], n, m * n,
+        weight.base.shape[1], y.stride(0), m * n, res.stride(0),
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
-        BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], num_warps=4,
+        BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], SWIGLU=int(swiglu),
+        RESIDUAL=residual is not None, Y_PAIR=y_order == "pair", num_warps=4,
     )  # fmt: skip
     if splits > 1:
         block = 1024
         _split_sum_kernel[(triton.cdiv(n, block), m)](
-            out, y, y, m, n, y.stride(0), 0, SPLIT_K=splits, RESIDUAL=False, BLOCK_N=block
-        )
+            out, y, res, m, n, y.stride(0), res.stride(0), SPLIT_K=splits,
+            RESIDUAL=residual is not None, BLOCK_N=block,
+        )  # fmt: skip
     return y
 
 
-def compile_sm90(tile: dict | None = None):
+def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False):
     """The kernel compiled for sm_90a without a GPU (Triton's bundled ptxas: kernels/aot.usage
-    reads its registers): the checks a CPU can make of it."""
+    reads its registers): the checks a CPU can make of it. swiglu: with y in pair order."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    cfg = TILE | (tile or {}) | dict(SPLIT_K=(tile or {}).get("SPLIT_K") or 2)
-    bn = cfg["BLOCK_N"]
+    split = 1 if swiglu else (tile or {}).get("SPLIT_K") or 2
+    cfg = TILE | (tile or {}) | dict(SPLIT_K=split)
+    bn = cfg["BLOCK_N"] // (2 if swiglu else 1)  # the planes' boxes' rows
     planes, x_layout = layouts(cfg["SWIZZLE"])
     types = dict(
         low_desc=f"tensordesc<u8[{bn}, {BLOCK // 2}],{planes!r}>",
         code_desc=f"tensordesc<u8[{bn}, {BLOCK // 2}],{planes!r}>",
         x_desc=f"tensordesc<bf16[16, {PAIR}],{x_layout!r}>",
         x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
-        y_ptr="*fp32" if cfg["SPLIT_K"] > 1 else "*bf16",
+        y_ptr="*fp32" if cfg["SPLIT_K"] > 1 else "*bf16", res_ptr="*bf16",
     )  # fmt: skip
     fn = _w12_ws_kernel
     host_only = ("SWIZZLE", "PERSISTENT")  # the descriptors' layout, the grid
     consts = {name: cfg[name] for name in TILE if name not in host_only} | dict(num_warps=4)
+    consts |= dict(SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=swiglu)
     signature = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
     constexprs = {(fn.arg_names.index(a),): v for a, v in consts.items()}
     source = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs={})
