@@ -181,3 +181,19 @@ def test_epilogues_refuse_what_they_do_not_do() -> None:
         w12_ws.w12_ws_linear(x, packed, swiglu=True, y_order="pair")
     with pytest.raises(ValueError, match="residual must be"):
         w12_ws.w12_ws_linear(x, packed, residual=torch.zeros(2, 63, dtype=torch.bfloat16))
+
+
+def test_rmsnorm_writes_pair_order() -> None:
+    """rmsnorm(pair=True): its output at kernels/common.pair_position, which is pair_order's
+    permutation (the input a w12_ws multiply takes); refused with join or K not a multiple of
+    256."""
+    from specpilot.kernels.elementwise import rmsnorm
+
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(3, 512, generator=gen).to(torch.bfloat16)
+    norm = (torch.rand(512, generator=gen) + 0.5).to(torch.bfloat16)
+    assert torch.equal(rmsnorm(x, norm, 1e-6, pair=True), w12_ws.pair_order(rmsnorm(x, norm, 1e-6)))
+    with pytest.raises(ValueError, match="pair order"):
+        rmsnorm(x[:, :384], norm[:384], 1e-6, pair=True)
+    with pytest.raises(ValueError, match="pair order"):
+        rmsnorm(x, norm, 1e-6, join=True, pair=True)

@@ -38,6 +38,7 @@ OFF = {
     "ESC_IN_LOOP": 0,
     "HALVES": 0,
     "JOIN": 0,
+    "PAIR": 0,
     "NO_DECODE": 0,
     "ESC_ROWS": 0,
     "AHEAD": 0,

@@ -173,6 +173,16 @@ def join_position(col):
 
 
 @triton.jit
+def pair_position(col):
+    """Where column `col` of a multiply's input lies in kernels/w12_ws.pair_order: at 64 p + 2 i
+    + q % 2 of its 256-column block, for its column 32 j + i there (j = 4 h + q, p = 2 h + q //
+    2)."""
+    r = col % 256
+    j = r // 32
+    return col - r + 64 * (2 * (j // 4) + (j % 4) // 2) + 2 * (r % 32) + j % 2
+
+
+@triton.jit
 def store_output(
     acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL: tl.constexpr
 ):

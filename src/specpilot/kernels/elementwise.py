@@ -19,6 +19,7 @@ from specpilot.kernels.common import (
     ahead_arguments,
     join_position,
     l2_prefetch_regions,
+    pair_position,
     pdl_enter,
     trace_mark,
 )
@@ -56,7 +57,7 @@ def _rmsnorm_kernel(
     x_ptr, w_ptr, y_ptr, M, K, stride_x, stride_y, eps, BLOCK: tl.constexpr,
     PDL: tl.constexpr = False, AHEAD: tl.constexpr = 0, ahead0_ptr=None, ahead0_bytes=0,
     ahead1_ptr=None, ahead1_bytes=0, TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
-    JOIN: tl.constexpr = False,
+    JOIN: tl.constexpr = False, PAIR: tl.constexpr = False,
 ):  # fmt: skip
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     row = tl.program_id(0)
@@ -72,6 +73,8 @@ def _rmsnorm_kernel(
     h = (x * rstd).to(dtype).to(tl.float32)
     w = tl.load(w_ptr + cols, mask=ok, other=0.0).to(tl.float32)
     at = join_position(cols) if JOIN else cols  # JOIN: for a W12 JOIN 2 multiply
+    if PAIR:  # for kernels/w12_ws.py
+        at = pair_position(cols)
     tl.store(y_ptr + row * stride_y + at, (h * w).to(dtype), mask=ok)
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
@@ -112,16 +115,20 @@ def rmsnorm(
     eps: float,
     ahead: tuple[torch.Tensor, ...] = (),
     join: bool = False,
+    pair: bool = False,
 ) -> torch.Tensor:
     """x [M, K] -> weight * normalised x, [M, K] in x's dtype. ahead: bytes (ahead_arguments)
     that AHEAD_PROGRAMS extra programs ask L2 for: the head of the multiply that reads y. join:
     y's columns in the W12 JOIN tiles' order (kernels/w12_linear.join_order, K a multiple of
-    128), for a multiply that takes x_order "join"."""
+    128), for a multiply that takes x_order "join". pair: in kernels/w12_ws.pair_order (K a
+    multiple of 256), the input of its multiply."""
     _check_rows(x, "rmsnorm")
     if weight.shape != (x.shape[1],):
         raise ValueError(f"weight {tuple(weight.shape)} does not match x {tuple(x.shape)}")
     if join and x.shape[1] % 128:
         raise ValueError(f"rmsnorm join order wants K a multiple of 128, got {x.shape[1]}")
+    if pair and (join or x.shape[1] % 256):
+        raise ValueError(f"rmsnorm pair order: not with join, K a multiple of 256 ({x.shape[1]})")
     y = torch.empty_like(x)
     m, k = x.shape
     extra = ahead_arguments(ahead)
@@ -140,6 +147,7 @@ def rmsnorm(
         **extra,
         **trace.arguments(x, "rmsnorm", grid[0], bytes=x.nbytes, rows=m),
         JOIN=join,
+        PAIR=pair,
         num_warps=NORM_WARPS,
     )
     return y

@@ -42,6 +42,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
+from specpilot.kernels.common import pair_position
 
 # the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
 # 4 decoding warps; SPLIT_K 0: K split so that the grid fills the SMs (`split_k`)
@@ -287,15 +288,6 @@ def _store(acc, rows, in_rows, row0, split, m, half_n, output, OUT_F32: gl.const
             gl.store(out, y.to(gl.bfloat16), mask=mask)
         else:
             gl.store(out, acc.to(gl.bfloat16), mask=mask)
-
-
-@gluon.jit
-def pair_position(col):
-    """Where column `col` of a multiply's input lies in pair_order: position 64 p + 2 i + q % 2
-    of its 256-column block, for its column 32 j + i there (j = 4 h + q, p = 2 h + q // 2)."""
-    r = col % WBLOCK
-    j = r // 32
-    return col - r + WPAIR * (2 * (j // 4) + (j % 4) // 2) + 2 * (r % 32) + j % 2
 
 
 @gluon.jit
