@@ -83,7 +83,7 @@ def run(shapes: list[str], rows: list[int], ws: bool = False) -> None:
                 from specpilot.kernels import w12_ws
 
                 xp = w12_ws.pair_order(x)
-                call = lambda x=x, p=packed, xp=xp: w12_ws.w12_ws_linear(x, p, None, xp)  # noqa: E731
+                call = lambda p=packed, xp=xp: w12_ws.w12_ws_linear(xp, p, x_order="pair")  # noqa: E731
                 calls.append((f"ws {m}x{n}x{k}", call))
     _profile(calls)
 

@@ -163,21 +163,21 @@ def bench(
         for label, tile in WS_TILES:
             entry = dict(tile=label, config=tile)
             try:
-                y = w12_ws.w12_ws_linear(x, packed, tile, xp)
+                y = w12_ws.w12_ws_linear(xp, packed, tile, x_order="pair")
                 if not tile.get("BOUND"):
                     check(y, ref, f"{name} ws {label}")
-                us = micros(lambda t=tile: w12_ws.w12_ws_linear(x, ps(), t, xp))
+                us = micros(lambda t=tile: w12_ws.w12_ws_linear(xp, ps(), t, x_order="pair"))
                 entry |= dict(us=us, tb_s=nbytes / us / 1e6)
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
                 entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
             row["ws"].append(entry)
         # a bound, wrong products: the default tile with the escape table emptied
-        row["ws_noesc_us"] = micros(lambda: w12_ws.w12_ws_linear(x, bare(), None, xp))
+        row["ws_noesc_us"] = micros(lambda: w12_ws.w12_ws_linear(xp, bare(), x_order="pair"))
         if name == "gate_up":  # as the verify forward runs it: SwiGLU in the epilogue
-            ws_swiglu = w12_ws.w12_ws_linear(x, packed, None, xp, swiglu=True)
+            ws_swiglu = w12_ws.w12_ws_linear(xp, packed, x_order="pair", swiglu=True)
             check(ws_swiglu, w12_linear_reference(x, packed, swiglu=True), f"{name} ws swiglu")
             row["ws_swiglu_us"] = micros(
-                lambda: w12_ws.w12_ws_linear(x, ps(), None, xp, swiglu=True)
+                lambda: w12_ws.w12_ws_linear(xp, ps(), x_order="pair", swiglu=True)
             )
             row["w12_swiglu_us"] = micros(lambda: w12_linear(x, ps(), swiglu=True))
         timed = [t for t in row["ws"] if "us" in t and not t["config"].get("BOUND")]

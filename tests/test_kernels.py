@@ -1997,3 +1997,33 @@ def test_w12_join_order_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> N
         assert (("join", None) in orders and ("join", "join") in orders) is on
     assert torch.equal(outs[True].tokens, outs[False].tokens)
     close(outs[True].hidden.float(), outs[False].hidden.float(), 4)
+
+
+@pytest.mark.skipif(
+    not CUDA or torch.cuda.get_device_capability()[0] < 9, reason="kernels/w12_ws.py: Hopper"
+)
+def test_w12_ws_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
+    """kernels/w12_ws.VERIFY in a fused W12 verify forward (hidden 256, intermediate 512: K and
+    N / 2 multiples of 256): the rmsnorm before gate|up writes pair order, gate|up's SwiGLU
+    writes it for the down. The same tokens as with it off, the hidden states to summation
+    order."""
+    from specpilot.formats.w12_engine import convert_model
+    from specpilot.kernels import w12_ws
+
+    target, drafter, _ = _tiny_pair(tmp_path, tied=False, hidden_size=256, intermediate_size=512)
+    convert_model(target)
+    convert_model(drafter)
+    gen, ids, pos = _verify_inputs(target, drafter, 5)
+    calls = []
+    original = w12_ws.w12_ws_linear
+    monkeypatch.setattr(
+        w12_ws, "w12_ws_linear", lambda *a, **kw: calls.append(kw) or original(*a, **kw)
+    )
+    outs = {}
+    for on in (False, True):
+        monkeypatch.setattr(w12_ws, "VERIFY", on)
+        calls.clear()
+        outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
+        assert len(calls) == (4 if on else 0)  # gate|up and down of each of the two layers
+    assert torch.equal(outs[True].tokens, outs[False].tokens)
+    close(outs[True].hidden.float(), outs[False].hidden.float(), 4)

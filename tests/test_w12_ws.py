@@ -197,3 +197,21 @@ def test_rmsnorm_writes_pair_order() -> None:
         rmsnorm(x[:, :384], norm[:384], 1e-6, pair=True)
     with pytest.raises(ValueError, match="pair order"):
         rmsnorm(x, norm, 1e-6, join=True, pair=True)
+
+
+@hopper
+def test_w12_ws_pair_order_runs_from_gate_up_to_down() -> None:
+    """The verify forward's chain (models/fused.py with VERIFY): gate|up's SwiGLU written in
+    pair order, read so by the down with its residual: the bits of the same multiplies with
+    the host's pair_order between them."""
+    gen = torch.Generator().manual_seed(9)
+    gate_up = w12.encode(_weights(1024, 512, seed=1)).cuda()
+    down = w12.encode(_weights(512, 512, seed=2)).cuda()
+    x = torch.randn(16, 512, generator=gen).to(torch.bfloat16).cuda()
+    r = torch.randn(16, 512, generator=gen).to(torch.bfloat16).cuda()
+    xp = w12_ws.pair_order(x)
+    act = w12_ws.w12_ws_linear(xp, gate_up, x_order="pair", swiglu=True, y_order="pair")
+    y = w12_ws.w12_ws_linear(act, down, x_order="pair", residual=r)
+    natural = w12_ws.w12_ws_linear(x, gate_up, swiglu=True)
+    assert torch.equal(act, w12_ws.pair_order(natural))
+    assert torch.equal(y, w12_ws.w12_ws_linear(natural, down, residual=r))

@@ -1,32 +1,27 @@
 #!/usr/bin/env bash
-# Device call (~4 min + cold start; no carry), prepared in session 49, not yet run: run 279.
-# kernels/w12_ws.py (new, Gluon): the 16-row W12 multiply with its decode in warps of its own
-# (a 1-warp TMA loader, 4 or 8 decoding warps writing bf16 pairs to shared memory, one wgmma
-# warpgroup scaling each group's sums), one program an SM. Run 277 showed W12's tensor-core
-# tiles cannot both decode and keep bytes in flight in the same warps (2-warp one-wave programs
-# at half speed). First its GPU tests (tests/test_w12_ws.py: against w12_linear_reference at
-# 1, 7 and 16 rows, K splits, escapes), then bench/w12_join.py --ws at Qwen3-8B's
-# 16-row shapes beside today's tiles (plain = the variant-free tile, j2esc4 = JOIN 2 + ESC_ROWS 4
-# as JOIN_INPUT runs gate|up and down).
-# Run 278 (bench/h200/wsq278.sh) had its tests pass (19) but the kernel slow: gate|up 55.1 us
-# against 42.9, down 28.4 against 26.9, level across stages, decoding warps and decoded stages:
-# every program drew ~21 GB/s. The suspect: the planes' tiles were unswizzled 256-byte rows, so
-# the decoders' ldmatrix reads of 8 rows hit one bank group (8-way conflicts, ~1,500 cycles of
-# the shared-memory pipe a block). Now the planes come as 128-byte rows with TMA's 128-byte
-# swizzle (SWIZZLE 128; the 64r4s/sw0 tile keeps them unswizzled, as run 278's 256-byte rows),
-# and three bounds say which partition limits: no decode (nodec), no multiply (nomma), neither
-# (loads), and a fourth the escapes' cost (the table emptied). Also new since run 278: a unit's
-# escapes summed before its blocks, while the rings fill (ESC_FIRST; 64r4s/escafter keeps run
-# 278's order), and a persistent grid (64r4s/pers). Then Nsight Compute at gate|up: counters,
-# and the SASS source view's stalls.
+# Device call (~6 min + cold start; no carry), prepared in session 49, not yet run: run 279.
+# kernels/w12_ws.py (Gluon): the 16-row W12 multiply with its decode in warps of its own (a
+# 1-warp TMA loader, 4 or 8 decoding warps writing bf16 pairs to shared memory, one wgmma
+# warpgroup scaling each group's sums), one program an SM. Run 278 (bench/h200/wsq278.sh): its
+# tests passed (19) but it was slow, gate|up 55.1 us against w12_linear's 42.9, down 28.4
+# against 26.9, level across stages, decoding warps and decoded stages (~21 GB/s a program).
+# The suspect: unswizzled 256-byte plane rows, read 8 rows at a time by ldmatrix (8-way bank
+# conflicts). Since then: the planes as 128-byte rows in TMA's 128-byte swizzle (64r4s/sw0
+# keeps them unswizzled), the escapes before the blocks (64r4s/escafter: after), a persistent
+# grid (64r4s/pers), bounds (nodec: no decode, nomma: no multiply, loads: neither, and the
+# emptied escape table), SwiGLU and residual epilogues, and the verify forward's route through
+# it (VERIFY, off). Here: the GPU tests (w12_ws's and the fused verify's; not a gate), then
+# bench/w12_join.py --ws at Qwen3-8B's 16-row shapes beside today's tiles (plain, and j2esc4 as
+# JOIN_INPUT runs gate|up and down), Nsight Compute at gate|up (counters, SASS source view),
+# and the W12 auto verify back to back with VERIFY on.
 # Prediction: gate|up ~40 us with the swizzle (-27%), sw0 ~55; down ~24; q|k|v and o no better
-# (96 and 64 row tiles: fewer programs than SMs).
+# (96 and 64 row tiles: fewer programs than SMs); verify with VERIFY -50 to -150 us if so.
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
 # not a gate: a failing tile shows as an error in the bench's rows, the others still time
-TESTS_K="w12_ws" TESTS_S=120 gpu_tests tests/test_w12_ws.py
+TESTS_K="w12_ws" TESTS_S=150 gpu_tests tests/test_w12_ws.py tests/test_kernels.py
 grep -E "^FAILED|Error" "$OUT/gpu-tests.log" | head -8 | cut -c1-250
 for model in qwen3-8b; do  # (Llama's shapes next, if it wins: the same kernel)
     timeout 240 python3 bench/w12_join.py --model $model --rows 16 --shapes qkv,o,gate_up,down \
@@ -41,7 +36,7 @@ for path in sys.argv[1:]:
     for s in d["shapes"]:
         for t in s.get("ws", []):
             print(d["model"], s["shape"], t["tile"], round(t["us"], 2) if "us" in t else t["error"])
-        print(d["model"], s["shape"], "64r4s emptied escape table", round(s.get("ws_noesc_us", 0), 2))
+        print(d["model"], s["shape"], "64r4s, escapes emptied", round(s.get("ws_noesc_us", 0), 2))
         if "ws_swiglu_us" in s:
             print(d["model"], s["shape"], "SwiGLU epilogue: w12_ws", round(s["ws_swiglu_us"], 2),
                   "w12_linear", round(s["w12_swiglu_us"], 2))
@@ -58,4 +53,8 @@ python3 bench/ncu_kernels.py table "$OUT/ncu-ws.csv" >"$OUT/ncu-table.log" 2>&1
 head -10 "$OUT/ncu-table.log" | cut -c1-220
 pack
 ncu_source wsgateup _w12_ws_kernel python3 bench/ncu_kernels.py run --shapes gate_up --rows 16 --ws
+pack
+# the verify forward with kernels/w12_ws.VERIFY (gate|up with SwiGLU and down on w12_ws, the
+# norm and the SwiGLU in pair order), back to back against base and base2
+variants "w12:auto" "base|;ws|--switch kernels.w12_ws.VERIFY=1;base2|" 120
 pack; archive_only

@@ -52,6 +52,10 @@ TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, S
 # PERSISTENT: one program an SM taking the work units in turn (else one a unit). ESC_FIRST: a
 # unit's escapes (each a chain of dependent loads: the row's offsets, the column, the input
 # there) summed before its blocks, while the rings fill, rather than after them (run 278's)
+# the fused verify forward's W12 gate|up (SwiGLU, y in pair order) and down (residual) on this
+# kernel, its input written in pair order by the rmsnorm before it (models/fused.py,
+# `verify_route`): off, unmeasured end to end (bench/h200/ws279.sh times the multiplies first)
+VERIFY = False
 PAIR = 2 * SLICE  # columns of one decoded buffer: two slices, interleaved
 WBLOCK, WPAIR = gl.constexpr(BLOCK), gl.constexpr(PAIR)  # the same, inside the kernels
 
@@ -304,7 +308,8 @@ def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1):
         live = live & (col >= col0) & (col < col1)
         bits = gl.load(esc_bits_ptr + start + e, mask=live, other=0)
         value = bits.to(gl.bfloat16, bitcast=True).to(gl.float32)
-        xs = gl.load(x_ptr + tokens[None, :] * stride_x + col[:, None],
+        at = pair_position(col)  # the input is in pair_order
+        xs = gl.load(x_ptr + tokens[None, :] * stride_x + at[:, None],
                      mask=live[:, None] & (tokens[None, :] < m), other=0.0)  # fmt: skip
         acc = acc + value[:, None] * xs.to(gl.float32)
     return acc
@@ -430,26 +435,28 @@ def w12_ws_linear(
     x: torch.Tensor,
     weight: W12Weight,
     tile: dict | None = None,
-    xp: torch.Tensor | None = None,
     *,
+    x_order: str = "natural",
     swiglu: bool = False,
     residual: torch.Tensor | None = None,
     y_order: str = "natural",
 ) -> torch.Tensor:
     """x [M, K] bf16 (M 1-16, CUDA, sm_90) @ weight.T -> [M, N] bf16, on the warp-specialized
-    kernel. tile: TILE's keys to change. xp: pair_order(x) where the caller has it (a producer
-    that writes it, as JOIN_INPUT's rmsnorm writes join_order; the escapes read x). swiglu:
-    weight is [gate | up] (N even), y = silu(gate) * up [M, N / 2], no K split; y_order "pair"
-    then writes y in pair_order (N / 2 a multiple of 256), for a w12_ws down to take as xp.
-    residual [M, N]: y = residual + x @ weight.T (w12_linear's contract)."""
+    kernel. tile: TILE's keys to change. x_order "pair": x is pair_order's [M, Kp] already (its
+    producer wrote it so: rmsnorm(pair=True), or a w12_ws SwiGLU with y_order "pair"); else the
+    host permutes it. swiglu: weight is [gate | up] (N even), y = silu(gate) * up [M, N / 2], no
+    K split; y_order "pair" then writes y in pair_order (N / 2 a multiple of 256). residual
+    [M, N]: y = residual + x @ weight.T (w12_linear's contract)."""
     from specpilot.kernels.w12_linear import _split_sum_kernel
 
     cfg = TILE | (tile or {})
     unknown = set(cfg) - set(TILE)
     if unknown:
         raise ValueError(f"w12_ws_linear: unknown tile keys {sorted(unknown)}")
-    m, k = x.shape
+    m, k = x.shape[0], weight.columns
     n = weight.shape[0]
+    if x_order not in ("natural", "pair"):
+        raise ValueError(f"w12_ws_linear: x_order 'natural' or 'pair', got {x_order!r}")
     if y_order not in ("natural", "pair") or (y_order == "pair" and not swiglu):
         raise ValueError(f"w12_ws_linear: y_order 'pair' is for swiglu only, got {y_order!r}")
     if swiglu and (n % 2 or residual is not None or cfg["SPLIT_K"] > 1):
@@ -458,15 +465,13 @@ def w12_ws_linear(
         raise ValueError(f"y_order 'pair' wants N / 2 a multiple of {BLOCK}, got {n // 2}")
     if residual is not None and (residual.shape != (m, n) or residual.dtype != torch.bfloat16):
         raise ValueError(f"w12_ws_linear: residual must be [{m}, {n}] bf16")
-    if not 1 <= m <= 16 or k != weight.columns or x.dtype != torch.bfloat16 or not x.is_cuda:
-        raise ValueError(f"w12_ws_linear wants x [1-16, {weight.columns}] bf16 on CUDA, "
+    cols = padded(k) if x_order == "pair" else k
+    if not 1 <= m <= 16 or x.shape[1] != cols or x.dtype != torch.bfloat16 or not x.is_cuda:
+        raise ValueError(f"w12_ws_linear wants x [1-16, {cols}] bf16 on CUDA ({x_order} order), "
                          f"got {tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
     if weight.group_size != BLOCK // 2:
         raise ValueError(f"w12_ws_linear wants group size {BLOCK // 2}, got {weight.group_size}")
-    x = x.contiguous()
-    xp = pair_order(x) if xp is None else xp
-    if xp.shape != (m, padded(k)) or not xp.is_contiguous():
-        raise ValueError(f"w12_ws_linear: xp must be pair_order(x), [{m}, {padded(k)}] contiguous")
+    xp = pair_order(x) if x_order == "natural" else x.contiguous()
     rows = cfg["BLOCK_N"] // (2 if swiglu else 1)  # of N a unit covers (SwiGLU: and their ups)
     low, codes, xd = descriptors(weight, xp, rows, cfg["SWIZZLE"])
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
@@ -481,8 +486,8 @@ def w12_ws_linear(
     grid = (min(units, sms) if cfg["PERSISTENT"] else units,)
     res = residual.contiguous() if residual is not None else y
     _w12_ws_kernel[grid](
-        low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
-        m, n, k, units, tiles, per_split, x.stride(0), weight.base.stride(0),
+        low, codes, xd, xp, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
+        m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0),
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
@@ -496,6 +501,21 @@ def w12_ws_linear(
             RESIDUAL=residual is not None, BLOCK_N=block,
         )  # fmt: skip
     return y
+
+
+def verify_route(gate_up, down, x: torch.Tensor) -> bool:
+    """Whether a forward of x's rows takes its W12 gate|up and down through w12_ws (VERIFY, 2-16
+    rows on a Hopper GPU, group size 128, K and N / 2 multiples of 256 so that the pair order
+    runs from the norm through the SwiGLU to the down)."""
+    if not VERIFY or not isinstance(gate_up, W12Weight) or not isinstance(down, W12Weight):
+        return False
+    if not 2 <= x.shape[0] <= 16 or not x.is_cuda:
+        return False
+    if torch.cuda.get_device_capability(x.device)[0] < 9:
+        return False
+    half = gate_up.shape[0] // 2
+    shapes = gate_up.columns % BLOCK == 0 and half % BLOCK == 0 and down.columns == half
+    return shapes and gate_up.group_size == down.group_size == BLOCK // 2
 
 
 def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False):
