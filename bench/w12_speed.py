@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import itertools
 import json
 from functools import partial
@@ -293,12 +294,23 @@ W12_ARMS = {
     # apart in AR with tight intervals (single runs 263.2 / 263.1). Run 275 (6 rounds): w12 AR
     # 1.075x, same 1.099x, spec 1.069x / 1.054x: the W12 arms' own spread is ~2%
     "same": {},
+    # kernels/w12_ws.py's route for the verify forward's W12 gate|up and down (off by default)
+    "ws_verify": {"w12_ws.VERIFY": True},
     "none": {
         "ACC_SCALE_TILES": False,
         "ESC_IN_LOOP_TILES": False,
         "HALVES_TILES": False,
     },
 }
+
+
+def _switch(flag: str) -> tuple:
+    """A W12_ARMS key -> (its module, its value now): a kernels/w12_linear.py switch, or
+    "module.NAME" for another of specpilot.kernels."""
+    module = w12_kernels
+    if "." in flag:
+        module = importlib.import_module(f"specpilot.kernels.{flag.split('.')[0]}")
+    return module, getattr(module, flag.split(".")[-1])
 
 
 def end_to_end(
@@ -343,14 +355,14 @@ def end_to_end(
     only = {f"w12_only_{'+'.join(sorted(m))}": m for m in matrix_sets}
     arms += tuple(only)
     arms += ("bf16_swept",) if bf16_tiles else ()
-    defaults = {flag: getattr(w12_kernels, flag) for sw in W12_ARMS.values() for flag in sw}
+    defaults = {flag: _switch(flag)[1] for sw in W12_ARMS.values() for flag in sw}
     bf16_measured = dict(bf16_kernels.MEASURED_TILES)
     kept: dict = {}  # arm -> (generator, its switches' setter), for the paired rounds
 
     def switch_to(weights: str) -> None:
         switches = defaults | W12_ARMS.get(weights.removeprefix("w12_"), {})
         for flag, value in switches.items():
-            setattr(w12_kernels, flag, value)
+            setattr(_switch(flag)[0], flag.split(".")[-1], value)
         extra_bf16 = bf16_tiles if weights == "bf16_swept" else {}
         bf16_kernels.MEASURED_TILES = bf16_measured | extra_bf16
 

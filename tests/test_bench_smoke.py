@@ -803,3 +803,16 @@ def test_w12_join_tiles_variants_and_table() -> None:
     lines = w12_join.table([row], ["plain", "esc4"])
     assert lines[0].split()[:4] == ["shape", "bf16", "bf16", "3/4"]
     assert "10.00 2.50" in lines[1] and lines[1].rstrip().endswith("-")
+
+
+def test_w12_speed_arms_name_real_switches() -> None:
+    """Every W12_ARMS switch is a kernels/w12_linear.py attribute, or "module.NAME" of another
+    kernels module (the ws_verify arm's w12_ws.VERIFY), so an arm cannot set a typo."""
+    w12_speed = pytest.importorskip("w12_speed")
+    from specpilot.kernels import w12_ws
+
+    for switches in w12_speed.W12_ARMS.values():
+        for flag in switches:
+            module, value = w12_speed._switch(flag)
+            assert hasattr(module, flag.split(".")[-1])
+    assert w12_speed._switch("w12_ws.VERIFY") == (w12_ws, w12_ws.VERIFY)
