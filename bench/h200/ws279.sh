@@ -12,8 +12,8 @@
 # emptied escape table), SwiGLU and residual epilogues, and the verify forward's route through
 # it (VERIFY, off). Here: the GPU tests (w12_ws's and the fused verify's; not a gate), then
 # bench/w12_join.py --ws at Qwen3-8B's 16-row shapes beside today's tiles (plain, and j2esc4 as
-# JOIN_INPUT runs gate|up and down), Nsight Compute at gate|up (counters, SASS source view),
-# and the W12 auto verify back to back with VERIFY on.
+# JOIN_INPUT runs gate|up and down) and at one row, Nsight Compute at gate|up (counters, SASS
+# source view), and the W12 auto verify back to back with VERIFY on.
 # Prediction: gate|up ~40 us with the swizzle (-27%), sw0 ~55; down ~24; q|k|v and o no better
 # (96 and 64 row tiles: fewer programs than SMs); verify with VERIFY -50 to -150 us if so.
 set -u
@@ -29,13 +29,21 @@ for model in qwen3-8b; do  # (Llama's shapes next, if it wins: the same kernel)
     echo "$model rc=$?"; grep -vE "^\{" "$OUT/ws-$model.log" | tail -5 | cut -c1-220
     pack
 done
+# one row (a decode step's multiplies): w12_ws spends the same decode and bytes on 1 row as on
+# 16, so it competes there if it reaches the one-row tiles' ~3.9 TB/s (gate|up 38.97 us in run
+# 270's graph)
+timeout 120 python3 bench/w12_join.py --model qwen3-8b --rows 1 --shapes gate_up,down \
+    --variants plain --ws --out "$OUT/ws-rows1.json" >"$OUT/ws-rows1.log" 2>&1
+echo "rows 1 rc=$?"; grep -vE "^\{" "$OUT/ws-rows1.log" | tail -3 | cut -c1-220
+pack
 python3 - "$OUT"/ws-*.json <<'PY'
 import json, sys
 for path in sys.argv[1:]:
     d = json.load(open(path))
     for s in d["shapes"]:
         for t in s.get("ws", []):
-            print(d["model"], s["shape"], t["tile"], round(t["us"], 2) if "us" in t else t["error"])
+            print(d["model"], d["rows"], s["shape"], t["tile"],
+                  round(t["us"], 2) if "us" in t else t["error"])
         print(d["model"], s["shape"], "64r4s, escapes emptied", round(s.get("ws_noesc_us", 0), 2))
         if "ws_swiglu_us" in s:
             print(d["model"], s["shape"], "SwiGLU epilogue: w12_ws", round(s["ws_swiglu_us"], 2),
