@@ -1049,23 +1049,30 @@ def w12_linear(
     )
     launch.ask_shared(kernel, launched["SHARED"])
     if splits > 1 and not in_kernel:
-        block = 1024
-        sum_grid = (triton.cdiv(n, block), m)
-        _split_sum_kernel[sum_grid](
-            part,
-            y,
-            residual if residual is not None else y,
-            m,
-            n,
-            y.stride(0),
-            residual.stride(0) if residual is not None else 0,
-            SPLIT_K=splits,
-            RESIDUAL=residual is not None,
-            BLOCK_N=block,
-            **launch.pdl(y),
-            **trace.arguments(y, "split_sum", sum_grid[0] * sum_grid[1], rows=m, n=n),
-        )
+        sum_splits(part, y, residual)
     return y
+
+
+def sum_splits(part: torch.Tensor, y: torch.Tensor, residual: torch.Tensor | None) -> None:
+    """y [M, N] = the sum of a K split's partial rows part [splits, M, N] (fp32), rounded, plus
+    the residual where given: the second launch of a split multiply (w12_linear, w12_ws)."""
+    splits, m, n = part.shape
+    block = 1024
+    grid = (triton.cdiv(n, block), m)
+    _split_sum_kernel[grid](
+        part,
+        y,
+        residual if residual is not None else y,
+        m,
+        n,
+        y.stride(0),
+        residual.stride(0) if residual is not None else 0,
+        SPLIT_K=splits,
+        RESIDUAL=residual is not None,
+        BLOCK_N=block,
+        **launch.pdl(y),
+        **trace.arguments(y, "split_sum", grid[0] * grid[1], rows=m, n=n),
+    )
 
 
 def w12_linear_reference(

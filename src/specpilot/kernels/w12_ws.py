@@ -42,7 +42,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
+from specpilot.kernels import launch
 from specpilot.kernels.common import pair_position
+from specpilot.kernels.w12_linear import sum_splits
 
 # the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
 # 4 decoding warps; SPLIT_K 0: K split so that the grid fills the SMs (`split_k`)
@@ -447,8 +449,6 @@ def w12_ws_linear(
     host permutes it. swiglu: weight is [gate | up] (N even), y = silu(gate) * up [M, N / 2], no
     K split; y_order "pair" then writes y in pair_order (N / 2 a multiple of 256). residual
     [M, N]: y = residual + x @ weight.T (w12_linear's contract)."""
-    from specpilot.kernels.w12_linear import _split_sum_kernel
-
     cfg = TILE | (tile or {})
     unknown = set(cfg) - set(TILE)
     if unknown:
@@ -474,7 +474,7 @@ def w12_ws_linear(
     xp = pair_order(x) if x_order == "natural" else x.contiguous()
     rows = cfg["BLOCK_N"] // (2 if swiglu else 1)  # of N a unit covers (SwiGLU: and their ups)
     low, codes, xd = descriptors(weight, xp, rows, cfg["SWIZZLE"])
-    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    sms = launch._sm_count(x.device.index or 0)
     tiles = triton.cdiv(n // 2 if swiglu else n, rows)
     splits = 1 if swiglu else cfg["SPLIT_K"] or split_k(n, k, cfg["BLOCK_N"], sms)
     blocks = triton.cdiv(k, BLOCK)
@@ -495,11 +495,7 @@ def w12_ws_linear(
         RESIDUAL=residual is not None, Y_PAIR=y_order == "pair", num_warps=4,
     )  # fmt: skip
     if splits > 1:
-        block = 1024
-        _split_sum_kernel[(triton.cdiv(n, block), m)](
-            out, y, res, m, n, y.stride(0), res.stride(0), SPLIT_K=splits,
-            RESIDUAL=residual is not None, BLOCK_N=block,
-        )  # fmt: skip
+        sum_splits(out, y, res if residual is not None else None)
     return y
 
 
@@ -509,9 +505,7 @@ def verify_route(gate_up, down, x: torch.Tensor) -> bool:
     runs from the norm through the SwiGLU to the down)."""
     if not VERIFY or not isinstance(gate_up, W12Weight) or not isinstance(down, W12Weight):
         return False
-    if not 2 <= x.shape[0] <= 16 or not x.is_cuda:
-        return False
-    if torch.cuda.get_device_capability(x.device)[0] < 9:
+    if not 2 <= x.shape[0] <= 16 or not launch._on_hopper(x):  # compiled, sm_90 or later
         return False
     half = gate_up.shape[0] // 2
     shapes = gate_up.columns % BLOCK == 0 and half % BLOCK == 0 and down.columns == half
