@@ -49,7 +49,8 @@ from specpilot.kernels.w12_linear import sum_splits
 # the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
 # 4 decoding warps; SPLIT_K 0: K split so that the grid fills the SMs (`split_k`)
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0,
-            SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1)  # fmt: skip
+            SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, BASE_AHEAD=3,
+            ESC_IN_LOOP=1)  # fmt: skip
 # BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both.
 # PERSISTENT: one program an SM taking the work units in turn (else one a unit). ESC_FIRST: a
 # unit's escapes (each a chain of dependent loads: the row's offsets, the column, the input
@@ -193,9 +194,21 @@ def _group_products(w_buf, x_buf, sw, s, G: gl.constexpr, acc):
 
 
 @gluon.jit
+def _bases(base_row, in_rows, groups, k_block0, i, n_blocks):
+    """Block i's (of a unit's n_blocks from k_block0) two group bases of the rows, int32; 0 past
+    the unit's blocks."""
+    g = 2 * (k_block0 + i)
+    live = in_rows & (i < n_blocks)
+    b0 = gl.load(base_row + g, mask=live, other=0).to(gl.int32)
+    b1 = gl.load(base_row + g + 1, mask=live & (g + 1 < groups), other=0).to(gl.int32)
+    return b0, b1
+
+
+@gluon.jit
 def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, output,
                 BLOCK_N: gl.constexpr, OUT_F32: gl.constexpr, BOUND: gl.constexpr,
-                ESC_FIRST: gl.constexpr, EPILOGUE: gl.constexpr,
+                ESC_FIRST: gl.constexpr, ESC_IN_LOOP: gl.constexpr, BASE_AHEAD: gl.constexpr,
+                EPILOGUE: gl.constexpr,
                 num_warps: gl.constexpr):  # fmt: skip
     """The default partition: each unit's blocks' products, each group's scaled, then the
     escapes of its rows and columns and the store (`_store`). weights: (the group bases, their
@@ -219,12 +232,20 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
         base_row = base_ptr + rows.to(gl.int64) * base_stride
         acc = gl.zeros([BLOCK_N, 16], gl.float32, acc_layout)
         col0, col1 = k_block0 * WBLOCK, (k_block0 + n_blocks) * WBLOCK
-        if ESC_FIRST:  # the escapes' dependent loads while the rings fill (else after the loop)
+        if ESC_IN_LOOP:  # escape i's entry, escape i - 1's input, escape i - 2's product
+            start = gl.load(escapes[0] + rows, mask=in_rows, other=0)
+            count = gl.load(escapes[0] + rows + 1, mask=in_rows, other=0) - start
+            p_value = gl.zeros([BLOCK_N], gl.float32, gl.SliceLayout(1, acc_layout))
+            p_col = gl.zeros([BLOCK_N], gl.int32, gl.SliceLayout(1, acc_layout))
+            q_value = p_value  # escape i - 2's value and input
+            q_x = gl.zeros([BLOCK_N, 16], gl.bfloat16, acc_layout)
+        elif ESC_FIRST:  # the escapes' dependent loads while the rings fill (else after the loop)
             acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1)
-        # the next block's two group bases, loaded a block ahead of their use
-        b0 = gl.load(base_row + 2 * k_block0, mask=in_rows, other=0).to(gl.int32)
-        b1 = gl.load(base_row + 2 * k_block0 + 1, mask=in_rows & (2 * k_block0 + 1 < groups),
-                     other=0).to(gl.int32)  # fmt: skip
+        # the group bases, BASE_AHEAD blocks ahead of their use (a global load's latency under
+        # the multiplies' traffic, ~1 us, is about a block's time: run 279's bounds, all level)
+        b0, b1 = _bases(base_row, in_rows, groups, k_block0, 0, n_blocks)
+        c0, c1 = _bases(base_row, in_rows, groups, k_block0, 1, n_blocks)  # (unused at 1)
+        d0, d1 = _bases(base_row, in_rows, groups, k_block0, 2, n_blocks)  # (unused below 3)
         for i in range(n_blocks):
             s = c % STAGES
             sw = c % W_STAGES
@@ -236,10 +257,7 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
             else:
                 g0 = _group_products(w_buf, x_buf, sw, s, 0, acc)
                 g1 = _group_products(w_buf, x_buf, sw, s, 1, acc)
-            nxt = 2 * (k_block0 + i + 1)
-            more = in_rows & (i + 1 < n_blocks)
-            nb0 = gl.load(base_row + nxt, mask=more, other=0).to(gl.int32)
-            nb1 = gl.load(base_row + nxt + 1, mask=more & (nxt + 1 < groups), other=0)
+            nb0, nb1 = _bases(base_row, in_rows, groups, k_block0, i + BASE_AHEAD, n_blocks)
             if (BOUND & 2) == 0:
                 g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
             mbarrier.arrive(w_empty.index(sw), count=1)
@@ -248,9 +266,25 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
             s0 = ((2 * b0 + 127) << 23).to(gl.float32, bitcast=True)
             s1 = ((2 * b1 + 127) << 23).to(gl.float32, bitcast=True)
             acc = acc + g0 * s0[:, None] + g1 * s1[:, None]
-            b0, b1 = nb0, nb1.to(gl.int32)
+            if ESC_IN_LOOP:  # each load used an iteration (a block's time) after it is made
+                acc = acc + q_value[:, None] * q_x.to(gl.float32)
+                q_value = p_value
+                q_x = _escape_input(x_ptr, stride_x, m, p_col, p_value, acc)
+                p_col, p_value = _escape_entry(escapes, start, count, i, col0, col1)
+            if BASE_AHEAD == 1:
+                b0, b1 = nb0, nb1
+            elif BASE_AHEAD == 2:
+                b0, b1, c0, c1 = c0, c1, nb0, nb1
+            else:
+                b0, b1, c0, c1, d0, d1 = c0, c1, d0, d1, nb0, nb1
             c += 1
-        if not ESC_FIRST:
+        if ESC_IN_LOOP:  # the two escapes in flight, then those past the blocks (rows with
+            # more escapes than the unit has blocks: rare)
+            acc = acc + q_value[:, None] * q_x.to(gl.float32)
+            p_x = _escape_input(x_ptr, stride_x, m, p_col, p_value, acc)
+            acc = acc + p_value[:, None] * p_x.to(gl.float32)
+            acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, n_blocks)
+        elif not ESC_FIRST:
             acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1)
         _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
 
@@ -297,22 +331,38 @@ def _store(acc, rows, in_rows, row0, split, m, half_n, output, OUT_F32: gl.const
 
 
 @gluon.jit
-def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1):
-    """acc plus the escapes of these rows in columns col0 .. col1 - 1: each row's list in turn
-    (its length the longest of the tile's)."""
-    row_ptr, esc_col_ptr, esc_bits_ptr = escapes
+def _escape_entry(escapes, start, count, e, col0, col1):
+    """Escape e of each row (its column, its value as fp32; 0.0 where the row has no escape e
+    in columns col0 .. col1 - 1)."""
+    _, esc_col_ptr, esc_bits_ptr = escapes
+    live = e < count
+    col = gl.load(esc_col_ptr + start + e, mask=live, other=0)
+    live = live & (col >= col0) & (col < col1)
+    bits = gl.load(esc_bits_ptr + start + e, mask=live, other=0)
+    return gl.where(live, col, 0), bits.to(gl.bfloat16, bitcast=True).to(gl.float32)
+
+
+@gluon.jit
+def _escape_input(x_ptr, stride_x, m, col, value, acc):
+    """The input's [rows, 16] values at each row's escape column, in acc's layout (0 where value
+    is 0: no escape; the input is in pair_order)."""
     tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, acc.type.layout))
+    at = pair_position(col)
+    return gl.load(x_ptr + tokens[None, :] * stride_x + at[:, None],
+                   mask=(value != 0.0)[:, None] & (tokens[None, :] < m), other=0.0)  # fmt: skip
+
+
+@gluon.jit
+def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, e0=0):
+    """acc plus the escapes e0, e0 + 1, .. of these rows in columns col0 .. col1 - 1: each
+    row's list in turn (its length the longest of the tile's), each a chain of dependent loads
+    (the row's offsets, the column, the input there)."""
+    row_ptr = escapes[0]
     start = gl.load(row_ptr + rows, mask=in_rows, other=0)
     count = gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
-    for e in range(gl.max(count, axis=0)):
-        live = e < count
-        col = gl.load(esc_col_ptr + start + e, mask=live, other=0)
-        live = live & (col >= col0) & (col < col1)
-        bits = gl.load(esc_bits_ptr + start + e, mask=live, other=0)
-        value = bits.to(gl.bfloat16, bitcast=True).to(gl.float32)
-        at = pair_position(col)  # the input is in pair_order
-        xs = gl.load(x_ptr + tokens[None, :] * stride_x + at[:, None],
-                     mask=live[:, None] & (tokens[None, :] < m), other=0.0)  # fmt: skip
+    for e in range(e0, gl.max(count, axis=0)):
+        col, value = _escape_entry(escapes, start, count, e, col0, col1)
+        xs = _escape_input(x_ptr, stride_x, m, col, value, acc)
         acc = acc + value[:, None] * xs.to(gl.float32)
     return acc
 
@@ -325,7 +375,8 @@ def _w12_ws_kernel(
     stride_split, stride_r,
     BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
-    BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr,
+    BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, ESC_IN_LOOP: gl.constexpr,
+    BASE_AHEAD: gl.constexpr, SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr,
     Y_PAIR: gl.constexpr, num_warps: gl.constexpr,
 ):  # fmt: skip
     """Each program takes work units pid, pid + programs, ... (`_unit`): one a program, or with
@@ -356,8 +407,8 @@ def _w12_ws_kernel(
             (_multiplier, ((x_buf, w_buf), bars, work, (base_ptr, base_stride, groups), n,
                            (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), BLOCK_N,
-                           SPLIT_K > 1, BOUND, ESC_FIRST, (SWIGLU, RESIDUAL, Y_PAIR),
-                           num_warps)),
+                           SPLIT_K > 1, BOUND, ESC_FIRST, ESC_IN_LOOP, BASE_AHEAD,
+                           (SWIGLU, RESIDUAL, Y_PAIR), num_warps)),
             (_decoder, ((low_buf, code_buf, w_buf), bars, work, BLOCK_N, DECODE_WARPS, BOUND)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars, work,
                        BLOCK_N, SWIGLU)),
@@ -491,7 +542,9 @@ def w12_ws_linear(
         weight.base.shape[1], y.stride(0), m * n, res.stride(0),
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
-        BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], SWIGLU=int(swiglu),
+        BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], ESC_IN_LOOP=cfg["ESC_IN_LOOP"],
+        BASE_AHEAD=cfg["BASE_AHEAD"],
+        SWIGLU=int(swiglu),
         RESIDUAL=residual is not None, Y_PAIR=y_order == "pair", num_warps=4,
     )  # fmt: skip
     if splits > 1:
