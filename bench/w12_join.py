@@ -62,17 +62,18 @@ BEST_TILES = {
 
 # --ws: kernels/w12_ws.py's tiles (the decode in warps of its own), beside the variants
 WS_TILES = (
-    # the default: the group bases 3 blocks ahead, the escapes spread over the loop (after run
-    # 279: bases a block ahead and the escapes before the blocks, "64r4s/ba1", all tiles level)
-    ("64r4s", {}), ("64r4s/ba1", dict(BASE_AHEAD=1, ESC_IN_LOOP=0)),
-    ("64r4s/ba2", dict(BASE_AHEAD=2)), ("64r4s/escfirst", dict(ESC_IN_LOOP=0)),
-    ("64r3s", dict(STAGES=3)),
-    ("64r5s1w", dict(STAGES=5, W_STAGES=1)), ("64r4s8d", dict(DECODE_WARPS=8, DECODE_REGS=80)),
-    ("64r4s1w", dict(W_STAGES=1)), ("64r4s/pers", dict(PERSISTENT=1)),
+    # the default: a unit's group bases loaded at once, its first 4 escapes a row gathered at
+    # once (runs 279-280: each block's bases loaded in the loop cost a round trip a block, and
+    # the escapes one after another a chain of them a unit; "64r4s/run279" has both)
+    ("64r4s", {}), ("64r4s/noslab", dict(BASE_SLAB=0)), ("64r4s/esc0", dict(ESC_BATCH=0)),
+    ("64r4s/run279", dict(BASE_SLAB=0, ESC_BATCH=0)), ("64r4s/escafter", dict(ESC_FIRST=0)),
+    ("64r3s", dict(STAGES=3)), ("64r5s1w", dict(STAGES=5, W_STAGES=1)),
+    ("64r4s8d", dict(DECODE_WARPS=8, DECODE_REGS=80)), ("64r4s1w", dict(W_STAGES=1)),
+    ("64r4s/pers", dict(PERSISTENT=1)),
     # bounds, wrong products (not checked): without the decode, the multiply, or both
     ("64r4s/nodec", dict(BOUND=1)), ("64r4s/nomma", dict(BOUND=2)), ("64r4s/loads", dict(BOUND=3)),
     ("64r4s/loads/pers", dict(BOUND=3, PERSISTENT=1)),
-    ("64r4s/loads/ba1", dict(BOUND=3, BASE_AHEAD=1, ESC_IN_LOOP=0)),
+    ("64r4s/loads/run279", dict(BOUND=3, BASE_SLAB=0, ESC_BATCH=0)),
     ("128r2s8d", dict(BLOCK_N=128, STAGES=2, W_STAGES=1, DECODE_WARPS=8, DECODE_REGS=80)),
 )  # fmt: skip
 

@@ -49,9 +49,12 @@ from specpilot.kernels.w12_linear import sum_splits
 # the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
 # 4 decoding warps; SPLIT_K 0: K split so that the grid fills the SMs (`split_k`)
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0,
-            SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, BASE_AHEAD=3,
-            ESC_IN_LOOP=1)  # fmt: skip
+            SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, ESC_BATCH=4,
+            BASE_SLAB=1)  # fmt: skip
 # BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both.
+# BASE_SLAB: a unit's group bases loaded at once before its blocks (else each block's in the
+# loop: a round trip a block, runs 279-280). ESC_BATCH 4: each row's first 4 escapes gathered
+# at once (0: one after another).
 # PERSISTENT: one program an SM taking the work units in turn (else one a unit). ESC_FIRST: a
 # unit's escapes (each a chain of dependent loads: the row's offsets, the column, the input
 # there) summed before its blocks, while the rings fill, rather than after them (run 278's)
@@ -207,7 +210,7 @@ def _bases(base_row, in_rows, groups, k_block0, i, n_blocks):
 @gluon.jit
 def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, output,
                 BLOCK_N: gl.constexpr, OUT_F32: gl.constexpr, BOUND: gl.constexpr,
-                ESC_FIRST: gl.constexpr, ESC_IN_LOOP: gl.constexpr, BASE_AHEAD: gl.constexpr,
+                ESC_FIRST: gl.constexpr, ESC_BATCH: gl.constexpr, BASE_SLAB: gl.constexpr,
                 EPILOGUE: gl.constexpr,
                 num_warps: gl.constexpr):  # fmt: skip
     """The default partition: each unit's blocks' products, each group's scaled, then the
@@ -232,20 +235,19 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
         base_row = base_ptr + rows.to(gl.int64) * base_stride
         acc = gl.zeros([BLOCK_N, 16], gl.float32, acc_layout)
         col0, col1 = k_block0 * WBLOCK, (k_block0 + n_blocks) * WBLOCK
-        if ESC_IN_LOOP:  # escape i's entry, escape i - 1's input, escape i - 2's product
-            start = gl.load(escapes[0] + rows, mask=in_rows, other=0)
-            count = gl.load(escapes[0] + rows + 1, mask=in_rows, other=0) - start
-            p_value = gl.zeros([BLOCK_N], gl.float32, gl.SliceLayout(1, acc_layout))
-            p_col = gl.zeros([BLOCK_N], gl.int32, gl.SliceLayout(1, acc_layout))
-            q_value = p_value  # escape i - 2's value and input
-            q_x = gl.zeros([BLOCK_N, 16], gl.bfloat16, acc_layout)
-        elif ESC_FIRST:  # the escapes' dependent loads while the rings fill (else after the loop)
-            acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1)
-        # the group bases, BASE_AHEAD blocks ahead of their use (a global load's latency under
-        # the multiplies' traffic, ~1 us, is about a block's time: run 279's bounds, all level)
-        b0, b1 = _bases(base_row, in_rows, groups, k_block0, 0, n_blocks)
-        c0, c1 = _bases(base_row, in_rows, groups, k_block0, 1, n_blocks)  # (unused at 1)
-        d0, d1 = _bases(base_row, in_rows, groups, k_block0, 2, n_blocks)  # (unused below 3)
+        if ESC_FIRST:  # the escapes' dependent loads while the rings fill (else after the loop)
+            acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1,
+                           ESC_BATCH)  # fmt: skip
+        # the group bases: the unit's all at once (BASE_SLAB groups a row; runs 279-280: a
+        # global load in the loop, even issued blocks ahead, cost each block a round trip), or
+        # each block's a block ahead
+        if BASE_SLAB:
+            gcol = gl.arange(0, BASE_SLAB, layout=gl.SliceLayout(0, acc_layout))
+            g = 2 * k_block0 + gcol
+            live = in_rows[:, None] & (gcol[None, :] < 2 * n_blocks) & (g[None, :] < groups)
+            slab = gl.load(base_row[:, None] + g[None, :], mask=live, other=0).to(gl.int32)
+        else:
+            b0, b1 = _bases(base_row, in_rows, groups, k_block0, 0, n_blocks)
         for i in range(n_blocks):
             s = c % STAGES
             sw = c % W_STAGES
@@ -257,7 +259,11 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
             else:
                 g0 = _group_products(w_buf, x_buf, sw, s, 0, acc)
                 g1 = _group_products(w_buf, x_buf, sw, s, 1, acc)
-            nb0, nb1 = _bases(base_row, in_rows, groups, k_block0, i + BASE_AHEAD, n_blocks)
+            if BASE_SLAB:  # block i's two columns of the slab (a row's across 4 lanes)
+                b0 = gl.sum(gl.where(gcol[None, :] == 2 * i, slab, 0), axis=1)
+                b1 = gl.sum(gl.where(gcol[None, :] == 2 * i + 1, slab, 0), axis=1)
+            else:
+                nb0, nb1 = _bases(base_row, in_rows, groups, k_block0, i + 1, n_blocks)
             if (BOUND & 2) == 0:
                 g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
             mbarrier.arrive(w_empty.index(sw), count=1)
@@ -266,26 +272,12 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
             s0 = ((2 * b0 + 127) << 23).to(gl.float32, bitcast=True)
             s1 = ((2 * b1 + 127) << 23).to(gl.float32, bitcast=True)
             acc = acc + g0 * s0[:, None] + g1 * s1[:, None]
-            if ESC_IN_LOOP:  # each load used an iteration (a block's time) after it is made
-                acc = acc + q_value[:, None] * q_x.to(gl.float32)
-                q_value = p_value
-                q_x = _escape_input(x_ptr, stride_x, m, p_col, p_value, acc)
-                p_col, p_value = _escape_entry(escapes, start, count, i, col0, col1)
-            if BASE_AHEAD == 1:
+            if not BASE_SLAB:
                 b0, b1 = nb0, nb1
-            elif BASE_AHEAD == 2:
-                b0, b1, c0, c1 = c0, c1, nb0, nb1
-            else:
-                b0, b1, c0, c1, d0, d1 = c0, c1, d0, d1, nb0, nb1
             c += 1
-        if ESC_IN_LOOP:  # the two escapes in flight, then those past the blocks (rows with
-            # more escapes than the unit has blocks: rare)
-            acc = acc + q_value[:, None] * q_x.to(gl.float32)
-            p_x = _escape_input(x_ptr, stride_x, m, p_col, p_value, acc)
-            acc = acc + p_value[:, None] * p_x.to(gl.float32)
-            acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, n_blocks)
-        elif not ESC_FIRST:
-            acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1)
+        if not ESC_FIRST:
+            acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1,
+                           ESC_BATCH)  # fmt: skip
         _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
 
 
@@ -353,14 +345,28 @@ def _escape_input(x_ptr, stride_x, m, col, value, acc):
 
 
 @gluon.jit
-def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, e0=0):
-    """acc plus the escapes e0, e0 + 1, .. of these rows in columns col0 .. col1 - 1: each
-    row's list in turn (its length the longest of the tile's), each a chain of dependent loads
-    (the row's offsets, the column, the input there)."""
+def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, BATCH: gl.constexpr):
+    """acc plus the escapes of these rows in columns col0 .. col1 - 1. BATCH 4: each row's first
+    four at once (their entries in one round of independent loads, their inputs in a second),
+    then the rest of each row's list in turn; 0: all in turn, each a chain of dependent loads
+    (the row's offsets, the column, the input there) behind the one before (run 279's)."""
     row_ptr = escapes[0]
     start = gl.load(row_ptr + rows, mask=in_rows, other=0)
     count = gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
-    for e in range(e0, gl.max(count, axis=0)):
+    if BATCH == 4:
+        c0, v0 = _escape_entry(escapes, start, count, 0, col0, col1)
+        c1, v1 = _escape_entry(escapes, start, count, 1, col0, col1)
+        c2, v2 = _escape_entry(escapes, start, count, 2, col0, col1)
+        c3, v3 = _escape_entry(escapes, start, count, 3, col0, col1)
+        x0 = _escape_input(x_ptr, stride_x, m, c0, v0, acc).to(gl.float32)
+        x1 = _escape_input(x_ptr, stride_x, m, c1, v1, acc).to(gl.float32)
+        x2 = _escape_input(x_ptr, stride_x, m, c2, v2, acc).to(gl.float32)
+        x3 = _escape_input(x_ptr, stride_x, m, c3, v3, acc).to(gl.float32)
+        acc = acc + v0[:, None] * x0
+        acc = acc + v1[:, None] * x1
+        acc = acc + v2[:, None] * x2
+        acc = acc + v3[:, None] * x3
+    for e in range(BATCH, gl.max(count, axis=0)):
         col, value = _escape_entry(escapes, start, count, e, col0, col1)
         xs = _escape_input(x_ptr, stride_x, m, col, value, acc)
         acc = acc + value[:, None] * xs.to(gl.float32)
@@ -375,8 +381,8 @@ def _w12_ws_kernel(
     stride_split, stride_r,
     BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
-    BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, ESC_IN_LOOP: gl.constexpr,
-    BASE_AHEAD: gl.constexpr, SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr,
+    BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, ESC_BATCH: gl.constexpr,
+    BASE_SLAB: gl.constexpr, SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr,
     Y_PAIR: gl.constexpr, num_warps: gl.constexpr,
 ):  # fmt: skip
     """Each program takes work units pid, pid + programs, ... (`_unit`): one a program, or with
@@ -407,7 +413,7 @@ def _w12_ws_kernel(
             (_multiplier, ((x_buf, w_buf), bars, work, (base_ptr, base_stride, groups), n,
                            (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), BLOCK_N,
-                           SPLIT_K > 1, BOUND, ESC_FIRST, ESC_IN_LOOP, BASE_AHEAD,
+                           SPLIT_K > 1, BOUND, ESC_FIRST, ESC_BATCH, BASE_SLAB,
                            (SWIGLU, RESIDUAL, Y_PAIR), num_warps)),
             (_decoder, ((low_buf, code_buf, w_buf), bars, work, BLOCK_N, DECODE_WARPS, BOUND)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars, work,
@@ -478,6 +484,14 @@ def descriptors(weight: W12Weight, xp: torch.Tensor, rows: int, swizzle: int) ->
     return low, codes, x
 
 
+def base_slab(per_split: int, on: int) -> int:
+    """The group-base columns a program holds of a unit (two a block, a power of 2 from 16, as
+    the accumulator's layout tiles them); 0 (each block's loaded in the loop) when off or past
+    64 (32 blocks a unit: 32 registers a thread)."""
+    width = max(16, triton.next_power_of_2(2 * per_split))
+    return width if on and width <= 64 else 0
+
+
 def split_k(n: int, k: int, block_n: int, sms: int) -> int:
     """The K split that gives at least one program an SM (whole blocks a split)."""
     tiles, blocks = triton.cdiv(n, block_n), triton.cdiv(k, BLOCK)
@@ -542,8 +556,8 @@ def w12_ws_linear(
         weight.base.shape[1], y.stride(0), m * n, res.stride(0),
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
-        BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], ESC_IN_LOOP=cfg["ESC_IN_LOOP"],
-        BASE_AHEAD=cfg["BASE_AHEAD"],
+        BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], ESC_BATCH=cfg["ESC_BATCH"],
+        BASE_SLAB=base_slab(per_split, cfg["BASE_SLAB"]),
         SWIGLU=int(swiglu),
         RESIDUAL=residual is not None, Y_PAIR=y_order == "pair", num_warps=4,
     )  # fmt: skip
@@ -565,9 +579,11 @@ def verify_route(gate_up, down, x: torch.Tensor) -> bool:
     return shapes and gate_up.group_size == down.group_size == BLOCK // 2
 
 
-def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False):
+def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
+                 blocks: int = 16):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (Triton's bundled ptxas: kernels/aot.usage
-    reads its registers): the checks a CPU can make of it. swiglu: with y in pair order."""
+    reads its registers): the checks a CPU can make of it. swiglu: with y in pair order.
+    blocks: of a unit (K / 256 / the K split), which sets the group bases' slab."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
@@ -585,6 +601,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
     fn = _w12_ws_kernel
     host_only = ("SWIZZLE", "PERSISTENT")  # the descriptors' layout, the grid
     consts = {name: cfg[name] for name in TILE if name not in host_only} | dict(num_warps=4)
+    consts["BASE_SLAB"] = base_slab(blocks, cfg["BASE_SLAB"])  # a unit of `blocks` blocks
     consts |= dict(SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=swiglu)
     signature = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
     constexprs = {(fn.arg_names.index(a),): v for a, v in consts.items()}
