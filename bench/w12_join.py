@@ -74,6 +74,13 @@ WS_TILES = (
     ("64r4s/nodec", dict(BOUND=1)), ("64r4s/nomma", dict(BOUND=2)), ("64r4s/loads", dict(BOUND=3)),
     ("64r4s/loads/pers", dict(BOUND=3, PERSISTENT=1)),
     ("64r4s/loads/run279", dict(BOUND=3, BASE_SLAB=0, ESC_BATCH=0)),
+    # (run 282) without the input's copies: the weights' bytes alone through the ring
+    ("64r4s/nox", dict(BOUND=4)), ("64r4s/pers/nox", dict(BOUND=4, PERSISTENT=1)),
+    ("64r4s/loads/nox", dict(BOUND=7)), ("64r4s/loads/pers/nox", dict(BOUND=7, PERSISTENT=1)),
+    # and whether the ring's depth (bytes in flight) sets the loads' pace
+    ("64r2s1w/loads", dict(STAGES=2, W_STAGES=1, BOUND=3)),
+    ("64r6s1w/loads", dict(STAGES=6, W_STAGES=1, BOUND=3)),
+    ("64r6s1w/loads/nox", dict(STAGES=6, W_STAGES=1, BOUND=7)),
     ("128r2s8d", dict(BLOCK_N=128, STAGES=2, W_STAGES=1, DECODE_WARPS=8, DECODE_REGS=80)),
 )  # fmt: skip
 

@@ -51,7 +51,8 @@ from specpilot.kernels.w12_linear import sum_splits
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0,
             SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, ESC_BATCH=4,
             BASE_SLAB=1)  # fmt: skip
-# BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both.
+# BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both;
+# 4 the input's copies (the weights' bytes alone).
 # BASE_SLAB: a unit's group bases loaded at once before its blocks (else each block's in the
 # loop: a round trip a block, runs 279-280). ESC_BATCH 4: each row's first 4 escapes gathered
 # at once (0: one after another).
@@ -119,12 +120,14 @@ def _copy_rows(desc, row0, col, ready, buf, half_n, SWIGLU: gl.constexpr):
 
 
 @gluon.jit
-def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr):
+def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr,
+            BOUND: gl.constexpr):  # fmt: skip
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
-    nbytes: gl.constexpr = BLOCK_N * (WBLOCK + WBLOCK // 2) + 4 * x_desc.block_type.nbytes
+    X_BYTES: gl.constexpr = 0 if (BOUND & 4) != 0 else 4 * x_desc.block_type.nbytes
+    nbytes: gl.constexpr = BLOCK_N * (WBLOCK + WBLOCK // 2) + X_BYTES
     c = 0  # blocks so far, over this program's units: the rings' positions and phases
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
         row0, k_block0, n_blocks, split = _unit(u, work, BLOCK_N // (1 + SWIGLU))
@@ -140,9 +143,10 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
             _copy_rows(low_desc, row0, col + WBLOCK // 2, ready, low_buf.index(2 * s + 1), half_n,
                        SWIGLU)  # fmt: skip
             _copy_rows(code_desc, row0, col // 2, ready, code_buf.index(s), half_n, SWIGLU)
-            for p in gl.static_range(4):
-                tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], ready,
-                                                x_buf.index(4 * s + p))  # fmt: skip
+            if (BOUND & 4) == 0:  # BOUND 4 (a bound, wrong products): the input's not copied
+                for p in gl.static_range(4):
+                    tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], ready,
+                                                    x_buf.index(4 * s + p))  # fmt: skip
             c += 1
 
 
@@ -417,7 +421,7 @@ def _w12_ws_kernel(
                            (SWIGLU, RESIDUAL, Y_PAIR), num_warps)),
             (_decoder, ((low_buf, code_buf, w_buf), bars, work, BLOCK_N, DECODE_WARPS, BOUND)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars, work,
-                       BLOCK_N, SWIGLU)),
+                       BLOCK_N, SWIGLU, BOUND)),
         ],
         [DECODE_WARPS, 1],
         [DECODE_REGS, 24],
