@@ -94,3 +94,21 @@ ncu_source() {
     head -30 "$OUT/$name-source.log" | cut -c1-170
     rm -f "$OUT/$name.ncu-rep"
 }
+# ws_table JSON...: bench/w12_join.py --ws results, a line a w12_ws tile beside the best
+# w12_linear tile and bf16 (all of the bf16 K and 3/4 of it: the 12-bit bytes), into
+# $OUT/ws-table.log
+ws_table() {
+    python3 - "$@" <<'PY' | tee "$OUT/ws-table.log"
+import json, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    for s in d["shapes"]:
+        best = min((t for t in s["tiles"] if "us" in t), key=lambda t: t["us"])
+        print(d["rows"], s["shape"], "w12_linear", best["tile"], best["variant"],
+              round(best["us"], 2), "bf16", round(s["bf16_us"], 2), "bf16 3/4 K",
+              round(s["bf16_3q_us"], 2))
+        for t in s.get("ws", []):
+            print(d["rows"], s["shape"], t["tile"], round(t["us"], 2) if "us" in t else t["error"])
+        print(d["rows"], s["shape"], "default tile, escapes emptied", round(s["ws_noesc_us"], 2))
+PY
+}

@@ -16,16 +16,5 @@ card
 timeout 200 python3 bench/w12_join.py --model qwen3-8b --rows 16 --shapes gate_up,down \
     --variants j2esc4 --ws --out "$OUT/ws-qwen3-8b.json" >"$OUT/ws-qwen3-8b.log" 2>&1
 echo "16 rows rc=$?"
-python3 - "$OUT"/ws-*.json <<'PY' | tee "$OUT/ws-table.log"
-import json, sys
-for path in sys.argv[1:]:
-    d = json.load(open(path))
-    for s in d["shapes"]:
-        best = min((t for t in s["tiles"] if "us" in t), key=lambda t: t["us"])
-        print(d["rows"], s["shape"], "w12_linear", best["tile"], best["variant"],
-              round(best["us"], 2), "bf16", round(s["bf16_us"], 2), "bf16 3/4 K",
-              round(s["bf16_3q_us"], 2))
-        for t in s.get("ws", []):
-            print(d["rows"], s["shape"], t["tile"], round(t["us"], 2) if "us" in t else t["error"])
-PY
+ws_table "$OUT"/ws-*.json
 pack; archive_only
