@@ -85,6 +85,16 @@ WS_TILES = (
 )  # fmt: skip
 
 
+# --ws-two (run 282): two programs an SM (80 registers a thread at launch, 2 stages, 1 decoded
+# stage: 98 kB of shared memory each), beside the same tile at one program an SM
+TWO_AN_SM = dict(STAGES=2, W_STAGES=1, DECODE_REGS=80, MAXNREG=80)
+WS_TWO_TILES = (
+    ("64r2s1w", dict(STAGES=2, W_STAGES=1)), ("64r2s1w/2an", TWO_AN_SM),
+    ("64r2s1w/2an/pers", TWO_AN_SM | dict(PERSISTENT=2)),
+    ("64r2s1w/2an/loads", TWO_AN_SM | dict(BOUND=3)),
+)  # fmt: skip
+
+
 # --deep: deeper load rings than any sweep took (up to 4 stages), where run 263 found the
 # loads, not the decode, limiting the 16-row tiles: (BLOCK_N, warps, stages, K split)
 DEEP_TILES = {
@@ -134,10 +144,11 @@ def micros(call) -> float:
 
 
 def bench(
-    m: int, name: str, n: int, k: int, variants: list[str], deep: bool = False, ws: bool = False
+    m: int, name: str, n: int, k: int, variants: list[str], deep: bool = False, ws: tuple = ()
 ) -> dict:
     """Shape `name` (N x K) at m rows: bf16's times, then each variant of each of its tiles
-    (`tiles`), checked (but the bounds) and timed with the weights cycled from HBM."""
+    (`tiles`), checked (but the bounds) and timed with the weights cycled from HBM; ws: w12_ws
+    tiles (label, tile) to run beside them."""
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode(w)
@@ -174,7 +185,7 @@ def bench(
     if ws:  # kernels/w12_ws.py, its input given in pair order (as a producer would write it)
         row["ws"] = []
         xp = w12_ws.pair_order(x)
-        for label, tile in WS_TILES:
+        for label, tile in ws:
             entry = dict(tile=label, config=tile)
             try:
                 y = w12_ws.w12_ws_linear(xp, packed, tile, x_order="pair")
@@ -229,6 +240,7 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
     parser.add_argument("--deep", action="store_true", help="DEEP_TILES (gate_up, down)")
     parser.add_argument("--ws", action="store_true", help="kernels/w12_ws.py's WS_TILES too")
+    parser.add_argument("--ws-two", action="store_true", help="with --ws: WS_TWO_TILES instead")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -239,7 +251,8 @@ def main() -> None:
     print(table([], variants)[0])
     for name in args.shapes.split(","):
         n, k = shapes[name]
-        rows.append(bench(args.rows, name, n, k, variants, args.deep, args.ws))
+        ws = (WS_TWO_TILES if args.ws_two else WS_TILES) if args.ws else ()
+        rows.append(bench(args.rows, name, n, k, variants, args.deep, ws))
         print("\n".join(table(rows[-1:], variants)[1:]), flush=True)
     print("\n".join(table(rows, variants)))
     finish(dict(model=args.model, rows=args.rows, shapes=rows, gpu=torch.cuda.get_device_name()),

@@ -50,13 +50,15 @@ from specpilot.kernels.w12_linear import sum_splits
 # 4 decoding warps; SPLIT_K 0: K split so that the grid fills the SMs (`split_k`)
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0,
             SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, ESC_BATCH=4,
-            BASE_SLAB=1)  # fmt: skip
+            BASE_SLAB=1, MAXNREG=0)  # fmt: skip
 # BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both;
 # 4 the input's copies (the weights' bytes alone).
 # BASE_SLAB: a unit's group bases loaded at once before its blocks (else each block's in the
 # loop: a round trip a block, runs 279-280). ESC_BATCH 4: each row's first 4 escapes gathered
 # at once (0: one after another).
-# PERSISTENT: one program an SM taking the work units in turn (else one a unit). ESC_FIRST: a
+# PERSISTENT: that many programs an SM taking the work units in turn (else one a unit).
+# MAXNREG: the launch's registers a thread (0: ptxas's choice); 80 with 2 stages and 1 decoded
+# stage holds two programs an SM (the multiplying warps then get 136, the decoders 80). ESC_FIRST: a
 # unit's escapes (each a chain of dependent loads: the row's offsets, the column, the input
 # there) summed before its blocks, while the rings fill, rather than after them (run 278's)
 # the fused verify forward's W12 gate|up (SwiGLU, y in pair order) and down (residual) on this
@@ -552,7 +554,8 @@ def w12_ws_linear(
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     out = y if splits == 1 else torch.empty(splits, m, n, device=x.device, dtype=torch.float32)
     units = tiles * splits
-    grid = (min(units, sms) if cfg["PERSISTENT"] else units,)
+    grid = (min(units, sms * cfg["PERSISTENT"]) if cfg["PERSISTENT"] else units,)
+    regs = dict(maxnreg=cfg["MAXNREG"]) if cfg["MAXNREG"] else {}
     res = residual.contiguous() if residual is not None else y
     _w12_ws_kernel[grid](
         low, codes, xd, xp, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
@@ -563,7 +566,7 @@ def w12_ws_linear(
         BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], ESC_BATCH=cfg["ESC_BATCH"],
         BASE_SLAB=base_slab(per_split, cfg["BASE_SLAB"]),
         SWIGLU=int(swiglu),
-        RESIDUAL=residual is not None, Y_PAIR=y_order == "pair", num_warps=4,
+        RESIDUAL=residual is not None, Y_PAIR=y_order == "pair", num_warps=4, **regs,
     )  # fmt: skip
     if splits > 1:
         sum_splits(out, y, res if residual is not None else None)
@@ -603,11 +606,12 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         y_ptr="*fp32" if cfg["SPLIT_K"] > 1 else "*bf16", res_ptr="*bf16",
     )  # fmt: skip
     fn = _w12_ws_kernel
-    host_only = ("SWIZZLE", "PERSISTENT")  # the descriptors' layout, the grid
+    host_only = ("SWIZZLE", "PERSISTENT", "MAXNREG")  # the descriptors' layout, the launch
     consts = {name: cfg[name] for name in TILE if name not in host_only} | dict(num_warps=4)
     consts["BASE_SLAB"] = base_slab(blocks, cfg["BASE_SLAB"])  # a unit of `blocks` blocks
     consts |= dict(SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=swiglu)
     signature = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
     constexprs = {(fn.arg_names.index(a),): v for a, v in consts.items()}
     source = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs={})
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
+    options = dict(num_warps=4) | (dict(maxnreg=cfg["MAXNREG"]) if cfg["MAXNREG"] else {})
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
