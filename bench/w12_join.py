@@ -144,11 +144,11 @@ def micros(call) -> float:
 
 
 def bench(
-    m: int, name: str, n: int, k: int, variants: list[str], deep: bool = False, ws: tuple = ()
+    m: int, name: str, n: int, k: int, variants: list[str], deep: bool = False, ws_tiles: tuple = ()
 ) -> dict:
     """Shape `name` (N x K) at m rows: bf16's times, then each variant of each of its tiles
     (`tiles`), checked (but the bounds) and timed with the weights cycled from HBM; ws: w12_ws
-    tiles (label, tile) to run beside them."""
+    tiles (label, tile) to run beside them (the second of `cycled`'s bf16 weights is ws)."""
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode(w)
@@ -182,10 +182,10 @@ def bench(
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
                 entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
             row["tiles"].append(entry)
-    if ws:  # kernels/w12_ws.py, its input given in pair order (as a producer would write it)
+    if ws_tiles:  # kernels/w12_ws.py, its input given in pair order (as a producer would write it)
         row["ws"] = []
         xp = w12_ws.pair_order(x)
-        for label, tile in ws:
+        for label, tile in ws_tiles:
             entry = dict(tile=label, config=tile)
             try:
                 y = w12_ws.w12_ws_linear(xp, packed, tile, x_order="pair")
