@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -703,6 +704,24 @@ def test_device_scripts_parse() -> None:
         for name in re.findall(r'(?:exec bash|source) "\$\(dirname "\$0"\)/([\w.]+)"',
                                script.read_text()):  # fmt: skip
             assert (folder / name).is_file(), f"{script.name} hands over to missing {name}"
+
+
+def test_tma_probe_kernels_compile_for_sm90() -> None:
+    """bench/tma_probe.py's kernels compile for sm_90a here (in a process without the
+    interpreter): every TMA box fits an SM's shared memory and the tl.load tiles stream through
+    cp.async without spills, so its device call measures what it names."""
+    import subprocess
+
+    code = "import json, tma_probe as p; from specpilot.kernels import aot; "
+    code += "print(json.dumps([aot.usage(p.compile_sm90(box=b)) for b in p.TMA_BOXES]"
+    code += " + [aot.usage(p.compile_sm90(tile=t)) for t in p.LD_TILES]))"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    usages = json.loads(done.stdout.splitlines()[-1])
+    assert all(u["spill_stores"] == 0 and u["shared"] <= 227 * 1024 for u in usages)
 
 
 def test_read_floor_reads_every_word_once() -> None:
