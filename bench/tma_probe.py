@@ -26,38 +26,50 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
-# (rows, columns, swizzle bytes, stages) of the TMA boxes; w12_ws's planes are 64 x 128, 128
+# (rows, columns, swizzle bytes, stages, programs an SM: 0 a program a stripe, else that many
+# persistent) of the TMA boxes; w12_ws's planes are 64 x 128, 128, one program an SM with 4
+# stages of 32 kB (3 plane boxes and 4 input boxes)
 TMA_BOXES = (
-    (64, 128, 128, 4), (64, 128, 0, 4), (64, 128, 128, 8), (64, 256, 0, 4), (128, 128, 128, 4),
-    (32, 256, 0, 4), (128, 256, 0, 2), (64, 256, 0, 8),
+    (64, 128, 128, 4, 0), (64, 128, 0, 4, 0), (64, 128, 128, 8, 0), (64, 256, 0, 4, 0),
+    (128, 128, 128, 4, 0), (32, 256, 0, 4, 0), (128, 256, 0, 2, 0), (64, 256, 0, 8, 0),
+    (64, 128, 128, 4, 1), (64, 128, 128, 8, 1), (64, 128, 128, 16, 1), (64, 128, 128, 8, 2),
+    (64, 256, 0, 8, 1),
 )  # fmt: skip
 # (rows, columns, warps, stages) of the tl.load tiles
 LD_TILES = ((64, 256, 4, 3), (64, 256, 4, 4), (32, 256, 2, 4), (64, 128, 4, 4), (64, 512, 4, 2))
 
 
 @gluon.jit
-def _tma_stream(desc, out_ptr, k, STAGES: gl.constexpr):
+def _tma_stream(desc, out_ptr, k, stripes, STAGES: gl.constexpr):
+    """Stripes pid, pid + programs, ..., each's boxes through one ring that runs on across
+    stripes (a grid of fewer programs than stripes: persistent, as w12_ws's PERSISTENT)."""
     ROWS: gl.constexpr = desc.block_type.shape[0]
     COLS: gl.constexpr = desc.block_type.shape[1]
     bufs = gl.allocate_shared_memory(gl.uint8, [STAGES, ROWS, COLS], desc.layout)
     bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(bars.index(i), count=1)
-    row0 = gl.program_id(0) * ROWS
-    boxes = k // COLS  # (k a multiple of COLS, and at least STAGES boxes)
+    boxes = k // COLS  # a stripe's (k a multiple of COLS)
+    mine = (stripes - gl.program_id(0) + gl.num_programs(0) - 1) // gl.num_programs(0)
+    total = mine * boxes  # this program's boxes, in order: stripe j's box i is j * boxes + i
     for i in gl.static_range(STAGES):
-        mbarrier.expect(bars.index(i), desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(desc, [row0, i * COLS], bars.index(i), bufs.index(i))
-    for i in range(boxes):
+        if i < total:
+            row = (gl.program_id(0) + (i // boxes) * gl.num_programs(0)) * ROWS
+            mbarrier.expect(bars.index(i), desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(desc, [row, (i % boxes) * COLS], bars.index(i),
+                                            bufs.index(i))  # fmt: skip
+    for i in range(total):
         s = i % STAGES
         mbarrier.wait(bars.index(s), (i // STAGES) & 1)
-        if i + STAGES < boxes:
+        nxt = i + STAGES
+        if nxt < total:
+            row = (gl.program_id(0) + (nxt // boxes) * gl.num_programs(0)) * ROWS
             mbarrier.expect(bars.index(s), desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(desc, [row0, (i + STAGES) * COLS], bars.index(s),
+            tma.async_copy_global_to_shared(desc, [row, (nxt % boxes) * COLS], bars.index(s),
                                             bufs.index(s))  # fmt: skip
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(bars.index(i))
-    gl.store(out_ptr + gl.program_id(0), boxes)
+    gl.store(out_ptr + gl.program_id(0), total)
 
 
 @triton.jit
@@ -72,19 +84,20 @@ def _ld_stream(w_ptr, out_ptr, words, ROWS: tl.constexpr, COLS: tl.constexpr, ST
 
 
 def compile_sm90(box: tuple | None = None, tile: tuple | None = None):
-    """One TMA box's (rows, columns, swizzle, stages) or one tl.load tile's (rows, columns, warps,
-    stages) kernel compiled for sm_90a without a GPU: the checks a CPU can make."""
+    """One TMA box's (rows, columns, swizzle, stages, ...) or one tl.load tile's (rows,
+    columns, warps, stages) kernel compiled for sm_90a without a GPU: the checks a CPU can
+    make."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from triton.experimental.gluon._runtime import GluonASTSource
 
     target = GPUTarget("cuda", 90, 32)
     if box is not None:
-        r, c, swizzle, stages = box
+        r, c, swizzle, stages = box[:4]
         layout = gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=8, rank=2)
         sig = dict(desc=f"tensordesc<u8[{r}, {c}],{layout!r}>", out_ptr="*i32", k="i32",
-                   STAGES="constexpr")  # fmt: skip
-        source = GluonASTSource(fn=_tma_stream, signature=sig, constexprs={(3,): stages}, attrs={})
+                   stripes="i32", STAGES="constexpr")  # fmt: skip
+        source = GluonASTSource(fn=_tma_stream, signature=sig, constexprs={(4,): stages}, attrs={})
         return triton.compile(source, target=target, options=dict(num_warps=1))
     r, c, warps, stages = tile
     sig = dict(w_ptr="*i32", out_ptr="*i32", words="i32", ROWS="constexpr", COLS="constexpr",
@@ -101,17 +114,20 @@ def probe(n: int, k: int, copies: int) -> list[dict]:
     nbytes = n * k
     out = torch.empty(n, device="cuda", dtype=torch.int32)
     rows = []
-    for r, c, swizzle, stages in TMA_BOXES:
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for r, c, swizzle, stages, per_sm in TMA_BOXES:
         layout = gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=8, rank=2)
         descs = [TensorDescriptor.from_tensor(p, [r, c], layout) for p in planes]
         turn = iter(range(10**9))
+        grid = (min(n // r, sms * per_sm) if per_sm else n // r,)
 
-        def call(descs=descs, r=r, stages=stages, turn=turn):
-            _tma_stream[(n // r,)](descs[next(turn) % copies], out, k, STAGES=stages, num_warps=1)
+        def call(descs=descs, r=r, stages=stages, turn=turn, grid=grid):
+            _tma_stream[grid](descs[next(turn) % copies], out, k, n // r, STAGES=stages,
+                              num_warps=1)  # fmt: skip
 
         us = graph_time(call) * 1e6
-        rows.append(dict(kind="tma", rows=r, cols=c, swizzle=swizzle, stages=stages, us=us,
-                         tb_s=nbytes / us / 1e6))  # fmt: skip
+        rows.append(dict(kind="tma", rows=r, cols=c, swizzle=swizzle, stages=stages,
+                         per_sm=per_sm, us=us, tb_s=nbytes / us / 1e6))  # fmt: skip
     for r, c, warps, stages in LD_TILES:
         turn = iter(range(10**9))
 
@@ -138,6 +154,8 @@ def main() -> None:
     print(f"{'kind':<5}{'box / tile':<22}{'us':>8}{'TB/s':>7}")
     for row in rows:
         extra = f"sw{row['swizzle']}" if row["kind"] == "tma" else f"{row['warps']}w"
+        if row.get("per_sm"):
+            extra += f" {row['per_sm']}/SM"
         shape = f"{row['rows']}x{row['cols']} {extra} {row['stages']}s"
         print(f"{row['kind']:<5}{shape:<22}{row['us']:8.2f}{row['tb_s']:7.2f}")
     finish(dict(bench="tma_probe", n=args.n, k=args.k, rows=rows,
