@@ -95,6 +95,15 @@ WS_TWO_TILES = (
 )  # fmt: skip
 
 
+# --ws-loader (run 285): the loader's copies alone, no consumer waited on (BOUND 8 | 3), beside
+# the loads with their consumers' hand-offs (BOUND 3): which of the two holds the loads
+WS_LOADER_TILES = (
+    ("64r4s/loads", dict(BOUND=3)), ("64r4s/copies", dict(BOUND=11)),
+    ("64r4s/copies/nox", dict(BOUND=15)), ("64r6s1w/copies", dict(STAGES=6, W_STAGES=1, BOUND=11)),
+    ("64r4s/copies/pers", dict(BOUND=11, PERSISTENT=1)),
+)  # fmt: skip
+
+
 # --deep: deeper load rings than any sweep took (up to 4 stages), where run 263 found the
 # loads, not the decode, limiting the 16-row tiles: (BLOCK_N, warps, stages, K split)
 DEEP_TILES = {
@@ -241,6 +250,7 @@ def main() -> None:
     parser.add_argument("--deep", action="store_true", help="DEEP_TILES (gate_up, down)")
     parser.add_argument("--ws", action="store_true", help="kernels/w12_ws.py's WS_TILES too")
     parser.add_argument("--ws-two", action="store_true", help="with --ws: WS_TWO_TILES instead")
+    parser.add_argument("--ws-loader", action="store_true", help="with --ws: WS_LOADER_TILES")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -251,7 +261,8 @@ def main() -> None:
     print(table([], variants)[0])
     for name in args.shapes.split(","):
         n, k = shapes[name]
-        ws = (WS_TWO_TILES if args.ws_two else WS_TILES) if args.ws else ()
+        ws = WS_TWO_TILES if args.ws_two else WS_LOADER_TILES if args.ws_loader else WS_TILES
+        ws = ws if args.ws else ()
         rows.append(bench(args.rows, name, n, k, variants, args.deep, ws))
         print("\n".join(table(rows[-1:], variants)[1:]), flush=True)
     print("\n".join(table(rows, variants)))

@@ -52,7 +52,8 @@ TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, S
             SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, ESC_BATCH=4,
             BASE_SLAB=1, MAXNREG=0)  # fmt: skip
 # BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both;
-# 4 the input's copies (the weights' bytes alone).
+# 4 the input's copies (the weights' bytes alone); 8 every consumer (the loader's copies alone,
+# each stage reissued once its last copies landed).
 # BASE_SLAB: a unit's group bases loaded at once before its blocks (else each block's in the
 # loop: a round trip a block, runs 279-280). ESC_BATCH 4: each row's first 4 escapes gathered
 # at once (0: one after another).
@@ -135,7 +136,10 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
         row0, k_block0, n_blocks, split = _unit(u, work, BLOCK_N // (1 + SWIGLU))
         for i in range(n_blocks):
             s = c % STAGES
-            mbarrier.wait(in_empty.index(s), ((c // STAGES) & 1) ^ 1)
+            if (BOUND & 8) != 0:  # BOUND 8: the loads alone, no consumer: the stage's last
+                mbarrier.wait(in_ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
+            else:  # copies landed frees it (tma_probe's ring)
+                mbarrier.wait(in_empty.index(s), ((c // STAGES) & 1) ^ 1)
             ready = in_ready.index(s)
             mbarrier.expect(ready, nbytes)
             col = (k_block0 + i) * WBLOCK
@@ -150,6 +154,10 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
                     tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], ready,
                                                     x_buf.index(4 * s + p))  # fmt: skip
             c += 1
+    if (BOUND & 8) != 0:  # the last copies landed before the program ends
+        for s in gl.static_range(STAGES):
+            uses = (c - s + STAGES - 1) // STAGES
+            mbarrier.wait(in_ready.index(s), (uses - 1) & 1, pred=uses > 0)
 
 
 @gluon.jit
@@ -168,7 +176,7 @@ def _decoder(bufs, bars, work, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr
     )
     pairs: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
     c = 0
-    for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
+    for u in range(gl.program_id(0), work[0] * ((BOUND & 8) == 0), gl.num_programs(0)):
         n_blocks = _unit(u, work, BLOCK_N)[2]
         for _ in range(n_blocks):
             s = c % STAGES
@@ -254,7 +262,7 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
             slab = gl.load(base_row[:, None] + g[None, :], mask=live, other=0).to(gl.int32)
         else:
             b0, b1 = _bases(base_row, in_rows, groups, k_block0, 0, n_blocks)
-        for i in range(n_blocks):
+        for i in range(n_blocks * ((BOUND & 8) == 0)):
             s = c % STAGES
             sw = c % W_STAGES
             mbarrier.wait(in_ready.index(s), (c // STAGES) & 1)
