@@ -46,11 +46,15 @@ from specpilot.kernels import launch
 from specpilot.kernels.common import pair_position
 from specpilot.kernels.w12_linear import sum_splits
 
-# the prototype's default tile: 64 weight rows (one wgmma M), 4 input stages, 2 decoded stages,
-# 4 decoding warps; SPLIT_K 0: K split so that the grid fills the SMs (`split_k`)
-TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, DECODE_WARPS=4, DECODE_REGS=128, SPLIT_K=0,
-            SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, ESC_BATCH=4,
+# the prototype's default tile: 64 weight rows (one wgmma M), 4 stages of the planes, 2 decoded
+# stages, the input's ring of its own (X_STAGES, 0: STAGES + 2), 4 decoding warps; SPLIT_K 0: K
+# split so that the grid fills the SMs (`split_k`)
+TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, X_STAGES=0, DECODE_WARPS=4, DECODE_REGS=128,
+            SPLIT_K=0, SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, ESC_BATCH=4,
             BASE_SLAB=1, MAXNREG=0)  # fmt: skip
+# X_STAGES (run 285: the loader's copies alone took 39.6 us at gate|up, with the stages held
+# until both the decoders and the multiplier were done 44.3): the planes' stage is freed by the
+# decoders, the input's (its own ring) by the multiplier.
 # BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both;
 # 4 the input's copies (the weights' bytes alone); 8 every consumer (the loader's copies alone,
 # each stage reissued once its last copies landed).
@@ -127,19 +131,23 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
             BOUND: gl.constexpr):  # fmt: skip
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
-    in_ready, in_empty, w_ready, w_empty = bars
+    in_ready, in_empty, w_ready, w_empty, x_ready, x_empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
-    X_BYTES: gl.constexpr = 0 if (BOUND & 4) != 0 else 4 * x_desc.block_type.nbytes
-    nbytes: gl.constexpr = BLOCK_N * (WBLOCK + WBLOCK // 2) + X_BYTES
+    X_STAGES: gl.constexpr = x_buf.type.shape[0] // 4
+    nbytes: gl.constexpr = BLOCK_N * (WBLOCK + WBLOCK // 2)
     c = 0  # blocks so far, over this program's units: the rings' positions and phases
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
         row0, k_block0, n_blocks, split = _unit(u, work, BLOCK_N // (1 + SWIGLU))
         for i in range(n_blocks):
             s = c % STAGES
-            if (BOUND & 8) != 0:  # BOUND 8: the loads alone, no consumer: the stage's last
+            sx = c % X_STAGES
+            if (BOUND & 8) != 0:  # BOUND 8: the loads alone, no consumer: a stage's last
+                # copies landed frees it (tma_probe's ring)
                 mbarrier.wait(in_ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
-            else:  # copies landed frees it (tma_probe's ring)
+                mbarrier.wait(x_ready.index(sx), ((c // X_STAGES) & 1) ^ 1, pred=c >= X_STAGES)
+            else:  # the decoders free the planes' stage, the multiplier the input's
                 mbarrier.wait(in_empty.index(s), ((c // STAGES) & 1) ^ 1)
+                mbarrier.wait(x_empty.index(sx), ((c // X_STAGES) & 1) ^ 1)
             ready = in_ready.index(s)
             mbarrier.expect(ready, nbytes)
             col = (k_block0 + i) * WBLOCK
@@ -149,22 +157,29 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
             _copy_rows(low_desc, row0, col + WBLOCK // 2, ready, low_buf.index(2 * s + 1), half_n,
                        SWIGLU)  # fmt: skip
             _copy_rows(code_desc, row0, col // 2, ready, code_buf.index(s), half_n, SWIGLU)
-            if (BOUND & 4) == 0:  # BOUND 4 (a bound, wrong products): the input's not copied
+            x_ready_s = x_ready.index(sx)
+            if (BOUND & 4) == 0:
+                mbarrier.expect(x_ready_s, 4 * x_desc.block_type.nbytes)
                 for p in gl.static_range(4):
-                    tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], ready,
-                                                    x_buf.index(4 * s + p))  # fmt: skip
+                    tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], x_ready_s,
+                                                    x_buf.index(4 * sx + p))  # fmt: skip
+            else:  # BOUND 4 (a bound, wrong products): the input's not copied
+                mbarrier.arrive(x_ready_s, count=1)
             c += 1
     if (BOUND & 8) != 0:  # the last copies landed before the program ends
         for s in gl.static_range(STAGES):
             uses = (c - s + STAGES - 1) // STAGES
             mbarrier.wait(in_ready.index(s), (uses - 1) & 1, pred=uses > 0)
+        for s in gl.static_range(X_STAGES):
+            uses = (c - s + X_STAGES - 1) // X_STAGES
+            mbarrier.wait(x_ready.index(s), (uses - 1) & 1, pred=uses > 0)
 
 
 @gluon.jit
 def _decoder(bufs, bars, work, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr,
              BOUND: gl.constexpr):  # fmt: skip
     low_buf, code_buf, w_buf = bufs
-    in_ready, in_empty, w_ready, w_empty = bars
+    in_ready, in_empty, w_ready, w_empty = bars[:4]
     STAGES: gl.constexpr = code_buf.type.shape[0]
     W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
     # a warp a row at a time, its lanes along the row's 32 words
@@ -200,12 +215,12 @@ def _decoder(bufs, bars, work, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr
 
 
 @gluon.jit
-def _group_products(w_buf, x_buf, sw, s, G: gl.constexpr, acc):
+def _group_products(w_buf, x_buf, sw, sx, G: gl.constexpr, acc):
     """A block's group G (pairs 2G and 2G + 1) times the input, on wgmma, asynchronous: fresh
     sums in acc's layout."""
     w0, w1 = w_buf.index(4 * sw + 2 * G), w_buf.index(4 * sw + 2 * G + 1)
-    x0 = x_buf.index(4 * s + 2 * G).permute((1, 0))
-    x1 = x_buf.index(4 * s + 2 * G + 1).permute((1, 0))
+    x0 = x_buf.index(4 * sx + 2 * G).permute((1, 0))
+    x1 = x_buf.index(4 * sx + 2 * G + 1).permute((1, 0))
     out = warpgroup_mma(w0, x0, acc, use_acc=False, is_async=True)
     return warpgroup_mma(w1, x1, out, is_async=True)
 
@@ -231,9 +246,9 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
     escapes of its rows and columns and the store (`_store`). weights: (the group bases, their
     row stride, groups a row). EPILOGUE: (SWIGLU, RESIDUAL, Y_PAIR), as `_store` takes them."""
     x_buf, w_buf = bufs
-    in_ready, in_empty, w_ready, w_empty = bars
+    w_ready, w_empty, x_ready, x_empty = bars[2:]
     base_ptr, base_stride, groups = weights
-    STAGES: gl.constexpr = x_buf.type.shape[0] // 4
+    X_STAGES: gl.constexpr = x_buf.type.shape[0] // 4
     W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, 16, 16]
@@ -263,16 +278,16 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
         else:
             b0, b1 = _bases(base_row, in_rows, groups, k_block0, 0, n_blocks)
         for i in range(n_blocks * ((BOUND & 8) == 0)):
-            s = c % STAGES
+            sx = c % X_STAGES
             sw = c % W_STAGES
-            mbarrier.wait(in_ready.index(s), (c // STAGES) & 1)
+            mbarrier.wait(x_ready.index(sx), (c // X_STAGES) & 1)
             mbarrier.wait(w_ready.index(sw), (c // W_STAGES) & 1)
             if (BOUND & 2) != 0:  # BOUND 2 (a bound, wrong products): no multiply
                 g0 = acc
                 g1 = acc
             else:
-                g0 = _group_products(w_buf, x_buf, sw, s, 0, acc)
-                g1 = _group_products(w_buf, x_buf, sw, s, 1, acc)
+                g0 = _group_products(w_buf, x_buf, sw, sx, 0, acc)
+                g1 = _group_products(w_buf, x_buf, sw, sx, 1, acc)
             if BASE_SLAB:  # block i's two columns of the slab (a row's across 4 lanes)
                 b0 = gl.sum(gl.where(gcol[None, :] == 2 * i, slab, 0), axis=1)
                 b1 = gl.sum(gl.where(gcol[None, :] == 2 * i + 1, slab, 0), axis=1)
@@ -281,7 +296,7 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
             if (BOUND & 2) == 0:
                 g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
             mbarrier.arrive(w_empty.index(sw), count=1)
-            mbarrier.arrive(in_empty.index(s), count=1)
+            mbarrier.arrive(x_empty.index(sx), count=1)
             # 2^(2b) as an fp32: exact for b <= 63 (formats/w12.py)
             s0 = ((2 * b0 + 127) << 23).to(gl.float32, bitcast=True)
             s1 = ((2 * b1 + 127) << 23).to(gl.float32, bitcast=True)
@@ -393,7 +408,7 @@ def _w12_ws_kernel(
     x_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr, res_ptr,
     m, n, k, units, tiles, blocks_per_split, stride_x, base_stride, groups, stride_y,
     stride_split, stride_r,
-    BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr,
+    BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr, X_STAGES: gl.constexpr,
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
     BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, ESC_BATCH: gl.constexpr,
     BASE_SLAB: gl.constexpr, SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr,
@@ -405,7 +420,7 @@ def _w12_ws_kernel(
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, BLOCK_N, half], low_desc.layout)
     code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, BLOCK_N, half], code_desc.layout)
-    x_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * STAGES, 16, WPAIR], x_desc.layout)
+    x_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * X_STAGES, 16, WPAIR], x_desc.layout)
     w_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16,
                                                   rank=2)  # fmt: skip
     w_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * W_STAGES, BLOCK_N, WPAIR], w_layout)
@@ -414,13 +429,18 @@ def _w12_ws_kernel(
     in_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     w_ready = gl.allocate_shared_memory(gl.int64, [W_STAGES, 1], bar_layout)
     w_empty = gl.allocate_shared_memory(gl.int64, [W_STAGES, 1], bar_layout)
+    x_ready = gl.allocate_shared_memory(gl.int64, [X_STAGES, 1], bar_layout)
+    x_empty = gl.allocate_shared_memory(gl.int64, [X_STAGES, 1], bar_layout)
     for i in gl.static_range(STAGES):
         mbarrier.init(in_ready.index(i), count=1)
-        mbarrier.init(in_empty.index(i), count=2)  # the decoders and the multiplier
+        mbarrier.init(in_empty.index(i), count=1)  # the decoders
+    for i in gl.static_range(X_STAGES):
+        mbarrier.init(x_ready.index(i), count=1)
+        mbarrier.init(x_empty.index(i), count=1)  # the multiplier
     for i in gl.static_range(W_STAGES):
         mbarrier.init(w_ready.index(i), count=1)
         mbarrier.init(w_empty.index(i), count=1)
-    bars = (in_ready, in_empty, w_ready, w_empty)
+    bars = (in_ready, in_empty, w_ready, w_empty, x_ready, x_empty)
 
     gl.warp_specialize(
         [
@@ -570,6 +590,7 @@ def w12_ws_linear(
         m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0),
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
+        X_STAGES=cfg["X_STAGES"] or cfg["STAGES"] + 2,
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
         BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], ESC_BATCH=cfg["ESC_BATCH"],
         BASE_SLAB=base_slab(per_split, cfg["BASE_SLAB"]),
@@ -617,6 +638,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
     host_only = ("SWIZZLE", "PERSISTENT", "MAXNREG")  # the descriptors' layout, the launch
     consts = {name: cfg[name] for name in TILE if name not in host_only} | dict(num_warps=4)
     consts["BASE_SLAB"] = base_slab(blocks, cfg["BASE_SLAB"])  # a unit of `blocks` blocks
+    consts["X_STAGES"] = cfg["X_STAGES"] or cfg["STAGES"] + 2
     consts |= dict(SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=swiglu)
     signature = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
     constexprs = {(fn.arg_names.index(a),): v for a, v in consts.items()}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Device call (~2.5 min + cold start; no carry): run 286, the session's last device minutes.
+# Run 285: kernels/w12_ws.py's loader alone (its copies, no consumer waited on) took 39.6 us at
+# Qwen3-8B's 16-row gate|up (persistent 38.4), 23.4 at down, against 44.3 / 26.0 with its
+# stages freed only when both the decoders and the multiplier were done with them: the
+# hand-off, not the copies, held the loads. Now the input has a ring of its own (X_STAGES,
+# STAGES + 2), freed by the multiplier, and the planes' stage is freed by the decoders alone.
+# Here: bench/w12_join.py --ws at gate|up and down (its tiles checked against the reference,
+# the bounds not), then the GPU tests (not a gate).
+# Prediction: loads bound 44.3 -> ~40; gate|up 52 -> ~46 (persistent 47.5 -> ~43); down ~27.
+set -u
+export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
+source "$(dirname "$0")/lib.sh"
+card
+timeout 100 python3 bench/w12_join.py --model qwen3-8b --rows 16 --shapes gate_up,down \
+    --variants j2esc4 --ws --out "$OUT/ws-qwen3-8b.json" >"$OUT/ws-qwen3-8b.log" 2>&1
+echo "16 rows rc=$?"
+ws_table "$OUT"/ws-*.json
+pack
+TESTS_K="w12_ws" TESTS_S=100 gpu_tests tests/test_w12_ws.py tests/test_kernels.py
+grep -E "^FAILED" "$OUT/gpu-tests.log" | head -8 | cut -c1-200
+pack; archive_only
