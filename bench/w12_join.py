@@ -70,6 +70,9 @@ WS_TILES = (
     ("64r3s", dict(STAGES=3)), ("64r5s1w", dict(STAGES=5, W_STAGES=1)),
     ("64r4s8d", dict(DECODE_WARPS=8, DECODE_REGS=80)), ("64r4s1w", dict(W_STAGES=1)),
     ("64r4s/pers", dict(PERSISTENT=1)),
+    # (run 286) the planes' stage freed once read (before the decode), the input's ring deeper
+    ("64r4s/early", dict(EARLY_FREE=1)), ("64r4s/early/pers", dict(EARLY_FREE=1, PERSISTENT=1)),
+    ("64r4s/x8", dict(X_STAGES=8)),
     # bounds, wrong products (not checked): without the decode, the multiply, or both
     ("64r4s/nodec", dict(BOUND=1)), ("64r4s/nomma", dict(BOUND=2)), ("64r4s/loads", dict(BOUND=3)),
     ("64r4s/loads/pers", dict(BOUND=3, PERSISTENT=1)),

@@ -4,7 +4,8 @@
 # Qwen3-8B's 16-row gate|up (persistent 38.4), 23.4 at down, against 44.3 / 26.0 with its
 # stages freed only when both the decoders and the multiplier were done with them: the
 # hand-off, not the copies, held the loads. Now the input has a ring of its own (X_STAGES,
-# STAGES + 2), freed by the multiplier, and the planes' stage is freed by the decoders alone.
+# STAGES + 2), freed by the multiplier, and the planes' stage is freed by the decoders alone
+# (64r4s/early: once read into registers, before the decode; 64r4s/x8: 8 input stages).
 # Here: bench/w12_join.py --ws at gate|up and down (its tiles checked against the reference,
 # the bounds not), then the GPU tests (not a gate).
 # Prediction: loads bound 44.3 -> ~40; gate|up 52 -> ~46 (persistent 47.5 -> ~43); down ~27.

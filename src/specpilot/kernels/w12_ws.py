@@ -51,10 +51,11 @@ from specpilot.kernels.w12_linear import sum_splits
 # split so that the grid fills the SMs (`split_k`)
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, X_STAGES=0, DECODE_WARPS=4, DECODE_REGS=128,
             SPLIT_K=0, SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, ESC_BATCH=4,
-            BASE_SLAB=1, MAXNREG=0)  # fmt: skip
+            BASE_SLAB=1, MAXNREG=0, EARLY_FREE=0)  # fmt: skip
 # X_STAGES (run 285: the loader's copies alone took 39.6 us at gate|up, with the stages held
 # until both the decoders and the multiplier were done 44.3): the planes' stage is freed by the
-# decoders, the input's (its own ring) by the multiplier.
+# decoders, the input's (its own ring) by the multiplier. EARLY_FREE: the decoders free the
+# planes' stage once they have read it into registers, before decoding it.
 # BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both;
 # 4 the input's copies (the weights' bytes alone); 8 every consumer (the loader's copies alone,
 # each stage reissued once its last copies landed).
@@ -176,8 +177,25 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
 
 
 @gluon.jit
+def _plane_words(low_buf, code_buf, s, planes: gl.constexpr, words: gl.constexpr,
+                 BOUND: gl.constexpr):  # fmt: skip
+    """Stage s's code words and its two low halves' words [BLOCK_N, 32] in registers (zeros
+    under BOUND 1: no reads)."""
+    BLOCK_N: gl.constexpr = code_buf.type.shape[1]
+    if (BOUND & 1) == 0:
+        code_word = code_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, 32], planes).load(words)
+        low0 = low_buf.index(2 * s)._reinterpret(gl.int32, [BLOCK_N, 32], planes).load(words)
+        low1 = low_buf.index(2 * s + 1)._reinterpret(gl.int32, [BLOCK_N, 32], planes).load(words)
+    else:
+        code_word = gl.zeros([BLOCK_N, 32], gl.int32, words)
+        low0 = code_word
+        low1 = code_word
+    return code_word, low0, low1
+
+
+@gluon.jit
 def _decoder(bufs, bars, work, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr,
-             BOUND: gl.constexpr):  # fmt: skip
+             BOUND: gl.constexpr, EARLY_FREE: gl.constexpr):  # fmt: skip
     low_buf, code_buf, w_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars[:4]
     STAGES: gl.constexpr = code_buf.type.shape[0]
@@ -197,19 +215,24 @@ def _decoder(bufs, bars, work, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr
             s = c % STAGES
             sw = c % W_STAGES
             mbarrier.wait(in_ready.index(s), (c // STAGES) & 1)
-            mbarrier.wait(w_empty.index(sw), ((c // W_STAGES) & 1) ^ 1)
+            if EARLY_FREE:  # the planes read into registers, their stage freed, then the decode
+                code_word, low0, low1 = _plane_words(low_buf, code_buf, s, planes, words, BOUND)
+                fence_async_shared()  # the reads before TMA's next writes
+                mbarrier.arrive(in_empty.index(s), count=1)
+                mbarrier.wait(w_empty.index(sw), ((c // W_STAGES) & 1) ^ 1)
+            else:
+                mbarrier.wait(w_empty.index(sw), ((c // W_STAGES) & 1) ^ 1)
+                code_word, low0, low1 = _plane_words(low_buf, code_buf, s, planes, words, BOUND)
             if (BOUND & 1) == 0:  # BOUND 1 (a bound, wrong products): no decode, the rest as is
-                code_word = code_buf.index(s)._reinterpret(gl.int32, [BLOCK_N, 32], planes)
-                code_word = code_word.load(words)
                 for h in gl.static_range(2):
-                    low = low_buf.index(2 * s + h)._reinterpret(gl.int32, [BLOCK_N, 32], planes)
-                    low_word = low.load(words)
+                    low_word = low0 if h == 0 else low1
                     for qq in gl.static_range(2):
                         pair = _pair(low_word, code_word, 2 * qq, h)
                         dst = w_buf.index(4 * sw + 2 * h + qq)
                         dst._reinterpret(gl.int32, [BLOCK_N, 32], pairs).store(pair)
             fence_async_shared()  # the stores before wgmma reads them, the loads before TMA's
-            mbarrier.arrive(in_empty.index(s), count=1)
+            if not EARLY_FREE:
+                mbarrier.arrive(in_empty.index(s), count=1)
             mbarrier.arrive(w_ready.index(sw), count=1)
             c += 1
 
@@ -409,6 +432,7 @@ def _w12_ws_kernel(
     m, n, k, units, tiles, blocks_per_split, stride_x, base_stride, groups, stride_y,
     stride_split, stride_r,
     BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr, X_STAGES: gl.constexpr,
+    EARLY_FREE: gl.constexpr,
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
     BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, ESC_BATCH: gl.constexpr,
     BASE_SLAB: gl.constexpr, SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr,
@@ -449,7 +473,8 @@ def _w12_ws_kernel(
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), BLOCK_N,
                            SPLIT_K > 1, BOUND, ESC_FIRST, ESC_BATCH, BASE_SLAB,
                            (SWIGLU, RESIDUAL, Y_PAIR), num_warps)),
-            (_decoder, ((low_buf, code_buf, w_buf), bars, work, BLOCK_N, DECODE_WARPS, BOUND)),
+            (_decoder, ((low_buf, code_buf, w_buf), bars, work, BLOCK_N, DECODE_WARPS, BOUND,
+                        EARLY_FREE)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars, work,
                        BLOCK_N, SWIGLU, BOUND)),
         ],
@@ -590,7 +615,7 @@ def w12_ws_linear(
         m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0),
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
-        X_STAGES=cfg["X_STAGES"] or cfg["STAGES"] + 2,
+        X_STAGES=cfg["X_STAGES"] or cfg["STAGES"] + 2, EARLY_FREE=cfg["EARLY_FREE"],
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
         BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], ESC_BATCH=cfg["ESC_BATCH"],
         BASE_SLAB=base_slab(per_split, cfg["BASE_SLAB"]),
