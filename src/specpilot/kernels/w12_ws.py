@@ -5,26 +5,32 @@ cores. Their registers (147-168 a thread) hold 3 programs of 4 warps an SM, and 
 cannot both keep enough bytes in flight and decode them (docs/LOG.md runs 263-277: the decode
 itself is not the bound, the loads are; one program of 2 warps an SM ran at half speed, run 277).
 Here each program splits its work over partitions (`gl.warp_specialize`):
-- the loader (1 warp, few registers) copies each block of 256 columns (the W12 planes of
-  BLOCK_N rows and the 16 input rows) into a ring of STAGES buffers by TMA;
+- the loader (1 warp, few registers) copies each block of 256 columns by TMA: the W12 planes of
+  BLOCK_N rows into a ring of STAGES buffers, the 16 input rows into one of X_STAGES;
 - the decoders (DECODE_WARPS warps) turn a block's planes into bf16 weights in shared memory,
   two weights a 32-bit word (`_pair`; the decoders' SASS loop: 2.8 instructions a weight);
 - the default partition (4 warps, one warpgroup) multiplies them on wgmma, scales each group's
   sums by its rows' 2^(2b) (formats/w12.py: exact), adds the escapes (before the blocks: their
   dependent loads while the rings fill) and stores.
 
-On the H200 (docs/LOG.md run 278): right at once, but slow (gate|up 55 us against the Triton
-tile's 43); the planes were then unswizzled 256-byte rows, read 8 rows at a time by ldmatrix
-(8-way bank conflicts): now 128-byte rows in TMA's 128-byte swizzle, unmeasured.
+On the H200 (docs/LOG.md runs 278-285): right (its GPU tests), but 15-25% slower than the
+Triton tiles (Qwen3-8B's 16-row gate|up 48.6-52 us against 42.1). Not the swizzle, the stages
+or the decoding warps: its loads alone ran at ~3.45 TB/s, where its copies with no consumer
+waited on ran at ~4 (run 285), because a stage was freed only once both the decoders and the
+multiplier were done with it. Now the input has a ring of its own (X_STAGES) freed by the
+multiplier, and the planes' stage is freed by the decoders (EARLY_FREE: before the decode);
+unmeasured (bench/h200/ws286.sh).
 
 Column order: a decoded word holds slices q0 and q0 + 1 of one position i of a block (columns
 32 q0 + i and 32 (q0 + 1) + i), so the block's weights land in shared memory in `pair_order`,
 and the input is given in the same order (the host permutes it: `pair_order`); the products'
 sums are the same sums, in another order.
 
-Not in the engine yet: no prologue, epilogue, residual or hand-off, 2-16 rows, CUDA only (Gluon
-has no interpreter). tests/test_w12_ws.py checks it against w12_linear_reference on the GPU and
-compiles it for sm_90 without one; bench/w12_join.py --ws times it beside w12_linear.
+In the engine only behind VERIFY (off): the fused verify forward's W12 gate|up (SwiGLU
+epilogue, y in pair order) and down (residual epilogue), 2-16 rows, CUDA only (Gluon has no
+interpreter); no norm hand-off, no PDL. tests/test_w12_ws.py checks it against
+w12_linear_reference on the GPU and compiles it for sm_90 without one; bench/w12_join.py --ws
+times it beside w12_linear.
 """
 
 from __future__ import annotations
