@@ -72,7 +72,8 @@ WS_TILES = (
     ("64r4s/pers", dict(PERSISTENT=1)),
     # (run 286) the planes' stage freed once read (before the decode), the input's ring deeper
     ("64r4s/early", dict(EARLY_FREE=1)), ("64r4s/early/pers", dict(EARLY_FREE=1, PERSISTENT=1)),
-    ("64r4s/x8", dict(X_STAGES=8)),
+    ("64r4s/x8", dict(X_STAGES=8)), ("64r4s/lag", dict(MMA_LAG=1)),
+    ("64r4s/lag/early/pers", dict(MMA_LAG=1, EARLY_FREE=1, PERSISTENT=1)),
     # bounds, wrong products (not checked): without the decode, the multiply, or both
     ("64r4s/nodec", dict(BOUND=1)), ("64r4s/nomma", dict(BOUND=2)), ("64r4s/loads", dict(BOUND=3)),
     ("64r4s/loads/pers", dict(BOUND=3, PERSISTENT=1)),

@@ -126,15 +126,16 @@ def test_w12_ws_matches_the_reference(m: int, n: int, k: int, split: int) -> Non
     [dict(PERSISTENT=1), dict(SWIZZLE=0), dict(STAGES=2), dict(ESC_FIRST=0),
      dict(ESC_BATCH=0), dict(BASE_SLAB=0), dict(SPLIT_K=1),
      dict(STAGES=2, W_STAGES=1, DECODE_REGS=80, MAXNREG=80, PERSISTENT=2),
-     dict(EARLY_FREE=1, PERSISTENT=1, X_STAGES=3)],
+     dict(EARLY_FREE=1, PERSISTENT=1, X_STAGES=3), dict(MMA_LAG=1), dict(MMA_LAG=1, SPLIT_K=1)],
 )  # fmt: skip
 def test_w12_ws_tiles_match_the_reference(tile: dict) -> None:
     """A persistent grid (141 tiles of 64 rows, more than the SMs: the rings run on across
     units), unswizzled planes, a 2-stage ring, the escapes after the blocks or one after another,
     each block's group bases loaded in the loop, no K split (a slab of 9 blocks' bases), two
     persistent programs an SM (80 registers at launch), the planes' stage freed before the
-    decode with an input ring shallower than the planes'; N not a multiple of the tile. (Row 4
-    of the weights has more escapes than the batch of 4.)"""
+    decode with an input ring shallower than the planes', each block's products waited for
+    after the next block's are issued (with and without a K split); N not a multiple of the
+    tile. (Row 4 of the weights has more escapes than the batch of 4.)"""
     w = _weights(9000, 2304, seed=3).cuda()
     packed = w12.encode(w)
     x = torch.randn(16, 2304, device="cuda").to(torch.bfloat16)

@@ -5,7 +5,9 @@
 # stages freed only when both the decoders and the multiplier were done with them: the
 # hand-off, not the copies, held the loads. Now the input has a ring of its own (X_STAGES,
 # STAGES + 2), freed by the multiplier, and the planes' stage is freed by the decoders alone
-# (64r4s/early: once read into registers, before the decode; 64r4s/x8: 8 input stages).
+# (64r4s/early: once read into registers, before the decode; 64r4s/x8: 8 input stages), and
+# the multiplier can take blocks two at a time, the second's wgmma issued before the first's
+# are waited for (64r4s/lag: MMA_LAG).
 # Here: bench/w12_join.py --ws at gate|up and down (its tiles checked against the reference,
 # the bounds not), then the GPU tests (not a gate).
 # Prediction: loads bound 44.3 -> ~40; gate|up 52 -> ~46 (persistent 47.5 -> ~43); down ~27.

@@ -57,11 +57,12 @@ from specpilot.kernels.w12_linear import sum_splits
 # split so that the grid fills the SMs (`split_k`)
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, X_STAGES=0, DECODE_WARPS=4, DECODE_REGS=128,
             SPLIT_K=0, SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, ESC_BATCH=4,
-            BASE_SLAB=1, MAXNREG=0, EARLY_FREE=0)  # fmt: skip
+            BASE_SLAB=1, MAXNREG=0, EARLY_FREE=0, MMA_LAG=0)  # fmt: skip
 # X_STAGES (run 285: the loader's copies alone took 39.6 us at gate|up, with the stages held
 # until both the decoders and the multiplier were done 44.3): the planes' stage is freed by the
 # decoders, the input's (its own ring) by the multiplier. EARLY_FREE: the decoders free the
-# planes' stage once they have read it into registers, before decoding it.
+# planes' stage once they have read it into registers, before decoding it. MMA_LAG: each
+# block's products waited for after the next block's are issued (BASE_SLAB on, BOUND 0).
 # BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both;
 # 4 the input's copies (the weights' bytes alone); 8 every consumer (the loader's copies alone,
 # each stage reissued once its last copies landed).
@@ -266,10 +267,67 @@ def _bases(base_row, in_rows, groups, k_block0, i, n_blocks):
 
 
 @gluon.jit
+def _scaled(acc, g0, g1, slab, gcol, i):
+    """acc plus block i's two group sums, each times its rows' 2^(2b) (b from the unit's slab of
+    bases: block i's two columns, a row's across 4 lanes; exact for b <= 63, formats/w12.py)."""
+    b0 = gl.sum(gl.where(gcol[None, :] == 2 * i, slab, 0), axis=1)
+    b1 = gl.sum(gl.where(gcol[None, :] == 2 * i + 1, slab, 0), axis=1)
+    s0 = ((2 * b0 + 127) << 23).to(gl.float32, bitcast=True)
+    s1 = ((2 * b1 + 127) << 23).to(gl.float32, bitcast=True)
+    return acc + g0 * s0[:, None] + g1 * s1[:, None]
+
+
+@gluon.jit
+def _issue(bufs, bars, cc, r0, r1):
+    """Block cc's two group products issued (asynchronous) once its input and decoded stages are
+    ready, into r0's and r1's registers (fresh sums: their values unused)."""
+    w_buf, x_buf = bufs
+    w_ready, x_ready = bars[0], bars[2]
+    X_STAGES: gl.constexpr = x_buf.type.shape[0] // 4
+    W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
+    sx = cc % X_STAGES
+    sw = cc % W_STAGES
+    mbarrier.wait(x_ready.index(sx), (cc // X_STAGES) & 1)
+    mbarrier.wait(w_ready.index(sw), (cc // W_STAGES) & 1)
+    return (_group_products(w_buf, x_buf, sw, sx, 0, r0),
+            _group_products(w_buf, x_buf, sw, sx, 1, r1))  # fmt: skip
+
+
+@gluon.jit
+def _retire(acc, g, bufs, bars, cc, i, slab, gcol, OUTSTANDING: gl.constexpr):
+    """Block cc's (the unit's block i) products g waited for (OUTSTANDING wgmma groups left in
+    flight: the next block's 4), its stages freed, its sums scaled into acc."""
+    w_buf, x_buf = bufs
+    w_empty, x_empty = bars[1], bars[3]
+    g0, g1 = warpgroup_mma_wait(num_outstanding=OUTSTANDING, deps=g)
+    mbarrier.arrive(w_empty.index(cc % (w_buf.type.shape[0] // 4)), count=1)
+    mbarrier.arrive(x_empty.index(cc % (x_buf.type.shape[0] // 4)), count=1)
+    return _scaled(acc, g0, g1, slab, gcol, i), g0, g1
+
+
+@gluon.jit
+def _lagged_blocks(acc, bufs, bars, c, n_blocks, slab, gcol):
+    """MMA_LAG: a unit's blocks two at a time, the second's products issued before the first's
+    are waited for (its 4 wgmma groups left in flight), so the tensor cores' latency overlaps
+    the second block's barrier waits and the first's scaling. Nothing stays in flight across
+    the loop's back edge: ptxas serializes every wgmma if a sum in flight is copied."""
+    zero = gl.zeros_like(acc)
+    for j in range(n_blocks // 2):
+        a = _issue(bufs, bars, c + 2 * j, zero, zero)
+        b = _issue(bufs, bars, c + 2 * j + 1, zero, zero)
+        acc = _retire(acc, a, bufs, bars, c + 2 * j, 2 * j, slab, gcol, 4)[0]
+        acc = _retire(acc, b, bufs, bars, c + 2 * j + 1, 2 * j + 1, slab, gcol, 0)[0]
+    if n_blocks % 2:
+        a = _issue(bufs, bars, c + n_blocks - 1, zero, zero)
+        acc = _retire(acc, a, bufs, bars, c + n_blocks - 1, n_blocks - 1, slab, gcol, 0)[0]
+    return acc
+
+
+@gluon.jit
 def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, output,
                 BLOCK_N: gl.constexpr, OUT_F32: gl.constexpr, BOUND: gl.constexpr,
                 ESC_FIRST: gl.constexpr, ESC_BATCH: gl.constexpr, BASE_SLAB: gl.constexpr,
-                EPILOGUE: gl.constexpr,
+                MMA_LAG: gl.constexpr, EPILOGUE: gl.constexpr,
                 num_warps: gl.constexpr):  # fmt: skip
     """The default partition: each unit's blocks' products, each group's scaled, then the
     escapes of its rows and columns and the store (`_store`). weights: (the group bases, their
@@ -306,7 +364,10 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
             slab = gl.load(base_row[:, None] + g[None, :], mask=live, other=0).to(gl.int32)
         else:
             b0, b1 = _bases(base_row, in_rows, groups, k_block0, 0, n_blocks)
-        for i in range(n_blocks * ((BOUND & 8) == 0)):
+        if MMA_LAG:  # (BASE_SLAB on, BOUND 0: w12_ws_linear checks)
+            acc = _lagged_blocks(acc, (w_buf, x_buf), bars[2:], c, n_blocks, slab, gcol)
+            c += n_blocks
+        for i in range(n_blocks * ((BOUND & 8) == 0) * (not MMA_LAG)):
             sx = c % X_STAGES
             sw = c % W_STAGES
             mbarrier.wait(x_ready.index(sx), (c // X_STAGES) & 1)
@@ -438,7 +499,7 @@ def _w12_ws_kernel(
     m, n, k, units, tiles, blocks_per_split, stride_x, base_stride, groups, stride_y,
     stride_split, stride_r,
     BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr, X_STAGES: gl.constexpr,
-    EARLY_FREE: gl.constexpr,
+    EARLY_FREE: gl.constexpr, MMA_LAG: gl.constexpr,
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
     BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, ESC_BATCH: gl.constexpr,
     BASE_SLAB: gl.constexpr, SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr,
@@ -477,7 +538,7 @@ def _w12_ws_kernel(
             (_multiplier, ((x_buf, w_buf), bars, work, (base_ptr, base_stride, groups), n,
                            (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), BLOCK_N,
-                           SPLIT_K > 1, BOUND, ESC_FIRST, ESC_BATCH, BASE_SLAB,
+                           SPLIT_K > 1, BOUND, ESC_FIRST, ESC_BATCH, BASE_SLAB, MMA_LAG,
                            (SWIGLU, RESIDUAL, Y_PAIR), num_warps)),
             (_decoder, ((low_buf, code_buf, w_buf), bars, work, BLOCK_N, DECODE_WARPS, BOUND,
                         EARLY_FREE)),
@@ -583,6 +644,8 @@ def w12_ws_linear(
     unknown = set(cfg) - set(TILE)
     if unknown:
         raise ValueError(f"w12_ws_linear: unknown tile keys {sorted(unknown)}")
+    if cfg["MMA_LAG"] and (cfg["BOUND"] or not cfg["BASE_SLAB"]):
+        raise ValueError("w12_ws_linear: MMA_LAG takes BASE_SLAB on and no BOUND")
     m, k = x.shape[0], weight.columns
     n = weight.shape[0]
     if x_order not in ("natural", "pair"):
@@ -613,6 +676,7 @@ def w12_ws_linear(
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     out = y if splits == 1 else torch.empty(splits, m, n, device=x.device, dtype=torch.float32)
     units = tiles * splits
+    slab = base_slab(per_split, cfg["BASE_SLAB"])  # (MMA_LAG needs one: else off)
     grid = (min(units, sms * cfg["PERSISTENT"]) if cfg["PERSISTENT"] else units,)
     regs = dict(maxnreg=cfg["MAXNREG"]) if cfg["MAXNREG"] else {}
     res = residual.contiguous() if residual is not None else y
@@ -622,9 +686,10 @@ def w12_ws_linear(
         weight.base.shape[1], y.stride(0), m * n, res.stride(0),
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
         X_STAGES=cfg["X_STAGES"] or cfg["STAGES"] + 2, EARLY_FREE=cfg["EARLY_FREE"],
+        MMA_LAG=cfg["MMA_LAG"] if slab else 0,
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
         BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], ESC_BATCH=cfg["ESC_BATCH"],
-        BASE_SLAB=base_slab(per_split, cfg["BASE_SLAB"]),
+        BASE_SLAB=slab,
         SWIGLU=int(swiglu),
         RESIDUAL=residual is not None, Y_PAIR=y_order == "pair", num_warps=4, **regs,
     )  # fmt: skip
@@ -670,6 +735,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
     consts = {name: cfg[name] for name in TILE if name not in host_only} | dict(num_warps=4)
     consts["BASE_SLAB"] = base_slab(blocks, cfg["BASE_SLAB"])  # a unit of `blocks` blocks
     consts["X_STAGES"] = cfg["X_STAGES"] or cfg["STAGES"] + 2
+    consts["MMA_LAG"] = cfg["MMA_LAG"] if consts["BASE_SLAB"] else 0
     consts |= dict(SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=swiglu)
     signature = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
     constexprs = {(fn.arg_names.index(a),): v for a, v in consts.items()}
