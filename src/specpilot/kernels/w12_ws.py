@@ -267,11 +267,18 @@ def _bases(base_row, in_rows, groups, k_block0, i, n_blocks):
 
 
 @gluon.jit
-def _scaled(acc, g0, g1, slab, gcol, i):
-    """acc plus block i's two group sums, each times its rows' 2^(2b) (b from the unit's slab of
-    bases: block i's two columns, a row's across 4 lanes; exact for b <= 63, formats/w12.py)."""
+def _slab_bases(slab, gcol, i):
+    """Block i's two group bases of the rows from the unit's slab (its two columns, a row's
+    across 4 lanes)."""
     b0 = gl.sum(gl.where(gcol[None, :] == 2 * i, slab, 0), axis=1)
     b1 = gl.sum(gl.where(gcol[None, :] == 2 * i + 1, slab, 0), axis=1)
+    return b0, b1
+
+
+@gluon.jit
+def _scaled(acc, g0, g1, b0, b1):
+    """acc plus a block's two group sums, each times its rows' 2^(2b) (as an fp32: exact for
+    b <= 63, formats/w12.py)."""
     s0 = ((2 * b0 + 127) << 23).to(gl.float32, bitcast=True)
     s1 = ((2 * b1 + 127) << 23).to(gl.float32, bitcast=True)
     return acc + g0 * s0[:, None] + g1 * s1[:, None]
@@ -295,14 +302,15 @@ def _issue(bufs, bars, cc, r0, r1):
 
 @gluon.jit
 def _retire(acc, g, bufs, bars, cc, i, slab, gcol, OUTSTANDING: gl.constexpr):
-    """Block cc's (the unit's block i) products g waited for (OUTSTANDING wgmma groups left in
-    flight: the next block's 4), its stages freed, its sums scaled into acc."""
+    """acc plus block cc's (the unit's block i) products g, scaled, once waited for
+    (OUTSTANDING wgmma groups left in flight: the next block's 4); its stages freed."""
     w_buf, x_buf = bufs
     w_empty, x_empty = bars[1], bars[3]
     g0, g1 = warpgroup_mma_wait(num_outstanding=OUTSTANDING, deps=g)
     mbarrier.arrive(w_empty.index(cc % (w_buf.type.shape[0] // 4)), count=1)
     mbarrier.arrive(x_empty.index(cc % (x_buf.type.shape[0] // 4)), count=1)
-    return _scaled(acc, g0, g1, slab, gcol, i), g0, g1
+    b0, b1 = _slab_bases(slab, gcol, i)
+    return _scaled(acc, g0, g1, b0, b1)
 
 
 @gluon.jit
@@ -315,11 +323,11 @@ def _lagged_blocks(acc, bufs, bars, c, n_blocks, slab, gcol):
     for j in range(n_blocks // 2):
         a = _issue(bufs, bars, c + 2 * j, zero, zero)
         b = _issue(bufs, bars, c + 2 * j + 1, zero, zero)
-        acc = _retire(acc, a, bufs, bars, c + 2 * j, 2 * j, slab, gcol, 4)[0]
-        acc = _retire(acc, b, bufs, bars, c + 2 * j + 1, 2 * j + 1, slab, gcol, 0)[0]
+        acc = _retire(acc, a, bufs, bars, c + 2 * j, 2 * j, slab, gcol, 4)
+        acc = _retire(acc, b, bufs, bars, c + 2 * j + 1, 2 * j + 1, slab, gcol, 0)
     if n_blocks % 2:
         a = _issue(bufs, bars, c + n_blocks - 1, zero, zero)
-        acc = _retire(acc, a, bufs, bars, c + n_blocks - 1, n_blocks - 1, slab, gcol, 0)[0]
+        acc = _retire(acc, a, bufs, bars, c + n_blocks - 1, n_blocks - 1, slab, gcol, 0)
     return acc
 
 
@@ -378,19 +386,15 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
             else:
                 g0 = _group_products(w_buf, x_buf, sw, sx, 0, acc)
                 g1 = _group_products(w_buf, x_buf, sw, sx, 1, acc)
-            if BASE_SLAB:  # block i's two columns of the slab (a row's across 4 lanes)
-                b0 = gl.sum(gl.where(gcol[None, :] == 2 * i, slab, 0), axis=1)
-                b1 = gl.sum(gl.where(gcol[None, :] == 2 * i + 1, slab, 0), axis=1)
+            if BASE_SLAB:
+                b0, b1 = _slab_bases(slab, gcol, i)
             else:
                 nb0, nb1 = _bases(base_row, in_rows, groups, k_block0, i + 1, n_blocks)
             if (BOUND & 2) == 0:
                 g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
             mbarrier.arrive(w_empty.index(sw), count=1)
             mbarrier.arrive(x_empty.index(sx), count=1)
-            # 2^(2b) as an fp32: exact for b <= 63 (formats/w12.py)
-            s0 = ((2 * b0 + 127) << 23).to(gl.float32, bitcast=True)
-            s1 = ((2 * b1 + 127) << 23).to(gl.float32, bitcast=True)
-            acc = acc + g0 * s0[:, None] + g1 * s1[:, None]
+            acc = _scaled(acc, g0, g1, b0, b1)
             if not BASE_SLAB:
                 b0, b1 = nb0, nb1
             c += 1
