@@ -77,6 +77,10 @@ WS_TILES = (
     ("64r4s8d/lag/early/pers", dict(DECODE_WARPS=8, DECODE_REGS=80, MMA_LAG=1, EARLY_FREE=1,
                                     PERSISTENT=1)),
     ("64r3s3w/lag", dict(STAGES=3, W_STAGES=3, MMA_LAG=1)),
+    # the decoders restore each weight's exponent, the multiplier sums into one accumulator
+    ("64r4s/restore", dict(RESTORE=1)), ("64r4s/restore/pers", dict(RESTORE=1, PERSISTENT=1)),
+    ("64r4s8d/restore/early/pers", dict(RESTORE=1, DECODE_WARPS=8, DECODE_REGS=80,
+                                        EARLY_FREE=1, PERSISTENT=1)),
     # bounds, wrong products (not checked): without the decode, the multiply, or both
     ("64r4s/nodec", dict(BOUND=1)), ("64r4s/nomma", dict(BOUND=2)), ("64r4s/loads", dict(BOUND=3)),
     ("64r4s/loads/pers", dict(BOUND=3, PERSISTENT=1)),

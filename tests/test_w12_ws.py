@@ -50,6 +50,36 @@ def test_pair_decode_gives_every_weight_back(n: int, k: int) -> None:
     assert torch.equal(got.T.to(torch.bfloat16).float(), w.float())
 
 
+@pytest.mark.parametrize("n, k", [(64, 256), (130, 4096)])
+def test_restore_gives_every_weight_back_bit_for_bit(n: int, k: int) -> None:
+    """RESTORE's `_restore` (emulated: each half's exponent raised by 2b where it is not 0) turns
+    the decoded stage into the weights themselves, bit for bit (zeros with their sign, tiny and
+    huge weights of every group), escaped weights +0."""
+    w = _weights(n, k, seed=3)
+    packed = w12.encode(w)
+    got = w12_ws.restored_weights(packed)[:, :k].view(torch.int16)
+    escaped = torch.zeros(n, k, dtype=torch.bool)
+    rows = torch.repeat_interleave(torch.arange(n), packed.row_ptr.diff())
+    escaped[rows, packed.esc_col.long()] = True
+    assert escaped.any() and (~escaped).any()
+    assert torch.equal(got[~escaped], w.view(torch.int16)[~escaped])
+    assert (got[escaped] == 0).all()
+    # by hand, b = 63 (exponents + 126): +0 and -0 stay; exponents 1 and 2 raised; -1.875 x 2^-112
+    # (exponent 15, the window's top) to -1.875 x 2^14 beside a +0
+    words = torch.tensor([0x0000_8000, 0x0080_0100, 0x87F0_0000 - 2**32], dtype=torch.int32)
+    got = w12_ws.restore_words(words, torch.tensor([63 << 8], dtype=torch.int32))
+    assert (got.long() & 0xFFFFFFFF).tolist() == [0x0000_8000, 0x3F80_4000, 0xC6F0_0000]
+
+
+@pytest.mark.parametrize("m", [1, 5, 16])
+def test_emulated_restored_products_match_the_reference(m: int) -> None:
+    w = _weights(192, 1152, seed=m)
+    packed = w12.encode(w)
+    x = (torch.randn(m, 1152, generator=torch.Generator().manual_seed(8))).to(torch.bfloat16)
+    ref = w12_linear_reference(x, packed).float()
+    close_columns(w12_ws.emulate(x, packed, restore=True), ref, 4)
+
+
 @pytest.mark.parametrize("m", [1, 5, 16])
 def test_emulated_products_match_the_reference(m: int) -> None:
     w = _weights(192, 1152, seed=m)
@@ -96,6 +126,14 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
 
 def test_bad_input_is_refused() -> None:
     packed = w12.encode(_weights(64, 256))
+    x = torch.zeros(2, 256, dtype=torch.bfloat16)
+    for tile in (dict(RESTORE=1, BOUND=2), dict(RESTORE=1, MMA_LAG=1), dict(MMA_LAG=1, BOUND=3)):
+        with pytest.raises(ValueError, match="RESTORE|MMA_LAG"):
+            w12_ws.w12_ws_linear(x, packed, tile)
+    wide = w12.encode(_weights(64, 4352))  # 17 blocks: more than a restored unit takes
+    with pytest.raises(ValueError, match="RESTORE"):
+        w12_ws.w12_ws_linear(torch.zeros(2, 4352, dtype=torch.bfloat16), wide, dict(RESTORE=1),
+                             swiglu=True)  # fmt: skip
     with pytest.raises(ValueError, match="unknown tile keys"):
         w12_ws.w12_ws_linear(torch.zeros(1, 256, dtype=torch.bfloat16), packed, dict(BLOCK=1))
     with pytest.raises(ValueError, match="wants x"):
@@ -126,7 +164,8 @@ def test_w12_ws_matches_the_reference(m: int, n: int, k: int, split: int) -> Non
     [dict(PERSISTENT=1), dict(SWIZZLE=0), dict(STAGES=2), dict(ESC_FIRST=0),
      dict(ESC_BATCH=0), dict(BASE_SLAB=0), dict(SPLIT_K=1),
      dict(STAGES=2, W_STAGES=1, DECODE_REGS=80, MAXNREG=80, PERSISTENT=2),
-     dict(EARLY_FREE=1, PERSISTENT=1, X_STAGES=3), dict(MMA_LAG=1), dict(MMA_LAG=1, SPLIT_K=1)],
+     dict(EARLY_FREE=1, PERSISTENT=1, X_STAGES=3), dict(MMA_LAG=1), dict(MMA_LAG=1, SPLIT_K=1),
+     dict(RESTORE=1), dict(RESTORE=1, ESC_FIRST=0, PERSISTENT=1, SPLIT_K=1)],
 )  # fmt: skip
 def test_w12_ws_tiles_match_the_reference(tile: dict) -> None:
     """A persistent grid (141 tiles of 64 rows, more than the SMs: the rings run on across
@@ -134,8 +173,9 @@ def test_w12_ws_tiles_match_the_reference(tile: dict) -> None:
     each block's group bases loaded in the loop, no K split (a slab of 9 blocks' bases), two
     persistent programs an SM (80 registers at launch), the planes' stage freed before the
     decode with an input ring shallower than the planes', each block's products waited for
-    after the next block's are issued (with and without a K split); N not a multiple of the
-    tile. (Row 4 of the weights has more escapes than the batch of 4.)"""
+    after the next block's are issued (with and without a K split), the weights restored by
+    the decoders into one accumulator; N not a multiple of the tile. (Row 4 of the weights has
+    more escapes than the batch of 4.)"""
     w = _weights(9000, 2304, seed=3).cuda()
     packed = w12.encode(w)
     x = torch.randn(16, 2304, device="cuda").to(torch.bfloat16)
@@ -145,18 +185,19 @@ def test_w12_ws_tiles_match_the_reference(tile: dict) -> None:
 
 
 @hopper
-@pytest.mark.parametrize("m", [1, 16])
-def test_w12_ws_swiglu_and_its_pair_order(m: int) -> None:
+@pytest.mark.parametrize("m, tile", [(1, {}), (16, {}), (16, dict(RESTORE=1))])
+def test_w12_ws_swiglu_and_its_pair_order(m: int, tile: dict) -> None:
     """swiglu: silu(gate) * up of the [gate | up] weight (w12_linear's contract), and the same
-    written in pair_order for a w12_ws down; 2 x 512 rows, N / 2 a multiple of 256."""
+    written in pair_order for a w12_ws down; 2 x 512 rows, N / 2 a multiple of 256 (RESTORE:
+    the ups' group bases read half N further down)."""
     w = _weights(1024, 1152, seed=11).cuda()
     packed = w12.encode(w)
     x = torch.randn(m, 1152, device="cuda").to(torch.bfloat16)
     ref = w12_linear_reference(x, packed, swiglu=True).float()
-    y = w12_ws.w12_ws_linear(x, packed, swiglu=True)
+    y = w12_ws.w12_ws_linear(x, packed, tile, swiglu=True)
     assert y.shape == (m, 512)
     close_columns(y, ref, 4)
-    paired = w12_ws.w12_ws_linear(x, packed, swiglu=True, y_order="pair")
+    paired = w12_ws.w12_ws_linear(x, packed, tile, swiglu=True, y_order="pair")
     assert torch.equal(paired, w12_ws.pair_order(y))
 
 

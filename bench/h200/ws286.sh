@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~2.5 min + cold start; no carry): run 286, the session's last device minutes.
+# Device call (~3 min + cold start; no carry): run 286 (prepared in session 50, not yet run).
 # Run 285: kernels/w12_ws.py's loader alone (its copies, no consumer waited on) took 39.6 us at
 # Qwen3-8B's 16-row gate|up (persistent 38.4), 23.4 at down, against 44.3 / 26.0 with its
 # stages freed only when both the decoders and the multiplier were done with them: the
@@ -7,7 +7,9 @@
 # STAGES + 2), freed by the multiplier, and the planes' stage is freed by the decoders alone
 # (64r4s/early: once read into registers, before the decode; 64r4s/x8: 8 input stages), and
 # the multiplier can take blocks two at a time, the second's wgmma issued before the first's
-# are waited for (64r4s/lag: MMA_LAG).
+# are waited for (64r4s/lag: MMA_LAG), or (64r4s/restore: RESTORE) the decoders raise each
+# weight's exponent by its group's 2b so that the multiplier sums every block of exact weights
+# into one accumulator, no scaling, each block's wgmma waited for after the next block's issue.
 # Here: bench/w12_join.py --ws at gate|up and down (its tiles checked against the reference,
 # the bounds not), then the GPU tests (not a gate).
 # Prediction: loads bound 44.3 -> ~40; gate|up 52 -> ~46 (persistent 47.5 -> ~43); down ~27.

@@ -57,12 +57,15 @@ from specpilot.kernels.w12_linear import sum_splits
 # split so that the grid fills the SMs (`split_k`)
 TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, X_STAGES=0, DECODE_WARPS=4, DECODE_REGS=128,
             SPLIT_K=0, SWIZZLE=128, BOUND=0, PERSISTENT=0, ESC_FIRST=1, ESC_BATCH=4,
-            BASE_SLAB=1, MAXNREG=0, EARLY_FREE=0, MMA_LAG=0)  # fmt: skip
+            BASE_SLAB=1, MAXNREG=0, EARLY_FREE=0, MMA_LAG=0, RESTORE=0)  # fmt: skip
 # X_STAGES (run 285: the loader's copies alone took 39.6 us at gate|up, with the stages held
 # until both the decoders and the multiplier were done 44.3): the planes' stage is freed by the
 # decoders, the input's (its own ring) by the multiplier. EARLY_FREE: the decoders free the
 # planes' stage once they have read it into registers, before decoding it. MMA_LAG: each
 # block's products waited for after the next block's are issued (BASE_SLAB on, BOUND 0).
+# RESTORE: the decoders raise each weight's exponent by its group's 2b (`_restore`), so the
+# decoded stage holds the weights themselves and the multiplier sums every block into one
+# accumulator with no scaling (a unit of at most 16 blocks: the K split grows to fit).
 # BOUND (bench/w12_join.py, wrong products): 1 takes the decode out, 2 the multiply, 3 both;
 # 4 the input's copies (the weights' bytes alone); 8 every consumer (the loader's copies alone,
 # each stage reissued once its last copies landed).
@@ -109,6 +112,48 @@ def _pair(low_word, code_word, Q0: gl.constexpr, H: gl.constexpr):
         f"prmt.b32 $0, $1, $2, {selector};", "=r,r,r", [low_word, high], dtype=gl.int32,
         is_pure=True, pack=1,
     )  # fmt: skip
+
+
+@gluon.jit
+def _restore(pair, shift):
+    """RESTORE: a `_pair` word's two bf16 exponents raised by 2b (shift = b << 8, the row's
+    group base in place) where they are not 0, so the word holds the weights themselves (a zero
+    or escaped weight, exponent 0, stays +-0; 2b + 15 <= 141: no carry into the sign)."""
+    e = (pair >> 7) & 0x000F000F  # each half's exponent, 0..15
+    nz = gl.inline_asm_elementwise(
+        "{ .reg .b32 one; mov.b32 one, 65537; min.u16x2 $0, $1, one; }", "=r,r", [e],
+        dtype=gl.int32, is_pure=True, pack=1,
+    )  # fmt: skip
+    return pair + nz * shift
+
+
+@gluon.jit
+def _lane_value(v, lane):
+    """Each row's value at lane `lane` (v [rows, 32] with a warp's lanes along a row)."""
+    src = gl.full(v.shape, 0, gl.int32, v.type.layout) + lane
+    return gl.inline_asm_elementwise(
+        "shfl.sync.idx.b32 $0, $1, $2, 31, -1;", "=r,r,r", [v, src], dtype=gl.int32,
+        is_pure=True, pack=1,
+    )  # fmt: skip
+
+
+@gluon.jit
+def _decoder_slab(u, work, weights, n, words: gl.constexpr, BLOCK_N: gl.constexpr,
+                  SWIGLU: gl.constexpr):  # fmt: skip
+    """RESTORE: unit u's group bases (2 a block, at most 32: 16 blocks a unit) as shifts b << 8,
+    [BLOCK_N, 32] in the decoders' layout, a row's groups along its lanes; 0 past the units."""
+    base_ptr, base_stride, groups = weights
+    ROWS: gl.constexpr = BLOCK_N // (1 + SWIGLU)
+    row0, k_block0, n_blocks, _ = _unit(u, work, ROWS)
+    j = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, words))
+    rows = row0 + j % ROWS + (j // ROWS) * work[4]  # SwiGLU: the ups half_n further on
+    live = (u < work[0]) & (row0 + j % ROWS < n // (1 + SWIGLU)) & (rows < n)
+    lane = gl.arange(0, 32, layout=gl.SliceLayout(0, words))
+    g = 2 * k_block0 + lane
+    mask = live[:, None] & (lane[None, :] < 2 * n_blocks) & (g[None, :] < groups)
+    b = gl.load(base_ptr + rows.to(gl.int64)[:, None] * base_stride + g[None, :], mask=mask,
+                other=0)  # fmt: skip
+    return b.to(gl.int32) << 8
 
 
 @gluon.jit
@@ -201,8 +246,9 @@ def _plane_words(low_buf, code_buf, s, planes: gl.constexpr, words: gl.constexpr
 
 
 @gluon.jit
-def _decoder(bufs, bars, work, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr,
-             BOUND: gl.constexpr, EARLY_FREE: gl.constexpr):  # fmt: skip
+def _decoder(bufs, bars, work, weights, n, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr,
+             BOUND: gl.constexpr, EARLY_FREE: gl.constexpr, RESTORE: gl.constexpr,
+             SWIGLU: gl.constexpr):  # fmt: skip
     low_buf, code_buf, w_buf = bufs
     in_ready, in_empty, w_ready, w_empty = bars[:4]
     STAGES: gl.constexpr = code_buf.type.shape[0]
@@ -216,9 +262,14 @@ def _decoder(bufs, bars, work, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr
     )
     pairs: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
     c = 0
+    if RESTORE:  # the units' group bases, loaded a unit ahead of their use
+        slab = _decoder_slab(gl.program_id(0), work, weights, n, words, BLOCK_N, SWIGLU)
     for u in range(gl.program_id(0), work[0] * ((BOUND & 8) == 0), gl.num_programs(0)):
         n_blocks = _unit(u, work, BLOCK_N)[2]
-        for _ in range(n_blocks):
+        if RESTORE:
+            after = _decoder_slab(u + gl.num_programs(0), work, weights, n, words, BLOCK_N,
+                                  SWIGLU)  # fmt: skip
+        for i in range(n_blocks):
             s = c % STAGES
             sw = c % W_STAGES
             mbarrier.wait(in_ready.index(s), (c // STAGES) & 1)
@@ -233,8 +284,12 @@ def _decoder(bufs, bars, work, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr
             if (BOUND & 1) == 0:  # BOUND 1 (a bound, wrong products): no decode, the rest as is
                 for h in gl.static_range(2):
                     low_word = low0 if h == 0 else low1
+                    if RESTORE:  # group h of block i: its rows' b << 8 on every lane
+                        shift = _lane_value(slab, 2 * i + h)
                     for qq in gl.static_range(2):
                         pair = _pair(low_word, code_word, 2 * qq, h)
+                        if RESTORE:
+                            pair = _restore(pair, shift)
                         dst = w_buf.index(4 * sw + 2 * h + qq)
                         dst._reinterpret(gl.int32, [BLOCK_N, 32], pairs).store(pair)
             fence_async_shared()  # the stores before wgmma reads them, the loads before TMA's
@@ -242,6 +297,34 @@ def _decoder(bufs, bars, work, BLOCK_N: gl.constexpr, DECODE_WARPS: gl.constexpr
                 mbarrier.arrive(in_empty.index(s), count=1)
             mbarrier.arrive(w_ready.index(sw), count=1)
             c += 1
+        if RESTORE:
+            slab = after
+
+
+@gluon.jit
+def _restored_blocks(acc, bufs, bars, c, n_blocks):
+    """RESTORE: a unit's blocks of exact weights into one accumulator (no scaling), each
+    block's 4 wgmma groups waited for once the next block's are issued, then its stages freed."""
+    w_buf, x_buf = bufs
+    w_ready, w_empty, x_ready, x_empty = bars
+    X_STAGES: gl.constexpr = x_buf.type.shape[0] // 4
+    W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
+    for i in range(n_blocks):
+        sx = (c + i) % X_STAGES
+        sw = (c + i) % W_STAGES
+        mbarrier.wait(x_ready.index(sx), ((c + i) // X_STAGES) & 1)
+        mbarrier.wait(w_ready.index(sw), ((c + i) // W_STAGES) & 1)
+        for p in gl.static_range(4):
+            acc = warpgroup_mma(w_buf.index(4 * sw + p), x_buf.index(4 * sx + p).permute((1, 0)),
+                                acc, is_async=True)  # fmt: skip
+        acc = warpgroup_mma_wait(num_outstanding=4, deps=[acc])
+        if i > 0:  # block i - 1's products are done: its stages free
+            mbarrier.arrive(w_empty.index((c + i - 1) % W_STAGES), count=1)
+            mbarrier.arrive(x_empty.index((c + i - 1) % X_STAGES), count=1)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+    mbarrier.arrive(w_empty.index((c + n_blocks - 1) % W_STAGES), count=1)
+    mbarrier.arrive(x_empty.index((c + n_blocks - 1) % X_STAGES), count=1)
+    return acc
 
 
 @gluon.jit
@@ -335,7 +418,7 @@ def _lagged_blocks(acc, bufs, bars, c, n_blocks, slab, gcol):
 def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, output,
                 BLOCK_N: gl.constexpr, OUT_F32: gl.constexpr, BOUND: gl.constexpr,
                 ESC_FIRST: gl.constexpr, ESC_BATCH: gl.constexpr, BASE_SLAB: gl.constexpr,
-                MMA_LAG: gl.constexpr, EPILOGUE: gl.constexpr,
+                MMA_LAG: gl.constexpr, RESTORE: gl.constexpr, EPILOGUE: gl.constexpr,
                 num_warps: gl.constexpr):  # fmt: skip
     """The default partition: each unit's blocks' products, each group's scaled, then the
     escapes of its rows and columns and the store (`_store`). weights: (the group bases, their
@@ -372,10 +455,16 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
             slab = gl.load(base_row[:, None] + g[None, :], mask=live, other=0).to(gl.int32)
         else:
             b0, b1 = _bases(base_row, in_rows, groups, k_block0, 0, n_blocks)
-        if MMA_LAG:  # (BASE_SLAB on, BOUND 0: w12_ws_linear checks)
+        if RESTORE:  # exact weights: one accumulator (BOUND 0 or 1: w12_ws_linear checks),
+            # from zeros: sums written into it by other instructions (the escapes') made ptxas
+            # serialize every wgmma (C7515), so they are added after
+            summed = _restored_blocks(gl.zeros_like(acc), (w_buf, x_buf), bars[2:], c, n_blocks)
+            acc = acc + summed
+            c += n_blocks
+        elif MMA_LAG:  # (BASE_SLAB on, BOUND 0: w12_ws_linear checks)
             acc = _lagged_blocks(acc, (w_buf, x_buf), bars[2:], c, n_blocks, slab, gcol)
             c += n_blocks
-        for i in range(n_blocks * ((BOUND & 8) == 0) * (not MMA_LAG)):
+        for i in range(n_blocks * ((BOUND & 8) == 0) * (not MMA_LAG) * (not RESTORE)):
             sx = c % X_STAGES
             sw = c % W_STAGES
             mbarrier.wait(x_ready.index(sx), (c // X_STAGES) & 1)
@@ -503,7 +592,7 @@ def _w12_ws_kernel(
     m, n, k, units, tiles, blocks_per_split, stride_x, base_stride, groups, stride_y,
     stride_split, stride_r,
     BLOCK_N: gl.constexpr, STAGES: gl.constexpr, W_STAGES: gl.constexpr, X_STAGES: gl.constexpr,
-    EARLY_FREE: gl.constexpr, MMA_LAG: gl.constexpr,
+    EARLY_FREE: gl.constexpr, MMA_LAG: gl.constexpr, RESTORE: gl.constexpr,
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
     BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, ESC_BATCH: gl.constexpr,
     BASE_SLAB: gl.constexpr, SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr,
@@ -542,10 +631,10 @@ def _w12_ws_kernel(
             (_multiplier, ((x_buf, w_buf), bars, work, (base_ptr, base_stride, groups), n,
                            (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), BLOCK_N,
-                           SPLIT_K > 1, BOUND, ESC_FIRST, ESC_BATCH, BASE_SLAB, MMA_LAG,
+                           SPLIT_K > 1, BOUND, ESC_FIRST, ESC_BATCH, BASE_SLAB, MMA_LAG, RESTORE,
                            (SWIGLU, RESIDUAL, Y_PAIR), num_warps)),
-            (_decoder, ((low_buf, code_buf, w_buf), bars, work, BLOCK_N, DECODE_WARPS, BOUND,
-                        EARLY_FREE)),
+            (_decoder, ((low_buf, code_buf, w_buf), bars, work, (base_ptr, base_stride, groups),
+                        n, BLOCK_N, DECODE_WARPS, BOUND, EARLY_FREE, RESTORE, SWIGLU)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars, work,
                        BLOCK_N, SWIGLU, BOUND)),
         ],
@@ -565,23 +654,59 @@ def prmt(a: torch.Tensor, b: torch.Tensor, selector: int) -> torch.Tensor:
     return (out - ((out >> 31) << 32)).to(torch.int32)  # back to a signed 32-bit word
 
 
-def emulate(x: torch.Tensor, weight: W12Weight) -> torch.Tensor:
-    """The kernel's arithmetic in PyTorch (any device; fp32 sums): the words of each block turned
-    into pair-ordered bf16 values as `_pair` does, each group's sums times 2^(2b), the escapes
-    added; [M, N] fp32. Ties the bit work to the format where no GPU runs the kernel."""
+def restore_words(pair: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """`_restore` in PyTorch (int32 words; shift = b << 8, broadcast): each half's exponent
+    raised by 2b where it is not 0."""
+    w = pair.long() & 0xFFFFFFFF
+    e = (w >> 7) & 0x000F000F
+    nz = (e & 0xFFFF).clamp(max=1) | ((e >> 16).clamp(max=1) << 16)  # min.u16x2(e, 1)
+    out = (w + nz * shift.long()) & 0xFFFFFFFF
+    return (out - ((out >> 31) << 32)).to(torch.int32)
+
+
+def _pair_words(weight: W12Weight, restore: bool) -> torch.Tensor:
+    """The decoded stage's bf16 values as `_pair` (and with `restore`, `_restore`) make them:
+    [N, block, pair, 64], pair p = 2h + q0 / 2 holding group h."""
     n, kp = weight.low.shape
     words = weight.low.view(torch.int32).view(n, kp // BLOCK, 2, 32)  # [N, block, half, i]
     codes = weight.codes.view(torch.int32).view(n, kp // BLOCK, 32)
+    base = torch.nn.functional.pad(weight.base, (0, 2 * (kp // BLOCK) - weight.base.shape[1]))
+    base = base.view(n, kp // BLOCK, 2).to(torch.int32)  # [N, block, group]
     pieces = []
     for h in range(2):
         for q0 in (0, 2):
             nib = (codes >> (8 * q0 + 4 * h)) & 0x0F0F
             high = nib + (nib & 0x0808) * 15
             sel = 0x5140 if q0 == 0 else 0x5342
-            pieces.append(prmt(words[:, :, h], high, sel).view(torch.bfloat16))  # [N, blk, 64]
-    r = torch.stack(pieces, 2).float()  # [N, block, pair, 64]: the values with exponents - 2b
+            pair = prmt(words[:, :, h], high, sel)  # [N, block, 32] words
+            if restore:
+                pair = restore_words(pair, base[:, :, h : h + 1] << 8)
+            pieces.append(pair.contiguous().view(torch.bfloat16))  # [N, block, 64]
+    return torch.stack(pieces, 2)
+
+
+def restored_weights(weight: W12Weight) -> torch.Tensor:
+    """RESTORE's decoded stages put back in natural column order: [N, Kp] bf16, every weight's
+    own bits where it is not escaped (escaped ones +0)."""
+    n, kp = weight.low.shape
+    values = _pair_words(weight, restore=True).reshape(n, kp)  # pair_order's columns
+    at = pair_order(torch.arange(kp, device=values.device)[None, :].float())[0].long()
+    out = torch.empty_like(values)
+    out[:, at] = values
+    return out
+
+
+def emulate(x: torch.Tensor, weight: W12Weight, restore: bool = False) -> torch.Tensor:
+    """The kernel's arithmetic in PyTorch (any device; fp32 sums): the words of each block turned
+    into pair-ordered bf16 values as `_pair` does, each group's sums times 2^(2b) (`restore`:
+    the values are the weights, summed as they are), the escapes added; [M, N] fp32. Ties the
+    bit work to the format where no GPU runs the kernel."""
+    n, kp = weight.low.shape
+    r = _pair_words(weight, restore).float()  # [N, block, pair, 64]
     base = torch.nn.functional.pad(weight.base, (0, 2 * (kp // BLOCK) - weight.base.shape[1]))
     scale = torch.exp2(2 * base.double()).float().view(n, kp // BLOCK, 2)  # [N, block, group]
+    if restore:
+        scale = torch.ones_like(scale)
     xp = pair_order(x.float()).view(x.shape[0], kp // BLOCK, 4, PAIR)  # [M, block, pair, 64]
     sums = torch.einsum("nbpc,mbpc->nbpm", r, xp)  # [N, block, pair, M]
     group = sums.view(n, kp // BLOCK, 2, 2, -1).sum(3)  # pairs 2h, 2h + 1 are group h
@@ -650,6 +775,11 @@ def w12_ws_linear(
         raise ValueError(f"w12_ws_linear: unknown tile keys {sorted(unknown)}")
     if cfg["MMA_LAG"] and (cfg["BOUND"] or not cfg["BASE_SLAB"]):
         raise ValueError("w12_ws_linear: MMA_LAG takes BASE_SLAB on and no BOUND")
+    blocks_k = triton.cdiv(weight.columns, BLOCK)
+    restore_bad = cfg["BOUND"] & ~1 or cfg["MMA_LAG"] or (swiglu and blocks_k > 16)
+    if cfg["RESTORE"] and (restore_bad or cfg["SPLIT_K"] and blocks_k > 16 * cfg["SPLIT_K"]):
+        raise ValueError("w12_ws_linear: RESTORE takes BOUND 0 or 1, no MMA_LAG and at most 16 "
+                         "blocks a K split (swiglu: K <= 4096)")  # fmt: skip
     m, k = x.shape[0], weight.columns
     n = weight.shape[0]
     if x_order not in ("natural", "pair"):
@@ -675,6 +805,8 @@ def w12_ws_linear(
     tiles = triton.cdiv(n // 2 if swiglu else n, rows)
     splits = 1 if swiglu else cfg["SPLIT_K"] or split_k(n, k, cfg["BLOCK_N"], sms)
     blocks = triton.cdiv(k, BLOCK)
+    if cfg["RESTORE"]:  # its decoders hold a unit's bases on a warp's 32 lanes: 16 blocks
+        splits = max(splits, triton.cdiv(blocks, 16))
     per_split = triton.cdiv(blocks, splits)
     splits = triton.cdiv(blocks, per_split)  # no empty split
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
@@ -690,7 +822,7 @@ def w12_ws_linear(
         weight.base.shape[1], y.stride(0), m * n, res.stride(0),
         BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
         X_STAGES=cfg["X_STAGES"] or cfg["STAGES"] + 2, EARLY_FREE=cfg["EARLY_FREE"],
-        MMA_LAG=cfg["MMA_LAG"] if slab else 0,
+        MMA_LAG=cfg["MMA_LAG"] if slab else 0, RESTORE=cfg["RESTORE"],
         DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
         BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], ESC_BATCH=cfg["ESC_BATCH"],
         BASE_SLAB=slab,
