@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~3 min + cold start; no carry): run 286 (prepared in session 50, not yet run).
+# Device call (~4 min + cold start; no carry): run 286 (prepared in session 50, not yet run).
 # Run 285: kernels/w12_ws.py's loader alone (its copies, no consumer waited on) took 39.6 us at
 # Qwen3-8B's 16-row gate|up (persistent 38.4), 23.4 at down, against 44.3 / 26.0 with its
 # stages freed only when both the decoders and the multiplier were done with them: the
@@ -17,11 +17,11 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-timeout 100 python3 bench/w12_join.py --model qwen3-8b --rows 16 --shapes gate_up,down \
+timeout 150 python3 bench/w12_join.py --model qwen3-8b --rows 16 --shapes gate_up,down \
     --variants j2esc4 --ws --out "$OUT/ws-qwen3-8b.json" >"$OUT/ws-qwen3-8b.log" 2>&1
 echo "16 rows rc=$?"
 ws_table "$OUT"/ws-*.json
 pack
-TESTS_K="w12_ws" TESTS_S=100 gpu_tests tests/test_w12_ws.py tests/test_kernels.py
+TESTS_K="w12_ws" TESTS_S=150 gpu_tests tests/test_w12_ws.py tests/test_kernels.py
 grep -E "^FAILED" "$OUT/gpu-tests.log" | head -8 | cut -c1-200
 pack; archive_only
