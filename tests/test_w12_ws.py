@@ -71,23 +71,16 @@ def test_restore_gives_every_weight_back_bit_for_bit(n: int, k: int) -> None:
     assert (got.long() & 0xFFFFFFFF).tolist() == [0x0000_8000, 0x3F80_4000, 0xC6F0_0000]
 
 
+@pytest.mark.parametrize("restore", [False, True])
 @pytest.mark.parametrize("m", [1, 5, 16])
-def test_emulated_restored_products_match_the_reference(m: int) -> None:
-    w = _weights(192, 1152, seed=m)
-    packed = w12.encode(w)
-    x = (torch.randn(m, 1152, generator=torch.Generator().manual_seed(8))).to(torch.bfloat16)
-    ref = w12_linear_reference(x, packed).float()
-    close_columns(w12_ws.emulate(x, packed, restore=True), ref, 4)
-
-
-@pytest.mark.parametrize("m", [1, 5, 16])
-def test_emulated_products_match_the_reference(m: int) -> None:
+def test_emulated_products_match_the_reference(m: int, restore: bool) -> None:
+    """The kernel's arithmetic (emulated): each group's sums scaled, or (RESTORE) the weights
+    restored and summed as they are."""
     w = _weights(192, 1152, seed=m)
     packed = w12.encode(w)
     x = (torch.randn(m, 1152, generator=torch.Generator().manual_seed(7))).to(torch.bfloat16)
     ref = w12_linear_reference(x, packed).float()
-    got = w12_ws.emulate(x, packed)
-    close_columns(got, ref, 4)
+    close_columns(w12_ws.emulate(x, packed, restore=restore), ref, 4)
 
 
 def test_pair_order_is_a_permutation_of_each_block() -> None:
