@@ -143,17 +143,26 @@ def _decoder_slab(u, work, weights, n, words: gl.constexpr, BLOCK_N: gl.constexp
     """RESTORE: unit u's group bases (2 a block, at most 32: 16 blocks a unit) as shifts b << 8,
     [BLOCK_N, 32] in the decoders' layout, a row's groups along its lanes; 0 past the units."""
     base_ptr, base_stride, groups = weights
-    ROWS: gl.constexpr = BLOCK_N // (1 + SWIGLU)
-    row0, k_block0, n_blocks, _ = _unit(u, work, ROWS)
-    j = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, words))
-    rows = row0 + j % ROWS + (j // ROWS) * work[4]  # SwiGLU: the ups half_n further on
-    live = (u < work[0]) & (row0 + j % ROWS < n // (1 + SWIGLU)) & (rows < n)
+    row0, k_block0, n_blocks, _ = _unit(u, work, BLOCK_N // (1 + SWIGLU))
+    rows, in_rows = _tile_rows(row0, work, n, BLOCK_N, SWIGLU, gl.SliceLayout(1, words))
+    live = (u < work[0]) & in_rows
     lane = gl.arange(0, 32, layout=gl.SliceLayout(0, words))
     g = 2 * k_block0 + lane
     mask = live[:, None] & (lane[None, :] < 2 * n_blocks) & (g[None, :] < groups)
     b = gl.load(base_ptr + rows.to(gl.int64)[:, None] * base_stride + g[None, :], mask=mask,
                 other=0)  # fmt: skip
     return b.to(gl.int32) << 8
+
+
+@gluon.jit
+def _tile_rows(row0, work, n, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr,
+               layout: gl.constexpr):  # fmt: skip
+    """The weight rows of a unit's BLOCK_N tile rows (SwiGLU: its gates', then their ups' half N
+    further on) and which of them exist."""
+    ROWS: gl.constexpr = BLOCK_N // (1 + SWIGLU)
+    j = gl.arange(0, BLOCK_N, layout=layout)
+    rows = row0 + j % ROWS + (j // ROWS) * work[4]
+    return rows, (row0 + j % ROWS < n // (1 + SWIGLU)) & (rows < n)
 
 
 @gluon.jit
@@ -302,28 +311,40 @@ def _decoder(bufs, bars, work, weights, n, BLOCK_N: gl.constexpr, DECODE_WARPS: 
 
 
 @gluon.jit
+def _wait_block(bufs, bars, cc):
+    """Block cc's decoded weights and input stages, once ready: (their decoded stage, input
+    stage). bars: (w_ready, w_empty, x_ready, x_empty)."""
+    w_buf, x_buf = bufs
+    W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
+    X_STAGES: gl.constexpr = x_buf.type.shape[0] // 4
+    mbarrier.wait(bars[0].index(cc % W_STAGES), (cc // W_STAGES) & 1)
+    mbarrier.wait(bars[2].index(cc % X_STAGES), (cc // X_STAGES) & 1)
+    return cc % W_STAGES, cc % X_STAGES
+
+
+@gluon.jit
+def _free_block(bufs, bars, cc):
+    """Block cc's decoded and input stages freed (its products done)."""
+    w_buf, x_buf = bufs
+    mbarrier.arrive(bars[1].index(cc % (w_buf.type.shape[0] // 4)), count=1)
+    mbarrier.arrive(bars[3].index(cc % (x_buf.type.shape[0] // 4)), count=1)
+
+
+@gluon.jit
 def _restored_blocks(acc, bufs, bars, c, n_blocks):
     """RESTORE: a unit's blocks of exact weights into one accumulator (no scaling), each
     block's 4 wgmma groups waited for once the next block's are issued, then its stages freed."""
     w_buf, x_buf = bufs
-    w_ready, w_empty, x_ready, x_empty = bars
-    X_STAGES: gl.constexpr = x_buf.type.shape[0] // 4
-    W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
     for i in range(n_blocks):
-        sx = (c + i) % X_STAGES
-        sw = (c + i) % W_STAGES
-        mbarrier.wait(x_ready.index(sx), ((c + i) // X_STAGES) & 1)
-        mbarrier.wait(w_ready.index(sw), ((c + i) // W_STAGES) & 1)
+        sw, sx = _wait_block(bufs, bars, c + i)
         for p in gl.static_range(4):
             acc = warpgroup_mma(w_buf.index(4 * sw + p), x_buf.index(4 * sx + p).permute((1, 0)),
                                 acc, is_async=True)  # fmt: skip
         acc = warpgroup_mma_wait(num_outstanding=4, deps=[acc])
-        if i > 0:  # block i - 1's products are done: its stages free
-            mbarrier.arrive(w_empty.index((c + i - 1) % W_STAGES), count=1)
-            mbarrier.arrive(x_empty.index((c + i - 1) % X_STAGES), count=1)
+        if i > 0:  # block i - 1's products are done
+            _free_block(bufs, bars, c + i - 1)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
-    mbarrier.arrive(w_empty.index((c + n_blocks - 1) % W_STAGES), count=1)
-    mbarrier.arrive(x_empty.index((c + n_blocks - 1) % X_STAGES), count=1)
+    _free_block(bufs, bars, c + n_blocks - 1)
     return acc
 
 
@@ -372,13 +393,7 @@ def _issue(bufs, bars, cc, r0, r1):
     """Block cc's two group products issued (asynchronous) once its input and decoded stages are
     ready, into r0's and r1's registers (fresh sums: their values unused)."""
     w_buf, x_buf = bufs
-    w_ready, x_ready = bars[0], bars[2]
-    X_STAGES: gl.constexpr = x_buf.type.shape[0] // 4
-    W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
-    sx = cc % X_STAGES
-    sw = cc % W_STAGES
-    mbarrier.wait(x_ready.index(sx), (cc // X_STAGES) & 1)
-    mbarrier.wait(w_ready.index(sw), (cc // W_STAGES) & 1)
+    sw, sx = _wait_block(bufs, bars, cc)
     return (_group_products(w_buf, x_buf, sw, sx, 0, r0),
             _group_products(w_buf, x_buf, sw, sx, 1, r1))  # fmt: skip
 
@@ -387,11 +402,8 @@ def _issue(bufs, bars, cc, r0, r1):
 def _retire(acc, g, bufs, bars, cc, i, slab, gcol, OUTSTANDING: gl.constexpr):
     """acc plus block cc's (the unit's block i) products g, scaled, once waited for
     (OUTSTANDING wgmma groups left in flight: the next block's 4); its stages freed."""
-    w_buf, x_buf = bufs
-    w_empty, x_empty = bars[1], bars[3]
     g0, g1 = warpgroup_mma_wait(num_outstanding=OUTSTANDING, deps=g)
-    mbarrier.arrive(w_empty.index(cc % (w_buf.type.shape[0] // 4)), count=1)
-    mbarrier.arrive(x_empty.index(cc % (x_buf.type.shape[0] // 4)), count=1)
+    _free_block(bufs, bars, cc)
     b0, b1 = _slab_bases(slab, gcol, i)
     return _scaled(acc, g0, g1, b0, b1)
 
@@ -424,10 +436,7 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
     escapes of its rows and columns and the store (`_store`). weights: (the group bases, their
     row stride, groups a row). EPILOGUE: (SWIGLU, RESIDUAL, Y_PAIR), as `_store` takes them."""
     x_buf, w_buf = bufs
-    w_ready, w_empty, x_ready, x_empty = bars[2:]
     base_ptr, base_stride, groups = weights
-    X_STAGES: gl.constexpr = x_buf.type.shape[0] // 4
-    W_STAGES: gl.constexpr = w_buf.type.shape[0] // 4
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, 16, 16]
     )
@@ -436,19 +445,19 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
     c = 0
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
         row0, k_block0, n_blocks, split = _unit(u, work, ROWS)
-        j = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
-        rows = row0 + j % ROWS + (j // ROWS) * work[4]  # SwiGLU: the ups half_n further on
-        in_rows = (row0 + j % ROWS < n // (1 + SWIGLU)) & (rows < n)
+        rows, in_rows = _tile_rows(row0, work, n, BLOCK_N, SWIGLU, gl.SliceLayout(1, acc_layout))
         base_row = base_ptr + rows.to(gl.int64) * base_stride
         acc = gl.zeros([BLOCK_N, 16], gl.float32, acc_layout)
         col0, col1 = k_block0 * WBLOCK, (k_block0 + n_blocks) * WBLOCK
         if ESC_FIRST:  # the escapes' dependent loads while the rings fill (else after the loop)
             acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1,
                            ESC_BATCH)  # fmt: skip
-        # the group bases: the unit's all at once (BASE_SLAB groups a row; runs 279-280: a
-        # global load in the loop, even issued blocks ahead, cost each block a round trip), or
-        # each block's a block ahead
-        if BASE_SLAB:
+        # the group bases (not with RESTORE: its decoders apply them): the unit's all at once
+        # (BASE_SLAB groups a row; runs 279-280: a global load in the loop, even issued blocks
+        # ahead, cost each block a round trip), or each block's a block ahead
+        if RESTORE:
+            pass
+        elif BASE_SLAB:
             gcol = gl.arange(0, BASE_SLAB, layout=gl.SliceLayout(0, acc_layout))
             g = 2 * k_block0 + gcol
             live = in_rows[:, None] & (gcol[None, :] < 2 * n_blocks) & (g[None, :] < groups)
@@ -464,29 +473,26 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
         elif MMA_LAG:  # (BASE_SLAB on, BOUND 0: w12_ws_linear checks)
             acc = _lagged_blocks(acc, (w_buf, x_buf), bars[2:], c, n_blocks, slab, gcol)
             c += n_blocks
-        for i in range(n_blocks * ((BOUND & 8) == 0) * (not MMA_LAG) * (not RESTORE)):
-            sx = c % X_STAGES
-            sw = c % W_STAGES
-            mbarrier.wait(x_ready.index(sx), (c // X_STAGES) & 1)
-            mbarrier.wait(w_ready.index(sw), (c // W_STAGES) & 1)
-            if (BOUND & 2) != 0:  # BOUND 2 (a bound, wrong products): no multiply
-                g0 = acc
-                g1 = acc
-            else:
-                g0 = _group_products(w_buf, x_buf, sw, sx, 0, acc)
-                g1 = _group_products(w_buf, x_buf, sw, sx, 1, acc)
-            if BASE_SLAB:
-                b0, b1 = _slab_bases(slab, gcol, i)
-            else:
-                nb0, nb1 = _bases(base_row, in_rows, groups, k_block0, i + 1, n_blocks)
-            if (BOUND & 2) == 0:
-                g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
-            mbarrier.arrive(w_empty.index(sw), count=1)
-            mbarrier.arrive(x_empty.index(sx), count=1)
-            acc = _scaled(acc, g0, g1, b0, b1)
-            if not BASE_SLAB:
-                b0, b1 = nb0, nb1
-            c += 1
+        else:
+            for i in range(n_blocks * ((BOUND & 8) == 0)):
+                sw, sx = _wait_block((w_buf, x_buf), bars[2:], c)
+                if (BOUND & 2) != 0:  # BOUND 2 (a bound, wrong products): no multiply
+                    g0 = acc
+                    g1 = acc
+                else:
+                    g0 = _group_products(w_buf, x_buf, sw, sx, 0, acc)
+                    g1 = _group_products(w_buf, x_buf, sw, sx, 1, acc)
+                if BASE_SLAB:
+                    b0, b1 = _slab_bases(slab, gcol, i)
+                else:
+                    nb0, nb1 = _bases(base_row, in_rows, groups, k_block0, i + 1, n_blocks)
+                if (BOUND & 2) == 0:
+                    g0, g1 = warpgroup_mma_wait(num_outstanding=0, deps=(g0, g1))
+                _free_block((w_buf, x_buf), bars[2:], c)
+                acc = _scaled(acc, g0, g1, b0, b1)
+                if not BASE_SLAB:
+                    b0, b1 = nb0, nb1
+                c += 1
         if not ESC_FIRST:
             acc = _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1,
                            ESC_BATCH)  # fmt: skip
@@ -739,6 +745,18 @@ def descriptors(weight: W12Weight, xp: torch.Tensor, rows: int, swizzle: int) ->
     return low, codes, x
 
 
+def kernel_constants(cfg: dict, per_split: int) -> dict:
+    """The kernel's constexprs from a tile (but SPLIT_K and the epilogue's), for units of
+    per_split blocks: the slab's width (`base_slab`; MMA_LAG needs one, else off) and the input
+    ring's depth (X_STAGES 0: STAGES + 2)."""
+    host_only = ("SWIZZLE", "PERSISTENT", "MAXNREG", "SPLIT_K")  # descriptors, grid, launch
+    out = {name: cfg[name] for name in TILE if name not in host_only}
+    out["BASE_SLAB"] = base_slab(per_split, cfg["BASE_SLAB"])
+    out["X_STAGES"] = cfg["X_STAGES"] or cfg["STAGES"] + 2
+    out["MMA_LAG"] = cfg["MMA_LAG"] if out["BASE_SLAB"] else 0
+    return out
+
+
 def base_slab(per_split: int, on: int) -> int:
     """The group-base columns a program holds of a unit (two a block, a power of 2 from 16, as
     the accumulator's layout tiles them); 0 (each block's loaded in the loop) when off or past
@@ -775,9 +793,9 @@ def w12_ws_linear(
         raise ValueError(f"w12_ws_linear: unknown tile keys {sorted(unknown)}")
     if cfg["MMA_LAG"] and (cfg["BOUND"] or not cfg["BASE_SLAB"]):
         raise ValueError("w12_ws_linear: MMA_LAG takes BASE_SLAB on and no BOUND")
-    blocks_k = triton.cdiv(weight.columns, BLOCK)
-    restore_bad = cfg["BOUND"] & ~1 or cfg["MMA_LAG"] or (swiglu and blocks_k > 16)
-    if cfg["RESTORE"] and (restore_bad or cfg["SPLIT_K"] and blocks_k > 16 * cfg["SPLIT_K"]):
+    blocks = triton.cdiv(weight.columns, BLOCK)
+    restore_bad = cfg["BOUND"] & ~1 or cfg["MMA_LAG"] or (swiglu and blocks > 16)
+    if cfg["RESTORE"] and (restore_bad or cfg["SPLIT_K"] and blocks > 16 * cfg["SPLIT_K"]):
         raise ValueError("w12_ws_linear: RESTORE takes BOUND 0 or 1, no MMA_LAG and at most 16 "
                          "blocks a K split (swiglu: K <= 4096)")  # fmt: skip
     m, k = x.shape[0], weight.columns
@@ -804,7 +822,6 @@ def w12_ws_linear(
     sms = launch._sm_count(x.device.index or 0)
     tiles = triton.cdiv(n // 2 if swiglu else n, rows)
     splits = 1 if swiglu else cfg["SPLIT_K"] or split_k(n, k, cfg["BLOCK_N"], sms)
-    blocks = triton.cdiv(k, BLOCK)
     if cfg["RESTORE"]:  # its decoders hold a unit's bases on a warp's 32 lanes: 16 blocks
         splits = max(splits, triton.cdiv(blocks, 16))
     per_split = triton.cdiv(blocks, splits)
@@ -812,7 +829,6 @@ def w12_ws_linear(
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     out = y if splits == 1 else torch.empty(splits, m, n, device=x.device, dtype=torch.float32)
     units = tiles * splits
-    slab = base_slab(per_split, cfg["BASE_SLAB"])  # (MMA_LAG needs one: else off)
     grid = (min(units, sms * cfg["PERSISTENT"]) if cfg["PERSISTENT"] else units,)
     regs = dict(maxnreg=cfg["MAXNREG"]) if cfg["MAXNREG"] else {}
     res = residual.contiguous() if residual is not None else y
@@ -820,13 +836,7 @@ def w12_ws_linear(
         low, codes, xd, xp, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
         m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0),
-        BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], W_STAGES=cfg["W_STAGES"],
-        X_STAGES=cfg["X_STAGES"] or cfg["STAGES"] + 2, EARLY_FREE=cfg["EARLY_FREE"],
-        MMA_LAG=cfg["MMA_LAG"] if slab else 0, RESTORE=cfg["RESTORE"],
-        DECODE_WARPS=cfg["DECODE_WARPS"], DECODE_REGS=cfg["DECODE_REGS"], SPLIT_K=splits,
-        BOUND=cfg["BOUND"], ESC_FIRST=cfg["ESC_FIRST"], ESC_BATCH=cfg["ESC_BATCH"],
-        BASE_SLAB=slab,
-        SWIGLU=int(swiglu),
+        **kernel_constants(cfg, per_split), SPLIT_K=splits, SWIGLU=int(swiglu),
         RESIDUAL=residual is not None, Y_PAIR=y_order == "pair", num_warps=4, **regs,
     )  # fmt: skip
     if splits > 1:
@@ -867,11 +877,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         y_ptr="*fp32" if cfg["SPLIT_K"] > 1 else "*bf16", res_ptr="*bf16",
     )  # fmt: skip
     fn = _w12_ws_kernel
-    host_only = ("SWIZZLE", "PERSISTENT", "MAXNREG")  # the descriptors' layout, the launch
-    consts = {name: cfg[name] for name in TILE if name not in host_only} | dict(num_warps=4)
-    consts["BASE_SLAB"] = base_slab(blocks, cfg["BASE_SLAB"])  # a unit of `blocks` blocks
-    consts["X_STAGES"] = cfg["X_STAGES"] or cfg["STAGES"] + 2
-    consts["MMA_LAG"] = cfg["MMA_LAG"] if consts["BASE_SLAB"] else 0
+    consts = kernel_constants(cfg, blocks) | dict(SPLIT_K=cfg["SPLIT_K"], num_warps=4)
     consts |= dict(SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=swiglu)
     signature = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
     constexprs = {(fn.arg_names.index(a),): v for a, v in consts.items()}
