@@ -163,12 +163,25 @@ def micros(call) -> float:
     return graph_time(call) * 1e6
 
 
+def timed_entry(entry: dict, checked, call, nbytes: int) -> dict:
+    """entry with `call`'s time (us, and TB/s of nbytes) once `checked()` (a run of the tile,
+    checked unless a bound) passes; else the error of a tile that does not compile, fit or
+    check."""
+    try:
+        checked()
+        us = micros(call)
+        entry |= dict(us=us, tb_s=nbytes / us / 1e6)
+    except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
+        entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+    return entry
+
+
 def bench(
     m: int, name: str, n: int, k: int, variants: list[str], deep: bool = False, ws_tiles: tuple = ()
 ) -> dict:
     """Shape `name` (N x K) at m rows: bf16's times, then each variant of each of its tiles
-    (`tiles`), checked (but the bounds) and timed with the weights cycled from HBM; ws: w12_ws
-    tiles (label, tile) to run beside them (the second of `cycled`'s bf16 weights is ws)."""
+    (`tiles`), checked (but the bounds) and timed with the weights cycled from HBM; ws_tiles:
+    kernels/w12_ws.py tiles (label, tile) to time beside them."""
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode(w)
@@ -188,34 +201,34 @@ def bench(
         for variant in variants:
             cfg = base | VARIANTS[variant]
             xin = xj if cfg.get("JOIN") == 2 else x
+            order = "join" if cfg.get("JOIN") == 2 else "natural"
+            weights = bare if variant == "noesc" else ps
+
+            def checked(c=cfg, a=xin, o=order, what=f"{name} {label} {variant}"):
+                y = w12_linear(a, packed, config=c, x_order=o)
+                if not c.get("NO_DECODE"):
+                    check(y, ref, what)
+
+            def call(c=cfg, a=xin, g=weights, o=order):
+                return w12_linear(a, g(), config=c, x_order=o)
+
             entry = dict(tile=label, variant=variant, config=cfg)
-            try:
-                order = "join" if cfg.get("JOIN") == 2 else "natural"
-                y = w12_linear(xin, packed, config=cfg, x_order=order)
-                if not cfg.get("NO_DECODE"):
-                    check(y, ref, f"{name} {label} {variant}")
-                weights = bare if variant == "noesc" else ps
-                us = micros(
-                    lambda c=cfg, a=xin, g=weights, o=order: w12_linear(a, g(), config=c, x_order=o)
-                )
-                entry |= dict(us=us, tb_s=nbytes / us / 1e6)
-            except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
-                entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
-            row["tiles"].append(entry)
+            row["tiles"].append(timed_entry(entry, checked, call, nbytes))
     if ws_tiles:  # kernels/w12_ws.py, its input given in pair order (as a producer would write it)
         row["ws"] = []
         xp = w12_ws.pair_order(x)
         for label, tile in ws_tiles:
+
+            def checked(t=tile, what=f"{name} ws {label}"):
+                y = w12_ws.w12_ws_linear(xp, packed, t, x_order="pair")
+                if not t.get("BOUND"):
+                    check(y, ref, what)
+
+            def call(t=tile):
+                return w12_ws.w12_ws_linear(xp, ps(), t, x_order="pair")
+
             entry = dict(tile=label, config=tile)
-            try:
-                y = w12_ws.w12_ws_linear(xp, packed, tile, x_order="pair")
-                if not tile.get("BOUND"):
-                    check(y, ref, f"{name} ws {label}")
-                us = micros(lambda t=tile: w12_ws.w12_ws_linear(xp, ps(), t, x_order="pair"))
-                entry |= dict(us=us, tb_s=nbytes / us / 1e6)
-            except Exception as exc:  # noqa: BLE001 - a tile that does not compile or fit
-                entry["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
-            row["ws"].append(entry)
+            row["ws"].append(timed_entry(entry, checked, call, nbytes))
         # a bound, wrong products: the default tile with the escape table emptied
         row["ws_noesc_us"] = micros(lambda: w12_ws.w12_ws_linear(xp, bare(), x_order="pair"))
         if name == "gate_up":  # as the verify forward runs it: SwiGLU in the epilogue

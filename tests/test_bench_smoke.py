@@ -819,6 +819,13 @@ def test_w12_join_tiles_variants_and_table() -> None:
     ws_lines = w12_join.table([ws_row], ["plain"])
     assert ws_lines[0].split()[-1] == "ws" and ws_lines[1].split()[-2:] == ["8.00", "2.50"]
     assert {label for label, _ in w12_join.WS_TILES} >= {"64r4s", "128r2s8d"}
+
+    # a tile whose checked run fails is recorded with its error and never timed
+    def wrong() -> None:
+        raise AssertionError("3 of 16 off")
+
+    failed = w12_join.timed_entry(dict(tile="t"), wrong, None, 1)
+    assert failed == dict(tile="t", error="AssertionError: 3 of 16 off")
     lines = w12_join.table([row], ["plain", "esc4"])
     assert lines[0].split()[:4] == ["shape", "bf16", "bf16", "3/4"]
     assert "10.00 2.50" in lines[1] and lines[1].rstrip().endswith("-")
