@@ -85,25 +85,18 @@ def _ld_stream(w_ptr, out_ptr, words, ROWS: tl.constexpr, COLS: tl.constexpr, ST
 
 def compile_sm90(box: tuple | None = None, tile: tuple | None = None):
     """One TMA box's (rows, columns, swizzle, stages, ...) or one tl.load tile's (rows,
-    columns, warps, stages) kernel compiled for sm_90a without a GPU: the checks a CPU can
-    make."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from triton.experimental.gluon._runtime import GluonASTSource
+    columns, warps, stages) kernel compiled for sm_90a without a GPU (kernels/aot): the checks
+    a CPU can make."""
+    from specpilot.kernels import aot
 
-    target = GPUTarget("cuda", 90, 32)
     if box is not None:
         r, c, swizzle, stages = box[:4]
         layout = gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=8, rank=2)
-        sig = dict(desc=f"tensordesc<u8[{r}, {c}],{layout!r}>", out_ptr="*i32", k="i32",
-                   stripes="i32", STAGES="constexpr")  # fmt: skip
-        source = GluonASTSource(fn=_tma_stream, signature=sig, constexprs={(4,): stages}, attrs={})
-        return triton.compile(source, target=target, options=dict(num_warps=1))
+        types = dict(desc=f"tensordesc<u8[{r}, {c}],{layout!r}>", out_ptr="*i32")
+        return aot.compile_kernel(_tma_stream, types, dict(STAGES=stages, num_warps=1))
     r, c, warps, stages = tile
-    sig = dict(w_ptr="*i32", out_ptr="*i32", words="i32", ROWS="constexpr", COLS="constexpr",
-               STAGES="constexpr")  # fmt: skip
-    source = ASTSource(fn=_ld_stream, signature=sig, constexprs={(3,): r, (4,): c, (5,): stages})
-    return triton.compile(source, target=target, options=dict(num_warps=warps))
+    consts = dict(ROWS=r, COLS=c, STAGES=stages, num_warps=warps)
+    return aot.compile_kernel(_ld_stream, dict(w_ptr="*i32", out_ptr="*i32"), consts)
 
 
 def probe(n: int, k: int, copies: int) -> list[dict]:

@@ -86,9 +86,9 @@ def compile_kernel(
     target: GPUTarget = HOPPER,
     divisible: tuple[str, ...] = (),
 ) -> CompiledKernel:
-    """fn (a @triton.jit kernel) compiled for `target` with these constants (OFF's where not
-    given; compile options among them taken out) -> Triton's compiled kernel (.asm["ptx"],
-    .metadata).
+    """fn (a @triton.jit or @gluon.jit kernel) compiled for `target` with these constants (OFF's
+    where not given; compile options among them taken out) -> Triton's compiled kernel
+    (.asm["ptx"], .metadata).
 
     Compiled as the engine's launches get it: Triton's JIT marks every argument whose value is a
     multiple of 16 (a pointer's address, an integer) and compiles for that (vectorized loads,
@@ -99,7 +99,8 @@ def compile_kernel(
     from specpilot.kernels import linear
 
     consts = dict(consts)
-    options = {k: consts.pop(k) for k in OPTIONS if k in consts}
+    # (an option the kernel also takes, Gluon's num_warps, stays a constant of it too)
+    options = {k: consts[k] if k in fn.arg_names else consts.pop(k) for k in OPTIONS if k in consts}
     consts = {k: v for k, v in OFF.items() if k in fn.arg_names} | consts
     if "LOOP_STAGES" in fn.arg_names:  # as the launchers set it, at this compile's num_stages
         consts["LOOP_STAGES"] = linear.loop_stages({"num_stages": 3} | consts)
@@ -113,7 +114,10 @@ def compile_kernel(
         )
     ]  # fmt: skip
     attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
-    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    from triton.experimental.gluon._runtime import GluonASTSource, GluonJITFunction
+
+    kind = GluonASTSource if isinstance(fn, GluonJITFunction) else ASTSource
+    source = kind(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(source, target=target, options=options)
 
 

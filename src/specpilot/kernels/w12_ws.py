@@ -859,11 +859,10 @@ def verify_route(gate_up, down, x: torch.Tensor) -> bool:
 
 def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
                  blocks: int = 16):  # fmt: skip
-    """The kernel compiled for sm_90a without a GPU (Triton's bundled ptxas: kernels/aot.usage
+    """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel; aot.usage
     reads its registers): the checks a CPU can make of it. swiglu: with y in pair order.
     blocks: of a unit (K / 256 / the K split), which sets the group bases' slab."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
+    from specpilot.kernels import aot
 
     split = 1 if swiglu else (tile or {}).get("SPLIT_K") or 2
     cfg = TILE | (tile or {}) | dict(SPLIT_K=split)
@@ -876,11 +875,8 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
         y_ptr="*fp32" if cfg["SPLIT_K"] > 1 else "*bf16", res_ptr="*bf16",
     )  # fmt: skip
-    fn = _w12_ws_kernel
     consts = kernel_constants(cfg, blocks) | dict(SPLIT_K=cfg["SPLIT_K"], num_warps=4)
     consts |= dict(SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=swiglu)
-    signature = {a: "constexpr" if a in consts else types.get(a, "i32") for a in fn.arg_names}
-    constexprs = {(fn.arg_names.index(a),): v for a, v in consts.items()}
-    source = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs={})
-    options = dict(num_warps=4) | (dict(maxnreg=cfg["MAXNREG"]) if cfg["MAXNREG"] else {})
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    if cfg["MAXNREG"]:
+        consts["maxnreg"] = cfg["MAXNREG"]
+    return aot.compile_kernel(_w12_ws_kernel, types, consts)
