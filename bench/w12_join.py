@@ -30,7 +30,7 @@ from report import finish
 from w12_speed import check
 
 from specpilot.formats import w12
-from specpilot.kernels import w12_ws
+from specpilot.kernels import w12_row, w12_ws
 from specpilot.kernels.linear import skinny_linear
 from specpilot.kernels.w12_linear import join_order, tile_config, w12_linear, w12_linear_reference
 
@@ -93,6 +93,22 @@ WS_TILES = (
     ("64r6s1w/loads", dict(STAGES=6, W_STAGES=1, BOUND=3)),
     ("64r6s1w/loads/nox", dict(STAGES=6, W_STAGES=1, BOUND=7)),
     ("128r2s8d", dict(BLOCK_N=128, STAGES=2, W_STAGES=1, DECODE_WARPS=8, DECODE_REGS=80)),
+)  # fmt: skip
+
+
+# --row: kernels/w12_row.py's tiles (one row, the planes through a TMA ring, the decode in the
+# warps that multiply, the group scales and escapes from a warp of their own): BLOCK_N rows on
+# WARPS warps (ROWS a thread), STAGES stages of SB blocks
+ROW_TILES = (
+    ("16r8w6s2b", {}), ("16r8w4s2b", dict(STAGES=4)), ("16r8w8s2b", dict(STAGES=8)),
+    ("16r8w12s1b", dict(SB=1, STAGES=12)), ("16r8w3s4b", dict(SB=4, STAGES=3)),
+    ("16r4w6s2b", dict(ROWS=4, WARPS=4)), ("8r8w6s2b", dict(ROWS=1)), ("8r8w12s2b", dict(ROWS=1,
+    STAGES=12)), ("32r8w3s2b", dict(ROWS=4, STAGES=3)), ("16r8w6s2b/fence", dict(FENCE=1)),
+    ("16r8w6s2b/esc0", dict(ESC_BATCH=0)),
+    # bounds, wrong products (not checked): the loader's copies alone (no consumer waited on),
+    # and the multiplying warps' hand-off alone (each stage waited for and freed, not read)
+    ("16r8w6s2b/copies", dict(BOUND=8)), ("16r8w6s2b/handoff", dict(BOUND=2)),
+    ("8r8w12s2b/copies", dict(ROWS=1, STAGES=12, BOUND=8)),
 )  # fmt: skip
 
 
@@ -177,11 +193,19 @@ def timed_entry(entry: dict, checked, call, nbytes: int) -> dict:
 
 
 def bench(
-    m: int, name: str, n: int, k: int, variants: list[str], deep: bool = False, ws_tiles: tuple = ()
+    m: int,
+    name: str,
+    n: int,
+    k: int,
+    variants: list[str],
+    deep: bool = False,
+    ws_tiles: tuple = (),
+    row_tiles: tuple = (),
 ) -> dict:
     """Shape `name` (N x K) at m rows: bf16's times, then each variant of each of its tiles
     (`tiles`), checked (but the bounds) and timed with the weights cycled from HBM; ws_tiles:
-    kernels/w12_ws.py tiles (label, tile) to time beside them."""
+    kernels/w12_ws.py tiles (label, tile) to time beside them, row_tiles kernels/w12_row.py's
+    (one row)."""
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode(w)
@@ -215,32 +239,18 @@ def bench(
             entry = dict(tile=label, variant=variant, config=cfg)
             row["tiles"].append(timed_entry(entry, checked, call, nbytes))
     if ws_tiles:  # kernels/w12_ws.py, its input given in pair order (as a producer would write it)
-        row["ws"] = []
         xp = w12_ws.pair_order(x)
-        for label, tile in ws_tiles:
 
-            def checked(t=tile, what=f"{name} ws {label}"):
-                y = w12_ws.w12_ws_linear(xp, packed, t, x_order="pair")
-                if not t.get("BOUND"):
-                    check(y, ref, what)
+        def ws_run(t, g, **kw):
+            return w12_ws.w12_ws_linear(xp, g, t, x_order="pair", **kw)
 
-            def call(t=tile):
-                return w12_ws.w12_ws_linear(xp, ps(), t, x_order="pair")
+        _kernel_tiles(row, "ws", ws_tiles, ws_run, (x, packed, ps, bare, ref, nbytes))
+    if row_tiles:  # kernels/w12_row.py: one row
 
-            entry = dict(tile=label, config=tile)
-            row["ws"].append(timed_entry(entry, checked, call, nbytes))
-        # a bound, wrong products: the default tile with the escape table emptied
-        row["ws_noesc_us"] = micros(lambda: w12_ws.w12_ws_linear(xp, bare(), x_order="pair"))
-        if name == "gate_up":  # as the verify forward runs it: SwiGLU in the epilogue
-            ws_swiglu = w12_ws.w12_ws_linear(xp, packed, x_order="pair", swiglu=True)
-            check(ws_swiglu, w12_linear_reference(x, packed, swiglu=True), f"{name} ws swiglu")
-            row["ws_swiglu_us"] = micros(
-                lambda: w12_ws.w12_ws_linear(xp, ps(), x_order="pair", swiglu=True)
-            )
-            row["w12_swiglu_us"] = micros(lambda: w12_linear(x, ps(), swiglu=True))
-        timed = [t for t in row["ws"] if "us" in t and not t["config"].get("BOUND")]
-        if timed:
-            row["best_ws"] = min(timed, key=lambda t: t["us"])
+        def row_run(t, g, **kw):
+            return w12_row.w12_row_linear(x, g, t, **kw)
+
+        _kernel_tiles(row, "row", row_tiles, row_run, (x, packed, ps, bare, ref, nbytes))
     for variant in variants:
         timed = [t for t in row["tiles"] if t["variant"] == variant and "us" in t]
         if timed:
@@ -248,11 +258,49 @@ def bench(
     return row
 
 
+def _kernel_tiles(row: dict, key: str, kernel_tiles: tuple, run, data: tuple) -> None:
+    """A prototype kernel's tiles (label, tile) into row[key], each checked against the
+    reference (but its bounds, tiles with BOUND) and timed with the weights cycled (`run(tile,
+    weight, **epilogue)`); then the default tile with the escape table emptied (a bound), and
+    where the shape is gate_up or o / down as the forward runs it, SwiGLU or the residual in
+    the epilogue beside w12_linear's own; row["best_<key>"]: the fastest checked tile."""
+    x, packed, ps, bare, ref, nbytes = data
+    name = row["shape"]
+    row[key] = []
+    for label, tile in kernel_tiles:
+
+        def checked(t=tile, what=f"{name} {key} {label}"):
+            y = run(t, packed)
+            if not t.get("BOUND"):
+                check(y, ref, what)
+
+        entry = dict(tile=label, config=tile)
+        row[key].append(timed_entry(entry, checked, lambda t=tile: run(t, ps()), nbytes))
+    row[f"{key}_noesc_us"] = micros(lambda: run({}, bare()))
+    epilogues = {}
+    if name == "gate_up":  # as the forward runs it: SwiGLU in the epilogue
+        epilogues["swiglu"] = dict(swiglu=True)
+    elif name in ("o", "down") and x.shape[0] == 1:  # the residual in the epilogue
+        epilogues["residual"] = dict(residual=torch.randn_like(ref))
+    for label, kw in epilogues.items():
+
+        def checked(kw=kw, what=f"{name} {key} {label}"):
+            check(run({}, packed, **kw), w12_linear_reference(x, packed, **kw), what)
+
+        entry = timed_entry(dict(tile=label), checked, lambda kw=kw: run({}, ps(), **kw), nbytes)
+        row[f"{key}_{label}_us"] = entry.get("us", entry.get("error"))
+        row[f"w12_{label}_us"] = micros(lambda kw=kw: w12_linear(x, ps(), **kw))
+    timed = [t for t in row[key] if "us" in t and not t["config"].get("BOUND")]
+    if timed:
+        row[f"best_{key}"] = min(timed, key=lambda t: t["us"])
+
+
 def table(rows: list[dict], variants: list[str]) -> list[str]:
     """A line a shape: bf16's time (all of K, 3/4 of it), then each variant's best tile (us,
     TB/s of W12 bytes)."""
-    if any("ws" in r for r in rows):
-        variants = [*variants, "ws"]  # kernels/w12_ws.py's best tile
+    for key in ("ws", "row"):  # kernels/w12_ws.py's and kernels/w12_row.py's best tiles
+        if any(key in r for r in rows):
+            variants = [*variants, key]
     lines = [f"{'shape':<8} {'bf16':>6} {'bf16 3/4':>8} " + " ".join(f"{v:>11}" for v in variants)]
     for r in rows:
         cells = []
@@ -275,10 +323,13 @@ def main() -> None:
     parser.add_argument("--ws", action="store_true", help="kernels/w12_ws.py's WS_TILES too")
     parser.add_argument("--ws-two", action="store_true", help="with --ws: WS_TWO_TILES instead")
     parser.add_argument("--ws-loader", action="store_true", help="with --ws: WS_LOADER_TILES")
+    parser.add_argument("--row", action="store_true", help="kernels/w12_row.py's ROW_TILES too")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("w12_join needs CUDA")
+    if args.row and args.rows != 1:
+        raise SystemExit("--row: kernels/w12_row.py multiplies one row (--rows 1)")
     shapes = layer_shapes(args.model)
     variants = args.variants.split(",")
     rows = []
@@ -287,7 +338,8 @@ def main() -> None:
         n, k = shapes[name]
         ws = WS_TWO_TILES if args.ws_two else WS_LOADER_TILES if args.ws_loader else WS_TILES
         ws = ws if args.ws else ()
-        rows.append(bench(args.rows, name, n, k, variants, args.deep, ws))
+        row = ROW_TILES if args.row else ()
+        rows.append(bench(args.rows, name, n, k, variants, args.deep, ws, row))
         print("\n".join(table(rows[-1:], variants)[1:]), flush=True)
     print("\n".join(table(rows, variants)))
     finish(dict(model=args.model, rows=args.rows, shapes=rows, gpu=torch.cuda.get_device_name()),

@@ -819,6 +819,16 @@ def test_w12_join_tiles_variants_and_table() -> None:
     ws_lines = w12_join.table([ws_row], ["plain"])
     assert ws_lines[0].split()[-1] == "ws" and ws_lines[1].split()[-2:] == ["8.00", "2.50"]
     assert {label for label, _ in w12_join.WS_TILES} >= {"64r4s", "128r2s8d"}
+    # --row rows: kernels/w12_row.py's best tile after ws's; its tiles take only its keys and
+    # fit in shared memory at the widest K timed (Llama-3.1-8B's down)
+    row_lines = w12_join.table([dict(ws_row, row=[best], best_row=dict(best, us=7.0))], ["plain"])
+    assert row_lines[0].split()[-2:] == ["ws", "row"]
+    assert row_lines[1].split()[-2:] == ["7.00", "2.50"]
+    from specpilot.kernels import w12_row
+
+    for _, tile in w12_join.ROW_TILES:
+        assert set(tile) <= set(w12_row.TILE)
+        assert w12_row.geometry(w12_row.TILE | tile, 14336)["shared"] <= 220 * 1024
 
     # a tile whose checked run fails is recorded with its error and never timed
     def wrong() -> None:

@@ -96,19 +96,28 @@ ncu_source() {
 }
 # ws_table JSON...: bench/w12_join.py --ws results, a line a w12_ws tile beside the best
 # w12_linear tile and bf16 (all of the bf16 K and 3/4 of it: the 12-bit bytes), into
-# $OUT/ws-table.log
-ws_table() {
-    python3 - "$@" <<'PY' | tee "$OUT/ws-table.log"
+# $OUT/ws-table.log; row_table JSON...: the same of --row (kernels/w12_row.py) into
+# $OUT/row-table.log, with the epilogues (SwiGLU, the residual) beside w12_linear's.
+ws_table() { proto_table ws "$@" | tee "$OUT/ws-table.log"; }
+row_table() { proto_table row "$@" | tee "$OUT/row-table.log"; }
+proto_table() {
+    python3 - "$@" <<'PY'
 import json, sys
-for path in sys.argv[1:]:
+key, paths = sys.argv[1], sys.argv[2:]
+for path in paths:
     d = json.load(open(path))
     for s in d["shapes"]:
         best = min((t for t in s["tiles"] if "us" in t), key=lambda t: t["us"])
         print(d["rows"], s["shape"], "w12_linear", best["tile"], best["variant"],
               round(best["us"], 2), "bf16", round(s["bf16_us"], 2), "bf16 3/4 K",
               round(s["bf16_3q_us"], 2))
-        for t in s.get("ws", []):
+        for t in s.get(key, []):
             print(d["rows"], s["shape"], t["tile"], round(t["us"], 2) if "us" in t else t["error"])
-        print(d["rows"], s["shape"], "default tile, escapes emptied", round(s["ws_noesc_us"], 2))
+        print(d["rows"], s["shape"], "default tile, escapes emptied", round(s[f"{key}_noesc_us"], 2))
+        for epilogue in ("swiglu", "residual"):
+            if f"{key}_{epilogue}_us" in s:
+                us = s[f"{key}_{epilogue}_us"]  # or the error of a run that failed its check
+                print(d["rows"], s["shape"], epilogue, round(us, 2) if isinstance(us, float)
+                      else us, "w12_linear", round(s[f"w12_{epilogue}_us"], 2))
 PY
 }

@@ -1,0 +1,481 @@
+"""One-row W12 multiplies fed by a TMA ring (Gluon, sm_90): a prototype, not yet measured.
+
+Why: issue 7's AR target (W12 1.25x bf16) needs every one-row multiply near its 12-bit bytes'
+floor, q|k|v and o included. The one-row tiles of kernels/w12_linear.py hold each block's plane
+words in registers and wait a full memory latency a block (docs/LOG.md runs 220-225: latency
+bound, not issue bound; o 10.9 us and q|k|v 14.3 against their floors ~6.2 and ~9.3 at Qwen3-8B's
+shapes), and every way of keeping more blocks in flight through registers or Triton's pipeline
+lost. TMA copies from one program an SM with ~64 kB in flight stream at ~4.07 TB/s (runs
+283-284, bench/tma_probe.py). Here each program (one an SM, persistent over row tiles of
+BLOCK_N = ROWS x WARPS rows and all of K) splits its work over partitions (`gl.warp_specialize`):
+- the loader (1 warp) copies x once (all of it, into shared memory) and then each stage of SB
+  blocks of 256 columns of the tile's two planes by TMA into a ring of STAGES stages;
+- the meta warp (1 warp) writes each tile's scale words (its rows' 2^(2b) as bf16x2, a group's
+  two halves alike) and its escapes' sum (their columns' x times their exact values, x read from
+  global memory) into one of two slots, so that no dependent global load lies on the path of
+  the warps that multiply;
+- the default partition (WARPS warps, a row of the tile on each of its lanes' 32 word positions,
+  ROWS rows a thread) turns each block's words into bf16 pairs with their exponents taken down
+  (4 SWAR ops for 4 high bytes, one prmt a pair), makes them the exact weights with one
+  `mul.rn.bf16x2` by the scale word (a power of two on normal numbers: formats/w12.py), widens
+  them to fp32 and multiplies them by x from shared memory; at the tile's end it sums the lanes,
+  adds the escapes and stores (plain, residual, or SwiGLU's silu(gate) * up).
+Products are of the exact weights (zeros and escapes as +-0), so the sums differ from
+w12_linear's only in order.
+
+Work: a tile's rows are BLOCK_N consecutive rows of N (SwiGLU: BLOCK_N / 2 gates and their ups,
+half N further on); programs take tiles pid, pid + programs, ... (units). K is not split: at
+BLOCK_N 16 Qwen3-8B's shapes have 256-1,536 tiles (97% of the last wave busy).
+
+BOUND (a bound, wrong products, bench/w12_join.py --row): 8 the loader's copies alone (each stage
+reissued once its copies landed, no consumer waited on), 2 the hand-off alone (the multiplying
+warps wait for each stage and free it, reading nothing).
+
+CUDA sm_90 only (Gluon has no interpreter): tests/test_w12_row.py emulates the bit work on the
+CPU (every weight back, bit for bit), compiles the kernel for sm_90a, and on a Hopper GPU checks
+it against w12_linear_reference. Not used by the engine.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+
+from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
+from specpilot.kernels import launch
+from specpilot.kernels.w12_ws import _copy_rows, _escape_entry, _tile_rows, prmt
+
+# the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
+# (12 kB each: ~72 kB in flight an SM), one program an SM
+TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0)
+# FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
+# has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)
+WBLOCK = gl.constexpr(BLOCK)
+# prmt selectors of a half block's pair of slices Q, Q + 1 (Q 0, 2): bytes low[Q], high[Q],
+# low[Q + 1], high[Q + 1] of the words {low, high}
+SELECT_Q0, SELECT_Q2 = gl.constexpr(0x5140), gl.constexpr(0x7362)
+GROUP_CHUNK = gl.constexpr(32)  # the meta warp's scale words, 32 groups (16 blocks) at a time
+
+
+@gluon.jit
+def _high_bytes(code_word, H: gl.constexpr):
+    """The high bytes s << 7 | d of slices 4H .. 4H + 3 of a code word's position (one a byte):
+    the nibbles s << 3 | d moved apart with no carry across bytes."""
+    nib = (code_word >> (4 * H)) & 0x0F0F0F0F
+    return nib + (nib & 0x08080808) * 15
+
+
+@gluon.jit
+def _bf16_pair(low_word, high, Q: gl.constexpr):
+    """Slices Q and Q + 1 (of a half block, Q 0 or 2) of a position as a bf16x2 word (slice Q in
+    the low half), exponents taken down by 2b: bytes low[Q], high[Q], low[Q + 1], high[Q + 1]."""
+    selector: gl.constexpr = SELECT_Q0 if Q == 0 else SELECT_Q2
+    return gl.inline_asm_elementwise(
+        f"prmt.b32 $0, $1, $2, {selector};", "=r,r,r", [low_word, high], dtype=gl.int32,
+        is_pure=True, pack=1,
+    )  # fmt: skip
+
+
+@gluon.jit
+def _times(pair, scale):
+    """A bf16x2 word times a scale word (both halves 2^(2b)): the exact weights."""
+    return gl.inline_asm_elementwise(
+        "mul.rn.bf16x2 $0, $1, $2;", "=r,r,r", [pair, scale], dtype=gl.int32, is_pure=True,
+        pack=1,
+    )  # fmt: skip
+
+
+@gluon.jit
+def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU: gl.constexpr,
+            BOUND: gl.constexpr):  # fmt: skip
+    """x once (XB blocks of it), then each tile's stages of SB blocks of its two planes."""
+    low_desc, code_desc, x_desc = descs
+    low_buf, code_buf, x_buf = bufs
+    ready, empty, x_ready = bars
+    units, tiles_rows, n_stages, half_n = work
+    STAGES: gl.constexpr = code_buf.type.shape[0] // SB
+    BN: gl.constexpr = code_buf.type.shape[1]
+    mbarrier.expect(x_ready, XB * x_desc.block_type.nbytes)
+    for t in range(XB):
+        tma.async_copy_global_to_shared(x_desc, [8 * t, 0], x_ready, x_buf.index(t))
+    nbytes: gl.constexpr = SB * BN * (WBLOCK + WBLOCK // 2)
+    c = 0
+    for u in range(gl.program_id(0), units, gl.num_programs(0)):
+        row0 = u * tiles_rows
+        for st in range(n_stages):
+            s = c % STAGES
+            if (BOUND & 8) != 0:  # the copies alone: a stage's copies landed frees it
+                mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
+            else:
+                mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
+            bar = ready.index(s)
+            mbarrier.expect(bar, nbytes)
+            for b in gl.static_range(SB):
+                col = (st * SB + b) * WBLOCK
+                i = s * SB + b
+                _copy_rows(low_desc, row0, col, bar, low_buf.index(2 * i), half_n, SWIGLU)
+                _copy_rows(low_desc, row0, col + WBLOCK // 2, bar, low_buf.index(2 * i + 1),
+                           half_n, SWIGLU)  # fmt: skip
+                _copy_rows(code_desc, row0, col // 2, bar, code_buf.index(i), half_n, SWIGLU)
+            c += 1
+    if (BOUND & 8) != 0:  # the last copies landed before the program ends
+        for s in gl.static_range(STAGES):
+            uses = (c - s + STAGES - 1) // STAGES
+            mbarrier.wait(ready.index(s), (uses - 1) & 1, pred=uses > 0)
+
+
+@gluon.jit
+def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constexpr,
+          SWIGLU: gl.constexpr):  # fmt: skip
+    """Each tile's scale words [2 x blocks, BLOCK_N] (group g of every row: bf16x2 2^(2b), both
+    halves; 2^0 past the row's groups) and its rows' escape sums, into slot tile % 2."""
+    scale_buf, esc_buf = bufs
+    scale_ready, esc_ready, meta_empty = bars
+    units, tiles_rows, n_stages, half_n = work
+    base_ptr, base_stride, groups = weights
+    BN: gl.constexpr = scale_buf.type.shape[1]
+    GROUPS: gl.constexpr = scale_buf.type.shape[0] // 2
+    # the scale words ([2 x GROUPS, BN, 1]: a group's [BN, 1] column as the multiplier reads it)
+    # as [slot, group, row]
+    slots = scale_buf._reinterpret(gl.int32, [2, GROUPS, BN], scale_buf.type.layout)
+    grid: gl.constexpr = gl.BlockedLayout([1, 1], [32 // BN, BN], [1, 1], [1, 0])
+    lanes: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
+    j = 0  # tiles so far: the slots' positions and phases
+    for u in range(gl.program_id(0), units, gl.num_programs(0)):
+        slot = j % 2
+        mbarrier.wait(meta_empty.index(slot), ((j // 2) & 1) ^ 1)
+        row0 = u * tiles_rows
+        rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU,
+                                   gl.SliceLayout(0, grid))  # fmt: skip
+        base_rows = base_ptr + rows.to(gl.int64) * base_stride
+        for ch in gl.static_range(GROUPS // GROUP_CHUNK):
+            g = ch * GROUP_CHUNK + gl.arange(0, GROUP_CHUNK, layout=gl.SliceLayout(1, grid))
+            live = (g[:, None] < groups) & in_rows[None, :]
+            b = gl.load(base_rows[None, :] + g[:, None], mask=live, other=0).to(gl.int32)
+            v = (2 * b + 127) << 7  # bf16 2^(2b)
+            slots.index(slot).slice(ch * GROUP_CHUNK, GROUP_CHUNK).store(v | (v << 16))
+        mbarrier.arrive(scale_ready.index(slot), count=1)
+        esc_buf.index(slot).store(_row_escapes(escapes, x_ptr, k, row0, half_n, n, BN, lanes,
+                                               ESC_BATCH, SWIGLU))  # fmt: skip
+        mbarrier.arrive(esc_ready.index(slot), count=1)
+        j += 1
+
+
+@gluon.jit
+def _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN: gl.constexpr, layout: gl.constexpr,
+                 BATCH: gl.constexpr, SWIGLU: gl.constexpr):  # fmt: skip
+    """The tile's rows' escape sums [BN] fp32: each escaped weight's exact value times x at its
+    column (BATCH 4: each row's first 4 at once, then the rest in turn)."""
+    rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, layout)
+    row_ptr = escapes[0]
+    start = gl.load(row_ptr + rows, mask=in_rows, other=0)
+    count = gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
+    total = gl.zeros([BN], gl.float32, layout)
+    first = 0
+    if BATCH == 4:
+        c0, v0 = _escape_entry(escapes, start, count, 0, 0, k)
+        c1, v1 = _escape_entry(escapes, start, count, 1, 0, k)
+        c2, v2 = _escape_entry(escapes, start, count, 2, 0, k)
+        c3, v3 = _escape_entry(escapes, start, count, 3, 0, k)
+        x0 = gl.load(x_ptr + c0, mask=v0 != 0.0, other=0.0).to(gl.float32)
+        x1 = gl.load(x_ptr + c1, mask=v1 != 0.0, other=0.0).to(gl.float32)
+        x2 = gl.load(x_ptr + c2, mask=v2 != 0.0, other=0.0).to(gl.float32)
+        x3 = gl.load(x_ptr + c3, mask=v3 != 0.0, other=0.0).to(gl.float32)
+        total = total + v0 * x0 + v1 * x1 + v2 * x2 + v3 * x3
+        first = 4
+    for e in range(first, gl.max(count, axis=0)):
+        col, value = _escape_entry(escapes, start, count, e, 0, k)
+        total = total + value * gl.load(x_ptr + col, mask=value != 0.0, other=0.0).to(gl.float32)
+    return total
+
+
+@gluon.jit
+def _pair_sums(acc, low, high, scale, x_blk, H: gl.constexpr, Q: gl.constexpr):
+    """acc [BN, 32] plus the products of slices 4H + Q and 4H + Q + 1 of a block: their pair
+    decoded, made exact by its group's scale word, widened, times x at their columns."""
+    w = _times(_bf16_pair(low, high, Q), scale)
+    wa = (w << 16).to(gl.float32, bitcast=True)  # slice 4H + Q
+    wb = (w & -65536).to(gl.float32, bitcast=True)  # slice 4H + Q + 1
+    layout: gl.constexpr = acc.type.layout
+    xa = x_blk.slice(4 * H + Q, 1).load(layout).to(gl.float32)  # [1, 32]
+    xb = x_blk.slice(4 * H + Q + 1, 1).load(layout).to(gl.float32)
+    return acc + wa * xa + wb * xb
+
+
+@gluon.jit
+def _plane_words(buf, i, words: gl.constexpr):
+    """Buffer i's [BN, 128] plane bytes as [BN, 32] 32-bit words in registers (layout words)."""
+    planes: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+    return buf.index(i)._reinterpret(gl.int32, [buf.type.shape[1], 32], planes).load(words)
+
+
+@gluon.jit
+def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constexpr,
+                FENCE: gl.constexpr, EPILOGUE: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
+    """The default partition: each tile's blocks' products (`_pair_sums`), then the lanes'
+    sums, the escapes and the store (`_store_row`)."""
+    low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
+    ready, empty, x_ready, scale_ready, esc_ready, meta_empty = bars
+    units, tiles_rows, n_stages, half_n = work
+    STAGES: gl.constexpr = code_buf.type.shape[0] // SB
+    BN: gl.constexpr = code_buf.type.shape[1]
+    GROUPS: gl.constexpr = scale_buf.type.shape[0] // 2
+    SWIGLU: gl.constexpr = EPILOGUE[0]
+    words: gl.constexpr = gl.BlockedLayout([BN // num_warps, 1], [1, 32], [num_warps, 1], [1, 0])
+    rows_layout: gl.constexpr = gl.SliceLayout(1, words)
+    mbarrier.wait(x_ready, 0)
+    c = 0
+    j = 0
+    for u in range(gl.program_id(0), units, gl.num_programs(0)):
+        slot = j % 2
+        mbarrier.wait(scale_ready.index(slot), (j // 2) & 1)
+        a0 = gl.zeros([BN, 32], gl.float32, words)
+        a1 = a0
+        a2 = a0
+        a3 = a0
+        # (BOUND 8: none of the stages: the loader frees its own, and its phases run ahead)
+        for st in range(n_stages * ((BOUND & 8) == 0)):
+            s = c % STAGES
+            mbarrier.wait(ready.index(s), (c // STAGES) & 1)
+            if BOUND == 0:
+                for b in gl.static_range(SB):
+                    i = s * SB + b
+                    t = st * SB + b
+                    code_word = _plane_words(code_buf, i, words)
+                    low0 = _plane_words(low_buf, 2 * i, words)
+                    low1 = _plane_words(low_buf, 2 * i + 1, words)
+                    g = slot * GROUPS + 2 * t  # the block's two groups' [BN, 1] scale words
+                    zero_words = gl.zeros_like(code_word)
+                    scale0 = zero_words + scale_buf.index(g).load(words)  # broadcast
+                    scale1 = zero_words + scale_buf.index(g + 1).load(words)
+                    high0 = _high_bytes(code_word, 0)
+                    high1 = _high_bytes(code_word, 1)
+                    x_blk = x_buf.index(t)
+                    # four sums, so that each FMA chain is a quarter of the block's
+                    a0 = _pair_sums(a0, low0, high0, scale0, x_blk, 0, 0)
+                    a1 = _pair_sums(a1, low0, high0, scale0, x_blk, 0, 2)
+                    a2 = _pair_sums(a2, low1, high1, scale1, x_blk, 1, 0)
+                    a3 = _pair_sums(a3, low1, high1, scale1, x_blk, 1, 2)
+                if FENCE:
+                    fence_async_shared()  # the reads before TMA's next writes of the stage
+            mbarrier.arrive(empty.index(s), count=1)
+            c += 1
+        sums = gl.sum((a0 + a1) + (a2 + a3), axis=1)
+        mbarrier.wait(esc_ready.index(slot), (j // 2) & 1)
+        sums = sums + esc_buf.index(slot).load(rows_layout)
+        mbarrier.arrive(meta_empty.index(slot), count=1)
+        row0 = u * tiles_rows
+        rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, rows_layout)
+        _store_row(sums, rows, in_rows, row0, half_n, output, EPILOGUE)
+        j += 1
+
+
+@gluon.jit
+def _store_row(sums, rows, in_rows, row0, half_n, output, EPILOGUE: gl.constexpr):
+    """A tile's sums [BN] rounded to bf16 and stored: plain, plus the residual (rounded again),
+    or SwiGLU's silu(gate) * up of its BN / 2 gates and ups (each rounded first, as
+    kernels/common.store_swiglu)."""
+    SWIGLU: gl.constexpr = EPILOGUE[0]
+    RESIDUAL: gl.constexpr = EPILOGUE[1]
+    y_ptr, res_ptr = output
+    if SWIGLU:
+        BN: gl.constexpr = sums.type.shape[0]
+        HALF: gl.constexpr = BN // 2
+        every: gl.constexpr = gl.BlockedLayout([BN], [32], [gl.num_warps()], [0])
+        a = gl.convert_layout(sums, every).to(gl.bfloat16).to(gl.float32)
+        g, up = gl.split(gl.permute(gl.reshape(a, [2, HALF]), (1, 0)))
+        silu = (g / (1.0 + gl.exp(-g))).to(gl.bfloat16).to(gl.float32)
+        y = (silu * up).to(gl.bfloat16)
+        cols = row0 + gl.arange(0, HALF, layout=y.type.layout)
+        gl.store(y_ptr + cols, y, mask=cols < half_n)
+    elif RESIDUAL:
+        res = gl.load(res_ptr + rows, mask=in_rows, other=0.0)
+        y = sums.to(gl.bfloat16).to(gl.float32) + res.to(gl.float32)
+        gl.store(y_ptr + rows, y.to(gl.bfloat16), mask=in_rows)
+    else:
+        gl.store(y_ptr + rows, sums.to(gl.bfloat16), mask=in_rows)
+
+
+@gluon.jit
+def _w12_row_kernel(
+    low_desc, code_desc, x_desc,
+    x_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr, res_ptr,
+    n, k, units, tiles_rows, n_stages, base_stride, groups,
+    ROWS: gl.constexpr, SB: gl.constexpr, STAGES: gl.constexpr, XB: gl.constexpr,
+    GROUPS: gl.constexpr, BOUND: gl.constexpr, ESC_BATCH: gl.constexpr, FENCE: gl.constexpr,
+    SWIGLU: gl.constexpr,
+    RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
+):  # fmt: skip
+    """Each program takes tiles pid, pid + programs, ...; the partitions run on across them."""
+    BN: gl.constexpr = ROWS * num_warps
+    work = (units, tiles_rows, n_stages, n // 2)
+    half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
+    low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES * SB, BN, half], low_desc.layout)
+    code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES * SB, BN, half], code_desc.layout)
+    x_buf = gl.allocate_shared_memory(gl.bfloat16, [XB, 8, 32], x_desc.layout)
+    plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    scale_buf = gl.allocate_shared_memory(gl.int32, [2 * GROUPS, BN, 1], plain)
+    esc_buf = gl.allocate_shared_memory(gl.float32, [2, BN], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    x_ready = gl.allocate_shared_memory(gl.int64, [1, 1], bar_layout)
+    scale_ready = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+    esc_ready = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+    meta_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    mbarrier.init(x_ready.index(0), count=1)
+    for i in gl.static_range(2):
+        mbarrier.init(scale_ready.index(i), count=1)
+        mbarrier.init(esc_ready.index(i), count=1)
+        mbarrier.init(meta_empty.index(i), count=1)
+
+    gl.warp_specialize(
+        [
+            (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
+                           (ready, empty, x_ready.index(0), scale_ready, esc_ready, meta_empty),
+                           work, n, (y_ptr, res_ptr), SB, BOUND, FENCE, (SWIGLU, RESIDUAL),
+                           num_warps)),
+            (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
+                     (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
+                     x_ptr, k, ESC_BATCH, SWIGLU)),
+            (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
+                       (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND)),
+        ],
+        [1, 1],
+        [80, 24],
+    )  # fmt: skip
+
+
+def _descriptors(weight: W12Weight, xv: torch.Tensor, box_rows: int) -> tuple:
+    """TMA descriptors of the planes ([box_rows, 128] bytes: the low plane's block in two, the
+    codes' in one) and of x viewed as [Kp / 32, 32] (a block's 8 slices a box), unswizzled."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    planes, x_layout = layouts()
+    low = TensorDescriptor.from_tensor(weight.low, [box_rows, BLOCK // 2], planes)
+    codes = TensorDescriptor.from_tensor(weight.codes, [box_rows, BLOCK // 2], planes)
+    return low, codes, TensorDescriptor.from_tensor(xv, [8, SLICE], x_layout)
+
+
+def layouts() -> tuple:
+    """The shared layouts TMA writes, unswizzled: the planes' bytes and x's bf16."""
+    planes = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+    return planes, gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
+
+
+def geometry(cfg: dict, k: int) -> dict:
+    """A tile's sizes for K columns: rows a tile (BN), stages of SB blocks a tile (n_stages),
+    x's blocks in shared memory (XB: every stage's, zeros past K) and the scale words' groups
+    a slot (GROUPS: a power of 2, at least GROUP_CHUNK), and the shared memory they take."""
+    bn = cfg["ROWS"] * cfg["WARPS"]
+    n_stages = triton.cdiv(padded(k) // BLOCK, cfg["SB"])
+    xb = n_stages * cfg["SB"]
+    groups = max(GROUP_CHUNK, triton.next_power_of_2(2 * xb))
+    ring = cfg["STAGES"] * cfg["SB"] * bn * (BLOCK + BLOCK // 2)
+    shared = ring + xb * BLOCK * 2 + 2 * groups * bn * 4 + 2 * bn * 4
+    return dict(BN=bn, n_stages=n_stages, XB=xb, GROUPS=groups, shared=shared)
+
+
+def w12_row_linear(
+    x: torch.Tensor,
+    weight: W12Weight,
+    tile: dict | None = None,
+    *,
+    swiglu: bool = False,
+    residual: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """x [1, K] bf16 (CUDA, sm_90) @ weight.T -> [1, N] bf16 on the TMA-fed one-row kernel.
+    tile: TILE's keys to change. swiglu: weight is [gate | up] (N even), y = silu(gate) * up
+    [1, N / 2]. residual [1, N]: y = residual + x @ weight.T (w12_linear's contract)."""
+    cfg = TILE | (tile or {})
+    unknown = set(cfg) - set(TILE)
+    if unknown:
+        raise ValueError(f"w12_row_linear: unknown tile keys {sorted(unknown)}")
+    k, n = weight.columns, weight.shape[0]
+    if x.shape != (1, k) or x.dtype != torch.bfloat16 or not x.is_cuda:
+        raise ValueError(f"w12_row_linear wants x [1, {k}] bf16 on CUDA, got {tuple(x.shape)} "
+                         f"{x.dtype} on {x.device}")  # fmt: skip
+    if swiglu and (n % 2 or residual is not None):
+        raise ValueError("w12_row_linear swiglu wants an even N and no residual")
+    if residual is not None and (residual.shape != (1, n) or residual.dtype != torch.bfloat16):
+        raise ValueError(f"w12_row_linear: residual must be [1, {n}] bf16")
+    geo = geometry(cfg, k)
+    bn = geo["BN"]
+    if cfg["WARPS"] not in (4, 8) or bn > 32 or 32 % bn and bn % 32 or (swiglu and bn < 2):
+        raise ValueError(f"w12_row_linear: WARPS 4 or 8 and ROWS x WARPS <= 32, got {cfg}")
+    if geo["shared"] > 220 * 1024:
+        raise ValueError(f"w12_row_linear: the tile takes {geo['shared']} bytes of shared memory")
+    kp = padded(k)
+    xv = x if kp == k else torch.nn.functional.pad(x, (0, kp - k))
+    if xv.data_ptr() % 16 or not xv.is_contiguous():  # TMA reads from 16-byte aligned rows
+        xv = xv.clone(memory_format=torch.contiguous_format)
+    xv = xv.view(kp // SLICE, SLICE)
+    rows = bn // (2 if swiglu else 1)  # of N a tile covers (SwiGLU: and their ups)
+    low, codes, xd = _descriptors(weight, xv, rows)
+    units = triton.cdiv(n // 2 if swiglu else n, rows)
+    sms = launch._sm_count(x.device.index or 0)
+    y = torch.empty(1, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
+    res = residual.contiguous() if residual is not None else y
+    _w12_row_kernel[(min(units, sms * cfg["PERSISTENT"]),)](
+        low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, y, res,
+        n, k, units, rows, geo["n_stages"], weight.base.stride(0), weight.base.shape[1],
+        **kernel_constants(cfg, geo), SWIGLU=int(swiglu), RESIDUAL=residual is not None,
+    )  # fmt: skip
+    return y
+
+
+def kernel_constants(cfg: dict, geo: dict) -> dict:
+    """The kernel's constexprs (but the epilogue's) from a tile and its geometry."""
+    return dict(ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"],
+                GROUPS=geo["GROUPS"], BOUND=cfg["BOUND"], ESC_BATCH=cfg["ESC_BATCH"],
+                FENCE=cfg["FENCE"], num_warps=cfg["WARPS"])  # fmt: skip
+
+
+def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
+                 residual: bool = False):  # fmt: skip
+    """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel; aot.usage reads
+    its registers and shared memory), for K columns."""
+    from specpilot.kernels import aot
+
+    cfg = TILE | (tile or {})
+    geo = geometry(cfg, k)
+    rows = geo["BN"] // (2 if swiglu else 1)
+    planes, x_layout = layouts()
+    types = dict(
+        low_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
+        code_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
+        x_desc=f"tensordesc<bf16[8, {SLICE}],{x_layout!r}>",
+        x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
+        y_ptr="*bf16", res_ptr="*bf16",
+    )  # fmt: skip
+    consts = kernel_constants(cfg, geo) | dict(SWIGLU=int(swiglu), RESIDUAL=residual)
+    return aot.compile_kernel(_w12_row_kernel, types, consts)
+
+
+def row_words(weight: W12Weight) -> torch.Tensor:
+    """The bit work of `_pair_sums` in PyTorch (int32 words, any device): every block's pairs
+    as `_high_bytes`, `_bf16_pair` and `_times` make them, put back in natural column order:
+    [N, Kp] bf16, every weight's own bits where it is not escaped (escaped ones +0)."""
+    n, kp = weight.low.shape
+    low = weight.low.view(torch.int32).view(n, kp // BLOCK, 2, SLICE)  # [N, block, half, i]
+    codes = weight.codes.view(torch.int32).view(n, kp // BLOCK, SLICE)
+    base = torch.nn.functional.pad(weight.base, (0, 2 * (kp // BLOCK) - weight.base.shape[1]))
+    base = base.view(n, kp // BLOCK, 2).to(torch.int32)  # [N, block, group]
+    out = torch.empty(n, kp // BLOCK, 8, SLICE, dtype=torch.bfloat16, device=weight.low.device)
+    for h in range(2):
+        nib = (codes >> (4 * h)) & 0x0F0F0F0F
+        high = nib + (nib & 0x08080808) * 15
+        scale = (2 * base[:, :, h, None] + 127) << 7  # bf16 2^(2b), one half of the word
+        for q in range(2):
+            pair = prmt(low[:, :, h], high, (SELECT_Q0 if q == 0 else SELECT_Q2).value)
+            halves = pair.view(torch.bfloat16).view(n, kp // BLOCK, SLICE, 2)
+            exact = halves * scale.to(torch.int16).view(torch.bfloat16)[..., None]  # exact
+            out[:, :, 4 * h + 2 * q] = exact[..., 0]
+            out[:, :, 4 * h + 2 * q + 1] = exact[..., 1]
+    return out.view(n, kp)

@@ -1,0 +1,148 @@
+"""kernels/w12_row.py: the one-row W12 multiply fed by a TMA ring (a prototype, CUDA only).
+
+Without a GPU: the kernel's bit work, emulated in PyTorch, gives back every weight bit for bit,
+and the kernel compiles for sm_90a without spills. On CUDA (Hopper): the kernel against
+w12_linear_reference."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from specpilot.formats import w12
+from specpilot.kernels import w12_row
+from specpilot.kernels.w12_linear import w12_linear_reference
+from tests.test_w12_kernels import close_columns, weight_with_escapes
+
+
+def _weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
+    """test_w12_kernels.weight_with_escapes (zeros of both signs, tiny and subnormal weights,
+    outliers either side of a group's window, one row of 2^-60 .. 2^52), seeded."""
+    return weight_with_escapes(n, k, torch.Generator().manual_seed(seed))
+
+
+def _escaped(packed: w12.W12Weight, n: int, k: int) -> torch.Tensor:
+    out = torch.zeros(n, k, dtype=torch.bool)
+    rows = torch.repeat_interleave(torch.arange(n), packed.row_ptr.diff())
+    out[rows, packed.esc_col.long()] = True
+    return out
+
+
+@pytest.mark.parametrize("n, k", [(64, 256), (130, 4096), (33, 600)])
+def test_row_words_give_every_weight_back_bit_for_bit(n: int, k: int) -> None:
+    """The kernel's SWAR high bytes, its prmt selectors and its bf16x2 scaling (emulated): every
+    weight that is not escaped comes back with its own bits (zeros with their sign, tiny and
+    huge weights of every group), escaped ones as +0, and the padded columns as +0."""
+    w = _weights(n, k, seed=k)
+    packed = w12.encode(w)
+    got = w12_row.row_words(packed)
+    assert got.shape == (n, w12.padded(k))
+    assert (got[:, k:].view(torch.int16) == 0).all()
+    got = got[:, :k].view(torch.int16)
+    escaped = _escaped(packed, n, k)
+    assert escaped.any() and (~escaped).any()
+    assert torch.equal(got[~escaped], w.view(torch.int16)[~escaped])
+    assert (got[escaped] == 0).all()
+
+
+def test_geometry_and_bad_input() -> None:
+    geo = w12_row.geometry(w12_row.TILE, 12288)
+    assert geo["BN"] == 16 and geo["n_stages"] == 24 and geo["XB"] == 48 and geo["GROUPS"] == 128
+    assert w12_row.geometry(w12_row.TILE | dict(SB=4), 600)["XB"] == 4  # 3 blocks, one stage
+    packed = w12.encode(_weights(64, 256))
+    with pytest.raises(ValueError, match="unknown tile keys"):
+        w12_row.w12_row_linear(torch.zeros(1, 256, dtype=torch.bfloat16), packed, dict(BLOCK=1))
+    with pytest.raises(ValueError, match="wants x"):
+        w12_row.w12_row_linear(torch.zeros(2, 256, dtype=torch.bfloat16), packed)
+
+
+def test_the_kernel_compiles_for_sm90_without_spills() -> None:
+    """Gluon compiles it for sm_90a here (Triton's ptxas): no spills, one program an SM in
+    shared memory; the default tile at K 4096 and 12288 (with the residual), SwiGLU, 4 rows a
+    thread on 4 warps, one block a stage, and the bounds."""
+    cases = [({}, 4096, False, False), ({}, 12288, False, True), ({}, 4096, True, False),
+             (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
+             False), (dict(BOUND=8), 4096, False, False), (dict(BOUND=2, FENCE=1), 12288, False,
+             False)]  # fmt: skip
+    code = "import json; from specpilot.kernels import aot, w12_row; "
+    code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not run
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    usages = json.loads(done.stdout.splitlines()[-1])
+    for usage in usages:
+        assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0
+        assert usage["shared"] <= 227 * 1024
+    assert usages[0]["warps"] == 12  # 8 multiplying, the meta warp and the loader (padded to 12)
+    assert usages[3]["warps"] == 8
+
+
+hopper = pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+    reason="Gluon warp specialization: CUDA sm_90+ only",
+)
+
+
+@hopper
+@pytest.mark.parametrize(
+    "n, k, tile",
+    [(4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}), (4100, 1152, {}), (333, 600, {}),
+     (4096, 4096, dict(ROWS=4, WARPS=4)), (2000, 2304, dict(SB=1, STAGES=12)),
+     (2000, 2304, dict(SB=4, STAGES=3)), (2000, 2304, dict(FENCE=1, ESC_BATCH=0)),
+     (2000, 2304, dict(PERSISTENT=2)), (9000, 2304, dict(ROWS=1))],
+)  # fmt: skip
+def test_w12_row_matches_the_reference(n: int, k: int, tile: dict) -> None:
+    """Qwen3-8B's shapes, N not a multiple of the tile, K not a multiple of 256 (x padded), the
+    tiles' keys; more tiles than programs (the rings and slots run on across tiles). Row 4 of
+    the weights has more escapes than the batch of 4."""
+    w = _weights(n, k, seed=n + k).cuda()
+    packed = w12.encode(w)
+    x = torch.randn(1, k, device="cuda").to(torch.bfloat16)
+    ref = w12_linear_reference(x, packed).float()
+    y = w12_row.w12_row_linear(x, packed, tile).float()
+    close_columns(y, ref, 2)
+
+
+@hopper
+@pytest.mark.parametrize("tile", [{}, dict(ROWS=1)])
+def test_w12_row_swiglu(tile: dict) -> None:
+    """silu(gate) * up of the [gate | up] weight (w12_linear's contract): a tile's gates and
+    their ups half N further on."""
+    w = _weights(2 * 1000, 1152, seed=11).cuda()
+    packed = w12.encode(w)
+    x = torch.randn(1, 1152, device="cuda").to(torch.bfloat16)
+    ref = w12_linear_reference(x, packed, swiglu=True).float()
+    y = w12_row.w12_row_linear(x, packed, tile, swiglu=True)
+    assert y.shape == (1, 1000)
+    close_columns(y.float(), ref, 2)
+
+
+@hopper
+def test_w12_row_residual() -> None:
+    """residual + x @ W.T: the residual added to the rounded product and rounded again, exact
+    given the product."""
+    w = _weights(320, 2304, seed=5).cuda()
+    packed = w12.encode(w)
+    x = torch.randn(1, 2304, device="cuda").to(torch.bfloat16)
+    r = torch.randn(1, 320, device="cuda").to(torch.bfloat16)
+    plain = w12_row.w12_row_linear(x, packed)
+    close_columns(plain.float(), w12_linear_reference(x, packed).float(), 2)
+    y = w12_row.w12_row_linear(x, packed, residual=r)
+    assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
+
+
+@hopper
+def test_w12_row_takes_an_unaligned_input_view() -> None:
+    """x a view 2 bytes into a larger buffer (TMA reads 16-byte aligned rows: the launcher copies
+    it), the same products as from an aligned copy."""
+    packed = w12.encode(_weights(512, 1024, seed=2).cuda())
+    big = torch.randn(1, 1025, device="cuda").to(torch.bfloat16)
+    x = big[:, 1:]
+    assert x.data_ptr() % 16
+    assert torch.equal(w12_row.w12_row_linear(x, packed), w12_row.w12_row_linear(x.clone(), packed))
