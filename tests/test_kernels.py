@@ -2027,3 +2027,32 @@ def test_w12_ws_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
         assert len(calls) == (4 if on else 0)  # gate|up and down of each of the two layers
     assert torch.equal(outs[True].tokens, outs[False].tokens)
     close(outs[True].hidden.float(), outs[False].hidden.float(), 4)
+
+
+@pytest.mark.skipif(
+    not CUDA or torch.cuda.get_device_capability()[0] < 9, reason="kernels/w12_row.py: Hopper"
+)
+def test_w12_row_one_row_forward_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
+    """kernels/w12_row.ONE_ROW in a fused one-row W12 forward (every multiply W12: q|k|v, o,
+    gate|up with its SwiGLU, down with its residual): the same token as with it off, the
+    hidden states to summation order."""
+    from specpilot.formats.w12_engine import convert_model
+    from specpilot.kernels import w12_row
+
+    target, drafter, _ = _tiny_pair(tmp_path, tied=False, hidden_size=256, intermediate_size=512)
+    convert_model(target)
+    convert_model(drafter)
+    gen, ids, pos = _verify_inputs(target, drafter, 5)
+    calls = []
+    original = w12_row.w12_row_linear
+    monkeypatch.setattr(
+        w12_row, "w12_row_linear", lambda *a, **kw: calls.append(kw) or original(*a, **kw)
+    )
+    outs = {}
+    for on in (False, True):
+        monkeypatch.setattr(w12_row, "ONE_ROW", on)
+        calls.clear()
+        outs[on] = gen._verify_fn(ids[:, :1], pos[:, :1], 1, (0, 1))
+        assert len(calls) >= (8 if on else 0) and (on or not calls)  # 4 multiplies a layer
+    assert torch.equal(outs[True].tokens, outs[False].tokens)
+    close(outs[True].hidden.float(), outs[False].hidden.float(), 4)

@@ -64,11 +64,12 @@ def test_geometry_and_bad_input() -> None:
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     """Gluon compiles it for sm_90a here (Triton's ptxas): no spills, one program an SM in
     shared memory; the default tile at K 4096 and 12288 (with the residual), SwiGLU, 4 rows a
-    thread on 4 warps, one block a stage, and the bounds."""
-    cases = [({}, 4096, False, False), ({}, 12288, False, True), ({}, 4096, True, False),
+    thread on 4 warps, one block a stage, and the bounds; with programmatic dependent launch's
+    waits (the residual's and the copies bound's)."""
+    cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
-             False), (dict(BOUND=8), 4096, False, False), (dict(BOUND=2, FENCE=1), 12288, False,
-             False)]  # fmt: skip
+             False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
+             False, False)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not run
@@ -146,3 +147,45 @@ def test_w12_row_takes_an_unaligned_input_view() -> None:
     x = big[:, 1:]
     assert x.data_ptr() % 16
     assert torch.equal(w12_row.w12_row_linear(x, packed), w12_row.w12_row_linear(x.clone(), packed))
+
+
+def test_one_row_route_needs_the_switch_one_row_and_hopper(monkeypatch) -> None:
+    """w12_linear takes the kernel only with ONE_ROW on, for one plain row of group size 128
+    on a Hopper GPU: here (CPU, interpreted) never, so its one-row products are unchanged."""
+    from specpilot.kernels.w12_linear import w12_linear
+
+    packed = w12.encode(_weights(64, 256))
+    x = torch.randn(1, 256).to(torch.bfloat16)
+    monkeypatch.setattr(w12_row, "ONE_ROW", True)
+    assert not w12_row.one_row_route(x, packed, True)  # not on a GPU
+    close_columns(w12_linear(x, packed).float(), w12_linear_reference(x, packed).float(), 2)
+    monkeypatch.setattr(w12_row, "ONE_ROW", False)
+    assert not w12_row.one_row_route(x, packed, True)
+    with pytest.raises(ValueError, match="group size"):
+        w12_row.w12_row_linear(x, w12.encode(_weights(64, 256), 32))
+
+
+@hopper
+@pytest.mark.parametrize("kw", [{}, dict(swiglu=True), dict(residual=True)])
+def test_w12_linear_routes_one_row_to_the_kernel(monkeypatch, kw: dict) -> None:
+    """ONE_ROW on: w12_linear's plain one-row calls (and their SwiGLU or residual epilogue) are
+    w12_row_linear's bits; a norm prologue, two rows or a given tile stay on w12_linear."""
+    from specpilot.kernels import w12_linear as w12_kernels
+
+    packed = w12.encode(_weights(512, 1024, seed=4).cuda())
+    x = torch.randn(2, 1024, device="cuda").to(torch.bfloat16)
+    if kw.get("residual"):
+        kw = dict(residual=torch.randn(1, 512, device="cuda").to(torch.bfloat16))
+    calls = []
+    original = w12_row.w12_row_linear
+    counted = lambda *a, **k: calls.append(1) or original(*a, **k)  # noqa: E731
+    monkeypatch.setattr(w12_row, "w12_row_linear", counted)
+    monkeypatch.setattr(w12_row, "ONE_ROW", True)
+    y = w12_kernels.w12_linear(x[:1], packed, **kw)
+    assert calls == [1]
+    assert torch.equal(y, original(x[:1], packed, **kw))
+    norm = torch.ones(1024, device="cuda", dtype=torch.bfloat16)
+    w12_kernels.w12_linear(x[:1], packed, norm_weight=norm)
+    w12_kernels.w12_linear(x, packed)
+    w12_kernels.w12_linear(x[:1], packed, config=w12_kernels.tile_config(1, 512, 1024))
+    assert calls == [1]

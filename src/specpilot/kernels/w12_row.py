@@ -48,6 +48,13 @@ from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
 from specpilot.kernels import launch
 from specpilot.kernels.w12_ws import _copy_rows, _escape_entry, _tile_rows, prmt
 
+# Off (unmeasured: bench/h200/row287.sh times it first). On: w12_linear's one-row multiplies
+# whose input is plain (natural order, no norm or SwiGLU prologue, no norm hand-off, no given
+# tile) run on this kernel, with their SwiGLU or residual epilogue, on Hopper GPUs (group size
+# 128: a group a half block). The engine's one-row W12 multiplies are all such (W12 takes no
+# prologue: models/fused.W12_PROLOGUE_ROWS; no hand-off: NORM_HANDOFF_W12).
+ONE_ROW = False
+
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
 # (12 kB each: ~72 kB in flight an SM), one program an SM
 TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0)
@@ -89,24 +96,49 @@ def _times(pair, scale):
 
 
 @gluon.jit
+def _grid_wait(PDL: gl.constexpr):
+    """With programmatic dependent launch: wait until the kernel before has completed (its
+    writes visible), as kernels/common.pdl_enter."""
+    if PDL:
+        gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32,
+                                  is_pure=False, pack=1)  # fmt: skip
+
+
+@gluon.jit
+def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr):
+    """x's XB blocks into shared memory (after the kernel before has written it: PDL's wait,
+    then the next kernel let launch)."""
+    _grid_wait(PDL)
+    if PDL:
+        gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [],
+                                  dtype=gl.int32, is_pure=False, pack=1)  # fmt: skip
+    mbarrier.expect(x_ready, XB * x_desc.block_type.nbytes)
+    for t in range(XB):
+        tma.async_copy_global_to_shared(x_desc, [8 * t, 0], x_ready, x_buf.index(t))
+
+
+@gluon.jit
 def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU: gl.constexpr,
-            BOUND: gl.constexpr):  # fmt: skip
-    """x once (XB blocks of it), then each tile's stages of SB blocks of its two planes."""
+            BOUND: gl.constexpr, PDL: gl.constexpr):  # fmt: skip
+    """x once (XB blocks of it), then each tile's stages of SB blocks of its two planes. PDL:
+    the weights' first STAGES stages (constants) before the wait for the kernel before, x
+    after it."""
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     ready, empty, x_ready = bars
     units, tiles_rows, n_stages, half_n = work
     STAGES: gl.constexpr = code_buf.type.shape[0] // SB
     BN: gl.constexpr = code_buf.type.shape[1]
-    mbarrier.expect(x_ready, XB * x_desc.block_type.nbytes)
-    for t in range(XB):
-        tma.async_copy_global_to_shared(x_desc, [8 * t, 0], x_ready, x_buf.index(t))
+    if not PDL:
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
     nbytes: gl.constexpr = SB * BN * (WBLOCK + WBLOCK // 2)
     c = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
         row0 = u * tiles_rows
         for st in range(n_stages):
             s = c % STAGES
+            if PDL and c == STAGES:  # the ring is full: x before the first stage is reused
+                _x_copies(x_desc, x_buf, x_ready, XB, PDL)
             if (BOUND & 8) != 0:  # the copies alone: a stage's copies landed frees it
                 mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
             else:
@@ -121,6 +153,8 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
                            half_n, SWIGLU)  # fmt: skip
                 _copy_rows(code_desc, row0, col // 2, bar, code_buf.index(i), half_n, SWIGLU)
             c += 1
+    if PDL and c <= STAGES:  # a program of at most STAGES stages: x after all of them
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
     if (BOUND & 8) != 0:  # the last copies landed before the program ends
         for s in gl.static_range(STAGES):
             uses = (c - s + STAGES - 1) // STAGES
@@ -129,7 +163,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
 
 @gluon.jit
 def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constexpr,
-          SWIGLU: gl.constexpr):  # fmt: skip
+          SWIGLU: gl.constexpr, PDL: gl.constexpr):  # fmt: skip
     """Each tile's scale words [2 x blocks, BLOCK_N] (group g of every row: bf16x2 2^(2b), both
     halves; 2^0 past the row's groups) and its rows' escape sums, into slot tile % 2."""
     scale_buf, esc_buf = bufs
@@ -143,6 +177,7 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
     slots = scale_buf._reinterpret(gl.int32, [2, GROUPS, BN], scale_buf.type.layout)
     grid: gl.constexpr = gl.BlockedLayout([1, 1], [32 // BN, BN], [1, 1], [1, 0])
     lanes: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
+    _grid_wait(PDL)  # (it reads x from global memory)
     j = 0  # tiles so far: the slots' positions and phases
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
         slot = j % 2
@@ -214,7 +249,8 @@ def _plane_words(buf, i, words: gl.constexpr):
 
 @gluon.jit
 def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constexpr,
-                FENCE: gl.constexpr, EPILOGUE: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
+                FENCE: gl.constexpr, PDL: gl.constexpr, EPILOGUE: gl.constexpr,
+                num_warps: gl.constexpr):  # fmt: skip
     """The default partition: each tile's blocks' products (`_pair_sums`), then the lanes'
     sums, the escapes and the store (`_store_row`)."""
     low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
@@ -226,6 +262,7 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
     SWIGLU: gl.constexpr = EPILOGUE[0]
     words: gl.constexpr = gl.BlockedLayout([BN // num_warps, 1], [1, 32], [num_warps, 1], [1, 0])
     rows_layout: gl.constexpr = gl.SliceLayout(1, words)
+    _grid_wait(PDL)  # (before its stores)
     mbarrier.wait(x_ready, 0)
     c = 0
     j = 0
@@ -306,7 +343,7 @@ def _w12_row_kernel(
     n, k, units, tiles_rows, n_stages, base_stride, groups,
     ROWS: gl.constexpr, SB: gl.constexpr, STAGES: gl.constexpr, XB: gl.constexpr,
     GROUPS: gl.constexpr, BOUND: gl.constexpr, ESC_BATCH: gl.constexpr, FENCE: gl.constexpr,
-    SWIGLU: gl.constexpr,
+    PDL: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them."""
@@ -339,17 +376,25 @@ def _w12_row_kernel(
         [
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
                            (ready, empty, x_ready.index(0), scale_ready, esc_ready, meta_empty),
-                           work, n, (y_ptr, res_ptr), SB, BOUND, FENCE, (SWIGLU, RESIDUAL),
-                           num_warps)),
+                           work, n, (y_ptr, res_ptr), SB, BOUND, FENCE, PDL,
+                           (SWIGLU, RESIDUAL), num_warps)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
-                     x_ptr, k, ESC_BATCH, SWIGLU)),
+                     x_ptr, k, ESC_BATCH, SWIGLU, PDL)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
-                       (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND)),
+                       (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND, PDL)),
         ],
         [1, 1],
         [80, 24],
     )  # fmt: skip
+
+
+def one_row_route(x: torch.Tensor, weight: W12Weight, plain: bool) -> bool:
+    """Whether w12_linear takes this kernel for x @ weight (ONE_ROW): one row, a `plain` call
+    (see ONE_ROW), group size 128, compiled on a Hopper GPU."""
+    if not ONE_ROW or not plain or x.dim() != 2 or x.shape[0] != 1:
+        return False
+    return weight.group_size == BLOCK // 2 and launch._on_hopper(x)
 
 
 def _descriptors(weight: W12Weight, xv: torch.Tensor, box_rows: int) -> tuple:
@@ -398,9 +443,13 @@ def w12_row_linear(
     if unknown:
         raise ValueError(f"w12_row_linear: unknown tile keys {sorted(unknown)}")
     k, n = weight.columns, weight.shape[0]
+    if weight.group_size != BLOCK // 2:
+        raise ValueError(f"w12_row_linear wants group size {BLOCK // 2}, got {weight.group_size}")
     if x.shape != (1, k) or x.dtype != torch.bfloat16 or not x.is_cuda:
         raise ValueError(f"w12_row_linear wants x [1, {k}] bf16 on CUDA, got {tuple(x.shape)} "
                          f"{x.dtype} on {x.device}")  # fmt: skip
+    if weight.low.device != x.device:
+        raise ValueError(f"w12_row_linear: weight on {weight.low.device}, x on {x.device}")
     if swiglu and (n % 2 or residual is not None):
         raise ValueError("w12_row_linear swiglu wants an even N and no residual")
     if residual is not None and (residual.shape != (1, n) or residual.dtype != torch.bfloat16):
@@ -422,10 +471,13 @@ def w12_row_linear(
     sms = launch._sm_count(x.device.index or 0)
     y = torch.empty(1, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     res = residual.contiguous() if residual is not None else y
-    _w12_row_kernel[(min(units, sms * cfg["PERSISTENT"]),)](
+    programs = min(units, sms * cfg["PERSISTENT"])
+    launched = launch.pdl(x, multiply=True, programs=programs)  # the engine's rule, in order
+    _w12_row_kernel[(programs,)](
         low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, y, res,
         n, k, units, rows, geo["n_stages"], weight.base.stride(0), weight.base.shape[1],
         **kernel_constants(cfg, geo), SWIGLU=int(swiglu), RESIDUAL=residual is not None,
+        PDL=launched["PDL"], launch_pdl=launched["launch_pdl"],
     )  # fmt: skip
     return y
 
@@ -438,9 +490,10 @@ def kernel_constants(cfg: dict, geo: dict) -> dict:
 
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
-                 residual: bool = False):  # fmt: skip
+                 residual: bool = False, pdl: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel; aot.usage reads
-    its registers and shared memory), for K columns."""
+    its registers and shared memory), for K columns; pdl: with programmatic dependent launch's
+    waits."""
     from specpilot.kernels import aot
 
     cfg = TILE | (tile or {})
@@ -454,7 +507,7 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
         x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
         y_ptr="*bf16", res_ptr="*bf16",
     )  # fmt: skip
-    consts = kernel_constants(cfg, geo) | dict(SWIGLU=int(swiglu), RESIDUAL=residual)
+    consts = kernel_constants(cfg, geo) | dict(SWIGLU=int(swiglu), RESIDUAL=residual, PDL=pdl)
     return aot.compile_kernel(_w12_row_kernel, types, consts)
 
 
