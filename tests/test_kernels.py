@@ -1999,60 +1999,50 @@ def test_w12_join_order_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> N
     close(outs[True].hidden.float(), outs[False].hidden.float(), 4)
 
 
-@pytest.mark.skipif(
-    not CUDA or torch.cuda.get_device_capability()[0] < 9, reason="kernels/w12_ws.py: Hopper"
-)
-def test_w12_ws_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
-    """kernels/w12_ws.VERIFY in a fused W12 verify forward (hidden 256, intermediate 512: K and
-    N / 2 multiples of 256): the rmsnorm before gate|up writes pair order, gate|up's SwiGLU
-    writes it for the down. The same tokens as with it off, the hidden states to summation
-    order."""
+def _switched_w12_forwards(tmp_path, monkeypatch, module, kernel: str, switch: str, rows: int):
+    """The tiny pair in W12 (hidden 256, intermediate 512: K and N / 2 multiples of 256), a fused
+    forward of `rows` tokens with module.switch off, then on: the same tokens, the hidden states
+    to summation order; -> how many calls module.kernel took with it off and on."""
     from specpilot.formats.w12_engine import convert_model
-    from specpilot.kernels import w12_ws
 
     target, drafter, _ = _tiny_pair(tmp_path, tied=False, hidden_size=256, intermediate_size=512)
     convert_model(target)
     convert_model(drafter)
     gen, ids, pos = _verify_inputs(target, drafter, 5)
     calls = []
-    original = w12_ws.w12_ws_linear
-    monkeypatch.setattr(
-        w12_ws, "w12_ws_linear", lambda *a, **kw: calls.append(kw) or original(*a, **kw)
-    )
-    outs = {}
+    original = getattr(module, kernel)
+    monkeypatch.setattr(module, kernel, lambda *a, **kw: calls.append(kw) or original(*a, **kw))
+    outs, counts = {}, {}
     for on in (False, True):
-        monkeypatch.setattr(w12_ws, "VERIFY", on)
+        monkeypatch.setattr(module, switch, on)
         calls.clear()
-        outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
-        assert len(calls) == (4 if on else 0)  # gate|up and down of each of the two layers
+        outs[on] = gen._verify_fn(ids[:, :rows], pos[:, :rows], rows, (0, 1))
+        counts[on] = len(calls)
     assert torch.equal(outs[True].tokens, outs[False].tokens)
     close(outs[True].hidden.float(), outs[False].hidden.float(), 4)
+    return counts
+
+
+@pytest.mark.skipif(
+    not CUDA or torch.cuda.get_device_capability()[0] < 9, reason="kernels/w12_ws.py: Hopper"
+)
+def test_w12_ws_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
+    """kernels/w12_ws.VERIFY in a fused W12 verify forward of 5 tokens: the rmsnorm before
+    gate|up writes pair order, gate|up's SwiGLU writes it for the down; on it takes gate|up and
+    down of each of the two layers."""
+    from specpilot.kernels import w12_ws
+
+    counts = _switched_w12_forwards(tmp_path, monkeypatch, w12_ws, "w12_ws_linear", "VERIFY", 5)
+    assert counts == {False: 0, True: 4}
 
 
 @pytest.mark.skipif(
     not CUDA or torch.cuda.get_device_capability()[0] < 9, reason="kernels/w12_row.py: Hopper"
 )
 def test_w12_row_one_row_forward_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
-    """kernels/w12_row.ONE_ROW in a fused one-row W12 forward (every multiply W12: q|k|v, o,
-    gate|up with its SwiGLU, down with its residual): the same token as with it off, the
-    hidden states to summation order."""
-    from specpilot.formats.w12_engine import convert_model
+    """kernels/w12_row.ONE_ROW in a fused one-row W12 forward: on it takes q|k|v, o, gate|up
+    (its SwiGLU) and down (its residual) of each layer, at least."""
     from specpilot.kernels import w12_row
 
-    target, drafter, _ = _tiny_pair(tmp_path, tied=False, hidden_size=256, intermediate_size=512)
-    convert_model(target)
-    convert_model(drafter)
-    gen, ids, pos = _verify_inputs(target, drafter, 5)
-    calls = []
-    original = w12_row.w12_row_linear
-    monkeypatch.setattr(
-        w12_row, "w12_row_linear", lambda *a, **kw: calls.append(kw) or original(*a, **kw)
-    )
-    outs = {}
-    for on in (False, True):
-        monkeypatch.setattr(w12_row, "ONE_ROW", on)
-        calls.clear()
-        outs[on] = gen._verify_fn(ids[:, :1], pos[:, :1], 1, (0, 1))
-        assert len(calls) >= (8 if on else 0) and (on or not calls)  # 4 multiplies a layer
-    assert torch.equal(outs[True].tokens, outs[False].tokens)
-    close(outs[True].hidden.float(), outs[False].hidden.float(), 4)
+    counts = _switched_w12_forwards(tmp_path, monkeypatch, w12_row, "w12_row_linear", "ONE_ROW", 1)
+    assert counts[False] == 0 and counts[True] >= 8

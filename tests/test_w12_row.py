@@ -107,7 +107,7 @@ def test_w12_row_matches_the_reference(n: int, k: int, tile: dict) -> None:
     x = torch.randn(1, k, device="cuda").to(torch.bfloat16)
     ref = w12_linear_reference(x, packed).float()
     y = w12_row.w12_row_linear(x, packed, tile).float()
-    close_columns(y, ref, 2)
+    close_columns(y, ref, 4)
 
 
 @hopper
@@ -121,7 +121,7 @@ def test_w12_row_swiglu(tile: dict) -> None:
     ref = w12_linear_reference(x, packed, swiglu=True).float()
     y = w12_row.w12_row_linear(x, packed, tile, swiglu=True)
     assert y.shape == (1, 1000)
-    close_columns(y.float(), ref, 2)
+    close_columns(y.float(), ref, 4)
 
 
 @hopper
@@ -133,7 +133,7 @@ def test_w12_row_residual() -> None:
     x = torch.randn(1, 2304, device="cuda").to(torch.bfloat16)
     r = torch.randn(1, 320, device="cuda").to(torch.bfloat16)
     plain = w12_row.w12_row_linear(x, packed)
-    close_columns(plain.float(), w12_linear_reference(x, packed).float(), 2)
+    close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
     y = w12_row.w12_row_linear(x, packed, residual=r)
     assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
 

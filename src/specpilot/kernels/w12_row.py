@@ -46,7 +46,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
 from specpilot.kernels import launch
-from specpilot.kernels.w12_ws import _copy_rows, _escape_entry, _tile_rows, prmt
+from specpilot.kernels.w12_ws import _copy_rows, _escape_entry, _tile_rows, prmt, prmt_words
 
 # Off (unmeasured: bench/h200/row287.sh times it first). On: w12_linear's one-row multiplies
 # whose input is plain (natural order, no norm or SwiGLU prologue, no norm hand-off, no given
@@ -79,11 +79,7 @@ def _high_bytes(code_word, H: gl.constexpr):
 def _bf16_pair(low_word, high, Q: gl.constexpr):
     """Slices Q and Q + 1 (of a half block, Q 0 or 2) of a position as a bf16x2 word (slice Q in
     the low half), exponents taken down by 2b: bytes low[Q], high[Q], low[Q + 1], high[Q + 1]."""
-    selector: gl.constexpr = SELECT_Q0 if Q == 0 else SELECT_Q2
-    return gl.inline_asm_elementwise(
-        f"prmt.b32 $0, $1, $2, {selector};", "=r,r,r", [low_word, high], dtype=gl.int32,
-        is_pure=True, pack=1,
-    )  # fmt: skip
+    return prmt_words(low_word, high, SELECT_Q0 if Q == 0 else SELECT_Q2)
 
 
 @gluon.jit

@@ -107,10 +107,16 @@ def _pair(low_word, code_word, Q0: gl.constexpr, H: gl.constexpr):
     their exponents taken down by 2b: low byte e0 m, high byte s << 7 | d from the code s d."""
     nib = (code_word >> (8 * Q0 + 4 * H)) & 0x0F0F
     high = nib + (nib & 0x0808) * 15  # s << 3 | d -> s << 7 | d, a byte each, no carry
-    selector: gl.constexpr = 0x5140 if Q0 == 0 else 0x5342
+    return prmt_words(low_word, high, 0x5140 if Q0 == 0 else 0x5342)
+
+
+@gluon.jit
+def prmt_words(a, b, SELECTOR: gl.constexpr):
+    """PTX prmt.b32 of int32 words: byte i of the result is byte (SELECTOR >> 4 i) & 7 of the
+    8 bytes {b, a} (a's bytes 0-3); `prmt` in PyTorch."""
     return gl.inline_asm_elementwise(
-        f"prmt.b32 $0, $1, $2, {selector};", "=r,r,r", [low_word, high], dtype=gl.int32,
-        is_pure=True, pack=1,
+        f"prmt.b32 $0, $1, $2, {SELECTOR};", "=r,r,r", [a, b], dtype=gl.int32, is_pure=True,
+        pack=1,
     )  # fmt: skip
 
 
