@@ -26,12 +26,12 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 from kernel_sweep import cycled, graph_time, layer_shapes  # bench/ is on sys.path as a script
-from report import finish
+from report import finish, save
 from w12_speed import check
 
 from specpilot.formats import w12
 from specpilot.kernels import w12_row, w12_ws
-from specpilot.kernels.linear import skinny_linear
+from specpilot.kernels.linear import skinny_linear, skinny_linear_reference
 from specpilot.kernels.w12_linear import join_order, tile_config, w12_linear, w12_linear_reference
 
 # variants of each tile: JOIN (1: the input permuted in the program, 2: given permuted), the
@@ -102,13 +102,19 @@ WS_TILES = (
 ROW_TILES = (
     ("16r8w6s2b", {}), ("16r8w4s2b", dict(STAGES=4)), ("16r8w8s2b", dict(STAGES=8)),
     ("16r8w12s1b", dict(SB=1, STAGES=12)), ("16r8w3s4b", dict(SB=4, STAGES=3)),
-    ("16r4w6s2b", dict(ROWS=4, WARPS=4)), ("8r8w6s2b", dict(ROWS=1)), ("8r8w12s2b", dict(ROWS=1,
-    STAGES=12)), ("32r8w3s2b", dict(ROWS=4, STAGES=3)), ("16r8w6s2b/fence", dict(FENCE=1)),
-    ("16r8w6s2b/esc0", dict(ESC_BATCH=0)),
+    ("16r4w6s2b", dict(ROWS=4, WARPS=4)), ("8r8w6s2b", dict(ROWS=1)),
+    ("32r8w3s2b", dict(ROWS=4, STAGES=3)), ("16r8w6s2b/fence", dict(FENCE=1)),
     # bounds, wrong products (not checked): the loader's copies alone (no consumer waited on),
     # and the multiplying warps' hand-off alone (each stage waited for and freed, not read)
     ("16r8w6s2b/copies", dict(BOUND=8)), ("16r8w6s2b/handoff", dict(BOUND=2)),
-    ("8r8w12s2b/copies", dict(ROWS=1, STAGES=12, BOUND=8)),
+)  # fmt: skip
+# --row, bf16 weights (w12_row.bf16_row_linear: the same ring, 512 bytes a row a block): against
+# skinny_linear's one-row tiles (issue 3: its one-row q|k|v and o lose 67 and 75 us a decode to
+# their bounds, run 190)
+ROW_BF16_TILES = (
+    ("16r8w6s2b", {}), ("16r8w4s2b", dict(STAGES=4)), ("16r8w8s1b", dict(STAGES=8, SB=1)),
+    ("8r8w8s2b", dict(ROWS=1, STAGES=8)), ("16r4w6s2b", dict(ROWS=4, WARPS=4)),
+    ("16r8w6s2b/copies", dict(BOUND=8)),
 )  # fmt: skip
 
 
@@ -238,19 +244,34 @@ def bench(
 
             entry = dict(tile=label, variant=variant, config=cfg)
             row["tiles"].append(timed_entry(entry, checked, call, nbytes))
+
+    def w12_epilogues(**kw):  # an epilogue's reference and w12_linear's call, for _kernel_tiles
+        return (w12_linear_reference(x, packed, **kw), lambda: w12_linear(x, ps(), **kw))
+
     if ws_tiles:  # kernels/w12_ws.py, its input given in pair order (as a producer would write it)
         xp = w12_ws.pair_order(x)
 
         def ws_run(t, g, **kw):
             return w12_ws.w12_ws_linear(xp, g, t, x_order="pair", **kw)
 
-        _kernel_tiles(row, "ws", ws_tiles, ws_run, (x, packed, ps, bare, ref, nbytes))
+        _kernel_tiles(row, "ws", ws_tiles, ws_run, (packed, ps, bare), ref, nbytes, w12_epilogues)
     if row_tiles:  # kernels/w12_row.py: one row
 
         def row_run(t, g, **kw):
             return w12_row.w12_row_linear(x, g, t, **kw)
 
-        _kernel_tiles(row, "row", row_tiles, row_run, (x, packed, ps, bare, ref, nbytes))
+        _kernel_tiles(row, "row", row_tiles, row_run, (packed, ps, bare), ref, nbytes,
+                      w12_epilogues)  # fmt: skip
+
+        # the same kernel's ring on the bf16 weight, beside skinny_linear (bf16_us)
+        def bf16_run(t, g, **kw):
+            return w12_row.bf16_row_linear(x, g, t, **kw)
+
+        def bf16_epilogues(**kw):  # (reference, skinny_linear's call)
+            return (skinny_linear_reference(x, w, **kw), lambda: skinny_linear(x, ws(), **kw))
+
+        _kernel_tiles(row, "row_bf16", ROW_BF16_TILES, bf16_run, (w, ws, None),
+                      skinny_linear_reference(x, w), w.nbytes, bf16_epilogues)  # fmt: skip
     for variant in variants:
         timed = [t for t in row["tiles"] if t["variant"] == variant and "us" in t]
         if timed:
@@ -258,38 +279,46 @@ def bench(
     return row
 
 
-def _kernel_tiles(row: dict, key: str, kernel_tiles: tuple, run, data: tuple) -> None:
-    """A prototype kernel's tiles (label, tile) into row[key], each checked against the
-    reference (but its bounds, tiles with BOUND) and timed with the weights cycled (`run(tile,
-    weight, **epilogue)`); then the default tile with the escape table emptied (a bound), and
-    where the shape is gate_up or o / down as the forward runs it, SwiGLU or the residual in
-    the epilogue beside w12_linear's own; row["best_<key>"]: the fastest checked tile."""
-    x, packed, ps, bare, ref, nbytes = data
+def _kernel_tiles(
+    row: dict, key: str, kernel_tiles: tuple, run, weights: tuple, ref, nbytes: int, epilogues
+) -> None:
+    """A prototype kernel's tiles (label, tile) into row[key], each checked against `ref` (but
+    its bounds, tiles with BOUND) and timed with the weights cycled (`run(tile, weight,
+    **epilogue)`; weights: the weight, a getter of cycled copies, and one of copies with the
+    escape table emptied or None); then the default tile with the escapes emptied (a bound),
+    and where the shape is gate_up or o / down as the forward runs it, SwiGLU or the residual in
+    the epilogue beside the baseline's own (`epilogues(**kw)`: the reference and a call of the
+    baseline); row["best_<key>"]: the fastest checked tile."""
+    weight, cycled_weights, bare = weights
     name = row["shape"]
     row[key] = []
     for label, tile in kernel_tiles:
 
         def checked(t=tile, what=f"{name} {key} {label}"):
-            y = run(t, packed)
+            y = run(t, weight)
             if not t.get("BOUND"):
                 check(y, ref, what)
 
         entry = dict(tile=label, config=tile)
-        row[key].append(timed_entry(entry, checked, lambda t=tile: run(t, ps()), nbytes))
-    row[f"{key}_noesc_us"] = micros(lambda: run({}, bare()))
-    epilogues = {}
+        call = lambda t=tile: run(t, cycled_weights())  # noqa: E731
+        row[key].append(timed_entry(entry, checked, call, nbytes))
+    if bare is not None:
+        row[f"{key}_noesc_us"] = micros(lambda: run({}, bare()))
+    kinds = {}
     if name == "gate_up":  # as the forward runs it: SwiGLU in the epilogue
-        epilogues["swiglu"] = dict(swiglu=True)
-    elif name in ("o", "down") and x.shape[0] == 1:  # the residual in the epilogue
-        epilogues["residual"] = dict(residual=torch.randn_like(ref))
-    for label, kw in epilogues.items():
+        kinds["swiglu"] = dict(swiglu=True)
+    elif name in ("o", "down") and ref.shape[0] == 1:  # the residual in the epilogue
+        kinds["residual"] = dict(residual=torch.randn_like(ref))
+    for label, kw in kinds.items():
+        expected, baseline = epilogues(**kw)
 
-        def checked(kw=kw, what=f"{name} {key} {label}"):
-            check(run({}, packed, **kw), w12_linear_reference(x, packed, **kw), what)
+        def checked(kw=kw, expected=expected, what=f"{name} {key} {label}"):
+            check(run({}, weight, **kw), expected, what)
 
-        entry = timed_entry(dict(tile=label), checked, lambda kw=kw: run({}, ps(), **kw), nbytes)
+        call = lambda kw=kw: run({}, cycled_weights(), **kw)  # noqa: E731
+        entry = timed_entry(dict(tile=label), checked, call, nbytes)
         row[f"{key}_{label}_us"] = entry.get("us", entry.get("error"))
-        row[f"w12_{label}_us"] = micros(lambda kw=kw: w12_linear(x, ps(), **kw))
+        row[f"{key}_baseline_{label}_us"] = micros(baseline)
     timed = [t for t in row[key] if "us" in t and not t["config"].get("BOUND")]
     if timed:
         row[f"best_{key}"] = min(timed, key=lambda t: t["us"])
@@ -298,7 +327,7 @@ def _kernel_tiles(row: dict, key: str, kernel_tiles: tuple, run, data: tuple) ->
 def table(rows: list[dict], variants: list[str]) -> list[str]:
     """A line a shape: bf16's time (all of K, 3/4 of it), then each variant's best tile (us,
     TB/s of W12 bytes)."""
-    for key in ("ws", "row"):  # kernels/w12_ws.py's and kernels/w12_row.py's best tiles
+    for key in ("ws", "row", "row_bf16"):  # kernels/w12_ws.py's and w12_row.py's best tiles
         if any(key in r for r in rows):
             variants = [*variants, key]
     lines = [f"{'shape':<8} {'bf16':>6} {'bf16 3/4':>8} " + " ".join(f"{v:>11}" for v in variants)]
@@ -341,6 +370,7 @@ def main() -> None:
         row = ROW_TILES if args.row else ()
         rows.append(bench(args.rows, name, n, k, variants, args.deep, ws, row))
         print("\n".join(table(rows[-1:], variants)[1:]), flush=True)
+        save(dict(model=args.model, rows=args.rows, shapes=rows, partial=True), args.out)
     print("\n".join(table(rows, variants)))
     finish(dict(model=args.model, rows=args.rows, shapes=rows, gpu=torch.cuda.get_device_name()),
            args.out)  # fmt: skip

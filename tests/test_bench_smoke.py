@@ -829,6 +829,9 @@ def test_w12_join_tiles_variants_and_table() -> None:
     for _, tile in w12_join.ROW_TILES:
         assert set(tile) <= set(w12_row.TILE)
         assert w12_row.geometry(w12_row.TILE | tile, 14336)["shared"] <= 220 * 1024
+    for _, tile in w12_join.ROW_BF16_TILES:
+        assert set(tile) <= set(w12_row.TILE)
+        assert w12_row.geometry(w12_row.TILE | tile, 14336, bf16=True)["shared"] <= 220 * 1024
 
     # a tile whose checked run fails is recorded with its error and never timed
     def wrong() -> None:

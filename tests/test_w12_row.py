@@ -189,3 +189,46 @@ def test_w12_linear_routes_one_row_to_the_kernel(monkeypatch, kw: dict) -> None:
     w12_kernels.w12_linear(x, packed)
     w12_kernels.w12_linear(x[:1], packed, config=w12_kernels.tile_config(1, 512, 1024))
     assert calls == [1]
+
+
+def test_bf16_kernel_compiles_and_refuses_bad_weights() -> None:
+    """bf16_row_linear's kernel (the same ring on a bf16 weight) compiles for sm_90a without
+    spills (SwiGLU, the residual with PDL at K 12288); weights TMA cannot read are refused."""
+    cases = [dict(bf16=True), dict(bf16=True, swiglu=True),
+             dict(bf16=True, k=12288, residual=True, pdl=True)]  # fmt: skip
+    code = "import json; from specpilot.kernels import aot, w12_row; "
+    code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(**c)) for c in {cases!r}]))"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    for usage in json.loads(done.stdout.splitlines()[-1]):
+        assert usage["spill_stores"] == 0 and usage["shared"] <= 227 * 1024
+    x = torch.zeros(1, 12, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="multiples of 8"):
+        w12_row.bf16_row_linear(x, torch.zeros(4, 12, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="bf16 weight"):
+        w12_row.bf16_row_linear(x, torch.zeros(4, 12))
+
+
+@hopper
+@pytest.mark.parametrize("n, k, tile", [(6144, 4096, {}), (4096, 12288, {}), (334, 600, {}),
+                                        (2000, 2304, dict(ROWS=1, STAGES=8))])  # fmt: skip
+@pytest.mark.parametrize("epilogue", ["plain", "swiglu", "residual"])
+def test_bf16_row_matches_the_reference(n: int, k: int, tile: dict, epilogue: str) -> None:
+    """bf16_row_linear against skinny_linear_reference: plain, SwiGLU, the residual exact given
+    the product; N off the tile, K off the blocks (x padded, the weight's last box past K)."""
+    from specpilot.kernels.linear import skinny_linear_reference
+
+    gen = torch.Generator().manual_seed(n + k)
+    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(torch.bfloat16).cuda()
+    x = torch.randn(1, k, generator=gen).to(torch.bfloat16).cuda()
+    if epilogue == "residual":
+        r = torch.randn(1, n, generator=gen).to(torch.bfloat16).cuda()
+        plain = w12_row.bf16_row_linear(x, w, tile)
+        y = w12_row.bf16_row_linear(x, w, tile, residual=r)
+        assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
+        return
+    kw = dict(swiglu=True) if epilogue == "swiglu" else {}
+    y = w12_row.bf16_row_linear(x, w, tile, **kw)
+    close_columns(y.float(), skinny_linear_reference(x, w, **kw).float(), 4)

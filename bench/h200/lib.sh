@@ -97,9 +97,13 @@ ncu_source() {
 # ws_table JSON...: bench/w12_join.py --ws results, a line a w12_ws tile beside the best
 # w12_linear tile and bf16 (all of the bf16 K and 3/4 of it: the 12-bit bytes), into
 # $OUT/ws-table.log; row_table JSON...: the same of --row (kernels/w12_row.py) into
-# $OUT/row-table.log, with the epilogues (SwiGLU, the residual) beside w12_linear's.
+# $OUT/row-table.log, with the epilogues (SwiGLU, the residual) beside the baseline's
+# (w12_linear's; skinny_linear's for the bf16 weights' rows).
 ws_table() { proto_table ws "$@" | tee "$OUT/ws-table.log"; }
-row_table() { proto_table row "$@" | tee "$OUT/row-table.log"; }
+row_table() {
+    { proto_table row "$@"; echo "bf16 weights (bf16_row_linear; baseline skinny_linear):"
+      proto_table row_bf16 "$@"; } | tee "$OUT/row-table.log"
+}
 proto_table() {
     python3 - "$@" <<'PY'
 import json, sys
@@ -113,11 +117,13 @@ for path in paths:
               round(s["bf16_3q_us"], 2))
         for t in s.get(key, []):
             print(d["rows"], s["shape"], t["tile"], round(t["us"], 2) if "us" in t else t["error"])
-        print(d["rows"], s["shape"], "default tile, escapes emptied", round(s[f"{key}_noesc_us"], 2))
+        if f"{key}_noesc_us" in s:
+            print(d["rows"], s["shape"], "default tile, escapes emptied",
+                  round(s[f"{key}_noesc_us"], 2))
         for epilogue in ("swiglu", "residual"):
             if f"{key}_{epilogue}_us" in s:
                 us = s[f"{key}_{epilogue}_us"]  # or the error of a run that failed its check
                 print(d["rows"], s["shape"], epilogue, round(us, 2) if isinstance(us, float)
-                      else us, "w12_linear", round(s[f"w12_{epilogue}_us"], 2))
+                      else us, "baseline", round(s[f"{key}_baseline_{epilogue}_us"], 2))
 PY
 }

@@ -385,6 +385,138 @@ def _w12_row_kernel(
     )  # fmt: skip
 
 
+@gluon.jit
+def _bf16_loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr,
+                 SWIGLU: gl.constexpr, BOUND: gl.constexpr, PDL: gl.constexpr):  # fmt: skip
+    """`_loader` for bf16 weights: each block of a tile's rows as 4 boxes of 64 columns."""
+    w_desc, x_desc = descs
+    w_buf, x_buf = bufs
+    ready, empty, x_ready = bars
+    units, tiles_rows, n_stages, half_n = work
+    STAGES: gl.constexpr = w_buf.type.shape[0] // (4 * SB)
+    BN: gl.constexpr = w_buf.type.shape[1]
+    if not PDL:
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+    nbytes: gl.constexpr = SB * BN * WBLOCK * 2
+    c = 0
+    for u in range(gl.program_id(0), units, gl.num_programs(0)):
+        row0 = u * tiles_rows
+        for st in range(n_stages):
+            s = c % STAGES
+            if PDL and c == STAGES:  # the ring is full: x before the first stage is reused
+                _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+            if (BOUND & 8) != 0:
+                mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
+            else:
+                mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
+            bar = ready.index(s)
+            mbarrier.expect(bar, nbytes)
+            for b in gl.static_range(SB):
+                for p in gl.static_range(4):
+                    col = (st * SB + b) * WBLOCK + 64 * p
+                    _copy_rows(w_desc, row0, col, bar, w_buf.index(4 * (s * SB + b) + p), half_n,
+                               SWIGLU)  # fmt: skip
+            c += 1
+    if PDL and c <= STAGES:
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+    if (BOUND & 8) != 0:
+        for s in gl.static_range(STAGES):
+            uses = (c - s + STAGES - 1) // STAGES
+            mbarrier.wait(ready.index(s), (uses - 1) & 1, pred=uses > 0)
+
+
+@gluon.jit
+def _word_products(acc, w, xw):
+    """acc plus two columns' products: bf16 pairs of weights w [BN, 32] and of x xw [1, 32]."""
+    wa = (w << 16).to(gl.float32, bitcast=True)
+    wb = (w & -65536).to(gl.float32, bitcast=True)
+    xa = (xw << 16).to(gl.float32, bitcast=True)
+    xb = (xw & -65536).to(gl.float32, bitcast=True)
+    return acc + wa * xa + wb * xb
+
+
+@gluon.jit
+def _bf16_multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constexpr,
+                     FENCE: gl.constexpr, PDL: gl.constexpr, EPILOGUE: gl.constexpr,
+                     num_warps: gl.constexpr):  # fmt: skip
+    """`_multiplier` for bf16 weights: a block's 4 boxes of [BN, 32] words (two columns each)
+    times x's words at the same columns; no scales, no escapes."""
+    w_buf, x_buf = bufs
+    ready, empty, x_ready = bars
+    units, tiles_rows, n_stages, half_n = work
+    STAGES: gl.constexpr = w_buf.type.shape[0] // (4 * SB)
+    BN: gl.constexpr = w_buf.type.shape[1]
+    SWIGLU: gl.constexpr = EPILOGUE[0]
+    words: gl.constexpr = gl.BlockedLayout([BN // num_warps, 1], [1, 32], [num_warps, 1], [1, 0])
+    flat: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+    rows_layout: gl.constexpr = gl.SliceLayout(1, words)
+    _grid_wait(PDL)
+    mbarrier.wait(x_ready, 0)
+    c = 0
+    for u in range(gl.program_id(0), units, gl.num_programs(0)):
+        a0 = gl.zeros([BN, 32], gl.float32, words)
+        a1 = a0
+        a2 = a0
+        a3 = a0
+        for st in range(n_stages * ((BOUND & 8) == 0)):
+            s = c % STAGES
+            mbarrier.wait(ready.index(s), (c // STAGES) & 1)
+            if BOUND == 0:
+                for b in gl.static_range(SB):
+                    i = 4 * (s * SB + b)
+                    # the block's x as [4, 32] words: word (p, i) holds columns 64 p + 2 i, + 1
+                    xw = x_buf.index(st * SB + b)._reinterpret(gl.int32, [4, 32], flat)
+                    a0 = _word_products(a0, _plane_words(w_buf, i, words),
+                                        xw.slice(0, 1).load(words))  # fmt: skip
+                    a1 = _word_products(a1, _plane_words(w_buf, i + 1, words),
+                                        xw.slice(1, 1).load(words))  # fmt: skip
+                    a2 = _word_products(a2, _plane_words(w_buf, i + 2, words),
+                                        xw.slice(2, 1).load(words))  # fmt: skip
+                    a3 = _word_products(a3, _plane_words(w_buf, i + 3, words),
+                                        xw.slice(3, 1).load(words))  # fmt: skip
+                if FENCE:
+                    fence_async_shared()
+            mbarrier.arrive(empty.index(s), count=1)
+            c += 1
+        sums = gl.sum((a0 + a1) + (a2 + a3), axis=1)
+        row0 = u * tiles_rows
+        rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, rows_layout)
+        _store_row(sums, rows, in_rows, row0, half_n, output, EPILOGUE)
+
+
+@gluon.jit
+def _bf16_row_kernel(
+    w_desc, x_desc, y_ptr, res_ptr, n, units, tiles_rows, n_stages,
+    ROWS: gl.constexpr, SB: gl.constexpr, STAGES: gl.constexpr, XB: gl.constexpr,
+    BOUND: gl.constexpr, FENCE: gl.constexpr, PDL: gl.constexpr, SWIGLU: gl.constexpr,
+    RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
+):  # fmt: skip
+    """_w12_row_kernel's ring, loader and epilogue for a bf16 weight (no meta warp)."""
+    BN: gl.constexpr = ROWS * num_warps
+    work = (units, tiles_rows, n_stages, n // 2)
+    w_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * STAGES * SB, BN, 64], w_desc.layout)
+    x_buf = gl.allocate_shared_memory(gl.bfloat16, [XB, 8, 32], x_desc.layout)
+    bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    x_ready = gl.allocate_shared_memory(gl.int64, [1, 1], bar_layout)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    mbarrier.init(x_ready.index(0), count=1)
+    bars = (ready, empty, x_ready.index(0))
+    gl.warp_specialize(
+        [
+            (_bf16_multiplier, ((w_buf, x_buf), bars, work, n, (y_ptr, res_ptr), SB, BOUND,
+                                FENCE, PDL, (SWIGLU, RESIDUAL), num_warps)),
+            (_bf16_loader, ((w_desc, x_desc), (w_buf, x_buf), bars, work, XB, SB, SWIGLU,
+                            BOUND, PDL)),
+        ],
+        [1],
+        [24],
+    )  # fmt: skip
+
+
 def one_row_route(x: torch.Tensor, weight: W12Weight, plain: bool) -> bool:
     """Whether w12_linear takes this kernel for x @ weight (ONE_ROW): one row, a `plain` call
     (see ONE_ROW), group size 128, compiled on a Hopper GPU."""
@@ -410,17 +542,54 @@ def layouts() -> tuple:
     return planes, gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
 
 
-def geometry(cfg: dict, k: int) -> dict:
+def geometry(cfg: dict, k: int, bf16: bool = False) -> dict:
     """A tile's sizes for K columns: rows a tile (BN), stages of SB blocks a tile (n_stages),
     x's blocks in shared memory (XB: every stage's, zeros past K) and the scale words' groups
-    a slot (GROUPS: a power of 2, at least GROUP_CHUNK), and the shared memory they take."""
+    a slot (GROUPS: a power of 2, at least GROUP_CHUNK), and the shared memory they take
+    (bf16: a bf16 weight's ring, no scale words)."""
     bn = cfg["ROWS"] * cfg["WARPS"]
     n_stages = triton.cdiv(padded(k) // BLOCK, cfg["SB"])
     xb = n_stages * cfg["SB"]
     groups = max(GROUP_CHUNK, triton.next_power_of_2(2 * xb))
-    ring = cfg["STAGES"] * cfg["SB"] * bn * (BLOCK + BLOCK // 2)
-    shared = ring + xb * BLOCK * 2 + 2 * groups * bn * 4 + 2 * bn * 4
-    return dict(BN=bn, n_stages=n_stages, XB=xb, GROUPS=groups, shared=shared)
+    ring = cfg["STAGES"] * cfg["SB"] * bn * (2 * BLOCK if bf16 else BLOCK + BLOCK // 2)
+    meta = 0 if bf16 else 2 * groups * bn * 4 + 2 * bn * 4
+    return dict(BN=bn, n_stages=n_stages, XB=xb, GROUPS=groups, shared=ring + xb * BLOCK * 2 + meta)
+
+
+def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, swiglu: bool,
+                 residual: torch.Tensor | None, bf16: bool) -> dict:  # fmt: skip
+    """The checks and host work shared by the W12 and bf16 launchers: the tile (cfg), its
+    geometry, x as [Kp / 32, 32] (padded, 16-byte aligned), the tile's rows of N, the units and
+    programs, y, the residual (or y), and launch.pdl's answer."""
+    cfg = TILE | (tile or {})
+    unknown = set(cfg) - set(TILE)
+    if unknown:
+        raise ValueError(f"{what}: unknown tile keys {sorted(unknown)}")
+    if x.shape != (1, k) or x.dtype != torch.bfloat16 or not x.is_cuda:
+        raise ValueError(f"{what} wants x [1, {k}] bf16 on CUDA, got {tuple(x.shape)} "
+                         f"{x.dtype} on {x.device}")  # fmt: skip
+    if swiglu and (n % 2 or residual is not None):
+        raise ValueError(f"{what} swiglu wants an even N and no residual")
+    if residual is not None and (residual.shape != (1, n) or residual.dtype != torch.bfloat16):
+        raise ValueError(f"{what}: residual must be [1, {n}] bf16")
+    geo = geometry(cfg, k, bf16)
+    bn = geo["BN"]
+    if cfg["WARPS"] not in (4, 8) or bn > 32 or 32 % bn and bn % 32 or (swiglu and bn < 2):
+        raise ValueError(f"{what}: WARPS 4 or 8 and ROWS x WARPS <= 32, got {cfg}")
+    if geo["shared"] > 220 * 1024:
+        raise ValueError(f"{what}: the tile takes {geo['shared']} bytes of shared memory")
+    kp = padded(k)
+    xv = x if kp == k else torch.nn.functional.pad(x, (0, kp - k))
+    if xv.data_ptr() % 16 or not xv.is_contiguous():  # TMA reads from 16-byte aligned rows
+        xv = xv.clone(memory_format=torch.contiguous_format)
+    rows = bn // (2 if swiglu else 1)  # of N a tile covers (SwiGLU: and their ups)
+    units = triton.cdiv(n // 2 if swiglu else n, rows)
+    programs = min(units, launch._sm_count(x.device.index or 0) * cfg["PERSISTENT"])
+    y = torch.empty(1, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
+    res = residual.contiguous() if residual is not None else y
+    return dict(cfg=cfg, geo=geo, xv=xv.view(kp // SLICE, SLICE), rows=rows, units=units,
+                programs=programs, y=y, res=res,
+                launched=launch.pdl(x, multiply=True, programs=programs))  # fmt: skip
 
 
 def w12_row_linear(
@@ -434,48 +603,54 @@ def w12_row_linear(
     """x [1, K] bf16 (CUDA, sm_90) @ weight.T -> [1, N] bf16 on the TMA-fed one-row kernel.
     tile: TILE's keys to change. swiglu: weight is [gate | up] (N even), y = silu(gate) * up
     [1, N / 2]. residual [1, N]: y = residual + x @ weight.T (w12_linear's contract)."""
-    cfg = TILE | (tile or {})
-    unknown = set(cfg) - set(TILE)
-    if unknown:
-        raise ValueError(f"w12_row_linear: unknown tile keys {sorted(unknown)}")
     k, n = weight.columns, weight.shape[0]
     if weight.group_size != BLOCK // 2:
         raise ValueError(f"w12_row_linear wants group size {BLOCK // 2}, got {weight.group_size}")
-    if x.shape != (1, k) or x.dtype != torch.bfloat16 or not x.is_cuda:
-        raise ValueError(f"w12_row_linear wants x [1, {k}] bf16 on CUDA, got {tuple(x.shape)} "
-                         f"{x.dtype} on {x.device}")  # fmt: skip
     if weight.low.device != x.device:
         raise ValueError(f"w12_row_linear: weight on {weight.low.device}, x on {x.device}")
-    if swiglu and (n % 2 or residual is not None):
-        raise ValueError("w12_row_linear swiglu wants an even N and no residual")
-    if residual is not None and (residual.shape != (1, n) or residual.dtype != torch.bfloat16):
-        raise ValueError(f"w12_row_linear: residual must be [1, {n}] bf16")
-    geo = geometry(cfg, k)
-    bn = geo["BN"]
-    if cfg["WARPS"] not in (4, 8) or bn > 32 or 32 % bn and bn % 32 or (swiglu and bn < 2):
-        raise ValueError(f"w12_row_linear: WARPS 4 or 8 and ROWS x WARPS <= 32, got {cfg}")
-    if geo["shared"] > 220 * 1024:
-        raise ValueError(f"w12_row_linear: the tile takes {geo['shared']} bytes of shared memory")
-    kp = padded(k)
-    xv = x if kp == k else torch.nn.functional.pad(x, (0, kp - k))
-    if xv.data_ptr() % 16 or not xv.is_contiguous():  # TMA reads from 16-byte aligned rows
-        xv = xv.clone(memory_format=torch.contiguous_format)
-    xv = xv.view(kp // SLICE, SLICE)
-    rows = bn // (2 if swiglu else 1)  # of N a tile covers (SwiGLU: and their ups)
-    low, codes, xd = _descriptors(weight, xv, rows)
-    units = triton.cdiv(n // 2 if swiglu else n, rows)
-    sms = launch._sm_count(x.device.index or 0)
-    y = torch.empty(1, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
-    res = residual.contiguous() if residual is not None else y
-    programs = min(units, sms * cfg["PERSISTENT"])
-    launched = launch.pdl(x, multiply=True, programs=programs)  # the engine's rule, in order
-    _w12_row_kernel[(programs,)](
-        low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, y, res,
-        n, k, units, rows, geo["n_stages"], weight.base.stride(0), weight.base.shape[1],
-        **kernel_constants(cfg, geo), SWIGLU=int(swiglu), RESIDUAL=residual is not None,
-        PDL=launched["PDL"], launch_pdl=launched["launch_pdl"],
+    plan = _launch_plan("w12_row_linear", x, n, k, tile, swiglu, residual, bf16=False)
+    geo, launched = plan["geo"], plan["launched"]
+    low, codes, xd = _descriptors(weight, plan["xv"], plan["rows"])
+    _w12_row_kernel[(plan["programs"],)](
+        low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits,
+        plan["y"], plan["res"], n, k, plan["units"], plan["rows"], geo["n_stages"],
+        weight.base.stride(0), weight.base.shape[1], **kernel_constants(plan["cfg"], geo),
+        SWIGLU=int(swiglu), RESIDUAL=residual is not None, PDL=launched["PDL"],
+        launch_pdl=launched["launch_pdl"],
     )  # fmt: skip
-    return y
+    return plan["y"]
+
+
+def bf16_row_linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    tile: dict | None = None,
+    *,
+    swiglu: bool = False,
+    residual: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The same kernel's ring and epilogues for a bf16 weight [N, K] (K a multiple of 8): x [1,
+    K] @ weight.T (skinny_linear's contract, its plain, SwiGLU and residual forms). Measured
+    beside skinny_linear by bench/w12_join.py --row; not used by the engine."""
+    n, k = weight.shape
+    if weight.dtype != torch.bfloat16 or weight.device != x.device or weight.stride(1) != 1:
+        raise ValueError(f"bf16_row_linear wants a bf16 weight on {x.device}, unit stride")
+    if k % 8 or weight.stride(0) % 8 or weight.data_ptr() % 16:
+        raise ValueError("bf16_row_linear wants K and the row stride multiples of 8 (TMA)")
+    plan = _launch_plan("bf16_row_linear", x, n, k, tile, swiglu, residual, bf16=True)
+    geo, launched, cfg = plan["geo"], plan["launched"], plan["cfg"]
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    flat = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
+    wd = TensorDescriptor.from_tensor(weight, [plan["rows"], 64], flat)
+    xd = TensorDescriptor.from_tensor(plan["xv"], [8, SLICE], flat)
+    _bf16_row_kernel[(plan["programs"],)](
+        wd, xd, plan["y"], plan["res"], n, plan["units"], plan["rows"], geo["n_stages"],
+        ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"], BOUND=cfg["BOUND"],
+        FENCE=cfg["FENCE"], PDL=launched["PDL"], SWIGLU=int(swiglu),
+        RESIDUAL=residual is not None, num_warps=cfg["WARPS"], launch_pdl=launched["launch_pdl"],
+    )  # fmt: skip
+    return plan["y"]
 
 
 def kernel_constants(cfg: dict, geo: dict) -> dict:
@@ -486,25 +661,31 @@ def kernel_constants(cfg: dict, geo: dict) -> dict:
 
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
-                 residual: bool = False, pdl: bool = False):  # fmt: skip
+                 residual: bool = False, pdl: bool = False, bf16: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel; aot.usage reads
     its registers and shared memory), for K columns; pdl: with programmatic dependent launch's
-    waits."""
+    waits; bf16: bf16_row_linear's kernel."""
     from specpilot.kernels import aot
 
     cfg = TILE | (tile or {})
-    geo = geometry(cfg, k)
+    geo = geometry(cfg, k, bf16)
     rows = geo["BN"] // (2 if swiglu else 1)
     planes, x_layout = layouts()
+    x_desc = f"tensordesc<bf16[8, {SLICE}],{x_layout!r}>"
+    epilogue = dict(SWIGLU=int(swiglu), RESIDUAL=residual, PDL=pdl)
+    if bf16:
+        types = dict(w_desc=f"tensordesc<bf16[{rows}, 64],{x_layout!r}>", x_desc=x_desc,
+                     y_ptr="*bf16", res_ptr="*bf16")  # fmt: skip
+        consts = dict(ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"],
+                      BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], num_warps=cfg["WARPS"])  # fmt: skip
+        return aot.compile_kernel(_bf16_row_kernel, types, consts | epilogue)
     types = dict(
         low_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
-        code_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
-        x_desc=f"tensordesc<bf16[8, {SLICE}],{x_layout!r}>",
+        code_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>", x_desc=x_desc,
         x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
         y_ptr="*bf16", res_ptr="*bf16",
     )  # fmt: skip
-    consts = kernel_constants(cfg, geo) | dict(SWIGLU=int(swiglu), RESIDUAL=residual, PDL=pdl)
-    return aot.compile_kernel(_w12_row_kernel, types, consts)
+    return aot.compile_kernel(_w12_row_kernel, types, kernel_constants(cfg, geo) | epilogue)
 
 
 def row_words(weight: W12Weight) -> torch.Tensor:
