@@ -2002,7 +2002,8 @@ def test_w12_join_order_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> N
 def _switched_w12_forwards(tmp_path, monkeypatch, module, kernel: str, switch: str, rows: int):
     """The tiny pair in W12 (hidden 256, intermediate 512: K and N / 2 multiples of 256), a fused
     forward of `rows` tokens with module.switch off, then on: the same tokens, the hidden states
-    to summation order; -> how many calls module.kernel took with it off and on."""
+    to summation order; -> how many calls module.kernel took with it off and on (keys False,
+    True), and how many norm kernels the forward launched (keys ("norms", False / True))."""
     from specpilot.formats.w12_engine import convert_model
 
     target, drafter, _ = _tiny_pair(tmp_path, tied=False, hidden_size=256, intermediate_size=512)
@@ -2012,12 +2013,15 @@ def _switched_w12_forwards(tmp_path, monkeypatch, module, kernel: str, switch: s
     calls = []
     original = getattr(module, kernel)
     monkeypatch.setattr(module, kernel, lambda *a, **kw: calls.append(kw) or original(*a, **kw))
+    norms = _counted_norms(monkeypatch)
     outs, counts = {}, {}
     for on in (False, True):
         monkeypatch.setattr(module, switch, on)
         calls.clear()
+        norms.clear()
         outs[on] = gen._verify_fn(ids[:, :rows], pos[:, :rows], rows, (0, 1))
         counts[on] = len(calls)
+        counts["norms", on] = len(norms)
     assert torch.equal(outs[True].tokens, outs[False].tokens)
     close(outs[True].hidden.float(), outs[False].hidden.float(), 4)
     return counts
@@ -2033,16 +2037,19 @@ def test_w12_ws_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
     from specpilot.kernels import w12_ws
 
     counts = _switched_w12_forwards(tmp_path, monkeypatch, w12_ws, "w12_ws_linear", "VERIFY", 5)
-    assert counts == {False: 0, True: 4}
+    assert counts[False] == 0 and counts[True] == 4
 
 
 @pytest.mark.skipif(
     not CUDA or torch.cuda.get_device_capability()[0] < 9, reason="kernels/w12_row.py: Hopper"
 )
 def test_w12_row_one_row_forward_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
-    """kernels/w12_row.ONE_ROW in a fused one-row W12 forward: on it takes q|k|v, o, gate|up
-    (its SwiGLU) and down (its residual) of each layer, at least."""
+    """kernels/w12_row.ONE_ROW in a fused one-row W12 forward: on it takes q|k|v (its norm
+    prologue), o (the residual), gate|up (the norm prologue and SwiGLU) and down (the residual)
+    of each layer, at least, and the forward launches no norm kernel before q|k|v and gate|up
+    (2 layers: 4 fewer)."""
     from specpilot.kernels import w12_row
 
     counts = _switched_w12_forwards(tmp_path, monkeypatch, w12_row, "w12_row_linear", "ONE_ROW", 1)
     assert counts[False] == 0 and counts[True] >= 8
+    assert counts["norms", True] == counts["norms", False] - 4

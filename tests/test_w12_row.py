@@ -165,17 +165,52 @@ def test_one_row_route_needs_the_switch_one_row_and_hopper(monkeypatch) -> None:
         w12_row.w12_row_linear(x, w12.encode(_weights(64, 256), 32))
 
 
+def test_prologue_rows_take_the_norm_with_one_row(monkeypatch) -> None:
+    """models/fused.prologue_rows: with ONE_ROW a one-row W12 multiply (group size 128) takes
+    the norm prologue (no rmsnorm launch before it), never the SwiGLU one; off, neither."""
+    from specpilot.models.fused import prologue_rows
+
+    packed, other = w12.encode(_weights(64, 256)), w12.encode(_weights(64, 256), 32)
+    assert prologue_rows(packed, "norm") == 0
+    monkeypatch.setattr(w12_row, "ONE_ROW", True)
+    assert prologue_rows(packed, "norm") == 1 and prologue_rows(packed, "glu") == 0
+    assert prologue_rows(other, "norm") == 0
+
+
 @hopper
-@pytest.mark.parametrize("kw", [{}, dict(swiglu=True), dict(residual=True)])
+@pytest.mark.parametrize("k", [1024, 12288, 600])
+def test_w12_row_norm_prologue(k: int) -> None:
+    """norm_weight: the input RMSNorm(x) * w normed in shared memory (the escapes' inputs too),
+    the same products as the rmsnorm kernel's output multiplied (to summation order: 1 / RMS
+    is summed in another order), with SwiGLU too; K off the blocks (x and w padded)."""
+    from specpilot.kernels.elementwise import rmsnorm
+
+    gen = torch.Generator().manual_seed(k)
+    packed = w12.encode(_weights(1000, k, seed=k).cuda())
+    x = (3 * torch.randn(1, k, generator=gen)).to(torch.bfloat16).cuda()
+    nw = (torch.rand(k, generator=gen) + 0.5).to(torch.bfloat16).cuda()
+    for kw in ({}, dict(swiglu=True)):
+        y = w12_row.w12_row_linear(x, packed, norm_weight=nw, eps=1e-6, **kw)
+        expected = w12_row.w12_row_linear(rmsnorm(x, nw, 1e-6), packed, **kw)
+        close_columns(y.float(), expected.float(), 4)
+        ref = w12_linear_reference(x, packed, norm_weight=nw, eps=1e-6, **kw)
+        close_columns(y.float(), ref.float(), 4)
+
+
+@hopper
+@pytest.mark.parametrize("kw", [{}, dict(swiglu=True), dict(residual=True), dict(norm=True)])
 def test_w12_linear_routes_one_row_to_the_kernel(monkeypatch, kw: dict) -> None:
-    """ONE_ROW on: w12_linear's plain one-row calls (and their SwiGLU or residual epilogue) are
-    w12_row_linear's bits; a norm prologue, two rows or a given tile stay on w12_linear."""
+    """ONE_ROW on: w12_linear's one-row calls (their norm prologue, SwiGLU or residual
+    epilogue) are w12_row_linear's bits; a SwiGLU prologue, two rows or a given tile stay on
+    w12_linear."""
     from specpilot.kernels import w12_linear as w12_kernels
 
     packed = w12.encode(_weights(512, 1024, seed=4).cuda())
     x = torch.randn(2, 1024, device="cuda").to(torch.bfloat16)
     if kw.get("residual"):
         kw = dict(residual=torch.randn(1, 512, device="cuda").to(torch.bfloat16))
+    if kw.get("norm"):
+        kw = dict(norm_weight=torch.rand(1024, device="cuda").to(torch.bfloat16) + 0.5)
     calls = []
     original = w12_row.w12_row_linear
     counted = lambda *a, **k: calls.append(1) or original(*a, **k)  # noqa: E731
@@ -184,8 +219,7 @@ def test_w12_linear_routes_one_row_to_the_kernel(monkeypatch, kw: dict) -> None:
     y = w12_kernels.w12_linear(x[:1], packed, **kw)
     assert calls == [1]
     assert torch.equal(y, original(x[:1], packed, **kw))
-    norm = torch.ones(1024, device="cuda", dtype=torch.bfloat16)
-    w12_kernels.w12_linear(x[:1], packed, norm_weight=norm)
+    w12_kernels.w12_linear(torch.cat([x[:1], x[:1]], 1), packed, glu=True)
     w12_kernels.w12_linear(x, packed)
     w12_kernels.w12_linear(x[:1], packed, config=w12_kernels.tile_config(1, 512, 1024))
     assert calls == [1]

@@ -963,10 +963,11 @@ def w12_linear(
     if m == 1 and not INTERPRETED:  # kernels/w12_row.ONE_ROW (imported here: it imports this)
         from specpilot.kernels import w12_row
 
-        bare = norm_weight is None and not glu and handoff is None and handed is None
+        bare = not glu and handoff is None and handed is None
         given = config is not None or x_order != "natural" or y_order != "natural"
         if w12_row.one_row_route(x, weight, bare and not given):
-            return w12_row.w12_row_linear(x, weight, swiglu=swiglu, residual=residual)
+            return w12_row.w12_row_linear(x, weight, swiglu=swiglu, residual=residual,
+                                          norm_weight=norm_weight, eps=eps)  # fmt: skip
     if (
         plain
         and config is None

@@ -49,10 +49,11 @@ from specpilot.kernels import launch
 from specpilot.kernels.w12_ws import _copy_rows, _escape_entry, _tile_rows, prmt, prmt_words
 
 # Off (unmeasured: bench/h200/row287.sh times it first). On: w12_linear's one-row multiplies
-# whose input is plain (natural order, no norm or SwiGLU prologue, no norm hand-off, no given
-# tile) run on this kernel, with their SwiGLU or residual epilogue, on Hopper GPUs (group size
-# 128: a group a half block). The engine's one-row W12 multiplies are all such (W12 takes no
-# prologue: models/fused.W12_PROLOGUE_ROWS; no hand-off: NORM_HANDOFF_W12).
+# whose input is x or RMSNorm(x) * w (natural order, no SwiGLU prologue, no norm hand-off, no
+# given tile) run on this kernel, with their SwiGLU or residual epilogue, on Hopper GPUs (group
+# size 128: a group a half block); and the fused one-row forwards give their W12 q|k|v and
+# gate|up the norm in that prologue (`prologue_rows`), so no rmsnorm launch precedes them
+# (W12 takes none otherwise: models/fused.W12_PROLOGUE_ROWS; no hand-off: NORM_HANDOFF_W12).
 ONE_ROW = False
 
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
@@ -101,24 +102,29 @@ def _grid_wait(PDL: gl.constexpr):
 
 
 @gluon.jit
-def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr):
+def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr, norm,
+              NORM: gl.constexpr):  # fmt: skip
     """x's XB blocks into shared memory (after the kernel before has written it: PDL's wait,
-    then the next kernel let launch)."""
+    then the next kernel let launch); NORM: the norm weight's too (norm: its descriptor and
+    buffer), on the same barrier."""
     _grid_wait(PDL)
     if PDL:
         gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [],
                                   dtype=gl.int32, is_pure=False, pack=1)  # fmt: skip
-    mbarrier.expect(x_ready, XB * x_desc.block_type.nbytes)
+    copies: gl.constexpr = 2 if NORM else 1
+    mbarrier.expect(x_ready, copies * XB * x_desc.block_type.nbytes)
     for t in range(XB):
         tma.async_copy_global_to_shared(x_desc, [8 * t, 0], x_ready, x_buf.index(t))
+        if NORM:
+            tma.async_copy_global_to_shared(norm[0], [8 * t, 0], x_ready, norm[1].index(t))
 
 
 @gluon.jit
 def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU: gl.constexpr,
-            BOUND: gl.constexpr, PDL: gl.constexpr):  # fmt: skip
+            BOUND: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr):  # fmt: skip
     """x once (XB blocks of it), then each tile's stages of SB blocks of its two planes. PDL:
     the weights' first STAGES stages (constants) before the wait for the kernel before, x
-    after it."""
+    after it. NORM: the norm weight's too (norm: its descriptor and buffer; `_x_copies`)."""
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     ready, empty, x_ready = bars
@@ -126,7 +132,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
     STAGES: gl.constexpr = code_buf.type.shape[0] // SB
     BN: gl.constexpr = code_buf.type.shape[1]
     if not PDL:
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
     nbytes: gl.constexpr = SB * BN * (WBLOCK + WBLOCK // 2)
     c = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
@@ -134,7 +140,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
         for st in range(n_stages):
             s = c % STAGES
             if PDL and c == STAGES:  # the ring is full: x before the first stage is reused
-                _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+                _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
             if (BOUND & 8) != 0:  # the copies alone: a stage's copies landed frees it
                 mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
             else:
@@ -150,7 +156,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
                 _copy_rows(code_desc, row0, col // 2, bar, code_buf.index(i), half_n, SWIGLU)
             c += 1
     if PDL and c <= STAGES:  # a program of at most STAGES stages: x after all of them
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
     if (BOUND & 8) != 0:  # the last copies landed before the program ends
         for s in gl.static_range(STAGES):
             uses = (c - s + STAGES - 1) // STAGES
@@ -159,9 +165,11 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
 
 @gluon.jit
 def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constexpr,
-          SWIGLU: gl.constexpr, PDL: gl.constexpr):  # fmt: skip
+          SWIGLU: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr):  # fmt: skip
     """Each tile's scale words [2 x blocks, BLOCK_N] (group g of every row: bf16x2 2^(2b), both
-    halves; 2^0 past the row's groups) and its rows' escape sums, into slot tile % 2."""
+    halves; 2^0 past the row's groups) and its rows' escape sums, into slot tile % 2.
+    NORM: the escapes' inputs normed as the multiplying warps norm x, with their 1 / RMS (norm:
+    the norm weight's pointer, rstd's buffer, its barrier)."""
     scale_buf, esc_buf = bufs
     scale_ready, esc_ready, meta_empty = bars
     units, tiles_rows, n_stages, half_n = work
@@ -189,17 +197,24 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
             v = (2 * b + 127) << 7  # bf16 2^(2b)
             slots.index(slot).slice(ch * GROUP_CHUNK, GROUP_CHUNK).store(v | (v << 16))
         mbarrier.arrive(scale_ready.index(slot), count=1)
-        esc_buf.index(slot).store(_row_escapes(escapes, x_ptr, k, row0, half_n, n, BN, lanes,
-                                               ESC_BATCH, SWIGLU))  # fmt: skip
+        rstd = 1.0
+        if NORM:  # x's 1 / RMS, once the multiplying warps have it
+            mbarrier.wait(norm[2], 0)
+            rstd = gl.max(norm[1].load(lanes), axis=0)
+        sums = _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN, lanes, ESC_BATCH, SWIGLU,
+                            (norm[0], rstd), NORM)  # fmt: skip
+        esc_buf.index(slot).store(sums)
         mbarrier.arrive(esc_ready.index(slot), count=1)
         j += 1
 
 
 @gluon.jit
 def _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN: gl.constexpr, layout: gl.constexpr,
-                 BATCH: gl.constexpr, SWIGLU: gl.constexpr):  # fmt: skip
+                 BATCH: gl.constexpr, SWIGLU: gl.constexpr, normed,
+                 NORM: gl.constexpr):  # fmt: skip
     """The tile's rows' escape sums [BN] fp32: each escaped weight's exact value times x at its
-    column (BATCH 4: each row's first 4 at once, then the rest in turn)."""
+    column (BATCH 4: each row's first 4 at once, then the rest in turn); normed: (the norm
+    weight's pointer, x's 1 / RMS): with NORM x normed there first (`_input_at`)."""
     rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, layout)
     row_ptr = escapes[0]
     start = gl.load(row_ptr + rows, mask=in_rows, other=0)
@@ -211,16 +226,47 @@ def _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN: gl.constexpr, layout: g
         c1, v1 = _escape_entry(escapes, start, count, 1, 0, k)
         c2, v2 = _escape_entry(escapes, start, count, 2, 0, k)
         c3, v3 = _escape_entry(escapes, start, count, 3, 0, k)
-        x0 = gl.load(x_ptr + c0, mask=v0 != 0.0, other=0.0).to(gl.float32)
-        x1 = gl.load(x_ptr + c1, mask=v1 != 0.0, other=0.0).to(gl.float32)
-        x2 = gl.load(x_ptr + c2, mask=v2 != 0.0, other=0.0).to(gl.float32)
-        x3 = gl.load(x_ptr + c3, mask=v3 != 0.0, other=0.0).to(gl.float32)
+        x0 = _input_at(x_ptr, c0, v0 != 0.0, normed, NORM)
+        x1 = _input_at(x_ptr, c1, v1 != 0.0, normed, NORM)
+        x2 = _input_at(x_ptr, c2, v2 != 0.0, normed, NORM)
+        x3 = _input_at(x_ptr, c3, v3 != 0.0, normed, NORM)
         total = total + v0 * x0 + v1 * x1 + v2 * x2 + v3 * x3
         first = 4
     for e in range(first, gl.max(count, axis=0)):
         col, value = _escape_entry(escapes, start, count, e, 0, k)
-        total = total + value * gl.load(x_ptr + col, mask=value != 0.0, other=0.0).to(gl.float32)
+        total = total + value * _input_at(x_ptr, col, value != 0.0, normed, NORM)
     return total
+
+
+@gluon.jit
+def _input_at(x_ptr, col, live, normed, NORM: gl.constexpr):
+    """The multiply's input at columns col (0.0 where not live), fp32: x, or with NORM x normed
+    as `_normed_input` norms it (normed: the norm weight's pointer, x's 1 / RMS)."""
+    x = gl.load(x_ptr + col, mask=live, other=0.0)
+    if not NORM:
+        return x.to(gl.float32)
+    w = gl.load(normed[0] + col, mask=live, other=0.0).to(gl.float32)
+    h = (x.to(gl.float32) * normed[1]).to(gl.bfloat16).to(gl.float32)
+    return (h * w).to(gl.bfloat16).to(gl.float32)
+
+
+@gluon.jit
+def _normed_input(x_buf, nw_buf, k, eps, XB: gl.constexpr, num_warps: gl.constexpr):
+    """x in shared memory normed in place as the rmsnorm kernel norms it (kernels/elementwise:
+    h = bf16(x / RMS), then bf16(h * w)), by the multiplying warps (their barrier after the
+    writes, before any reads another's); -> 1 / RMS."""
+    tile: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [num_warps, 1], [1, 0])
+    squares = gl.zeros([8, 32], gl.float32, tile)
+    for t in gl.static_range(XB):
+        v = x_buf.index(t).load(tile).to(gl.float32)
+        squares = squares + v * v
+    rstd = gl.rsqrt(gl.sum(gl.sum(squares, axis=1), axis=0) / k + eps)
+    for t in gl.static_range(XB):
+        h = (x_buf.index(t).load(tile).to(gl.float32) * rstd).to(gl.bfloat16).to(gl.float32)
+        w = nw_buf.index(t).load(tile).to(gl.float32)
+        x_buf.index(t).store((h * w).to(gl.bfloat16))
+    gl.thread_barrier()
+    return rstd
 
 
 @gluon.jit
@@ -246,9 +292,11 @@ def _plane_words(buf, i, words: gl.constexpr):
 @gluon.jit
 def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constexpr,
                 FENCE: gl.constexpr, PDL: gl.constexpr, EPILOGUE: gl.constexpr,
-                num_warps: gl.constexpr):  # fmt: skip
+                num_warps: gl.constexpr, norm, NORM: gl.constexpr):  # fmt: skip
     """The default partition: each tile's blocks' products (`_pair_sums`), then the lanes'
-    sums, the escapes and the store (`_store_row`)."""
+    sums, the escapes and the store (`_store_row`). NORM: x normed in shared memory first
+    (`_normed_input`; norm: the norm weight's buffer, rstd's buffer, its barrier, K, eps), its
+    1 / RMS handed to the meta warp."""
     low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
     ready, empty, x_ready, scale_ready, esc_ready, meta_empty = bars
     units, tiles_rows, n_stages, half_n = work
@@ -260,6 +308,12 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
     rows_layout: gl.constexpr = gl.SliceLayout(1, words)
     _grid_wait(PDL)  # (before its stores)
     mbarrier.wait(x_ready, 0)
+    if NORM:
+        nw_buf, rstd_buf, norm_ready, k, eps = norm
+        rstd = _normed_input(x_buf, nw_buf, k, eps, x_buf.type.shape[0], num_warps)
+        one: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
+        rstd_buf.store(gl.zeros([1], gl.float32, one) + rstd)
+        mbarrier.arrive(norm_ready, count=1)
     c = 0
     j = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
@@ -334,15 +388,17 @@ def _store_row(sums, rows, in_rows, row0, half_n, output, EPILOGUE: gl.constexpr
 
 @gluon.jit
 def _w12_row_kernel(
-    low_desc, code_desc, x_desc,
-    x_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr, res_ptr,
-    n, k, units, tiles_rows, n_stages, base_stride, groups,
+    low_desc, code_desc, x_desc, nw_desc,
+    x_ptr, nw_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr, res_ptr,
+    n, k, units, tiles_rows, n_stages, base_stride, groups, eps,
     ROWS: gl.constexpr, SB: gl.constexpr, STAGES: gl.constexpr, XB: gl.constexpr,
     GROUPS: gl.constexpr, BOUND: gl.constexpr, ESC_BATCH: gl.constexpr, FENCE: gl.constexpr,
-    PDL: gl.constexpr, SWIGLU: gl.constexpr,
+    PDL: gl.constexpr, NORM: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
 ):  # fmt: skip
-    """Each program takes tiles pid, pid + programs, ...; the partitions run on across them."""
+    """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
+    NORM: the multiply's input is RMSNorm(x) * the norm weight (nw_desc, nw_ptr; eps), normed
+    by the multiplying warps in shared memory (w12_linear's norm prologue, once a program)."""
     BN: gl.constexpr = ROWS * num_warps
     work = (units, tiles_rows, n_stages, n // 2)
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
@@ -367,18 +423,27 @@ def _w12_row_kernel(
         mbarrier.init(scale_ready.index(i), count=1)
         mbarrier.init(esc_ready.index(i), count=1)
         mbarrier.init(meta_empty.index(i), count=1)
+    # NORM: the norm weight's blocks (one unread block without), x's 1 / RMS and its barrier
+    nw_buf = gl.allocate_shared_memory(gl.bfloat16, [XB if NORM else 1, 8, 32], nw_desc.layout)
+    rstd_buf = gl.allocate_shared_memory(gl.float32, [1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    norm_ready = gl.allocate_shared_memory(gl.int64, [1, 1], bar_layout)
+    mbarrier.init(norm_ready.index(0), count=1)
+    norm_loader = (nw_desc, nw_buf)
+    norm_multiplier = (nw_buf, rstd_buf, norm_ready.index(0), k, eps)
+    norm_meta = (nw_ptr, rstd_buf, norm_ready.index(0))
 
     gl.warp_specialize(
         [
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
                            (ready, empty, x_ready.index(0), scale_ready, esc_ready, meta_empty),
                            work, n, (y_ptr, res_ptr), SB, BOUND, FENCE, PDL,
-                           (SWIGLU, RESIDUAL), num_warps)),
+                           (SWIGLU, RESIDUAL), num_warps, norm_multiplier, NORM)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
-                     x_ptr, k, ESC_BATCH, SWIGLU, PDL)),
+                     x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
-                       (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND, PDL)),
+                       (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND, PDL,
+                       norm_loader, NORM)),
         ],
         [1, 1],
         [80, 24],
@@ -396,7 +461,7 @@ def _bf16_loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr,
     STAGES: gl.constexpr = w_buf.type.shape[0] // (4 * SB)
     BN: gl.constexpr = w_buf.type.shape[1]
     if not PDL:
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL, (x_desc, x_buf), False)
     nbytes: gl.constexpr = SB * BN * WBLOCK * 2
     c = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
@@ -404,7 +469,7 @@ def _bf16_loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr,
         for st in range(n_stages):
             s = c % STAGES
             if PDL and c == STAGES:  # the ring is full: x before the first stage is reused
-                _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+                _x_copies(x_desc, x_buf, x_ready, XB, PDL, (x_desc, x_buf), False)
             if (BOUND & 8) != 0:
                 mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
             else:
@@ -418,7 +483,7 @@ def _bf16_loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr,
                                SWIGLU)  # fmt: skip
             c += 1
     if PDL and c <= STAGES:
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL, (x_desc, x_buf), False)
     if (BOUND & 8) != 0:
         for s in gl.static_range(STAGES):
             uses = (c - s + STAGES - 1) // STAGES
@@ -525,15 +590,29 @@ def one_row_route(x: torch.Tensor, weight: W12Weight, plain: bool) -> bool:
     return weight.group_size == BLOCK // 2 and launch._on_hopper(x)
 
 
+def prologue_rows(weight: W12Weight, kind: str) -> int:
+    """The most rows of a fused forward whose multiply by `weight` takes the `kind` prologue
+    itself on this kernel (models/fused.prologue_rows): one for the norm with ONE_ROW."""
+    return int(ONE_ROW and kind == "norm" and weight.group_size == BLOCK // 2)
+
+
 def _descriptors(weight: W12Weight, xv: torch.Tensor, box_rows: int) -> tuple:
     """TMA descriptors of the planes ([box_rows, 128] bytes: the low plane's block in two, the
-    codes' in one) and of x viewed as [Kp / 32, 32] (a block's 8 slices a box), unswizzled."""
+    codes' in one) and of x viewed as [Kp / 32, 32] (`_blocks_descriptor`), unswizzled."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    planes, x_layout = layouts()
+    planes, _ = layouts()
     low = TensorDescriptor.from_tensor(weight.low, [box_rows, BLOCK // 2], planes)
     codes = TensorDescriptor.from_tensor(weight.codes, [box_rows, BLOCK // 2], planes)
-    return low, codes, TensorDescriptor.from_tensor(xv, [8, SLICE], x_layout)
+    return low, codes, _blocks_descriptor(xv)
+
+
+def _blocks_descriptor(v: torch.Tensor):
+    """The TMA descriptor of a row viewed as [Kp / 32, 32] (`_blocks_view`): a block's 8
+    slices a box."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    return TensorDescriptor.from_tensor(v, [8, SLICE], layouts()[1])
 
 
 def layouts() -> tuple:
@@ -542,22 +621,35 @@ def layouts() -> tuple:
     return planes, gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
 
 
-def geometry(cfg: dict, k: int, bf16: bool = False) -> dict:
+def geometry(cfg: dict, k: int, bf16: bool = False, norm: bool = False) -> dict:
     """A tile's sizes for K columns: rows a tile (BN), stages of SB blocks a tile (n_stages),
     x's blocks in shared memory (XB: every stage's, zeros past K) and the scale words' groups
     a slot (GROUPS: a power of 2, at least GROUP_CHUNK), and the shared memory they take
-    (bf16: a bf16 weight's ring, no scale words)."""
+    (bf16: a bf16 weight's ring, no scale words; norm: the norm weight's blocks too)."""
     bn = cfg["ROWS"] * cfg["WARPS"]
     n_stages = triton.cdiv(padded(k) // BLOCK, cfg["SB"])
     xb = n_stages * cfg["SB"]
     groups = max(GROUP_CHUNK, triton.next_power_of_2(2 * xb))
     ring = cfg["STAGES"] * cfg["SB"] * bn * (2 * BLOCK if bf16 else BLOCK + BLOCK // 2)
     meta = 0 if bf16 else 2 * groups * bn * 4 + 2 * bn * 4
-    return dict(BN=bn, n_stages=n_stages, XB=xb, GROUPS=groups, shared=ring + xb * BLOCK * 2 + meta)
+    shared = ring + (2 if norm else 1) * xb * BLOCK * 2 + meta
+    return dict(BN=bn, n_stages=n_stages, XB=xb, GROUPS=groups, shared=shared)
+
+
+def _blocks_view(v: torch.Tensor) -> torch.Tensor:
+    """A [1, K] row as [Kp / 32, 32] for TMA's boxes of a block: zero columns to Kp, 16-byte
+    aligned (a copy where it is not)."""
+    k = v.shape[1]
+    kp = padded(k)
+    v = v if kp == k else torch.nn.functional.pad(v, (0, kp - k))
+    if v.data_ptr() % 16 or not v.is_contiguous():  # TMA reads from 16-byte aligned rows
+        v = v.clone(memory_format=torch.contiguous_format)
+    return v.view(kp // SLICE, SLICE)
 
 
 def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, swiglu: bool,
-                 residual: torch.Tensor | None, bf16: bool) -> dict:  # fmt: skip
+                 residual: torch.Tensor | None, bf16: bool,
+                 norm: bool = False) -> dict:  # fmt: skip
     """The checks and host work shared by the W12 and bf16 launchers: the tile (cfg), its
     geometry, x as [Kp / 32, 32] (padded, 16-byte aligned), the tile's rows of N, the units and
     programs, y, the residual (or y), and launch.pdl's answer."""
@@ -572,22 +664,18 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
         raise ValueError(f"{what} swiglu wants an even N and no residual")
     if residual is not None and (residual.shape != (1, n) or residual.dtype != torch.bfloat16):
         raise ValueError(f"{what}: residual must be [1, {n}] bf16")
-    geo = geometry(cfg, k, bf16)
+    geo = geometry(cfg, k, bf16, norm)
     bn = geo["BN"]
     if cfg["WARPS"] not in (4, 8) or bn > 32 or 32 % bn and bn % 32 or (swiglu and bn < 2):
         raise ValueError(f"{what}: WARPS 4 or 8 and ROWS x WARPS <= 32, got {cfg}")
     if geo["shared"] > 220 * 1024:
         raise ValueError(f"{what}: the tile takes {geo['shared']} bytes of shared memory")
-    kp = padded(k)
-    xv = x if kp == k else torch.nn.functional.pad(x, (0, kp - k))
-    if xv.data_ptr() % 16 or not xv.is_contiguous():  # TMA reads from 16-byte aligned rows
-        xv = xv.clone(memory_format=torch.contiguous_format)
     rows = bn // (2 if swiglu else 1)  # of N a tile covers (SwiGLU: and their ups)
     units = triton.cdiv(n // 2 if swiglu else n, rows)
     programs = min(units, launch._sm_count(x.device.index or 0) * cfg["PERSISTENT"])
     y = torch.empty(1, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     res = residual.contiguous() if residual is not None else y
-    return dict(cfg=cfg, geo=geo, xv=xv.view(kp // SLICE, SLICE), rows=rows, units=units,
+    return dict(cfg=cfg, geo=geo, xv=_blocks_view(x), rows=rows, units=units,
                 programs=programs, y=y, res=res,
                 launched=launch.pdl(x, multiply=True, programs=programs))  # fmt: skip
 
@@ -599,24 +687,34 @@ def w12_row_linear(
     *,
     swiglu: bool = False,
     residual: torch.Tensor | None = None,
+    norm_weight: torch.Tensor | None = None,
+    eps: float = 1e-6,
 ) -> torch.Tensor:
     """x [1, K] bf16 (CUDA, sm_90) @ weight.T -> [1, N] bf16 on the TMA-fed one-row kernel.
     tile: TILE's keys to change. swiglu: weight is [gate | up] (N even), y = silu(gate) * up
-    [1, N / 2]. residual [1, N]: y = residual + x @ weight.T (w12_linear's contract)."""
+    [1, N / 2]. residual [1, N]: y = residual + x @ weight.T. norm_weight [K]: the input is
+    RMSNorm(x) * norm_weight (w12_linear's contract, its norm prologue)."""
     k, n = weight.columns, weight.shape[0]
     if weight.group_size != BLOCK // 2:
         raise ValueError(f"w12_row_linear wants group size {BLOCK // 2}, got {weight.group_size}")
     if weight.low.device != x.device:
         raise ValueError(f"w12_row_linear: weight on {weight.low.device}, x on {x.device}")
-    plan = _launch_plan("w12_row_linear", x, n, k, tile, swiglu, residual, bf16=False)
+    if norm_weight is not None and (norm_weight.shape != (k,) or norm_weight.dtype != x.dtype):
+        raise ValueError(f"w12_row_linear: norm_weight must be [{k}] bf16")
+    plan = _launch_plan("w12_row_linear", x, n, k, tile, swiglu, residual, False,
+                        norm_weight is not None)  # fmt: skip
     geo, launched = plan["geo"], plan["launched"]
     low, codes, xd = _descriptors(weight, plan["xv"], plan["rows"])
+    nw, nwd = x, xd  # (unread without a norm)
+    if norm_weight is not None:
+        nw = norm_weight.contiguous()
+        nwd = _blocks_descriptor(_blocks_view(nw[None, :]))
     _w12_row_kernel[(plan["programs"],)](
-        low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits,
-        plan["y"], plan["res"], n, k, plan["units"], plan["rows"], geo["n_stages"],
-        weight.base.stride(0), weight.base.shape[1], **kernel_constants(plan["cfg"], geo),
-        SWIGLU=int(swiglu), RESIDUAL=residual is not None, PDL=launched["PDL"],
-        launch_pdl=launched["launch_pdl"],
+        low, codes, xd, nwd, x, nw, weight.base, weight.row_ptr, weight.esc_col,
+        weight.esc_bits, plan["y"], plan["res"], n, k, plan["units"], plan["rows"],
+        geo["n_stages"], weight.base.stride(0), weight.base.shape[1], eps,
+        **kernel_constants(plan["cfg"], geo), NORM=norm_weight is not None, SWIGLU=int(swiglu),
+        RESIDUAL=residual is not None, PDL=launched["PDL"], launch_pdl=launched["launch_pdl"],
     )  # fmt: skip
     return plan["y"]
 
@@ -643,7 +741,7 @@ def bf16_row_linear(
 
     flat = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
     wd = TensorDescriptor.from_tensor(weight, [plan["rows"], 64], flat)
-    xd = TensorDescriptor.from_tensor(plan["xv"], [8, SLICE], flat)
+    xd = _blocks_descriptor(plan["xv"])
     _bf16_row_kernel[(plan["programs"],)](
         wd, xd, plan["y"], plan["res"], n, plan["units"], plan["rows"], geo["n_stages"],
         ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"], BOUND=cfg["BOUND"],
@@ -661,10 +759,11 @@ def kernel_constants(cfg: dict, geo: dict) -> dict:
 
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
-                 residual: bool = False, pdl: bool = False, bf16: bool = False):  # fmt: skip
+                 residual: bool = False, pdl: bool = False, bf16: bool = False,
+                 norm: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel; aot.usage reads
     its registers and shared memory), for K columns; pdl: with programmatic dependent launch's
-    waits; bf16: bf16_row_linear's kernel."""
+    waits; bf16: bf16_row_linear's kernel; norm: with the norm prologue (NORM)."""
     from specpilot.kernels import aot
 
     cfg = TILE | (tile or {})
@@ -682,10 +781,11 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
     types = dict(
         low_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
         code_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>", x_desc=x_desc,
-        x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
-        y_ptr="*bf16", res_ptr="*bf16",
+        nw_desc=x_desc, x_ptr="*bf16", nw_ptr="*bf16", base_ptr="*u8", row_ptr="*i32",
+        esc_col_ptr="*i32", esc_bits_ptr="*i16", y_ptr="*bf16", res_ptr="*bf16", eps="fp32",
     )  # fmt: skip
-    return aot.compile_kernel(_w12_row_kernel, types, kernel_constants(cfg, geo) | epilogue)
+    consts = kernel_constants(cfg, geo) | epilogue | dict(NORM=norm)
+    return aot.compile_kernel(_w12_row_kernel, types, consts)
 
 
 def row_words(weight: W12Weight) -> torch.Tensor:

@@ -33,7 +33,7 @@ from specpilot.formats.certified import KERNEL_DTYPES, CertifiedHead, certify
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear, stack_rows
-from specpilot.kernels import launch, tokens, w12_ws
+from specpilot.kernels import launch, tokens, w12_row, w12_ws
 from specpilot.kernels import rope as rope_kernels
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.attention import decode_attention, num_splits_for
@@ -167,8 +167,8 @@ SWITCH_RULES = {"DRAFT_CONTEXT_ONCE": (lambda n: n in (0, 1, 2), "0, 1 or 2")}
 
 def prologue_rows(weight: torch.Tensor | W12Weight | Fp8Weight, kind: str) -> int:
     """The most rows whose multiply by `weight` computes the `kind` prologue itself."""
-    if isinstance(weight, W12Weight):
-        return W12_PROLOGUE_ROWS[kind]
+    if isinstance(weight, W12Weight):  # (the TMA-fed one-row kernel takes the norm: ONE_ROW)
+        return max(W12_PROLOGUE_ROWS[kind], w12_row.prologue_rows(weight, kind))
     return PROLOGUE_ROWS[kind] if weight.shape[1] <= PROLOGUE_MAX_K else 0
 
 
