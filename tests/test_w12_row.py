@@ -65,11 +65,11 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     """Gluon compiles it for sm_90a here (Triton's ptxas): no spills, one program an SM in
     shared memory; the default tile at K 4096 and 12288 (with the residual), SwiGLU, 4 rows a
     thread on 4 warps, one block a stage, and the bounds; with programmatic dependent launch's
-    waits (the residual's and the copies bound's)."""
+    waits (the residual's and the copies bound's); the norm prologue with SwiGLU."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
-             False, False)]  # fmt: skip
+             False, False), ({}, 4096, True, False, True, False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not run
