@@ -21,6 +21,24 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
+# first one call of each kernel within 90 s: a kernel that hangs (a barrier's phase wrong) or
+# fails here ends the call early, its device time kept for ws286.sh
+timeout 90 python3 - >"$OUT/smoke.log" 2>&1 <<'PY'
+import torch
+from specpilot.formats import w12
+from specpilot.kernels import w12_row
+from specpilot.kernels.w12_linear import w12_linear_reference
+w = (torch.randn(4096, 4096, device="cuda") * 0.02).to(torch.bfloat16)
+x = torch.randn(1, 4096, device="cuda").to(torch.bfloat16)
+packed = w12.encode(w)
+for name, y, ref in (("w12", w12_row.w12_row_linear(x, packed), w12_linear_reference(x, packed)),
+                     ("bf16", w12_row.bf16_row_linear(x, w), x.float() @ w.float().T)):
+    torch.cuda.synchronize()
+    err = (y.float() - ref.float()).abs().max().item() / ref.float().abs().max().item()
+    print(name, "relative error", err, "ok" if err < 2**-6 else "WRONG")
+PY
+rc=$?; echo "smoke rc=$rc"; cat "$OUT/smoke.log" | tail -3
+if [ $rc -ne 0 ]; then pack; archive_only; exit 0; fi
 TESTS_K="w12_row or bf16_row" TESTS_S=120 gpu_tests tests/test_w12_row.py
 grep -E "^FAILED|Error" "$OUT/gpu-tests.log" | head -8 | cut -c1-200
 timeout 250 python3 bench/w12_join.py --model qwen3-8b --rows 1 --variants plain,esc4 --row \
