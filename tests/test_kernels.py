@@ -1999,16 +1999,20 @@ def test_w12_join_order_verify_gives_the_same_tokens(tmp_path, monkeypatch) -> N
     close(outs[True].hidden.float(), outs[False].hidden.float(), 4)
 
 
-def _switched_w12_forwards(tmp_path, monkeypatch, module, kernel: str, switch: str, rows: int):
-    """The tiny pair in W12 (hidden 256, intermediate 512: K and N / 2 multiples of 256), a fused
-    forward of `rows` tokens with module.switch off, then on: the same tokens, the hidden states
-    to summation order; -> how many calls module.kernel took with it off and on (keys False,
-    True), and how many norm kernels the forward launched (keys ("norms", False / True))."""
+def _switched_w12_forwards(
+    tmp_path, monkeypatch, module, kernel: str, switch: str, rows: int, w12: bool = True
+):
+    """The tiny pair in W12 (hidden 256, intermediate 512: K and N / 2 multiples of 256; w12
+    False: in bf16), a fused forward of `rows` tokens with module.switch off, then on: the same
+    tokens, the hidden states to summation order; -> how many calls module.kernel took with it
+    off and on (keys False, True), and how many norm kernels the forward launched (keys
+    ("norms", False / True))."""
     from specpilot.formats.w12_engine import convert_model
 
     target, drafter, _ = _tiny_pair(tmp_path, tied=False, hidden_size=256, intermediate_size=512)
-    convert_model(target)
-    convert_model(drafter)
+    if w12:
+        convert_model(target)
+        convert_model(drafter)
     gen, ids, pos = _verify_inputs(target, drafter, 5)
     calls = []
     original = getattr(module, kernel)
@@ -2053,3 +2057,16 @@ def test_w12_row_one_row_forward_gives_the_same_tokens(tmp_path, monkeypatch) ->
     counts = _switched_w12_forwards(tmp_path, monkeypatch, w12_row, "w12_row_linear", "ONE_ROW", 1)
     assert counts[False] == 0 and counts[True] >= 8
     assert counts["norms", True] == counts["norms", False] - 4
+
+
+@pytest.mark.skipif(
+    not CUDA or torch.cuda.get_device_capability()[0] < 9, reason="kernels/w12_row.py: Hopper"
+)
+def test_bf16_row_one_row_forward_gives_the_same_tokens(tmp_path, monkeypatch) -> None:
+    """kernels/w12_row.BF16_ONE_ROW in a fused one-row bf16 forward: no norm hand-off, the norm
+    in the prologue of q|k|v and gate|up; every multiply of each layer on bf16_row_linear."""
+    from specpilot.kernels import w12_row
+
+    counts = _switched_w12_forwards(tmp_path, monkeypatch, w12_row, "bf16_row_linear",
+                                    "BF16_ONE_ROW", 1, w12=False)  # fmt: skip
+    assert counts[False] == 0 and counts[True] >= 8

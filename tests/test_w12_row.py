@@ -266,3 +266,67 @@ def test_bf16_row_matches_the_reference(n: int, k: int, tile: dict, epilogue: st
     kw = dict(swiglu=True) if epilogue == "swiglu" else {}
     y = w12_row.bf16_row_linear(x, w, tile, **kw)
     close_columns(y.float(), skinny_linear_reference(x, w, **kw).float(), 4)
+
+
+def test_bf16_one_row_hands_no_norm_on_and_takes_it_in_the_prologue(monkeypatch) -> None:
+    """BF16_ONE_ROW: one-row forwards hand no norm on (models/fused.handoff_for) and give bf16
+    multiplies the norm in the prologue, but not the certified head (no `linear`)."""
+    from specpilot.models import fused
+
+    w = torch.zeros(64, 4096, dtype=torch.bfloat16)
+    after = (torch.ones(4096, dtype=torch.bfloat16), 1e-6, w)
+    assert fused.handoff_for(1, w, after, fused.HAND_O) is not None
+    assert fused.prologue_rows(w, "norm") == 0
+    monkeypatch.setattr(w12_row, "BF16_ONE_ROW", True)
+    assert fused.handoff_for(1, w, after, fused.HAND_O) is None
+    assert fused.handoff_for(2, w, after, fused.HAND_O) is not None
+    assert fused.prologue_rows(w, "norm") == 1 and fused.prologue_rows(w, "glu") == 0
+    assert fused.prologue_rows(w, "norm", row_kernels=False) == 0
+    assert not w12_row.bf16_route(torch.zeros(1, 4096, dtype=torch.bfloat16), w, True)  # CPU
+
+
+@hopper
+@pytest.mark.parametrize("k", [4096, 600])
+def test_bf16_row_norm_prologue(k: int) -> None:
+    """norm_weight on bf16 weights: RMSNorm(x) * w normed in shared memory, against the
+    rmsnorm kernel's output multiplied and skinny_linear_reference (to summation order)."""
+    from specpilot.kernels.elementwise import rmsnorm
+    from specpilot.kernels.linear import skinny_linear_reference
+
+    gen = torch.Generator().manual_seed(k)
+    w = (torch.randn(2000, k, generator=gen) * k**-0.5).to(torch.bfloat16).cuda()
+    x = (3 * torch.randn(1, k, generator=gen)).to(torch.bfloat16).cuda()
+    nw = (torch.rand(k, generator=gen) + 0.5).to(torch.bfloat16).cuda()
+    for kw in ({}, dict(swiglu=True)):
+        y = w12_row.bf16_row_linear(x, w, norm_weight=nw, **kw)
+        close_columns(y.float(), w12_row.bf16_row_linear(rmsnorm(x, nw, 1e-6), w, **kw).float(), 4)
+        ref = skinny_linear_reference(x, w, norm_weight=nw, eps=1e-6, **kw)
+        close_columns(y.float(), ref.float(), 4)
+
+
+@hopper
+@pytest.mark.parametrize("kw", [{}, dict(swiglu=True), dict(residual=True), dict(norm=True)])
+def test_skinny_linear_routes_one_row_to_the_bf16_kernel(monkeypatch, kw: dict) -> None:
+    """BF16_ONE_ROW on: skinny_linear's one-row calls (their norm prologue, SwiGLU or residual
+    epilogue) are bf16_row_linear's bits; a SwiGLU prologue, a norm hand-off, two rows or a
+    given tile stay on skinny_linear."""
+    from specpilot.kernels import linear
+
+    w = (torch.randn(512, 1024) * 0.03).to(torch.bfloat16).cuda()
+    x = torch.randn(2, 1024, device="cuda").to(torch.bfloat16)
+    if kw.get("residual"):
+        kw = dict(residual=torch.randn(1, 512, device="cuda").to(torch.bfloat16))
+    if kw.get("norm"):
+        kw = dict(norm_weight=torch.rand(1024, device="cuda").to(torch.bfloat16) + 0.5)
+    calls = []
+    original = w12_row.bf16_row_linear
+    counted = lambda *a, **k: calls.append(1) or original(*a, **k)  # noqa: E731
+    monkeypatch.setattr(w12_row, "bf16_row_linear", counted)
+    monkeypatch.setattr(w12_row, "BF16_ONE_ROW", True)
+    y = linear.skinny_linear(x[:1], w, **kw)
+    assert calls == [1]
+    assert torch.equal(y, original(x[:1], w, **kw))
+    linear.skinny_linear(torch.cat([x[:1], x[:1]], 1), w[:, :1024], glu=True)
+    linear.skinny_linear(x, w)
+    linear.skinny_linear(x[:1], w, config=linear.tile_config(1, 512, 1024))
+    assert calls == [1]

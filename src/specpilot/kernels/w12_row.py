@@ -55,6 +55,11 @@ from specpilot.kernels.w12_ws import _copy_rows, _escape_entry, _tile_rows, prmt
 # gate|up the norm in that prologue (`prologue_rows`), so no rmsnorm launch precedes them
 # (W12 takes none otherwise: models/fused.W12_PROLOGUE_ROWS; no hand-off: NORM_HANDOFF_W12).
 ONE_ROW = False
+# The same for bf16 weights (bf16_row_linear), off, unmeasured: skinny_linear's one-row calls
+# (no SwiGLU prologue, no hand-off, no rope epilogue, no given tile) on this kernel's ring; the
+# fused one-row forwards then norm in its prologue instead of handing the norm on
+# (models/fused.handoff_for, prologue_rows).
+BF16_ONE_ROW = False
 
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
 # (12 kB each: ~72 kB in flight an SM), one program an SM
@@ -452,7 +457,8 @@ def _w12_row_kernel(
 
 @gluon.jit
 def _bf16_loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr,
-                 SWIGLU: gl.constexpr, BOUND: gl.constexpr, PDL: gl.constexpr):  # fmt: skip
+                 SWIGLU: gl.constexpr, BOUND: gl.constexpr, PDL: gl.constexpr, norm,
+                 NORM: gl.constexpr):  # fmt: skip
     """`_loader` for bf16 weights: each block of a tile's rows as 4 boxes of 64 columns."""
     w_desc, x_desc = descs
     w_buf, x_buf = bufs
@@ -461,7 +467,7 @@ def _bf16_loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr,
     STAGES: gl.constexpr = w_buf.type.shape[0] // (4 * SB)
     BN: gl.constexpr = w_buf.type.shape[1]
     if not PDL:
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL, (x_desc, x_buf), False)
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
     nbytes: gl.constexpr = SB * BN * WBLOCK * 2
     c = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
@@ -469,7 +475,7 @@ def _bf16_loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr,
         for st in range(n_stages):
             s = c % STAGES
             if PDL and c == STAGES:  # the ring is full: x before the first stage is reused
-                _x_copies(x_desc, x_buf, x_ready, XB, PDL, (x_desc, x_buf), False)
+                _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
             if (BOUND & 8) != 0:
                 mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
             else:
@@ -483,7 +489,7 @@ def _bf16_loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr,
                                SWIGLU)  # fmt: skip
             c += 1
     if PDL and c <= STAGES:
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL, (x_desc, x_buf), False)
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
     if (BOUND & 8) != 0:
         for s in gl.static_range(STAGES):
             uses = (c - s + STAGES - 1) // STAGES
@@ -503,9 +509,10 @@ def _word_products(acc, w, xw):
 @gluon.jit
 def _bf16_multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constexpr,
                      FENCE: gl.constexpr, PDL: gl.constexpr, EPILOGUE: gl.constexpr,
-                     num_warps: gl.constexpr):  # fmt: skip
+                     num_warps: gl.constexpr, norm, NORM: gl.constexpr):  # fmt: skip
     """`_multiplier` for bf16 weights: a block's 4 boxes of [BN, 32] words (two columns each)
-    times x's words at the same columns; no scales, no escapes."""
+    times x's words at the same columns; no scales, no escapes. NORM: x normed in shared
+    memory first (norm: the norm weight's buffer, K, eps; `_normed_input`)."""
     w_buf, x_buf = bufs
     ready, empty, x_ready = bars
     units, tiles_rows, n_stages, half_n = work
@@ -517,6 +524,8 @@ def _bf16_multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.co
     rows_layout: gl.constexpr = gl.SliceLayout(1, words)
     _grid_wait(PDL)
     mbarrier.wait(x_ready, 0)
+    if NORM:
+        _normed_input(x_buf, norm[0], norm[1], norm[2], x_buf.type.shape[0], num_warps)
     c = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
         a0 = gl.zeros([BN, 32], gl.float32, words)
@@ -551,12 +560,13 @@ def _bf16_multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.co
 
 @gluon.jit
 def _bf16_row_kernel(
-    w_desc, x_desc, y_ptr, res_ptr, n, units, tiles_rows, n_stages,
+    w_desc, x_desc, nw_desc, y_ptr, res_ptr, n, k, units, tiles_rows, n_stages, eps,
     ROWS: gl.constexpr, SB: gl.constexpr, STAGES: gl.constexpr, XB: gl.constexpr,
-    BOUND: gl.constexpr, FENCE: gl.constexpr, PDL: gl.constexpr, SWIGLU: gl.constexpr,
-    RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
+    BOUND: gl.constexpr, FENCE: gl.constexpr, PDL: gl.constexpr, NORM: gl.constexpr,
+    SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
 ):  # fmt: skip
-    """_w12_row_kernel's ring, loader and epilogue for a bf16 weight (no meta warp)."""
+    """_w12_row_kernel's ring, loader, norm prologue and epilogue for a bf16 weight (no meta
+    warp)."""
     BN: gl.constexpr = ROWS * num_warps
     work = (units, tiles_rows, n_stages, n // 2)
     w_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * STAGES * SB, BN, 64], w_desc.layout)
@@ -570,15 +580,17 @@ def _bf16_row_kernel(
         mbarrier.init(empty.index(i), count=1)
     mbarrier.init(x_ready.index(0), count=1)
     bars = (ready, empty, x_ready.index(0))
+    nw_buf = gl.allocate_shared_memory(gl.bfloat16, [XB if NORM else 1, 8, 32], nw_desc.layout)
     gl.warp_specialize(
         [
             (_bf16_multiplier, ((w_buf, x_buf), bars, work, n, (y_ptr, res_ptr), SB, BOUND,
-                                FENCE, PDL, (SWIGLU, RESIDUAL), num_warps)),
+                                FENCE, PDL, (SWIGLU, RESIDUAL), num_warps, (nw_buf, k, eps),
+                                NORM)),
             (_bf16_loader, ((w_desc, x_desc), (w_buf, x_buf), bars, work, XB, SB, SWIGLU,
-                            BOUND, PDL)),
+                            BOUND, PDL, (nw_desc, nw_buf), NORM)),
         ],
         [1],
-        [24],
+        [32],  # (24 spilled with the norm weight's copies at three sites: NORM, PDL, SwiGLU)
     )  # fmt: skip
 
 
@@ -590,10 +602,26 @@ def one_row_route(x: torch.Tensor, weight: W12Weight, plain: bool) -> bool:
     return weight.group_size == BLOCK // 2 and launch._on_hopper(x)
 
 
-def prologue_rows(weight: W12Weight, kind: str) -> int:
+def prologue_rows(weight: W12Weight | torch.Tensor, kind: str) -> int:
     """The most rows of a fused forward whose multiply by `weight` takes the `kind` prologue
-    itself on this kernel (models/fused.prologue_rows): one for the norm with ONE_ROW."""
-    return int(ONE_ROW and kind == "norm" and weight.group_size == BLOCK // 2)
+    itself on this kernel (models/fused.prologue_rows): one for the norm with ONE_ROW (W12,
+    group size 128) or BF16_ONE_ROW (a bf16 weight)."""
+    if kind != "norm":
+        return 0
+    if isinstance(weight, W12Weight):
+        return int(ONE_ROW and weight.group_size == BLOCK // 2)
+    return int(BF16_ONE_ROW and weight.dtype == torch.bfloat16)
+
+
+def bf16_route(x: torch.Tensor, weight: torch.Tensor, plain: bool) -> bool:
+    """Whether skinny_linear takes bf16_row_linear for x @ weight (BF16_ONE_ROW): one bf16 row,
+    a `plain` call (see BF16_ONE_ROW), a bf16 weight TMA can read, compiled on a Hopper GPU."""
+    if not BF16_ONE_ROW or not plain or x.dim() != 2 or x.shape[0] != 1:
+        return False
+    if x.dtype != torch.bfloat16 or weight.dtype != torch.bfloat16 or weight.shape[1] % 8:
+        return False
+    aligned = weight.stride(0) % 8 == 0 and weight.data_ptr() % 16 == 0
+    return aligned and weight.stride(1) == 1 and launch._on_hopper(x)
 
 
 def _descriptors(weight: W12Weight, xv: torch.Tensor, box_rows: int) -> tuple:
@@ -726,27 +754,35 @@ def bf16_row_linear(
     *,
     swiglu: bool = False,
     residual: torch.Tensor | None = None,
+    norm_weight: torch.Tensor | None = None,
+    eps: float = 1e-6,
 ) -> torch.Tensor:
-    """The same kernel's ring and epilogues for a bf16 weight [N, K] (K a multiple of 8): x [1,
-    K] @ weight.T (skinny_linear's contract, its plain, SwiGLU and residual forms). Measured
-    beside skinny_linear by bench/w12_join.py --row; not used by the engine."""
+    """The same kernel's ring, norm prologue and epilogues for a bf16 weight [N, K] (K a
+    multiple of 8): x [1, K] @ weight.T (skinny_linear's contract, its plain, norm prologue,
+    SwiGLU and residual forms). bench/w12_join.py --row times it beside skinny_linear; the
+    engine takes it with BF16_ONE_ROW."""
     n, k = weight.shape
     if weight.dtype != torch.bfloat16 or weight.device != x.device or weight.stride(1) != 1:
         raise ValueError(f"bf16_row_linear wants a bf16 weight on {x.device}, unit stride")
     if k % 8 or weight.stride(0) % 8 or weight.data_ptr() % 16:
         raise ValueError("bf16_row_linear wants K and the row stride multiples of 8 (TMA)")
-    plan = _launch_plan("bf16_row_linear", x, n, k, tile, swiglu, residual, bf16=True)
+    if norm_weight is not None and (norm_weight.shape != (k,) or norm_weight.dtype != x.dtype):
+        raise ValueError(f"bf16_row_linear: norm_weight must be [{k}] bf16")
+    plan = _launch_plan("bf16_row_linear", x, n, k, tile, swiglu, residual, True,
+                        norm_weight is not None)  # fmt: skip
     geo, launched, cfg = plan["geo"], plan["launched"], plan["cfg"]
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     flat = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
     wd = TensorDescriptor.from_tensor(weight, [plan["rows"], 64], flat)
     xd = _blocks_descriptor(plan["xv"])
+    nwd = xd if norm_weight is None else _blocks_descriptor(_blocks_view(norm_weight[None, :]))
     _bf16_row_kernel[(plan["programs"],)](
-        wd, xd, plan["y"], plan["res"], n, plan["units"], plan["rows"], geo["n_stages"],
-        ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"], BOUND=cfg["BOUND"],
-        FENCE=cfg["FENCE"], PDL=launched["PDL"], SWIGLU=int(swiglu),
-        RESIDUAL=residual is not None, num_warps=cfg["WARPS"], launch_pdl=launched["launch_pdl"],
+        wd, xd, nwd, plan["y"], plan["res"], n, k, plan["units"], plan["rows"],
+        geo["n_stages"], eps, ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"],
+        XB=geo["XB"], BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], PDL=launched["PDL"],
+        NORM=norm_weight is not None, SWIGLU=int(swiglu), RESIDUAL=residual is not None,
+        num_warps=cfg["WARPS"], launch_pdl=launched["launch_pdl"],
     )  # fmt: skip
     return plan["y"]
 
@@ -774,9 +810,10 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
     epilogue = dict(SWIGLU=int(swiglu), RESIDUAL=residual, PDL=pdl)
     if bf16:
         types = dict(w_desc=f"tensordesc<bf16[{rows}, 64],{x_layout!r}>", x_desc=x_desc,
-                     y_ptr="*bf16", res_ptr="*bf16")  # fmt: skip
+                     nw_desc=x_desc, y_ptr="*bf16", res_ptr="*bf16", eps="fp32")  # fmt: skip
         consts = dict(ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"],
-                      BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], num_warps=cfg["WARPS"])  # fmt: skip
+                      BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], NORM=norm,
+                      num_warps=cfg["WARPS"])  # fmt: skip
         return aot.compile_kernel(_bf16_row_kernel, types, consts | epilogue)
     types = dict(
         low_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",

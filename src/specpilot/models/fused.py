@@ -165,11 +165,18 @@ DRAFT_CONTEXT_ONCE = 2
 SWITCH_RULES = {"DRAFT_CONTEXT_ONCE": (lambda n: n in (0, 1, 2), "0, 1 or 2")}
 
 
-def prologue_rows(weight: torch.Tensor | W12Weight | Fp8Weight, kind: str) -> int:
-    """The most rows whose multiply by `weight` computes the `kind` prologue itself."""
-    if isinstance(weight, W12Weight):  # (the TMA-fed one-row kernel takes the norm: ONE_ROW)
-        return max(W12_PROLOGUE_ROWS[kind], w12_row.prologue_rows(weight, kind))
-    return PROLOGUE_ROWS[kind] if weight.shape[1] <= PROLOGUE_MAX_K else 0
+def prologue_rows(
+    weight: torch.Tensor | W12Weight | Fp8Weight, kind: str, row_kernels: bool = True
+) -> int:
+    """The most rows whose multiply by `weight` computes the `kind` prologue itself;
+    row_kernels: a multiply (`linear`) the TMA-fed one-row kernels may take, which take the norm
+    (kernels/w12_row.ONE_ROW, BF16_ONE_ROW)."""
+    row = 0
+    if row_kernels and not isinstance(weight, Fp8Weight):
+        row = w12_row.prologue_rows(weight, kind)
+    if isinstance(weight, W12Weight):
+        return max(W12_PROLOGUE_ROWS[kind], row)
+    return max(PROLOGUE_ROWS[kind] if weight.shape[1] <= PROLOGUE_MAX_K else 0, row)
 
 
 def planes(weight: torch.Tensor | W12Weight | Fp8Weight) -> tuple[torch.Tensor, ...]:
@@ -222,8 +229,8 @@ def handoff_for(
     (NORM_HANDOFF_MAX_ROWS, NORM_HANDOFF_ONE_ROW_SITES)."""
     if after is None or rows > min(NORM_HANDOFF_MAX_ROWS, MAX_ROWS):
         return None
-    if rows == 1 and not NORM_HANDOFF_ONE_ROW_SITES & site:
-        return None
+    if rows == 1 and (not NORM_HANDOFF_ONE_ROW_SITES & site or w12_row.BF16_ONE_ROW):
+        return None  # (BF16_ONE_ROW: its kernel norms in the multiply's prologue instead)
     norm, eps, consumer = after
     w12 = isinstance(producer, W12Weight) or isinstance(consumer, W12Weight)
     return Handoff(norm, eps) if NORM_HANDOFF_W12 or not w12 else None
@@ -255,6 +262,7 @@ def normed_input(
     norm: torch.Tensor,
     eps: float,
     handed: Handoff | None = None,
+    row_kernels: bool = True,
 ) -> tuple[torch.Tensor, dict]:
     """How a multiply by `weight` takes RMSNorm(x) * norm -> (its input, its norm keywords):
     a filled `handed`'s u (the multiply before handed the norm on), x with the norm for the
@@ -263,7 +271,7 @@ def normed_input(
     w12_linear.join_input, in the order its tile reads)."""
     if handed is not None and handed.ready:
         return handed.u, dict(handed=handed)
-    if x.shape[0] <= prologue_rows(weight, "norm"):
+    if x.shape[0] <= prologue_rows(weight, "norm", row_kernels):
         return x, dict(norm_weight=norm, eps=eps)
     if w12_kernels.join_input(weight, x.shape[0]):
         # the norm written in the order the W12 multiply's tile reads (kernels/w12_linear)
@@ -554,7 +562,9 @@ class FusedTarget:
         (not normed_input's rule) the W12 engine's certified head made decode 4.232 ms against
         3.762 with a W12 head (run 253)."""
         norm = self.model.model.norm
-        a, normed = normed_input(x, self.certified.weight, norm.weight, norm.eps, handed)
+        # (not a `linear`: no one-row kernel of kernels/w12_row takes it, nor its norm)
+        a, normed = normed_input(x, self.certified.weight, norm.weight, norm.eps, handed,
+                                 row_kernels=False)  # fmt: skip
         return certified_argmax(a, self.certified, ids=ids, **normed)
 
     def prefill_fits(self, batch: int, width: int) -> bool:
