@@ -198,30 +198,37 @@ def test_w12_row_norm_prologue(k: int) -> None:
 
 
 @hopper
+@pytest.mark.parametrize("kind", ["w12", "bf16"])
 @pytest.mark.parametrize("kw", [{}, dict(swiglu=True), dict(residual=True), dict(norm=True)])
-def test_w12_linear_routes_one_row_to_the_kernel(monkeypatch, kw: dict) -> None:
-    """ONE_ROW on: w12_linear's one-row calls (their norm prologue, SwiGLU or residual
-    epilogue) are w12_row_linear's bits; a SwiGLU prologue, two rows or a given tile stay on
-    w12_linear."""
+def test_one_row_calls_route_to_the_kernel(monkeypatch, kind: str, kw: dict) -> None:
+    """ONE_ROW (w12_linear) and BF16_ONE_ROW (skinny_linear) on: their one-row calls (a norm
+    prologue, SwiGLU or residual epilogue) are w12_row_linear's / bf16_row_linear's bits; a
+    SwiGLU prologue, two rows or a given tile stay where they were."""
+    from specpilot.kernels import linear
     from specpilot.kernels import w12_linear as w12_kernels
 
-    packed = w12.encode(_weights(512, 1024, seed=4).cuda())
+    w = (torch.randn(512, 1024) * 0.03).to(torch.bfloat16).cuda()
+    weight = w12.encode(w) if kind == "w12" else w
     x = torch.randn(2, 1024, device="cuda").to(torch.bfloat16)
     if kw.get("residual"):
         kw = dict(residual=torch.randn(1, 512, device="cuda").to(torch.bfloat16))
     if kw.get("norm"):
         kw = dict(norm_weight=torch.rand(1024, device="cuda").to(torch.bfloat16) + 0.5)
+    name, switch = ("w12_row_linear", "ONE_ROW") if kind == "w12" else ("bf16_row_linear",
+                                                                        "BF16_ONE_ROW")  # fmt: skip
+    multiply = w12_kernels.w12_linear if kind == "w12" else linear.skinny_linear
     calls = []
-    original = w12_row.w12_row_linear
+    original = getattr(w12_row, name)
     counted = lambda *a, **k: calls.append(1) or original(*a, **k)  # noqa: E731
-    monkeypatch.setattr(w12_row, "w12_row_linear", counted)
-    monkeypatch.setattr(w12_row, "ONE_ROW", True)
-    y = w12_kernels.w12_linear(x[:1], packed, **kw)
+    monkeypatch.setattr(w12_row, name, counted)
+    monkeypatch.setattr(w12_row, switch, True)
+    y = multiply(x[:1], weight, **kw)
     assert calls == [1]
-    assert torch.equal(y, original(x[:1], packed, **kw))
-    w12_kernels.w12_linear(torch.cat([x[:1], x[:1]], 1), packed, glu=True)
-    w12_kernels.w12_linear(x, packed)
-    w12_kernels.w12_linear(x[:1], packed, config=w12_kernels.tile_config(1, 512, 1024))
+    assert torch.equal(y, original(x[:1], weight, **kw))
+    multiply(torch.cat([x[:1], x[:1]], 1), weight, glu=True)
+    multiply(x, weight)
+    tile = (w12_kernels if kind == "w12" else linear).tile_config(1, 512, 1024)
+    multiply(x[:1], weight, config=tile)
     assert calls == [1]
 
 
@@ -302,31 +309,3 @@ def test_bf16_row_norm_prologue(k: int) -> None:
         close_columns(y.float(), w12_row.bf16_row_linear(rmsnorm(x, nw, 1e-6), w, **kw).float(), 4)
         ref = skinny_linear_reference(x, w, norm_weight=nw, eps=1e-6, **kw)
         close_columns(y.float(), ref.float(), 4)
-
-
-@hopper
-@pytest.mark.parametrize("kw", [{}, dict(swiglu=True), dict(residual=True), dict(norm=True)])
-def test_skinny_linear_routes_one_row_to_the_bf16_kernel(monkeypatch, kw: dict) -> None:
-    """BF16_ONE_ROW on: skinny_linear's one-row calls (their norm prologue, SwiGLU or residual
-    epilogue) are bf16_row_linear's bits; a SwiGLU prologue, a norm hand-off, two rows or a
-    given tile stay on skinny_linear."""
-    from specpilot.kernels import linear
-
-    w = (torch.randn(512, 1024) * 0.03).to(torch.bfloat16).cuda()
-    x = torch.randn(2, 1024, device="cuda").to(torch.bfloat16)
-    if kw.get("residual"):
-        kw = dict(residual=torch.randn(1, 512, device="cuda").to(torch.bfloat16))
-    if kw.get("norm"):
-        kw = dict(norm_weight=torch.rand(1024, device="cuda").to(torch.bfloat16) + 0.5)
-    calls = []
-    original = w12_row.bf16_row_linear
-    counted = lambda *a, **k: calls.append(1) or original(*a, **k)  # noqa: E731
-    monkeypatch.setattr(w12_row, "bf16_row_linear", counted)
-    monkeypatch.setattr(w12_row, "BF16_ONE_ROW", True)
-    y = linear.skinny_linear(x[:1], w, **kw)
-    assert calls == [1]
-    assert torch.equal(y, original(x[:1], w, **kw))
-    linear.skinny_linear(torch.cat([x[:1], x[:1]], 1), w[:, :1024], glu=True)
-    linear.skinny_linear(x, w)
-    linear.skinny_linear(x[:1], w, config=linear.tile_config(1, 512, 1024))
-    assert calls == [1]

@@ -126,19 +126,21 @@ def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr, norm,
 
 @gluon.jit
 def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU: gl.constexpr,
-            BOUND: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr):  # fmt: skip
-    """x once (XB blocks of it), then each tile's stages of SB blocks of its two planes. PDL:
-    the weights' first STAGES stages (constants) before the wait for the kernel before, x
-    after it. NORM: the norm weight's too (norm: its descriptor and buffer; `_x_copies`)."""
-    low_desc, code_desc, x_desc = descs
-    low_buf, code_buf, x_buf = bufs
+            BOUND: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr,
+            BF16: gl.constexpr):  # fmt: skip
+    """x once (XB blocks of it), then each tile's stages of SB blocks: of its two W12 planes
+    (descs and bufs: the low plane's, the codes', x's), or with BF16 of its bf16 weights as 4
+    boxes of 64 columns a block (the weight's, x's). PDL: the weights' first STAGES stages
+    (constants) before the wait for the kernel before, x after it. NORM: the norm weight's too
+    (norm: its descriptor and buffer; `_x_copies`)."""
     ready, empty, x_ready = bars
     units, tiles_rows, n_stages, half_n = work
-    STAGES: gl.constexpr = code_buf.type.shape[0] // SB
-    BN: gl.constexpr = code_buf.type.shape[1]
+    x_desc, x_buf = descs[-1], bufs[-1]
+    STAGES: gl.constexpr = bufs[0].type.shape[0] // (4 * SB if BF16 else 2 * SB)
+    BN: gl.constexpr = bufs[0].type.shape[1]
     if not PDL:
         _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
-    nbytes: gl.constexpr = SB * BN * (WBLOCK + WBLOCK // 2)
+    nbytes: gl.constexpr = SB * BN * (2 * WBLOCK if BF16 else WBLOCK + WBLOCK // 2)
     c = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
         row0 = u * tiles_rows
@@ -155,10 +157,16 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
             for b in gl.static_range(SB):
                 col = (st * SB + b) * WBLOCK
                 i = s * SB + b
-                _copy_rows(low_desc, row0, col, bar, low_buf.index(2 * i), half_n, SWIGLU)
-                _copy_rows(low_desc, row0, col + WBLOCK // 2, bar, low_buf.index(2 * i + 1),
-                           half_n, SWIGLU)  # fmt: skip
-                _copy_rows(code_desc, row0, col // 2, bar, code_buf.index(i), half_n, SWIGLU)
+                if BF16:
+                    for p in gl.static_range(4):
+                        _copy_rows(descs[0], row0, col + 64 * p, bar, bufs[0].index(4 * i + p),
+                                   half_n, SWIGLU)  # fmt: skip
+                else:
+                    low_desc, code_desc, low_buf, code_buf = descs[0], descs[1], bufs[0], bufs[1]
+                    _copy_rows(low_desc, row0, col, bar, low_buf.index(2 * i), half_n, SWIGLU)
+                    _copy_rows(low_desc, row0, col + WBLOCK // 2, bar, low_buf.index(2 * i + 1),
+                               half_n, SWIGLU)  # fmt: skip
+                    _copy_rows(code_desc, row0, col // 2, bar, code_buf.index(i), half_n, SWIGLU)
             c += 1
     if PDL and c <= STAGES:  # a program of at most STAGES stages: x after all of them
         _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
@@ -295,22 +303,63 @@ def _plane_words(buf, i, words: gl.constexpr):
 
 
 @gluon.jit
+def _w12_block(acc, bufs, i, t, g, words: gl.constexpr):
+    """acc (4 sums [BN, 32]) plus W12 block t's products (stage buffer i, scale words g and
+    g + 1): each pair decoded, made exact and widened (`_pair_sums`), 4 sums so that each FMA
+    chain is a quarter of the block's."""
+    low_buf, code_buf, x_buf, scale_buf = bufs[:4]
+    code_word = _plane_words(code_buf, i, words)
+    low0 = _plane_words(low_buf, 2 * i, words)
+    low1 = _plane_words(low_buf, 2 * i + 1, words)
+    zero_words = gl.zeros_like(code_word)
+    scale0 = zero_words + scale_buf.index(g).load(words)  # the rows' [BN, 1] words, broadcast
+    scale1 = zero_words + scale_buf.index(g + 1).load(words)
+    high0 = _high_bytes(code_word, 0)
+    high1 = _high_bytes(code_word, 1)
+    x_blk = x_buf.index(t)
+    return (_pair_sums(acc[0], low0, high0, scale0, x_blk, 0, 0),
+            _pair_sums(acc[1], low0, high0, scale0, x_blk, 0, 2),
+            _pair_sums(acc[2], low1, high1, scale1, x_blk, 1, 0),
+            _pair_sums(acc[3], low1, high1, scale1, x_blk, 1, 2))  # fmt: skip
+
+
+@gluon.jit
+def _bf16_block(acc, bufs, i, t, words: gl.constexpr):
+    """acc (4 sums [BN, 32]) plus bf16 block t's products (stage boxes 4i .. 4i + 3 of [BN,
+    32] words, two columns each) times x's words at the same columns."""
+    w_buf, x_buf = bufs
+    flat: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+    # the block's x as [4, 32] words: word (p, i) holds columns 64 p + 2 i and 64 p + 2 i + 1
+    xw = x_buf.index(t)._reinterpret(gl.int32, [4, 32], flat)
+    return (_word_products(acc[0], _plane_words(w_buf, 4 * i, words), xw.slice(0, 1).load(words)),
+            _word_products(acc[1], _plane_words(w_buf, 4 * i + 1, words),
+                           xw.slice(1, 1).load(words)),
+            _word_products(acc[2], _plane_words(w_buf, 4 * i + 2, words),
+                           xw.slice(2, 1).load(words)),
+            _word_products(acc[3], _plane_words(w_buf, 4 * i + 3, words),
+                           xw.slice(3, 1).load(words)))  # fmt: skip
+
+
+@gluon.jit
 def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constexpr,
                 FENCE: gl.constexpr, PDL: gl.constexpr, EPILOGUE: gl.constexpr,
-                num_warps: gl.constexpr, norm, NORM: gl.constexpr):  # fmt: skip
-    """The default partition: each tile's blocks' products (`_pair_sums`), then the lanes'
-    sums, the escapes and the store (`_store_row`). NORM: x normed in shared memory first
-    (`_normed_input`; norm: the norm weight's buffer, rstd's buffer, its barrier, K, eps), its
-    1 / RMS handed to the meta warp."""
-    low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
-    ready, empty, x_ready, scale_ready, esc_ready, meta_empty = bars
+                num_warps: gl.constexpr, norm, NORM: gl.constexpr,
+                BF16: gl.constexpr):  # fmt: skip
+    """The default partition: each tile's blocks' products (`_w12_block`, or with BF16
+    `_bf16_block`), then the lanes' sums, the escapes (W12) and the store (`_store_row`).
+    bufs: the ring's buffers and x's (W12: then the scale words' and the escape sums'); bars:
+    ready, empty, x_ready (W12: then scale_ready, esc_ready, meta_empty). NORM: x normed in
+    shared memory first (`_normed_input`; norm: the norm weight's buffer, rstd's buffer, its
+    barrier, K, eps), its 1 / RMS handed on (to the meta warp)."""
+    ready, empty, x_ready = bars[:3]
     units, tiles_rows, n_stages, half_n = work
-    STAGES: gl.constexpr = code_buf.type.shape[0] // SB
-    BN: gl.constexpr = code_buf.type.shape[1]
-    GROUPS: gl.constexpr = scale_buf.type.shape[0] // 2
+    ring = bufs[0]  # (BF16: 4 boxes a block; W12: the low plane's 2 halves a block)
+    STAGES: gl.constexpr = ring.type.shape[0] // (4 * SB if BF16 else 2 * SB)
+    BN: gl.constexpr = ring.type.shape[1]
     SWIGLU: gl.constexpr = EPILOGUE[0]
     words: gl.constexpr = gl.BlockedLayout([BN // num_warps, 1], [1, 32], [num_warps, 1], [1, 0])
     rows_layout: gl.constexpr = gl.SliceLayout(1, words)
+    x_buf = bufs[1] if BF16 else bufs[2]
     _grid_wait(PDL)  # (before its stores)
     mbarrier.wait(x_ready, 0)
     if NORM:
@@ -323,42 +372,30 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
     j = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
         slot = j % 2
-        mbarrier.wait(scale_ready.index(slot), (j // 2) & 1)
-        a0 = gl.zeros([BN, 32], gl.float32, words)
-        a1 = a0
-        a2 = a0
-        a3 = a0
+        if not BF16:  # the tile's scale words
+            mbarrier.wait(bars[3].index(slot), (j // 2) & 1)
+        zero = gl.zeros([BN, 32], gl.float32, words)
+        acc = (zero, zero, zero, zero)
         # (BOUND 8: none of the stages: the loader frees its own, and its phases run ahead)
         for st in range(n_stages * ((BOUND & 8) == 0)):
             s = c % STAGES
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
             if BOUND == 0:
                 for b in gl.static_range(SB):
-                    i = s * SB + b
-                    t = st * SB + b
-                    code_word = _plane_words(code_buf, i, words)
-                    low0 = _plane_words(low_buf, 2 * i, words)
-                    low1 = _plane_words(low_buf, 2 * i + 1, words)
-                    g = slot * GROUPS + 2 * t  # the block's two groups' [BN, 1] scale words
-                    zero_words = gl.zeros_like(code_word)
-                    scale0 = zero_words + scale_buf.index(g).load(words)  # broadcast
-                    scale1 = zero_words + scale_buf.index(g + 1).load(words)
-                    high0 = _high_bytes(code_word, 0)
-                    high1 = _high_bytes(code_word, 1)
-                    x_blk = x_buf.index(t)
-                    # four sums, so that each FMA chain is a quarter of the block's
-                    a0 = _pair_sums(a0, low0, high0, scale0, x_blk, 0, 0)
-                    a1 = _pair_sums(a1, low0, high0, scale0, x_blk, 0, 2)
-                    a2 = _pair_sums(a2, low1, high1, scale1, x_blk, 1, 0)
-                    a3 = _pair_sums(a3, low1, high1, scale1, x_blk, 1, 2)
+                    if BF16:
+                        acc = _bf16_block(acc, bufs, s * SB + b, st * SB + b, words)
+                    else:
+                        g = slot * (bufs[3].type.shape[0] // 2) + 2 * (st * SB + b)
+                        acc = _w12_block(acc, bufs, s * SB + b, st * SB + b, g, words)
                 if FENCE:
                     fence_async_shared()  # the reads before TMA's next writes of the stage
             mbarrier.arrive(empty.index(s), count=1)
             c += 1
-        sums = gl.sum((a0 + a1) + (a2 + a3), axis=1)
-        mbarrier.wait(esc_ready.index(slot), (j // 2) & 1)
-        sums = sums + esc_buf.index(slot).load(rows_layout)
-        mbarrier.arrive(meta_empty.index(slot), count=1)
+        sums = gl.sum((acc[0] + acc[1]) + (acc[2] + acc[3]), axis=1)
+        if not BF16:  # the escapes' sums, then their slot freed
+            mbarrier.wait(bars[4].index(slot), (j // 2) & 1)
+            sums = sums + bufs[4].index(slot).load(rows_layout)
+            mbarrier.arrive(bars[5].index(slot), count=1)
         row0 = u * tiles_rows
         rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, rows_layout)
         _store_row(sums, rows, in_rows, row0, half_n, output, EPILOGUE)
@@ -442,58 +479,17 @@ def _w12_row_kernel(
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
                            (ready, empty, x_ready.index(0), scale_ready, esc_ready, meta_empty),
                            work, n, (y_ptr, res_ptr), SB, BOUND, FENCE, PDL,
-                           (SWIGLU, RESIDUAL), num_warps, norm_multiplier, NORM)),
+                           (SWIGLU, RESIDUAL), num_warps, norm_multiplier, NORM, False)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
                        (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND, PDL,
-                       norm_loader, NORM)),
+                       norm_loader, NORM, False)),
         ],
         [1, 1],
         [80, 24],
     )  # fmt: skip
-
-
-@gluon.jit
-def _bf16_loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr,
-                 SWIGLU: gl.constexpr, BOUND: gl.constexpr, PDL: gl.constexpr, norm,
-                 NORM: gl.constexpr):  # fmt: skip
-    """`_loader` for bf16 weights: each block of a tile's rows as 4 boxes of 64 columns."""
-    w_desc, x_desc = descs
-    w_buf, x_buf = bufs
-    ready, empty, x_ready = bars
-    units, tiles_rows, n_stages, half_n = work
-    STAGES: gl.constexpr = w_buf.type.shape[0] // (4 * SB)
-    BN: gl.constexpr = w_buf.type.shape[1]
-    if not PDL:
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
-    nbytes: gl.constexpr = SB * BN * WBLOCK * 2
-    c = 0
-    for u in range(gl.program_id(0), units, gl.num_programs(0)):
-        row0 = u * tiles_rows
-        for st in range(n_stages):
-            s = c % STAGES
-            if PDL and c == STAGES:  # the ring is full: x before the first stage is reused
-                _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
-            if (BOUND & 8) != 0:
-                mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
-            else:
-                mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
-            bar = ready.index(s)
-            mbarrier.expect(bar, nbytes)
-            for b in gl.static_range(SB):
-                for p in gl.static_range(4):
-                    col = (st * SB + b) * WBLOCK + 64 * p
-                    _copy_rows(w_desc, row0, col, bar, w_buf.index(4 * (s * SB + b) + p), half_n,
-                               SWIGLU)  # fmt: skip
-            c += 1
-    if PDL and c <= STAGES:
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
-    if (BOUND & 8) != 0:
-        for s in gl.static_range(STAGES):
-            uses = (c - s + STAGES - 1) // STAGES
-            mbarrier.wait(ready.index(s), (uses - 1) & 1, pred=uses > 0)
 
 
 @gluon.jit
@@ -504,58 +500,6 @@ def _word_products(acc, w, xw):
     xa = (xw << 16).to(gl.float32, bitcast=True)
     xb = (xw & -65536).to(gl.float32, bitcast=True)
     return acc + wa * xa + wb * xb
-
-
-@gluon.jit
-def _bf16_multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constexpr,
-                     FENCE: gl.constexpr, PDL: gl.constexpr, EPILOGUE: gl.constexpr,
-                     num_warps: gl.constexpr, norm, NORM: gl.constexpr):  # fmt: skip
-    """`_multiplier` for bf16 weights: a block's 4 boxes of [BN, 32] words (two columns each)
-    times x's words at the same columns; no scales, no escapes. NORM: x normed in shared
-    memory first (norm: the norm weight's buffer, K, eps; `_normed_input`)."""
-    w_buf, x_buf = bufs
-    ready, empty, x_ready = bars
-    units, tiles_rows, n_stages, half_n = work
-    STAGES: gl.constexpr = w_buf.type.shape[0] // (4 * SB)
-    BN: gl.constexpr = w_buf.type.shape[1]
-    SWIGLU: gl.constexpr = EPILOGUE[0]
-    words: gl.constexpr = gl.BlockedLayout([BN // num_warps, 1], [1, 32], [num_warps, 1], [1, 0])
-    flat: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
-    rows_layout: gl.constexpr = gl.SliceLayout(1, words)
-    _grid_wait(PDL)
-    mbarrier.wait(x_ready, 0)
-    if NORM:
-        _normed_input(x_buf, norm[0], norm[1], norm[2], x_buf.type.shape[0], num_warps)
-    c = 0
-    for u in range(gl.program_id(0), units, gl.num_programs(0)):
-        a0 = gl.zeros([BN, 32], gl.float32, words)
-        a1 = a0
-        a2 = a0
-        a3 = a0
-        for st in range(n_stages * ((BOUND & 8) == 0)):
-            s = c % STAGES
-            mbarrier.wait(ready.index(s), (c // STAGES) & 1)
-            if BOUND == 0:
-                for b in gl.static_range(SB):
-                    i = 4 * (s * SB + b)
-                    # the block's x as [4, 32] words: word (p, i) holds columns 64 p + 2 i, + 1
-                    xw = x_buf.index(st * SB + b)._reinterpret(gl.int32, [4, 32], flat)
-                    a0 = _word_products(a0, _plane_words(w_buf, i, words),
-                                        xw.slice(0, 1).load(words))  # fmt: skip
-                    a1 = _word_products(a1, _plane_words(w_buf, i + 1, words),
-                                        xw.slice(1, 1).load(words))  # fmt: skip
-                    a2 = _word_products(a2, _plane_words(w_buf, i + 2, words),
-                                        xw.slice(2, 1).load(words))  # fmt: skip
-                    a3 = _word_products(a3, _plane_words(w_buf, i + 3, words),
-                                        xw.slice(3, 1).load(words))  # fmt: skip
-                if FENCE:
-                    fence_async_shared()
-            mbarrier.arrive(empty.index(s), count=1)
-            c += 1
-        sums = gl.sum((a0 + a1) + (a2 + a3), axis=1)
-        row0 = u * tiles_rows
-        rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, rows_layout)
-        _store_row(sums, rows, in_rows, row0, half_n, output, EPILOGUE)
 
 
 @gluon.jit
@@ -581,13 +525,16 @@ def _bf16_row_kernel(
     mbarrier.init(x_ready.index(0), count=1)
     bars = (ready, empty, x_ready.index(0))
     nw_buf = gl.allocate_shared_memory(gl.bfloat16, [XB if NORM else 1, 8, 32], nw_desc.layout)
+    rstd_buf = gl.allocate_shared_memory(gl.float32, [1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    norm_ready = gl.allocate_shared_memory(gl.int64, [1, 1], bar_layout)  # (no one waits)
+    mbarrier.init(norm_ready.index(0), count=1)
+    norm = (nw_buf, rstd_buf, norm_ready.index(0), k, eps)
     gl.warp_specialize(
         [
-            (_bf16_multiplier, ((w_buf, x_buf), bars, work, n, (y_ptr, res_ptr), SB, BOUND,
-                                FENCE, PDL, (SWIGLU, RESIDUAL), num_warps, (nw_buf, k, eps),
-                                NORM)),
-            (_bf16_loader, ((w_desc, x_desc), (w_buf, x_buf), bars, work, XB, SB, SWIGLU,
-                            BOUND, PDL, (nw_desc, nw_buf), NORM)),
+            (_multiplier, ((w_buf, x_buf), bars, work, n, (y_ptr, res_ptr), SB, BOUND, FENCE,
+                           PDL, (SWIGLU, RESIDUAL), num_warps, norm, NORM, True)),
+            (_loader, ((w_desc, x_desc), (w_buf, x_buf), bars, work, XB, SB, SWIGLU, BOUND, PDL,
+                       (nw_desc, nw_buf), NORM, True)),
         ],
         [1],
         [32],  # (24 spilled with the norm weight's copies at three sites: NORM, PDL, SwiGLU)
