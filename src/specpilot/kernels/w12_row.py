@@ -624,7 +624,7 @@ def _blocks_view(v: torch.Tensor) -> torch.Tensor:
 
 def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, swiglu: bool,
                  residual: torch.Tensor | None, bf16: bool,
-                 norm: bool = False) -> dict:  # fmt: skip
+                 norm_weight: torch.Tensor | None = None) -> dict:  # fmt: skip
     """The checks and host work shared by the W12 and bf16 launchers: the tile (cfg), its
     geometry, x as [Kp / 32, 32] (padded, 16-byte aligned), the tile's rows of N, the units and
     programs, y, the residual (or y), and launch.pdl's answer."""
@@ -639,7 +639,9 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
         raise ValueError(f"{what} swiglu wants an even N and no residual")
     if residual is not None and (residual.shape != (1, n) or residual.dtype != torch.bfloat16):
         raise ValueError(f"{what}: residual must be [1, {n}] bf16")
-    geo = geometry(cfg, k, bf16, norm)
+    if norm_weight is not None and (norm_weight.shape != (k,) or norm_weight.dtype != x.dtype):
+        raise ValueError(f"{what}: norm_weight must be [{k}] bf16")
+    geo = geometry(cfg, k, bf16, norm_weight is not None)
     bn = geo["BN"]
     if cfg["WARPS"] not in (4, 8) or bn > 32 or 32 % bn and bn % 32 or (swiglu and bn < 2):
         raise ValueError(f"{what}: WARPS 4 or 8 and ROWS x WARPS <= 32, got {cfg}")
@@ -674,10 +676,7 @@ def w12_row_linear(
         raise ValueError(f"w12_row_linear wants group size {BLOCK // 2}, got {weight.group_size}")
     if weight.low.device != x.device:
         raise ValueError(f"w12_row_linear: weight on {weight.low.device}, x on {x.device}")
-    if norm_weight is not None and (norm_weight.shape != (k,) or norm_weight.dtype != x.dtype):
-        raise ValueError(f"w12_row_linear: norm_weight must be [{k}] bf16")
-    plan = _launch_plan("w12_row_linear", x, n, k, tile, swiglu, residual, False,
-                        norm_weight is not None)  # fmt: skip
+    plan = _launch_plan("w12_row_linear", x, n, k, tile, swiglu, residual, False, norm_weight)
     geo, launched = plan["geo"], plan["launched"]
     low, codes, xd = _descriptors(weight, plan["xv"], plan["rows"])
     nw, nwd = x, xd  # (unread without a norm)
@@ -713,10 +712,7 @@ def bf16_row_linear(
         raise ValueError(f"bf16_row_linear wants a bf16 weight on {x.device}, unit stride")
     if k % 8 or weight.stride(0) % 8 or weight.data_ptr() % 16:
         raise ValueError("bf16_row_linear wants K and the row stride multiples of 8 (TMA)")
-    if norm_weight is not None and (norm_weight.shape != (k,) or norm_weight.dtype != x.dtype):
-        raise ValueError(f"bf16_row_linear: norm_weight must be [{k}] bf16")
-    plan = _launch_plan("bf16_row_linear", x, n, k, tile, swiglu, residual, True,
-                        norm_weight is not None)  # fmt: skip
+    plan = _launch_plan("bf16_row_linear", x, n, k, tile, swiglu, residual, True, norm_weight)
     geo, launched, cfg = plan["geo"], plan["launched"], plan["cfg"]
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
