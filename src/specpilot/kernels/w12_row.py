@@ -194,7 +194,6 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
     slots = scale_buf._reinterpret(gl.int32, [2, GROUPS, BN], scale_buf.type.layout)
     grid: gl.constexpr = gl.BlockedLayout([1, 1], [32 // BN, BN], [1, 1], [1, 0])
     lanes: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
-    _grid_wait(PDL)  # (it reads x from global memory)
     j = 0  # tiles so far: the slots' positions and phases
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
         slot = j % 2
@@ -210,6 +209,9 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
             v = (2 * b + 127) << 7  # bf16 2^(2b)
             slots.index(slot).slice(ch * GROUP_CHUNK, GROUP_CHUNK).store(v | (v << 16))
         mbarrier.arrive(scale_ready.index(slot), count=1)
+        # the escapes read x: PDL's wait for the kernel before (the scale words, constants,
+        # need none: the first tile's are made while that kernel ends; a wait once done is free)
+        _grid_wait(PDL)
         rstd = 1.0
         if NORM:  # x's 1 / RMS, once the multiplying warps have it
             mbarrier.wait(norm[2], 0)
