@@ -2,8 +2,9 @@
 
 Modes:
 - `run` (launched under `ncu --profile-from-start off`): compiles and warms each multiply of
-  --shapes at --rows with its default tiles (w12_linear and skinny_linear), then calls each once
-  between torch.cuda.profiler.start() and stop(), so ncu measures only those calls.
+  --shapes at --rows with its default tiles (w12_linear and skinny_linear; --ws, --row: the
+  prototypes kernels/w12_ws.py and kernels/w12_row.py too), then calls each once between
+  torch.cuda.profiler.start() and stop(), so ncu measures only those calls.
 - `attention` (under ncu, as `run`): the split-K attention (split and merge launches) at the
   Qwen3-8B head shape over a --context-token cache, for each of --tokens query tokens (1: a
   decode step, 16: a verify block), each call once in the profiled range; --merge-rows N sets
@@ -60,8 +61,9 @@ TIME_UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3,
 BYTE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}  # ncu's units -> us, bytes
 
 
-def run(shapes: list[str], rows: list[int], ws: bool = False) -> None:
-    """ws: kernels/w12_ws.py's multiply too (its input given in pair order), 2-16 rows."""
+def run(shapes: list[str], rows: list[int], ws: bool = False, row: bool = False) -> None:
+    """ws: kernels/w12_ws.py's multiply too (its input given in pair order), 2-16 rows; row:
+    kernels/w12_row.py's (W12 and bf16) at one row."""
     import torch
     from kernel_sweep import SHAPES
 
@@ -85,6 +87,13 @@ def run(shapes: list[str], rows: list[int], ws: bool = False) -> None:
                 xp = w12_ws.pair_order(x)
                 call = lambda p=packed, xp=xp: w12_ws.w12_ws_linear(xp, p, x_order="pair")  # noqa: E731
                 calls.append((f"ws {m}x{n}x{k}", call))
+            if row and m == 1:
+                from specpilot.kernels import w12_row
+
+                call = lambda x=x, p=packed: w12_row.w12_row_linear(x, p)  # noqa: E731
+                calls.append((f"row {m}x{n}x{k}", call))
+                call = lambda x=x, w=weight: w12_row.bf16_row_linear(x, w)  # noqa: E731
+                calls.append((f"row_bf16 {m}x{n}x{k}", call))
     _profile(calls)
 
 
@@ -271,6 +280,7 @@ def main() -> None:
     r.add_argument("--shapes", default="qkv,o,gate_up,down")
     r.add_argument("--rows", default="1,16")
     r.add_argument("--ws", action="store_true", help="kernels/w12_ws.py's multiply too")
+    r.add_argument("--row", action="store_true", help="kernels/w12_row.py's too (one row)")
     a = sub.add_parser("attention", help="the profiled attention calls (under ncu)")
     a.add_argument("--context", type=int, default=1024)
     a.add_argument("--tokens", default="1,16")
@@ -295,7 +305,7 @@ def main() -> None:
     if args.mode == "metrics":
         print(",".join(METRICS.values()))
     elif args.mode == "run":
-        run(args.shapes.split(","), [int(m) for m in args.rows.split(",")], args.ws)
+        run(args.shapes.split(","), [int(m) for m in args.rows.split(",")], args.ws, args.row)
     elif args.mode == "attention":
         if args.merge_rows >= 0:  # the split launch merges its slices itself up to these rows
             from specpilot.kernels import attention
