@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~7 min + cold start; no carry): run 289 (prepared in session 51, not yet run),
+# Device call (~8 min + cold start; no carry): run 289 (prepared in session 51, not yet run),
 # after row287.sh, and only if bf16_row_linear passed its GPU tests there and beat
 # skinny_linear's one-row tiles at q|k|v and o (issue 3: those lose 67 and 75 us a decode to
 # their bounds, run 190; AR 247-250 tok/s against the target 250).
