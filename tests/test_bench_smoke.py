@@ -724,6 +724,43 @@ def test_tma_probe_kernels_compile_for_sm90() -> None:
     assert all(u["spill_stores"] == 0 and u["shared"] <= 227 * 1024 for u in usages)
 
 
+def test_wgmma_ra_probe_decodes_into_the_operand_without_moving_data() -> None:
+    """bench/wgmma_ra_probe.py compiles for sm_90a (its operand's layout conversion is asserted
+    trivial: the decoded pairs are wgmma's register A as they are), with no spills and no
+    shared-memory store in its block loop, at about 3 SASS instructions a weight (a regression
+    past 4 would undo the point of the design)."""
+    import subprocess
+
+    code = "import json, wgmma_ra_probe as p; from sass_pair_layout import disassemble; "
+    code += "k = p.compile_probe(); print(json.dumps(p.loop_stats(disassemble(k)[0])))"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    loop = json.loads(done.stdout.splitlines()[-1])
+    assert loop["hgmma"] == 16 and loop["sts_inside"] == 0 and loop["per_weight"] < 4
+
+
+def test_wgmma_ra_probe_inputs_match_the_operand_order() -> None:
+    """bench/wgmma_ra_probe.py's inputs (the words, the scale words, x's chunks in the operand's
+    K order), multiplied as its kernel multiplies them (emulated), give the decoded weights'
+    products: the probe's GPU check tests the kernel's layouts, not this order."""
+    probe = pytest.importorskip("wgmma_ra_probe")
+    from specpilot.formats import w12
+    from specpilot.kernels.w12_row import row_words
+
+    gen = torch.Generator().manual_seed(0)
+    w = (torch.randn(64, 512, generator=gen) * 0.05).to(torch.bfloat16)
+    w[3, 7] = 40.0  # an escape: the probe adds none, and the decoded weight reads 0
+    x = torch.randn(16, 512, generator=gen).to(torch.bfloat16)
+    packed = w12.encode(w)
+    assert packed.num_escapes >= 1
+    y = probe.emulate(*probe.probe_inputs(packed, x))
+    ref = row_words(packed).float() @ x.float().T
+    assert (y - ref).abs().max() <= 1e-5 * ref.abs().max()
+
+
 def test_read_floor_reads_every_word_once() -> None:
     """read_floor.read_words, every variant (one block a program and the strided loop): the
     programs' sums add up to the sum of all the words, so each word was read exactly once."""

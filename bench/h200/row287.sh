@@ -21,6 +21,10 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
+# (bench/wgmma_ra_probe.py: W12 pairs decoded straight into wgmma's register operand, the
+# groundwork of a 16-row kernel on w12_row's ring; its products against the decoded weights')
+timeout 60 python3 bench/wgmma_ra_probe.py --check >"$OUT/wgmma-probe.log" 2>&1
+echo "wgmma probe rc=$?"; tail -1 "$OUT/wgmma-probe.log" | cut -c1-400
 # first one call of each kernel within 90 s: a kernel that hangs (a barrier's phase wrong) or
 # fails here ends the call early, its device time kept for ws286.sh
 timeout 90 python3 - >"$OUT/smoke.log" 2>&1 <<'PY'

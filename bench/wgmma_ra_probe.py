@@ -1,0 +1,243 @@
+"""Can a 16-row W12 multiply decode its weights straight into wgmma's register operand? A CPU
+probe (sm_90a compile and SASS, no GPU): the groundwork of a verify-block kernel after
+kernels/w12_row.py.
+
+Why: issue 7's spec target needs the 16-row W12 multiplies near their 12-bit floor. The Triton
+tiles (kernels/w12_linear.py) hold their loads in registers (3 programs of 4 warps an SM, too few
+bytes in flight: docs/LOG.md runs 263-277), and kernels/w12_ws.py's decoders write bf16 weights
+to shared memory for a wgmma that reads them from there (a second pass over the bytes and a
+hand-off between warps, runs 279-285). With a TMA ring as w12_row's (bytes in flight held by
+TMA in shared memory, not in registers), the warpgroup that multiplies could decode each
+block's words from shared memory into wgmma's A operand in registers (`warpgroup_mma` with a
+register A), so no decoded stage and no hand-off.
+
+The operand: for m64nNk16 with bf16 A in registers, thread l of warp w holds rows g = 16 w +
+l // 4 and g + 8, pairs of k c = l % 4 and c + 4 (k = 2 pair + half). W12's words hold, at one
+position i of a block, 4 slices (a half block) in the low word and all 8 codes in the code word
+(formats/w12.py), and `_bf16_pair` makes a bf16 pair of slices (q, q + 1). So take the K order
+of a 16-k chunk as: pair u = 4 sp + p is slices (2 sp, 2 sp + 1) of the half at position i0 + p.
+Then the thread that owns pairs c and c + 4 of row g needs exactly one low word and one code
+word of row g (position i0 + c): loaded from shared memory in the layout WORDS below, decoded,
+joined and reshaped into wgmma's operand layout with no data moving between threads
+(`gl.convert_layout(..., assert_trivial=True)` compiles only if so). The input's rows (B, [16 k,
+16 tokens] a chunk) come in the matching permutation, as a producer would write them
+(w12_ws.pair_order's idea).
+
+`python bench/wgmma_ra_probe.py` compiles the probe for sm_90a and prints its registers, spills
+and the SASS of its loop: instructions a weight, and whether any shared-memory store (a layout
+conversion through shared memory) is left. The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+from collections import Counter
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+from specpilot.kernels.w12_row import _bf16_pair, _high_bytes, _times
+
+# the operand's words: [64 rows, 4 positions] int32, thread l of warp w holding rows 16 w + l // 4
+# and + 8 at position l % 4 (wgmma's A fragment ownership, in words of two pairs' bytes)
+WORDS = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[8, 0]], lane_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [4, 0]],
+    warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 4],
+))  # fmt: skip
+ACC = gl.constexpr(gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                             instr_shape=[16, 16, 16]))  # fmt: skip
+A_OPERAND = gl.constexpr(gl.DotOperandLayout(operand_index=0, parent=ACC.value, k_width=2))
+
+
+@gluon.jit
+def _halves(pair):
+    """A bf16x2 word's two halves as bf16 (low first), no arithmetic."""
+    lo, hi = gl.inline_asm_elementwise(
+        "mov.b32 {$0, $1}, $2;", "=h,=h,r", [pair], dtype=(gl.int16, gl.int16), is_pure=True,
+        pack=1,
+    )  # fmt: skip
+    return lo.to(gl.bfloat16, bitcast=True), hi.to(gl.bfloat16, bitcast=True)
+
+
+@gluon.jit
+def _operand(low, code, scale, H: gl.constexpr):
+    """A 16-k chunk's A operand [64, 16] bf16 from [64, 4] words (WORDS): pair u = 4 sp + p is
+    slices (2 sp, 2 sp + 1) of half H at position p, made exact by the rows' scale words."""
+    high = _high_bytes(code, H)
+    p0 = _times(_bf16_pair(low, high, 0), scale)  # slices 4H, 4H + 1
+    p1 = _times(_bf16_pair(low, high, 2), scale)  # slices 4H + 2, 4H + 3
+    pairs = gl.reshape(gl.permute(gl.join(p0, p1), (0, 2, 1)), [64, 8])  # u = 4 sp + p
+    lo, hi = _halves(pairs)
+    a = gl.reshape(gl.join(lo, hi), [64, 16])  # k = 2 u + half
+    return gl.convert_layout(a, A_OPERAND, assert_trivial=True)
+
+
+@gluon.jit
+def _probe_kernel(w_ptr, x_ptr, s_ptr, y_ptr, BLOCKS: gl.constexpr):
+    """One warpgroup, 64 weight rows, 16 tokens: each block's words (low halves and codes, as a
+    TMA ring would hold them) decoded into the A operand chunk by chunk, 16 wgmma a block."""
+    plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    x_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16,
+                                                  rank=2)  # fmt: skip
+    words = gl.allocate_shared_memory(gl.int32, [3 * BLOCKS, 64, 32], plain)
+    xs = gl.allocate_shared_memory(gl.bfloat16, [16 * BLOCKS, 16, 16], x_layout)
+    fill: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0])
+    r = gl.arange(0, 64, layout=gl.SliceLayout(1, fill))
+    i = gl.arange(0, 32, layout=gl.SliceLayout(0, fill))
+    for b in gl.static_range(3 * BLOCKS):  # (stand-ins for the TMA ring's stages)
+        words.index(b).store(gl.load(w_ptr + b * 2048 + r[:, None] * 32 + i[None, :]))
+    tok: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [4, 1], [1, 0])
+    kk = gl.arange(0, 16, layout=gl.SliceLayout(1, tok))
+    tt = gl.arange(0, 16, layout=gl.SliceLayout(0, tok))
+    for c in gl.static_range(16 * BLOCKS):
+        xs.index(c).store(gl.load(x_ptr + c * 256 + kk[:, None] * 16 + tt[None, :]))
+    fence_async_shared()
+    gl.thread_barrier()
+    rows = gl.arange(0, 64, layout=gl.SliceLayout(1, WORDS))
+    acc = gl.zeros([64, 16], gl.float32, ACC)
+    for b in range(BLOCKS):
+        for h in gl.static_range(2):
+            # the rows' scale word of group h (a meta warp's, as w12_row's)
+            scale = gl.load(s_ptr + (2 * b + h) * 64 + rows)[:, None] + gl.zeros([64, 4], gl.int32,
+                                                                               WORDS)  # fmt: skip
+            for g in gl.static_range(8):  # positions 4 g .. 4 g + 3
+                low = words.index(3 * b + h).slice(4 * g, 4, dim=1).load(WORDS)
+                code = words.index(3 * b + 2).slice(4 * g, 4, dim=1).load(WORDS)
+                a = _operand(low, code, scale, h)
+                acc = warpgroup_mma(a, xs.index(16 * b + 8 * h + g), acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+    out: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [4, 1], [1, 0])
+    acc = gl.convert_layout(acc, out)
+    rr = gl.arange(0, 64, layout=gl.SliceLayout(1, out))
+    tt2 = gl.arange(0, 16, layout=gl.SliceLayout(0, out))
+    gl.store(y_ptr + rr[:, None] * 16 + tt2[None, :], acc)
+
+
+def compile_probe(blocks: int = 2):
+    from specpilot.kernels import aot
+
+    types = dict(w_ptr="*i32", x_ptr="*bf16", s_ptr="*i32", y_ptr="*fp32")
+    return aot.compile_kernel(_probe_kernel, types, dict(BLOCKS=blocks, num_warps=4))
+
+
+def loop_stats(sass: str) -> dict:
+    """The SASS's opcodes of the block loop (from the decode before the first HGMMA to the last
+    HGMMA: one block's body, the loop over blocks being a runtime loop): instructions, HGMMAs
+    (16 a block), shared-memory stores inside (a layout conversion), and instructions a weight
+    and thread (64 x 256 weights a block, 128 threads)."""
+    lines = [ln for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
+    ops = [re.search(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)", ln) for ln in lines]
+    ops = [m.group(1) if m else "" for m in ops]
+    first = next(i for i, op in enumerate(ops) if op == "HGMMA")
+    # the loop starts at the decode before the first HGMMA: back to the first LDS after the fills
+    start = max(i for i in range(first) if ops[i] == "BAR") + 1
+    last = max(i for i, op in enumerate(ops) if op == "HGMMA")
+    body = ops[start : last + 1]
+    count = Counter(body)
+    return dict(instructions=len(body), hgmma=count["HGMMA"], sts_inside=count["STS"],
+                per_weight=round(len(body) * 128 / (64 * 256 * count["HGMMA"] / 16), 2),
+                top=dict(count.most_common(12)))  # fmt: skip
+
+
+def probe_inputs(weight, x):
+    """The probe's inputs from a W12 weight [64, 256 B] and x [16, 256 B] (torch): its words
+    ([3 B, 64, 32] int32: each block's two low halves, then its codes), the scale words ([2 B,
+    64]: group g's bf16x2 2^(2b)) and x's chunks ([16 B, 16 k, 16 tokens] bf16, k of chunk (b, h,
+    g) = 2 (4 sp + p) + half at column 256 b + 32 (4 h + 2 sp + half) + 4 g + p)."""
+    import torch
+
+    n, kp = weight.low.shape
+    blocks = kp // 256
+    low = weight.low.view(torch.int32).view(n, blocks, 2, 32)
+    codes = weight.codes.view(torch.int32).view(n, blocks, 1, 32)
+    words = torch.cat([low, codes], 2).permute(1, 2, 0, 3).reshape(3 * blocks, n, 32)
+    base = weight.base.view(n, blocks, 2).to(torch.int32)
+    v = (2 * base + 127) << 7
+    scales = (v | (v << 16)).permute(1, 2, 0).reshape(2 * blocks, n)
+    k = torch.arange(16)
+    u, half = k // 2, k % 2
+    sp, p = u // 4, u % 4
+    chunks = []
+    for b in range(blocks):
+        for h in range(2):
+            for g in range(8):
+                cols = 256 * b + 32 * (4 * h + 2 * sp + half) + 4 * g + p
+                chunks.append(x[:, cols.to(x.device)].T)  # [16 k, 16 tokens]
+    return words.contiguous(), scales.contiguous(), torch.stack(chunks).contiguous()
+
+
+def emulate(words, scales, chunks):
+    """The probe's arithmetic in PyTorch (CPU): each chunk's operand built as `_operand` builds
+    it (pair u = 4 sp + p of half h at position 4 g + p, k = 2 u + half), times the chunk of x,
+    summed: [64, 16] fp32. Ties probe_inputs' chunk order to the operand's K order."""
+    import torch
+
+    from specpilot.kernels.w12_ws import prmt
+
+    blocks = words.shape[0] // 3
+    y = torch.zeros(words.shape[1], 16)
+    for b in range(blocks):
+        for h in range(2):
+            low, code = words[3 * b + h], words[3 * b + 2]
+            nib = (code >> (4 * h)) & 0x0F0F0F0F
+            high = nib + (nib & 0x08080808) * 15
+            scale = (scales[2 * b + h] & 0xFFFF).to(torch.int16).view(torch.bfloat16)
+            for g in range(8):
+                a = torch.zeros(words.shape[1], 16, dtype=torch.bfloat16)
+                for p in range(4):
+                    for sp in range(2):
+                        pair = prmt(low[:, 4 * g + p], high[:, 4 * g + p], (0x5140, 0x7362)[sp])
+                        exact = pair.view(torch.bfloat16).view(-1, 2) * scale[:, None]
+                        a[:, 2 * (4 * sp + p) : 2 * (4 * sp + p) + 2] = exact
+                y += a.float() @ chunks[16 * b + 8 * h + g].float()
+    return y
+
+
+def check(blocks: int = 2) -> dict:
+    """On a Hopper GPU: the probe's products against the decoded weights' (escapes left out,
+    as the probe adds none): is the operand's K order the input chunks' order?"""
+    import torch
+
+    from specpilot.formats import w12
+    from specpilot.kernels.w12_row import row_words
+
+    gen = torch.Generator().manual_seed(0)
+    w = (torch.randn(64, 256 * blocks, generator=gen) * 0.05).to(torch.bfloat16)
+    x = torch.randn(16, 256 * blocks, generator=gen).to(torch.bfloat16)
+    packed = w12.encode(w)
+    words, scales, chunks = probe_inputs(packed, x)
+    y = torch.empty(64, 16, device="cuda")
+    _probe_kernel[(1,)](words.cuda(), chunks.cuda(), scales.cuda(), y, BLOCKS=blocks, num_warps=4)
+    ref = row_words(packed).float() @ x.float().T  # [64, 16]
+    err = (y.cpu() - ref).abs().max().item() / ref.abs().max().item()
+    return dict(relative_error=err, right=err < 1e-4)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--blocks", type=int, default=2)
+    parser.add_argument("--check", action="store_true", help="run it on the GPU too (Hopper)")
+    args = parser.parse_args()
+    os.environ.pop("TRITON_INTERPRET", None)
+    from sass_pair_layout import disassemble  # bench/ is on sys.path as a script
+
+    from specpilot.kernels import aot
+
+    kernel = compile_probe(args.blocks)
+    sass, _ = disassemble(kernel)
+    result = dict(usage=aot.usage(kernel), loop=loop_stats(sass))
+    if args.check:
+        result["check"] = check(args.blocks)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
