@@ -710,18 +710,24 @@ def test_tma_probe_kernels_compile_for_sm90() -> None:
     """bench/tma_probe.py's kernels compile for sm_90a here (in a process without the
     interpreter): every TMA box fits an SM's shared memory and the tl.load tiles stream through
     cp.async without spills, so its device call measures what it names."""
-    import subprocess
-
     code = "import json, tma_probe as p; from specpilot.kernels import aot; "
     code += "print(json.dumps([aot.usage(p.compile_sm90(box=b)) for b in p.TMA_BOXES]"
     code += " + [aot.usage(p.compile_sm90(tile=t)) for t in p.LD_TILES]))"
+    usages = _compiled(code)
+    assert all(u["spill_stores"] == 0 and u["shared"] <= 227 * 1024 for u in usages)
+
+
+def _compiled(code: str):
+    """The JSON that `code` prints last, run in a process without the interpreter (so that
+    Triton compiles for sm_90a instead) with bench/ importable."""
+    import subprocess
+
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join(sys.path)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    usages = json.loads(done.stdout.splitlines()[-1])
-    assert all(u["spill_stores"] == 0 and u["shared"] <= 227 * 1024 for u in usages)
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def test_wgmma_ra_probe_decodes_into_the_operand_without_moving_data() -> None:
@@ -729,16 +735,9 @@ def test_wgmma_ra_probe_decodes_into_the_operand_without_moving_data() -> None:
     trivial: the decoded pairs are wgmma's register A as they are), with no spills and no
     shared-memory store in its block loop, at about 3 SASS instructions a weight (a regression
     past 4 would undo the point of the design)."""
-    import subprocess
-
     code = "import json, wgmma_ra_probe as p; from sass_pair_layout import disassemble; "
     code += "k = p.compile_probe(); print(json.dumps(p.loop_stats(disassemble(k)[0])))"
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    loop = json.loads(done.stdout.splitlines()[-1])
+    loop = _compiled(code)
     assert loop["hgmma"] == 16 and loop["sts_inside"] == 0 and loop["per_weight"] < 4
 
 

@@ -79,6 +79,18 @@ variants() {
         | grep -E "^(bf16|w12\S*) .* (decode|verify|draft) +[0-9]"
     unpack
 }
+# ncu_table NAME RUN_ARGS...: Nsight Compute's raw counters of bench/ncu_kernels.py run RUN_ARGS
+# into $OUT/NAME.csv (its log NAME.log), then ncu_kernels.py's table of them (NAME-table.log),
+# whose head it prints.
+ncu_table() {
+    local name=$1; shift
+    timeout 150 ncu --profile-from-start off --clock-control none --csv --page raw \
+        --metrics "$(python3 bench/ncu_kernels.py metrics)" \
+        python3 bench/ncu_kernels.py run "$@" >"$OUT/$name.csv" 2>"$OUT/$name.log"
+    echo "$name ncu rc=$?"; tail -2 "$OUT/$name.log"
+    python3 bench/ncu_kernels.py table "$OUT/$name.csv" >"$OUT/$name-table.log" 2>&1
+    head -12 "$OUT/$name-table.log" | cut -c1-220
+}
 # ncu_source NAME KERNEL COMMAND...: Nsight Compute's SASS source view of one launch of the kernel
 # named KERNEL (a regex's whole match) while COMMAND runs (its profiled range); the stall samples
 # per opcode and instruction (bench/ncu_kernels.py source) into $OUT/NAME-source.log, whose head

@@ -9,13 +9,7 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-timeout 150 ncu --profile-from-start off --clock-control none --csv --page raw \
-    --metrics "$(python3 bench/ncu_kernels.py metrics)" \
-    python3 bench/ncu_kernels.py run --rows 1 --shapes o,down --row \
-    >"$OUT/ncu-row.csv" 2>"$OUT/ncu-row.log"
-echo "ncu rc=$?"; tail -2 "$OUT/ncu-row.log"
-python3 bench/ncu_kernels.py table "$OUT/ncu-row.csv" >"$OUT/ncu-table.log" 2>&1
-head -12 "$OUT/ncu-table.log" | cut -c1-220
+ncu_table ncu-row --rows 1 --shapes o,down --row
 pack
 ncu_source w12row _w12_row_kernel python3 bench/ncu_kernels.py run --shapes o --rows 1 --row
 pack; archive_only
