@@ -30,7 +30,7 @@ from report import finish, save
 from w12_speed import check
 
 from specpilot.formats import w12
-from specpilot.kernels import w12_row, w12_ws
+from specpilot.kernels import w12_row, w12_tc, w12_ws
 from specpilot.kernels.linear import skinny_linear, skinny_linear_reference
 from specpilot.kernels.w12_linear import join_order, tile_config, w12_linear, w12_linear_reference
 
@@ -115,6 +115,15 @@ ROW_BF16_TILES = (
     ("16r8w6s2b", {}), ("16r8w4s2b", dict(STAGES=4)), ("16r8w8s1b", dict(STAGES=8, SB=1)),
     ("8r8w8s2b", dict(ROWS=1, STAGES=8)), ("16r4w6s2b", dict(ROWS=4, WARPS=4)),
     ("16r8w6s2b/copies", dict(BOUND=8)),
+)  # fmt: skip
+
+
+# --tc: kernels/w12_tc.py's tiles (2-16 rows: the weights decoded into wgmma's register operand,
+# fed by a TMA ring; 64 rows a unit, STAGES stages, K split for two waves unless SPLIT_K)
+TC_TILES = (
+    ("64r4s", {}), ("64r3s", dict(STAGES=3)), ("64r6s", dict(STAGES=6)),
+    ("64r4s/k1", dict(SPLIT_K=1)), ("64r4s/esc0", dict(ESC_BATCH=0)),
+    ("64r4s/grid", dict(PERSISTENT=0)),
 )  # fmt: skip
 
 
@@ -207,11 +216,12 @@ def bench(
     deep: bool = False,
     ws_tiles: tuple = (),
     row_tiles: tuple = (),
+    tc_tiles: tuple = (),
 ) -> dict:
     """Shape `name` (N x K) at m rows: bf16's times, then each variant of each of its tiles
     (`tiles`), checked (but the bounds) and timed with the weights cycled from HBM; ws_tiles:
     kernels/w12_ws.py tiles (label, tile) to time beside them, row_tiles kernels/w12_row.py's
-    (one row)."""
+    (one row), tc_tiles kernels/w12_tc.py's."""
     w = (torch.randn(n, k, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     packed = w12.encode(w)
@@ -272,6 +282,12 @@ def bench(
 
         _kernel_tiles(row, "row_bf16", ROW_BF16_TILES, bf16_run, (w, ws, None),
                       skinny_linear_reference(x, w), w.nbytes, bf16_epilogues)  # fmt: skip
+    if tc_tiles:  # kernels/w12_tc.py (the host puts its input in tc_order)
+
+        def tc_run(t, g, **kw):
+            return w12_tc.w12_tc_linear(x, g, t, **kw)
+
+        _kernel_tiles(row, "tc", tc_tiles, tc_run, (packed, ps, bare), ref, nbytes, w12_epilogues)
     for variant in variants:
         timed = [t for t in row["tiles"] if t["variant"] == variant and "us" in t]
         if timed:
@@ -327,7 +343,7 @@ def _kernel_tiles(
 def table(rows: list[dict], variants: list[str]) -> list[str]:
     """A line a shape: bf16's time (all of K, 3/4 of it), then each variant's best tile (us,
     TB/s of W12 bytes)."""
-    for key in ("ws", "row", "row_bf16"):  # kernels/w12_ws.py's and w12_row.py's best tiles
+    for key in ("ws", "row", "row_bf16", "tc"):  # the prototypes' best tiles
         if any(key in r for r in rows):
             variants = [*variants, key]
     lines = [f"{'shape':<8} {'bf16':>6} {'bf16 3/4':>8} " + " ".join(f"{v:>11}" for v in variants)]
@@ -353,6 +369,7 @@ def main() -> None:
     parser.add_argument("--ws-two", action="store_true", help="with --ws: WS_TWO_TILES instead")
     parser.add_argument("--ws-loader", action="store_true", help="with --ws: WS_LOADER_TILES")
     parser.add_argument("--row", action="store_true", help="kernels/w12_row.py's ROW_TILES too")
+    parser.add_argument("--tc", action="store_true", help="kernels/w12_tc.py's TC_TILES too")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -368,7 +385,8 @@ def main() -> None:
         ws = WS_TWO_TILES if args.ws_two else WS_LOADER_TILES if args.ws_loader else WS_TILES
         ws = ws if args.ws else ()
         row = ROW_TILES if args.row else ()
-        rows.append(bench(args.rows, name, n, k, variants, args.deep, ws, row))
+        tc = TC_TILES if args.tc else ()
+        rows.append(bench(args.rows, name, n, k, variants, args.deep, ws, row, tc))
         print("\n".join(table(rows[-1:], variants)[1:]), flush=True)
         save(dict(model=args.model, rows=args.rows, shapes=rows, partial=True), args.out)
     print("\n".join(table(rows, variants)))

@@ -44,40 +44,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from specpilot.kernels.w12_row import _bf16_pair, _high_bytes, _times
-
-# the operand's words: [64 rows, 4 positions] int32, thread l of warp w holding rows 16 w + l // 4
-# and + 8 at position l % 4 (wgmma's A fragment ownership, in words of two pairs' bytes)
-WORDS = gl.constexpr(gl.DistributedLinearLayout(
-    reg_bases=[[8, 0]], lane_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [4, 0]],
-    warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 4],
-))  # fmt: skip
-ACC = gl.constexpr(gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                             instr_shape=[16, 16, 16]))  # fmt: skip
-A_OPERAND = gl.constexpr(gl.DotOperandLayout(operand_index=0, parent=ACC.value, k_width=2))
-
-
-@gluon.jit
-def _halves(pair):
-    """A bf16x2 word's two halves as bf16 (low first), no arithmetic."""
-    lo, hi = gl.inline_asm_elementwise(
-        "mov.b32 {$0, $1}, $2;", "=h,=h,r", [pair], dtype=(gl.int16, gl.int16), is_pure=True,
-        pack=1,
-    )  # fmt: skip
-    return lo.to(gl.bfloat16, bitcast=True), hi.to(gl.bfloat16, bitcast=True)
-
-
-@gluon.jit
-def _operand(low, code, scale, H: gl.constexpr):
-    """A 16-k chunk's A operand [64, 16] bf16 from [64, 4] words (WORDS): pair u = 4 sp + p is
-    slices (2 sp, 2 sp + 1) of half H at position p, made exact by the rows' scale words."""
-    high = _high_bytes(code, H)
-    p0 = _times(_bf16_pair(low, high, 0), scale)  # slices 4H, 4H + 1
-    p1 = _times(_bf16_pair(low, high, 2), scale)  # slices 4H + 2, 4H + 3
-    pairs = gl.reshape(gl.permute(gl.join(p0, p1), (0, 2, 1)), [64, 8])  # u = 4 sp + p
-    lo, hi = _halves(pairs)
-    a = gl.reshape(gl.join(lo, hi), [64, 16])  # k = 2 u + half
-    return gl.convert_layout(a, A_OPERAND, assert_trivial=True)
+from specpilot.kernels.w12_tc import ACC, WORDS, _operand  # (the kernel it led to)
 
 
 @gluon.jit

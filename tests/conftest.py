@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +131,14 @@ def spec_server(tmp_path_factory, qwen_dir, qwen_drafter_dir):
     )  # fmt: skip
     yield server
     server.stop()
+
+
+def compiled_json(code: str):
+    """The JSON that `code` prints last, run in a process without the interpreter (so that
+    Triton compiles for sm_90a there, kernels/aot.py) with the tests' imports (bench/ too)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.splitlines()[-1])

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 import torch
 
 from specpilot.engine.llm import LLM
+from tests.conftest import compiled_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 engine_speed = pytest.importorskip("engine_speed")
@@ -713,21 +713,8 @@ def test_tma_probe_kernels_compile_for_sm90() -> None:
     code = "import json, tma_probe as p; from specpilot.kernels import aot; "
     code += "print(json.dumps([aot.usage(p.compile_sm90(box=b)) for b in p.TMA_BOXES]"
     code += " + [aot.usage(p.compile_sm90(tile=t)) for t in p.LD_TILES]))"
-    usages = _compiled(code)
+    usages = compiled_json(code)
     assert all(u["spill_stores"] == 0 and u["shared"] <= 227 * 1024 for u in usages)
-
-
-def _compiled(code: str):
-    """The JSON that `code` prints last, run in a process without the interpreter (so that
-    Triton compiles for sm_90a instead) with bench/ importable."""
-    import subprocess
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.splitlines()[-1])
 
 
 def test_wgmma_ra_probe_decodes_into_the_operand_without_moving_data() -> None:
@@ -737,7 +724,7 @@ def test_wgmma_ra_probe_decodes_into_the_operand_without_moving_data() -> None:
     past 4 would undo the point of the design)."""
     code = "import json, wgmma_ra_probe as p; from sass_pair_layout import disassemble; "
     code += "k = p.compile_probe(); print(json.dumps(p.loop_stats(disassemble(k)[0])))"
-    loop = _compiled(code)
+    loop = compiled_json(code)
     assert loop["hgmma"] == 16 and loop["sts_inside"] == 0 and loop["per_weight"] < 4
 
 
@@ -868,6 +855,9 @@ def test_w12_join_tiles_variants_and_table() -> None:
     for _, tile in w12_join.ROW_BF16_TILES:
         assert set(tile) <= set(w12_row.TILE)
         assert w12_row.geometry(w12_row.TILE | tile, 14336, bf16=True)["shared"] <= 220 * 1024
+    from specpilot.kernels import w12_tc
+
+    assert all(set(tile) <= set(w12_tc.TILE) for _, tile in w12_join.TC_TILES)
 
     # a tile whose checked run fails is recorded with its error and never timed
     def wrong() -> None:

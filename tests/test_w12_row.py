@@ -6,17 +6,13 @@ w12_linear_reference."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from specpilot.formats import w12
 from specpilot.kernels import w12_row
 from specpilot.kernels.w12_linear import w12_linear_reference
+from tests.conftest import compiled_json
 from tests.test_w12_kernels import close_columns, weight_with_escapes
 
 
@@ -72,11 +68,7 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              False, False), ({}, 4096, True, False, True, False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not run
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    usages = json.loads(done.stdout.splitlines()[-1])
+    usages = compiled_json(code)
     for usage in usages:
         assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0
         assert usage["shared"] <= 227 * 1024
@@ -239,11 +231,7 @@ def test_bf16_kernel_compiles_and_refuses_bad_weights() -> None:
              dict(bf16=True, k=12288, residual=True, pdl=True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(**c)) for c in {cases!r}]))"
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    for usage in json.loads(done.stdout.splitlines()[-1]):
+    for usage in compiled_json(code):
         assert usage["spill_stores"] == 0 and usage["shared"] <= 227 * 1024
     x = torch.zeros(1, 12, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="multiples of 8"):

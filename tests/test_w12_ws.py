@@ -6,17 +6,13 @@ against w12_linear_reference."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from specpilot.formats import w12
 from specpilot.kernels import w12_ws
 from specpilot.kernels.w12_linear import w12_linear_reference
+from tests.conftest import compiled_json
 from tests.test_kernels import DEVICE
 from tests.test_w12_kernels import close_columns, weight_with_escapes
 
@@ -105,11 +101,7 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     code += f"print(json.dumps([aot.usage(w12_ws.compile_sm90(t)) for t in ({{}}, {wide!r})] + "
     code += "[aot.usage(w12_ws.compile_sm90(swiglu=True)), "
     code += "aot.usage(w12_ws.compile_sm90(dict(SPLIT_K=1), residual=True))]))"
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not run
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    default, eight, swiglu, residual = json.loads(done.stdout.splitlines()[-1])
+    default, eight, swiglu, residual = compiled_json(code)
     for usage in (default, eight, swiglu, residual):
         assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0
         assert usage["shared"] <= 227 * 1024

@@ -110,8 +110,10 @@ ncu_source() {
 # w12_linear tile and bf16 (all of the bf16 K and 3/4 of it: the 12-bit bytes), into
 # $OUT/ws-table.log; row_table JSON...: the same of --row (kernels/w12_row.py) into
 # $OUT/row-table.log, with the epilogues (SwiGLU, the residual) beside the baseline's
-# (w12_linear's; skinny_linear's for the bf16 weights' rows).
+# (w12_linear's; skinny_linear's for the bf16 weights' rows); tc_table JSON...: --tc's
+# (kernels/w12_tc.py) into $OUT/tc-table.log.
 ws_table() { proto_table ws "$@" | tee "$OUT/ws-table.log"; }
+tc_table() { proto_table tc "$@" | tee "$OUT/tc-table.log"; }
 row_table() {
     { proto_table row "$@"; echo "bf16 weights (bf16_row_linear; baseline skinny_linear):"
       proto_table row_bf16 "$@"; } | tee "$OUT/row-table.log"

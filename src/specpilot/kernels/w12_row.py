@@ -46,7 +46,14 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
 from specpilot.kernels import launch
-from specpilot.kernels.w12_ws import _copy_rows, _escape_entry, _tile_rows, prmt, prmt_words
+from specpilot.kernels.w12_ws import (
+    _copy_planes,
+    _copy_rows,
+    _escape_entry,
+    _tile_rows,
+    prmt,
+    prmt_words,
+)
 
 # Off (unmeasured: bench/h200/row287.sh times it first). On: w12_linear's one-row multiplies
 # whose input is x or RMSNorm(x) * w (natural order, no SwiGLU prologue, no norm hand-off, no
@@ -95,6 +102,15 @@ def _times(pair, scale):
         "mul.rn.bf16x2 $0, $1, $2;", "=r,r,r", [pair, scale], dtype=gl.int32, is_pure=True,
         pack=1,
     )  # fmt: skip
+
+
+@gluon.jit
+def _barriers(COUNT: gl.constexpr):
+    """COUNT mbarriers of one arrival each, initialized: [COUNT, 1], one a ring stage or slot."""
+    bars = gl.allocate_shared_memory(gl.int64, [COUNT, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(COUNT):
+        mbarrier.init(bars.index(i), count=1)
+    return bars
 
 
 @gluon.jit
@@ -162,11 +178,8 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
                         _copy_rows(descs[0], row0, col + 64 * p, bar, bufs[0].index(4 * i + p),
                                    half_n, SWIGLU)  # fmt: skip
                 else:
-                    low_desc, code_desc, low_buf, code_buf = descs[0], descs[1], bufs[0], bufs[1]
-                    _copy_rows(low_desc, row0, col, bar, low_buf.index(2 * i), half_n, SWIGLU)
-                    _copy_rows(low_desc, row0, col + WBLOCK // 2, bar, low_buf.index(2 * i + 1),
-                               half_n, SWIGLU)  # fmt: skip
-                    _copy_rows(code_desc, row0, col // 2, bar, code_buf.index(i), half_n, SWIGLU)
+                    _copy_planes((descs[0], descs[1]), (bufs[0], bufs[1]), i, row0, col, bar,
+                                 half_n, SWIGLU)  # fmt: skip
             c += 1
     if PDL and c <= STAGES:  # a program of at most STAGES stages: x after all of them
         _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
@@ -452,26 +465,12 @@ def _w12_row_kernel(
     plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     scale_buf = gl.allocate_shared_memory(gl.int32, [2 * GROUPS, BN, 1], plain)
     esc_buf = gl.allocate_shared_memory(gl.float32, [2, BN], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-    x_ready = gl.allocate_shared_memory(gl.int64, [1, 1], bar_layout)
-    scale_ready = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
-    esc_ready = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
-    meta_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=1)
-    mbarrier.init(x_ready.index(0), count=1)
-    for i in gl.static_range(2):
-        mbarrier.init(scale_ready.index(i), count=1)
-        mbarrier.init(esc_ready.index(i), count=1)
-        mbarrier.init(meta_empty.index(i), count=1)
+    ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(1)
+    scale_ready, esc_ready, meta_empty = _barriers(2), _barriers(2), _barriers(2)
     # NORM: the norm weight's blocks (one unread block without), x's 1 / RMS and its barrier
     nw_buf = gl.allocate_shared_memory(gl.bfloat16, [XB if NORM else 1, 8, 32], nw_desc.layout)
     rstd_buf = gl.allocate_shared_memory(gl.float32, [1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    norm_ready = gl.allocate_shared_memory(gl.int64, [1, 1], bar_layout)
-    mbarrier.init(norm_ready.index(0), count=1)
+    norm_ready = _barriers(1)
     norm_loader = (nw_desc, nw_buf)
     norm_multiplier = (nw_buf, rstd_buf, norm_ready.index(0), k, eps)
     norm_meta = (nw_ptr, rstd_buf, norm_ready.index(0))
@@ -517,19 +516,11 @@ def _bf16_row_kernel(
     work = (units, tiles_rows, n_stages, n // 2)
     w_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * STAGES * SB, BN, 64], w_desc.layout)
     x_buf = gl.allocate_shared_memory(gl.bfloat16, [XB, 8, 32], x_desc.layout)
-    bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-    x_ready = gl.allocate_shared_memory(gl.int64, [1, 1], bar_layout)
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=1)
-    mbarrier.init(x_ready.index(0), count=1)
+    ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(1)
     bars = (ready, empty, x_ready.index(0))
     nw_buf = gl.allocate_shared_memory(gl.bfloat16, [XB if NORM else 1, 8, 32], nw_desc.layout)
     rstd_buf = gl.allocate_shared_memory(gl.float32, [1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    norm_ready = gl.allocate_shared_memory(gl.int64, [1, 1], bar_layout)  # (no one waits)
-    mbarrier.init(norm_ready.index(0), count=1)
+    norm_ready = _barriers(1)  # (no one waits)
     norm = (nw_buf, rstd_buf, norm_ready.index(0), k, eps)
     gl.warp_specialize(
         [

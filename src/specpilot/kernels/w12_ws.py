@@ -195,6 +195,18 @@ def _copy_rows(desc, row0, col, ready, buf, half_n, SWIGLU: gl.constexpr):
 
 
 @gluon.jit
+def _copy_planes(descs, bufs, i, row0, col, bar, half_n, SWIGLU: gl.constexpr):
+    """A block's two planes of the tile's rows into buffer i of the ring (descs, bufs: the low
+    plane's and the codes'): the low plane as its two halves (128 bytes a row each), buffers 2i
+    and 2i + 1, the codes into buffer i."""
+    low_desc, code_desc = descs
+    low_buf, code_buf = bufs
+    _copy_rows(low_desc, row0, col, bar, low_buf.index(2 * i), half_n, SWIGLU)
+    _copy_rows(low_desc, row0, col + WBLOCK // 2, bar, low_buf.index(2 * i + 1), half_n, SWIGLU)
+    _copy_rows(code_desc, row0, col // 2, bar, code_buf.index(i), half_n, SWIGLU)
+
+
+@gluon.jit
 def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr,
             BOUND: gl.constexpr):  # fmt: skip
     low_desc, code_desc, x_desc = descs
@@ -219,12 +231,8 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
             ready = in_ready.index(s)
             mbarrier.expect(ready, nbytes)
             col = (k_block0 + i) * WBLOCK
-            # the low plane's block as its two halves (128 bytes a row each: a swizzle's width)
-            half_n = work[4]
-            _copy_rows(low_desc, row0, col, ready, low_buf.index(2 * s), half_n, SWIGLU)
-            _copy_rows(low_desc, row0, col + WBLOCK // 2, ready, low_buf.index(2 * s + 1), half_n,
-                       SWIGLU)  # fmt: skip
-            _copy_rows(code_desc, row0, col // 2, ready, code_buf.index(s), half_n, SWIGLU)
+            _copy_planes((low_desc, code_desc), (low_buf, code_buf), s, row0, col, ready,
+                         work[4], SWIGLU)  # fmt: skip
             x_ready_s = x_ready.index(sx)
             if (BOUND & 4) == 0:
                 mbarrier.expect(x_ready_s, 4 * x_desc.block_type.nbytes)
@@ -559,17 +567,18 @@ def _escape_entry(escapes, start, count, e, col0, col1):
 
 
 @gluon.jit
-def _escape_input(x_ptr, stride_x, m, col, value, acc):
+def _escape_input(x_ptr, stride_x, m, col, value, acc, PAIR: gl.constexpr = True):
     """The input's [rows, 16] values at each row's escape column, in acc's layout (0 where value
-    is 0: no escape; the input is in pair_order)."""
+    is 0: no escape; the input is in pair_order, or with PAIR False in its natural order)."""
     tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, acc.type.layout))
-    at = pair_position(col)
+    at = pair_position(col) if PAIR else col
     return gl.load(x_ptr + tokens[None, :] * stride_x + at[:, None],
                    mask=(value != 0.0)[:, None] & (tokens[None, :] < m), other=0.0)  # fmt: skip
 
 
 @gluon.jit
-def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, BATCH: gl.constexpr):
+def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, BATCH: gl.constexpr,
+             PAIR: gl.constexpr = True):  # fmt: skip
     """acc plus the escapes of these rows in columns col0 .. col1 - 1. BATCH 4: each row's first
     four at once (their entries in one round of independent loads, their inputs in a second),
     then the rest of each row's list in turn; 0: all in turn, each a chain of dependent loads
@@ -582,17 +591,17 @@ def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, BATCH:
         c1, v1 = _escape_entry(escapes, start, count, 1, col0, col1)
         c2, v2 = _escape_entry(escapes, start, count, 2, col0, col1)
         c3, v3 = _escape_entry(escapes, start, count, 3, col0, col1)
-        x0 = _escape_input(x_ptr, stride_x, m, c0, v0, acc).to(gl.float32)
-        x1 = _escape_input(x_ptr, stride_x, m, c1, v1, acc).to(gl.float32)
-        x2 = _escape_input(x_ptr, stride_x, m, c2, v2, acc).to(gl.float32)
-        x3 = _escape_input(x_ptr, stride_x, m, c3, v3, acc).to(gl.float32)
+        x0 = _escape_input(x_ptr, stride_x, m, c0, v0, acc, PAIR).to(gl.float32)
+        x1 = _escape_input(x_ptr, stride_x, m, c1, v1, acc, PAIR).to(gl.float32)
+        x2 = _escape_input(x_ptr, stride_x, m, c2, v2, acc, PAIR).to(gl.float32)
+        x3 = _escape_input(x_ptr, stride_x, m, c3, v3, acc, PAIR).to(gl.float32)
         acc = acc + v0[:, None] * x0
         acc = acc + v1[:, None] * x1
         acc = acc + v2[:, None] * x2
         acc = acc + v3[:, None] * x3
     for e in range(BATCH, gl.max(count, axis=0)):
         col, value = _escape_entry(escapes, start, count, e, col0, col1)
-        xs = _escape_input(x_ptr, stride_x, m, col, value, acc)
+        xs = _escape_input(x_ptr, stride_x, m, col, value, acc, PAIR)
         acc = acc + value[:, None] * xs.to(gl.float32)
     return acc
 

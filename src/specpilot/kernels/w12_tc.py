@@ -1,0 +1,354 @@
+"""W12 multiplies of 1-16 rows on wgmma, the weights decoded straight into its register operand,
+fed by a TMA ring (Gluon, sm_90): a prototype, not yet run on a GPU.
+
+Why: issue 7's speculative target needs the verify blocks' (16-row) W12 multiplies near their
+12-bit floor. kernels/w12_linear.py's tensor-core tiles hold their loads in registers (3
+programs of 4 warps an SM: too few bytes in flight, docs/LOG.md runs 263-277); kernels/w12_ws.py
+decodes into shared memory for a wgmma that reads it there (a second pass and a hand-off
+between warps, runs 279-285). Here, as in kernels/w12_row.py, the bytes in flight sit in
+shared memory (TMA) and the warps that multiply decode each block's words straight into
+wgmma's A operand in registers (bench/wgmma_ra_probe.py: ~3 SASS instructions a weight, no
+data moved between threads):
+- a loader warp copies each block of a tile's 64 weight rows (its two W12 planes) and the input
+  block (x^T in the operand's K order, [256, 16] bf16) by TMA into a ring of STAGES stages;
+- a meta warp writes each unit's scale words (its rows' 2^(2b) as bf16x2) and its escapes'
+  sums [64, 16] (the input's natural order) into one of two slots;
+- one warpgroup decodes each block's 16 k-chunks (`_operand`: pair u = 4 sp + p of a chunk is
+  slices (2 sp, 2 sp + 1) of half h at position 4 g + p; each thread's operand is one low and
+  one code word a row, made exact by `mul.bf16x2` with the scale word) and runs 16 wgmma
+  (m64n16k16, A in registers, B the input chunk in shared memory), then adds the escapes and
+  stores as w12_ws does (`_store`: a K split's fp32 partials, the residual, SwiGLU).
+Work: units of 64 rows (SwiGLU: 32 gates and their ups) and at most MAX_UNIT_BLOCKS blocks of
+K (a K split where the tiles alone are too few for the SMs or K is long), persistent.
+
+The input's K order (`tc_order`): a producer would write it (as the rmsnorm kernel writes
+w12_ws's pair order); the host permutes it here. Unmeasured, not used by the engine;
+tests/test_w12_tc.py (GPU) and bench/w12_join.py --tc.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+from specpilot.formats.w12 import BLOCK, W12Weight, padded
+from specpilot.kernels import launch
+from specpilot.kernels.w12_linear import sum_splits
+from specpilot.kernels.w12_row import _barriers, _bf16_pair, _high_bytes, _times
+from specpilot.kernels.w12_ws import _copy_planes, _escapes, _store, _tile_rows, _unit
+
+TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4)
+ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
+MAX_UNIT_BLOCKS = 16  # blocks of K a unit at most (its scale words: 32 groups)
+WBLOCK = gl.constexpr(BLOCK)
+RW, UNIT_BLOCKS = gl.constexpr(ROWS), gl.constexpr(MAX_UNIT_BLOCKS)  # the same, inside kernels
+# the operand's words: [64 rows, 4 positions] int32, thread l of warp w holding rows 16 w + l // 4
+# and + 8 at position l % 4 (wgmma's bf16 A fragment ownership, in words of two pairs' bytes)
+WORDS = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[8, 0]], lane_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [4, 0]],
+    warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 4],
+))  # fmt: skip
+ACC = gl.constexpr(gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                             instr_shape=[16, 16, 16]))  # fmt: skip
+A_OPERAND = gl.constexpr(gl.DotOperandLayout(operand_index=0, parent=ACC.value, k_width=2))
+
+
+@gluon.jit
+def _halves(pair):
+    """A bf16x2 word's two halves as bf16 (low first), no arithmetic."""
+    lo, hi = gl.inline_asm_elementwise(
+        "mov.b32 {$0, $1}, $2;", "=h,=h,r", [pair], dtype=(gl.int16, gl.int16), is_pure=True,
+        pack=1,
+    )  # fmt: skip
+    return lo.to(gl.bfloat16, bitcast=True), hi.to(gl.bfloat16, bitcast=True)
+
+
+@gluon.jit
+def _operand(low, code, scale, H: gl.constexpr):
+    """A 16-k chunk's A operand [64, 16] bf16 from [64, 4] words (WORDS): pair u = 4 sp + p is
+    slices (2 sp, 2 sp + 1) of half H at position p, made exact by the rows' scale words."""
+    high = _high_bytes(code, H)
+    p0 = _times(_bf16_pair(low, high, 0), scale)  # slices 4H, 4H + 1
+    p1 = _times(_bf16_pair(low, high, 2), scale)  # slices 4H + 2, 4H + 3
+    pairs = gl.reshape(gl.permute(gl.join(p0, p1), (0, 2, 1)), [64, 8])  # u = 4 sp + p
+    lo, hi = _halves(pairs)
+    a = gl.reshape(gl.join(lo, hi), [64, 16])  # k = 2 u + half
+    return gl.convert_layout(a, A_OPERAND, assert_trivial=True)
+
+
+@gluon.jit
+def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr):
+    """Each unit's blocks: the tile's two planes (the low plane's halves, the codes) and the
+    input block x^T [256, 16], into the ring."""
+    low_desc, code_desc, x_desc = descs
+    low_buf, code_buf, x_buf = bufs
+    ready, empty = bars
+    STAGES: gl.constexpr = code_buf.type.shape[0]
+    nbytes: gl.constexpr = RW * (WBLOCK + WBLOCK // 2) + WBLOCK * 16 * 2
+    c = 0
+    for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
+        row0, k_block0, n_blocks, _ = _unit(u, work, RW // (1 + SWIGLU))
+        for i in range(n_blocks):
+            s = c % STAGES
+            mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
+            bar = ready.index(s)
+            mbarrier.expect(bar, nbytes)
+            col = (k_block0 + i) * WBLOCK
+            _copy_planes((low_desc, code_desc), (low_buf, code_buf), s, row0, col, bar, work[4],
+                         SWIGLU)  # fmt: skip
+            tma.async_copy_global_to_shared(x_desc, [col, 0], bar, x_buf.index(s))
+            c += 1
+
+
+@gluon.jit
+def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, SWIGLU: gl.constexpr,
+          ESC_BATCH: gl.constexpr):  # fmt: skip
+    """Each unit's scale words (group 2 k_block0 + j of every row, j < 32: bf16x2 2^(2b); 2^0 past
+    the unit's groups) and its rows' escape sums [64, 16] over its columns, into slot unit % 2."""
+    scale_buf, esc_buf = bufs
+    scale_ready, esc_ready, meta_empty = bars
+    base_ptr, base_stride, groups = weights
+    GROUPS: gl.constexpr = scale_buf.type.shape[0] // 2
+    # the scale words ([2 x GROUPS, 64]: a group's row as the multiplier reads it) as [slot,
+    # group, row]
+    slots = scale_buf._reinterpret(gl.int32, [2, GROUPS, RW],
+                                   gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # fmt: skip
+    grid: gl.constexpr = gl.BlockedLayout([1, 2], [8, 4], [1, 1], [1, 0])  # [8 groups, 64 rows]
+    sums: gl.constexpr = gl.BlockedLayout([2, 16], [32, 1], [1, 1], [1, 0])  # [64, 16]
+    j = 0
+    for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
+        slot = j % 2
+        mbarrier.wait(meta_empty.index(slot), ((j // 2) & 1) ^ 1)
+        row0, k_block0, n_blocks, _ = _unit(u, work, RW // (1 + SWIGLU))
+        rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(0, grid))
+        base_rows = base_ptr + rows.to(gl.int64) * base_stride + 2 * k_block0
+        for ch in gl.static_range(GROUPS // 8):  # 8 groups at a time (a pointer an element)
+            g = 8 * ch + gl.arange(0, 8, layout=gl.SliceLayout(1, grid))
+            live = (g < 2 * n_blocks)[:, None] & (2 * k_block0 + g < groups)[:, None]
+            b = gl.load(base_rows[None, :] + g[:, None], mask=live & in_rows[None, :], other=0)
+            v = (2 * b.to(gl.int32) + 127) << 7  # bf16 2^(2b)
+            slots.index(slot).slice(8 * ch, 8).store(v | (v << 16))
+        mbarrier.arrive(scale_ready.index(slot), count=1)
+        rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, sums))
+        col0, col1 = k_block0 * WBLOCK, (k_block0 + n_blocks) * WBLOCK
+        esc = _escapes(gl.zeros([RW, 16], gl.float32, sums), rows, in_rows, escapes, x_ptr,
+                       stride_x, m, col0, col1, ESC_BATCH, PAIR=False)  # fmt: skip
+        esc_buf.index(slot).store(esc)
+        mbarrier.arrive(esc_ready.index(slot), count=1)
+        j += 1
+
+
+@gluon.jit
+def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0):
+    """acc plus one block's products (ring stage s, scale words g0 and g0 + 1): 16 wgmma, A
+    decoded from the planes' words (`_operand`), B the input's chunks; waited for."""
+    planes: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+    zero = gl.zeros([RW, 4], gl.int32, WORDS)
+    code_words = code_buf.index(s)._reinterpret(gl.int32, [RW, 32], planes)
+    for h in gl.static_range(2):
+        scale = zero + scale_buf.index(g0 + h).load(gl.SliceLayout(1, WORDS))[:, None]
+        low_words = low_buf.index(2 * s + h)._reinterpret(gl.int32, [RW, 32], planes)
+        for g in gl.static_range(8):  # positions 4 g .. 4 g + 3
+            low = low_words.slice(4 * g, 4, dim=1).load(WORDS)
+            code = code_words.slice(4 * g, 4, dim=1).load(WORDS)
+            a = _operand(low, code, scale, h)
+            acc = warpgroup_mma(a, x_buf.index(s).slice(16 * (8 * h + g), 16), acc,
+                                is_async=True)  # fmt: skip
+    return warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+
+
+@gluon.jit
+def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE: gl.constexpr):
+    """The default partition (one warpgroup): each unit's blocks (`_block_products`), its
+    escapes, the store (w12_ws's `_store`)."""
+    low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
+    ready, empty, scale_ready, esc_ready, meta_empty = bars
+    STAGES: gl.constexpr = code_buf.type.shape[0]
+    GROUPS: gl.constexpr = scale_buf.type.shape[0] // 2
+    SWIGLU: gl.constexpr = EPILOGUE[0]
+    c = 0
+    j = 0
+    for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
+        slot = j % 2
+        row0, k_block0, n_blocks, split = _unit(u, work, RW // (1 + SWIGLU))
+        mbarrier.wait(scale_ready.index(slot), (j // 2) & 1)
+        acc = gl.zeros([RW, 16], gl.float32, ACC)
+        for i in range(n_blocks):
+            s = c % STAGES
+            mbarrier.wait(ready.index(s), (c // STAGES) & 1)
+            acc = _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s,
+                                  slot * GROUPS + 2 * i)  # fmt: skip
+            mbarrier.arrive(empty.index(s), count=1)
+            c += 1
+        mbarrier.wait(esc_ready.index(slot), (j // 2) & 1)
+        acc = acc + esc_buf.index(slot).load(ACC)
+        mbarrier.arrive(meta_empty.index(slot), count=1)
+        rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, ACC))
+        _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
+        j += 1
+
+
+@gluon.jit
+def _w12_tc_kernel(
+    low_desc, code_desc, x_desc,
+    x_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr, res_ptr,
+    m, n, k, units, tiles, blocks_per_split, stride_x, base_stride, groups, stride_y,
+    stride_split, stride_r,
+    STAGES: gl.constexpr, SPLIT_K: gl.constexpr, ESC_BATCH: gl.constexpr, SWIGLU: gl.constexpr,
+    RESIDUAL: gl.constexpr,
+):  # fmt: skip
+    """Each program takes units pid, pid + programs, ...; the partitions run on across them."""
+    work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
+    half: gl.constexpr = WBLOCK // 2
+    low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, RW, half], low_desc.layout)
+    code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, RW, half], code_desc.layout)
+    x_buf = gl.allocate_shared_memory(gl.bfloat16, [STAGES, WBLOCK, 16], x_desc.layout)
+    GROUPS: gl.constexpr = 2 * UNIT_BLOCKS
+    scale_buf = gl.allocate_shared_memory(gl.int32, [2 * GROUPS, RW],
+                                          gl.SwizzledSharedLayout(1, 1, 1, [0]))  # fmt: skip
+    esc_buf = gl.allocate_shared_memory(gl.float32, [2, RW, 16],
+                                        gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # fmt: skip
+    ready, empty = _barriers(STAGES), _barriers(STAGES)
+    scale_ready, esc_ready, meta_empty = _barriers(2), _barriers(2), _barriers(2)
+    gl.warp_specialize(
+        [
+            (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
+                           (ready, empty, scale_ready, esc_ready, meta_empty), work, n, m,
+                           (y_ptr, stride_y, stride_split, res_ptr, stride_r), SPLIT_K > 1,
+                           (SWIGLU, RESIDUAL, False))),
+            (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
+                     (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
+                     x_ptr, stride_x, m, SWIGLU, ESC_BATCH)),
+            (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), (ready, empty),
+                       work, SWIGLU)),
+        ],
+        [1, 1],
+        [168, 40],  # (the meta warp: 80 spilled its escapes' batch of 4 x [64, 16]; the
+        # loader: 24 with SwiGLU's copies)
+    )  # fmt: skip
+
+
+def tc_order(x: torch.Tensor) -> torch.Tensor:
+    """x [M <= 16, K] -> the operand's input x^T [Kp, 16] (zero tokens to 16, zero columns to Kp):
+    row 256 b + 16 c + k (chunk c = 8 h + g of block b) holds column 256 b + 32 (4 h + 2 sp + half)
+    + 4 g + p, for pair u = k // 2 = 4 sp + p and half = k % 2 (`_operand`'s K order)."""
+    m, k = x.shape
+    kp = padded(k)
+    x = torch.nn.functional.pad(x, (0, kp - k, 0, 16 - m))
+    r = torch.arange(BLOCK, device=x.device)
+    c, kk = r // 16, r % 16
+    h, g = c // 8, c % 8
+    u, half = kk // 2, kk % 2
+    col = 32 * (4 * h + 2 * (u // 4) + half) + 4 * g + u % 4
+    index = (torch.arange(0, kp, BLOCK, device=x.device)[:, None] + col).reshape(-1)
+    return x[:, index].T.contiguous()
+
+
+def layouts() -> tuple:
+    """The shared layouts TMA writes: the planes' (unswizzled bytes) and the input blocks' ([256,
+    16] bf16, 32-byte swizzle: wgmma's B)."""
+    planes = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+    return planes, gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=2)
+
+
+def split_plan(n: int, k: int, swiglu: bool, split: int, sms: int) -> tuple[int, int, int]:
+    """(tiles, blocks a split, splits) for N x K: at most MAX_UNIT_BLOCKS blocks a unit; unless
+    `split` is given (or SwiGLU, which takes none past that), the K split whose units fill the
+    SMs' waves best (the fewest splits within 2% of the best)."""
+    tiles = triton.cdiv(n // 2 if swiglu else n, ROWS // (2 if swiglu else 1))
+    blocks = triton.cdiv(k, BLOCK)
+    least = triton.cdiv(blocks, MAX_UNIT_BLOCKS)
+    if split or swiglu:
+        choices = [max(split or 1, least)]
+    else:
+        choices = range(least, blocks + 1)
+    plans = []
+    for splits in choices:
+        per_split = triton.cdiv(blocks, splits)
+        units = tiles * triton.cdiv(blocks, per_split)
+        plans.append((units / (triton.cdiv(units, sms) * sms), per_split))
+    best = max(fill for fill, _ in plans)
+    per_split = next(per for fill, per in plans if fill >= best - 0.02)
+    return tiles, per_split, triton.cdiv(blocks, per_split)
+
+
+def w12_tc_linear(
+    x: torch.Tensor,
+    weight: W12Weight,
+    tile: dict | None = None,
+    *,
+    swiglu: bool = False,
+    residual: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """x [M, K] bf16 (M 1-16, CUDA, sm_90) @ weight.T -> [M, N] bf16 on the register-operand
+    wgmma kernel (w12_linear's contract: swiglu, y = silu(gate) * up of [gate | up]; residual
+    [M, N], y = residual + x @ weight.T). tile: TILE's keys to change."""
+    cfg = TILE | (tile or {})
+    unknown = set(cfg) - set(TILE)
+    if unknown:
+        raise ValueError(f"w12_tc_linear: unknown tile keys {sorted(unknown)}")
+    m, k, n = x.shape[0], weight.columns, weight.shape[0]
+    if weight.group_size != BLOCK // 2:
+        raise ValueError(f"w12_tc_linear wants group size {BLOCK // 2}, got {weight.group_size}")
+    if not 1 <= m <= 16 or x.shape[1] != k or x.dtype != torch.bfloat16 or not x.is_cuda:
+        raise ValueError(f"w12_tc_linear wants x [1-16, {k}] bf16 on CUDA, got "
+                         f"{tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
+    if swiglu and (n % 2 or residual is not None):
+        raise ValueError("w12_tc_linear swiglu wants an even N and no residual")
+    if residual is not None and (residual.shape != (m, n) or residual.dtype != torch.bfloat16):
+        raise ValueError(f"w12_tc_linear: residual must be [{m}, {n}] bf16")
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    sms = launch._sm_count(x.device.index or 0)
+    tiles, per_split, splits = split_plan(n, k, swiglu, cfg["SPLIT_K"], sms)
+    if swiglu and splits > 1:
+        raise ValueError(f"w12_tc_linear swiglu takes at most {MAX_UNIT_BLOCKS * BLOCK} columns")
+    planes, x_layout = layouts()
+    rows = ROWS // (2 if swiglu else 1)  # of N a unit covers (SwiGLU: and their ups)
+    low = TensorDescriptor.from_tensor(weight.low, [rows, BLOCK // 2], planes)
+    codes = TensorDescriptor.from_tensor(weight.codes, [rows, BLOCK // 2], planes)
+    xd = TensorDescriptor.from_tensor(tc_order(x), [BLOCK, 16], x_layout)
+    x = x.contiguous()
+    y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
+    out = y if splits == 1 else torch.empty(splits, m, n, device=x.device, dtype=torch.float32)
+    res = residual.contiguous() if residual is not None and splits == 1 else y
+    units = tiles * splits
+    grid = (min(units, sms * cfg["PERSISTENT"]) if cfg["PERSISTENT"] else units,)
+    _w12_tc_kernel[grid](
+        low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
+        m, n, k, units, tiles, per_split, x.stride(0), weight.base.stride(0),
+        weight.base.shape[1], y.stride(0), m * n, res.stride(0), STAGES=cfg["STAGES"],
+        SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu),
+        RESIDUAL=residual is not None and splits == 1, num_warps=4,
+    )  # fmt: skip
+    if splits > 1:
+        sum_splits(out, y, residual)
+    return y
+
+
+def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
+                 split: int = 1):  # fmt: skip
+    """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel)."""
+    from specpilot.kernels import aot
+
+    cfg = TILE | (tile or {})
+    rows = ROWS // (2 if swiglu else 1)
+    planes, x_layout = layouts()
+    types = dict(
+        low_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
+        code_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
+        x_desc=f"tensordesc<bf16[{BLOCK}, 16],{x_layout!r}>",
+        x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
+        y_ptr="*fp32" if split > 1 else "*bf16", res_ptr="*bf16",
+    )  # fmt: skip
+    consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"],
+                  SWIGLU=int(swiglu), RESIDUAL=residual, num_warps=4)  # fmt: skip
+    return aot.compile_kernel(_w12_tc_kernel, types, consts)

@@ -1,0 +1,123 @@
+"""kernels/w12_tc.py: 1-16-row W12 multiplies on wgmma with the weights decoded into its register
+operand (a prototype, CUDA only).
+
+Without a GPU: the input's K order is a permutation of each block and the one whose products
+bench/wgmma_ra_probe.py's emulation checks, the split plan, bad input, and the kernel compiles
+for sm_90a without spills. On CUDA (Hopper): the kernel against w12_linear_reference."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import torch
+
+from specpilot.formats import w12
+from specpilot.kernels import w12_tc
+from specpilot.kernels.w12_linear import w12_linear_reference
+from tests.conftest import compiled_json
+from tests.test_w12_kernels import close_columns, weight_with_escapes
+
+
+def _weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
+    return weight_with_escapes(n, k, torch.Generator().manual_seed(seed))
+
+
+def test_tc_order_is_the_operands_k_order() -> None:
+    """tc_order: each block's 256 rows a permutation of its columns (zero tokens and columns
+    padded), chunk by chunk the order bench/wgmma_ra_probe.probe_inputs gives (whose emulated
+    products tests/test_bench_smoke.py checks against the decoded weights')."""
+    x = torch.arange(3 * 600, dtype=torch.float32).view(3, 600)
+    t = w12_tc.tc_order(x)
+    assert t.shape == (768, 16) and (t[:, 3:] == 0).all()
+    for b in range(3):
+        got = sorted(t[256 * b : 256 * (b + 1), 0].tolist())
+        want = sorted([float(c) if c < 600 else 0.0 for c in range(256 * b, 256 * (b + 1))])
+        assert got == want
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+    probe = pytest.importorskip("wgmma_ra_probe")
+    packed = w12.encode(_weights(64, 512))
+    xs = torch.randn(16, 512).to(torch.bfloat16)
+    chunks = probe.probe_inputs(packed, xs)[2]  # [32, 16 k, 16 tokens]
+    assert torch.equal(w12_tc.tc_order(xs).view(32, 16, 16), chunks)
+
+
+def test_split_plan() -> None:
+    """At most 16 blocks a unit; the split whose units fill 132 SMs' waves best (the fewest
+    splits near the best); SwiGLU takes no split; a given split is taken."""
+    assert w12_tc.split_plan(24576, 4096, True, 0, 132) == (384, 16, 1)  # gate|up: 2.9 waves
+    assert w12_tc.split_plan(4096, 12288, False, 0, 132) == (64, 12, 4)  # down: 256 units
+    assert w12_tc.split_plan(6144, 4096, False, 0, 132) == (96, 4, 4)  # q|k|v: 384, not 192
+    assert w12_tc.split_plan(4096, 4096, False, 0, 132) == (64, 8, 2)  # o: one wave of 128
+    assert w12_tc.split_plan(4096, 4096, False, 1, 132) == (64, 16, 1)  # given
+    assert w12_tc.split_plan(320, 12288, False, 1, 132)[1:] == (16, 3)  # 16 blocks at most
+
+
+def test_bad_input_is_refused() -> None:
+    packed = w12.encode(_weights(64, 256))
+    with pytest.raises(ValueError, match="unknown tile keys"):
+        w12_tc.w12_tc_linear(torch.zeros(2, 256, dtype=torch.bfloat16), packed, dict(BLOCK=1))
+    with pytest.raises(ValueError, match="wants x"):
+        w12_tc.w12_tc_linear(torch.zeros(17, 256, dtype=torch.bfloat16), packed)
+    with pytest.raises(ValueError, match="group size"):
+        w12_tc.w12_tc_linear(torch.zeros(2, 256, dtype=torch.bfloat16),
+                             w12.encode(_weights(64, 256), 32))  # fmt: skip
+
+
+def test_the_kernel_compiles_for_sm90_without_spills() -> None:
+    """sm_90a (Triton's ptxas, no GPU): the default, SwiGLU, the residual and a K split's
+    partials, one program an SM in shared memory, no spills."""
+    cases = [({}, False, False, 1), ({}, True, False, 1), ({}, False, True, 1),
+             ({}, False, False, 4), (dict(STAGES=6), False, False, 1)]  # fmt: skip
+    code = "import json; from specpilot.kernels import aot, w12_tc; "
+    code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
+    for usage in compiled_json(code):
+        assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0
+        assert usage["shared"] <= 227 * 1024
+
+
+hopper = pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+    reason="Gluon warp specialization: CUDA sm_90+ only",
+)
+
+
+@hopper
+@pytest.mark.parametrize("m", [1, 7, 16])
+@pytest.mark.parametrize("n, k, tile", [(4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}),
+                                        (4100, 1152, {}), (320, 2304, dict(STAGES=2)),
+                                        (2000, 2304, dict(PERSISTENT=0, SPLIT_K=1)),
+                                        (2000, 4608, dict(STAGES=6, ESC_BATCH=0))])  # fmt: skip
+def test_w12_tc_matches_the_reference(m: int, n: int, k: int, tile: dict) -> None:
+    """Qwen3-8B's shapes (K splits), N off the tile, K off the blocks, every tile key; row 4 of
+    the weights has more escapes than the meta warp's batch of 4."""
+    w = _weights(n, k, seed=n + m).cuda()
+    packed = w12.encode(w)
+    x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+    ref = w12_linear_reference(x, packed).float()
+    close_columns(w12_tc.w12_tc_linear(x, packed, tile).float(), ref, 4)
+
+
+@hopper
+@pytest.mark.parametrize("m", [1, 16])
+def test_w12_tc_swiglu(m: int) -> None:
+    """silu(gate) * up of [gate | up]: a unit's 32 gates and their ups half N further on."""
+    packed = w12.encode(_weights(2 * 1000, 1152, seed=11).cuda())
+    x = torch.randn(m, 1152, device="cuda").to(torch.bfloat16)
+    y = w12_tc.w12_tc_linear(x, packed, swiglu=True)
+    assert y.shape == (m, 1000)
+    close_columns(y.float(), w12_linear_reference(x, packed, swiglu=True).float(), 4)
+
+
+@hopper
+@pytest.mark.parametrize("split", [1, 3])
+def test_w12_tc_residual(split: int) -> None:
+    """residual + x @ W.T, in the epilogue or in the split sum's: exact given the product."""
+    packed = w12.encode(_weights(320, 2304, seed=5).cuda())
+    x = torch.randn(16, 2304, device="cuda").to(torch.bfloat16)
+    r = torch.randn(16, 320, device="cuda").to(torch.bfloat16)
+    plain = w12_tc.w12_tc_linear(x, packed, dict(SPLIT_K=split))
+    close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
+    y = w12_tc.w12_tc_linear(x, packed, dict(SPLIT_K=split), residual=r)
+    assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
