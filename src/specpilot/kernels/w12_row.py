@@ -21,7 +21,10 @@ BLOCK_N = ROWS x WARPS rows and all of K) splits its work over partitions (`gl.w
   them to fp32 and multiplies them by x from shared memory; at the tile's end it sums the lanes,
   adds the escapes and stores (plain, residual, or SwiGLU's silu(gate) * up).
 Products are of the exact weights (zeros and escapes as +-0), so the sums differ from
-w12_linear's only in order.
+w12_linear's only in order. PDL: the loader asks for the weights' first stages before waiting
+for the kernel before. NORM: the multiplying warps norm x in shared memory first (the norm
+prologue, with the norm weight copied beside x). `bf16_row_linear`: the same ring, prologue
+and epilogues for bf16 weights (no meta warp).
 
 Work: a tile's rows are BLOCK_N consecutive rows of N (SwiGLU: BLOCK_N / 2 gates and their ups,
 half N further on); programs take tiles pid, pid + programs, ... (units). K is not split: at
@@ -33,7 +36,8 @@ warps wait for each stage and free it, reading nothing).
 
 CUDA sm_90 only (Gluon has no interpreter): tests/test_w12_row.py emulates the bit work on the
 CPU (every weight back, bit for bit), compiles the kernel for sm_90a, and on a Hopper GPU checks
-it against w12_linear_reference. Not used by the engine.
+it against w12_linear_reference. The engine takes it only with ONE_ROW (W12) or BF16_ONE_ROW
+(bf16), both off until measured (bench/h200/row287.sh, row288.sh, row289.sh).
 """
 
 from __future__ import annotations
