@@ -568,15 +568,15 @@ def bf16_route(x: torch.Tensor, weight: torch.Tensor, plain: bool) -> bool:
     return aligned and weight.stride(1) == 1 and launch._on_hopper(x)
 
 
-def _descriptors(weight: W12Weight, xv: torch.Tensor, box_rows: int) -> tuple:
-    """TMA descriptors of the planes ([box_rows, 128] bytes: the low plane's block in two, the
-    codes' in one) and of x viewed as [Kp / 32, 32] (`_blocks_descriptor`), unswizzled."""
+def _plane_descriptors(weight: W12Weight, box_rows: int) -> tuple:
+    """TMA descriptors of the planes, unswizzled: [box_rows, 128] bytes, the low plane's block in
+    two boxes, the codes' in one."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     planes, _ = layouts()
     low = TensorDescriptor.from_tensor(weight.low, [box_rows, BLOCK // 2], planes)
     codes = TensorDescriptor.from_tensor(weight.codes, [box_rows, BLOCK // 2], planes)
-    return low, codes, _blocks_descriptor(xv)
+    return low, codes
 
 
 def _blocks_descriptor(v: torch.Tensor):
@@ -623,8 +623,9 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
                  residual: torch.Tensor | None, bf16: bool,
                  norm_weight: torch.Tensor | None = None) -> dict:  # fmt: skip
     """The checks and host work shared by the W12 and bf16 launchers: the tile (cfg), its
-    geometry, x as [Kp / 32, 32] (padded, 16-byte aligned), the tile's rows of N, the units and
-    programs, y, the residual (or y), and launch.pdl's answer."""
+    geometry, the TMA descriptors of x and of the norm weight (x's where there is none) as
+    [Kp / 32, 32] (`_blocks_view`), the tile's rows of N, the units and programs, y, the
+    residual (or y), and launch.pdl's answer."""
     cfg = TILE | (tile or {})
     unknown = set(cfg) - set(TILE)
     if unknown:
@@ -649,9 +650,10 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
     programs = min(units, launch._sm_count(x.device.index or 0) * cfg["PERSISTENT"])
     y = torch.empty(1, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     res = residual.contiguous() if residual is not None else y
-    return dict(cfg=cfg, geo=geo, xv=_blocks_view(x), rows=rows, units=units,
-                programs=programs, y=y, res=res,
-                launched=launch.pdl(x, multiply=True, programs=programs))  # fmt: skip
+    xd = _blocks_descriptor(_blocks_view(x))
+    nwd = xd if norm_weight is None else _blocks_descriptor(_blocks_view(norm_weight[None, :]))
+    return dict(cfg=cfg, geo=geo, xd=xd, nwd=nwd, rows=rows, units=units, programs=programs,
+                y=y, res=res, launched=launch.pdl(x, multiply=True, programs=programs))  # fmt: skip
 
 
 def w12_row_linear(
@@ -675,13 +677,10 @@ def w12_row_linear(
         raise ValueError(f"w12_row_linear: weight on {weight.low.device}, x on {x.device}")
     plan = _launch_plan("w12_row_linear", x, n, k, tile, swiglu, residual, False, norm_weight)
     geo, launched = plan["geo"], plan["launched"]
-    low, codes, xd = _descriptors(weight, plan["xv"], plan["rows"])
-    nw, nwd = x, xd  # (unread without a norm)
-    if norm_weight is not None:
-        nw = norm_weight.contiguous()
-        nwd = _blocks_descriptor(_blocks_view(nw[None, :]))
+    low, codes = _plane_descriptors(weight, plan["rows"])
+    nw = x if norm_weight is None else norm_weight.contiguous()  # (x: unread without a norm)
     _w12_row_kernel[(plan["programs"],)](
-        low, codes, xd, nwd, x, nw, weight.base, weight.row_ptr, weight.esc_col,
+        low, codes, plan["xd"], plan["nwd"], x, nw, weight.base, weight.row_ptr, weight.esc_col,
         weight.esc_bits, plan["y"], plan["res"], n, k, plan["units"], plan["rows"],
         geo["n_stages"], weight.base.stride(0), weight.base.shape[1], eps,
         **kernel_constants(plan["cfg"], geo), NORM=norm_weight is not None, SWIGLU=int(swiglu),
@@ -710,28 +709,25 @@ def bf16_row_linear(
     if k % 8 or weight.stride(0) % 8 or weight.data_ptr() % 16:
         raise ValueError("bf16_row_linear wants K and the row stride multiples of 8 (TMA)")
     plan = _launch_plan("bf16_row_linear", x, n, k, tile, swiglu, residual, True, norm_weight)
-    geo, launched, cfg = plan["geo"], plan["launched"], plan["cfg"]
+    geo, launched = plan["geo"], plan["launched"]
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    flat = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
-    wd = TensorDescriptor.from_tensor(weight, [plan["rows"], 64], flat)
-    xd = _blocks_descriptor(plan["xv"])
-    nwd = xd if norm_weight is None else _blocks_descriptor(_blocks_view(norm_weight[None, :]))
+    wd = TensorDescriptor.from_tensor(weight, [plan["rows"], 64], layouts()[1])
     _bf16_row_kernel[(plan["programs"],)](
-        wd, xd, nwd, plan["y"], plan["res"], n, k, plan["units"], plan["rows"],
-        geo["n_stages"], eps, ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"],
-        XB=geo["XB"], BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], PDL=launched["PDL"],
-        NORM=norm_weight is not None, SWIGLU=int(swiglu), RESIDUAL=residual is not None,
-        num_warps=cfg["WARPS"], launch_pdl=launched["launch_pdl"],
+        wd, plan["xd"], plan["nwd"], plan["y"], plan["res"], n, k, plan["units"], plan["rows"],
+        geo["n_stages"], eps, **kernel_constants(plan["cfg"], geo, bf16=True),
+        PDL=launched["PDL"], NORM=norm_weight is not None, SWIGLU=int(swiglu),
+        RESIDUAL=residual is not None, launch_pdl=launched["launch_pdl"],
     )  # fmt: skip
     return plan["y"]
 
 
-def kernel_constants(cfg: dict, geo: dict) -> dict:
-    """The kernel's constexprs (but the epilogue's) from a tile and its geometry."""
-    return dict(ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"],
-                GROUPS=geo["GROUPS"], BOUND=cfg["BOUND"], ESC_BATCH=cfg["ESC_BATCH"],
-                FENCE=cfg["FENCE"], num_warps=cfg["WARPS"])  # fmt: skip
+def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
+    """The kernel's constexprs (but PDL's, NORM and the epilogue's) from a tile and its geometry
+    (bf16: _bf16_row_kernel's, which has no meta warp)."""
+    out = dict(ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"],
+               BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], num_warps=cfg["WARPS"])  # fmt: skip
+    return out if bf16 else out | dict(GROUPS=geo["GROUPS"], ESC_BATCH=cfg["ESC_BATCH"])
 
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
@@ -748,20 +744,17 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
     planes, x_layout = layouts()
     x_desc = f"tensordesc<bf16[8, {SLICE}],{x_layout!r}>"
     epilogue = dict(SWIGLU=int(swiglu), RESIDUAL=residual, PDL=pdl)
+    consts = kernel_constants(cfg, geo, bf16) | epilogue | dict(NORM=norm)
     if bf16:
         types = dict(w_desc=f"tensordesc<bf16[{rows}, 64],{x_layout!r}>", x_desc=x_desc,
                      nw_desc=x_desc, y_ptr="*bf16", res_ptr="*bf16", eps="fp32")  # fmt: skip
-        consts = dict(ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"],
-                      BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], NORM=norm,
-                      num_warps=cfg["WARPS"])  # fmt: skip
-        return aot.compile_kernel(_bf16_row_kernel, types, consts | epilogue)
+        return aot.compile_kernel(_bf16_row_kernel, types, consts)
     types = dict(
         low_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
         code_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>", x_desc=x_desc,
         nw_desc=x_desc, x_ptr="*bf16", nw_ptr="*bf16", base_ptr="*u8", row_ptr="*i32",
         esc_col_ptr="*i32", esc_bits_ptr="*i16", y_ptr="*bf16", res_ptr="*bf16", eps="fp32",
     )  # fmt: skip
-    consts = kernel_constants(cfg, geo) | epilogue | dict(NORM=norm)
     return aot.compile_kernel(_w12_row_kernel, types, consts)
 
 
