@@ -142,17 +142,17 @@ def test_w12_row_takes_an_unaligned_input_view() -> None:
 
 
 def test_one_row_route_needs_the_switch_one_row_and_hopper(monkeypatch) -> None:
-    """w12_linear takes the kernel only with ONE_ROW on, for one plain row of group size 128
+    """The engine's linear takes the kernel only with ONE_ROW on, for one row of group size 128
     on a Hopper GPU: here (CPU, interpreted) never, so its one-row products are unchanged."""
-    from specpilot.kernels.w12_linear import w12_linear
+    from specpilot.formats.w12_engine import linear
 
     packed = w12.encode(_weights(64, 256))
     x = torch.randn(1, 256).to(torch.bfloat16)
     monkeypatch.setattr(w12_row, "ONE_ROW", True)
-    assert not w12_row.one_row_route(x, packed, True)  # not on a GPU
-    close_columns(w12_linear(x, packed).float(), w12_linear_reference(x, packed).float(), 2)
+    assert not w12_row.one_row_route(x, packed)  # not on a GPU
+    close_columns(linear(x, packed).float(), w12_linear_reference(x, packed).float(), 2)
     monkeypatch.setattr(w12_row, "ONE_ROW", False)
-    assert not w12_row.one_row_route(x, packed, True)
+    assert not w12_row.one_row_route(x, packed)
     with pytest.raises(ValueError, match="group size"):
         w12_row.w12_row_linear(x, w12.encode(_weights(64, 256), 32))
 
@@ -193,10 +193,12 @@ def test_w12_row_norm_prologue(k: int) -> None:
 @pytest.mark.parametrize("kind", ["w12", "bf16"])
 @pytest.mark.parametrize("kw", [{}, dict(swiglu=True), dict(residual=True), dict(norm=True)])
 def test_one_row_calls_route_to_the_kernel(monkeypatch, kind: str, kw: dict) -> None:
-    """ONE_ROW (w12_linear) and BF16_ONE_ROW (skinny_linear) on: their one-row calls (a norm
-    prologue, SwiGLU or residual epilogue) are w12_row_linear's / bf16_row_linear's bits; a
-    SwiGLU prologue, two rows or a given tile stay where they were."""
-    from specpilot.kernels import linear
+    """ONE_ROW (a W12 weight) and BF16_ONE_ROW (bf16) on: the engine's one-row multiplies
+    (formats/w12_engine.linear: a norm prologue, SwiGLU or residual epilogue) are
+    w12_row_linear's / bf16_row_linear's bits; a SwiGLU prologue, two rows or a given tile stay
+    on w12_linear / skinny_linear."""
+    from specpilot.formats.w12_engine import linear
+    from specpilot.kernels import linear as bf16_kernels
     from specpilot.kernels import w12_linear as w12_kernels
 
     w = (torch.randn(512, 1024) * 0.03).to(torch.bfloat16).cuda()
@@ -208,19 +210,18 @@ def test_one_row_calls_route_to_the_kernel(monkeypatch, kind: str, kw: dict) -> 
         kw = dict(norm_weight=torch.rand(1024, device="cuda").to(torch.bfloat16) + 0.5)
     name, switch = ("w12_row_linear", "ONE_ROW") if kind == "w12" else ("bf16_row_linear",
                                                                         "BF16_ONE_ROW")  # fmt: skip
-    multiply = w12_kernels.w12_linear if kind == "w12" else linear.skinny_linear
     calls = []
     original = getattr(w12_row, name)
     counted = lambda *a, **k: calls.append(1) or original(*a, **k)  # noqa: E731
     monkeypatch.setattr(w12_row, name, counted)
     monkeypatch.setattr(w12_row, switch, True)
-    y = multiply(x[:1], weight, **kw)
+    y = linear(x[:1], weight, **kw)
     assert calls == [1]
     assert torch.equal(y, original(x[:1], weight, **kw))
-    multiply(torch.cat([x[:1], x[:1]], 1), weight, glu=True)
-    multiply(x, weight)
-    tile = (w12_kernels if kind == "w12" else linear).tile_config(1, 512, 1024)
-    multiply(x[:1], weight, config=tile)
+    linear(torch.cat([x[:1], x[:1]], 1), weight, glu=True)
+    linear(x, weight)
+    tile = (w12_kernels if kind == "w12" else bf16_kernels).tile_config(1, 512, 1024)
+    linear(x[:1], weight, config=tile)
     assert calls == [1]
 
 
@@ -277,7 +278,7 @@ def test_bf16_one_row_hands_no_norm_on_and_takes_it_in_the_prologue(monkeypatch)
     assert fused.handoff_for(2, w, after, fused.HAND_O) is not None
     assert fused.prologue_rows(w, "norm") == 1 and fused.prologue_rows(w, "glu") == 0
     assert fused.prologue_rows(w, "norm", row_kernels=False) == 0
-    assert not w12_row.bf16_route(torch.zeros(1, 4096, dtype=torch.bfloat16), w, True)  # CPU
+    assert not w12_row.bf16_route(torch.zeros(1, 4096, dtype=torch.bfloat16), w)  # CPU
 
 
 @hopper

@@ -302,6 +302,12 @@ def _linear(
     rope = hand.pop("rope", None)
     if hand and x.shape[0] > MAX_ROWS:
         raise ValueError(f"the norm hand-off is the skinny multiplies' (<= {MAX_ROWS} rows)")
+    if x.shape[0] == 1:  # the TMA-fed one-row kernels, where switched on (kernels/w12_row.py)
+        from specpilot.kernels import w12_row
+
+        y = w12_row.routed(x, weight, kw, hand if rope is None else dict(hand, rope=rope))
+        if y is not None:
+            return y
 
     if x.shape[0] > MAX_ROWS and isinstance(weight, Fp8Weight):  # a wide draft or the
         # drafter's prompt context: up to FP8_WIDE_SLICES skinny multiplies of 64 rows (each

@@ -517,13 +517,6 @@ def skinny_linear(
         raise ValueError("skinny_linear wants unit stride along K")
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     check_handoff(x, n, norm_weight, glu, residual, swiglu, handoff, handed)
-    if m == 1 and fp8 is None and not INTERPRETED:  # kernels/w12_row.BF16_ONE_ROW
-        from specpilot.kernels import w12_row  # (imported here: it imports this module)
-
-        bare = not glu and handoff is None and handed is None and rope is None
-        if w12_row.bf16_route(x, weight, bare and config is None):
-            return w12_row.bf16_row_linear(x, weight, swiglu=swiglu, residual=residual,
-                                           norm_weight=norm_weight, eps=eps)  # fmt: skip
     if config is None:
         config = fp8_tile_config(m, n, k) if fp8 is not None else tile_config(m, n, k)
     cfg = dict(config)

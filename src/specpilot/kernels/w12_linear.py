@@ -960,14 +960,6 @@ def w12_linear(
     check_prologue_epilogue(m, n, k, norm_weight, glu, residual, swiglu)
     check_handoff(x, n, norm_weight, glu, residual, swiglu, handoff, handed)
     plain = norm_weight is None and not glu and not swiglu and handoff is None and handed is None
-    if m == 1 and not INTERPRETED:  # kernels/w12_row.ONE_ROW (imported here: it imports this)
-        from specpilot.kernels import w12_row
-
-        bare = not glu and handoff is None and handed is None
-        given = config is not None or x_order != "natural" or y_order != "natural"
-        if w12_row.one_row_route(x, weight, bare and not given):
-            return w12_row.w12_row_linear(x, weight, swiglu=swiglu, residual=residual,
-                                          norm_weight=norm_weight, eps=eps)  # fmt: skip
     if (
         plain
         and config is None

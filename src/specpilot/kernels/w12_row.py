@@ -59,15 +59,16 @@ from specpilot.kernels.w12_ws import (
     prmt_words,
 )
 
-# Off (unmeasured: bench/h200/row287.sh times it first). On: w12_linear's one-row multiplies
-# whose input is x or RMSNorm(x) * w (natural order, no SwiGLU prologue, no norm hand-off, no
-# given tile) run on this kernel, with their SwiGLU or residual epilogue, on Hopper GPUs (group
-# size 128: a group a half block); and the fused one-row forwards give their W12 q|k|v and
-# gate|up the norm in that prologue (`prologue_rows`), so no rmsnorm launch precedes them
-# (W12 takes none otherwise: models/fused.W12_PROLOGUE_ROWS; no hand-off: NORM_HANDOFF_W12).
+# Off (unmeasured: bench/h200/row287.sh times it first). On: the engine's one-row W12
+# multiplies (formats/w12_engine.linear, `routed`) whose input is x or RMSNorm(x) * w (natural
+# order, no SwiGLU prologue, no norm hand-off, no given tile) run on this kernel, with their
+# SwiGLU or residual epilogue, on Hopper GPUs (group size 128: a group a half block); and the
+# fused one-row forwards give their W12 q|k|v and gate|up the norm in that prologue
+# (`prologue_rows`), so no rmsnorm launch precedes them (W12 takes none otherwise:
+# models/fused.W12_PROLOGUE_ROWS; no hand-off: NORM_HANDOFF_W12).
 ONE_ROW = False
-# The same for bf16 weights (bf16_row_linear), off, unmeasured: skinny_linear's one-row calls
-# (no SwiGLU prologue, no hand-off, no rope epilogue, no given tile) on this kernel's ring; the
+# The same for bf16 weights (bf16_row_linear), off, unmeasured: the engine's one-row bf16
+# multiplies (no SwiGLU prologue, no hand-off, no rope epilogue, no given tile) on this ring; the
 # fused one-row forwards then norm in its prologue instead of handing the norm on
 # (models/fused.handoff_for, prologue_rows).
 BF16_ONE_ROW = False
@@ -538,10 +539,25 @@ def _bf16_row_kernel(
     )  # fmt: skip
 
 
-def one_row_route(x: torch.Tensor, weight: W12Weight, plain: bool) -> bool:
-    """Whether w12_linear takes this kernel for x @ weight (ONE_ROW): one row, a `plain` call
-    (see ONE_ROW), group size 128, compiled on a Hopper GPU."""
-    if not ONE_ROW or not plain or x.dim() != 2 or x.shape[0] != 1:
+def routed(x: torch.Tensor, weight, kw: dict, hand: dict) -> torch.Tensor | None:
+    """formats/w12_engine.linear's one-row call (its prologue and epilogue keywords `kw`, the
+    rest `hand`) on this kernel where ONE_ROW (a W12 weight, `one_row_route`) or BF16_ONE_ROW (a
+    bf16 one, `bf16_route`) takes it: no SwiGLU prologue, and of `hand` only natural input and
+    output orders (no norm hand-off, rope epilogue or given tile); else None."""
+    if kw["glu"] or any(not isinstance(v, str) or v != "natural" for v in hand.values()):
+        return None
+    args = dict(swiglu=kw["swiglu"], residual=kw["residual"], norm_weight=kw["norm_weight"],
+                eps=kw["eps"])  # fmt: skip
+    if isinstance(weight, W12Weight):
+        return w12_row_linear(x, weight, **args) if one_row_route(x, weight) else None
+    if isinstance(weight, torch.Tensor) and bf16_route(x, weight):
+        return bf16_row_linear(x, weight, **args)
+    return None
+
+
+def one_row_route(x: torch.Tensor, weight: W12Weight) -> bool:
+    """Whether ONE_ROW takes x @ weight: one row, group size 128, compiled on a Hopper GPU."""
+    if not ONE_ROW or x.dim() != 2 or x.shape[0] != 1:
         return False
     return weight.group_size == BLOCK // 2 and launch._on_hopper(x)
 
@@ -557,10 +573,10 @@ def prologue_rows(weight: W12Weight | torch.Tensor, kind: str) -> int:
     return int(BF16_ONE_ROW and weight.dtype == torch.bfloat16)
 
 
-def bf16_route(x: torch.Tensor, weight: torch.Tensor, plain: bool) -> bool:
-    """Whether skinny_linear takes bf16_row_linear for x @ weight (BF16_ONE_ROW): one bf16 row,
-    a `plain` call (see BF16_ONE_ROW), a bf16 weight TMA can read, compiled on a Hopper GPU."""
-    if not BF16_ONE_ROW or not plain or x.dim() != 2 or x.shape[0] != 1:
+def bf16_route(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether BF16_ONE_ROW takes x @ weight on bf16_row_linear: one bf16 row, a bf16 weight TMA
+    can read, compiled on a Hopper GPU."""
+    if not BF16_ONE_ROW or x.dim() != 2 or x.shape[0] != 1:
         return False
     if x.dtype != torch.bfloat16 or weight.dtype != torch.bfloat16 or weight.shape[1] % 8:
         return False
