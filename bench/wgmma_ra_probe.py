@@ -17,7 +17,8 @@ position i of a block, 4 slices (a half block) in the low word and all 8 codes i
 (formats/w12.py), and `_bf16_pair` makes a bf16 pair of slices (q, q + 1). So take the K order
 of a 16-k chunk as: pair u = 4 sp + p is slices (2 sp, 2 sp + 1) of the half at position i0 + p.
 Then the thread that owns pairs c and c + 4 of row g needs exactly one low word and one code
-word of row g (position i0 + c): loaded from shared memory in the layout WORDS below, decoded,
+word of row g (position i0 + c): loaded from shared memory in the layout kernels/w12_tc.WORDS
+(the probe runs that kernel's block loop, `_block_products`), decoded,
 joined and reshaped into wgmma's operand layout with no data moving between threads
 (`gl.convert_layout(..., assert_trivial=True)` compiles only if so). The input's rows (B, [16 k,
 16 tokens] a chunk) come in the matching permutation, as a producer would write them
@@ -40,47 +41,47 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
-    warpgroup_mma,
-    warpgroup_mma_wait,
 )
 
-from specpilot.kernels.w12_tc import ACC, WORDS, _operand  # (the kernel it led to)
+from specpilot.kernels.w12_tc import ACC, _block_products  # (the kernel it led to)
 
 
 @gluon.jit
 def _probe_kernel(w_ptr, x_ptr, s_ptr, y_ptr, BLOCKS: gl.constexpr):
-    """One warpgroup, 64 weight rows, 16 tokens: each block's words (low halves and codes, as a
-    TMA ring would hold them) decoded into the A operand chunk by chunk, 16 wgmma a block."""
-    plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    """One warpgroup, 64 weight rows, 16 tokens: kernels/w12_tc.py's block loop
+    (`_block_products`: each block's words decoded into the A operand chunk by chunk, 16 wgmma
+    a block) over buffers filled from global memory, as its TMA ring would hold them."""
+    planes: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+    words: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
     x_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16,
                                                   rank=2)  # fmt: skip
-    words = gl.allocate_shared_memory(gl.int32, [3 * BLOCKS, 64, 32], plain)
-    xs = gl.allocate_shared_memory(gl.bfloat16, [16 * BLOCKS, 16, 16], x_layout)
+    low_buf = gl.allocate_shared_memory(gl.uint8, [2 * BLOCKS, 64, 128], planes)
+    code_buf = gl.allocate_shared_memory(gl.uint8, [BLOCKS, 64, 128], planes)
+    x_buf = gl.allocate_shared_memory(gl.bfloat16, [BLOCKS, 256, 16], x_layout)
+    scale_buf = gl.allocate_shared_memory(gl.int32, [2 * BLOCKS, 64],
+                                          gl.SwizzledSharedLayout(1, 1, 1, [0]))  # fmt: skip
     fill: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0])
     r = gl.arange(0, 64, layout=gl.SliceLayout(1, fill))
     i = gl.arange(0, 32, layout=gl.SliceLayout(0, fill))
-    for b in gl.static_range(3 * BLOCKS):  # (stand-ins for the TMA ring's stages)
-        words.index(b).store(gl.load(w_ptr + b * 2048 + r[:, None] * 32 + i[None, :]))
     tok: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [4, 1], [1, 0])
-    kk = gl.arange(0, 16, layout=gl.SliceLayout(1, tok))
+    kk = gl.arange(0, 256, layout=gl.SliceLayout(1, tok))
     tt = gl.arange(0, 16, layout=gl.SliceLayout(0, tok))
-    for c in gl.static_range(16 * BLOCKS):
-        xs.index(c).store(gl.load(x_ptr + c * 256 + kk[:, None] * 16 + tt[None, :]))
+    for b in gl.static_range(BLOCKS):  # (stand-ins for the TMA ring's stages)
+        for h in gl.static_range(3):  # the low plane's two halves, then the codes
+            dst = low_buf.index(2 * b + h) if h < 2 else code_buf.index(b)
+            v = gl.load(w_ptr + (3 * b + h) * 2048 + r[:, None] * 32 + i[None, :])
+            dst._reinterpret(gl.int32, [64, 32], words).store(v)
+        x_buf.index(b).store(gl.load(x_ptr + b * 4096 + kk[:, None] * 16 + tt[None, :]))
+    scales = scale_buf._reinterpret(gl.int32, [2 * BLOCKS, 64],
+                                    gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # fmt: skip
+    g = gl.arange(0, 2 * BLOCKS, layout=gl.SliceLayout(1, fill))
+    r2 = gl.arange(0, 64, layout=gl.SliceLayout(0, fill))
+    scales.store(gl.load(s_ptr + g[:, None] * 64 + r2[None, :]))
     fence_async_shared()
     gl.thread_barrier()
-    rows = gl.arange(0, 64, layout=gl.SliceLayout(1, WORDS))
     acc = gl.zeros([64, 16], gl.float32, ACC)
     for b in range(BLOCKS):
-        for h in gl.static_range(2):
-            # the rows' scale word of group h (a meta warp's, as w12_row's)
-            scale = gl.load(s_ptr + (2 * b + h) * 64 + rows)[:, None] + gl.zeros([64, 4], gl.int32,
-                                                                               WORDS)  # fmt: skip
-            for g in gl.static_range(8):  # positions 4 g .. 4 g + 3
-                low = words.index(3 * b + h).slice(4 * g, 4, dim=1).load(WORDS)
-                code = words.index(3 * b + 2).slice(4 * g, 4, dim=1).load(WORDS)
-                a = _operand(low, code, scale, h)
-                acc = warpgroup_mma(a, xs.index(16 * b + 8 * h + g), acc, is_async=True)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+        acc = _block_products(acc, low_buf, code_buf, x_buf, scale_buf, b, 2 * b)
     out: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [4, 1], [1, 0])
     acc = gl.convert_layout(acc, out)
     rr = gl.arange(0, 64, layout=gl.SliceLayout(1, out))
