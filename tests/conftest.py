@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -131,6 +132,26 @@ def spec_server(tmp_path_factory, qwen_dir, qwen_drafter_dir):
     )  # fmt: skip
     yield server
     server.stop()
+
+
+@contextlib.contextmanager
+def gluon_on(where: str, pdl: bool = False):
+    """Where a Gluon kernel's test runs -> its device: "cuda" (a Hopper GPU; skipped without
+    one) or "emulated" (kernels/emulate.py on the CPU, 3 SMs so that persistent programs take
+    several tiles each). pdl: emulated launches take programmatic dependent launch's branches
+    (launch.pdl says PDL; a GPU's launches say what its settings say)."""
+    if where == "cuda":
+        if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
+            pytest.skip("Gluon warp specialization: CUDA sm_90+ only")
+        yield "cuda"
+        return
+    from unittest import mock
+
+    from specpilot.kernels import emulate, launch
+
+    pdl_on = mock.patch.object(launch, "pdl", lambda *a, **k: dict(PDL=True, launch_pdl=True))
+    with emulate.gluon(sms=3), pdl_on if pdl else contextlib.nullcontext():
+        yield "cpu"
 
 
 def compiled_json(code: str):

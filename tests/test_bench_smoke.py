@@ -881,3 +881,38 @@ def test_w12_speed_arms_name_real_switches() -> None:
             module, value = w12_speed._switch(flag)
             assert hasattr(module, flag.split(".")[-1])
     assert w12_speed._switch("w12_ws.VERIFY") == (w12_ws, w12_ws.VERIFY)
+
+
+@pytest.mark.parametrize("kind", ["row", "row_bf16", "tc", "ws"])
+def test_w12_join_prototype_tiles_run_on_the_emulator(kind: str) -> None:
+    """Every prototype tile bench/w12_join.py times on the device (--row, --tc, --ws) runs on
+    kernels/emulate.py at a small shape of its kind (one row; 16 rows): checked against the
+    reference as w12_join checks it, its bounds (BOUND, wrong products) to their end, so that
+    no device call meets a tile that hangs or fails first (the launch ~same as w12_join's)."""
+    w12_join = pytest.importorskip("w12_join")
+    from specpilot.formats import w12
+    from specpilot.kernels import emulate, w12_row, w12_tc, w12_ws
+    from specpilot.kernels.linear import skinny_linear_reference
+    from specpilot.kernels.w12_linear import w12_linear_reference
+    from tests.test_w12_kernels import weight_with_escapes
+
+    m, n = (1, 70) if kind.startswith("row") else (16, 256)
+    w = weight_with_escapes(n, 1152, torch.Generator().manual_seed(7))
+    packed = w12.encode(w)
+    x = torch.randn(m, 1152).to(torch.bfloat16)
+    runs = dict(
+        row=(w12_join.ROW_TILES, lambda t: w12_row.w12_row_linear(x, packed, t)),
+        row_bf16=(w12_join.ROW_BF16_TILES, lambda t: w12_row.bf16_row_linear(x, w, t)),
+        tc=(w12_join.TC_TILES, lambda t: w12_tc.w12_tc_linear(x, packed, t)),
+        ws=(w12_join.WS_TILES, lambda t: w12_ws.w12_ws_linear(
+            w12_ws.pair_order(x), packed, t, x_order="pair")),
+    )  # fmt: skip
+    kernel_tiles, run = runs[kind]
+    ref = skinny_linear_reference(x, w) if kind == "row_bf16" else w12_linear_reference(x, packed)
+    with emulate.gluon(sms=3) as state:
+        for label, tile in kernel_tiles:
+            y = run(tile)
+            assert y.shape == ref.shape, label
+            if not tile.get("BOUND"):
+                w12_join.check(y, ref, f"{kind} {label}")
+    assert state["launches"] >= len(kernel_tiles)

@@ -12,7 +12,7 @@ import torch
 from specpilot.formats import w12
 from specpilot.kernels import w12_row
 from specpilot.kernels.w12_linear import w12_linear_reference
-from tests.conftest import compiled_json
+from tests.conftest import compiled_json, gluon_on
 from tests.test_w12_kernels import close_columns, weight_with_escapes
 
 
@@ -76,69 +76,75 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     assert usages[3]["warps"] == 8
 
 
-hopper = pytest.mark.skipif(
-    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
-    reason="Gluon warp specialization: CUDA sm_90+ only",
-)
+# (where, N, K, tile, PDL): on a Hopper GPU Qwen3-8B's shapes (PDL as the settings say), on the
+# emulator (kernels/emulate.py, 3 SMs) the same tiles at sizes it runs in a second, with and
+# without PDL's branches
+EMULATED_CASES = [(48, 600, {}), (70, 2304, {}), (64, 2304, dict(ROWS=4, WARPS=4)),
+                  (70, 2304, dict(SB=1, STAGES=12)), (70, 2304, dict(SB=4, STAGES=3)),
+                  (70, 2304, dict(FENCE=1, ESC_BATCH=0)), (70, 2304, dict(PERSISTENT=2)),
+                  (90, 1152, dict(ROWS=1))]  # fmt: skip
+CASES = [("cuda", n, k, tile, False) for n, k, tile in [
+    (4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}), (4100, 1152, {}), (333, 600, {}),
+    (4096, 4096, dict(ROWS=4, WARPS=4)), (2000, 2304, dict(SB=1, STAGES=12)),
+    (2000, 2304, dict(SB=4, STAGES=3)), (2000, 2304, dict(FENCE=1, ESC_BATCH=0)),
+    (2000, 2304, dict(PERSISTENT=2)), (9000, 2304, dict(ROWS=1))]] + [
+    ("emulated", n, k, tile, pdl) for n, k, tile in EMULATED_CASES for pdl in (False, True)
+]  # fmt: skip
+BOTH = ["cuda", "emulated"]
 
 
-@hopper
-@pytest.mark.parametrize(
-    "n, k, tile",
-    [(4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}), (4100, 1152, {}), (333, 600, {}),
-     (4096, 4096, dict(ROWS=4, WARPS=4)), (2000, 2304, dict(SB=1, STAGES=12)),
-     (2000, 2304, dict(SB=4, STAGES=3)), (2000, 2304, dict(FENCE=1, ESC_BATCH=0)),
-     (2000, 2304, dict(PERSISTENT=2)), (9000, 2304, dict(ROWS=1))],
-)  # fmt: skip
-def test_w12_row_matches_the_reference(n: int, k: int, tile: dict) -> None:
-    """Qwen3-8B's shapes, N not a multiple of the tile, K not a multiple of 256 (x padded), the
-    tiles' keys; more tiles than programs (the rings and slots run on across tiles). Row 4 of
-    the weights has more escapes than the batch of 4."""
-    w = _weights(n, k, seed=n + k).cuda()
-    packed = w12.encode(w)
-    x = torch.randn(1, k, device="cuda").to(torch.bfloat16)
-    ref = w12_linear_reference(x, packed).float()
-    y = w12_row.w12_row_linear(x, packed, tile).float()
-    close_columns(y, ref, 4)
+@pytest.mark.parametrize("where, n, k, tile, pdl", CASES)
+def test_w12_row_matches_the_reference(where: str, n: int, k: int, tile: dict, pdl: bool) -> None:
+    """N not a multiple of the tile, K not a multiple of 256 (x padded), the tiles' keys; more
+    tiles than programs (the rings and slots run on across tiles). Row 4 of the weights has
+    more escapes than the batch of 4."""
+    with gluon_on(where, pdl) as device:
+        packed = w12.encode(_weights(n, k, seed=n + k).to(device))
+        x = torch.randn(1, k).to(device, torch.bfloat16)
+        ref = w12_linear_reference(x, packed).float()
+        close_columns(w12_row.w12_row_linear(x, packed, tile).float(), ref, 4)
 
 
-@hopper
+@pytest.mark.parametrize("where", BOTH)
 @pytest.mark.parametrize("tile", [{}, dict(ROWS=1)])
-def test_w12_row_swiglu(tile: dict) -> None:
+def test_w12_row_swiglu(where: str, tile: dict) -> None:
     """silu(gate) * up of the [gate | up] weight (w12_linear's contract): a tile's gates and
-    their ups half N further on."""
-    w = _weights(2 * 1000, 1152, seed=11).cuda()
-    packed = w12.encode(w)
-    x = torch.randn(1, 1152, device="cuda").to(torch.bfloat16)
-    ref = w12_linear_reference(x, packed, swiglu=True).float()
-    y = w12_row.w12_row_linear(x, packed, tile, swiglu=True)
-    assert y.shape == (1, 1000)
-    close_columns(y.float(), ref, 4)
+    their ups half N further on (N / 2 off the tile)."""
+    half = 1000 if where == "cuda" else 100
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(2 * half, 1152, seed=11).to(device))
+        x = torch.randn(1, 1152).to(device, torch.bfloat16)
+        ref = w12_linear_reference(x, packed, swiglu=True).float()
+        y = w12_row.w12_row_linear(x, packed, tile, swiglu=True)
+        assert y.shape == (1, half)
+        close_columns(y.float(), ref, 4)
 
 
-@hopper
-def test_w12_row_residual() -> None:
+@pytest.mark.parametrize("where", BOTH)
+def test_w12_row_residual(where: str) -> None:
     """residual + x @ W.T: the residual added to the rounded product and rounded again, exact
     given the product."""
-    w = _weights(320, 2304, seed=5).cuda()
-    packed = w12.encode(w)
-    x = torch.randn(1, 2304, device="cuda").to(torch.bfloat16)
-    r = torch.randn(1, 320, device="cuda").to(torch.bfloat16)
-    plain = w12_row.w12_row_linear(x, packed)
-    close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
-    y = w12_row.w12_row_linear(x, packed, residual=r)
-    assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(320, 2304, seed=5).to(device))
+        x = torch.randn(1, 2304).to(device, torch.bfloat16)
+        r = torch.randn(1, 320).to(device, torch.bfloat16)
+        plain = w12_row.w12_row_linear(x, packed)
+        close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
+        y = w12_row.w12_row_linear(x, packed, residual=r)
+        assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
 
 
-@hopper
-def test_w12_row_takes_an_unaligned_input_view() -> None:
+@pytest.mark.parametrize("where", BOTH)
+def test_w12_row_takes_an_unaligned_input_view(where: str) -> None:
     """x a view 2 bytes into a larger buffer (TMA reads 16-byte aligned rows: the launcher copies
     it), the same products as from an aligned copy."""
-    packed = w12.encode(_weights(512, 1024, seed=2).cuda())
-    big = torch.randn(1, 1025, device="cuda").to(torch.bfloat16)
-    x = big[:, 1:]
-    assert x.data_ptr() % 16
-    assert torch.equal(w12_row.w12_row_linear(x, packed), w12_row.w12_row_linear(x.clone(), packed))
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(128, 1024, seed=2).to(device))
+        big = torch.randn(1, 1025).to(device, torch.bfloat16)
+        x = big[:, 1:]
+        assert x.data_ptr() % 16
+        y = w12_row.w12_row_linear(x, packed)
+        assert torch.equal(y, w12_row.w12_row_linear(x.clone(), packed))
 
 
 def test_one_row_route_needs_the_switch_one_row_and_hopper(monkeypatch) -> None:
@@ -169,34 +175,39 @@ def test_prologue_rows_take_the_norm_with_one_row(monkeypatch) -> None:
     assert prologue_rows(other, "norm") == 0
 
 
-@hopper
-@pytest.mark.parametrize("k", [1024, 12288, 600])
-def test_w12_row_norm_prologue(k: int) -> None:
+@pytest.mark.parametrize("where, n, k", [("cuda", 1000, 1024), ("cuda", 1000, 12288),
+                                         ("cuda", 1000, 600), ("emulated", 100, 600),
+                                         ("emulated", 64, 1152)])  # fmt: skip
+def test_w12_row_norm_prologue(where: str, n: int, k: int) -> None:
     """norm_weight: the input RMSNorm(x) * w normed in shared memory (the escapes' inputs too),
     the same products as the rmsnorm kernel's output multiplied (to summation order: 1 / RMS
     is summed in another order), with SwiGLU too; K off the blocks (x and w padded)."""
     from specpilot.kernels.elementwise import rmsnorm
 
     gen = torch.Generator().manual_seed(k)
-    packed = w12.encode(_weights(1000, k, seed=k).cuda())
-    x = (3 * torch.randn(1, k, generator=gen)).to(torch.bfloat16).cuda()
-    nw = (torch.rand(k, generator=gen) + 0.5).to(torch.bfloat16).cuda()
-    for kw in ({}, dict(swiglu=True)):
-        y = w12_row.w12_row_linear(x, packed, norm_weight=nw, eps=1e-6, **kw)
-        expected = w12_row.w12_row_linear(rmsnorm(x, nw, 1e-6), packed, **kw)
-        close_columns(y.float(), expected.float(), 4)
-        ref = w12_linear_reference(x, packed, norm_weight=nw, eps=1e-6, **kw)
-        close_columns(y.float(), ref.float(), 4)
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(n, k, seed=k).to(device))
+        x = (3 * torch.randn(1, k, generator=gen)).to(device, torch.bfloat16)
+        nw = (torch.rand(k, generator=gen) + 0.5).to(device, torch.bfloat16)
+        for kw in ({}, dict(swiglu=True)):
+            y = w12_row.w12_row_linear(x, packed, norm_weight=nw, eps=1e-6, **kw)
+            expected = w12_row.w12_row_linear(rmsnorm(x, nw, 1e-6), packed, **kw)
+            close_columns(y.float(), expected.float(), 4)
+            ref = w12_linear_reference(x, packed, norm_weight=nw, eps=1e-6, **kw)
+            close_columns(y.float(), ref.float(), 4)
 
 
-@hopper
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+    reason="Gluon warp specialization: CUDA sm_90+ only",
+)
 @pytest.mark.parametrize("kind", ["w12", "bf16"])
 @pytest.mark.parametrize("kw", [{}, dict(swiglu=True), dict(residual=True), dict(norm=True)])
 def test_one_row_calls_route_to_the_kernel(monkeypatch, kind: str, kw: dict) -> None:
     """ONE_ROW (a W12 weight) and BF16_ONE_ROW (bf16) on: the engine's one-row multiplies
     (formats/w12_engine.linear: a norm prologue, SwiGLU or residual epilogue) are
     w12_row_linear's / bf16_row_linear's bits; a SwiGLU prologue, two rows or a given tile stay
-    on w12_linear / skinny_linear."""
+    on w12_linear / skinny_linear. (The routes take Hopper GPUs alone: not emulated.)"""
     from specpilot.formats.w12_engine import linear
     from specpilot.kernels import linear as bf16_kernels
     from specpilot.kernels import w12_linear as w12_kernels
@@ -241,27 +252,31 @@ def test_bf16_kernel_compiles_and_refuses_bad_weights() -> None:
         w12_row.bf16_row_linear(x, torch.zeros(4, 12))
 
 
-@hopper
-@pytest.mark.parametrize("n, k, tile", [(6144, 4096, {}), (4096, 12288, {}), (334, 600, {}),
-                                        (2000, 2304, dict(ROWS=1, STAGES=8))])  # fmt: skip
+@pytest.mark.parametrize("where, n, k, tile", [
+    ("cuda", 6144, 4096, {}), ("cuda", 4096, 12288, {}), ("cuda", 334, 600, {}),
+    ("cuda", 2000, 2304, dict(ROWS=1, STAGES=8)), ("emulated", 70, 600, {}),
+    ("emulated", 90, 2304, dict(ROWS=1, STAGES=8)), ("emulated", 64, 1152, dict(ROWS=4, WARPS=4)),
+])  # fmt: skip
 @pytest.mark.parametrize("epilogue", ["plain", "swiglu", "residual"])
-def test_bf16_row_matches_the_reference(n: int, k: int, tile: dict, epilogue: str) -> None:
+def test_bf16_row_matches_the_reference(where: str, n: int, k: int, tile: dict,
+                                        epilogue: str) -> None:  # fmt: skip
     """bf16_row_linear against skinny_linear_reference: plain, SwiGLU, the residual exact given
     the product; N off the tile, K off the blocks (x padded, the weight's last box past K)."""
     from specpilot.kernels.linear import skinny_linear_reference
 
     gen = torch.Generator().manual_seed(n + k)
-    w = (torch.randn(n, k, generator=gen) * k**-0.5).to(torch.bfloat16).cuda()
-    x = torch.randn(1, k, generator=gen).to(torch.bfloat16).cuda()
-    if epilogue == "residual":
-        r = torch.randn(1, n, generator=gen).to(torch.bfloat16).cuda()
-        plain = w12_row.bf16_row_linear(x, w, tile)
-        y = w12_row.bf16_row_linear(x, w, tile, residual=r)
-        assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
-        return
-    kw = dict(swiglu=True) if epilogue == "swiglu" else {}
-    y = w12_row.bf16_row_linear(x, w, tile, **kw)
-    close_columns(y.float(), skinny_linear_reference(x, w, **kw).float(), 4)
+    with gluon_on(where) as device:
+        w = (torch.randn(n, k, generator=gen) * k**-0.5).to(device, torch.bfloat16)
+        x = torch.randn(1, k, generator=gen).to(device, torch.bfloat16)
+        if epilogue == "residual":
+            r = torch.randn(1, n, generator=gen).to(device, torch.bfloat16)
+            plain = w12_row.bf16_row_linear(x, w, tile)
+            y = w12_row.bf16_row_linear(x, w, tile, residual=r)
+            assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
+            return
+        kw = dict(swiglu=True) if epilogue == "swiglu" else {}
+        y = w12_row.bf16_row_linear(x, w, tile, **kw)
+        close_columns(y.float(), skinny_linear_reference(x, w, **kw).float(), 4)
 
 
 def test_bf16_one_row_hands_no_norm_on_and_takes_it_in_the_prologue(monkeypatch) -> None:
@@ -281,20 +296,22 @@ def test_bf16_one_row_hands_no_norm_on_and_takes_it_in_the_prologue(monkeypatch)
     assert not w12_row.bf16_route(torch.zeros(1, 4096, dtype=torch.bfloat16), w)  # CPU
 
 
-@hopper
-@pytest.mark.parametrize("k", [4096, 600])
-def test_bf16_row_norm_prologue(k: int) -> None:
+@pytest.mark.parametrize("where, n, k", [("cuda", 2000, 4096), ("cuda", 2000, 600),
+                                         ("emulated", 100, 600)])  # fmt: skip
+def test_bf16_row_norm_prologue(where: str, n: int, k: int) -> None:
     """norm_weight on bf16 weights: RMSNorm(x) * w normed in shared memory, against the
     rmsnorm kernel's output multiplied and skinny_linear_reference (to summation order)."""
     from specpilot.kernels.elementwise import rmsnorm
     from specpilot.kernels.linear import skinny_linear_reference
 
     gen = torch.Generator().manual_seed(k)
-    w = (torch.randn(2000, k, generator=gen) * k**-0.5).to(torch.bfloat16).cuda()
-    x = (3 * torch.randn(1, k, generator=gen)).to(torch.bfloat16).cuda()
-    nw = (torch.rand(k, generator=gen) + 0.5).to(torch.bfloat16).cuda()
-    for kw in ({}, dict(swiglu=True)):
-        y = w12_row.bf16_row_linear(x, w, norm_weight=nw, **kw)
-        close_columns(y.float(), w12_row.bf16_row_linear(rmsnorm(x, nw, 1e-6), w, **kw).float(), 4)
-        ref = skinny_linear_reference(x, w, norm_weight=nw, eps=1e-6, **kw)
-        close_columns(y.float(), ref.float(), 4)
+    with gluon_on(where) as device:
+        w = (torch.randn(n, k, generator=gen) * k**-0.5).to(device, torch.bfloat16)
+        x = (3 * torch.randn(1, k, generator=gen)).to(device, torch.bfloat16)
+        nw = (torch.rand(k, generator=gen) + 0.5).to(device, torch.bfloat16)
+        for kw in ({}, dict(swiglu=True)):
+            y = w12_row.bf16_row_linear(x, w, norm_weight=nw, **kw)
+            normed = w12_row.bf16_row_linear(rmsnorm(x, nw, 1e-6), w, **kw)
+            close_columns(y.float(), normed.float(), 4)
+            ref = skinny_linear_reference(x, w, norm_weight=nw, eps=1e-6, **kw)
+            close_columns(y.float(), ref.float(), 4)

@@ -16,7 +16,7 @@ import torch
 from specpilot.formats import w12
 from specpilot.kernels import w12_tc
 from specpilot.kernels.w12_linear import w12_linear_reference
-from tests.conftest import compiled_json
+from tests.conftest import compiled_json, gluon_on
 from tests.test_w12_kernels import close_columns, weight_with_escapes
 
 
@@ -77,47 +77,54 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
         assert usage["shared"] <= 227 * 1024
 
 
-hopper = pytest.mark.skipif(
-    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
-    reason="Gluon warp specialization: CUDA sm_90+ only",
-)
+# (where, M, N, K, tile): on a Hopper GPU Qwen3-8B's shapes (K splits), on the emulator
+# (kernels/emulate.py, 3 SMs) the same keys at sizes it runs in a few seconds
+CASES = [("cuda", m, n, k, tile) for m in (1, 7, 16) for n, k, tile in [
+    (4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}), (4100, 1152, {}),
+    (320, 2304, dict(STAGES=2)), (2000, 2304, dict(PERSISTENT=0, SPLIT_K=1)),
+    (2000, 4608, dict(STAGES=6, ESC_BATCH=0))]] + [
+    ("emulated", m, n, k, tile) for m, n, k, tile in [
+        (1, 130, 600, {}), (7, 130, 600, {}), (16, 130, 600, {}), (1, 128, 4608, {}),
+        (16, 128, 4608, {}), (7, 64, 2304, dict(STAGES=2)), (16, 200, 2304, dict(PERSISTENT=0,
+        SPLIT_K=1)), (16, 128, 4608, dict(STAGES=6, ESC_BATCH=0))]
+]  # fmt: skip
+BOTH = ["cuda", "emulated"]
 
 
-@hopper
-@pytest.mark.parametrize("m", [1, 7, 16])
-@pytest.mark.parametrize("n, k, tile", [(4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}),
-                                        (4100, 1152, {}), (320, 2304, dict(STAGES=2)),
-                                        (2000, 2304, dict(PERSISTENT=0, SPLIT_K=1)),
-                                        (2000, 4608, dict(STAGES=6, ESC_BATCH=0))])  # fmt: skip
-def test_w12_tc_matches_the_reference(m: int, n: int, k: int, tile: dict) -> None:
-    """Qwen3-8B's shapes (K splits), N off the tile, K off the blocks, every tile key; row 4 of
-    the weights has more escapes than the meta warp's batch of 4."""
-    w = _weights(n, k, seed=n + m).cuda()
-    packed = w12.encode(w)
-    x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
-    ref = w12_linear_reference(x, packed).float()
-    close_columns(w12_tc.w12_tc_linear(x, packed, tile).float(), ref, 4)
+@pytest.mark.parametrize("where, m, n, k, tile", CASES)
+def test_w12_tc_matches_the_reference(where: str, m: int, n: int, k: int, tile: dict) -> None:
+    """K splits, N off the tile, K off the blocks, every tile key; row 4 of the weights has more
+    escapes than the meta warp's batch of 4."""
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(n, k, seed=n + m).to(device))
+        x = torch.randn(m, k).to(device, torch.bfloat16)
+        ref = w12_linear_reference(x, packed).float()
+        close_columns(w12_tc.w12_tc_linear(x, packed, tile).float(), ref, 4)
 
 
-@hopper
+@pytest.mark.parametrize("where", BOTH)
 @pytest.mark.parametrize("m", [1, 16])
-def test_w12_tc_swiglu(m: int) -> None:
+def test_w12_tc_swiglu(where: str, m: int) -> None:
     """silu(gate) * up of [gate | up]: a unit's 32 gates and their ups half N further on."""
-    packed = w12.encode(_weights(2 * 1000, 1152, seed=11).cuda())
-    x = torch.randn(m, 1152, device="cuda").to(torch.bfloat16)
-    y = w12_tc.w12_tc_linear(x, packed, swiglu=True)
-    assert y.shape == (m, 1000)
-    close_columns(y.float(), w12_linear_reference(x, packed, swiglu=True).float(), 4)
+    half = 1000 if where == "cuda" else 100
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(2 * half, 1152, seed=11).to(device))
+        x = torch.randn(m, 1152).to(device, torch.bfloat16)
+        y = w12_tc.w12_tc_linear(x, packed, swiglu=True)
+        assert y.shape == (m, half)
+        close_columns(y.float(), w12_linear_reference(x, packed, swiglu=True).float(), 4)
 
 
-@hopper
+@pytest.mark.parametrize("where", BOTH)
 @pytest.mark.parametrize("split", [1, 3])
-def test_w12_tc_residual(split: int) -> None:
+def test_w12_tc_residual(where: str, split: int) -> None:
     """residual + x @ W.T, in the epilogue or in the split sum's: exact given the product."""
-    packed = w12.encode(_weights(320, 2304, seed=5).cuda())
-    x = torch.randn(16, 2304, device="cuda").to(torch.bfloat16)
-    r = torch.randn(16, 320, device="cuda").to(torch.bfloat16)
-    plain = w12_tc.w12_tc_linear(x, packed, dict(SPLIT_K=split))
-    close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
-    y = w12_tc.w12_tc_linear(x, packed, dict(SPLIT_K=split), residual=r)
-    assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(320 if where == "cuda" else 96, 2304, seed=5).to(device))
+        n = packed.shape[0]
+        x = torch.randn(16, 2304).to(device, torch.bfloat16)
+        r = torch.randn(16, n).to(device, torch.bfloat16)
+        plain = w12_tc.w12_tc_linear(x, packed, dict(SPLIT_K=split))
+        close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
+        y = w12_tc.w12_tc_linear(x, packed, dict(SPLIT_K=split), residual=r)
+        assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))

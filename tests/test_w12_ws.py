@@ -12,7 +12,7 @@ import torch
 from specpilot.formats import w12
 from specpilot.kernels import w12_ws
 from specpilot.kernels.w12_linear import w12_linear_reference
-from tests.conftest import compiled_json
+from tests.conftest import compiled_json, gluon_on
 from tests.test_kernels import DEVICE
 from tests.test_w12_kernels import close_columns, weight_with_escapes
 
@@ -125,25 +125,23 @@ def test_bad_input_is_refused() -> None:
         w12_ws.w12_ws_linear(torch.zeros(17, 256, dtype=torch.bfloat16), packed)
 
 
-hopper = pytest.mark.skipif(
-    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
-    reason="Gluon warp specialization: CUDA sm_90+ only",
-)
+BOTH = ["cuda", "emulated"]  # a Hopper GPU, or kernels/emulate.py on the CPU (3 SMs)
 
 
-@hopper
 @pytest.mark.parametrize("m", [1, 7, 16])
-@pytest.mark.parametrize("n, k, split", [(4096, 4096, 0), (320, 1152, 1), (256, 12288, 4)])
-def test_w12_ws_matches_the_reference(m: int, n: int, k: int, split: int) -> None:
-    w = _weights(n, k, seed=n + m).cuda()
-    packed = w12.encode(w)
-    x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
-    ref = w12_linear_reference(x, packed).float()
-    y = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split)).float()
-    close_columns(y, ref, 4)
+@pytest.mark.parametrize("where, n, k, split", [
+    ("cuda", 4096, 4096, 0), ("cuda", 320, 1152, 1), ("cuda", 256, 12288, 4),
+    ("emulated", 200, 1152, 0), ("emulated", 64, 4608, 2)])  # fmt: skip
+def test_w12_ws_matches_the_reference(where: str, m: int, n: int, k: int, split: int) -> None:
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(n, k, seed=n + m).to(device))
+        x = torch.randn(m, k).to(device, torch.bfloat16)
+        ref = w12_linear_reference(x, packed).float()
+        y = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split)).float()
+        close_columns(y, ref, 4)
 
 
-@hopper
+@pytest.mark.parametrize("where", BOTH)
 @pytest.mark.parametrize(
     "tile",
     [dict(PERSISTENT=1), dict(SWIZZLE=0), dict(STAGES=2), dict(ESC_FIRST=0),
@@ -152,7 +150,7 @@ def test_w12_ws_matches_the_reference(m: int, n: int, k: int, split: int) -> Non
      dict(EARLY_FREE=1, PERSISTENT=1, X_STAGES=3), dict(MMA_LAG=1), dict(MMA_LAG=1, SPLIT_K=1),
      dict(RESTORE=1), dict(RESTORE=1, ESC_FIRST=0, PERSISTENT=1, SPLIT_K=1)],
 )  # fmt: skip
-def test_w12_ws_tiles_match_the_reference(tile: dict) -> None:
+def test_w12_ws_tiles_match_the_reference(where: str, tile: dict) -> None:
     """A persistent grid (141 tiles of 64 rows, more than the SMs: the rings run on across
     units), unswizzled planes, a 2-stage ring, the escapes after the blocks or one after another,
     each block's group bases loaded in the loop, no K split (a slab of 9 blocks' bases), two
@@ -160,47 +158,50 @@ def test_w12_ws_tiles_match_the_reference(tile: dict) -> None:
     decode with an input ring shallower than the planes', each block's products waited for
     after the next block's are issued (with and without a K split), the weights restored by
     the decoders into one accumulator; N not a multiple of the tile. (Row 4 of the weights has
-    more escapes than the batch of 4.)"""
-    w = _weights(9000, 2304, seed=3).cuda()
-    packed = w12.encode(w)
-    x = torch.randn(16, 2304, device="cuda").to(torch.bfloat16)
-    ref = w12_linear_reference(x, packed).float()
-    y = w12_ws.w12_ws_linear(x, packed, tile).float()
-    close_columns(y, ref, 4)
+    more escapes than the batch of 4; emulated: 200 rows, 4 units a program.)"""
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(9000 if where == "cuda" else 200, 2304, seed=3).to(device))
+        x = torch.randn(16, 2304).to(device, torch.bfloat16)
+        ref = w12_linear_reference(x, packed).float()
+        y = w12_ws.w12_ws_linear(x, packed, tile).float()
+        close_columns(y, ref, 4)
 
 
-@hopper
+@pytest.mark.parametrize("where", BOTH)
 @pytest.mark.parametrize("m, tile", [(1, {}), (16, {}), (16, dict(RESTORE=1))])
-def test_w12_ws_swiglu_and_its_pair_order(m: int, tile: dict) -> None:
+def test_w12_ws_swiglu_and_its_pair_order(where: str, m: int, tile: dict) -> None:
     """swiglu: silu(gate) * up of the [gate | up] weight (w12_linear's contract), and the same
     written in pair_order for a w12_ws down; 2 x 512 rows, N / 2 a multiple of 256 (RESTORE:
     the ups' group bases read half N further down)."""
-    w = _weights(1024, 1152, seed=11).cuda()
-    packed = w12.encode(w)
-    x = torch.randn(m, 1152, device="cuda").to(torch.bfloat16)
-    ref = w12_linear_reference(x, packed, swiglu=True).float()
-    y = w12_ws.w12_ws_linear(x, packed, tile, swiglu=True)
-    assert y.shape == (m, 512)
-    close_columns(y, ref, 4)
-    paired = w12_ws.w12_ws_linear(x, packed, tile, swiglu=True, y_order="pair")
-    assert torch.equal(paired, w12_ws.pair_order(y))
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(1024 if where == "cuda" else 512, 1152, seed=11).to(device))
+        half = packed.shape[0] // 2
+        x = torch.randn(m, 1152).to(device, torch.bfloat16)
+        ref = w12_linear_reference(x, packed, swiglu=True).float()
+        y = w12_ws.w12_ws_linear(x, packed, tile, swiglu=True)
+        assert y.shape == (m, half)
+        close_columns(y, ref, 4)
+        paired = w12_ws.w12_ws_linear(x, packed, tile, swiglu=True, y_order="pair")
+        assert torch.equal(paired, w12_ws.pair_order(y))
 
 
-@hopper
+@pytest.mark.parametrize("where", BOTH)
 @pytest.mark.parametrize("split", [1, 3])
-def test_w12_ws_residual(split: int) -> None:
+def test_w12_ws_residual(where: str, split: int) -> None:
     """residual + x @ W.T, in the epilogue (no K split) or in the split sum's."""
-    w = _weights(320, 2304, seed=5).cuda()
-    packed = w12.encode(w)
-    x = torch.randn(16, 2304, device="cuda").to(torch.bfloat16)
-    r = torch.randn(16, 320, device="cuda").to(torch.bfloat16)
-    plain = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split))
-    close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
-    # the residual added to the rounded product and rounded again, as w12_linear_reference (and
-    # HF's modules) do: exact given the product (an ulp of the product off in summation order can
-    # be many of a sum that cancels, which a tolerance on y would call wrong; run 279)
-    y = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split), residual=r)
-    assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(320 if where == "cuda" else 96, 2304, seed=5).to(device))
+        n = packed.shape[0]
+        x = torch.randn(16, 2304).to(device, torch.bfloat16)
+        r = torch.randn(16, n).to(device, torch.bfloat16)
+        plain = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split))
+        close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
+        # the residual added to the rounded product and rounded again, as w12_linear_reference
+        # (and HF's modules) do: exact given the product (an ulp of the product off in summation
+        # order can be many of a sum that cancels, which a tolerance on y would call wrong; run
+        # 279)
+        y = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split), residual=r)
+        assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
 
 
 def test_epilogues_refuse_what_they_do_not_do() -> None:
@@ -232,19 +233,20 @@ def test_rmsnorm_writes_pair_order() -> None:
         rmsnorm(x, norm, 1e-6, join=True, pair=True)
 
 
-@hopper
-def test_w12_ws_pair_order_runs_from_gate_up_to_down() -> None:
+@pytest.mark.parametrize("where", BOTH)
+def test_w12_ws_pair_order_runs_from_gate_up_to_down(where: str) -> None:
     """The verify forward's chain (models/fused.py with VERIFY): gate|up's SwiGLU written in
     pair order, read so by the down with its residual: the bits of the same multiplies with
     the host's pair_order between them."""
     gen = torch.Generator().manual_seed(9)
-    gate_up = w12.encode(_weights(1024, 512, seed=1)).to("cuda")
-    down = w12.encode(_weights(512, 512, seed=2)).to("cuda")
-    x = torch.randn(16, 512, generator=gen).to(torch.bfloat16).cuda()
-    r = torch.randn(16, 512, generator=gen).to(torch.bfloat16).cuda()
-    xp = w12_ws.pair_order(x)
-    act = w12_ws.w12_ws_linear(xp, gate_up, x_order="pair", swiglu=True, y_order="pair")
-    y = w12_ws.w12_ws_linear(act, down, x_order="pair", residual=r)
-    natural = w12_ws.w12_ws_linear(x, gate_up, swiglu=True)
-    assert torch.equal(act, w12_ws.pair_order(natural))
-    assert torch.equal(y, w12_ws.w12_ws_linear(natural, down, residual=r))
+    with gluon_on(where) as device:
+        gate_up = w12.encode(_weights(1024, 512, seed=1)).to(device)
+        down = w12.encode(_weights(512, 512, seed=2)).to(device)
+        x = torch.randn(16, 512, generator=gen).to(device, torch.bfloat16)
+        r = torch.randn(16, 512, generator=gen).to(device, torch.bfloat16)
+        xp = w12_ws.pair_order(x)
+        act = w12_ws.w12_ws_linear(xp, gate_up, x_order="pair", swiglu=True, y_order="pair")
+        y = w12_ws.w12_ws_linear(act, down, x_order="pair", residual=r)
+        natural = w12_ws.w12_ws_linear(x, gate_up, swiglu=True)
+        assert torch.equal(act, w12_ws.pair_order(natural))
+        assert torch.equal(y, w12_ws.w12_ws_linear(natural, down, residual=r))

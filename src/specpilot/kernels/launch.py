@@ -231,6 +231,16 @@ def _on_hopper(t: torch.Tensor) -> bool:
     return t.is_cuda and not interpreted() and _hopper_or_later(t.device.index or 0)
 
 
+# True inside kernels/emulate.gluon(): Gluon launchers then take CPU tensors, which the emulator
+# runs (gluon_device); set and reset by that context alone
+GLUON_EMULATED = False
+
+
+def gluon_device(t: torch.Tensor) -> bool:
+    """Whether a Gluon launcher can run on t: a CUDA tensor, or any under kernels/emulate."""
+    return t.is_cuda or GLUON_EMULATED
+
+
 @functools.cache
 def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count

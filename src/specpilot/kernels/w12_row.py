@@ -646,7 +646,7 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
     unknown = set(cfg) - set(TILE)
     if unknown:
         raise ValueError(f"{what}: unknown tile keys {sorted(unknown)}")
-    if x.shape != (1, k) or x.dtype != torch.bfloat16 or not x.is_cuda:
+    if x.shape != (1, k) or x.dtype != torch.bfloat16 or not launch.gluon_device(x):
         raise ValueError(f"{what} wants x [1, {k}] bf16 on CUDA, got {tuple(x.shape)} "
                          f"{x.dtype} on {x.device}")  # fmt: skip
     if swiglu and (n % 2 or residual is not None):

@@ -298,7 +298,8 @@ def w12_tc_linear(
     m, k, n = x.shape[0], weight.columns, weight.shape[0]
     if weight.group_size != BLOCK // 2:
         raise ValueError(f"w12_tc_linear wants group size {BLOCK // 2}, got {weight.group_size}")
-    if not 1 <= m <= 16 or x.shape[1] != k or x.dtype != torch.bfloat16 or not x.is_cuda:
+    wrong = not 1 <= m <= 16 or x.shape[1] != k or x.dtype != torch.bfloat16
+    if wrong or not launch.gluon_device(x):
         raise ValueError(f"w12_tc_linear wants x [1-16, {k}] bf16 on CUDA, got "
                          f"{tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
     if swiglu and (n % 2 or residual is not None):

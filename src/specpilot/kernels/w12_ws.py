@@ -826,7 +826,8 @@ def w12_ws_linear(
     if residual is not None and (residual.shape != (m, n) or residual.dtype != torch.bfloat16):
         raise ValueError(f"w12_ws_linear: residual must be [{m}, {n}] bf16")
     cols = padded(k) if x_order == "pair" else k
-    if not 1 <= m <= 16 or x.shape[1] != cols or x.dtype != torch.bfloat16 or not x.is_cuda:
+    wrong = not 1 <= m <= 16 or x.shape[1] != cols or x.dtype != torch.bfloat16
+    if wrong or not launch.gluon_device(x):
         raise ValueError(f"w12_ws_linear wants x [1-16, {cols}] bf16 on CUDA ({x_order} order), "
                          f"got {tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
     if weight.group_size != BLOCK // 2:

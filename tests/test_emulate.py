@@ -1,0 +1,153 @@
+"""kernels/emulate.py: Gluon kernels run on the CPU.
+
+A small warp-specialized kernel (a loader warp copying tiles by TMA into a ring of two stages, the
+default partition summing their rows) runs right, and each kind of mistake the emulator is for
+shows: a wrong barrier parity or too few expected bytes deadlock (named, not hung), a consumer
+that does not wait reads garbage, an arrival past a barrier's count and an out-of-bounds load
+raise. The same kernel compiles for sm_90a, so what is emulated is real Gluon. The W12 kernels
+run on it in tests/test_w12_row.py, test_w12_tc.py and test_w12_ws.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from specpilot.kernels import emulate
+from tests.conftest import compiled_json
+
+ROWS = gl.constexpr(8)  # rows a tile
+LAYOUT = gl.constexpr(gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0]))
+
+
+@gluon.jit
+def _ring_loader(desc, buf, ready, empty, tiles, FLIP: gl.constexpr, SHORT: gl.constexpr):
+    for i in range(tiles):
+        s = i % 2
+        mbarrier.wait(empty.index(s), ((i // 2) & 1) ^ 1 ^ FLIP)
+        mbarrier.expect(ready.index(s), desc.block_type.nbytes - SHORT)
+        tma.async_copy_global_to_shared(desc, [ROWS * i, 0], ready.index(s), buf.index(s))
+
+
+@gluon.jit
+def _ring_summer(buf, ready, empty, y_ptr, tiles, WAIT: gl.constexpr, EXTRA: gl.constexpr):
+    for i in range(tiles):
+        s = i % 2
+        if WAIT:
+            mbarrier.wait(ready.index(s), (i // 2) & 1)
+        sums = gl.sum(buf.index(s).load(LAYOUT), axis=1)
+        mbarrier.arrive(empty.index(s), count=1 + EXTRA)
+        rows = ROWS * i + gl.arange(0, ROWS, layout=gl.SliceLayout(1, LAYOUT))
+        gl.store(y_ptr + rows, sums)
+
+
+@gluon.jit
+def _ring_kernel(desc, y_ptr, tiles, FLIP: gl.constexpr, SHORT: gl.constexpr, WAIT: gl.constexpr,
+                 EXTRA: gl.constexpr):  # fmt: skip
+    """y[r] = the sum of x's row r, x [tiles x ROWS, 32] fp32 read through a 2-stage TMA ring.
+    FLIP: the loader waits for the wrong parity; SHORT: expects that many bytes too few; WAIT 0:
+    the summer reads a stage without waiting for it; EXTRA: arrives that many times more."""
+    buf = gl.allocate_shared_memory(gl.float32, [2, ROWS, 32], desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    gl.warp_specialize(
+        [(_ring_summer, (buf, ready, empty, y_ptr, tiles, WAIT, EXTRA)),
+         (_ring_loader, (desc, buf, ready, empty, tiles, FLIP, SHORT))],
+        [1],
+        [24],
+    )  # fmt: skip
+
+
+@gluon.jit
+def _overrun_kernel(x_ptr, y_ptr):
+    offs = gl.arange(0, 64, layout=gl.BlockedLayout([1], [32], [4], [0]))
+    gl.store(y_ptr + offs, gl.load(x_ptr + offs))
+
+
+def _ring(x: torch.Tensor, seed: int = 0, **flags) -> torch.Tensor:
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+    rows = ROWS.value
+    desc = TensorDescriptor.from_tensor(x, [rows, 32], layout)
+    tiles = -(-x.shape[0] // rows)
+    y = torch.empty(tiles * rows)
+    consts = dict(FLIP=0, SHORT=0, WAIT=1, EXTRA=0) | flags
+    with emulate.gluon(seed=seed):
+        _ring_kernel[(1,)](desc, y, tiles, **consts, num_warps=4)
+    return y
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_ring_kernel_runs_right(seed: int) -> None:
+    """Rows' sums through the ring, 5 tiles (the stages reused), the last tile past x's rows
+    (TMA's zeros), for several schedules."""
+    x = torch.randn(37, 32)
+    y = _ring(x, seed)
+    torch.testing.assert_close(y[:37], x.sum(1))
+    assert torch.equal(y[37:], torch.zeros(3))
+
+
+def test_a_wrong_parity_deadlocks_and_names_the_wait() -> None:
+    with pytest.raises(emulate.EmulationError, match=r"deadlock.*_ring_loader.*test_emulate.py"):
+        _ring(torch.randn(32, 32), FLIP=1)
+
+
+def test_too_few_expected_bytes_deadlock() -> None:
+    """The barrier's phase completes only when its transaction bytes are all accounted for: 4
+    bytes expected too few leave it at -4 and the summer waiting."""
+    with pytest.raises(emulate.EmulationError, match=r"deadlock.*-4 bytes pending"):
+        _ring(torch.randn(32, 32), SHORT=4)
+
+
+def test_arrivals_past_the_count_raise() -> None:
+    with pytest.raises(emulate.EmulationError, match="more arrivals than its count"):
+        _ring(torch.randn(32, 32), EXTRA=1)
+
+
+def test_a_consumer_that_does_not_wait_reads_garbage() -> None:
+    """Shared memory starts as 0xFF bytes (NaN) and copies land when the scheduler lets them: a
+    summer that does not wait reads a stage before its copy landed (NaN sums), or runs ahead of
+    the loader's phases (a deadlock or an arrival too many); never the right sums here."""
+    x = torch.randn(40, 32)
+    for seed in range(4):
+        try:
+            y = _ring(x, seed, WAIT=0)
+        except emulate.EmulationError:
+            continue
+        assert y.isnan().any() or not torch.allclose(y, x.sum(1))
+
+
+def test_an_out_of_bounds_load_raises() -> None:
+    x, y = torch.zeros(32), torch.zeros(64)
+    with pytest.raises(emulate.EmulationError, match=r"out-of-bounds access of x_ptr.*\[32, 33"):
+        with emulate.gluon():
+            _overrun_kernel[(1,)](x, y)
+
+
+def test_launches_outside_the_context_are_untouched() -> None:
+    """The context restores Gluon's launch and launch._sm_count, and counts its launches."""
+    from specpilot.kernels import launch
+
+    before = launch._sm_count
+    with emulate.gluon(sms=7) as state:
+        assert launch._sm_count(0) == 7 and emulate.active()
+        _overrun_kernel[(1,)](torch.zeros(64), torch.zeros(64))
+    assert state["launches"] == 1 and state["steps"] == 0
+    assert launch._sm_count is before and not emulate.active()
+
+
+def test_the_ring_kernel_compiles_for_sm90() -> None:
+    """What the emulator ran is Gluon that Triton compiles for Hopper."""
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+    types = dict(desc=f"tensordesc<fp32[{ROWS.value}, 32],{layout!r}>", y_ptr="*fp32", tiles="i32")
+    code = "import json; from specpilot.kernels import aot; from tests.test_emulate import "
+    code += "_ring_kernel; from triton.experimental.gluon.language import NVMMASharedLayout; "
+    code += f"k = aot.compile_kernel(_ring_kernel, {types!r}, dict(FLIP=0, SHORT=0, WAIT=1, "
+    code += "EXTRA=0, num_warps=4)); print(json.dumps(aot.usage(k)))"
+    usage = compiled_json(code)
+    assert usage["spill_stores"] == 0 and usage["warps"] >= 5
