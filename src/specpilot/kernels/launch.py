@@ -241,6 +241,12 @@ def gluon_device(t: torch.Tensor) -> bool:
     return t.is_cuda or GLUON_EMULATED
 
 
+def gluon_routes(t: torch.Tensor) -> bool:
+    """Whether the engine may route t's multiplies to the Gluon kernels (their switches on):
+    compiled on a Hopper GPU, or a CPU tensor under kernels/emulate (tests of the routes)."""
+    return _on_hopper(t) or (GLUON_EMULATED and not t.is_cuda)
+
+
 @functools.cache
 def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count

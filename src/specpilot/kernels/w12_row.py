@@ -559,7 +559,7 @@ def one_row_route(x: torch.Tensor, weight: W12Weight) -> bool:
     """Whether ONE_ROW takes x @ weight: one row, group size 128, compiled on a Hopper GPU."""
     if not ONE_ROW or x.dim() != 2 or x.shape[0] != 1:
         return False
-    return weight.group_size == BLOCK // 2 and launch._on_hopper(x)
+    return weight.group_size == BLOCK // 2 and launch.gluon_routes(x)
 
 
 def prologue_rows(weight: W12Weight | torch.Tensor, kind: str) -> int:
@@ -581,7 +581,7 @@ def bf16_route(x: torch.Tensor, weight: torch.Tensor) -> bool:
     if x.dtype != torch.bfloat16 or weight.dtype != torch.bfloat16 or weight.shape[1] % 8:
         return False
     aligned = weight.stride(0) % 8 == 0 and weight.data_ptr() % 16 == 0
-    return aligned and weight.stride(1) == 1 and launch._on_hopper(x)
+    return aligned and weight.stride(1) == 1 and launch.gluon_routes(x)
 
 
 def _plane_descriptors(weight: W12Weight, box_rows: int) -> tuple:

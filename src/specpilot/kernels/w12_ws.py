@@ -866,7 +866,7 @@ def verify_route(gate_up, down, x: torch.Tensor) -> bool:
     runs from the norm through the SwiGLU to the down)."""
     if not VERIFY or not isinstance(gate_up, W12Weight) or not isinstance(down, W12Weight):
         return False
-    if not 2 <= x.shape[0] <= 16 or not launch._on_hopper(x):  # compiled, sm_90 or later
+    if not 2 <= x.shape[0] <= 16 or not launch.gluon_routes(x):  # compiled, sm_90 or later
         return False
     half = gate_up.shape[0] // 2
     shapes = gate_up.columns % BLOCK == 0 and half % BLOCK == 0 and down.columns == half
