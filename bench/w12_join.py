@@ -282,10 +282,11 @@ def bench(
 
         _kernel_tiles(row, "row_bf16", ROW_BF16_TILES, bf16_run, (w, ws, None),
                       skinny_linear_reference(x, w), w.nbytes, bf16_epilogues)  # fmt: skip
-    if tc_tiles:  # kernels/w12_tc.py (the host puts its input in tc_order)
+    if tc_tiles:  # kernels/w12_tc.py, its input given in pair order (as w12_ws's)
+        xtc = w12_ws.pair_order(x)
 
         def tc_run(t, g, **kw):
-            return w12_tc.w12_tc_linear(x, g, t, **kw)
+            return w12_tc.w12_tc_linear(xtc, g, t, x_order="pair", **kw)
 
         _kernel_tiles(row, "tc", tc_tiles, tc_run, (packed, ps, bare), ref, nbytes, w12_epilogues)
     for variant in variants:

@@ -296,6 +296,8 @@ W12_ARMS = {
     "same": {},
     # kernels/w12_ws.py's route for the verify forward's W12 gate|up and down (off by default)
     "ws_verify": {"w12_ws.VERIFY": True},
+    # kernels/w12_tc.py's route for the same (off by default)
+    "tc_verify": {"w12_tc.VERIFY": True},
     # kernels/w12_row.py for the one-row forwards' W12 multiplies (off by default)
     "row_one": {"w12_row.ONE_ROW": True},
     "none": {

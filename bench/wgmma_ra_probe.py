@@ -15,14 +15,14 @@ The operand: for m64nNk16 with bf16 A in registers, thread l of warp w holds row
 l // 4 and g + 8, pairs of k c = l % 4 and c + 4 (k = 2 pair + half). W12's words hold, at one
 position i of a block, 4 slices (a half block) in the low word and all 8 codes in the code word
 (formats/w12.py), and `_bf16_pair` makes a bf16 pair of slices (q, q + 1). So take the K order
-of a 16-k chunk as: pair u = 4 sp + p is slices (2 sp, 2 sp + 1) of the half at position i0 + p.
-Then the thread that owns pairs c and c + 4 of row g needs exactly one low word and one code
-word of row g (position i0 + c): loaded from shared memory in the layout kernels/w12_tc.WORDS
-(the probe runs that kernel's block loop, `_block_products`), decoded,
-joined and reshaped into wgmma's operand layout with no data moving between threads
-(`gl.convert_layout(..., assert_trivial=True)` compiles only if so). The input's rows (B, [16 k,
-16 tokens] a chunk) come in the matching permutation, as a producer would write them
-(w12_ws.pair_order's idea).
+of a 16-k chunk as k = 2 i + s for slice q + s of the half at position i0 + i (i < 8): then the
+thread that owns pairs c and c + 4 of row g needs one low word and one code word of row g at
+each of positions i0 + c and i0 + c + 4, whose other pair of slices serves the next chunk:
+loaded from shared memory in the layout kernels/w12_tc.WORDS (the probe runs that kernel's
+block loop, `_block_products`), decoded, joined and reshaped into wgmma's operand layout with
+no data moving between threads (`gl.convert_layout(..., assert_trivial=True)` compiles only if
+so). That K order is kernels/w12_ws.pair_order's, which the engine's producers already write;
+the input (B, [16 tokens, 16 k] a chunk, K-major) is read so.
 
 `python bench/wgmma_ra_probe.py` compiles the probe for sm_90a and prints its registers, spills
 and the SASS of its loop: instructions a weight, and whether any shared-memory store (a layout
@@ -53,25 +53,27 @@ def _probe_kernel(w_ptr, x_ptr, s_ptr, y_ptr, BLOCKS: gl.constexpr):
     a block) over buffers filled from global memory, as its TMA ring would hold them."""
     planes: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
     words: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
-    x_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16,
+    x_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16,
                                                   rank=2)  # fmt: skip
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * BLOCKS, 64, 128], planes)
     code_buf = gl.allocate_shared_memory(gl.uint8, [BLOCKS, 64, 128], planes)
-    x_buf = gl.allocate_shared_memory(gl.bfloat16, [BLOCKS, 256, 16], x_layout)
+    x_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * BLOCKS, 16, 64], x_layout)
     scale_buf = gl.allocate_shared_memory(gl.int32, [2 * BLOCKS, 64],
                                           gl.SwizzledSharedLayout(1, 1, 1, [0]))  # fmt: skip
     fill: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0])
     r = gl.arange(0, 64, layout=gl.SliceLayout(1, fill))
     i = gl.arange(0, 32, layout=gl.SliceLayout(0, fill))
-    tok: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [4, 1], [1, 0])
-    kk = gl.arange(0, 256, layout=gl.SliceLayout(1, tok))
-    tt = gl.arange(0, 16, layout=gl.SliceLayout(0, tok))
+    tok: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0])
+    tt = gl.arange(0, 16, layout=gl.SliceLayout(1, tok))
+    kk = gl.arange(0, 64, layout=gl.SliceLayout(0, tok))
     for b in gl.static_range(BLOCKS):  # (stand-ins for the TMA ring's stages)
         for h in gl.static_range(3):  # the low plane's two halves, then the codes
             dst = low_buf.index(2 * b + h) if h < 2 else code_buf.index(b)
             v = gl.load(w_ptr + (3 * b + h) * 2048 + r[:, None] * 32 + i[None, :])
             dst._reinterpret(gl.int32, [64, 32], words).store(v)
-        x_buf.index(b).store(gl.load(x_ptr + b * 4096 + kk[:, None] * 16 + tt[None, :]))
+        for p in gl.static_range(4):  # x [16, 256 BLOCKS] in pair order, 64 columns a box
+            x_buf.index(4 * b + p).store(gl.load(x_ptr + tt[:, None] * (256 * BLOCKS)
+                                                 + 256 * b + 64 * p + kk[None, :]))  # fmt: skip
     scales = scale_buf._reinterpret(gl.int32, [2 * BLOCKS, 64],
                                     gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # fmt: skip
     g = gl.arange(0, 2 * BLOCKS, layout=gl.SliceLayout(1, fill))
@@ -118,9 +120,10 @@ def loop_stats(sass: str) -> dict:
 def probe_inputs(weight, x):
     """The probe's inputs from a W12 weight [64, 256 B] and x [16, 256 B] (torch): its words
     ([3 B, 64, 32] int32: each block's two low halves, then its codes), the scale words ([2 B,
-    64]: group g's bf16x2 2^(2b)) and x's chunks ([16 B, 16 k, 16 tokens] bf16, k of chunk (b, h,
-    g) = 2 (4 sp + p) + half at column 256 b + 32 (4 h + 2 sp + half) + 4 g + p)."""
+    64]: group g's bf16x2 2^(2b)) and x in kernels/w12_ws.pair_order (the operand's K order)."""
     import torch
+
+    from specpilot.kernels.w12_ws import pair_order
 
     n, kp = weight.low.shape
     blocks = kp // 256
@@ -130,48 +133,13 @@ def probe_inputs(weight, x):
     base = weight.base.view(n, blocks, 2).to(torch.int32)
     v = (2 * base + 127) << 7
     scales = (v | (v << 16)).permute(1, 2, 0).reshape(2 * blocks, n)
-    k = torch.arange(16)
-    u, half = k // 2, k % 2
-    sp, p = u // 4, u % 4
-    chunks = []
-    for b in range(blocks):
-        for h in range(2):
-            for g in range(8):
-                cols = 256 * b + 32 * (4 * h + 2 * sp + half) + 4 * g + p
-                chunks.append(x[:, cols.to(x.device)].T)  # [16 k, 16 tokens]
-    return words.contiguous(), scales.contiguous(), torch.stack(chunks).contiguous()
+    return words.contiguous(), scales.contiguous(), pair_order(x)
 
 
-def emulate(words, scales, chunks):
-    """The probe's arithmetic in PyTorch (CPU): each chunk's operand built as `_operand` builds
-    it (pair u = 4 sp + p of half h at position 4 g + p, k = 2 u + half), times the chunk of x,
-    summed: [64, 16] fp32. Ties probe_inputs' chunk order to the operand's K order."""
-    import torch
-
-    from specpilot.kernels.w12_ws import prmt
-
-    blocks = words.shape[0] // 3
-    y = torch.zeros(words.shape[1], 16)
-    for b in range(blocks):
-        for h in range(2):
-            low, code = words[3 * b + h], words[3 * b + 2]
-            nib = (code >> (4 * h)) & 0x0F0F0F0F
-            high = nib + (nib & 0x08080808) * 15
-            scale = (scales[2 * b + h] & 0xFFFF).to(torch.int16).view(torch.bfloat16)
-            for g in range(8):
-                a = torch.zeros(words.shape[1], 16, dtype=torch.bfloat16)
-                for p in range(4):
-                    for sp in range(2):
-                        pair = prmt(low[:, 4 * g + p], high[:, 4 * g + p], (0x5140, 0x7362)[sp])
-                        exact = pair.view(torch.bfloat16).view(-1, 2) * scale[:, None]
-                        a[:, 2 * (4 * sp + p) : 2 * (4 * sp + p) + 2] = exact
-                y += a.float() @ chunks[16 * b + 8 * h + g].float()
-    return y
-
-
-def check(blocks: int = 2) -> dict:
-    """On a Hopper GPU: the probe's products against the decoded weights' (escapes left out,
-    as the probe adds none): is the operand's K order the input chunks' order?"""
+def check(blocks: int = 2, device: str = "cuda") -> dict:
+    """On a Hopper GPU (or device "cpu" inside kernels/emulate.gluon()): the probe's products
+    against the decoded weights' (escapes left out, as the probe adds none): is the operand's K
+    order the input's?"""
     import torch
 
     from specpilot.formats import w12
@@ -179,11 +147,13 @@ def check(blocks: int = 2) -> dict:
 
     gen = torch.Generator().manual_seed(0)
     w = (torch.randn(64, 256 * blocks, generator=gen) * 0.05).to(torch.bfloat16)
+    w[3, 7] = 40.0  # an escape: its decoded weight reads 0 (row_words), the probe adds none
     x = torch.randn(16, 256 * blocks, generator=gen).to(torch.bfloat16)
     packed = w12.encode(w)
-    words, scales, chunks = probe_inputs(packed, x)
-    y = torch.empty(64, 16, device="cuda")
-    _probe_kernel[(1,)](words.cuda(), chunks.cuda(), scales.cuda(), y, BLOCKS=blocks, num_warps=4)
+    words, scales, xp = probe_inputs(packed, x)
+    y = torch.empty(64, 16, device=device)
+    words, scales, xp = (t.to(device) for t in (words, scales, xp))
+    _probe_kernel[(1,)](words, xp, scales, y, BLOCKS=blocks, num_warps=4)
     ref = row_words(packed).float() @ x.float().T  # [64, 16]
     err = (y.cpu() - ref).abs().max().item() / ref.abs().max().item()
     return dict(relative_error=err, right=err < 1e-4)

@@ -13,7 +13,12 @@ import pytest
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from specpilot.kernels import emulate
@@ -70,6 +75,26 @@ def _overrun_kernel(x_ptr, y_ptr):
     gl.store(y_ptr + offs, gl.load(x_ptr + offs))
 
 
+@gluon.jit
+def _mma_kernel(a_ptr, b_ptr, y_ptr, FENCE: gl.constexpr):
+    """y [64, 16] = a [64, 16] @ b [16, 16], both stored to shared memory, then wgmma."""
+    rows: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [4, 1], [1, 0])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, 16, 16])  # fmt: skip
+    shared: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16,
+                                                rank=2)  # fmt: skip
+    r = gl.arange(0, 64, layout=gl.SliceLayout(1, rows))
+    c = gl.arange(0, 16, layout=gl.SliceLayout(0, rows))
+    a = gl.allocate_shared_memory(gl.bfloat16, [64, 16], shared)
+    b = gl.allocate_shared_memory(gl.bfloat16, [16, 16], shared)
+    a.store(gl.load(a_ptr + r[:, None] * 16 + c[None, :]))
+    b.store(gl.load(b_ptr + r[:16, None] * 16 + c[None, :]))
+    if FENCE:
+        fence_async_shared()
+    acc = warpgroup_mma(a, b, gl.zeros([64, 16], gl.float32, acc_layout))
+    gl.store(y_ptr + r[:, None] * 16 + c[None, :], gl.convert_layout(acc, rows))
+
+
 def _ring(x: torch.Tensor, seed: int = 0, **flags) -> torch.Tensor:
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
     rows = ROWS.value
@@ -120,6 +145,19 @@ def test_a_consumer_that_does_not_wait_reads_garbage() -> None:
         except emulate.EmulationError:
             continue
         assert y.isnan().any() or not torch.allclose(y, x.sum(1))
+
+
+def test_wgmma_after_stores_needs_the_proxy_fence() -> None:
+    """Shared memory stored to by the generic proxy and read by wgmma (the async proxy) without
+    fence_async_shared between them raises; with the fence, the product."""
+    a = torch.randn(64, 16).to(torch.bfloat16)
+    b = torch.randn(16, 16).to(torch.bfloat16)
+    y = torch.empty(64, 16)
+    with emulate.gluon():
+        with pytest.raises(emulate.EmulationError, match="no fence_async_shared"):
+            _mma_kernel[(1,)](a, b, y, FENCE=0)
+        _mma_kernel[(1,)](a, b, y, FENCE=1)
+    torch.testing.assert_close(y, a.float() @ b.float())
 
 
 def test_an_out_of_bounds_load_raises() -> None:

@@ -2068,6 +2068,19 @@ def test_w12_ws_verify_gives_the_same_tokens(tmp_path, monkeypatch, where: str) 
 
 
 @pytest.mark.parametrize("where", GLUON_WHERE)
+def test_w12_tc_verify_gives_the_same_tokens(tmp_path, monkeypatch, where: str) -> None:
+    """kernels/w12_tc.VERIFY in a fused W12 verify forward of 5 tokens, as w12_ws.VERIFY: the
+    rmsnorm before gate|up writes pair order, gate|up's SwiGLU writes it for the down; on, it
+    takes gate|up and down of each of the two layers."""
+    from specpilot.kernels import w12_tc
+
+    with gluon_on(where):
+        counts = _switched_w12_forwards(tmp_path, monkeypatch, w12_tc, "w12_tc_linear", "VERIFY",
+                                        5)  # fmt: skip
+    assert counts[False] == 0 and counts[True] == 4
+
+
+@pytest.mark.parametrize("where", GLUON_WHERE)
 def test_w12_row_one_row_forward_gives_the_same_tokens(tmp_path, monkeypatch, where: str) -> None:
     """kernels/w12_row.ONE_ROW in a fused one-row W12 forward: on it takes q|k|v (its norm
     prologue), o (the residual), gate|up (the norm prologue and SwiGLU) and down (the residual)

@@ -1,8 +1,8 @@
 """kernels/w12_row.py: the one-row W12 multiply fed by a TMA ring (a prototype, CUDA only).
 
 Without a GPU: the kernel's bit work, emulated in PyTorch, gives back every weight bit for bit,
-and the kernel compiles for sm_90a without spills. On CUDA (Hopper): the kernel against
-w12_linear_reference."""
+the kernel compiles for sm_90a without spills, and its own code runs on kernels/emulate.py
+("emulated" cases). On CUDA (Hopper, "cuda" cases): the kernel against w12_linear_reference."""
 
 from __future__ import annotations
 

@@ -3,18 +3,16 @@ operand (a prototype, CUDA only).
 
 Without a GPU: the input's K order is a permutation of each block and the one whose products
 bench/wgmma_ra_probe.py's emulation checks, the split plan, bad input, and the kernel compiles
-for sm_90a without spills. On CUDA (Hopper): the kernel against w12_linear_reference."""
+for sm_90a without spills; its own code on kernels/emulate.py ("emulated" cases). On CUDA
+(Hopper, "cuda" cases): the kernel against w12_linear_reference."""
 
 from __future__ import annotations
-
-import os
-import sys
 
 import pytest
 import torch
 
 from specpilot.formats import w12
-from specpilot.kernels import w12_tc
+from specpilot.kernels import w12_tc, w12_ws
 from specpilot.kernels.w12_linear import w12_linear_reference
 from tests.conftest import compiled_json, gluon_on
 from tests.test_w12_kernels import close_columns, weight_with_escapes
@@ -22,25 +20,6 @@ from tests.test_w12_kernels import close_columns, weight_with_escapes
 
 def _weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
     return weight_with_escapes(n, k, torch.Generator().manual_seed(seed))
-
-
-def test_tc_order_is_the_operands_k_order() -> None:
-    """tc_order: each block's 256 rows a permutation of its columns (zero tokens and columns
-    padded), chunk by chunk the order bench/wgmma_ra_probe.probe_inputs gives (whose emulated
-    products tests/test_bench_smoke.py checks against the decoded weights')."""
-    x = torch.arange(3 * 600, dtype=torch.float32).view(3, 600)
-    t = w12_tc.tc_order(x)
-    assert t.shape == (768, 16) and (t[:, 3:] == 0).all()
-    for b in range(3):
-        got = sorted(t[256 * b : 256 * (b + 1), 0].tolist())
-        want = sorted([float(c) if c < 600 else 0.0 for c in range(256 * b, 256 * (b + 1))])
-        assert got == want
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-    probe = pytest.importorskip("wgmma_ra_probe")
-    packed = w12.encode(_weights(64, 512))
-    xs = torch.randn(16, 512).to(torch.bfloat16)
-    chunks = probe.probe_inputs(packed, xs)[2]  # [32, 16 k, 16 tokens]
-    assert torch.equal(w12_tc.tc_order(xs).view(32, 16, 16), chunks)
 
 
 def test_split_plan() -> None:
@@ -63,13 +42,18 @@ def test_bad_input_is_refused() -> None:
     with pytest.raises(ValueError, match="group size"):
         w12_tc.w12_tc_linear(torch.zeros(2, 256, dtype=torch.bfloat16),
                              w12.encode(_weights(64, 256), 32))  # fmt: skip
+    with pytest.raises(ValueError, match="swiglu only"):
+        w12_tc.w12_tc_linear(torch.zeros(2, 256, dtype=torch.bfloat16), packed, y_order="pair")
+    with pytest.raises(ValueError, match="x_order"):
+        w12_tc.w12_tc_linear(torch.zeros(2, 256, dtype=torch.bfloat16), packed, x_order="tc")
 
 
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
-    """sm_90a (Triton's ptxas, no GPU): the default, SwiGLU, the residual and a K split's
-    partials, one program an SM in shared memory, no spills."""
+    """sm_90a (Triton's ptxas, no GPU): the default, SwiGLU (also writing pair order), the
+    residual and a K split's partials, one program an SM in shared memory, no spills."""
     cases = [({}, False, False, 1), ({}, True, False, 1), ({}, False, True, 1),
-             ({}, False, False, 4), (dict(STAGES=6), False, False, 1)]  # fmt: skip
+             ({}, False, False, 4), (dict(STAGES=6), False, False, 1),
+             ({}, True, False, 1, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tc; "
     code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -128,3 +112,23 @@ def test_w12_tc_residual(where: str, split: int) -> None:
         close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
         y = w12_tc.w12_tc_linear(x, packed, dict(SPLIT_K=split), residual=r)
         assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("where", BOTH)
+def test_w12_tc_pair_order_runs_from_gate_up_to_down(where: str) -> None:
+    """The verify forward's chain as w12_ws runs it: the input given in pair order (as
+    rmsnorm(pair=True) writes it), gate|up's SwiGLU written in pair order, read so by the down
+    with its residual: the bits of the same multiplies from natural inputs."""
+    gen = torch.Generator().manual_seed(9)
+    with gluon_on(where) as device:
+        gate_up = w12.encode(_weights(1024, 512, seed=1)).to(device)
+        down = w12.encode(_weights(512, 512, seed=2)).to(device)
+        x = torch.randn(16, 512, generator=gen).to(device, torch.bfloat16)
+        r = torch.randn(16, 512, generator=gen).to(device, torch.bfloat16)
+        xp = w12_ws.pair_order(x)
+        act = w12_tc.w12_tc_linear(xp, gate_up, x_order="pair", swiglu=True, y_order="pair")
+        y = w12_tc.w12_tc_linear(act, down, x_order="pair", residual=r)
+        natural = w12_tc.w12_tc_linear(x, gate_up, swiglu=True)
+        assert torch.equal(act, w12_ws.pair_order(natural))
+        assert torch.equal(y, w12_tc.w12_tc_linear(natural, down, residual=r))
+        close_columns(natural.float(), w12_linear_reference(x, gate_up, swiglu=True).float(), 4)

@@ -1,8 +1,9 @@
 """kernels/w12_ws.py: the warp-specialized W12 multiply (a prototype, CUDA only).
 
 Without a GPU: the kernel's bit work, emulated in PyTorch, gives back every weight bit for bit
-and the reference's products, and the kernel compiles for sm_90a. On CUDA (Hopper): the kernel
-against w12_linear_reference."""
+and the reference's products, the kernel compiles for sm_90a, and its own code runs on
+kernels/emulate.py ("emulated" cases). On CUDA (Hopper, "cuda" cases): the kernel against
+w12_linear_reference."""
 
 from __future__ import annotations
 

@@ -18,14 +18,18 @@ runs a kernel's own Python source with the Gluon language swapped for PyTorch on
   has completed);
 - a TMA copy reads its box (zeros outside the tensor) into shared memory at a later point the
   scheduler picks, then takes its box's bytes off the barrier;
+- wgmma reading shared memory that a partition stored to with no `fence_async_shared` since
+  raises (the async proxy may miss generic stores);
 - each program runs alone; `gl.warp_specialize`'s partitions run as threads of which exactly one
   runs at a time, switching at every barrier, copy and shared-memory access to a partition the
   seeded random choice picks among those that can go on. No partition able to go on and no copy
   in flight is a deadlock (a hang on the GPU): it raises, naming each partition's wait.
 
-Not modelled: timing, the physical swizzle (only shapes whose reinterpretation is layout-free are
-taken), transcendental approximations (exp, rsqrt are PyTorch's), warp-level asm beyond the few
-forms in `_ASM`, and the order of floating-point sums (wgmma and reductions sum in PyTorch's
+Not modelled: timing, races between the warps of one partition (it runs as a whole: a missing
+`gl.thread_barrier` goes unseen), asynchronous wgmma (it completes at issue), the physical
+swizzle (only shapes whose reinterpretation is layout-free are taken), transcendental
+approximations (exp, rsqrt are PyTorch's), warp-level asm beyond the few forms in `_ASM`, and
+the order of floating-point sums (wgmma and reductions sum in PyTorch's
 order): compare results as the GPU tests do, to summation order.
 
     with emulate.gluon(sms=4, seed=0):
@@ -364,6 +368,33 @@ def _swizzle(layout) -> int:
     return width or (getattr(layout, "max_phase", 1) > 1 and getattr(layout, "max_phase", 1))
 
 
+def _span(t: torch.Tensor) -> tuple[int, int, int]:
+    """A shared-memory view's buffer and byte range: (its allocation, first byte, end)."""
+    base = t.untyped_storage().data_ptr()
+    start = t.data_ptr() - base
+    count = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride())) if t.numel() else 0
+    return base, start, start + count * t.element_size()
+
+
+def _async_read(buf: Shared, what: str) -> None:
+    """The async proxy (wgmma, TMA) reads buf: no partition may have written any of its bytes
+    with generic stores since its last fence_async_shared (on a GPU the read may miss them)."""
+    base, lo, hi = _span(buf.data)
+    for part in _sched().parts:
+        for b, s, e in part.unfenced:
+            if b == base and s < hi and lo < e:
+                raise EmulationError(
+                    f"{what} at {_site()} reads shared memory that {part.name} stored to with no "
+                    "fence_async_shared since"
+                )
+
+
+def _fence() -> None:
+    """fence_async_shared: this partition's generic stores so far are visible to the async
+    proxy (wgmma, TMA)."""
+    _ctx.part.unfenced.clear()
+
+
 class Shared:
     """Shared memory: a view of a program's byte buffer as a tile of some dtype."""
 
@@ -420,6 +451,7 @@ class Shared:
             raise EmulationError(f"shared store of {got} into {list(self.data.shape)} at {_site()}")
         _sched().step(f"shared store at {_site()}")
         self.data.copy_(value.to(self.data.dtype))
+        _ctx.part.unfenced.append(_span(self.data))
 
 
 class Barrier:
@@ -507,6 +539,7 @@ class _Part:
         self.what: str | Callable[[], str] = ""
         self.done = False
         self.result = None
+        self.unfenced: list[tuple[int, int, int]] = []  # generic stores since the last fence
 
 
 class _Scheduler:
@@ -882,6 +915,9 @@ def _copy_in(desc: Descriptor, coord, bar: Barrier, result: Shared, pred=True, *
 
 
 def _mma(a, b: Shared, acc, *, use_acc=True, is_async=False, **_) -> Tensor:
+    for operand in (a, b):
+        if isinstance(operand, Shared):
+            _async_read(operand, "wgmma")
     ta = a.data if isinstance(a, Shared) else _raw(a)
     prod = ta.float() @ b.data.float()
     base = _raw(acc) if bool(_raw(use_acc)) else torch.zeros_like(_raw(acc))
@@ -906,7 +942,7 @@ _REPLACE = {
         async_copy_global_to_shared=_copy_in,
         store_wait=lambda *a, **k: None,
     ),
-    id(_hopper.fence_async_shared): lambda: lambda *a, **k: None,
+    id(_hopper.fence_async_shared): lambda: lambda *a, **k: _fence(),
     id(_hopper.warpgroup_mma): lambda: _mma,
     id(_hopper.warpgroup_mma_wait): lambda: _mma_wait,
 }

@@ -34,9 +34,10 @@ BOUND (a bound, wrong products, bench/w12_join.py --row): 8 the loader's copies 
 reissued once its copies landed, no consumer waited on), 2 the hand-off alone (the multiplying
 warps wait for each stage and free it, reading nothing).
 
-CUDA sm_90 only (Gluon has no interpreter): tests/test_w12_row.py emulates the bit work on the
-CPU (every weight back, bit for bit), compiles the kernel for sm_90a, and on a Hopper GPU checks
-it against w12_linear_reference. The engine takes it only with ONE_ROW (W12) or BF16_ONE_ROW
+CUDA sm_90 only. tests/test_w12_row.py emulates the bit work on the CPU (every weight back, bit
+for bit), compiles the kernel for sm_90a, runs the kernel's own code on kernels/emulate.py (the
+CPU, every tile and epilogue, with and without PDL's branches) and on a Hopper GPU, against
+w12_linear_reference. The engine takes it only with ONE_ROW (W12) or BF16_ONE_ROW
 (bf16), both off until measured (bench/h200/row287.sh, row288.sh, row289.sh).
 """
 

@@ -10,20 +10,24 @@ shared memory (TMA) and the warps that multiply decode each block's words straig
 wgmma's A operand in registers (bench/wgmma_ra_probe.py: ~3 SASS instructions a weight, no
 data moved between threads):
 - a loader warp copies each block of a tile's 64 weight rows (its two W12 planes) and the input
-  block (x^T in the operand's K order, [256, 16] bf16) by TMA into a ring of STAGES stages;
+  block (x in kernels/w12_ws.pair_order, 4 boxes [16 tokens, 64 columns] bf16) by TMA into a
+  ring of STAGES stages;
 - a meta warp writes each unit's scale words (its rows' 2^(2b) as bf16x2) and its escapes'
-  sums [64, 16] (the input's natural order) into one of two slots;
-- one warpgroup decodes each block's 16 k-chunks (`_operand`: pair u = 4 sp + p of a chunk is
-  slices (2 sp, 2 sp + 1) of half h at position 4 g + p; each thread's operand is one low and
-  one code word a row, made exact by `mul.bf16x2` with the scale word) and runs 16 wgmma
-  (m64n16k16, A in registers, B the input chunk in shared memory), then adds the escapes and
-  stores as w12_ws does (`_store`: a K split's fp32 partials, the residual, SwiGLU).
+  sums [64, 16] (read from the pair-ordered input) into one of two slots;
+- one warpgroup decodes each block's 16 k-chunks (`_operand`): the thread that owns k pairs
+  l % 4 and + 4 of rows r and r + 8 in wgmma's A fragment loads, for each row, the low and code
+  words of positions 8 c + l % 4 and + 4 of a half block, whose pairs of slices (4 h + 2 q, + 1)
+  are those k pairs of chunk c of pair-order slot 2 h + q (so the operand is pair order's K
+  order), made exact by `mul.bf16x2` with the scale word; 16 wgmma a block (m64n16k16, A in
+  registers, B the input chunk in shared memory, K-major), then the escapes and the store as
+  w12_ws's (`_store`: a K split's fp32 partials, the residual, SwiGLU, y in pair order).
 Work: units of 64 rows (SwiGLU: 32 gates and their ups) and at most MAX_UNIT_BLOCKS blocks of
 K (a K split where the tiles alone are too few for the SMs or K is long), persistent.
 
-The input's K order (`tc_order`): a producer would write it (as the rmsnorm kernel writes
-w12_ws's pair order); the host permutes it here. Unmeasured, not used by the engine;
-tests/test_w12_tc.py (GPU) and bench/w12_join.py --tc.
+The input's K order is w12_ws's pair order, which the engine's producers already write
+(rmsnorm(pair=True), a SwiGLU epilogue with y_order "pair"); given a natural x, the host
+permutes it. Unmeasured, not used by the engine; tests/test_w12_tc.py (a Hopper GPU, and
+kernels/emulate.py on the CPU) and bench/w12_join.py --tc.
 """
 
 from __future__ import annotations
@@ -43,18 +47,32 @@ from specpilot.formats.w12 import BLOCK, W12Weight, padded
 from specpilot.kernels import launch
 from specpilot.kernels.w12_linear import sum_splits
 from specpilot.kernels.w12_row import _barriers, _bf16_pair, _high_bytes, _times
-from specpilot.kernels.w12_ws import _copy_planes, _escapes, _store, _tile_rows, _unit
+from specpilot.kernels.w12_ws import (
+    _copy_planes,
+    _escapes,
+    _store,
+    _tile_rows,
+    _unit,
+    pair_chain,
+    pair_order,
+)
 
 TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4)
+# Off (unmeasured: bench/h200/tc291.sh times the kernel first): the fused verify forward's W12
+# gate|up (SwiGLU, y in pair order) and down (the residual) on this kernel, their input written
+# in pair order by the rmsnorm before them (models/fused.py, w12_ws.pair_chain); before
+# w12_ws.VERIFY where both are on.
+VERIFY = False
 ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
 MAX_UNIT_BLOCKS = 16  # blocks of K a unit at most (its scale words: 32 groups)
 WBLOCK = gl.constexpr(BLOCK)
 RW, UNIT_BLOCKS = gl.constexpr(ROWS), gl.constexpr(MAX_UNIT_BLOCKS)  # the same, inside kernels
-# the operand's words: [64 rows, 4 positions] int32, thread l of warp w holding rows 16 w + l // 4
-# and + 8 at position l % 4 (wgmma's bf16 A fragment ownership, in words of two pairs' bytes)
+# the operands' words: [64 rows, 8 positions] int32, thread l of warp w holding rows 16 w + l // 4
+# and + 8 at positions l % 4 and + 4 (wgmma's bf16 A fragment ownership: k pairs l % 4 and + 4,
+# a position's pair of slices being a pair of k)
 WORDS = gl.constexpr(gl.DistributedLinearLayout(
-    reg_bases=[[8, 0]], lane_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [4, 0]],
-    warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 4],
+    reg_bases=[[0, 4], [8, 0]], lane_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [4, 0]],
+    warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 8],
 ))  # fmt: skip
 ACC = gl.constexpr(gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                              instr_shape=[16, 16, 16]))  # fmt: skip
@@ -72,15 +90,12 @@ def _halves(pair):
 
 
 @gluon.jit
-def _operand(low, code, scale, H: gl.constexpr):
-    """A 16-k chunk's A operand [64, 16] bf16 from [64, 4] words (WORDS): pair u = 4 sp + p is
-    slices (2 sp, 2 sp + 1) of half H at position p, made exact by the rows' scale words."""
-    high = _high_bytes(code, H)
-    p0 = _times(_bf16_pair(low, high, 0), scale)  # slices 4H, 4H + 1
-    p1 = _times(_bf16_pair(low, high, 2), scale)  # slices 4H + 2, 4H + 3
-    pairs = gl.reshape(gl.permute(gl.join(p0, p1), (0, 2, 1)), [64, 8])  # u = 4 sp + p
-    lo, hi = _halves(pairs)
-    a = gl.reshape(gl.join(lo, hi), [64, 16])  # k = 2 u + half
+def _operand(low, high, scale, Q: gl.constexpr):
+    """A 16-k chunk's A operand [64, 16] bf16 from [64, 8] words (WORDS; high: the code words'
+    high bytes of the half): k = 2 i + s is slice Q + s of the half at position i (i < 8 of the
+    chunk), made exact by the rows' scale words: w12_ws.pair_order's order."""
+    lo, hi = _halves(_times(_bf16_pair(low, high, Q), scale))
+    a = gl.reshape(gl.join(lo, hi), [64, 16])  # k = 2 i + half
     return gl.convert_layout(a, A_OPERAND, assert_trivial=True)
 
 
@@ -93,6 +108,7 @@ def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr):
     ready, empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
     nbytes: gl.constexpr = RW * (WBLOCK + WBLOCK // 2) + WBLOCK * 16 * 2
+    XBOX: gl.constexpr = x_buf.type.shape[2]  # pair-order columns a box (a slot: 64)
     c = 0
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
         row0, k_block0, n_blocks, _ = _unit(u, work, RW // (1 + SWIGLU))
@@ -104,7 +120,9 @@ def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr):
             col = (k_block0 + i) * WBLOCK
             _copy_planes((low_desc, code_desc), (low_buf, code_buf), s, row0, col, bar, work[4],
                          SWIGLU)  # fmt: skip
-            tma.async_copy_global_to_shared(x_desc, [col, 0], bar, x_buf.index(s))
+            for p in gl.static_range(WBLOCK // XBOX):  # the input's 4 slots of 64 columns
+                tma.async_copy_global_to_shared(x_desc, [0, col + XBOX * p], bar,
+                                                x_buf.index(4 * s + p))  # fmt: skip
             c += 1
 
 
@@ -140,7 +158,7 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, SWIGLU: gl.
         rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, sums))
         col0, col1 = k_block0 * WBLOCK, (k_block0 + n_blocks) * WBLOCK
         esc = _escapes(gl.zeros([RW, 16], gl.float32, sums), rows, in_rows, escapes, x_ptr,
-                       stride_x, m, col0, col1, ESC_BATCH, PAIR=False)  # fmt: skip
+                       stride_x, m, col0, col1, ESC_BATCH)  # fmt: skip
         esc_buf.index(slot).store(esc)
         mbarrier.arrive(esc_ready.index(slot), count=1)
         j += 1
@@ -149,19 +167,22 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, SWIGLU: gl.
 @gluon.jit
 def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0):
     """acc plus one block's products (ring stage s, scale words g0 and g0 + 1): 16 wgmma, A
-    decoded from the planes' words (`_operand`), B the input's chunks; waited for."""
+    decoded from the planes' words (`_operand`: positions 8 c .. 8 c + 7 of half h give the
+    chunks c of pair-order slots 2 h and 2 h + 1), B the input's chunk of 16 pair-order columns
+    ([16 tokens, 16 k] in shared memory, transposed); waited for."""
     planes: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
-    zero = gl.zeros([RW, 4], gl.int32, WORDS)
+    zero = gl.zeros([RW, 8], gl.int32, WORDS)
     code_words = code_buf.index(s)._reinterpret(gl.int32, [RW, 32], planes)
     for h in gl.static_range(2):
         scale = zero + scale_buf.index(g0 + h).load(gl.SliceLayout(1, WORDS))[:, None]
         low_words = low_buf.index(2 * s + h)._reinterpret(gl.int32, [RW, 32], planes)
-        for g in gl.static_range(8):  # positions 4 g .. 4 g + 3
-            low = low_words.slice(4 * g, 4, dim=1).load(WORDS)
-            code = code_words.slice(4 * g, 4, dim=1).load(WORDS)
-            a = _operand(low, code, scale, h)
-            acc = warpgroup_mma(a, x_buf.index(s).slice(16 * (8 * h + g), 16), acc,
-                                is_async=True)  # fmt: skip
+        for c in gl.static_range(4):  # positions 8 c .. 8 c + 7
+            low = low_words.slice(8 * c, 8, dim=1).load(WORDS)
+            high = _high_bytes(code_words.slice(8 * c, 8, dim=1).load(WORDS), h)
+            for q in gl.static_range(2):  # slices 4 h + 2 q, + 1: pair-order slot 2 h + q
+                a = _operand(low, high, scale, 2 * q)
+                b = x_buf.index(4 * s + 2 * h + q).slice(16 * c, 16, dim=1).permute((1, 0))
+                acc = warpgroup_mma(a, b, acc, is_async=True)
     return warpgroup_mma_wait(num_outstanding=0, deps=[acc])
 
 
@@ -203,14 +224,14 @@ def _w12_tc_kernel(
     m, n, k, units, tiles, blocks_per_split, stride_x, base_stride, groups, stride_y,
     stride_split, stride_r,
     STAGES: gl.constexpr, SPLIT_K: gl.constexpr, ESC_BATCH: gl.constexpr, SWIGLU: gl.constexpr,
-    RESIDUAL: gl.constexpr,
+    RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr,
 ):  # fmt: skip
     """Each program takes units pid, pid + programs, ...; the partitions run on across them."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
     half: gl.constexpr = WBLOCK // 2
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, RW, half], low_desc.layout)
     code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, RW, half], code_desc.layout)
-    x_buf = gl.allocate_shared_memory(gl.bfloat16, [STAGES, WBLOCK, 16], x_desc.layout)
+    x_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * STAGES, 16, WBLOCK // 4], x_desc.layout)
     GROUPS: gl.constexpr = 2 * UNIT_BLOCKS
     scale_buf = gl.allocate_shared_memory(gl.int32, [2 * GROUPS, RW],
                                           gl.SwizzledSharedLayout(1, 1, 1, [0]))  # fmt: skip
@@ -223,7 +244,7 @@ def _w12_tc_kernel(
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
                            (ready, empty, scale_ready, esc_ready, meta_empty), work, n, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), SPLIT_K > 1,
-                           (SWIGLU, RESIDUAL, False))),
+                           (SWIGLU, RESIDUAL, Y_PAIR))),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, SWIGLU, ESC_BATCH)),
@@ -231,32 +252,22 @@ def _w12_tc_kernel(
                        work, SWIGLU)),
         ],
         [1, 1],
-        [168, 40],  # (the meta warp: 80 spilled its escapes' batch of 4 x [64, 16]; the
-        # loader: 24 with SwiGLU's copies)
+        [192, 40],  # (the meta warp: 80 spilled its escapes' batch of 4 x [64, 16], 168 with
+        # their columns in pair order; the loader: 24 with SwiGLU's copies)
     )  # fmt: skip
 
 
-def tc_order(x: torch.Tensor) -> torch.Tensor:
-    """x [M <= 16, K] -> the operand's input x^T [Kp, 16] (zero tokens to 16, zero columns to Kp):
-    row 256 b + 16 c + k (chunk c = 8 h + g of block b) holds column 256 b + 32 (4 h + 2 sp + half)
-    + 4 g + p, for pair u = k // 2 = 4 sp + p and half = k % 2 (`_operand`'s K order)."""
-    m, k = x.shape
-    kp = padded(k)
-    x = torch.nn.functional.pad(x, (0, kp - k, 0, 16 - m))
-    r = torch.arange(BLOCK, device=x.device)
-    c, kk = r // 16, r % 16
-    h, g = c // 8, c % 8
-    u, half = kk // 2, kk % 2
-    col = 32 * (4 * h + 2 * (u // 4) + half) + 4 * g + u % 4
-    index = (torch.arange(0, kp, BLOCK, device=x.device)[:, None] + col).reshape(-1)
-    return x[:, index].T.contiguous()
+def verify_route(gate_up, down, x: torch.Tensor) -> bool:
+    """Whether a forward of x's rows takes its W12 gate|up and down through w12_tc (VERIFY on,
+    w12_ws.pair_chain)."""
+    return VERIFY and pair_chain(gate_up, down, x)
 
 
 def layouts() -> tuple:
-    """The shared layouts TMA writes: the planes' (unswizzled bytes) and the input blocks' ([256,
-    16] bf16, 32-byte swizzle: wgmma's B)."""
+    """The shared layouts TMA writes: the planes' (unswizzled bytes) and the input's boxes ([16
+    tokens, 64 pair-order columns] bf16, 128-byte swizzle: wgmma's B, K-major)."""
     planes = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
-    return planes, gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=2)
+    return planes, gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
 
 
 def split_plan(n: int, k: int, swiglu: bool, split: int, sms: int) -> tuple[int, int, int]:
@@ -285,12 +296,18 @@ def w12_tc_linear(
     weight: W12Weight,
     tile: dict | None = None,
     *,
+    x_order: str = "natural",
     swiglu: bool = False,
     residual: torch.Tensor | None = None,
+    y_order: str = "natural",
 ) -> torch.Tensor:
     """x [M, K] bf16 (M 1-16, CUDA, sm_90) @ weight.T -> [M, N] bf16 on the register-operand
     wgmma kernel (w12_linear's contract: swiglu, y = silu(gate) * up of [gate | up]; residual
-    [M, N], y = residual + x @ weight.T). tile: TILE's keys to change."""
+    [M, N], y = residual + x @ weight.T). tile: TILE's keys to change. The kernel reads its input
+    in kernels/w12_ws.pair_order (its operand's K order): x_order "pair", x is that [M, Kp]
+    already (rmsnorm(pair=True) writes it, or a SwiGLU here or in w12_ws with y_order "pair");
+    else the host permutes it. y_order "pair" (swiglu, N / 2 a multiple of 256): y in pair
+    order, a down's input."""
     cfg = TILE | (tile or {})
     unknown = set(cfg) - set(TILE)
     if unknown:
@@ -298,10 +315,17 @@ def w12_tc_linear(
     m, k, n = x.shape[0], weight.columns, weight.shape[0]
     if weight.group_size != BLOCK // 2:
         raise ValueError(f"w12_tc_linear wants group size {BLOCK // 2}, got {weight.group_size}")
-    wrong = not 1 <= m <= 16 or x.shape[1] != k or x.dtype != torch.bfloat16
+    if x_order not in ("natural", "pair"):
+        raise ValueError(f"w12_tc_linear: x_order 'natural' or 'pair', got {x_order!r}")
+    if y_order not in ("natural", "pair") or (y_order == "pair" and not swiglu):
+        raise ValueError(f"w12_tc_linear: y_order 'pair' is for swiglu only, got {y_order!r}")
+    if y_order == "pair" and (n // 2) % BLOCK:
+        raise ValueError(f"y_order 'pair' wants N / 2 a multiple of {BLOCK}, got {n // 2}")
+    cols = padded(k) if x_order == "pair" else k
+    wrong = not 1 <= m <= 16 or x.shape[1] != cols or x.dtype != torch.bfloat16
     if wrong or not launch.gluon_device(x):
-        raise ValueError(f"w12_tc_linear wants x [1-16, {k}] bf16 on CUDA, got "
-                         f"{tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
+        raise ValueError(f"w12_tc_linear wants x [1-16, {cols}] bf16 on CUDA ({x_order} order), "
+                         f"got {tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
     if swiglu and (n % 2 or residual is not None):
         raise ValueError("w12_tc_linear swiglu wants an even N and no residual")
     if residual is not None and (residual.shape != (m, n) or residual.dtype != torch.bfloat16):
@@ -316,19 +340,19 @@ def w12_tc_linear(
     rows = ROWS // (2 if swiglu else 1)  # of N a unit covers (SwiGLU: and their ups)
     low = TensorDescriptor.from_tensor(weight.low, [rows, BLOCK // 2], planes)
     codes = TensorDescriptor.from_tensor(weight.codes, [rows, BLOCK // 2], planes)
-    xd = TensorDescriptor.from_tensor(tc_order(x), [BLOCK, 16], x_layout)
-    x = x.contiguous()
+    xp = pair_order(x) if x_order == "natural" else x.contiguous()
+    xd = TensorDescriptor.from_tensor(xp, [16, BLOCK // 4], x_layout)
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     out = y if splits == 1 else torch.empty(splits, m, n, device=x.device, dtype=torch.float32)
     res = residual.contiguous() if residual is not None and splits == 1 else y
     units = tiles * splits
     grid = (min(units, sms * cfg["PERSISTENT"]) if cfg["PERSISTENT"] else units,)
     _w12_tc_kernel[grid](
-        low, codes, xd, x, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
-        m, n, k, units, tiles, per_split, x.stride(0), weight.base.stride(0),
+        low, codes, xd, xp, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
+        m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0), STAGES=cfg["STAGES"],
         SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu),
-        RESIDUAL=residual is not None and splits == 1, num_warps=4,
+        RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair", num_warps=4,
     )  # fmt: skip
     if splits > 1:
         sum_splits(out, y, residual)
@@ -336,7 +360,7 @@ def w12_tc_linear(
 
 
 def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
-                 split: int = 1):  # fmt: skip
+                 split: int = 1, y_pair: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel)."""
     from specpilot.kernels import aot
 
@@ -346,10 +370,10 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
     types = dict(
         low_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
         code_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
-        x_desc=f"tensordesc<bf16[{BLOCK}, 16],{x_layout!r}>",
+        x_desc=f"tensordesc<bf16[16, {BLOCK // 4}],{x_layout!r}>",
         x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
         y_ptr="*fp32" if split > 1 else "*bf16", res_ptr="*bf16",
     )  # fmt: skip
     consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"],
-                  SWIGLU=int(swiglu), RESIDUAL=residual, num_warps=4)  # fmt: skip
+                  SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)

@@ -27,9 +27,9 @@ and the input is given in the same order (the host permutes it: `pair_order`); t
 sums are the same sums, in another order.
 
 In the engine only behind VERIFY (off): the fused verify forward's W12 gate|up (SwiGLU
-epilogue, y in pair order) and down (residual epilogue), 2-16 rows, CUDA only (Gluon has no
-interpreter); no norm hand-off, no PDL. tests/test_w12_ws.py checks it against
-w12_linear_reference on the GPU and compiles it for sm_90 without one; bench/w12_join.py --ws
+epilogue, y in pair order) and down (residual epilogue), 2-16 rows, CUDA only; no norm hand-off, no
+PDL. tests/test_w12_ws.py checks it against w12_linear_reference on the GPU and on
+kernels/emulate.py (the CPU), and compiles it for sm_90 without one; bench/w12_join.py --ws
 times it beside w12_linear.
 """
 
@@ -861,10 +861,16 @@ def w12_ws_linear(
 
 
 def verify_route(gate_up, down, x: torch.Tensor) -> bool:
-    """Whether a forward of x's rows takes its W12 gate|up and down through w12_ws (VERIFY, 2-16
-    rows on a Hopper GPU, group size 128, K and N / 2 multiples of 256 so that the pair order
-    runs from the norm through the SwiGLU to the down)."""
-    if not VERIFY or not isinstance(gate_up, W12Weight) or not isinstance(down, W12Weight):
+    """Whether a forward of x's rows takes its W12 gate|up and down through w12_ws (VERIFY on,
+    `pair_chain`)."""
+    return VERIFY and pair_chain(gate_up, down, x)
+
+
+def pair_chain(gate_up, down, x: torch.Tensor) -> bool:
+    """Whether x's rows can run gate|up and down in pair order on a Gluon kernel (w12_ws, w12_tc):
+    both W12, 2-16 rows on a Hopper GPU (or the emulator), group size 128, K and N / 2 multiples
+    of 256 so that the pair order runs from the norm through the SwiGLU to the down."""
+    if not isinstance(gate_up, W12Weight) or not isinstance(down, W12Weight):
         return False
     if not 2 <= x.shape[0] <= 16 or not launch.gluon_routes(x):  # compiled, sm_90 or later
         return False

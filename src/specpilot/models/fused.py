@@ -33,7 +33,7 @@ from specpilot.formats.certified import KERNEL_DTYPES, CertifiedHead, certify
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear, stack_rows
-from specpilot.kernels import launch, tokens, w12_row, w12_ws
+from specpilot.kernels import launch, tokens, w12_row, w12_tc, w12_ws
 from specpilot.kernels import rope as rope_kernels
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.attention import decode_attention, num_splits_for
@@ -374,12 +374,12 @@ class _FusedBlock:
         hand = handoff_for(rows, self.o, (self.post_norm, self.eps, self.gate_up), HAND_O)
         x = linear(attn_out, self.o, residual=x, handoff=hand)
         nxt = handoff_for(rows, self.down, after, HAND_DOWN)
-        if w12_ws.verify_route(self.gate_up, self.down, x):
+        pair_mlp = pair_kernel(self.gate_up, self.down, x)
+        if pair_mlp is not None:
             # the norm in pair order, gate|up with SwiGLU writing it, the down reading it
             xp = rmsnorm(x, self.post_norm, self.eps, ahead("head", self.gate_up), pair=True)
-            act = w12_ws.w12_ws_linear(xp, self.gate_up, x_order="pair", swiglu=True,
-                                       y_order="pair")  # fmt: skip
-            x = w12_ws.w12_ws_linear(act, self.down, x_order="pair", residual=x)
+            act = pair_mlp(xp, self.gate_up, x_order="pair", swiglu=True, y_order="pair")
+            x = pair_mlp(act, self.down, x_order="pair", residual=x)
         elif 0 < SWIGLU_EPILOGUE_MIN_ROWS <= rows:
             # W12 gate|up and down where the down's tile reads join_order (w12_linear)
             order = "join" if w12_kernels.join_between(self.gate_up, self.down, rows) else None
@@ -390,6 +390,16 @@ class _FusedBlock:
             gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps, handed=hand)
             x = glu_linear(gate_up, self.down, residual=x, handoff=nxt)
         return x, nxt if nxt is not None and nxt.ready else None
+
+
+def pair_kernel(gate_up, down, x: torch.Tensor):
+    """The Gluon multiply that takes a forward's W12 gate|up and down in pair order where its
+    switch is on (kernels/w12_tc.VERIFY first, then w12_ws.VERIFY), else None."""
+    if w12_tc.verify_route(gate_up, down, x):
+        return w12_tc.w12_tc_linear
+    if w12_ws.verify_route(gate_up, down, x):
+        return w12_ws.w12_ws_linear
+    return None
 
 
 def norm_after(blocks: list[_FusedBlock], i: int, end: tuple | None) -> tuple | None:
