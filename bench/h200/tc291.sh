@@ -2,10 +2,13 @@
 # Device call (~6 min + cold start; no carry): run 291 (prepared in session 51, not yet run),
 # after row287.sh's `bench/wgmma_ra_probe.py --check` came out right.
 # kernels/w12_tc.py, the 1-16-row W12 multiply whose warpgroup decodes each block's words
-# straight into wgmma's register operand (bench/wgmma_ra_probe.py: 3.1 SASS instructions a
-# weight, no shared-memory round trip), fed by w12_row's kind of TMA ring with a meta warp for
-# the scale words and escapes: a 60 s smoke, its GPU tests, then bench/w12_join.py --tc at
-# Qwen3-8B's 16-row shapes beside w12_linear's JOIN 2 + ESC_ROWS 4 tiles (the verify's) and bf16.
+# straight into wgmma's register operand (bench/wgmma_ra_probe.py: 2.95 SASS instructions a
+# weight, no shared-memory round trip; since session 52 its input in w12_ws's pair order, which
+# the engine's rmsnorm and SwiGLU epilogues write), fed by w12_row's kind of TMA ring with a
+# meta warp for the scale words and escapes: a 60 s smoke, its GPU tests, then
+# bench/w12_join.py --tc at Qwen3-8B's 16-row shapes beside w12_linear's JOIN 2 + ESC_ROWS 4
+# tiles (the verify's) and bf16. On the CPU (session 52) every test and every TC_TILES tile ran
+# right on kernels/emulate.py. If it wins: tc292.sh (the verify forward end to end).
 # Why: issue 7's spec target needs the 16-row W12 multiplies near their 12-bit floor (gate|up
 # ~37 us, down ~18.5, q|k|v ~9.3, o ~6.2 at 4.07 TB/s) where w12_linear takes 42.1 / 26.7 and
 # w12_ws 48.6-52 / 27.9 (runs 276-281).
