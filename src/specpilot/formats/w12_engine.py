@@ -302,6 +302,13 @@ def _linear(
     rope = hand.pop("rope", None)
     if hand and x.shape[0] > MAX_ROWS:
         raise ValueError(f"the norm hand-off is the skinny multiplies' (<= {MAX_ROWS} rows)")
+    if hand.get("x_order") == "pair":  # a norm wrote pair order for w12_tc (w12_tc.pair_input)
+        from specpilot.kernels import w12_tc
+
+        if glu or norm_weight is not None or set(hand) - {"x_order", "y_order"}:
+            raise ValueError("a pair-order input takes no prologue or hand-off (w12_tc)")
+        return w12_tc.w12_tc_linear(x, weight, x_order="pair", swiglu=swiglu, residual=residual,
+                                    y_order=hand.get("y_order") or "natural")  # fmt: skip
     if x.shape[0] == 1:  # the TMA-fed one-row kernels, where switched on (kernels/w12_row.py)
         from specpilot.kernels import w12_row
 

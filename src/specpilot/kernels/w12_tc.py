@@ -26,8 +26,10 @@ K (a K split where the tiles alone are too few for the SMs or K is long), persis
 
 The input's K order is w12_ws's pair order, which the engine's producers already write
 (rmsnorm(pair=True), a SwiGLU epilogue with y_order "pair"); given a natural x, the host
-permutes it. Unmeasured, not used by the engine; tests/test_w12_tc.py (a Hopper GPU, and
-kernels/emulate.py on the CPU) and bench/w12_join.py --tc.
+permutes it. Unmeasured; the engine takes it only with VERIFY (off): 2-16-row forwards' W12
+gate|up and down, and the W12 multiplies after a norm (q|k|v, an exact LM head), verify and
+draft forwards alike. tests/test_w12_tc.py (a Hopper GPU, and kernels/emulate.py on the CPU),
+tests/test_kernels.py (the fused verify forward) and bench/w12_join.py --tc.
 """
 
 from __future__ import annotations
@@ -60,8 +62,9 @@ from specpilot.kernels.w12_ws import (
 TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4)
 # Off (unmeasured: bench/h200/tc291.sh times the kernel first): the fused verify forward's W12
 # gate|up (SwiGLU, y in pair order) and down (the residual) on this kernel, their input written
-# in pair order by the rmsnorm before them (models/fused.py, w12_ws.pair_chain); before
-# w12_ws.VERIFY where both are on.
+# in pair order by the rmsnorm before them (models/fused.py, w12_ws.pair_chain; before
+# w12_ws.VERIFY where both are on), and every other 2-16-row W12 multiply whose input is a norm's
+# output (q|k|v, a W12 LM head: `pair_input`), the norm then written in pair order.
 VERIFY = False
 ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
 MAX_UNIT_BLOCKS = 16  # blocks of K a unit at most (its scale words: 32 groups)
@@ -261,6 +264,15 @@ def verify_route(gate_up, down, x: torch.Tensor) -> bool:
     """Whether a forward of x's rows takes its W12 gate|up and down through w12_tc (VERIFY on,
     w12_ws.pair_chain)."""
     return VERIFY and pair_chain(gate_up, down, x)
+
+
+def pair_input(weight, x: torch.Tensor) -> bool:
+    """Whether a multiply of x's rows by `weight`, its input a norm's output, runs here with
+    VERIFY on, the norm writing pair order (models/fused.normed_input): a W12 weight of group
+    size 128 and K a multiple of 256, 2-16 rows on a Hopper GPU (or the emulator)."""
+    if not VERIFY or not isinstance(weight, W12Weight) or weight.group_size != BLOCK // 2:
+        return False
+    return weight.columns % BLOCK == 0 and 2 <= x.shape[0] <= 16 and launch.gluon_routes(x)
 
 
 def layouts() -> tuple:

@@ -268,11 +268,14 @@ def normed_input(
     a filled `handed`'s u (the multiply before handed the norm on), x with the norm for the
     multiply's prologue (up to prologue_rows), or x normed by an rmsnorm launch first (which
     asks L2 for the head of `weight`, EngineConfig.l2_ahead; for a W12 multiply that takes it,
-    w12_linear.join_input, in the order its tile reads)."""
+    w12_linear.join_input, in the order its tile reads; or kernels/w12_tc.pair_input's pair
+    order). row_kernels: as prologue_rows's (False: a multiply not through `linear`)."""
     if handed is not None and handed.ready:
         return handed.u, dict(handed=handed)
     if x.shape[0] <= prologue_rows(weight, "norm", row_kernels):
         return x, dict(norm_weight=norm, eps=eps)
+    if row_kernels and w12_tc.pair_input(weight, x):  # the norm in the order w12_tc reads
+        return rmsnorm(x, norm, eps, ahead("head", weight), pair=True), dict(x_order="pair")
     if w12_kernels.join_input(weight, x.shape[0]):
         # the norm written in the order the W12 multiply's tile reads (kernels/w12_linear)
         return rmsnorm(x, norm, eps, ahead("head", weight), join=True), dict(x_order="join")
