@@ -298,6 +298,8 @@ W12_ARMS = {
     "ws_verify": {"w12_ws.VERIFY": True},
     # kernels/w12_tc.py's route for the same (off by default)
     "tc_verify": {"w12_tc.VERIFY": True},
+    # both prototypes: the one-row forwards on w12_row, the 2-16-row ones on w12_tc
+    "row_tc": {"w12_row.ONE_ROW": True, "w12_tc.VERIFY": True},
     # kernels/w12_row.py for the one-row forwards' W12 multiplies (off by default)
     "row_one": {"w12_row.ONE_ROW": True},
     "none": {

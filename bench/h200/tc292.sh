@@ -11,8 +11,9 @@
 # Prediction (issue 7's spec target): with gate|up ~40 and down ~21 us a layer (tc291's), the
 # W12 auto verify 4.06 -> ~3.75 ms (36 layers x (2.1 + 5.7) us, less the rmsnorm's pair order,
 # already in w12_ws's route): spec@6.55 1.045x -> ~1.10x bf16 (target 1.2x needs q|k|v and o in
-# W12 too, at 16 rows on this kernel, where VERIFY takes q|k|v as well, and at one row on
-# w12_row: a later call, --w12-base qkv,o,gate_up,down with row_one and tc_verify together).
+# W12 too, at 16 rows on this kernel, where VERIFY takes q|k|v (its norm in pair order) and o
+# (the attention's output in pair order) as well, and at one row on w12_row: a later call,
+# --w12-base qkv,o,gate_up,down --w12-arms row_tc,same).
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"

@@ -306,7 +306,8 @@ def _linear(
         from specpilot.kernels import w12_tc
 
         if glu or norm_weight is not None or set(hand) - {"x_order", "y_order"}:
-            raise ValueError("a pair-order input takes no prologue or hand-off (w12_tc)")
+            raise ValueError("a pair-order input takes no prologue or norm hand-off (w12_tc."
+                             "VERIFY wants models/fused.NORM_HANDOFF_W12 off)")  # fmt: skip
         return w12_tc.w12_tc_linear(x, weight, x_order="pair", swiglu=swiglu, residual=residual,
                                     y_order=hand.get("y_order") or "natural")  # fmt: skip
     if x.shape[0] == 1:  # the TMA-fed one-row kernels, where switched on (kernels/w12_row.py)

@@ -34,6 +34,7 @@ from specpilot.kernels.common import (
     dot,
     l2_prefetch,
     l2_prefetch_regions,
+    pair_position,
     pdl_enter,
     trace_mark,
     zeroed_counters,
@@ -289,10 +290,10 @@ def _prefetch_slice(k_ptr, v_ptr, pos_ptr, base, b, split, T, cache_len, HEAD_DI
 @triton.jit
 def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, filled, HEADS: tl.constexpr,
                 GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, SLOTS: tl.constexpr,
-                BLOCK_Q: tl.constexpr):  # fmt: skip
+                BLOCK_Q: tl.constexpr, PAIR: tl.constexpr = False):  # fmt: skip
     """out for query rows `rows` of (sequence, KV head) bh: the partial softmaxes of its first
     `filled` splits combined, split by split in order, read through L2 (other programs of this
-    launch wrote them)."""
+    launch wrote them). PAIR: out's columns in kernels/w12_ws.pair_order (`_out_column`)."""
     kv_heads = HEADS // GROUP
     b = bh // kv_heads
     kvh = bh % kv_heads
@@ -322,8 +323,18 @@ def _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, row_ok, T, filled, HEADS
         den += l_s * w
     out = num / tl.where(row_ok, den, 1.0)[:, None]
     head = kvh * GROUP + rows % GROUP
-    dst = out_ptr + (((b * T + t) * HEADS + head) * HEAD_DIM)[:, None] + d[None, :]
+    col = _out_column(head[:, None] * HEAD_DIM + d[None, :], PAIR)
+    dst = out_ptr + ((b * T + t) * HEADS * HEAD_DIM)[:, None] + col
     tl.store(dst, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
+
+
+@triton.jit
+def _out_column(col, PAIR: tl.constexpr):
+    """Where an output column lies in a row: col, or with PAIR its place in w12_ws.pair_order
+    (the input a kernels/w12_tc multiply reads: the o projection's)."""
+    if PAIR:
+        return pair_position(col)
+    return col
 
 
 @triton.jit
@@ -368,6 +379,7 @@ def _split_kernel(
     trace_ptr=None,
     clock_ptr=None,
     LATE_AHEAD: tl.constexpr = False,
+    PAIR: tl.constexpr = False,
 ):
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     tl.static_assert(Q_ROWS >= 16, "Q_ROWS: the query rows a program takes (split_query_rows)")
@@ -442,7 +454,7 @@ def _split_kernel(
         if count_done(count_ptr + bh, rows, NUM_SPLITS, FENCE):
             mrows = tl.arange(0, MERGE_ROWS)
             _merge_rows(part_ptr, stats_ptr, out_ptr, bh, mrows, mrows < GROUP * T, T, filled,
-                        HEADS, GROUP, HEAD_DIM, SLOTS, BLOCK_Q)  # fmt: skip
+                        HEADS, GROUP, HEAD_DIM, SLOTS, BLOCK_Q, PAIR)  # fmt: skip
             count_reset(count_ptr + bh)
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
@@ -488,6 +500,7 @@ def _merge_kernel(
     clock_ptr=None,
     CHUNK: tl.constexpr = 0,
     EARLY_TRIGGER: tl.constexpr = False,
+    PAIR: tl.constexpr = False,
 ):
     """The filled slices' partials of (sequence, KV head) combined into out: one query row a
     program, every slice loaded at once (MERGE_BLOCK 0, CHUNK 0) or CHUNK slices at a time in
@@ -509,7 +522,7 @@ def _merge_kernel(
     if MERGE_BLOCK > 0:
         rows = tl.program_id(1) * MERGE_BLOCK + tl.arange(0, MERGE_BLOCK)
         _merge_rows(part_ptr, stats_ptr, out_ptr, bh, rows, rows < GROUP * T, T, filled, HEADS,
-                    GROUP, HEAD_DIM, SLOTS, BLOCK_Q)  # fmt: skip
+                    GROUP, HEAD_DIM, SLOTS, BLOCK_Q, PAIR)  # fmt: skip
         trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return
     row = tl.program_id(1)  # row = t * GROUP + g
@@ -534,9 +547,8 @@ def _merge_kernel(
             den += d_c
     out = num / den
     head = kvh * GROUP + row % GROUP
-    tl.store(
-        out_ptr + ((b * T + t) * HEADS + head) * HEAD_DIM + d, out.to(out_ptr.dtype.element_ty)
-    )
+    col = _out_column(head * HEAD_DIM + d, PAIR)
+    tl.store(out_ptr + (b * T + t) * HEADS * HEAD_DIM + col, out.to(out_ptr.dtype.element_ty))
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
@@ -573,9 +585,11 @@ def decode_attention(
     num_splits: int,
     causal: bool = True,
     ahead: tuple[torch.Tensor, ...] = (),
+    pair: bool = False,
 ) -> torch.Tensor:
     """q [B*T, heads, D] at positions [B, T] (consecutive per row), k/v_cache [B, kv_heads, L, D]
-    (one layer, already holding these tokens' keys) -> [B*T, heads * D].
+    (one layer, already holding these tokens' keys) -> [B*T, heads * D]; pair: its columns in
+    kernels/w12_ws.pair_order (heads * D a multiple of 256), for an o projection on w12_tc.
 
     causal: the token at position p sees keys 0..p; otherwise every token of a row sees keys
     0..(its row's last position), as a DFlash block does (context plus the whole block).
@@ -592,6 +606,8 @@ def decode_attention(
         raise ValueError(f"cache {tuple(k_cache.shape)} does not fit {heads} query heads")
     if k_cache.stride(3) != 1 or head_dim & (head_dim - 1) or head_dim < 16:
         raise ValueError("head_dim must be a power of two >= 16, contiguous in the cache")
+    if pair and (heads * head_dim) % 256:
+        raise ValueError("attention output in pair order wants heads * D a multiple of 256")
     regions = ahead_arguments(ahead)
     group = heads // kv_heads
     block_q = max(16, triton.next_power_of_2(group * t))
@@ -654,6 +670,7 @@ def decode_attention(
         num_warps=SPLIT_WARPS[width],
         num_stages=SPLIT_STAGES[width],
         LATE_AHEAD=bool(regions.get("AHEAD")) and bool(checked("LATE_AHEAD", LATE_AHEAD)),
+        PAIR=pair,
     )
     if fused_merge:
         return out
@@ -680,6 +697,7 @@ def decode_attention(
         MERGE_BLOCK=block,
         EARLY_POS=early,
         CHUNK=merge_chunk(num_splits),
+        PAIR=pair,
         **trace.arguments(out, "merge", grid[0] * grid[1], rows=batch * t),
         num_warps=MERGE_WARPS,
     )

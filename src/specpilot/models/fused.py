@@ -364,7 +364,7 @@ class _FusedBlock:
             q = self.write_kv(qkv, self.heads, positions, table, cache, index)
         return decode_attention(
             q, cache.k[index], cache.v[index], positions, num_splits, causal=causal,
-            ahead=ahead("o", self.o),
+            ahead=ahead("o", self.o), pair=w12_tc.pair_input(self.o, qkv),
         )  # fmt: skip
 
     def finish(
@@ -375,7 +375,9 @@ class _FusedBlock:
         weight) describes (NORM_HANDOFF_MAX_ROWS)."""
         rows = x.shape[0]
         hand = handoff_for(rows, self.o, (self.post_norm, self.eps, self.gate_up), HAND_O)
-        x = linear(attn_out, self.o, residual=x, handoff=hand)
+        # (attend wrote attn_out in pair order where o runs on w12_tc)
+        o_order = "pair" if w12_tc.pair_input(self.o, attn_out) else None
+        x = linear(attn_out, self.o, residual=x, handoff=hand, x_order=o_order)
         nxt = handoff_for(rows, self.down, after, HAND_DOWN)
         pair_mlp = pair_kernel(self.gate_up, self.down, x)
         if pair_mlp is not None:
