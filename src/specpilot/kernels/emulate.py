@@ -99,9 +99,6 @@ def _raw(v):
     return v
 
 
-_INT32 = (torch.int32, torch.uint32)
-
-
 def _wrapped(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """An int64 result back to a 32-bit (or narrower) integer dtype, two's complement."""
     if dtype == torch.int64 or not t.dtype.is_floating_point and t.dtype == dtype:
@@ -203,67 +200,15 @@ class Tensor:
     def __add__(self, o):
         return o.__radd__(self) if isinstance(o, Pointer) else self._arith(o, torch.add)
 
-    def __radd__(self, o):
-        return self._arith(o, torch.add, True)
-
-    def __sub__(self, o):
-        return self._arith(o, torch.sub)
-
-    def __rsub__(self, o):
-        return self._arith(o, torch.sub, True)
-
-    def __mul__(self, o):
-        return self._arith(o, torch.mul)
-
-    def __rmul__(self, o):
-        return self._arith(o, torch.mul, True)
-
     def __truediv__(self, o):
         out = torch.true_divide(self.t, _raw(o))
-        if not self.t.dtype.is_floating_point:
-            out = out.float()
-        return Tensor(out, self.layout)
+        return Tensor(out if out.dtype.is_floating_point else out.float(), self.layout)
 
     def __rtruediv__(self, o):
         return Tensor(torch.true_divide(_raw(o), self.t), self.layout)
 
-    def __floordiv__(self, o):
-        return self._arith(o, lambda a, b: torch.div(a, b, rounding_mode="trunc"))
-
-    def __rfloordiv__(self, o):
-        return self._arith(o, lambda a, b: torch.div(a, b, rounding_mode="trunc"), True)
-
-    def __mod__(self, o):
-        return self._arith(o, torch.fmod)
-
-    def __rmod__(self, o):
-        return self._arith(o, lambda a, b: torch.fmod(torch.as_tensor(a), b), True)
-
-    def __lshift__(self, o):
-        return self._arith(o, lambda a, b: a << b)
-
-    def __rshift__(self, o):
-        if self.t.dtype in (torch.uint32, torch.uint8, torch.uint16):
-            return self._arith(o, lambda a, b: (a & ((1 << self.t.dtype.itemsize * 8) - 1)) >> b)
+    def __rshift__(self, o):  # arithmetic on signed integers, logical on unsigned (as Triton)
         return self._arith(o, lambda a, b: a >> b)
-
-    def __and__(self, o):
-        return self._arith(o, lambda a, b: a & b)
-
-    def __rand__(self, o):
-        return self._arith(o, lambda a, b: a & b, True)
-
-    def __or__(self, o):
-        return self._arith(o, lambda a, b: a | b)
-
-    def __ror__(self, o):
-        return self._arith(o, lambda a, b: a | b, True)
-
-    def __xor__(self, o):
-        return self._arith(o, lambda a, b: a ^ b)
-
-    def __rxor__(self, o):
-        return self._arith(o, lambda a, b: a ^ b, True)
 
     def __neg__(self):
         return self._arith(0, torch.sub, True)
@@ -274,25 +219,30 @@ class Tensor:
     def _cmp(self, o, op) -> Tensor:
         return Tensor(op(self.t, _raw(o)), _layout_of(self, o))
 
-    def __lt__(self, o):
-        return self._cmp(o, torch.lt)
-
-    def __le__(self, o):
-        return self._cmp(o, torch.le)
-
-    def __gt__(self, o):
-        return self._cmp(o, torch.gt)
-
-    def __ge__(self, o):
-        return self._cmp(o, torch.ge)
-
-    def __eq__(self, o):  # noqa: PLR0124 (elementwise, as Gluon's)
-        return self._cmp(o, torch.eq)
-
-    def __ne__(self, o):
-        return self._cmp(o, torch.ne)
-
     __hash__ = None
+
+
+def _trunc_div(a, b):
+    return torch.div(torch.as_tensor(a), b, rounding_mode="trunc")
+
+
+def _trunc_mod(a, b):
+    return torch.fmod(torch.as_tensor(a), b)
+
+
+_ARITH = dict(radd=torch.add, sub=torch.sub, mul=torch.mul, floordiv=_trunc_div, mod=_trunc_mod,
+              lshift=lambda a, b: a << b, and_=lambda a, b: a & b, or_=lambda a, b: a | b,
+              xor=lambda a, b: a ^ b)  # fmt: skip
+for _name, _op in _ARITH.items():  # x op y and (but radd, lshift) y op x, each elementwise
+    _name = _name.rstrip("_")
+    if _name != "radd":
+        setattr(Tensor, f"__{_name}__", lambda self, o, op=_op: self._arith(o, op))
+    if _name not in ("lshift",):
+        _rname = "__radd__" if _name == "radd" else f"__r{_name}__"
+        setattr(Tensor, _rname, lambda self, o, op=_op: self._arith(o, op, True))
+for _name, _op in dict(lt=torch.lt, le=torch.le, gt=torch.gt, ge=torch.ge, eq=torch.eq,
+                       ne=torch.ne).items():  # fmt: skip
+    setattr(Tensor, f"__{_name}__", lambda self, o, op=_op: self._cmp(o, op))
 
 
 class Pointer:
@@ -659,13 +609,6 @@ def _sched() -> _Scheduler:
 # ---------------------------------------------------------------- the language
 
 
-def _tensor(v, dtype=None) -> Tensor:
-    v = _raw(v)
-    if isinstance(v, torch.Tensor):
-        return Tensor(v)
-    return Tensor(torch.tensor(v, dtype=dtype))
-
-
 def _allocate(dtype, shape, layout, value=None):
     dtype, shape = _raw(dtype), [int(s) for s in _raw(shape)]
     if isinstance(layout, _mbarrier.MBarrierLayout):
@@ -811,10 +754,6 @@ def _num_programs(axis) -> int:
     return _sched().grid[int(_raw(axis))]
 
 
-def _layout_only(fn) -> Callable:
-    return lambda x, layout, *_, **__: Tensor(_raw(x), layout)
-
-
 def _language() -> types.SimpleNamespace:
     """The `gl` namespace a kernel's source sees under emulation."""
     dtypes = dict(
@@ -842,7 +781,6 @@ def _language() -> types.SimpleNamespace:
         torch.full([int(s) for s in _raw(shape)], _raw(value), dtype=_raw(dtype)), layout
     )
     ns.zeros_like = lambda x: Tensor(torch.zeros_like(_raw(x)), getattr(x, "layout", None))
-    ns.full_like = lambda x, value, **_: Tensor(torch.full_like(_raw(x), _raw(value)), x.layout)
     ns.load, ns.store, ns.where = _load, _store, _where
     ns.sum = lambda x, axis=None, keep_dims=False, **_: _reduce(torch.sum, x, axis, keep_dims)
     ns.max = lambda x, axis=None, keep_dims=False, **_: _reduce(torch.amax, x, axis, keep_dims)
@@ -858,13 +796,11 @@ def _language() -> types.SimpleNamespace:
     ns.join = lambda a, b: Tensor(torch.stack(torch.broadcast_tensors(a.t, b.t), -1), a.layout)
     ns.split = lambda x: (Tensor(x.t[..., 0], x.layout), Tensor(x.t[..., 1], x.layout))
     ns.expand_dims = lambda x, axis: Tensor(_raw(x).unsqueeze(int(_raw(axis))), x.layout)
-    ns.broadcast = lambda a, b: tuple(Tensor(t) for t in torch.broadcast_tensors(a.t, b.t))
-    ns.convert_layout = _layout_only(None)
+    ns.convert_layout = lambda x, layout, *_, **__: Tensor(_raw(x), layout)
     ns.inline_asm_elementwise = _asm
     ns.allocate_shared_memory = _allocate
     ns.warp_specialize = _warp_specialize
     ns.thread_barrier = lambda: None
-    ns.to_tensor = _tensor
     return ns
 
 
