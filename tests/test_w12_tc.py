@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from specpilot.formats import w12
-from specpilot.kernels import w12_tc, w12_ws
+from specpilot.kernels import w12_tc
 from specpilot.kernels.w12_linear import w12_linear_reference
 from tests.conftest import compiled_json, gluon_on
 from tests.test_w12_kernels import close_columns, weight_with_escapes
@@ -116,19 +116,7 @@ def test_w12_tc_residual(where: str, split: int) -> None:
 
 @pytest.mark.parametrize("where", BOTH)
 def test_w12_tc_pair_order_runs_from_gate_up_to_down(where: str) -> None:
-    """The verify forward's chain as w12_ws runs it: the input given in pair order (as
-    rmsnorm(pair=True) writes it), gate|up's SwiGLU written in pair order, read so by the down
-    with its residual: the bits of the same multiplies from natural inputs."""
-    gen = torch.Generator().manual_seed(9)
-    with gluon_on(where) as device:
-        gate_up = w12.encode(_weights(1024, 512, seed=1)).to(device)
-        down = w12.encode(_weights(512, 512, seed=2)).to(device)
-        x = torch.randn(16, 512, generator=gen).to(device, torch.bfloat16)
-        r = torch.randn(16, 512, generator=gen).to(device, torch.bfloat16)
-        xp = w12_ws.pair_order(x)
-        act = w12_tc.w12_tc_linear(xp, gate_up, x_order="pair", swiglu=True, y_order="pair")
-        y = w12_tc.w12_tc_linear(act, down, x_order="pair", residual=r)
-        natural = w12_tc.w12_tc_linear(x, gate_up, swiglu=True)
-        assert torch.equal(act, w12_ws.pair_order(natural))
-        assert torch.equal(y, w12_tc.w12_tc_linear(natural, down, residual=r))
-        close_columns(natural.float(), w12_linear_reference(x, gate_up, swiglu=True).float(), 4)
+    """The verify forward's chain as w12_ws runs it (tests/test_w12_ws.pair_chain_holds)."""
+    from tests.test_w12_ws import pair_chain_holds
+
+    pair_chain_holds(w12_tc.w12_tc_linear, where)

@@ -236,9 +236,15 @@ def test_rmsnorm_writes_pair_order() -> None:
 
 @pytest.mark.parametrize("where", BOTH)
 def test_w12_ws_pair_order_runs_from_gate_up_to_down(where: str) -> None:
-    """The verify forward's chain (models/fused.py with VERIFY): gate|up's SwiGLU written in
-    pair order, read so by the down with its residual: the bits of the same multiplies with
-    the host's pair_order between them."""
+    """The verify forward's chain (models/fused.py with VERIFY): `pair_chain_holds`."""
+    pair_chain_holds(w12_ws.w12_ws_linear, where)
+
+
+def pair_chain_holds(linear, where: str) -> None:
+    """gate|up's SwiGLU written in pair order, read so by the down with its residual, on
+    `linear` (w12_ws's, w12_tc's) from an input in pair order (as rmsnorm(pair=True) writes
+    it): the bits of the same multiplies with the host's pair_order between them, and the
+    reference's products."""
     gen = torch.Generator().manual_seed(9)
     with gluon_on(where) as device:
         gate_up = w12.encode(_weights(1024, 512, seed=1)).to(device)
@@ -246,8 +252,9 @@ def test_w12_ws_pair_order_runs_from_gate_up_to_down(where: str) -> None:
         x = torch.randn(16, 512, generator=gen).to(device, torch.bfloat16)
         r = torch.randn(16, 512, generator=gen).to(device, torch.bfloat16)
         xp = w12_ws.pair_order(x)
-        act = w12_ws.w12_ws_linear(xp, gate_up, x_order="pair", swiglu=True, y_order="pair")
-        y = w12_ws.w12_ws_linear(act, down, x_order="pair", residual=r)
-        natural = w12_ws.w12_ws_linear(x, gate_up, swiglu=True)
+        act = linear(xp, gate_up, x_order="pair", swiglu=True, y_order="pair")
+        y = linear(act, down, x_order="pair", residual=r)
+        natural = linear(x, gate_up, swiglu=True)
         assert torch.equal(act, w12_ws.pair_order(natural))
-        assert torch.equal(y, w12_ws.w12_ws_linear(natural, down, residual=r))
+        assert torch.equal(y, linear(natural, down, residual=r))
+        close_columns(natural.float(), w12_linear_reference(x, gate_up, swiglu=True).float(), 4)

@@ -45,7 +45,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from specpilot.formats.w12 import BLOCK, W12Weight, padded
+from specpilot.formats.w12 import BLOCK, W12Weight
 from specpilot.kernels import launch
 from specpilot.kernels.w12_linear import sum_splits
 from specpilot.kernels.w12_row import _barriers, _bf16_pair, _high_bytes, _times
@@ -55,6 +55,7 @@ from specpilot.kernels.w12_ws import (
     _store,
     _tile_rows,
     _unit,
+    check_pair_call,
     pair_chain,
     pair_order,
 )
@@ -325,23 +326,7 @@ def w12_tc_linear(
     if unknown:
         raise ValueError(f"w12_tc_linear: unknown tile keys {sorted(unknown)}")
     m, k, n = x.shape[0], weight.columns, weight.shape[0]
-    if weight.group_size != BLOCK // 2:
-        raise ValueError(f"w12_tc_linear wants group size {BLOCK // 2}, got {weight.group_size}")
-    if x_order not in ("natural", "pair"):
-        raise ValueError(f"w12_tc_linear: x_order 'natural' or 'pair', got {x_order!r}")
-    if y_order not in ("natural", "pair") or (y_order == "pair" and not swiglu):
-        raise ValueError(f"w12_tc_linear: y_order 'pair' is for swiglu only, got {y_order!r}")
-    if y_order == "pair" and (n // 2) % BLOCK:
-        raise ValueError(f"y_order 'pair' wants N / 2 a multiple of {BLOCK}, got {n // 2}")
-    cols = padded(k) if x_order == "pair" else k
-    wrong = not 1 <= m <= 16 or x.shape[1] != cols or x.dtype != torch.bfloat16
-    if wrong or not launch.gluon_device(x):
-        raise ValueError(f"w12_tc_linear wants x [1-16, {cols}] bf16 on CUDA ({x_order} order), "
-                         f"got {tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
-    if swiglu and (n % 2 or residual is not None):
-        raise ValueError("w12_tc_linear swiglu wants an even N and no residual")
-    if residual is not None and (residual.shape != (m, n) or residual.dtype != torch.bfloat16):
-        raise ValueError(f"w12_tc_linear: residual must be [{m}, {n}] bf16")
+    check_pair_call("w12_tc_linear", x, weight, x_order, swiglu, residual, y_order)
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     sms = launch._sm_count(x.device.index or 0)

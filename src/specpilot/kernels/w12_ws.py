@@ -815,23 +815,9 @@ def w12_ws_linear(
                          "blocks a K split (swiglu: K <= 4096)")  # fmt: skip
     m, k = x.shape[0], weight.columns
     n = weight.shape[0]
-    if x_order not in ("natural", "pair"):
-        raise ValueError(f"w12_ws_linear: x_order 'natural' or 'pair', got {x_order!r}")
-    if y_order not in ("natural", "pair") or (y_order == "pair" and not swiglu):
-        raise ValueError(f"w12_ws_linear: y_order 'pair' is for swiglu only, got {y_order!r}")
-    if swiglu and (n % 2 or residual is not None or cfg["SPLIT_K"] > 1):
+    if swiglu and cfg["SPLIT_K"] > 1:
         raise ValueError("w12_ws_linear swiglu wants an even N, no residual and no K split")
-    if y_order == "pair" and (n // 2) % BLOCK:
-        raise ValueError(f"y_order 'pair' wants N / 2 a multiple of {BLOCK}, got {n // 2}")
-    if residual is not None and (residual.shape != (m, n) or residual.dtype != torch.bfloat16):
-        raise ValueError(f"w12_ws_linear: residual must be [{m}, {n}] bf16")
-    cols = padded(k) if x_order == "pair" else k
-    wrong = not 1 <= m <= 16 or x.shape[1] != cols or x.dtype != torch.bfloat16
-    if wrong or not launch.gluon_device(x):
-        raise ValueError(f"w12_ws_linear wants x [1-16, {cols}] bf16 on CUDA ({x_order} order), "
-                         f"got {tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
-    if weight.group_size != BLOCK // 2:
-        raise ValueError(f"w12_ws_linear wants group size {BLOCK // 2}, got {weight.group_size}")
+    check_pair_call("w12_ws_linear", x, weight, x_order, swiglu, residual, y_order)
     xp = pair_order(x) if x_order == "natural" else x.contiguous()
     rows = cfg["BLOCK_N"] // (2 if swiglu else 1)  # of N a unit covers (SwiGLU: and their ups)
     low, codes, xd = descriptors(weight, xp, rows, cfg["SWIZZLE"])
@@ -858,6 +844,32 @@ def w12_ws_linear(
     if splits > 1:
         sum_splits(out, y, res if residual is not None else None)
     return y
+
+
+def check_pair_call(what: str, x: torch.Tensor, weight: W12Weight, x_order: str, swiglu: bool,
+                    residual: torch.Tensor | None, y_order: str) -> None:  # fmt: skip
+    """The checks of a 1-16-row multiply whose kernel reads pair order (this one, w12_tc): x
+    [1-16, K] bf16 in `x_order` ("natural", or "pair": pair_order's [M, Kp]) where the Gluon
+    kernels run, group size 128, SwiGLU's even N and no residual, y_order "pair" (swiglu only,
+    N / 2 a multiple of 256), the residual's shape."""
+    m, k, n = x.shape[0], weight.columns, weight.shape[0]
+    if weight.group_size != BLOCK // 2:
+        raise ValueError(f"{what} wants group size {BLOCK // 2}, got {weight.group_size}")
+    if x_order not in ("natural", "pair"):
+        raise ValueError(f"{what}: x_order 'natural' or 'pair', got {x_order!r}")
+    if y_order not in ("natural", "pair") or (y_order == "pair" and not swiglu):
+        raise ValueError(f"{what}: y_order 'pair' is for swiglu only, got {y_order!r}")
+    if swiglu and (n % 2 or residual is not None):
+        raise ValueError(f"{what} swiglu wants an even N, no residual and no K split")
+    if y_order == "pair" and (n // 2) % BLOCK:
+        raise ValueError(f"y_order 'pair' wants N / 2 a multiple of {BLOCK}, got {n // 2}")
+    if residual is not None and (residual.shape != (m, n) or residual.dtype != torch.bfloat16):
+        raise ValueError(f"{what}: residual must be [{m}, {n}] bf16")
+    cols = padded(k) if x_order == "pair" else k
+    wrong = not 1 <= m <= 16 or x.shape[1] != cols or x.dtype != torch.bfloat16
+    if wrong or not launch.gluon_device(x):
+        raise ValueError(f"{what} wants x [1-16, {cols}] bf16 on CUDA ({x_order} order), "
+                         f"got {tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
 
 
 def verify_route(gate_up, down, x: torch.Tensor) -> bool:
