@@ -876,10 +876,11 @@ def test_w12_speed_arms_name_real_switches() -> None:
     assert w12_speed._switch("w12_ws.VERIFY") == (w12_ws, w12_ws.VERIFY)
 
 
-@pytest.mark.parametrize("kind", ["row", "row_bf16", "tc", "ws"])
+@pytest.mark.parametrize("kind", ["row", "row_bf16", "tc", "tc1", "ws"])
 def test_w12_join_prototype_tiles_run_on_the_emulator(kind: str) -> None:
     """Every prototype tile bench/w12_join.py times on the device (--row, --tc, --ws) runs on
-    kernels/emulate.py at a small shape of its kind (one row; 16 rows): checked against the
+    kernels/emulate.py at a small shape of its kind (one row; 16 rows; w12_tc's at one row too,
+    as row287.sh times them): checked against the
     reference as w12_join checks it, its bounds (BOUND, wrong products) to their end, so that
     no device call meets a tile that hangs or fails first (the launch ~same as w12_join's)."""
     w12_join = pytest.importorskip("w12_join")
@@ -889,7 +890,7 @@ def test_w12_join_prototype_tiles_run_on_the_emulator(kind: str) -> None:
     from specpilot.kernels.w12_linear import w12_linear_reference
     from tests.test_w12_kernels import weight_with_escapes
 
-    m, n = (1, 70) if kind.startswith("row") else (16, 256)
+    m, n = (1, 70) if kind.startswith("row") else (1, 256) if kind == "tc1" else (16, 256)
     w = weight_with_escapes(n, 1152, torch.Generator().manual_seed(7))
     packed = w12.encode(w)
     x = torch.randn(m, 1152).to(torch.bfloat16)
@@ -901,7 +902,7 @@ def test_w12_join_prototype_tiles_run_on_the_emulator(kind: str) -> None:
         ws=(w12_join.WS_TILES, lambda t: w12_ws.w12_ws_linear(
             w12_ws.pair_order(x), packed, t, x_order="pair")),
     )  # fmt: skip
-    kernel_tiles, run = runs[kind]
+    kernel_tiles, run = runs[kind.removesuffix("1")]
     ref = skinny_linear_reference(x, w) if kind == "row_bf16" else w12_linear_reference(x, packed)
     with emulate.gluon(sms=3) as state:
         for label, tile in kernel_tiles:

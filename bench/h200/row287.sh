@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~8 min + cold start; no carry): run 287 (prepared in session 51, not yet run).
+# Device call (~9.5 min + cold start; no carry): run 287 (prepared in session 51, not yet run).
 # kernels/w12_row.py, the one-row W12 multiply fed by a TMA ring (one program an SM, a loader
 # warp, a warp for the group scales and escapes, 8 warps that decode and multiply), first on a
 # GPU: its GPU tests (not a gate: each tile is also checked by the bench), then
@@ -48,6 +48,14 @@ grep -E "^FAILED|Error" "$OUT/gpu-tests.log" | head -8 | cut -c1-200
 timeout 240 python3 bench/w12_join.py --model qwen3-8b --rows 1 --variants plain,esc4 --row \
     --out "$OUT/row-qwen3-8b.json" >"$OUT/row-qwen3-8b.log" 2>&1
 echo "qwen3 rc=$?"
+pack
+# (session 52) kernels/w12_tc.py at one row too: its decode is ~3 SASS instructions a weight
+# against w12_row's ~5.4, its wgmma's 15 padded tokens nearly free; its own call and JSON, so
+# that a hang there (the emulator ran every TC_TILES tile right) costs only these 120 s
+timeout 120 python3 bench/w12_join.py --model qwen3-8b --rows 1 --variants plain --tc \
+    --out "$OUT/tc1-qwen3-8b.json" >"$OUT/tc1-qwen3-8b.log" 2>&1
+echo "tc one row rc=$?"
+tc_table "$OUT"/tc1-*.json
 pack
 if [ "${LLAMA:-0}" = 1 ]; then  # (LLAMA=1: Llama-3.1-8B's shapes too, ~2.5 min more)
     timeout 150 python3 bench/w12_join.py --model llama3.1-8b --rows 1 --variants plain,esc4 \
