@@ -300,6 +300,9 @@ W12_ARMS = {
     "tc_verify": {"w12_tc.VERIFY": True},
     # both prototypes: the one-row forwards on w12_row, the 2-16-row ones on w12_tc
     "row_tc": {"w12_row.ONE_ROW": True, "w12_tc.VERIFY": True},
+    # w12_tc for every W12 multiply of 1-16 rows (its one-row forwards too)
+    "tc_one": {"w12_tc.ONE_ROW": True},
+    "tc_all": {"w12_tc.ONE_ROW": True, "w12_tc.VERIFY": True},
     # kernels/w12_row.py for the one-row forwards' W12 multiplies (off by default)
     "row_one": {"w12_row.ONE_ROW": True},
     "none": {

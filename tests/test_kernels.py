@@ -2118,6 +2118,19 @@ def test_w12_tc_verify_gives_the_same_tokens(tmp_path, monkeypatch, where: str) 
 
 
 @pytest.mark.parametrize("where", GLUON_WHERE)
+def test_w12_tc_one_row_forward_gives_the_same_tokens(tmp_path, monkeypatch, where: str) -> None:
+    """kernels/w12_tc.ONE_ROW: the same routes as VERIFY in a one-row forward (every matrix
+    W12, o's K 256): q|k|v, o, gate|up and down of each layer and the CPU's exact W12 head on
+    w12_tc, their inputs in pair order; same token, hidden states to 8 half-ulps."""
+    from specpilot.kernels import w12_tc
+
+    with gluon_on(where):
+        counts = _switched_w12_forwards(tmp_path, monkeypatch, w12_tc, "w12_tc_linear", "ONE_ROW",
+                                        1, ulps=8, num_attention_heads=16)  # fmt: skip
+    assert counts[False] == 0 and counts[True] in (8, 9)
+
+
+@pytest.mark.parametrize("where", GLUON_WHERE)
 def test_w12_row_one_row_forward_gives_the_same_tokens(tmp_path, monkeypatch, where: str) -> None:
     """kernels/w12_row.ONE_ROW in a fused one-row W12 forward: on it takes q|k|v (its norm
     prologue), o (the residual), gate|up (the norm prologue and SwiGLU) and down (the residual)

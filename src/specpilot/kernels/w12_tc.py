@@ -67,6 +67,11 @@ TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4)
 # w12_ws.VERIFY where both are on), and every other 2-16-row W12 multiply whose input is a norm's
 # output (q|k|v, a W12 LM head: `pair_input`), the norm then written in pair order.
 VERIFY = False
+# The same for one-row forwards (off, unmeasured: row287.sh times the kernel at one row beside
+# kernels/w12_row.py): gate|up and down, the multiplies after a norm and o on this kernel, their
+# inputs in pair order. (With w12_row.ONE_ROW on too, that kernel takes the multiplies whose
+# norm it can take in its prologue.)
+ONE_ROW = False
 ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
 MAX_UNIT_BLOCKS = 16  # blocks of K a unit at most (its scale words: 32 groups)
 WBLOCK = gl.constexpr(BLOCK)
@@ -261,19 +266,25 @@ def _w12_tc_kernel(
     )  # fmt: skip
 
 
+def _switched(x: torch.Tensor) -> bool:
+    """Whether a switch sends forwards of x's rows here: ONE_ROW (one row), VERIFY (2-16)."""
+    return ONE_ROW if x.shape[0] == 1 else VERIFY and x.shape[0] <= 16
+
+
 def verify_route(gate_up, down, x: torch.Tensor) -> bool:
-    """Whether a forward of x's rows takes its W12 gate|up and down through w12_tc (VERIFY on,
-    w12_ws.pair_chain)."""
-    return VERIFY and pair_chain(gate_up, down, x)
+    """Whether a forward of x's rows takes its W12 gate|up and down through w12_tc (VERIFY or
+    ONE_ROW on, w12_ws.pair_chain)."""
+    return _switched(x) and pair_chain(gate_up, down, x, min_rows=1)
 
 
 def pair_input(weight, x: torch.Tensor) -> bool:
-    """Whether a multiply of x's rows by `weight`, its input a norm's output, runs here with
-    VERIFY on, the norm writing pair order (models/fused.normed_input): a W12 weight of group
-    size 128 and K a multiple of 256, 2-16 rows on a Hopper GPU (or the emulator)."""
-    if not VERIFY or not isinstance(weight, W12Weight) or weight.group_size != BLOCK // 2:
+    """Whether a multiply of x's rows by `weight`, its input a norm's or the attention's output,
+    runs here (VERIFY or ONE_ROW on), that input written in pair order (models/fused
+    .normed_input, attend): a W12 weight of group size 128 and K a multiple of 256, on a Hopper
+    GPU (or the emulator)."""
+    if not _switched(x) or not isinstance(weight, W12Weight) or weight.group_size != BLOCK // 2:
         return False
-    return weight.columns % BLOCK == 0 and 2 <= x.shape[0] <= 16 and launch.gluon_routes(x)
+    return weight.columns % BLOCK == 0 and launch.gluon_routes(x)
 
 
 def layouts() -> tuple:

@@ -878,13 +878,13 @@ def verify_route(gate_up, down, x: torch.Tensor) -> bool:
     return VERIFY and pair_chain(gate_up, down, x)
 
 
-def pair_chain(gate_up, down, x: torch.Tensor) -> bool:
+def pair_chain(gate_up, down, x: torch.Tensor, min_rows: int = 2) -> bool:
     """Whether x's rows can run gate|up and down in pair order on a Gluon kernel (w12_ws, w12_tc):
-    both W12, 2-16 rows on a Hopper GPU (or the emulator), group size 128, K and N / 2 multiples
-    of 256 so that the pair order runs from the norm through the SwiGLU to the down."""
+    both W12, min_rows-16 rows on a Hopper GPU (or the emulator), group size 128, K and N / 2
+    multiples of 256 so that the pair order runs from the norm through the SwiGLU to the down."""
     if not isinstance(gate_up, W12Weight) or not isinstance(down, W12Weight):
         return False
-    if not 2 <= x.shape[0] <= 16 or not launch.gluon_routes(x):  # compiled, sm_90 or later
+    if not min_rows <= x.shape[0] <= 16 or not launch.gluon_routes(x):  # compiled, sm_90+
         return False
     half = gate_up.shape[0] // 2
     shapes = gate_up.columns % BLOCK == 0 and half % BLOCK == 0 and down.columns == half
