@@ -1012,12 +1012,7 @@ def test_decode_attention_writes_pair_order(monkeypatch, fused_rows: int, block:
 
     monkeypatch.setattr(attention, "FUSED_MERGE_MAX_ROWS", fused_rows)
     monkeypatch.setattr(attention, "MERGE_PROGRAM_ROWS", block)
-    gen = torch.Generator().manual_seed(t)
-    batch, kv_heads, heads, d, length = 2, 2, 8, 32, 200
-    k = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
-    v = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
-    q = torch.randn(batch * t, heads, d, generator=gen).to(DEVICE, BF16)
-    positions = torch.tensor([[40], [150]], device=DEVICE) + torch.arange(t, device=DEVICE)
+    q, k, v, positions = _attention_inputs(t, 8, 200, 150, seed=t)
     natural = decode_attention(q, k, v, positions, 3)
     paired = decode_attention(q, k, v, positions, 3, pair=True)
     assert torch.equal(paired, w12_ws.pair_order(natural))
@@ -1031,14 +1026,21 @@ def check_attention_nan_scratch(monkeypatch, t: int, seed: int) -> None:
     attention's rounding bound."""
     empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *size, **kw: empty(*size, **kw).fill_(math.nan))
+    q, k, v, positions = _attention_inputs(t, 4, 700, 650, seed)
+    out = decode_attention(q, k, v, positions, 6)
+    attention_close(out, q, k, v, positions)
+
+
+def _attention_inputs(t: int, heads: int, length: int, start: int, seed: int) -> tuple:
+    """q, the caches (2 KV heads, D 32) and positions of 2 sequences, blocks of t tokens at
+    positions 40 and `start`: the random bf16 inputs of decode_attention."""
     gen = torch.Generator().manual_seed(seed)
-    batch, kv_heads, heads, d, length = 2, 2, 4, 32, 700
+    batch, kv_heads, d = 2, 2, 32
     k = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
     v = torch.randn(batch, kv_heads, length, d, generator=gen).to(DEVICE, BF16)
     q = torch.randn(batch * t, heads, d, generator=gen).to(DEVICE, BF16)
-    positions = torch.tensor([[40], [650]], device=DEVICE) + torch.arange(t, device=DEVICE)
-    out = decode_attention(q, k, v, positions, 6)
-    attention_close(out, q, k, v, positions)
+    positions = torch.tensor([[40], [start]], device=DEVICE) + torch.arange(t, device=DEVICE)
+    return q, k, v, positions
 
 
 @pytest.mark.skipif(not CUDA, reason="warps a program mean nothing to the interpreter")

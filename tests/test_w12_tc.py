@@ -102,16 +102,10 @@ def test_w12_tc_swiglu(where: str, m: int) -> None:
 @pytest.mark.parametrize("where", BOTH)
 @pytest.mark.parametrize("split", [1, 3])
 def test_w12_tc_residual(where: str, split: int) -> None:
-    """residual + x @ W.T, in the epilogue or in the split sum's: exact given the product."""
-    with gluon_on(where) as device:
-        packed = w12.encode(_weights(320 if where == "cuda" else 96, 2304, seed=5).to(device))
-        n = packed.shape[0]
-        x = torch.randn(16, 2304).to(device, torch.bfloat16)
-        r = torch.randn(16, n).to(device, torch.bfloat16)
-        plain = w12_tc.w12_tc_linear(x, packed, dict(SPLIT_K=split))
-        close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
-        y = w12_tc.w12_tc_linear(x, packed, dict(SPLIT_K=split), residual=r)
-        assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
+    """residual + x @ W.T, in the epilogue or in the split sum's (test_w12_ws.residual_holds)."""
+    from tests.test_w12_ws import residual_holds
+
+    residual_holds(w12_tc.w12_tc_linear, where, split)
 
 
 @pytest.mark.parametrize("where", BOTH)

@@ -190,18 +190,24 @@ def test_w12_ws_swiglu_and_its_pair_order(where: str, m: int, tile: dict) -> Non
 @pytest.mark.parametrize("split", [1, 3])
 def test_w12_ws_residual(where: str, split: int) -> None:
     """residual + x @ W.T, in the epilogue (no K split) or in the split sum's."""
+    residual_holds(w12_ws.w12_ws_linear, where, split)
+
+
+def residual_holds(linear, where: str, split: int) -> None:
+    """`linear` (w12_ws's, w12_tc's) with the residual, 16 rows, K split `split`: the plain
+    products the reference's, the residual's sum exact given them."""
     with gluon_on(where) as device:
         packed = w12.encode(_weights(320 if where == "cuda" else 96, 2304, seed=5).to(device))
         n = packed.shape[0]
         x = torch.randn(16, 2304).to(device, torch.bfloat16)
         r = torch.randn(16, n).to(device, torch.bfloat16)
-        plain = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split))
+        plain = linear(x, packed, dict(SPLIT_K=split))
         close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
         # the residual added to the rounded product and rounded again, as w12_linear_reference
         # (and HF's modules) do: exact given the product (an ulp of the product off in summation
         # order can be many of a sum that cancels, which a tolerance on y would call wrong; run
         # 279)
-        y = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split), residual=r)
+        y = linear(x, packed, dict(SPLIT_K=split), residual=r)
         assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
 
 
