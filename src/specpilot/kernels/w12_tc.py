@@ -69,8 +69,8 @@ TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4)
 VERIFY = False
 # The same for one-row forwards (off, unmeasured: row287.sh times the kernel at one row beside
 # kernels/w12_row.py): gate|up and down, the multiplies after a norm and o on this kernel, their
-# inputs in pair order. (With w12_row.ONE_ROW on too, that kernel takes the multiplies whose
-# norm it can take in its prologue.)
+# inputs in pair order. (With w12_row.ONE_ROW on too, that kernel takes q|k|v and a W12 head,
+# their norm in its prologue; gate|up, down and o stay here.)
 ONE_ROW = False
 ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
 MAX_UNIT_BLOCKS = 16  # blocks of K a unit at most (its scale words: 32 groups)
