@@ -189,3 +189,28 @@ def test_the_ring_kernel_compiles_for_sm90() -> None:
     code += "EXTRA=0, num_warps=4)); print(json.dumps(aot.usage(k)))"
     usage = compiled_json(code)
     assert usage["spill_stores"] == 0 and usage["warps"] >= 5
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_w12_prototypes_under_other_schedules(seed: int) -> None:
+    """w12_row (with PDL's branches), w12_tc and w12_ws, a tile each whose rings and slots are
+    reused across tiles, right under schedules other than the tests' seed 0 (copies landing and
+    partitions going on in other orders)."""
+    from unittest import mock
+
+    from specpilot.formats import w12
+    from specpilot.kernels import launch, w12_row, w12_tc, w12_ws
+    from specpilot.kernels.w12_linear import w12_linear_reference
+    from tests.test_w12_kernels import close_columns, weight_with_escapes
+
+    packed = w12.encode(weight_with_escapes(200, 1152, torch.Generator().manual_seed(seed)))
+    x = torch.randn(16, 1152, generator=torch.Generator().manual_seed(seed)).to(torch.bfloat16)
+    pdl = mock.patch.object(launch, "pdl", lambda *a, **k: dict(PDL=True, launch_pdl=True))
+    with emulate.gluon(sms=2, seed=seed), pdl:
+        row = w12_row.w12_row_linear(x[:1], packed, dict(STAGES=2))
+        tc = w12_tc.w12_tc_linear(x, packed, dict(STAGES=2))
+        ws = w12_ws.w12_ws_linear(x, packed, dict(STAGES=2, PERSISTENT=1))
+    close_columns(row.float(), w12_linear_reference(x[:1], packed).float(), 4)
+    ref = w12_linear_reference(x, packed).float()
+    close_columns(tc.float(), ref, 4)
+    close_columns(ws.float(), ref, 4)
