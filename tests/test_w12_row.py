@@ -61,11 +61,15 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     """Gluon compiles it for sm_90a here (Triton's ptxas): no spills, one program an SM in
     shared memory; the default tile at K 4096 and 12288 (with the residual), SwiGLU, 4 rows a
     thread on 4 warps, one block a stage, and the bounds; with programmatic dependent launch's
-    waits (the residual's and the copies bound's); the norm prologue with SwiGLU."""
+    waits (the residual's and the copies bound's); the norm prologue with SwiGLU; X32 (x
+    widened in shared memory) with the residual at K 12288 and with the norm and SwiGLU at
+    Llama's 14336."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
-             False, False), ({}, 4096, True, False, True, False, True)]  # fmt: skip
+             False, False), ({}, 4096, True, False, True, False, True),
+             (dict(X32=1), 12288, False, True, True), (dict(X32=1), 14336, True, False, True,
+             False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)
@@ -82,12 +86,12 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
 EMULATED_CASES = [(48, 600, {}), (70, 2304, {}), (64, 2304, dict(ROWS=4, WARPS=4)),
                   (70, 2304, dict(SB=1, STAGES=12)), (70, 2304, dict(SB=4, STAGES=3)),
                   (70, 2304, dict(FENCE=1, ESC_BATCH=0)), (70, 2304, dict(PERSISTENT=2)),
-                  (90, 1152, dict(ROWS=1))]  # fmt: skip
+                  (90, 1152, dict(ROWS=1)), (70, 2304, dict(X32=1))]  # fmt: skip
 CASES = [("cuda", n, k, tile, False) for n, k, tile in [
     (4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}), (4100, 1152, {}), (333, 600, {}),
     (4096, 4096, dict(ROWS=4, WARPS=4)), (2000, 2304, dict(SB=1, STAGES=12)),
     (2000, 2304, dict(SB=4, STAGES=3)), (2000, 2304, dict(FENCE=1, ESC_BATCH=0)),
-    (2000, 2304, dict(PERSISTENT=2)), (9000, 2304, dict(ROWS=1))]] + [
+    (2000, 2304, dict(PERSISTENT=2)), (9000, 2304, dict(ROWS=1)), (4096, 12288, dict(X32=1))]] + [
     ("emulated", n, k, tile, pdl) for n, k, tile in EMULATED_CASES for pdl in (False, True)
 ]  # fmt: skip
 BOTH = ["cuda", "emulated"]
@@ -103,6 +107,27 @@ def test_w12_row_matches_the_reference(where: str, n: int, k: int, tile: dict, p
         x = torch.randn(1, k).to(device, torch.bfloat16)
         ref = w12_linear_reference(x, packed).float()
         close_columns(w12_row.w12_row_linear(x, packed, tile).float(), ref, 4)
+
+
+@pytest.mark.parametrize("where, n, k", [("cuda", 4096, 12288), ("emulated", 70, 1152)])
+@pytest.mark.parametrize("kw", [{}, dict(swiglu=True), dict(norm=True), dict(residual=True)])
+def test_w12_row_x32_gives_the_same_bits(where: str, n: int, k: int, kw: dict) -> None:
+    """X32 (x widened to fp32 in shared memory once) multiplies the same exact values in the
+    same order: its output is the plain tile's bit for bit, with each epilogue and the norm
+    prologue."""
+    gen = torch.Generator().manual_seed(n)
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(n, k, seed=n).to(device))
+        x = (3 * torch.randn(1, k, generator=gen)).to(device, torch.bfloat16)
+        args = dict(swiglu=kw.get("swiglu", False))
+        if kw.get("norm"):
+            args |= dict(norm_weight=(torch.rand(k, generator=gen) + 0.5).to(device,
+                         torch.bfloat16), eps=1e-6)  # fmt: skip
+        if kw.get("residual"):
+            args["residual"] = torch.randn(1, n, generator=gen).to(device, torch.bfloat16)
+        plain = w12_row.w12_row_linear(x, packed, **args)
+        wide = w12_row.w12_row_linear(x, packed, dict(X32=1), **args)
+        assert torch.equal(wide.view(torch.int16), plain.view(torch.int16))
 
 
 @pytest.mark.parametrize("where", BOTH)

@@ -76,9 +76,12 @@ BF16_ONE_ROW = False
 
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
 # (12 kB each: ~72 kB in flight an SM), one program an SM
-TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0)
+TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0, X32=0)
 # FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
 # has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)
+# X32 (W12 only): the multiplying warps widen x to fp32 in shared memory once (after the norm
+# prologue), so that the loop loads x's columns as they multiply (SASS of the stage loop, 16r8w6s2b:
+# 16 LDS.U16 + 16 IMAD.U32 widenings of 179 instructions for 32 weights a thread -> 16 LDS)
 WBLOCK = gl.constexpr(BLOCK)
 # prmt selectors of a half block's pair of slices Q, Q + 1 (Q 0, 2): bytes low[Q], high[Q],
 # low[Q + 1], high[Q + 1] of the words {low, high}
@@ -304,6 +307,16 @@ def _normed_input(x_buf, nw_buf, k, eps, XB: gl.constexpr, num_warps: gl.constex
 
 
 @gluon.jit
+def _widened(x_buf, x32_buf, XB: gl.constexpr, num_warps: gl.constexpr):
+    """x's XB blocks [8, 32] bf16 in shared memory widened into x32_buf's fp32 (X32), by the
+    multiplying warps (their barrier after the writes, before any reads another's)."""
+    tile: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [num_warps, 1], [1, 0])
+    for t in gl.static_range(XB):
+        x32_buf.index(t).store(x_buf.index(t).load(tile).to(gl.float32))
+    gl.thread_barrier()
+
+
+@gluon.jit
 def _pair_sums(acc, low, high, scale, x_blk, H: gl.constexpr, Q: gl.constexpr):
     """acc [BN, 32] plus the products of slices 4H + Q and 4H + Q + 1 of a block: their pair
     decoded, made exact by its group's scale word, widened, times x at their columns."""
@@ -311,7 +324,7 @@ def _pair_sums(acc, low, high, scale, x_blk, H: gl.constexpr, Q: gl.constexpr):
     wa = (w << 16).to(gl.float32, bitcast=True)  # slice 4H + Q
     wb = (w & -65536).to(gl.float32, bitcast=True)  # slice 4H + Q + 1
     layout: gl.constexpr = acc.type.layout
-    xa = x_blk.slice(4 * H + Q, 1).load(layout).to(gl.float32)  # [1, 32]
+    xa = x_blk.slice(4 * H + Q, 1).load(layout).to(gl.float32)  # [1, 32] (X32: fp32 already)
     xb = x_blk.slice(4 * H + Q + 1, 1).load(layout).to(gl.float32)
     return acc + wa * xa + wb * xb
 
@@ -364,14 +377,15 @@ def _bf16_block(acc, bufs, i, t, words: gl.constexpr):
 @gluon.jit
 def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constexpr,
                 FENCE: gl.constexpr, PDL: gl.constexpr, EPILOGUE: gl.constexpr,
-                num_warps: gl.constexpr, norm, NORM: gl.constexpr,
-                BF16: gl.constexpr):  # fmt: skip
+                num_warps: gl.constexpr, norm, NORM: gl.constexpr, BF16: gl.constexpr,
+                X32: gl.constexpr = False):  # fmt: skip
     """The default partition: each tile's blocks' products (`_w12_block`, or with BF16
     `_bf16_block`), then the lanes' sums, the escapes (W12) and the store (`_store_row`).
     bufs: the ring's buffers and x's (W12: then the scale words' and the escape sums'); bars:
     ready, empty, x_ready (W12: then scale_ready, esc_ready, meta_empty). NORM: x normed in
     shared memory first (`_normed_input`; norm: the norm weight's buffer, rstd's buffer, its
-    barrier, K, eps), its 1 / RMS handed on (to the meta warp)."""
+    barrier, K, eps), its 1 / RMS handed on (to the meta warp). X32 (W12): x then widened to
+    fp32 into bufs[5] (`_widened`), which the blocks read instead."""
     ready, empty, x_ready = bars[:3]
     units, tiles_rows, n_stages, half_n = work
     ring = bufs[0]  # (BF16: 4 boxes a block; W12: the low plane's 2 halves a block)
@@ -389,6 +403,9 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
         one: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
         rstd_buf.store(gl.zeros([1], gl.float32, one) + rstd)
         mbarrier.arrive(norm_ready, count=1)
+    if X32:
+        _widened(x_buf, bufs[5], x_buf.type.shape[0], num_warps)
+        bufs = (bufs[0], bufs[1], bufs[5], bufs[3], bufs[4])
     c = 0
     j = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
@@ -457,11 +474,12 @@ def _w12_row_kernel(
     ROWS: gl.constexpr, SB: gl.constexpr, STAGES: gl.constexpr, XB: gl.constexpr,
     GROUPS: gl.constexpr, BOUND: gl.constexpr, ESC_BATCH: gl.constexpr, FENCE: gl.constexpr,
     PDL: gl.constexpr, NORM: gl.constexpr, SWIGLU: gl.constexpr,
-    RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
+    RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X32: gl.constexpr = 0,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     NORM: the multiply's input is RMSNorm(x) * the norm weight (nw_desc, nw_ptr; eps), normed
-    by the multiplying warps in shared memory (w12_linear's norm prologue, once a program)."""
+    by the multiplying warps in shared memory (w12_linear's norm prologue, once a program).
+    X32: x widened to fp32 in shared memory by the multiplying warps before their loop."""
     BN: gl.constexpr = ROWS * num_warps
     work = (units, tiles_rows, n_stages, n // 2)
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
@@ -471,6 +489,7 @@ def _w12_row_kernel(
     plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     scale_buf = gl.allocate_shared_memory(gl.int32, [2 * GROUPS, BN, 1], plain)
     esc_buf = gl.allocate_shared_memory(gl.float32, [2, BN], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    x32_buf = gl.allocate_shared_memory(gl.float32, [XB if X32 else 1, 8, 32], plain)
     ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(1)
     scale_ready, esc_ready, meta_empty = _barriers(2), _barriers(2), _barriers(2)
     # NORM: the norm weight's blocks (one unread block without), x's 1 / RMS and its barrier
@@ -483,10 +502,10 @@ def _w12_row_kernel(
 
     gl.warp_specialize(
         [
-            (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
+            (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf, x32_buf),
                            (ready, empty, x_ready.index(0), scale_ready, esc_ready, meta_empty),
                            work, n, (y_ptr, res_ptr), SB, BOUND, FENCE, PDL,
-                           (SWIGLU, RESIDUAL), num_warps, norm_multiplier, NORM, False)),
+                           (SWIGLU, RESIDUAL), num_warps, norm_multiplier, NORM, False, X32)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM)),
@@ -621,7 +640,8 @@ def geometry(cfg: dict, k: int, bf16: bool = False, norm: bool = False) -> dict:
     groups = max(GROUP_CHUNK, triton.next_power_of_2(2 * xb))
     ring = cfg["STAGES"] * cfg["SB"] * bn * (2 * BLOCK if bf16 else BLOCK + BLOCK // 2)
     meta = 0 if bf16 else 2 * groups * bn * 4 + 2 * bn * 4
-    shared = ring + (2 if norm else 1) * xb * BLOCK * 2 + meta
+    wide = 0 if bf16 else cfg.get("X32", 0) * xb * BLOCK * 4  # X32: x widened to fp32
+    shared = ring + (2 if norm else 1) * xb * BLOCK * 2 + meta + wide
     return dict(BN=bn, n_stages=n_stages, XB=xb, GROUPS=groups, shared=shared)
 
 
@@ -744,7 +764,8 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
     (bf16: _bf16_row_kernel's, which has no meta warp)."""
     out = dict(ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"],
                BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], num_warps=cfg["WARPS"])  # fmt: skip
-    return out if bf16 else out | dict(GROUPS=geo["GROUPS"], ESC_BATCH=cfg["ESC_BATCH"])
+    return out if bf16 else out | dict(GROUPS=geo["GROUPS"], ESC_BATCH=cfg["ESC_BATCH"],
+                                       X32=cfg["X32"])  # fmt: skip
 
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
