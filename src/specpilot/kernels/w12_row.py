@@ -79,9 +79,10 @@ BF16_ONE_ROW = False
 TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0, X32=0)
 # FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
 # has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)
-# X32 (W12 only): the multiplying warps widen x to fp32 in shared memory once (after the norm
-# prologue), so that the loop loads x's columns as they multiply (SASS of the stage loop, 16r8w6s2b:
-# 16 LDS.U16 + 16 IMAD.U32 widenings of 179 instructions for 32 weights a thread -> 16 LDS)
+# X32 (W12 only): the multiplying warps widen x to fp32 in shared memory once (the norm
+# prologue writes it so), so that the loop loads x's columns as they multiply (SASS of the stage
+# loop, 16r8w6s2b: 16 bf16 loads and 16 IMAD.U32 widenings of 179 instructions for 32 weights a
+# thread -> 16 fp32 loads, 163 instructions)
 WBLOCK = gl.constexpr(BLOCK)
 # prmt selectors of a half block's pair of slices Q, Q + 1 (Q 0, 2): bytes low[Q], high[Q],
 # low[Q + 1], high[Q + 1] of the words {low, high}
@@ -288,10 +289,10 @@ def _input_at(x_ptr, col, live, normed, NORM: gl.constexpr):
 
 
 @gluon.jit
-def _normed_input(x_buf, nw_buf, k, eps, XB: gl.constexpr, num_warps: gl.constexpr):
-    """x in shared memory normed in place as the rmsnorm kernel norms it (kernels/elementwise:
-    h = bf16(x / RMS), then bf16(h * w)), by the multiplying warps (their barrier after the
-    writes, before any reads another's); -> 1 / RMS."""
+def _normed_input(x_buf, nw_buf, k, eps, XB: gl.constexpr, num_warps: gl.constexpr, out):
+    """x in shared memory normed into out (x_buf itself, or X32's fp32 buffer) as the rmsnorm
+    kernel norms it (kernels/elementwise: h = bf16(x / RMS), then bf16(h * w)), by the
+    multiplying warps (their barrier after the writes, before any reads another's); -> 1 / RMS."""
     tile: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [num_warps, 1], [1, 0])
     squares = gl.zeros([8, 32], gl.float32, tile)
     for t in gl.static_range(XB):
@@ -301,15 +302,16 @@ def _normed_input(x_buf, nw_buf, k, eps, XB: gl.constexpr, num_warps: gl.constex
     for t in gl.static_range(XB):
         h = (x_buf.index(t).load(tile).to(gl.float32) * rstd).to(gl.bfloat16).to(gl.float32)
         w = nw_buf.index(t).load(tile).to(gl.float32)
-        x_buf.index(t).store((h * w).to(gl.bfloat16))
+        out.index(t).store((h * w).to(gl.bfloat16).to(out.dtype))
     gl.thread_barrier()
     return rstd
 
 
 @gluon.jit
 def _widened(x_buf, x32_buf, XB: gl.constexpr, num_warps: gl.constexpr):
-    """x's XB blocks [8, 32] bf16 in shared memory widened into x32_buf's fp32 (X32), by the
-    multiplying warps (their barrier after the writes, before any reads another's)."""
+    """x's XB blocks [8, 32] bf16 in shared memory widened into x32_buf's fp32 (X32 without the
+    norm prologue), by the multiplying warps (their barrier after the writes, before any reads
+    another's)."""
     tile: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [num_warps, 1], [1, 0])
     for t in gl.static_range(XB):
         x32_buf.index(t).store(x_buf.index(t).load(tile).to(gl.float32))
@@ -384,8 +386,8 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
     bufs: the ring's buffers and x's (W12: then the scale words' and the escape sums'); bars:
     ready, empty, x_ready (W12: then scale_ready, esc_ready, meta_empty). NORM: x normed in
     shared memory first (`_normed_input`; norm: the norm weight's buffer, rstd's buffer, its
-    barrier, K, eps), its 1 / RMS handed on (to the meta warp). X32 (W12): x then widened to
-    fp32 into bufs[5] (`_widened`), which the blocks read instead."""
+    barrier, K, eps), its 1 / RMS handed on (to the meta warp). X32 (W12): x (normed) in fp32
+    in bufs[5] (`_widened`, or the norm's output), which the blocks read instead."""
     ready, empty, x_ready = bars[:3]
     units, tiles_rows, n_stages, half_n = work
     ring = bufs[0]  # (BF16: 4 boxes a block; W12: the low plane's 2 halves a block)
@@ -395,17 +397,20 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
     words: gl.constexpr = gl.BlockedLayout([BN // num_warps, 1], [1, 32], [num_warps, 1], [1, 0])
     rows_layout: gl.constexpr = gl.SliceLayout(1, words)
     x_buf = bufs[1] if BF16 else bufs[2]
+    x_read = bufs[5] if X32 else x_buf  # what the blocks read
+    XB: gl.constexpr = x_buf.type.shape[0]
     _grid_wait(PDL)  # (before its stores)
     mbarrier.wait(x_ready, 0)
     if NORM:
         nw_buf, rstd_buf, norm_ready, k, eps = norm
-        rstd = _normed_input(x_buf, nw_buf, k, eps, x_buf.type.shape[0], num_warps)
+        rstd = _normed_input(x_buf, nw_buf, k, eps, XB, num_warps, x_read)
         one: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
         rstd_buf.store(gl.zeros([1], gl.float32, one) + rstd)
         mbarrier.arrive(norm_ready, count=1)
+    elif X32:
+        _widened(x_buf, x_read, XB, num_warps)
     if X32:
-        _widened(x_buf, bufs[5], x_buf.type.shape[0], num_warps)
-        bufs = (bufs[0], bufs[1], bufs[5], bufs[3], bufs[4])
+        bufs = (bufs[0], bufs[1], x_read, bufs[3], bufs[4])
     c = 0
     j = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
@@ -640,7 +645,7 @@ def geometry(cfg: dict, k: int, bf16: bool = False, norm: bool = False) -> dict:
     groups = max(GROUP_CHUNK, triton.next_power_of_2(2 * xb))
     ring = cfg["STAGES"] * cfg["SB"] * bn * (2 * BLOCK if bf16 else BLOCK + BLOCK // 2)
     meta = 0 if bf16 else 2 * groups * bn * 4 + 2 * bn * 4
-    wide = 0 if bf16 else cfg.get("X32", 0) * xb * BLOCK * 4  # X32: x widened to fp32
+    wide = 0 if bf16 else cfg["X32"] * xb * BLOCK * 4  # X32: x widened to fp32
     shared = ring + (2 if norm else 1) * xb * BLOCK * 2 + meta + wide
     return dict(BN=bn, n_stages=n_stages, XB=xb, GROUPS=groups, shared=shared)
 
