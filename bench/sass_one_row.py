@@ -13,6 +13,7 @@ Run 215 (Nsight Compute on the H200) found the one-row W12 gate|up and q|k|v iss
 instructions 61-63% of the time: this counts what each tile asks of the issue slots.
 
     python bench/sass_one_row.py
+    python bench/sass_one_row.py --row   # kernels/w12_row.py's stage loop, with and without X32
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections import Counter
 from sass_pair_layout import disassemble  # bench/ is on sys.path when run as a script
 
 from specpilot.formats.w12 import SLICE
-from specpilot.kernels import aot, w12_linear
+from specpilot.kernels import aot, w12_linear, w12_row
 
 TYPES = {
     "x_ptr": "*bf16", "low_ptr": "*i32", "code_ptr": "*i32", "base_ptr": "*u8",
@@ -47,24 +48,50 @@ TILES = {
 }
 
 
-def loop_stats(tile: dict) -> dict:
-    """The tile's compiled main loop: instructions, weights a thread a step, registers, opcodes."""
-    sass, registers = disassemble(aot.compile_kernel(w12_linear._w12_kernel, TYPES, COMMON | tile))
+def loop_opcodes(sass: str, key=None) -> Counter:
+    """The opcodes of a loop of the SASS: of the backward branches' spans, the longest, or the
+    one `key` (of the span's opcodes) ranks highest."""
     lines = sass.splitlines()
     labels = {line.rstrip(":"): i for i, line in enumerate(lines) if line.startswith(".L_x_")}
     spans = [
-        (i - labels[m.group(1)], labels[m.group(1)], i)
+        (labels[m.group(1)], i)
         for i, line in enumerate(lines)
         if (m := re.search(r"BRA `\((\.L_x_\d+)\)", line)) and labels.get(m.group(1), i) < i
     ]
-    _, first, last = max(spans)
-    opcodes = Counter(
-        m.group(2).split(".")[0]
-        for line in lines[first : last + 1]
-        if (m := re.match(r"\s+/\*[0-9a-f]{4}\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)", line))
-    )
+    if key is None:  # the longest span, in lines
+        spans = [max(spans, key=lambda span: span[1] - span[0])]
+    loops = [
+        Counter(
+            m.group(2).split(".")[0]
+            for line in lines[first : last + 1]
+            if (m := re.match(r"\s+/\*[0-9a-f]{4}\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)", line))
+        )
+        for first, last in spans
+    ]
+    return max(loops, key=key) if key else loops[0]
+
+
+def loop_stats(tile: dict) -> dict:
+    """The tile's compiled main loop: instructions, weights a thread a step, registers, opcodes."""
+    sass, registers = disassemble(aot.compile_kernel(w12_linear._w12_kernel, TYPES, COMMON | tile))
+    opcodes = loop_opcodes(sass)
     unroll = 1 if tile["USE_DOT"] else tile["UNROLL"]
     weights = tile["BLOCK_N"] * 8 * SLICE * unroll / (32 * tile["num_warps"])
+    return _stats(opcodes, weights, registers)
+
+
+def row_loop_stats(tile: dict) -> dict:
+    """kernels/w12_row.py's stage loop (the shortest loop with one FFMA for each weight a thread
+    takes a stage: the tile loop and the barrier waits' retries span it too) for a tile of
+    w12_row.TILE's keys, at K 4096: the same measures as loop_stats."""
+    sass, registers = disassemble(w12_row.compile_sm90(tile))
+    cfg = w12_row.TILE | tile
+    weights = cfg["ROWS"] * cfg["SB"] * 8
+    stage_loop = loop_opcodes(sass, lambda c: (c["FFMA"] == weights, -c.total()))
+    return _stats(stage_loop, weights, registers)
+
+
+def _stats(opcodes: Counter, weights: float, registers: int) -> dict:
     count = sum(opcodes.values())
     return {
         "loop_instructions": count,
@@ -75,10 +102,23 @@ def loop_stats(tile: dict) -> dict:
     }
 
 
+# kernels/w12_row.py's tiles (--row): the default, 4 rows a thread, each with X32
+ROW_TILES = {
+    "w12_row 16r8w6s2b": {}, "w12_row 16r8w6s2b X32": dict(X32=1),
+    "w12_row 32r8w3s2b": dict(ROWS=4, STAGES=3),
+    "w12_row 32r8w3s2b X32": dict(ROWS=4, STAGES=3, X32=1),
+}  # fmt: skip
+
+
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--row", action="store_true", help="kernels/w12_row.py's stage loop")
+    row = parser.parse_args().row
     out = {}
-    for name, tile in TILES.items():
-        s = out[name] = loop_stats(tile)
+    for name, tile in (ROW_TILES if row else TILES).items():
+        s = out[name] = (row_loop_stats if row else loop_stats)(tile)
         print(f"{name:44} {s['loop_instructions']:5d} / {s['weights_per_thread_step']:4.0f} = "
               f"{s['instructions_per_weight']:4.2f} a weight, {s['registers']:3d} registers; "
               f"{s['opcodes']}")  # fmt: skip

@@ -104,8 +104,9 @@ ROW_TILES = (
     ("16r8w12s1b", dict(SB=1, STAGES=12)), ("16r8w3s4b", dict(SB=4, STAGES=3)),
     ("16r4w6s2b", dict(ROWS=4, WARPS=4)), ("8r8w6s2b", dict(ROWS=1)),
     ("32r8w3s2b", dict(ROWS=4, STAGES=3)), ("16r8w6s2b/fence", dict(FENCE=1)),
-    # (session 53) x widened to fp32 in shared memory once: 9% fewer instructions in the stage
-    # loop (SASS: 5.59 -> 5.09 a weight; ROWS 4: 4.73 -> 4.48), the same bits
+    # (session 53) x widened to fp32 in shared memory once: 8% fewer instructions in the stage
+    # loop (bench/sass_one_row.py --row: 5.88 -> 5.38 a weight; ROWS 4: 4.88 -> 4.62), the
+    # same bits
     ("16r8w6s2b/x32", dict(X32=1)), ("32r8w3s2b/x32", dict(ROWS=4, STAGES=3, X32=1)),
     # bounds, wrong products (not checked): the loader's copies alone (no consumer waited on),
     # and the multiplying warps' hand-off alone (each stage waited for and freed, not read)

@@ -80,9 +80,9 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
 # has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)
 # X32 (W12 only): the multiplying warps widen x to fp32 in shared memory once (the norm
-# prologue writes it so), so that the loop loads x's columns as they multiply (SASS of the stage
-# loop, 16r8w6s2b: 16 bf16 loads and 16 IMAD.U32 widenings of 179 instructions for 32 weights a
-# thread -> 16 fp32 loads, 163 instructions)
+# prologue writes it so), so that the loop loads x's columns as they multiply (16 IMAD.U32
+# widenings less a stage: `python bench/sass_one_row.py --row`, 16r8w6s2b's stage loop 188 ->
+# 172 instructions for 32 weights a thread)
 WBLOCK = gl.constexpr(BLOCK)
 # prmt selectors of a half block's pair of slices Q, Q + 1 (Q 0, 2): bytes low[Q], high[Q],
 # low[Q + 1], high[Q + 1] of the words {low, high}
