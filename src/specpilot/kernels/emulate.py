@@ -90,6 +90,42 @@ def _numel(shape) -> int:
     return out
 
 
+class _RuntimeInt(int):
+    """An integer kernel argument not declared constexpr, and what is computed from it: a value
+    the compiler does not know, so a static_range over it is an error (as when compiled)."""
+
+    def __repr__(self) -> str:
+        return f"runtime {int(self)}"
+
+
+def _runtime_op(name: str):
+    op = getattr(int, name)
+
+    def fn(self, *other):
+        out = op(self, *other)
+        return _RuntimeInt(out) if type(out) is int else out
+
+    return fn
+
+
+for _name in (
+    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __floordiv__ __rfloordiv__ __mod__ "
+    "__rmod__ __neg__ __lshift__ __rlshift__ __rshift__ __rrshift__ __and__ __rand__ __or__ "
+    "__ror__ __xor__ __rxor__ __pow__"
+).split():
+    setattr(_RuntimeInt, _name, _runtime_op(_name))
+
+
+def _static_range(*bounds) -> range:
+    for b in bounds:
+        if isinstance(_raw(b), _RuntimeInt):
+            raise EmulationError(
+                f"static_range bound {_raw(b)!r} depends on a runtime argument; the compiler "
+                f"needs a constexpr ({_site()})"
+            )
+    return range(*[int(_raw(b)) for b in bounds])
+
+
 def _raw(v):
     """A Tensor's torch tensor, a constexpr's value, anything else as it is."""
     if isinstance(v, Tensor):
@@ -768,7 +804,7 @@ def _language() -> types.SimpleNamespace:
         if isinstance(obj, type) and name.endswith("Layout"):
             setattr(ns, name, obj)
     ns.constexpr = lambda v: _raw(v)
-    ns.static_range = lambda *a: range(*[int(_raw(x)) for x in a])
+    ns.static_range = _static_range
     ns.program_id, ns.num_programs = _program_id, _num_programs
     ns.num_warps = lambda: _ctx.part.warps
     ns.arange = lambda start, end, layout=None: Tensor(
@@ -915,12 +951,13 @@ def _emulated(jit_fn: GluonJITFunction) -> types.FunctionType:
     return g[key]
 
 
-def _argument(name: str, v):
+def _argument(name: str, v, constexpr: bool):
     if isinstance(v, torch.Tensor):
         return Pointer.of(v, name)
     if isinstance(v, TensorDescriptor):
         return Descriptor(v, name)
-    return _raw(v)
+    v = _raw(v)
+    return _RuntimeInt(v) if type(v) is int and not constexpr else v
 
 
 def _launch(jit_fn: GluonJITFunction, grid, args: tuple, kwargs: dict, state: dict) -> None:
@@ -931,7 +968,8 @@ def _launch(jit_fn: GluonJITFunction, grid, args: tuple, kwargs: dict, state: di
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     warps = int(bound.arguments.get("num_warps", options.get("num_warps", 4)))
-    call = {k: _argument(k, v) for k, v in bound.arguments.items()}
+    constexprs = {p.name for p in jit_fn.params if p.is_constexpr}
+    call = {k: _argument(k, v, k in constexprs) for k, v in bound.arguments.items()}
     if callable(grid):
         grid = grid(dict(bound.arguments))
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
