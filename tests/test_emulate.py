@@ -97,16 +97,19 @@ def _mma_kernel(a_ptr, b_ptr, y_ptr, FENCE: gl.constexpr):
 
 @gluon.jit
 def _unrolled_kernel(y_ptr, n, N: gl.constexpr, RUNTIME: gl.constexpr):
-    """y[0] = n + 0 + 1 + ... + (N - 1), the loop unrolled over N (or, RUNTIME 1, over n // 2,
-    which the compiler does not know)."""
+    """y[0] = n + 0 + 1 + ... + (N - 1), the loop unrolled over N; RUNTIME 1 unrolls it over
+    n // 2, RUNTIME 2 stores through an arange to n + 25, which the compiler does not know."""
     acc = n
-    if RUNTIME:
+    if RUNTIME == 1:
         for i in gl.static_range(n // 2):
             acc += i
     else:
         for i in gl.static_range(N):
             acc += i
-    offs = gl.arange(0, 32, layout=gl.BlockedLayout([1], [32], [1], [0]))
+    if RUNTIME == 2:
+        offs = gl.arange(0, n + 25, layout=gl.BlockedLayout([1], [32], [1], [0]))
+    else:
+        offs = gl.arange(0, 32, layout=gl.BlockedLayout([1], [32], [1], [0]))
     gl.store(y_ptr + offs, gl.full([32], acc, gl.int32, gl.BlockedLayout([1], [32], [1], [0])),
              mask=offs < 1)  # fmt: skip
 
@@ -183,28 +186,35 @@ def test_an_out_of_bounds_load_raises() -> None:
             _overrun_kernel[(1,)](x, y)
 
 
-def test_a_static_range_over_a_runtime_argument_raises() -> None:
-    """Bounds from constexprs unroll; a bound computed from an argument not declared constexpr
-    is rejected, as Triton's compiler rejects it (the emulator used to unroll it)."""
+def test_a_static_range_or_arange_over_a_runtime_argument_raises() -> None:
+    """Bounds from constexprs unroll; a static_range bound or an arange end computed from an
+    argument not declared constexpr is rejected, as Triton's compiler rejects it (the emulator
+    used to run it)."""
     y = torch.zeros(32, dtype=torch.int32)
     with emulate.gluon():
         _unrolled_kernel[(1,)](y, 10, N=4, RUNTIME=0, num_warps=1)
     assert y[0] == 10 + 0 + 1 + 2 + 3
-    with pytest.raises(emulate.EmulationError, match=r"static_range bound runtime 3 .*_unrolled"):
+    with pytest.raises(
+        emulate.EmulationError, match=r"static_range bound runtime 3 depends .*_unr"
+    ):
         with emulate.gluon():
             _unrolled_kernel[(1,)](y, 7, N=4, RUNTIME=1, num_warps=1)
+    with pytest.raises(emulate.EmulationError, match=r"arange end runtime 32 depends .*_unrolled"):
+        with emulate.gluon():
+            _unrolled_kernel[(1,)](y, 7, N=4, RUNTIME=2, num_warps=1)
 
 
 def test_triton_rejects_the_same_static_range() -> None:
-    """The emulator's rule is the compiler's: for sm_90a, N unrolls and n // 2 does not."""
+    """The emulator's rule is the compiler's: for sm_90a, N unrolls; n // 2 and n + 25 fail."""
     code = "import json; from specpilot.kernels import aot; from tests.test_emulate import "
-    code += "_unrolled_kernel\nout = {}\nfor r in (0, 1):\n  try:\n    aot.compile_kernel("
+    code += "_unrolled_kernel\nout = {}\nfor r in (0, 1, 2):\n  try:\n    aot.compile_kernel("
     code += "_unrolled_kernel, dict(y_ptr='*i32', n='i32'), dict(N=4, RUNTIME=r, num_warps=1))"
     code += "\n    out[r] = 'compiled'\n  except Exception as e:\n    out[r] = repr(e)\n"
     code += "print(json.dumps(out))"
     out = compiled_json(code)
     assert out["0"] == "compiled"
     assert "static_range" in out["1"] and "not a constexpr" in out["1"]
+    assert "arange" in out["2"] and out["2"] != "compiled"
 
 
 def test_launches_outside_the_context_are_untouched() -> None:

@@ -116,14 +116,19 @@ for _name in (
     setattr(_RuntimeInt, _name, _runtime_op(_name))
 
 
-def _static_range(*bounds) -> range:
-    for b in bounds:
-        if isinstance(_raw(b), _RuntimeInt):
+def _static(values, what: str) -> list[int]:
+    """Integers the compiler must know (a static_range's bounds, a shape, an arange's ends): an
+    EmulationError if one comes from a runtime argument."""
+    out = []
+    for v in values:
+        v = _raw(v)
+        if isinstance(v, _RuntimeInt):
             raise EmulationError(
-                f"static_range bound {_raw(b)!r} depends on a runtime argument; the compiler "
-                f"needs a constexpr ({_site()})"
+                f"{what} {v!r} depends on a runtime argument; the compiler needs a constexpr "
+                f"({_site()})"
             )
-    return range(*[int(_raw(b)) for b in bounds])
+        out.append(int(v))
+    return out
 
 
 def _raw(v):
@@ -409,7 +414,7 @@ class Shared:
         return Shared(self.data.permute(*[int(o) for o in order]), self.layout)
 
     def _reinterpret(self, dtype, shape, layout) -> Shared:
-        dtype, shape = _raw(dtype), [int(s) for s in _raw(shape)]
+        dtype, shape = _raw(dtype), _static(_raw(shape), "shared memory shape")
         old_row = self.data.shape[-1] * self.data.dtype.itemsize if self.data.dim() else 0
         same_rows = shape[:-1] == list(self.data.shape[:-1])
         same_rows = same_rows and shape[-1] * dtype.itemsize == old_row
@@ -646,7 +651,7 @@ def _sched() -> _Scheduler:
 
 
 def _allocate(dtype, shape, layout, value=None):
-    dtype, shape = _raw(dtype), [int(s) for s in _raw(shape)]
+    dtype, shape = _raw(dtype), _static(_raw(shape), "shared memory shape")
     if isinstance(layout, _mbarrier.MBarrierLayout):
         count = shape[0] if shape else 1
         sched = _sched()
@@ -804,17 +809,17 @@ def _language() -> types.SimpleNamespace:
         if isinstance(obj, type) and name.endswith("Layout"):
             setattr(ns, name, obj)
     ns.constexpr = lambda v: _raw(v)
-    ns.static_range = _static_range
+    ns.static_range = lambda *a: range(*_static(a, "static_range bound"))
     ns.program_id, ns.num_programs = _program_id, _num_programs
     ns.num_warps = lambda: _ctx.part.warps
     ns.arange = lambda start, end, layout=None: Tensor(
-        torch.arange(int(_raw(start)), int(_raw(end)), dtype=torch.int32), layout
+        torch.arange(*_static((start, end), "arange end"), dtype=torch.int32), layout
     )
     ns.zeros = lambda shape, dtype, layout=None: Tensor(
-        torch.zeros([int(s) for s in _raw(shape)], dtype=_raw(dtype)), layout
+        torch.zeros(_static(_raw(shape), "shape"), dtype=_raw(dtype)), layout
     )
     ns.full = lambda shape, value, dtype, layout=None: Tensor(
-        torch.full([int(s) for s in _raw(shape)], _raw(value), dtype=_raw(dtype)), layout
+        torch.full(_static(_raw(shape), "shape"), _raw(value), dtype=_raw(dtype)), layout
     )
     ns.zeros_like = lambda x: Tensor(torch.zeros_like(_raw(x)), getattr(x, "layout", None))
     ns.load, ns.store, ns.where = _load, _store, _where
@@ -826,7 +831,7 @@ def _language() -> types.SimpleNamespace:
     ns.rsqrt, ns.sqrt, ns.abs = _unary_fn(torch.rsqrt), _unary_fn(torch.sqrt), _unary_fn(torch.abs)
     ns.cdiv = lambda a, b: (a + b - 1) // b
     ns.reshape = lambda x, shape, can_reorder=False: Tensor(
-        _raw(x).reshape([int(s) for s in _raw(shape)]), x.layout
+        _raw(x).reshape(_static(_raw(shape), "shape")), x.layout
     )
     ns.permute = lambda x, dims: Tensor(_raw(x).permute(*[int(d) for d in _raw(dims)]), x.layout)
     ns.join = lambda a, b: Tensor(torch.stack(torch.broadcast_tensors(a.t, b.t), -1), a.layout)
