@@ -26,6 +26,7 @@ from tests.conftest import compiled_json
 
 ROWS = gl.constexpr(8)  # rows a tile
 LAYOUT = gl.constexpr(gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0]))
+ONE_WARP = gl.constexpr(gl.BlockedLayout([1], [32], [1], [0]))  # 32 elements on one warp
 
 
 @gluon.jit
@@ -107,11 +108,10 @@ def _unrolled_kernel(y_ptr, n, N: gl.constexpr, RUNTIME: gl.constexpr):
         for i in gl.static_range(N):
             acc += i
     if RUNTIME == 2:
-        offs = gl.arange(0, n + 25, layout=gl.BlockedLayout([1], [32], [1], [0]))
+        offs = gl.arange(0, n + 25, layout=ONE_WARP)
     else:
-        offs = gl.arange(0, 32, layout=gl.BlockedLayout([1], [32], [1], [0]))
-    gl.store(y_ptr + offs, gl.full([32], acc, gl.int32, gl.BlockedLayout([1], [32], [1], [0])),
-             mask=offs < 1)  # fmt: skip
+        offs = gl.arange(0, 32, layout=ONE_WARP)
+    gl.store(y_ptr + offs, gl.full([32], acc, gl.int32, ONE_WARP), mask=offs < 1)
 
 
 def _ring(x: torch.Tensor, seed: int = 0, **flags) -> torch.Tensor:
@@ -204,7 +204,7 @@ def test_a_static_range_or_arange_over_a_runtime_argument_raises() -> None:
             _unrolled_kernel[(1,)](y, 7, N=4, RUNTIME=2, num_warps=1)
 
 
-def test_triton_rejects_the_same_static_range() -> None:
+def test_triton_rejects_the_same_static_range_and_arange() -> None:
     """The emulator's rule is the compiler's: for sm_90a, N unrolls; n // 2 and n + 25 fail."""
     code = "import json; from specpilot.kernels import aot; from tests.test_emulate import "
     code += "_unrolled_kernel\nout = {}\nfor r in (0, 1, 2):\n  try:\n    aot.compile_kernel("

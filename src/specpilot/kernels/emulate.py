@@ -92,7 +92,8 @@ def _numel(shape) -> int:
 
 class _RuntimeInt(int):
     """An integer kernel argument not declared constexpr, and what is computed from it: a value
-    the compiler does not know, so a static_range over it is an error (as when compiled)."""
+    the compiler does not know, so a static_range bound or a shape made of it is an error (as
+    when compiled; `_static`)."""
 
     def __repr__(self) -> str:
         return f"runtime {int(self)}"
