@@ -129,6 +129,7 @@ def test_norm_handoff_is_the_norm_then_the_multiply(m: int, swiglu: bool) -> Non
     of squares; the next multiply from u gives RMSNorm-then-multiply's values (the rounding
     points differ: x * w before the scaling by 1 / RMS). A K-split producer leaves it unfilled,
     and a consumer takes only a filled hand-off's own u."""
+    from specpilot.kernels.common import interpreted_tile
     from specpilot.kernels.linear import Handoff, tile_config
 
     gen = torch.Generator().manual_seed(m + 7 * swiglu)
@@ -142,7 +143,7 @@ def test_norm_handoff_is_the_norm_then_the_multiply(m: int, swiglu: bool) -> Non
     y = skinny_linear(a, w_o, residual=res, handoff=hand)
     assert torch.equal(y, skinny_linear(a, w_o, residual=res))
     assert torch.equal(hand.u, (y.float() * norm_w.float()).to(BF16))
-    tiles = -(-k // tile_config(m, k, k_in)["BLOCK_N"])
+    tiles = -(-k // interpreted_tile(tile_config(m, k, k_in), k)["BLOCK_N"])  # (as launched)
     assert hand.squares.shape == (m, tiles)
     torch.testing.assert_close(hand.squares.sum(1), y.float().pow(2).sum(1), rtol=1e-5, atol=0)
     # against the exact norm and product of the same output: the reference's two roundings of

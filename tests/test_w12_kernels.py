@@ -334,6 +334,38 @@ def test_w12_swiglu_epilogue_gives_the_bits_of_the_swiglu_kernel(m: int, tile: i
     close_columns(y, w12_linear_reference(x, packed, swiglu=True), 4)
 
 
+@pytest.mark.skipif(DEVICE.type == "cuda", reason="the interpreter's wide tile")
+@pytest.mark.parametrize("mode", ["plain", "norm", "residual", "glu", "swiglu"])
+@pytest.mark.parametrize("kind", ["w12", "bf16"])
+def test_the_interpreters_wide_one_row_tile_gives_the_gpus_bits(kind: str, mode: str) -> None:
+    """Under the interpreter a one-row element-wise tile takes up to common.INTERPRETED_ROWS
+    weight rows a program (common.interpreted_tile): the bits of the GPU's tile (tile_config's,
+    given), every prologue and epilogue, W12 and bf16; a shape it would leave a partial tile
+    keeps its own."""
+    from specpilot.kernels import linear
+    from specpilot.kernels import w12_linear as w12_module
+    from specpilot.kernels.common import interpreted_tile
+    from specpilot.kernels.elementwise import silu_mul
+
+    gen = torch.Generator().manual_seed(7)
+    n, k = 256, 512
+    kw = prologue_kwargs("plain" if mode == "swiglu" else mode, 1, n, k, gen)
+    kw["swiglu"] = mode == "swiglu"
+    x = torch.randn(1, 2 * k if mode == "glu" else k, generator=gen).to(DEVICE, BF16)
+    w = weight_with_escapes(n, k, gen)
+    if kind == "w12":
+        weight, multiply, gpu = w12.encode(w, 64).to(DEVICE), w12_linear, w12_module.tile_config
+    else:
+        weight, multiply, gpu = w.to(DEVICE), skinny_linear, linear.tile_config
+    gpu = gpu(1, n, k)
+    assert interpreted_tile(gpu, n)["BLOCK_N"] == 64 > gpu["BLOCK_N"]
+    assert interpreted_tile(gpu, 2 * gpu["BLOCK_N"] + 2) == gpu  # 2 rows left over: kept
+    y = multiply(x, weight, **kw)
+    assert torch.equal(y, multiply(x, weight, config=gpu, **kw))
+    if mode == "swiglu":
+        assert torch.equal(y, silu_mul(multiply(x, weight)))
+
+
 QWEN3_8B_SHAPES = [(6144, 4096), (4096, 4096), (24576, 4096), (151936, 4096)]
 WIDE_SHAPES = [(24576, 4096), (151936, 4096), (28672, 4096)]  # Llama-3.1-8B's gate|up last
 

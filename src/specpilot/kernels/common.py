@@ -268,6 +268,26 @@ def store_swiglu(acc, y_ptr, rm, pid_n, N, m_ok, stride_ym, BLOCK_M: tl.constexp
     tl.store(y_ptr + rm[:, None] * stride_ym + at[None, :], (s * u).to(dtype), mask=om)
 
 
+# NOTE: the interpreter's cost is per program (each call of a jit function inside a program
+# patches the language again), hardly per weight: an element-wise one-row tile (2-8 weight rows
+# a program on the GPU) runs there with up to INTERPRETED_ROWS, each row's sum unchanged (rows
+# are independent), the tests' fused forwards ~15x faster (tests/test_w12_kernels.py checks
+# the bits against the GPU's tile)
+INTERPRETED_ROWS = 64
+
+
+def interpreted_tile(cfg: dict, n: int) -> dict:
+    """cfg, with BLOCK_N doubled up to INTERPRETED_ROWS under the interpreter where it is an
+    element-wise one-row tile without a K split and N a multiple of twice the new BLOCK_N (so
+    that every tile stays whole, a SwiGLU tile's halves too); else cfg itself."""
+    if not INTERPRETED or cfg["USE_DOT"] or cfg["BLOCK_M"] != 1 or cfg.get("SPLIT_K", 1) > 1:
+        return cfg
+    rows = cfg["BLOCK_N"]
+    while 2 * rows <= INTERPRETED_ROWS and n % (4 * rows) == 0:
+        rows *= 2
+    return cfg | {"BLOCK_N": rows}
+
+
 def swiglu_tile_ok(cfg: dict) -> bool:
     """Whether a tile can end in store_swiglu: no K split and an even BLOCK_N (an even N and no
     residual are the swiglu contract, linear.check_prologue_epilogue)."""

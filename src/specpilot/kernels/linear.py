@@ -39,6 +39,7 @@ from specpilot.kernels.common import (
     handed_rstd,
     handed_squares,
     input_tile,
+    interpreted_tile,
     l2_prefetch,
     pdl_enter,
     row_rstd,
@@ -519,6 +520,7 @@ def skinny_linear(
     check_handoff(x, n, norm_weight, glu, residual, swiglu, handoff, handed)
     if config is None:
         config = fp8_tile_config(m, n, k) if fp8 is not None else tile_config(m, n, k)
+        config = interpreted_tile(config, n)
     cfg = dict(config)
     if swiglu and not swiglu_tile_ok(cfg):
         return silu_mul(skinny_linear(x, fp8 or weight, norm_weight=norm_weight, eps=eps,

@@ -75,6 +75,7 @@ from specpilot.kernels.common import (
     handed_rstd,
     handed_squares,
     input_tile,
+    interpreted_tile,
     join_position,
     pdl_enter,
     row_rstd,
@@ -968,7 +969,7 @@ def w12_linear(
         and w12_mma.mma_usable(x, weight)
     ):
         return w12_mma.w12_mma_linear(x, weight, residual=residual)
-    cfg = dict(config or tile_config(m, n, k))
+    cfg = dict(config or interpreted_tile(tile_config(m, n, k), n))
     if x_order == "join" and config is None:  # the tile reads it so: JOIN 2 (checked below)
         cfg["JOIN"] = 2
     if y_order not in ("natural", "join"):
