@@ -7,7 +7,7 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="w12_row or bf16_row" TESTS_S=120 gpu_tests tests/test_kernels.py tests/test_w12_row.py
+TESTS_K="w12_row or bf16_row" TESTS_S=150 gpu_tests tests/test_kernels.py tests/test_w12_row.py
 ncu_table ncu-row --rows 1 --shapes o,down --row
 pack
 ncu_source w12row _w12_row_kernel python3 bench/ncu_kernels.py run --shapes o --rows 1 --row
