@@ -13,6 +13,7 @@ from specpilot.formats import w12
 from specpilot.kernels import w12_row
 from specpilot.kernels.w12_linear import w12_linear_reference
 from tests.conftest import compiled_json, gluon_on
+from tests.test_kernels import CUDA
 from tests.test_w12_kernels import close_columns, weight_with_escapes
 
 
@@ -97,17 +98,11 @@ CASES = [("cuda", n, k, tile, False) for n, k, tile in [
 BOTH = ["cuda", "emulated"]
 
 
-def EMULATED(n: int, k: int):  # noqa: N802
+def emulated_case(n: int, k: int):
     """An emulated case whose test also runs a Triton kernel on CPU tensors (rmsnorm): the
-    interpreter's, so not where a GPU is (run 295: "cannot be accessed from Triton")."""
-    return pytest.param(
-        "emulated",
-        n,
-        k,
-        marks=pytest.mark.skipif(
-            torch.cuda.is_available(), reason="CPU tensors through compiled Triton"
-        ),
-    )
+    interpreter's, so not where a GPU is (run 295: "cannot be accessed from Triton"); as
+    test_kernels.GLUON_WHERE's emulated case."""
+    return pytest.param("emulated", n, k, marks=pytest.mark.skipif(CUDA, reason="a GPU"))
 
 
 @pytest.mark.parametrize("where, n, k, tile, pdl", CASES)
@@ -185,7 +180,7 @@ def test_w12_row_takes_an_unaligned_input_view(where: str) -> None:
         assert torch.equal(y, w12_row.w12_row_linear(x.clone(), packed))
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="its tensors are the CPU's (run 295)")
+@pytest.mark.skipif(CUDA, reason="its tensors are the CPU's (run 295)")
 def test_one_row_route_needs_the_switch_one_row_and_hopper(monkeypatch) -> None:
     """The engine's linear takes the kernel only with ONE_ROW on, for one row of group size 128
     on a Hopper GPU: here (CPU, interpreted) never, so its one-row products are unchanged."""
@@ -215,8 +210,8 @@ def test_prologue_rows_take_the_norm_with_one_row(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("where, n, k", [("cuda", 1000, 1024), ("cuda", 1000, 12288),
-                                         ("cuda", 1000, 600), EMULATED(100, 600),
-                                         EMULATED(64, 1152)])  # fmt: skip
+                                         ("cuda", 1000, 600), emulated_case(100, 600),
+                                         emulated_case(64, 1152)])  # fmt: skip
 def test_w12_row_norm_prologue(where: str, n: int, k: int) -> None:
     """norm_weight: the input RMSNorm(x) * w normed in shared memory (the escapes' inputs too),
     the same products as the rmsnorm kernel's output multiplied (to summation order: 1 / RMS
@@ -336,7 +331,7 @@ def test_bf16_one_row_hands_no_norm_on_and_takes_it_in_the_prologue(monkeypatch)
 
 
 @pytest.mark.parametrize("where, n, k", [("cuda", 2000, 4096), ("cuda", 2000, 600),
-                                         EMULATED(100, 600)])  # fmt: skip
+                                         emulated_case(100, 600)])  # fmt: skip
 def test_bf16_row_norm_prologue(where: str, n: int, k: int) -> None:
     """norm_weight on bf16 weights: RMSNorm(x) * w normed in shared memory, against the
     rmsnorm kernel's output multiplied and skinny_linear_reference (to summation order)."""
