@@ -71,15 +71,37 @@ from tests.conftest import gluon_on  # noqa: E402
 DEVICE = torch.device("cuda" if CUDA else "cpu")
 
 
-def close(actual: torch.Tensor, expected: torch.Tensor, ulps: float = 2.0) -> None:
+def close(actual: torch.Tensor, expected: torch.Tensor, ulps: float = 2.0,
+          floor: torch.Tensor | None = None) -> None:  # fmt: skip
     """Within `ulps` half-ulps (2^-8 relative) of each expected bf16 entry, where entries smaller
     than a tenth of the largest count at that tenth (dot products that cancel carry the rounding
-    of their terms)."""
+    of their terms); plus `floor` where given (order_floor: what the summation order can move
+    each entry, for comparisons where an entry has no larger neighbours)."""
     a, e = actual.float(), expected.float()
     scale = e.abs().max().item()
     tol = ulps * 2**-8 * e.abs().clamp(min=scale / 10)
+    if floor is not None:
+        tol = tol + floor.to(tol.device, tol.dtype)
     bad = ~((a - e).abs() <= tol)  # NaN counts as off
     assert not bad.any(), f"{int(bad.sum())} of {e.numel()} off; max diff {(a - e).abs().max()}"
+
+
+def order_floor(x: torch.Tensor, w: torch.Tensor, swiglu: bool = False) -> torch.Tensor:
+    """What fp32 summation in another order can move each output of x @ w.T: 2^-16 of
+    sum_k |x_k| |w_nk|, the rounding of ~2^8 sequential fp32 additions (a kernel's per-thread
+    run before its tree) over the terms' magnitudes. A wrong weight moves an output by a whole
+    term, ~2^8 times more for the tests' random weights. With SwiGLU (silu(g) * u of the two
+    halves) each half's floor carried through: |silu'(g)| <= 1.1."""
+    x64, w64 = x.double().cpu(), w.double().cpu()
+    spread = x64.abs() @ w64.abs().T
+    if swiglu:
+        exact = x64 @ w64.T
+        half = w.shape[0] // 2
+        g, u = exact[:, :half], exact[:, half:]
+        spread = (
+            1.1 * u.abs() * spread[:, :half] + torch.nn.functional.silu(g).abs() * spread[:, half:]
+        )
+    return (2**-16 * spread).float()
 
 
 def attention_close(out: torch.Tensor, q, k, v, positions, causal: bool = True) -> None:
@@ -106,6 +128,40 @@ def prologue_kwargs(mode: str, m: int, n: int, k: int, gen: torch.Generator) -> 
     if mode == "glu":
         kw["glu"] = True
     return kw
+
+
+@pytest.mark.parametrize("swiglu", [False, True])
+def test_order_floor_covers_reordered_sums_and_not_a_wrong_weight(swiglu: bool) -> None:
+    """order_floor's bound holds for fp32 sums of K 4096 in other orders (forward, reversed, in
+    64 partial sums), on rows made to cancel to near zero, and is far below a lost term: zeroing
+    one row's largest term makes `close` fail."""
+    gen = torch.Generator().manual_seed(5)
+    k = 4096
+    x = torch.randn(1, k, generator=gen).to(BF16)
+    w = (torch.randn(64, k, generator=gen) * k**-0.5).to(BF16)
+    w[1::2, -1] = 0.0  # odd rows cancel: their last weight set so the sum is ~0
+    part = x.double()[0, :-1] @ w.double()[1::2, :-1].T
+    w[1::2, -1] = (-part / x.double()[0, -1]).to(BF16)
+    floor = order_floor(x, w, swiglu)
+    x32, w32 = x.float()[0], w.float()
+    orders = [torch.stack([(x32 * row).cumsum(0)[-1] for row in w32]),
+              torch.stack([(x32 * row).flip(0).cumsum(0)[-1] for row in w32]),
+              (x32 * w32).view(64, 64, 64).sum(-1).sum(-1)]  # fmt: skip
+    exact = x.double() @ w.double().T
+
+    def out(y: torch.Tensor) -> torch.Tensor:
+        y = y.view(1, -1).double()
+        return (F.silu(y[:, :32]) * y[:, 32:] if swiglu else y).to(BF16)
+
+    assert exact[:, 1::2].abs().max() < 1e-2 < exact[:, ::2].abs().max()
+    for y in orders:
+        for j in range(floor.shape[1]):
+            close(out(y)[:, j], out(exact)[:, j], 4, floor[:, j])
+    wrong = w.clone()
+    row = 1  # a cancelling row (its gate, with SwiGLU), where only the floor stands
+    wrong[row, (x.float()[0] * w.float()[row]).abs().argmax()] = 0.0
+    with pytest.raises(AssertionError):
+        close(out(x.double() @ wrong.double().T)[:, row], out(exact)[:, row], 4, floor[:, row])
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 5, 16, 33])

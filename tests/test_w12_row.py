@@ -13,7 +13,7 @@ from specpilot.formats import w12
 from specpilot.kernels import w12_row
 from specpilot.kernels.w12_linear import w12_linear_reference
 from tests.conftest import compiled_json, gluon_on
-from tests.test_kernels import CUDA
+from tests.test_kernels import CUDA, order_floor
 from tests.test_w12_kernels import close_columns, weight_with_escapes
 
 
@@ -111,10 +111,12 @@ def test_w12_row_matches_the_reference(where: str, n: int, k: int, tile: dict, p
     tiles than programs (the rings and slots run on across tiles). Row 4 of the weights has
     more escapes than the batch of 4."""
     with gluon_on(where, pdl) as device:
-        packed = w12.encode(_weights(n, k, seed=n + k).to(device))
+        w = _weights(n, k, seed=n + k)
+        packed = w12.encode(w.to(device))
         x = torch.randn(1, k).to(device, torch.bfloat16)
         ref = w12_linear_reference(x, packed).float()
-        close_columns(w12_row.w12_row_linear(x, packed, tile).float(), ref, 4)
+        floor = order_floor(x, w)  # run 295: outputs that cancel to ~1e-6 moved by the order
+        close_columns(w12_row.w12_row_linear(x, packed, tile).float(), ref, 4, floor)
 
 
 @pytest.mark.parametrize("where, n, k", [("cuda", 4096, 12288), ("emulated", 70, 1152)])
@@ -310,7 +312,8 @@ def test_bf16_row_matches_the_reference(where: str, n: int, k: int, tile: dict,
             return
         kw = dict(swiglu=True) if epilogue == "swiglu" else {}
         y = w12_row.bf16_row_linear(x, w, tile, **kw)
-        close_columns(y.float(), skinny_linear_reference(x, w, **kw).float(), 4)
+        floor = order_floor(x, w, **kw)
+        close_columns(y.float(), skinny_linear_reference(x, w, **kw).float(), 4, floor)
 
 
 def test_bf16_one_row_hands_no_norm_on_and_takes_it_in_the_prologue(monkeypatch) -> None:
