@@ -92,7 +92,8 @@ CASES = [("cuda", n, k, tile, False) for n, k, tile in [
     (4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}), (4100, 1152, {}), (333, 600, {}),
     (4096, 4096, dict(ROWS=4, WARPS=4)), (2000, 2304, dict(SB=1, STAGES=12)),
     (2000, 2304, dict(SB=4, STAGES=3)), (2000, 2304, dict(FENCE=1, ESC_BATCH=0)),
-    (2000, 2304, dict(PERSISTENT=2)), (9000, 2304, dict(ROWS=1)), (4096, 12288, dict(X32=1))]] + [
+    (2000, 2304, dict(PERSISTENT=2)), (9000, 2304, dict(ROWS=1)), (4096, 12288, dict(X32=1)),
+    (4096, 12288, w12_row.ROW_TILES[1]), (4096, 4096, w12_row.ROW_TILES[1])]] + [
     ("emulated", n, k, tile, pdl) for n, k, tile in EMULATED_CASES for pdl in (False, True)
 ]  # fmt: skip
 BOTH = ["cuda", "emulated"]
@@ -209,6 +210,8 @@ def test_prologue_rows_take_the_norm_with_one_row(monkeypatch) -> None:
     monkeypatch.setattr(w12_row, "ONE_ROW", True)
     assert prologue_rows(packed, "norm") == 1 and prologue_rows(packed, "glu") == 0
     assert prologue_rows(other, "norm") == 0
+    monkeypatch.setattr(w12_row, "ONE_ROW", 2)  # the residual multiplies only: no norm prologue
+    assert prologue_rows(packed, "norm") == 0
 
 
 @pytest.mark.parametrize("where, n, k", [("cuda", 1000, 1024), ("cuda", 1000, 12288),
@@ -265,6 +268,14 @@ def test_one_row_calls_route_to_the_kernel(monkeypatch, kind: str, kw: dict) -> 
     y = linear(x[:1], weight, **kw)
     assert calls == [1]
     assert torch.equal(y, original(x[:1], weight, **kw))
+    if kind == "w12":  # ONE_ROW 2: only the residual's multiply, on ROW_TILES[ONE_ROW_TILE]
+        monkeypatch.setattr(w12_row, "ONE_ROW", 2)
+        monkeypatch.setattr(w12_row, "ONE_ROW_TILE", 1)
+        y = linear(x[:1], weight, **kw)
+        assert calls == [1, 1] if "residual" in kw else calls == [1]
+        if "residual" in kw:
+            assert torch.equal(y, original(x[:1], weight, w12_row.ROW_TILES[1], **kw))
+        monkeypatch.setattr(w12_row, "ONE_ROW", 1)
     linear(torch.cat([x[:1], x[:1]], 1), weight, glu=True)
     linear(x, weight)
     tile = (w12_kernels if kind == "w12" else bf16_kernels).tile_config(1, 512, 1024)

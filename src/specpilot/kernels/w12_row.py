@@ -66,8 +66,11 @@ from specpilot.kernels.w12_ws import (
 # SwiGLU or residual epilogue, on Hopper GPUs (group size 128: a group a half block); and the
 # fused one-row forwards give their W12 q|k|v and gate|up the norm in that prologue
 # (`prologue_rows`), so no rmsnorm launch precedes them (W12 takes none otherwise:
-# models/fused.W12_PROLOGUE_ROWS; no hand-off: NORM_HANDOFF_W12).
-ONE_ROW = False
+# models/fused.W12_PROLOGUE_ROWS; no hand-off: NORM_HANDOFF_W12). 2: only the multiplies
+# ending in the residual add (o, down: run 294's H100 table has w12_row ahead there alone), so
+# the norm stays where it was. ONE_ROW_TILE: which of ROW_TILES they run on.
+ONE_ROW = 0
+ONE_ROW_TILE = 0
 # The same for bf16 weights (bf16_row_linear), off, unmeasured: the engine's one-row bf16
 # multiplies (no SwiGLU prologue, no hand-off, no rope epilogue, no given tile) on this ring; the
 # fused one-row forwards then norm in its prologue instead of handing the norm on
@@ -77,6 +80,17 @@ BF16_ONE_ROW = False
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
 # (12 kB each: ~72 kB in flight an SM), one program an SM
 TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0, X32=0)
+# ONE_ROW_TILE 1: 4 rows a thread (32-row tiles), 3 stages, x in fp32 (run 294, H100: the best
+# or within 2% of it at o, gate|up and down, 12.40 / 54.08 / 29.72 us against w12_linear's
+# 13.17 / 54.17 / 30.48)
+ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1))
+SWITCH_RULES = {
+    "ONE_ROW": (lambda n: n in (0, 1, 2), "0 (off), 1 (every one-row multiply) or 2 (residual)"),
+    "ONE_ROW_TILE": (
+        lambda n: 0 <= n < len(ROW_TILES),
+        f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})",
+    ),
+}
 # FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
 # has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)
 # X32 (W12 only): the multiplying warps widen x to fp32 in shared memory once (the norm
@@ -574,15 +588,18 @@ def routed(x: torch.Tensor, weight, kw: dict, hand: dict) -> torch.Tensor | None
     args = dict(swiglu=kw["swiglu"], residual=kw["residual"], norm_weight=kw["norm_weight"],
                 eps=kw["eps"])  # fmt: skip
     if isinstance(weight, W12Weight):
-        return w12_row_linear(x, weight, **args) if one_row_route(x, weight) else None
+        if not one_row_route(x, weight, residual=kw["residual"] is not None):
+            return None
+        return w12_row_linear(x, weight, ROW_TILES[ONE_ROW_TILE], **args)
     if isinstance(weight, torch.Tensor) and bf16_route(x, weight):
         return bf16_row_linear(x, weight, **args)
     return None
 
 
-def one_row_route(x: torch.Tensor, weight: W12Weight) -> bool:
-    """Whether ONE_ROW takes x @ weight: one row, group size 128, compiled on a Hopper GPU."""
-    if not ONE_ROW or x.dim() != 2 or x.shape[0] != 1:
+def one_row_route(x: torch.Tensor, weight: W12Weight, residual: bool = False) -> bool:
+    """Whether ONE_ROW takes x @ weight: one row, group size 128, compiled on a Hopper GPU; with
+    ONE_ROW 2 only a multiply ending in the residual add (`residual`)."""
+    if not ONE_ROW or (ONE_ROW == 2 and not residual) or x.dim() != 2 or x.shape[0] != 1:
         return False
     return weight.group_size == BLOCK // 2 and launch.gluon_routes(x)
 
@@ -594,7 +611,7 @@ def prologue_rows(weight: W12Weight | torch.Tensor, kind: str) -> int:
     if kind != "norm":
         return 0
     if isinstance(weight, W12Weight):
-        return int(ONE_ROW and weight.group_size == BLOCK // 2)
+        return int(ONE_ROW == 1 and weight.group_size == BLOCK // 2)
     return int(BF16_ONE_ROW and weight.dtype == torch.bfloat16)
 
 
