@@ -42,6 +42,7 @@ from engine_speed import (  # noqa: E402
     kernel_profile,
     linear_bytes,
     measure_context,
+    module_switch,
     paired_lines,
     paired_rounds,
     preset_hf,
@@ -531,8 +532,20 @@ def main() -> None:
         help="write --tiles-from's winners as a tiles file (EngineConfig.tiles, --tiles)",
     )
     add_launch_arguments(parser)  # end to end only
+    parser.add_argument(
+        "--switch",
+        type=module_switch,
+        action="append",
+        default=[],
+        metavar="MODULE.NAME=INT",
+        help="a specpilot module switch for the whole run, every arm (engine_speed's --switch; "
+        "the W12 arms' own switches are set over it), e.g. kernels.w12_row.BF16_ONE_ROW=1",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
+    for path, name, value in args.switch:  # before any model or table is built
+        module = importlib.import_module(f"specpilot.{path}")
+        setattr(module, name, type(getattr(module, name))(value))
     whole = ("full", *TENSOR_CORE_GRIDS, *W12_LOOP_GRIDS)
     if args.grid not in whole and set(args.grid.split(",")) - set(W12_VARIANTS):
         parser.error(f"--grid: one of {whole} or a comma-separated subset of {list(W12_VARIANTS)}")
@@ -605,6 +618,7 @@ def main() -> None:
         "l2": args.l2,
         "split_sum": args.split_sum,
         "tiles_file": tiles.to_json(own_tiles) if own_tiles is not None else None,
+        "switches": {f"{path}.{name}": value for path, name, value in args.switch},
         "results": results,
     }
     save(report, args.out)  # the kernel table survives a failure end to end
