@@ -76,6 +76,7 @@ ONE_ROW_TILE = 0
 # fused one-row forwards then norm in its prologue instead of handing the norm on
 # (models/fused.handoff_for, prologue_rows).
 BF16_ONE_ROW = False
+BF16_ONE_ROW_TILE = 0
 
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
 # (12 kB each: ~72 kB in flight an SM), one program an SM
@@ -83,9 +84,15 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # ONE_ROW_TILE 1: 4 rows a thread (32-row tiles), 3 stages, x in fp32 (run 294, H100: the best
 # or within 2% of it at o, gate|up and down, 12.40 / 54.08 / 29.72 us against w12_linear's
 # 13.17 / 54.17 / 30.48)
-ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1))
+# 2: 4 stages (run 294: W12 q|k|v's best, bf16's within 1%). BF16_ONE_ROW_TILE: the bf16 route's
+# (X32 does not apply to bf16 weights)
+ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4))
 SWITCH_RULES = {
     "ONE_ROW": (lambda n: n in (0, 1, 2), "0 (off), 1 (every one-row multiply) or 2 (residual)"),
+    "BF16_ONE_ROW_TILE": (
+        lambda n: 0 <= n < len(ROW_TILES),
+        f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})",
+    ),
     "ONE_ROW_TILE": (
         lambda n: 0 <= n < len(ROW_TILES),
         f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})",
@@ -592,8 +599,13 @@ def routed(x: torch.Tensor, weight, kw: dict, hand: dict) -> torch.Tensor | None
             return None
         return w12_row_linear(x, weight, ROW_TILES[ONE_ROW_TILE], **args)
     if isinstance(weight, torch.Tensor) and bf16_route(x, weight):
-        return bf16_row_linear(x, weight, **args)
+        return bf16_row_linear(x, weight, _bf16_tile(), **args)
     return None
+
+
+def _bf16_tile() -> dict:
+    """ROW_TILES[BF16_ONE_ROW_TILE] for a bf16 weight: X32 (W12 only) off."""
+    return ROW_TILES[BF16_ONE_ROW_TILE] | dict(X32=0)
 
 
 def one_row_route(x: torch.Tensor, weight: W12Weight, residual: bool = False) -> bool:
