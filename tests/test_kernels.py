@@ -2102,7 +2102,12 @@ def _switched_w12_forwards(
     off and on (keys False, True), how many of those took the norm prologue (("prologues", ...))
     and how many norm kernels the forward launched (keys ("norms", False / True))."""
     from specpilot.formats.w12_engine import convert_model
+    from specpilot.kernels import w12_row, w12_tc, w12_ws
 
+    # the other Gluon routes off (w12_row's are on by default): the off arm is the Triton path
+    for other, name in ((w12_row, "ONE_ROW"), (w12_row, "BF16_ONE_ROW"), (w12_tc, "ONE_ROW"),
+                        (w12_tc, "VERIFY"), (w12_ws, "VERIFY")):  # fmt: skip
+        monkeypatch.setattr(other, name, type(getattr(other, name))(0))
     shape = dict(hidden_size=256, intermediate_size=512) | shape
     target, drafter, reference = _tiny_pair(tmp_path, tied=False, **shape)
     if w12:

@@ -202,10 +202,15 @@ def test_one_row_route_needs_the_switch_one_row_and_hopper(monkeypatch) -> None:
 
 def test_prologue_rows_take_the_norm_with_one_row(monkeypatch) -> None:
     """models/fused.prologue_rows: with ONE_ROW a one-row W12 multiply (group size 128) takes
-    the norm prologue (no rmsnorm launch before it), never the SwiGLU one; off, neither."""
+    the norm prologue (no rmsnorm launch before it), never the SwiGLU one; off, neither; on
+    (the default) only where the kernel runs (a Hopper GPU, here the CPU's emulator)."""
+    from specpilot.kernels import launch
     from specpilot.models.fused import prologue_rows
 
     packed, other = w12.encode(_weights(64, 256)), w12.encode(_weights(64, 256), 32)
+    assert w12_row.ONE_ROW == 1 and prologue_rows(packed, "norm") == 0  # CPU tensors, no emulator
+    monkeypatch.setattr(launch, "GLUON_EMULATED", True)
+    monkeypatch.setattr(w12_row, "ONE_ROW", False)
     assert prologue_rows(packed, "norm") == 0
     monkeypatch.setattr(w12_row, "ONE_ROW", True)
     assert prologue_rows(packed, "norm") == 1 and prologue_rows(packed, "glu") == 0
@@ -330,11 +335,19 @@ def test_bf16_row_matches_the_reference(where: str, n: int, k: int, tile: dict,
 
 def test_bf16_one_row_hands_no_norm_on_and_takes_it_in_the_prologue(monkeypatch) -> None:
     """BF16_ONE_ROW: one-row forwards hand no norm on (models/fused.handoff_for) and give bf16
-    multiplies the norm in the prologue, but not the certified head (no `linear`)."""
+    multiplies the norm in the prologue, but not the certified head (no `linear`), where the
+    kernel runs (a Hopper GPU, here the CPU's emulator); elsewhere, on by default, neither."""
+    from specpilot.kernels import launch
     from specpilot.models import fused
 
     w = torch.zeros(64, 4096, dtype=torch.bfloat16)
     after = (torch.ones(4096, dtype=torch.bfloat16), 1e-6, w)
+    assert w12_row.BF16_ONE_ROW  # the default, but the CPU's tensors take no Gluon kernel:
+    assert not w12_row.bf16_route(torch.zeros(1, 4096, dtype=torch.bfloat16), w)
+    assert fused.handoff_for(1, w, after, fused.HAND_O) is not None
+    assert fused.prologue_rows(w, "norm") == 0
+    monkeypatch.setattr(launch, "GLUON_EMULATED", True)
+    monkeypatch.setattr(w12_row, "BF16_ONE_ROW", False)
     assert fused.handoff_for(1, w, after, fused.HAND_O) is not None
     assert fused.prologue_rows(w, "norm") == 0
     monkeypatch.setattr(w12_row, "BF16_ONE_ROW", True)
@@ -342,7 +355,6 @@ def test_bf16_one_row_hands_no_norm_on_and_takes_it_in_the_prologue(monkeypatch)
     assert fused.handoff_for(2, w, after, fused.HAND_O) is not None
     assert fused.prologue_rows(w, "norm") == 1 and fused.prologue_rows(w, "glu") == 0
     assert fused.prologue_rows(w, "norm", row_kernels=False) == 0
-    assert not w12_row.bf16_route(torch.zeros(1, 4096, dtype=torch.bfloat16), w)  # CPU
 
 
 @pytest.mark.parametrize("where, n, k", [("cuda", 2000, 4096), ("cuda", 2000, 600),

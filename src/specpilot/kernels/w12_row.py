@@ -60,22 +60,27 @@ from specpilot.kernels.w12_ws import (
     prmt_words,
 )
 
-# Off (unmeasured: bench/h200/row287.sh times it first). On: the engine's one-row W12
-# multiplies (formats/w12_engine.linear, `routed`) whose input is x or RMSNorm(x) * w (natural
-# order, no SwiGLU prologue, no norm hand-off, no given tile) run on this kernel, with their
-# SwiGLU or residual epilogue, on Hopper GPUs (group size 128: a group a half block); and the
-# fused one-row forwards give their W12 q|k|v and gate|up the norm in that prologue
+# On (1) since run 299 (H200; runs 296-298 on an H100): the engine's one-row W12 multiplies
+# (formats/w12_engine.linear, `routed`) whose input is x or RMSNorm(x) * w (natural order, no
+# SwiGLU prologue, no norm hand-off, no given tile) run on this kernel, with their SwiGLU or
+# residual epilogue, on Hopper GPUs (group size 128: a group a half block); and the fused
+# one-row forwards there give their W12 q|k|v and gate|up the norm in that prologue
 # (`prologue_rows`), so no rmsnorm launch precedes them (W12 takes none otherwise:
-# models/fused.W12_PROLOGUE_ROWS; no hand-off: NORM_HANDOFF_W12). 2: only the multiplies
-# ending in the residual add (o, down: run 294's H100 table has w12_row ahead there alone), so
-# the norm stays where it was. ONE_ROW_TILE: which of ROW_TILES they run on.
-ONE_ROW = 0
+# models/fused.W12_PROLOGUE_ROWS; no hand-off: NORM_HANDOFF_W12). Standalone it was level with
+# w12_linear (run 294); inside the decode graph, where the weights' first stages are asked for
+# before PDL's wait, W12 every matrix decodes in 3.551 ms against 3.682 / 3.689 back to back and
+# runs AR 1.112x over bf16 paired against 1.060x / 1.074x (run 299; forcing passed). 2: only
+# the multiplies ending in the residual add (o, down; run 296: -1.6%, less than 1's -4.6%), so
+# the norm stays where it was. ONE_ROW_TILE: which of ROW_TILES they run on (run 296: 1 level).
+ONE_ROW = 1
 ONE_ROW_TILE = 0
-# The same for bf16 weights (bf16_row_linear), off, unmeasured: the engine's one-row bf16
+# The same for bf16 weights (bf16_row_linear), on since run 299: the engine's one-row bf16
 # multiplies (no SwiGLU prologue, no hand-off, no rope epilogue, no given tile) on this ring; the
 # fused one-row forwards then norm in its prologue instead of handing the norm on
-# (models/fused.handoff_for, prologue_rows).
-BF16_ONE_ROW = False
+# (models/fused.handoff_for, prologue_rows), on Hopper GPUs. Run 299 (H200): decode 3.959 ms
+# against 4.025 / 4.022 back to back, Qwen3-8B paired AR 1.019x [1.008-1.032], spec level;
+# pipelined AR 249.9 / spec@6.55 1,310 (Qwen3), 257.5 / 1,321 (Llama), forcing passed.
+BF16_ONE_ROW = True
 BF16_ONE_ROW_TILE = 0
 
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
@@ -619,12 +624,22 @@ def one_row_route(x: torch.Tensor, weight: W12Weight, residual: bool = False) ->
 def prologue_rows(weight: W12Weight | torch.Tensor, kind: str) -> int:
     """The most rows of a fused forward whose multiply by `weight` takes the `kind` prologue
     itself on this kernel (models/fused.prologue_rows): one for the norm with ONE_ROW (W12,
-    group size 128) or BF16_ONE_ROW (a bf16 weight)."""
-    if kind != "norm":
+    group size 128) or BF16_ONE_ROW (a bf16 weight) where the kernels run (a Hopper GPU)."""
+    if kind != "norm" or not launch.gluon_routes(_tensor(weight)):
         return 0
     if isinstance(weight, W12Weight):
         return int(ONE_ROW == 1 and weight.group_size == BLOCK // 2)
     return int(BF16_ONE_ROW and weight.dtype == torch.bfloat16)
+
+
+def bf16_takes_the_norm(weight: W12Weight | torch.Tensor) -> bool:
+    """Whether BF16_ONE_ROW's kernel norms in the prologue of one-row multiplies on the device of
+    `weight` (so models/fused.handoff_for hands no norm on at one row there)."""
+    return BF16_ONE_ROW and launch.gluon_routes(_tensor(weight))
+
+
+def _tensor(weight: W12Weight | torch.Tensor) -> torch.Tensor:
+    return weight.low if isinstance(weight, W12Weight) else weight
 
 
 def bf16_route(x: torch.Tensor, weight: torch.Tensor) -> bool:

@@ -229,7 +229,9 @@ def handoff_for(
     (NORM_HANDOFF_MAX_ROWS, NORM_HANDOFF_ONE_ROW_SITES)."""
     if after is None or rows > min(NORM_HANDOFF_MAX_ROWS, MAX_ROWS):
         return None
-    if rows == 1 and (not NORM_HANDOFF_ONE_ROW_SITES & site or w12_row.BF16_ONE_ROW):
+    if rows == 1 and (
+        not NORM_HANDOFF_ONE_ROW_SITES & site or w12_row.bf16_takes_the_norm(producer)
+    ):
         return None  # (BF16_ONE_ROW: its kernel norms in the multiply's prologue instead)
     norm, eps, consumer = after
     w12 = isinstance(producer, W12Weight) or isinstance(consumer, W12Weight)
