@@ -304,8 +304,10 @@ W12_ARMS = {
     # w12_tc for every W12 multiply of 1-16 rows (its one-row forwards too)
     "tc_one": {"w12_tc.ONE_ROW": True},
     "tc_all": {"w12_tc.ONE_ROW": True, "w12_tc.VERIFY": True},
-    # kernels/w12_row.py for the one-row forwards' W12 multiplies (off by default)
+    # kernels/w12_row.py for the one-row forwards' W12 multiplies (on by default on Hopper
+    # since run 299), and the one-row forwards on w12_linear instead
     "row_one": {"w12_row.ONE_ROW": True},
+    "row_off": {"w12_row.ONE_ROW": 0},
     "none": {
         "ACC_SCALE_TILES": False,
         "ESC_IN_LOOP_TILES": False,
