@@ -14,7 +14,7 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="bf16_row" TESTS_S=60 gpu_tests tests/test_kernels.py
+TESTS_K="${TESTS_K-bf16_row}" TESTS_S=60 gpu_tests tests/test_kernels.py  # row298.sh: none
 variants bf16 "base|;row|--switch kernels.w12_row.BF16_ONE_ROW=1;base2|" 150
 pack
 engine 1024 paired 200 --paired-rounds 5 --taus 6.55 \
