@@ -50,10 +50,12 @@ def test_bad_input_is_refused() -> None:
 
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     """sm_90a (Triton's ptxas, no GPU): the default, SwiGLU (also writing pair order), the
-    residual and a K split's partials, one program an SM in shared memory, no spills."""
+    residual and a K split's partials, one program an SM in shared memory, no spills; with
+    programmatic dependent launch's waits (SwiGLU in pair order, the residual)."""
     cases = [({}, False, False, 1), ({}, True, False, 1), ({}, False, True, 1),
              ({}, False, False, 4), (dict(STAGES=6), False, False, 1),
-             ({}, True, False, 1, True)]  # fmt: skip
+             ({}, True, False, 1, True), ({}, True, False, 1, True, True),
+             ({}, False, True, 1, False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tc; "
     code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -84,6 +86,25 @@ def test_w12_tc_matches_the_reference(where: str, m: int, n: int, k: int, tile: 
         x = torch.randn(m, k).to(device, torch.bfloat16)
         ref = w12_linear_reference(x, packed).float()
         close_columns(w12_tc.w12_tc_linear(x, packed, tile).float(), ref, 4)
+
+
+@pytest.mark.parametrize("m, n, k, tile", [(16, 130, 600, {}), (16, 128, 4096, dict(SPLIT_K=1)),
+                                         (7, 200, 2304, dict(STAGES=2, SPLIT_K=1))])  # fmt: skip
+def test_w12_tc_with_pdl(m: int, n: int, k: int, tile: dict) -> None:
+    """Programmatic dependent launch's branches (emulated): the first STAGES stages' planes
+    before the wait, their inputs after it; programs of fewer blocks than stages (K 600: 3
+    blocks), of more (K 4096: 16 blocks), and of several units (4 units on 3 SMs, STAGES 2);
+    the residual read after the wait. (No K split: its sum is a Triton kernel, which the
+    interpreter runs without PDL's instructions.)"""
+    with gluon_on("emulated", pdl=True) as device:
+        packed = w12.encode(_weights(n, k, seed=n + k).to(device))
+        x = torch.randn(m, k).to(device, torch.bfloat16)
+        ref = w12_linear_reference(x, packed).float()
+        close_columns(w12_tc.w12_tc_linear(x, packed, tile).float(), ref, 4)
+        r = torch.randn(m, n).to(device, torch.bfloat16)
+        y = w12_tc.w12_tc_linear(x, packed, tile, residual=r)
+        plain = w12_tc.w12_tc_linear(x, packed, tile)
+        assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
 
 
 @pytest.mark.parametrize("where", BOTH)

@@ -96,14 +96,17 @@ def test_pair_order_is_a_permutation_of_each_block() -> None:
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     """Gluon compiles it for sm_90a here (Triton's ptxas): no spills, one program an SM in
     shared memory; the default tile (4 input stages, 2 decoded) and 128 rows with 8 decoding
-    warps (bench/w12_join.py --ws tries both), and the SwiGLU and residual epilogues."""
+    warps (bench/w12_join.py --ws tries both), and the SwiGLU and residual epilogues, with
+    programmatic dependent launch's waits too."""
     wide = dict(BLOCK_N=128, STAGES=2, W_STAGES=1, DECODE_WARPS=8, DECODE_REGS=80)
     code = "import json; from specpilot.kernels import aot, w12_ws; "
     code += f"print(json.dumps([aot.usage(w12_ws.compile_sm90(t)) for t in ({{}}, {wide!r})] + "
     code += "[aot.usage(w12_ws.compile_sm90(swiglu=True)), "
-    code += "aot.usage(w12_ws.compile_sm90(dict(SPLIT_K=1), residual=True))]))"
-    default, eight, swiglu, residual = compiled_json(code)
-    for usage in (default, eight, swiglu, residual):
+    code += "aot.usage(w12_ws.compile_sm90(dict(SPLIT_K=1), residual=True)), "
+    code += "aot.usage(w12_ws.compile_sm90(dict(SPLIT_K=1), residual=True, pdl=True)), "
+    code += "aot.usage(w12_ws.compile_sm90(swiglu=True, pdl=True))]))"
+    default, eight, swiglu, residual, *pdl = compiled_json(code)
+    for usage in (default, eight, swiglu, residual, *pdl):
         assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0
         assert usage["shared"] <= 227 * 1024
     assert default["warps"] == 12  # 4 multiplying, 4 decoding, 1 loading (a warpgroup's worth)
@@ -140,6 +143,29 @@ def test_w12_ws_matches_the_reference(where: str, m: int, n: int, k: int, split:
         ref = w12_linear_reference(x, packed).float()
         y = w12_ws.w12_ws_linear(x, packed, dict(SPLIT_K=split)).float()
         close_columns(y, ref, 4)
+
+
+@pytest.mark.parametrize("m, n, k, tile", [
+    (16, 130, 600, dict(SPLIT_K=1)), (16, 128, 4096, dict(SPLIT_K=1)),
+    (7, 200, 2304, dict(STAGES=2, SPLIT_K=1)), (16, 200, 2304, dict(SPLIT_K=1, X_STAGES=3)),
+    (16, 200, 2304, dict(SPLIT_K=1, BOUND=4))])  # fmt: skip
+def test_w12_ws_with_pdl(m: int, n: int, k: int, tile: dict) -> None:
+    """Programmatic dependent launch's branches (emulated): the planes of the first
+    min(STAGES, X_STAGES) blocks before the wait, their inputs after it; programs of fewer
+    blocks than that (K 600), of more (K 4096), of several units (200 rows on 3 SMs), an input
+    ring shallower than the planes' (X_STAGES 3), and BOUND 4's uncopied input (a bound: wrong
+    products, so no reference); the residual read after the wait. (No K split: its sum is a
+    Triton kernel, which the interpreter runs without PDL's instructions.)"""
+    with gluon_on("emulated", pdl=True) as device:
+        packed = w12.encode(_weights(n, k, seed=n + k).to(device))
+        x = torch.randn(m, k).to(device, torch.bfloat16)
+        y = w12_ws.w12_ws_linear(x, packed, tile)
+        if tile.get("BOUND"):
+            return
+        close_columns(y.float(), w12_linear_reference(x, packed).float(), 4)
+        r = torch.randn(m, n).to(device, torch.bfloat16)
+        with_r = w12_ws.w12_ws_linear(x, packed, tile, residual=r)
+        assert torch.equal(with_r, (y.float() + r.float()).to(torch.bfloat16))
 
 
 @pytest.mark.parametrize("where", BOTH)

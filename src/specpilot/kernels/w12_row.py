@@ -55,6 +55,8 @@ from specpilot.kernels.w12_ws import (
     _copy_planes,
     _copy_rows,
     _escape_entry,
+    _grid_wait,
+    _let_next_launch,
     _tile_rows,
     prmt,
     prmt_words,
@@ -150,15 +152,6 @@ def _barriers(COUNT: gl.constexpr):
 
 
 @gluon.jit
-def _grid_wait(PDL: gl.constexpr):
-    """With programmatic dependent launch: wait until the kernel before has completed (its
-    writes visible), as kernels/common.pdl_enter."""
-    if PDL:
-        gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32,
-                                  is_pure=False, pack=1)  # fmt: skip
-
-
-@gluon.jit
 def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr, norm,
               NORM: gl.constexpr):  # fmt: skip
     """x's XB blocks into shared memory (after the kernel before has written it: PDL's wait,
@@ -166,8 +159,7 @@ def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr, norm,
     buffer), on the same barrier."""
     _grid_wait(PDL)
     if PDL:
-        gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [],
-                                  dtype=gl.int32, is_pure=False, pack=1)  # fmt: skip
+        _let_next_launch()
     copies: gl.constexpr = 2 if NORM else 1
     mbarrier.expect(x_ready, copies * XB * x_desc.block_type.nbytes)
     for t in range(XB):

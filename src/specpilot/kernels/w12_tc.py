@@ -52,6 +52,8 @@ from specpilot.kernels.w12_row import _barriers, _bf16_pair, _high_bytes, _times
 from specpilot.kernels.w12_ws import (
     _copy_planes,
     _escapes,
+    _grid_wait,
+    _let_next_launch,
     _store,
     _tile_rows,
     _unit,
@@ -109,35 +111,63 @@ def _operand(low, high, scale, Q: gl.constexpr):
 
 
 @gluon.jit
-def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr):
+def _x_block(x_desc, x_buf, bar, s, col):
+    """The input block x^T [256, 16] of columns col.. into stage s: its 4 pair-order slots of 64
+    columns."""
+    XBOX: gl.constexpr = x_buf.type.shape[2]
+    for p in gl.static_range(WBLOCK // XBOX):
+        tma.async_copy_global_to_shared(x_desc, [0, col + XBOX * p], bar, x_buf.index(4 * s + p))
+
+
+@gluon.jit
+def _early_x_blocks(x_desc, x_buf, ready, work, count, SWIGLU: gl.constexpr):
+    """PDL: wait for the kernel before (it writes x), let the next kernel launch, then the input
+    blocks of this program's first `count` (<= STAGES) stages, whose planes were asked for
+    before the wait (their barriers expect both)."""
+    _grid_wait(True)
+    _let_next_launch()
+    c = 0
+    for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
+        _, k_block0, n_blocks, _ = _unit(u, work, RW // (1 + SWIGLU))
+        for i in range(n_blocks):
+            if c < count:
+                _x_block(x_desc, x_buf, ready.index(c), c, (k_block0 + i) * WBLOCK)
+            c += 1
+
+
+@gluon.jit
+def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr):
     """Each unit's blocks: the tile's two planes (the low plane's halves, the codes) and the
-    input block x^T [256, 16], into the ring."""
+    input block x^T [256, 16], into the ring. PDL: the first STAGES stages' planes (constants)
+    before the wait for the kernel before, their input after it (`_early_x_blocks`)."""
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     ready, empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
     nbytes: gl.constexpr = RW * (WBLOCK + WBLOCK // 2) + WBLOCK * 16 * 2
-    XBOX: gl.constexpr = x_buf.type.shape[2]  # pair-order columns a box (a slot: 64)
     c = 0
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
         row0, k_block0, n_blocks, _ = _unit(u, work, RW // (1 + SWIGLU))
         for i in range(n_blocks):
             s = c % STAGES
+            if PDL and c == STAGES:  # the ring is full: its inputs before the first is reused
+                _early_x_blocks(x_desc, x_buf, ready, work, STAGES, SWIGLU)
             mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
             bar = ready.index(s)
             mbarrier.expect(bar, nbytes)
             col = (k_block0 + i) * WBLOCK
             _copy_planes((low_desc, code_desc), (low_buf, code_buf), s, row0, col, bar, work[4],
                          SWIGLU)  # fmt: skip
-            for p in gl.static_range(WBLOCK // XBOX):  # the input's 4 slots of 64 columns
-                tma.async_copy_global_to_shared(x_desc, [0, col + XBOX * p], bar,
-                                                x_buf.index(4 * s + p))  # fmt: skip
+            if not PDL or c >= STAGES:
+                _x_block(x_desc, x_buf, bar, s, col)
             c += 1
+    if PDL and c <= STAGES:  # a program of at most STAGES blocks: the inputs after all of them
+        _early_x_blocks(x_desc, x_buf, ready, work, c, SWIGLU)
 
 
 @gluon.jit
 def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, SWIGLU: gl.constexpr,
-          ESC_BATCH: gl.constexpr):  # fmt: skip
+          ESC_BATCH: gl.constexpr, PDL: gl.constexpr):  # fmt: skip
     """Each unit's scale words (group 2 k_block0 + j of every row, j < 32: bf16x2 2^(2b); 2^0 past
     the unit's groups) and its rows' escape sums [64, 16] over its columns, into slot unit % 2."""
     scale_buf, esc_buf = bufs
@@ -166,6 +196,7 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, SWIGLU: gl.
         mbarrier.arrive(scale_ready.index(slot), count=1)
         rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, sums))
         col0, col1 = k_block0 * WBLOCK, (k_block0 + n_blocks) * WBLOCK
+        _grid_wait(PDL)  # the escapes read x
         esc = _escapes(gl.zeros([RW, 16], gl.float32, sums), rows, in_rows, escapes, x_ptr,
                        stride_x, m, col0, col1, ESC_BATCH)  # fmt: skip
         esc_buf.index(slot).store(esc)
@@ -196,7 +227,8 @@ def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0):
 
 
 @gluon.jit
-def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE: gl.constexpr):
+def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE: gl.constexpr,
+                PDL: gl.constexpr):  # fmt: skip
     """The default partition (one warpgroup): each unit's blocks (`_block_products`), its
     escapes, the store (w12_ws's `_store`)."""
     low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
@@ -222,6 +254,7 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
         acc = acc + esc_buf.index(slot).load(ACC)
         mbarrier.arrive(meta_empty.index(slot), count=1)
         rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, ACC))
+        _grid_wait(PDL)  # (the residual, and y's memory, the kernel before's to finish with)
         _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
         j += 1
 
@@ -233,7 +266,7 @@ def _w12_tc_kernel(
     m, n, k, units, tiles, blocks_per_split, stride_x, base_stride, groups, stride_y,
     stride_split, stride_r,
     STAGES: gl.constexpr, SPLIT_K: gl.constexpr, ESC_BATCH: gl.constexpr, SWIGLU: gl.constexpr,
-    RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr,
+    RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr, PDL: gl.constexpr,
 ):  # fmt: skip
     """Each program takes units pid, pid + programs, ...; the partitions run on across them."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
@@ -253,12 +286,12 @@ def _w12_tc_kernel(
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
                            (ready, empty, scale_ready, esc_ready, meta_empty), work, n, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), SPLIT_K > 1,
-                           (SWIGLU, RESIDUAL, Y_PAIR))),
+                           (SWIGLU, RESIDUAL, Y_PAIR), PDL)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
-                     x_ptr, stride_x, m, SWIGLU, ESC_BATCH)),
+                     x_ptr, stride_x, m, SWIGLU, ESC_BATCH, PDL)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), (ready, empty),
-                       work, SWIGLU)),
+                       work, SWIGLU, PDL)),
         ],
         [1, 1],
         [192, 40],  # (the meta warp: 80 spilled its escapes' batch of 4 x [64, 16], 168 with
@@ -355,12 +388,14 @@ def w12_tc_linear(
     res = residual.contiguous() if residual is not None and splits == 1 else y
     units = tiles * splits
     grid = (min(units, sms * cfg["PERSISTENT"]) if cfg["PERSISTENT"] else units,)
+    launched = launch.pdl(x, multiply=True, programs=grid[0])
     _w12_tc_kernel[grid](
         low, codes, xd, xp, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
         m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0), STAGES=cfg["STAGES"],
         SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu),
-        RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair", num_warps=4,
+        RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair",
+        PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4,
     )  # fmt: skip
     if splits > 1:
         sum_splits(out, y, residual)
@@ -368,8 +403,9 @@ def w12_tc_linear(
 
 
 def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
-                 split: int = 1, y_pair: bool = False):  # fmt: skip
-    """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel)."""
+                 split: int = 1, y_pair: bool = False, pdl: bool = False):  # fmt: skip
+    """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel); pdl: with
+    programmatic dependent launch's waits."""
     from specpilot.kernels import aot
 
     cfg = TILE | (tile or {})
@@ -383,5 +419,6 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         y_ptr="*fp32" if split > 1 else "*bf16", res_ptr="*bf16",
     )  # fmt: skip
     consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"],
-                  SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, num_warps=4)  # fmt: skip
+                  SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, PDL=pdl,
+                  num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)

@@ -207,20 +207,73 @@ def _copy_planes(descs, bufs, i, row0, col, bar, half_n, SWIGLU: gl.constexpr):
 
 
 @gluon.jit
+def _grid_wait(PDL: gl.constexpr):
+    """With programmatic dependent launch: wait until the kernel before has completed (its
+    writes visible), as kernels/common.pdl_enter."""
+    if PDL:
+        gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32,
+                                  is_pure=False, pack=1)  # fmt: skip
+
+
+@gluon.jit
+def _let_next_launch():
+    """Programmatic dependent launch: the next kernel may launch (its own wait holds it)."""
+    gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [],
+                              dtype=gl.int32, is_pure=False, pack=1)  # fmt: skip
+
+
+@gluon.jit
+def _x_copy(x_desc, x_buf, x_ready, sx, col, BOUND: gl.constexpr):
+    """The input block of columns col.. (its 4 pair-order boxes) into input stage sx; BOUND 4 (a
+    bound, wrong products): not copied, the stage marked ready."""
+    x_ready_s = x_ready.index(sx)
+    if (BOUND & 4) == 0:
+        mbarrier.expect(x_ready_s, 4 * x_desc.block_type.nbytes)
+        for p in gl.static_range(4):
+            tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], x_ready_s,
+                                            x_buf.index(4 * sx + p))  # fmt: skip
+    else:
+        mbarrier.arrive(x_ready_s, count=1)
+
+
+@gluon.jit
+def _early_x(x_desc, x_buf, x_ready, work, count, ROWS: gl.constexpr, BOUND: gl.constexpr):
+    """PDL: wait for the kernel before (it writes x), let the next kernel launch, then the input
+    blocks of this program's first `count` blocks (their planes asked for before the wait;
+    count at most the input ring's stages)."""
+    _grid_wait(True)
+    _let_next_launch()
+    c = 0
+    for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
+        _, k_block0, n_blocks, _ = _unit(u, work, ROWS)
+        for i in range(n_blocks):
+            if c < count:
+                _x_copy(x_desc, x_buf, x_ready, c, (k_block0 + i) * WBLOCK, BOUND)
+            c += 1
+
+
+@gluon.jit
 def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr,
-            BOUND: gl.constexpr):  # fmt: skip
+            BOUND: gl.constexpr, PDL: gl.constexpr):  # fmt: skip
+    """Each unit's blocks: the planes into their ring, the input into its own. PDL: the planes
+    of the first min(STAGES, X_STAGES) blocks before the wait for the kernel before, their
+    inputs after it (`_early_x`)."""
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     in_ready, in_empty, w_ready, w_empty, x_ready, x_empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
     X_STAGES: gl.constexpr = x_buf.type.shape[0] // 4
+    EARLY: gl.constexpr = STAGES if STAGES < X_STAGES else X_STAGES
+    ROWS: gl.constexpr = BLOCK_N // (1 + SWIGLU)
     nbytes: gl.constexpr = BLOCK_N * (WBLOCK + WBLOCK // 2)
     c = 0  # blocks so far, over this program's units: the rings' positions and phases
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
-        row0, k_block0, n_blocks, split = _unit(u, work, BLOCK_N // (1 + SWIGLU))
+        row0, k_block0, n_blocks, split = _unit(u, work, ROWS)
         for i in range(n_blocks):
             s = c % STAGES
             sx = c % X_STAGES
+            if PDL and c == EARLY:  # the early blocks' inputs, before any stage is reused
+                _early_x(x_desc, x_buf, x_ready, work, EARLY, ROWS, BOUND)
             if (BOUND & 8) != 0:  # BOUND 8: the loads alone, no consumer: a stage's last
                 # copies landed frees it (tma_probe's ring)
                 mbarrier.wait(in_ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
@@ -233,15 +286,11 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
             col = (k_block0 + i) * WBLOCK
             _copy_planes((low_desc, code_desc), (low_buf, code_buf), s, row0, col, ready,
                          work[4], SWIGLU)  # fmt: skip
-            x_ready_s = x_ready.index(sx)
-            if (BOUND & 4) == 0:
-                mbarrier.expect(x_ready_s, 4 * x_desc.block_type.nbytes)
-                for p in gl.static_range(4):
-                    tma.async_copy_global_to_shared(x_desc, [0, col + p * WPAIR], x_ready_s,
-                                                    x_buf.index(4 * sx + p))  # fmt: skip
-            else:  # BOUND 4 (a bound, wrong products): the input's not copied
-                mbarrier.arrive(x_ready_s, count=1)
+            if not PDL or c >= EARLY:
+                _x_copy(x_desc, x_buf, x_ready, sx, col, BOUND)
             c += 1
+    if PDL and c <= EARLY:  # a program of at most EARLY blocks: the inputs after all of them
+        _early_x(x_desc, x_buf, x_ready, work, c, ROWS, BOUND)
     if (BOUND & 8) != 0:  # the last copies landed before the program ends
         for s in gl.static_range(STAGES):
             uses = (c - s + STAGES - 1) // STAGES
@@ -445,7 +494,7 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
                 BLOCK_N: gl.constexpr, OUT_F32: gl.constexpr, BOUND: gl.constexpr,
                 ESC_FIRST: gl.constexpr, ESC_BATCH: gl.constexpr, BASE_SLAB: gl.constexpr,
                 MMA_LAG: gl.constexpr, RESTORE: gl.constexpr, EPILOGUE: gl.constexpr,
-                num_warps: gl.constexpr):  # fmt: skip
+                num_warps: gl.constexpr, PDL: gl.constexpr = False):  # fmt: skip
     """The default partition: each unit's blocks' products, each group's scaled, then the
     escapes of its rows and columns and the store (`_store`). weights: (the group bases, their
     row stride, groups a row). EPILOGUE: (SWIGLU, RESIDUAL, Y_PAIR), as `_store` takes them."""
@@ -456,6 +505,7 @@ def _multiplier(bufs, bars, work, weights, n, escapes, x_ptr, stride_x, m, outpu
     )
     SWIGLU: gl.constexpr = EPILOGUE[0]
     ROWS: gl.constexpr = BLOCK_N // (1 + SWIGLU)
+    _grid_wait(PDL)  # its escapes read x, its epilogue the residual; y the kernel before's
     c = 0
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
         row0, k_block0, n_blocks, split = _unit(u, work, ROWS)
@@ -617,7 +667,7 @@ def _w12_ws_kernel(
     DECODE_WARPS: gl.constexpr, DECODE_REGS: gl.constexpr, SPLIT_K: gl.constexpr,
     BOUND: gl.constexpr, ESC_FIRST: gl.constexpr, ESC_BATCH: gl.constexpr,
     BASE_SLAB: gl.constexpr, SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr,
-    Y_PAIR: gl.constexpr, num_warps: gl.constexpr,
+    Y_PAIR: gl.constexpr, num_warps: gl.constexpr, PDL: gl.constexpr = False,
 ):  # fmt: skip
     """Each program takes work units pid, pid + programs, ... (`_unit`): one a program, or with
     fewer programs than units, persistent (the rings run on across units)."""
@@ -653,11 +703,11 @@ def _w12_ws_kernel(
                            (row_ptr, esc_col_ptr, esc_bits_ptr), x_ptr, stride_x, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), BLOCK_N,
                            SPLIT_K > 1, BOUND, ESC_FIRST, ESC_BATCH, BASE_SLAB, MMA_LAG, RESTORE,
-                           (SWIGLU, RESIDUAL, Y_PAIR), num_warps)),
+                           (SWIGLU, RESIDUAL, Y_PAIR), num_warps, PDL)),
             (_decoder, ((low_buf, code_buf, w_buf), bars, work, (base_ptr, base_stride, groups),
                         n, BLOCK_N, DECODE_WARPS, BOUND, EARLY_FREE, RESTORE, SWIGLU)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), bars, work,
-                       BLOCK_N, SWIGLU, BOUND)),
+                       BLOCK_N, SWIGLU, BOUND, PDL)),
         ],
         [DECODE_WARPS, 1],
         [DECODE_REGS, 24],
@@ -834,12 +884,14 @@ def w12_ws_linear(
     grid = (min(units, sms * cfg["PERSISTENT"]) if cfg["PERSISTENT"] else units,)
     regs = dict(maxnreg=cfg["MAXNREG"]) if cfg["MAXNREG"] else {}
     res = residual.contiguous() if residual is not None else y
+    launched = launch.pdl(x, multiply=True, programs=grid[0])
     _w12_ws_kernel[grid](
         low, codes, xd, xp, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
         m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0),
         **kernel_constants(cfg, per_split), SPLIT_K=splits, SWIGLU=int(swiglu),
         RESIDUAL=residual is not None, Y_PAIR=y_order == "pair", num_warps=4, **regs,
+        PDL=launched["PDL"], launch_pdl=launched["launch_pdl"],
     )  # fmt: skip
     if splits > 1:
         sum_splits(out, y, res if residual is not None else None)
@@ -892,10 +944,11 @@ def pair_chain(gate_up, down, x: torch.Tensor, min_rows: int = 2) -> bool:
 
 
 def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
-                 blocks: int = 16):  # fmt: skip
+                 blocks: int = 16, pdl: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel; aot.usage
     reads its registers): the checks a CPU can make of it. swiglu: with y in pair order.
-    blocks: of a unit (K / 256 / the K split), which sets the group bases' slab."""
+    blocks: of a unit (K / 256 / the K split), which sets the group bases' slab. pdl: with
+    programmatic dependent launch's waits."""
     from specpilot.kernels import aot
 
     split = 1 if swiglu else (tile or {}).get("SPLIT_K") or 2
@@ -910,7 +963,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         y_ptr="*fp32" if cfg["SPLIT_K"] > 1 else "*bf16", res_ptr="*bf16",
     )  # fmt: skip
     consts = kernel_constants(cfg, blocks) | dict(SPLIT_K=cfg["SPLIT_K"], num_warps=4)
-    consts |= dict(SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=swiglu)
+    consts |= dict(SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=swiglu, PDL=pdl)
     if cfg["MAXNREG"]:
         consts["maxnreg"] = cfg["MAXNREG"]
     return aot.compile_kernel(_w12_ws_kernel, types, consts)
