@@ -1096,7 +1096,14 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         out[attention, "MERGE_WARPS"] = args.attention_warps["merge"]
     if args.attention_stages:
         out[attention, "SPLIT_STAGES"] = attention.SPLIT_STAGES | args.attention_stages
-    for path, name, value in args.switch:
+    return out | switch_values(args.switch)
+
+
+def switch_values(switches: list[tuple[str, str, int]]) -> dict:
+    """--switch's (module, name, value) triples (module_switch) -> {(module, name): the value
+    as the switch's own type}, for apply_switches."""
+    out: dict = {}
+    for path, name, value in switches:
         module = importlib.import_module(f"specpilot.{path}")
         out[module, name] = type(getattr(module, name))(value)
     return out

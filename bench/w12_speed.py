@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from engine_speed import (  # noqa: E402
     CONTROL,
     add_launch_arguments,
+    apply_switches,
     build,
     copy_bandwidth,
     kernel_profile,
@@ -47,6 +48,7 @@ from engine_speed import (  # noqa: E402
     paired_rounds,
     preset_hf,
     print_kernel_profile,
+    switch_values,
 )
 from kernel_sweep import (  # noqa: E402
     MODELS,
@@ -545,9 +547,7 @@ def main() -> None:
     )
     parser.add_argument("--out")
     args = parser.parse_args()
-    for path, name, value in args.switch:  # before any model or table is built
-        module = importlib.import_module(f"specpilot.{path}")
-        setattr(module, name, type(getattr(module, name))(value))
+    apply_switches(switch_values(args.switch))  # before any model or table is built
     whole = ("full", *TENSOR_CORE_GRIDS, *W12_LOOP_GRIDS)
     if args.grid not in whole and set(args.grid.split(",")) - set(W12_VARIANTS):
         parser.error(f"--grid: one of {whole} or a comma-separated subset of {list(W12_VARIANTS)}")

@@ -94,8 +94,8 @@ def test_w12_tc_with_pdl(m: int, n: int, k: int, tile: dict) -> None:
     """Programmatic dependent launch's branches (emulated): the first STAGES stages' planes
     before the wait, their inputs after it; programs of fewer blocks than stages (K 600: 3
     blocks), of more (K 4096: 16 blocks), and of several units (4 units on 3 SMs, STAGES 2);
-    the residual read after the wait. (No K split: its sum is a Triton kernel, which the
-    interpreter runs without PDL's instructions.)"""
+    the residual read after the wait; SwiGLU's units of 32 gates. (No K split: its sum is a
+    Triton kernel, which the interpreter runs without PDL's instructions.)"""
     with gluon_on("emulated", pdl=True) as device:
         packed = w12.encode(_weights(n, k, seed=n + k).to(device))
         x = torch.randn(m, k).to(device, torch.bfloat16)
@@ -105,6 +105,8 @@ def test_w12_tc_with_pdl(m: int, n: int, k: int, tile: dict) -> None:
         y = w12_tc.w12_tc_linear(x, packed, tile, residual=r)
         plain = w12_tc.w12_tc_linear(x, packed, tile)
         assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
+        gated = w12_tc.w12_tc_linear(x, packed, tile, swiglu=True)
+        close_columns(gated.float(), w12_linear_reference(x, packed, swiglu=True).float(), 4)
 
 
 @pytest.mark.parametrize("where", BOTH)

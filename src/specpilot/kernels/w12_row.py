@@ -94,16 +94,11 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # 2: 4 stages (run 294: W12 q|k|v's best, bf16's within 1%). BF16_ONE_ROW_TILE: the bf16 route's
 # (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4))
+_TILE_INDEX = (lambda n: 0 <= n < len(ROW_TILES), f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})")
 SWITCH_RULES = {
     "ONE_ROW": (lambda n: n in (0, 1, 2), "0 (off), 1 (every one-row multiply) or 2 (residual)"),
-    "BF16_ONE_ROW_TILE": (
-        lambda n: 0 <= n < len(ROW_TILES),
-        f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})",
-    ),
-    "ONE_ROW_TILE": (
-        lambda n: 0 <= n < len(ROW_TILES),
-        f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})",
-    ),
+    "ONE_ROW_TILE": _TILE_INDEX,
+    "BF16_ONE_ROW_TILE": _TILE_INDEX,
 }
 # FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
 # has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)

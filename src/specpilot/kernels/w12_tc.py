@@ -51,9 +51,9 @@ from specpilot.kernels.w12_linear import sum_splits
 from specpilot.kernels.w12_row import _barriers, _bf16_pair, _high_bytes, _times
 from specpilot.kernels.w12_ws import (
     _copy_planes,
+    _early_inputs,
     _escapes,
     _grid_wait,
-    _let_next_launch,
     _store,
     _tile_rows,
     _unit,
@@ -111,47 +111,34 @@ def _operand(low, high, scale, Q: gl.constexpr):
 
 
 @gluon.jit
-def _x_block(x_desc, x_buf, bar, s, col):
-    """The input block x^T [256, 16] of columns col.. into stage s: its 4 pair-order slots of 64
-    columns."""
+def _x_block(x_desc, x_buf, ready, s, col, BOUND: gl.constexpr = 0):
+    """The input block x^T [256, 16] of columns col.. into stage s (on its barrier in `ready`,
+    which expects the planes' bytes too): its 4 pair-order slots of 64 columns. (BOUND: none
+    here; w12_ws._early_inputs passes it.)"""
     XBOX: gl.constexpr = x_buf.type.shape[2]
     for p in gl.static_range(WBLOCK // XBOX):
-        tma.async_copy_global_to_shared(x_desc, [0, col + XBOX * p], bar, x_buf.index(4 * s + p))
-
-
-@gluon.jit
-def _early_x_blocks(x_desc, x_buf, ready, work, count, SWIGLU: gl.constexpr):
-    """PDL: wait for the kernel before (it writes x), let the next kernel launch, then the input
-    blocks of this program's first `count` (<= STAGES) stages, whose planes were asked for
-    before the wait (their barriers expect both)."""
-    _grid_wait(True)
-    _let_next_launch()
-    c = 0
-    for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
-        _, k_block0, n_blocks, _ = _unit(u, work, RW // (1 + SWIGLU))
-        for i in range(n_blocks):
-            if c < count:
-                _x_block(x_desc, x_buf, ready.index(c), c, (k_block0 + i) * WBLOCK)
-            c += 1
+        tma.async_copy_global_to_shared(x_desc, [0, col + XBOX * p], ready.index(s),
+                                        x_buf.index(4 * s + p))  # fmt: skip
 
 
 @gluon.jit
 def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr):
     """Each unit's blocks: the tile's two planes (the low plane's halves, the codes) and the
     input block x^T [256, 16], into the ring. PDL: the first STAGES stages' planes (constants)
-    before the wait for the kernel before, their input after it (`_early_x_blocks`)."""
+    before the wait for the kernel before, their input after it (w12_ws._early_inputs)."""
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     ready, empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
     nbytes: gl.constexpr = RW * (WBLOCK + WBLOCK // 2) + WBLOCK * 16 * 2
+    UNIT: gl.constexpr = RW // (1 + SWIGLU)  # rows of N a unit
     c = 0
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
-        row0, k_block0, n_blocks, _ = _unit(u, work, RW // (1 + SWIGLU))
+        row0, k_block0, n_blocks, _ = _unit(u, work, UNIT)
         for i in range(n_blocks):
             s = c % STAGES
             if PDL and c == STAGES:  # the ring is full: its inputs before the first is reused
-                _early_x_blocks(x_desc, x_buf, ready, work, STAGES, SWIGLU)
+                _early_inputs(_x_block, x_desc, x_buf, ready, work, STAGES, UNIT, 0)
             mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
             bar = ready.index(s)
             mbarrier.expect(bar, nbytes)
@@ -159,10 +146,10 @@ def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr):
             _copy_planes((low_desc, code_desc), (low_buf, code_buf), s, row0, col, bar, work[4],
                          SWIGLU)  # fmt: skip
             if not PDL or c >= STAGES:
-                _x_block(x_desc, x_buf, bar, s, col)
+                _x_block(x_desc, x_buf, ready, s, col)
             c += 1
     if PDL and c <= STAGES:  # a program of at most STAGES blocks: the inputs after all of them
-        _early_x_blocks(x_desc, x_buf, ready, work, c, SWIGLU)
+        _early_inputs(_x_block, x_desc, x_buf, ready, work, c, UNIT, 0)
 
 
 @gluon.jit

@@ -237,10 +237,12 @@ def _x_copy(x_desc, x_buf, x_ready, sx, col, BOUND: gl.constexpr):
 
 
 @gluon.jit
-def _early_x(x_desc, x_buf, x_ready, work, count, ROWS: gl.constexpr, BOUND: gl.constexpr):
-    """PDL: wait for the kernel before (it writes x), let the next kernel launch, then the input
-    blocks of this program's first `count` blocks (their planes asked for before the wait;
-    count at most the input ring's stages)."""
+def _early_inputs(copy: gl.constexpr, x_desc, x_buf, bars, work, count, ROWS: gl.constexpr,
+                  BOUND: gl.constexpr):  # fmt: skip
+    """PDL (this kernel's loader and w12_tc's): wait for the kernel before (it writes x), let the
+    next kernel launch, then `copy` the input blocks of this program's first `count` blocks
+    (their planes asked for before the wait; count at most the stages they go to): copy(x_desc,
+    x_buf, bars, stage, column, BOUND), as `_x_copy`."""
     _grid_wait(True)
     _let_next_launch()
     c = 0
@@ -248,7 +250,7 @@ def _early_x(x_desc, x_buf, x_ready, work, count, ROWS: gl.constexpr, BOUND: gl.
         _, k_block0, n_blocks, _ = _unit(u, work, ROWS)
         for i in range(n_blocks):
             if c < count:
-                _x_copy(x_desc, x_buf, x_ready, c, (k_block0 + i) * WBLOCK, BOUND)
+                copy(x_desc, x_buf, bars, c, (k_block0 + i) * WBLOCK, BOUND)
             c += 1
 
 
@@ -257,7 +259,7 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
             BOUND: gl.constexpr, PDL: gl.constexpr):  # fmt: skip
     """Each unit's blocks: the planes into their ring, the input into its own. PDL: the planes
     of the first min(STAGES, X_STAGES) blocks before the wait for the kernel before, their
-    inputs after it (`_early_x`)."""
+    inputs after it (`_early_inputs`)."""
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     in_ready, in_empty, w_ready, w_empty, x_ready, x_empty = bars
@@ -273,7 +275,7 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
             s = c % STAGES
             sx = c % X_STAGES
             if PDL and c == EARLY:  # the early blocks' inputs, before any stage is reused
-                _early_x(x_desc, x_buf, x_ready, work, EARLY, ROWS, BOUND)
+                _early_inputs(_x_copy, x_desc, x_buf, x_ready, work, EARLY, ROWS, BOUND)
             if (BOUND & 8) != 0:  # BOUND 8: the loads alone, no consumer: a stage's last
                 # copies landed frees it (tma_probe's ring)
                 mbarrier.wait(in_ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
@@ -290,7 +292,7 @@ def _loader(descs, bufs, bars, work, BLOCK_N: gl.constexpr, SWIGLU: gl.constexpr
                 _x_copy(x_desc, x_buf, x_ready, sx, col, BOUND)
             c += 1
     if PDL and c <= EARLY:  # a program of at most EARLY blocks: the inputs after all of them
-        _early_x(x_desc, x_buf, x_ready, work, c, ROWS, BOUND)
+        _early_inputs(_x_copy, x_desc, x_buf, x_ready, work, c, ROWS, BOUND)
     if (BOUND & 8) != 0:  # the last copies landed before the program ends
         for s in gl.static_range(STAGES):
             uses = (c - s + STAGES - 1) // STAGES
