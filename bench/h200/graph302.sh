@@ -9,6 +9,7 @@
 #    at 16 rows (run 294: gate|up 71.7 against 58.1 us, H100) and w12_ws by 15-25% (runs
 #    279-285): the verify column says whether the graph changes that.
 # 2. bf16: BF16_ONE_ROW_TILE 1 / 2 against its default tile (row300.sh's first half).
+#    (GRAPH_BF16=0 skips it, after row300.sh ran.)
 # 3. Whether tc or ws shortens the verify by > 0.05 ms; then, in the next call, e2e304.sh with
 #    that route (end to end, paired over bf16, forcing; issue 7's spec: 1.004x in run 299).
 # Since session 56 w12_tc and w12_ws launch as w12_row does under PDL (launch.pdl; before,
@@ -25,7 +26,7 @@ TESTS_K="w12_tc or w12_ws" TESTS_S=120 gpu_tests tests/test_kernels.py tests/tes
 s="--switch kernels.w12_row"
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "base|;tc|--switch kernels.w12_tc.VERIFY=1;\
 ws|--switch kernels.w12_ws.VERIFY=1;t1|$s.ONE_ROW_TILE=1;t2|$s.ONE_ROW_TILE=2;base2|" 240
-variants bf16 "base|;t1|$s.BF16_ONE_ROW_TILE=1;t2|$s.BF16_ONE_ROW_TILE=2;base2|" 150
+[ "${GRAPH_BF16:-1}" = 0 ] || variants bf16 "base|;t1|$s.BF16_ONE_ROW_TILE=1;t2|$s.BF16_ONE_ROW_TILE=2;base2|" 150
 pack
 best=$(python3 - "$OUT/timeline-variants-1024-qwen3-8b.json" <<'PY'
 import json, sys
