@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib.sh"
 card
 s="--switch kernels.w12_row"
 on="$s.BF16_ONE_ROW=1"
-variants bf16 "base|$on;t1|$on $s.BF16_ONE_ROW_TILE=1;t2|$on $s.BF16_ONE_ROW_TILE=2;off|;\
+variants bf16 "base|$on;t1|$on $s.BF16_ONE_ROW_TILE=1;t2|$on $s.BF16_ONE_ROW_TILE=2;off|$s.BF16_ONE_ROW=0;\
 base2|$on" 120
 best=$(fastest_variant decode 0.01 t1 t2); tile=${best#t}; echo "tile: ${tile:-0}"
 engine 1024 row 100 --taus 6.55 $on $s.BF16_ONE_ROW_TILE=${tile:-0}
