@@ -26,7 +26,11 @@ K (a K split where the tiles alone are too few for the SMs or K is long), persis
 
 The input's K order is w12_ws's pair order, which the engine's producers already write
 (rmsnorm(pair=True), a SwiGLU epilogue with y_order "pair"); given a natural x, the host
-permutes it. Unmeasured; the engine takes it only with VERIFY (off): 2-16-row forwards' W12
+permutes it. **Wrong on a GPU at some shapes** (runs 302-304, its first GPU tests: N 4100 K
+1152 and 4096 gave wrong columns at every tile, N 2000, 4096 and 4160 right; the emulator is
+right at N 4100; cause not found; tests/test_w12_tc.py's cuda cases show it) and slower than
+the default inside the verify graph (run 302, H100: verify 6.65 against 5.49 ms): do not turn
+it on. The engine takes it only with VERIFY (off): 2-16-row forwards' W12
 gate|up and down, and the W12 multiplies after a norm (q|k|v, an exact LM head), verify and
 draft forwards alike. tests/test_w12_tc.py (a Hopper GPU, and kernels/emulate.py on the CPU),
 tests/test_kernels.py (the fused verify forward) and bench/w12_join.py --tc.
@@ -63,11 +67,12 @@ from specpilot.kernels.w12_ws import (
 )
 
 TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4)
-# Off (unmeasured: bench/h200/tc291.sh times the kernel first): the fused verify forward's W12
-# gate|up (SwiGLU, y in pair order) and down (the residual) on this kernel, their input written
-# in pair order by the rmsnorm before them (models/fused.py, w12_ws.pair_chain; before
-# w12_ws.VERIFY where both are on), and every other 2-16-row W12 multiply whose input is a norm's
-# output (q|k|v, a W12 LM head: `pair_input`), the norm then written in pair order.
+# Off (wrong at some GPU shapes, slower in the verify graph: runs 302-304, see above): the
+# fused verify forward's W12 gate|up (SwiGLU, y in pair order) and down (the residual) on this
+# kernel, their input written in pair order by the rmsnorm before them (models/fused.py,
+# w12_ws.pair_chain; before w12_ws.VERIFY where both are on), and every other 2-16-row W12
+# multiply whose input is a norm's output (q|k|v, a W12 LM head: `pair_input`), the norm then
+# written in pair order.
 VERIFY = False
 # The same for one-row forwards (off, unmeasured: row287.sh times the kernel at one row beside
 # kernels/w12_row.py): gate|up and down, the multiplies after a norm and o on this kernel, their
