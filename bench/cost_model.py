@@ -220,7 +220,7 @@ def timeline_losses(report: dict, bandwidth: float, floors: dict | None = None) 
                 speed = multiply_bandwidth(shape, bandwidth, floors)
                 rows[shape] = (sh["run_us"], sh["bytes"] / speed * 1e6)
             for kind, k in a["kinds"].items():
-                if kind in ("linear", "w12_linear", "certified_head"):
+                if kind in ("linear", "w12_linear", "certified_head", "w12_row", "bf16_row"):
                     continue  # by shape, above
                 rows[kind] = (
                     k["run_us"],

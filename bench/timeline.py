@@ -38,7 +38,8 @@ from specpilot.formats.w12_engine import convert_model, parse_matrices
 from specpilot.kernels import trace
 from specpilot.models.synth import draft_hf_config
 
-MULTIPLIES = ("linear", "w12_linear", "certified_head")
+# the multiplies, accounted by shape (kernels/w12_row.py's one-row kernels traced since session 57)
+MULTIPLIES = ("linear", "w12_linear", "certified_head", "w12_row", "bf16_row")
 
 
 def forwards(gen: Generator, context: int) -> dict[str, Callable[[], object]]:

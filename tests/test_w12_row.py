@@ -64,13 +64,14 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     thread on 4 warps, one block a stage, and the bounds; with programmatic dependent launch's
     waits (the residual's and the copies bound's); the norm prologue with SwiGLU; X32 (x
     widened in shared memory) with the residual at K 12288 and with the norm and SwiGLU at
-    Llama's 14336."""
+    Llama's 14336; traced (the kernel timeline's marks), W12 with the norm and bf16."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
              False, False), ({}, 4096, True, False, True, False, True),
              (dict(X32=1), 12288, False, True, True), (dict(X32=1), 14336, True, False, True,
-             False, True)]  # fmt: skip
+             False, True), ({}, 4096, False, True, True, False, True, True),
+             ({}, 4096, False, False, True, True, False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)
@@ -168,6 +169,36 @@ def test_w12_row_residual(where: str) -> None:
         close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
         y = w12_row.w12_row_linear(x, packed, residual=r)
         assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("where", BOTH)
+def test_row_kernels_mark_the_kernel_timeline(where: str) -> None:
+    """Under kernels/trace.tracing both kernels write their launch's row (`w12_ws._trace_mark`,
+    from the multiplying warps): every program's entry, PDL pass and exit, in that order (the
+    emulator: ticks of a counter), one launch after the other; outputs bit for bit as untraced;
+    the launch's record says what it read. Tracing's atomics compile on sm_90
+    (test_the_kernel_compiles_for_sm90_without_spills)."""
+    from specpilot.kernels import trace
+
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(200, 1152, seed=3).to(device))
+        dense = (torch.randn(96, 512) * 512**-0.5).to(device, torch.bfloat16)
+        x, xb = torch.randn(1, 1152).to(device, torch.bfloat16), torch.randn(1, 512).to(device)
+        xb = xb.to(torch.bfloat16)
+        plain = (w12_row.w12_row_linear(x, packed), w12_row.bf16_row_linear(xb, dense))
+        with trace.tracing(torch.device(device), eager=True) as timeline:
+            traced = (w12_row.w12_row_linear(x, packed), w12_row.bf16_row_linear(xb, dense))
+        if device == "cuda":
+            torch.cuda.synchronize()
+        rows = timeline.read()
+    assert all(torch.equal(a, b) for a, b in zip(plain, traced, strict=True))
+    assert [r["kernel"] for r in rows] == ["w12_row", "bf16_row"]
+    assert (rows[0]["n"], rows[0]["k"], rows[0]["bytes"]) == (200, 1152, packed.nbytes_bound())
+    assert (rows[1]["n"], rows[1]["k"], rows[1]["bytes"]) == (96, 512, dense.nbytes)
+    for r in rows:
+        assert r["exited"] == r["programs"] > 0
+        assert r["entry"] <= r["go"] <= r["exit"]
+    assert rows[0]["exit"] <= rows[1]["entry"]  # launched plainly, one after the other
 
 
 @pytest.mark.parametrize("where", BOTH)

@@ -718,6 +718,24 @@ def _store(ptr: Pointer, value, mask=None, **_) -> None:
     ptr.flat[off[live]] = v[live]
 
 
+def _atomic(op):
+    """gl.atomic_<op>(ptr, value, mask=None, ...): each live element's old value, then op(old,
+    value) in its place (elements one after another; the scheduler steps between whole
+    calls, as a GPU's atomics are each indivisible). Returns the old values."""
+
+    def atomic(ptr: Pointer, value, mask=None, **_) -> Tensor:
+        _sched().step(f"atomic at {_site()}")
+        off, live = ptr._where(mask)
+        v = torch.as_tensor(_raw(value)).to(ptr.flat.dtype).broadcast_to(off.shape)
+        old = ptr.flat[off].clone()
+        offs, vs = off.reshape(-1), v.reshape(-1)
+        for i in live.reshape(-1).nonzero().flatten().tolist():
+            ptr.flat[offs[i]] = op(ptr.flat[offs[i]], vs[i])
+        return Tensor(old, _layout_of(ptr, mask))
+
+    return atomic
+
+
 def _asm(asm: str, constraints: str, args, dtype, is_pure: bool = True, pack: int = 1, **_):
     """The inline PTX forms the W12 kernels use, in PyTorch; anything else raises."""
     a = [_raw(x) for x in args]
@@ -843,6 +861,8 @@ def _language() -> types.SimpleNamespace:
     ns.allocate_shared_memory = _allocate
     ns.warp_specialize = _warp_specialize
     ns.thread_barrier = lambda: None
+    ns.atomic_add = _atomic(torch.add)
+    ns.atomic_min, ns.atomic_max = _atomic(torch.minimum), _atomic(torch.maximum)
     return ns
 
 

@@ -50,7 +50,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
-from specpilot.kernels import launch
+from specpilot.kernels import launch, trace
 from specpilot.kernels.w12_ws import (
     _copy_planes,
     _copy_rows,
@@ -58,6 +58,7 @@ from specpilot.kernels.w12_ws import (
     _grid_wait,
     _let_next_launch,
     _tile_rows,
+    _trace_mark,
     prmt,
     prmt_words,
 )
@@ -393,14 +394,15 @@ def _bf16_block(acc, bufs, i, t, words: gl.constexpr):
 def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constexpr,
                 FENCE: gl.constexpr, PDL: gl.constexpr, EPILOGUE: gl.constexpr,
                 num_warps: gl.constexpr, norm, NORM: gl.constexpr, BF16: gl.constexpr,
-                X32: gl.constexpr = False):  # fmt: skip
+                X32: gl.constexpr, marks, TRACE: gl.constexpr):  # fmt: skip
     """The default partition: each tile's blocks' products (`_w12_block`, or with BF16
     `_bf16_block`), then the lanes' sums, the escapes (W12) and the store (`_store_row`).
     bufs: the ring's buffers and x's (W12: then the scale words' and the escape sums'); bars:
     ready, empty, x_ready (W12: then scale_ready, esc_ready, meta_empty). NORM: x normed in
     shared memory first (`_normed_input`; norm: the norm weight's buffer, rstd's buffer, its
     barrier, K, eps), its 1 / RMS handed on (to the meta warp). X32 (W12): x (normed) in fp32
-    in bufs[5] (`_widened`, or the norm's output), which the blocks read instead."""
+    in bufs[5] (`_widened`, or the norm's output), which the blocks read instead. marks,
+    TRACE: the kernel timeline's (kernels/trace.py; `_trace_mark`), for the whole program."""
     ready, empty, x_ready = bars[:3]
     units, tiles_rows, n_stages, half_n = work
     ring = bufs[0]  # (BF16: 4 boxes a block; W12: the low plane's 2 halves a block)
@@ -412,7 +414,9 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
     x_buf = bufs[1] if BF16 else bufs[2]
     x_read = bufs[5] if X32 else x_buf  # what the blocks read
     XB: gl.constexpr = x_buf.type.shape[0]
+    _trace_mark(marks, 0, TRACE)
     _grid_wait(PDL)  # (before its stores)
+    _trace_mark(marks, 1, TRACE)
     mbarrier.wait(x_ready, 0)
     if NORM:
         nw_buf, rstd_buf, norm_ready, k, eps = norm
@@ -456,6 +460,7 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
         rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, rows_layout)
         _store_row(sums, rows, in_rows, row0, half_n, output, EPILOGUE)
         j += 1
+    _trace_mark(marks, 2, TRACE)
 
 
 @gluon.jit
@@ -493,6 +498,7 @@ def _w12_row_kernel(
     GROUPS: gl.constexpr, BOUND: gl.constexpr, ESC_BATCH: gl.constexpr, FENCE: gl.constexpr,
     PDL: gl.constexpr, NORM: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X32: gl.constexpr = 0,
+    TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     NORM: the multiply's input is RMSNorm(x) * the norm weight (nw_desc, nw_ptr; eps), normed
@@ -523,7 +529,8 @@ def _w12_row_kernel(
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf, x32_buf),
                            (ready, empty, x_ready.index(0), scale_ready, esc_ready, meta_empty),
                            work, n, (y_ptr, res_ptr), SB, BOUND, FENCE, PDL,
-                           (SWIGLU, RESIDUAL), num_warps, norm_multiplier, NORM, False, X32)),
+                           (SWIGLU, RESIDUAL), num_warps, norm_multiplier, NORM, False, X32,
+                           (trace_ptr, clock_ptr), TRACE)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM)),
@@ -552,6 +559,7 @@ def _bf16_row_kernel(
     ROWS: gl.constexpr, SB: gl.constexpr, STAGES: gl.constexpr, XB: gl.constexpr,
     BOUND: gl.constexpr, FENCE: gl.constexpr, PDL: gl.constexpr, NORM: gl.constexpr,
     SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
+    TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
 ):  # fmt: skip
     """_w12_row_kernel's ring, loader, norm prologue and epilogue for a bf16 weight (no meta
     warp)."""
@@ -568,7 +576,8 @@ def _bf16_row_kernel(
     gl.warp_specialize(
         [
             (_multiplier, ((w_buf, x_buf), bars, work, n, (y_ptr, res_ptr), SB, BOUND, FENCE,
-                           PDL, (SWIGLU, RESIDUAL), num_warps, norm, NORM, True)),
+                           PDL, (SWIGLU, RESIDUAL), num_warps, norm, NORM, True, False,
+                           (trace_ptr, clock_ptr), TRACE)),
             (_loader, ((w_desc, x_desc), (w_buf, x_buf), bars, work, XB, SB, SWIGLU, BOUND, PDL,
                        (nw_desc, nw_buf), NORM, True)),
         ],
@@ -758,6 +767,8 @@ def w12_row_linear(
         geo["n_stages"], weight.base.stride(0), weight.base.shape[1], eps,
         **kernel_constants(plan["cfg"], geo), NORM=norm_weight is not None, SWIGLU=int(swiglu),
         RESIDUAL=residual is not None, PDL=launched["PDL"], launch_pdl=launched["launch_pdl"],
+        **trace.arguments(x, "w12_row", plan["programs"], bytes=weight.nbytes_bound(), rows=1,
+                          n=n, k=k),
     )  # fmt: skip
     return plan["y"]
 
@@ -791,6 +802,7 @@ def bf16_row_linear(
         geo["n_stages"], eps, **kernel_constants(plan["cfg"], geo, bf16=True),
         PDL=launched["PDL"], NORM=norm_weight is not None, SWIGLU=int(swiglu),
         RESIDUAL=residual is not None, launch_pdl=launched["launch_pdl"],
+        **trace.arguments(x, "bf16_row", plan["programs"], bytes=weight.nbytes, rows=1, n=n, k=k),
     )  # fmt: skip
     return plan["y"]
 
@@ -806,10 +818,11 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
                  residual: bool = False, pdl: bool = False, bf16: bool = False,
-                 norm: bool = False):  # fmt: skip
+                 norm: bool = False, traced: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel; aot.usage reads
     its registers and shared memory), for K columns; pdl: with programmatic dependent launch's
-    waits; bf16: bf16_row_linear's kernel; norm: with the norm prologue (NORM)."""
+    waits; bf16: bf16_row_linear's kernel; norm: with the norm prologue (NORM); traced: with
+    the kernel timeline's marks (TRACE 1)."""
     from specpilot.kernels import aot
 
     cfg = TILE | (tile or {})
@@ -818,12 +831,13 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
     planes, x_layout = layouts()
     x_desc = f"tensordesc<bf16[8, {SLICE}],{x_layout!r}>"
     epilogue = dict(SWIGLU=int(swiglu), RESIDUAL=residual, PDL=pdl)
-    consts = kernel_constants(cfg, geo, bf16) | epilogue | dict(NORM=norm)
+    consts = kernel_constants(cfg, geo, bf16) | epilogue | dict(NORM=norm, TRACE=int(traced))
+    marks = dict(trace_ptr="*i64", clock_ptr="*i64") if traced else {}
     if bf16:
         types = dict(w_desc=f"tensordesc<bf16[{rows}, 64],{x_layout!r}>", x_desc=x_desc,
                      nw_desc=x_desc, y_ptr="*bf16", res_ptr="*bf16", eps="fp32")  # fmt: skip
-        return aot.compile_kernel(_bf16_row_kernel, types, consts)
-    types = dict(
+        return aot.compile_kernel(_bf16_row_kernel, types | marks, consts)
+    types = marks | dict(
         low_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
         code_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>", x_desc=x_desc,
         nw_desc=x_desc, x_ptr="*bf16", nw_ptr="*bf16", base_ptr="*u8", row_ptr="*i32",

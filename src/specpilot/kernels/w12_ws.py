@@ -48,7 +48,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
-from specpilot.kernels import launch
+from specpilot.kernels import launch, trace
 from specpilot.kernels.common import pair_position
 from specpilot.kernels.w12_linear import sum_splits
 
@@ -83,6 +83,7 @@ TILE = dict(BLOCK_N=64, STAGES=4, W_STAGES=2, X_STAGES=0, DECODE_WARPS=4, DECODE
 VERIFY = False
 PAIR = 2 * SLICE  # columns of one decoded buffer: two slices, interleaved
 WBLOCK, WPAIR = gl.constexpr(BLOCK), gl.constexpr(PAIR)  # the same, inside the kernels
+TRACE_LANES = gl.constexpr(trace.LANES)
 
 
 def pair_order(x: torch.Tensor) -> torch.Tensor:
@@ -213,6 +214,28 @@ def _grid_wait(PDL: gl.constexpr):
     if PDL:
         gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32,
                                   is_pure=False, pack=1)  # fmt: skip
+
+
+@gluon.jit
+def _trace_mark(marks, WHICH: gl.constexpr, TRACE: gl.constexpr):
+    """kernels/common.trace_mark for the Gluon kernels (marks: its trace_ptr and clock_ptr):
+    this program's moment WHICH (0 entry, 1 PDL's wait passed, 2 exit) in its launch's row of
+    the kernel timeline. Called from one partition (w12_row's multiplying warps), whose scalar
+    atomics one thread issues; its exit mark has no barrier before it (the partition's other
+    warps may still be storing: ~a store's latency early). TRACE 0: nothing."""
+    if TRACE > 0:
+        trace_ptr, clock_ptr = marks
+        if TRACE == 1:
+            now = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64,
+                                            is_pure=False, pack=1)  # fmt: skip
+        else:
+            now = gl.atomic_add(clock_ptr, 1, sem="relaxed")
+        lane = trace_ptr + (gl.program_id(0) % TRACE_LANES) * 4
+        if WHICH == 2:
+            gl.atomic_max(lane + 2, now, sem="relaxed")
+            gl.atomic_add(lane + 3, 1, sem="relaxed")
+        else:
+            gl.atomic_min(lane + WHICH, now, sem="relaxed")
 
 
 @gluon.jit
