@@ -64,14 +64,19 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     thread on 4 warps, one block a stage, and the bounds; with programmatic dependent launch's
     waits (the residual's and the copies bound's); the norm prologue with SwiGLU; X32 (x
     widened in shared memory) with the residual at K 12288 and with the norm and SwiGLU at
-    Llama's 14336; traced (the kernel timeline's marks), W12 with the norm and bf16."""
+    Llama's 14336; traced (the kernel timeline's marks), W12 with the norm and bf16; the small
+    multiplies' candidate tiles (ROW_TILES 3: 10 stages, W12 and bf16 with the norm; 4: 8-row
+    tiles)."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
              False, False), ({}, 4096, True, False, True, False, True),
              (dict(X32=1), 12288, False, True, True), (dict(X32=1), 14336, True, False, True,
              False, True), ({}, 4096, False, True, True, False, True, True),
-             ({}, 4096, False, False, True, True, False, True)]  # fmt: skip
+             ({}, 4096, False, False, True, True, False, True),
+             (dict(STAGES=10), 4096, False, False, True, False, True),
+             (dict(STAGES=10), 4096, False, False, True, True, True), (dict(ROWS=1), 4096,
+             False, True, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)
@@ -270,6 +275,35 @@ def test_w12_row_norm_prologue(where: str, n: int, k: int) -> None:
             close_columns(y.float(), expected.float(), 4)
             ref = w12_linear_reference(x, packed, norm_weight=nw, eps=1e-6, **kw)
             close_columns(y.float(), ref.float(), 4)
+
+
+def test_small_multiplies_take_their_own_tile(monkeypatch) -> None:
+    """ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: q|k|v's and o's N x K (at most
+    SMALL_WEIGHTS) on that tile, gate|up's and down's on the main one; -1 leaves every shape on
+    the main tile; a small tile whose shared memory a long K overfills falls back; and `routed`
+    hands the chosen tile to the launchers (emulated routes, the launchers counted)."""
+    rt = w12_row.row_tile
+    for n, k in [(6144, 4096), (4096, 4096), (1024, 1536)]:
+        assert rt(n, k, 0, 3, False, True) == w12_row.ROW_TILES[3]
+        assert rt(n, k, 2, -1, True, False) == w12_row.ROW_TILES[2]
+    for n, k in [(24576, 4096), (4096, 12288), (28672, 4096)]:
+        assert rt(n, k, 0, 3, False, True) == w12_row.ROW_TILES[0]
+    assert rt(1024, 24576, 0, 3, True, True) == w12_row.ROW_TILES[0]  # 10 stages too big there
+    assert rt(1024, 24576, 0, 4, True, True) == w12_row.ROW_TILES[4]
+    got = []
+    for name in ("w12_row_linear", "bf16_row_linear"):
+        monkeypatch.setattr(w12_row, name, lambda x, w, tile, **kw: got.append(tile))
+    monkeypatch.setattr(w12_row, "ONE_ROW_SMALL_TILE", 3)
+    monkeypatch.setattr(w12_row, "BF16_ONE_ROW_SMALL_TILE", 4)
+    kw = dict(glu=False, swiglu=False, residual=None, norm_weight=None, eps=1e-6)
+    with gluon_on("emulated"):
+        x = torch.zeros(1, 256, dtype=torch.bfloat16)
+        w = torch.zeros(64, 256, dtype=torch.bfloat16)
+        w12_row.routed(x, w12.encode(w), kw, {})
+        w12_row.routed(x, w, kw, {})
+        monkeypatch.setattr(w12_row, "SMALL_WEIGHTS", 64 * 256 - 1)
+        w12_row.routed(x, w12.encode(w), kw, {})
+    assert got == [w12_row.ROW_TILES[3], w12_row.ROW_TILES[4] | dict(X32=0), w12_row.TILE]
 
 
 @pytest.mark.skipif(

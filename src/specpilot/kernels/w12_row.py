@@ -92,14 +92,31 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # ONE_ROW_TILE 1: 4 rows a thread (32-row tiles), 3 stages, x in fp32 (run 294, H100: the best
 # or within 2% of it at o, gate|up and down, 12.40 / 54.08 / 29.72 us against w12_linear's
 # 13.17 / 54.17 / 30.48)
-# 2: 4 stages (run 294: W12 q|k|v's best, bf16's within 1%). BF16_ONE_ROW_TILE: the bf16 route's
-# (X32 does not apply to bf16 weights)
-ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4))
+# 2: 4 stages (run 294: W12 q|k|v's best, bf16's within 1%; runs 300 and 302 in the decode
+# graph: bf16 +0.4%, W12 -0.6%). 3: 10 stages (~120 kB in flight an SM); 4: 8-row tiles (1
+# row a thread: twice the tiles). BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to
+# bf16 weights)
+ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
+             TILE | dict(STAGES=10), TILE | dict(ROWS=1))  # fmt: skip
+# ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: the tile (an index of ROW_TILES; -1: the one
+# above) of the small one-row multiplies, N x K at most SMALL_WEIGHTS (the 8B shapes' q|k|v and
+# o). Run 306's kernel timeline (H100, W12 decode): q|k|v 15.60 us against a 12.64 bound, o
+# 11.07 against 8.43, where gate|up and down run within 8% and 2% of theirs.
+ONE_ROW_SMALL_TILE = -1
+BF16_ONE_ROW_SMALL_TILE = -1
+SMALL_WEIGHTS = 6144 * 4096
+SHARED_LIMIT = 220 * 1024  # bytes of shared memory a tile may take (Hopper: 227 kB an SM)
 _TILE_INDEX = (lambda n: 0 <= n < len(ROW_TILES), f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})")
+_SMALL_INDEX = (
+    lambda n: -1 <= n < len(ROW_TILES),
+    f"-1 or an index of ROW_TILES (0-{len(ROW_TILES) - 1})",
+)
 SWITCH_RULES = {
     "ONE_ROW": (lambda n: n in (0, 1, 2), "0 (off), 1 (every one-row multiply) or 2 (residual)"),
     "ONE_ROW_TILE": _TILE_INDEX,
     "BF16_ONE_ROW_TILE": _TILE_INDEX,
+    "ONE_ROW_SMALL_TILE": _SMALL_INDEX,
+    "BF16_ONE_ROW_SMALL_TILE": _SMALL_INDEX,
 }
 # FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
 # has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)
@@ -598,15 +615,25 @@ def routed(x: torch.Tensor, weight, kw: dict, hand: dict) -> torch.Tensor | None
     if isinstance(weight, W12Weight):
         if not one_row_route(x, weight, residual=kw["residual"] is not None):
             return None
-        return w12_row_linear(x, weight, ROW_TILES[ONE_ROW_TILE], **args)
+        norm = kw["norm_weight"] is not None
+        tile = row_tile(*weight.shape, ONE_ROW_TILE, ONE_ROW_SMALL_TILE, False, norm)
+        return w12_row_linear(x, weight, tile, **args)
     if isinstance(weight, torch.Tensor) and bf16_route(x, weight):
-        return bf16_row_linear(x, weight, _bf16_tile(), **args)
+        norm = kw["norm_weight"] is not None
+        tile = row_tile(*weight.shape, BF16_ONE_ROW_TILE, BF16_ONE_ROW_SMALL_TILE, True, norm)
+        return bf16_row_linear(x, weight, tile | dict(X32=0), **args)  # (X32: W12 only)
     return None
 
 
-def _bf16_tile() -> dict:
-    """ROW_TILES[BF16_ONE_ROW_TILE] for a bf16 weight: X32 (W12 only) off."""
-    return ROW_TILES[BF16_ONE_ROW_TILE] | dict(X32=0)
+def row_tile(n: int, k: int, index: int, small: int, bf16: bool, norm: bool) -> dict:
+    """The ROW_TILES entry of an N x K one-row multiply (bf16: a bf16 weight; norm: with the
+    norm prologue): `small`'s where it is one (-1: none), N x K is at most SMALL_WEIGHTS and
+    its shared memory fits (a deep ring with a long K may not), else `index`'s."""
+    if small >= 0 and n * k <= SMALL_WEIGHTS:
+        tile = ROW_TILES[small] | (dict(X32=0) if bf16 else {})
+        if geometry(TILE | tile, k, bf16, norm)["shared"] <= SHARED_LIMIT:
+            return ROW_TILES[small]
+    return ROW_TILES[index]
 
 
 def one_row_route(x: torch.Tensor, weight: W12Weight, residual: bool = False) -> bool:
@@ -725,7 +752,7 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
     bn = geo["BN"]
     if cfg["WARPS"] not in (4, 8) or bn > 32 or 32 % bn and bn % 32 or (swiglu and bn < 2):
         raise ValueError(f"{what}: WARPS 4 or 8 and ROWS x WARPS <= 32, got {cfg}")
-    if geo["shared"] > 220 * 1024:
+    if geo["shared"] > SHARED_LIMIT:
         raise ValueError(f"{what}: the tile takes {geo['shared']} bytes of shared memory")
     rows = bn // (2 if swiglu else 1)  # of N a tile covers (SwiGLU: and their ups)
     units = triton.cdiv(n // 2 if swiglu else n, rows)
