@@ -879,7 +879,14 @@ def test_w12_speed_arms_name_real_switches() -> None:
     assert w12_speed._switch("w12_ws.VERIFY") == (w12_ws, w12_ws.VERIFY)
 
 
-@pytest.mark.parametrize("kind", ["row", "row_bf16", "tc", "tc1", "ws"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "row",
+        "row_bf16",
+        *(pytest.param(k, marks=pytest.mark.prototype) for k in ("tc", "tc1", "ws")),
+    ],
+)
 def test_w12_join_prototype_tiles_run_on_the_emulator(kind: str) -> None:
     """Every prototype tile bench/w12_join.py times on the device (--row, --tc, --ws) runs on
     kernels/emulate.py at a small shape of its kind (one row; 16 rows; w12_tc's at one row too,

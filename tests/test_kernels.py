@@ -2150,6 +2150,7 @@ def _near_ties(reference, ids: torch.Tensor, positions: list[int], tokens: list)
 GLUON_WHERE = ["cuda", pytest.param("emulated", marks=pytest.mark.skipif(CUDA, reason="a GPU"))]
 
 
+@pytest.mark.prototype
 @pytest.mark.parametrize("where", GLUON_WHERE)
 def test_w12_ws_verify_gives_the_same_tokens(tmp_path, monkeypatch, where: str) -> None:
     """kernels/w12_ws.VERIFY in a fused W12 verify forward of 5 tokens: the rmsnorm before
@@ -2163,6 +2164,7 @@ def test_w12_ws_verify_gives_the_same_tokens(tmp_path, monkeypatch, where: str) 
     assert counts[False] == 0 and counts[True] == 4
 
 
+@pytest.mark.prototype
 @pytest.mark.parametrize("where", GLUON_WHERE)
 def test_w12_tc_verify_gives_the_same_tokens(tmp_path, monkeypatch, where: str) -> None:
     """kernels/w12_tc.VERIFY in a fused W12 verify forward of 5 tokens (every matrix W12): the
@@ -2181,6 +2183,7 @@ def test_w12_tc_verify_gives_the_same_tokens(tmp_path, monkeypatch, where: str) 
     assert counts["norms", True] == counts["norms", False]  # (in pair order where w12_tc reads)
 
 
+@pytest.mark.prototype
 @pytest.mark.parametrize("where", GLUON_WHERE)
 def test_w12_tc_one_row_forward_gives_the_same_tokens(tmp_path, monkeypatch, where: str) -> None:
     """kernels/w12_tc.ONE_ROW: the same routes as VERIFY in a one-row forward (every matrix

@@ -9,12 +9,13 @@ pack() {
 }
 # archive_only: after the last pack, the packed files removed: only all.tgz comes back.
 archive_only() { rm -f -- "$OUT"/*.json "$OUT"/*.log "$OUT"/*.csv; }
-# gpu_tests FILE...: the tests of the FILEs that TESTS_K selects (pytest -k), within TESTS_S
-# seconds (else the caller's TESTS_S_DEFAULT, else 90); nothing when TESTS_K is empty.
+# gpu_tests FILE...: the tests of the FILEs that TESTS_K selects (pytest -k; the prototype
+# marker's too, which CPU runs deselect), within TESTS_S seconds (else the caller's
+# TESTS_S_DEFAULT, else 90); nothing when TESTS_K is empty.
 gpu_tests() {
     [ -n "${TESTS_K:-}" ] || return 0
     timeout "${TESTS_S:-${TESTS_S_DEFAULT:-90}}" python3 -m pytest -q -p no:cacheprovider "$@" \
-        -k "$TESTS_K" >"$OUT/gpu-tests.log" 2>&1
+        -m "" -k "$TESTS_K" >"$OUT/gpu-tests.log" 2>&1
     echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"; pack
 }
 # gpu_tests_gate FILE...: gpu_tests, then, unless its last line says passed and none failed, the
