@@ -219,8 +219,9 @@ def timeline_losses(report: dict, bandwidth: float, floors: dict | None = None) 
             for shape, sh in a["shapes"].items():
                 speed = multiply_bandwidth(shape, bandwidth, floors)
                 rows[shape] = (sh["run_us"], sh["bytes"] / speed * 1e6)
+            by_shape = {shape.split()[0] for shape in a["shapes"]}
             for kind, k in a["kinds"].items():
-                if kind in ("linear", "w12_linear", "certified_head", "w12_row", "bf16_row"):
+                if kind in by_shape:
                     continue  # by shape, above
                 rows[kind] = (
                     k["run_us"],

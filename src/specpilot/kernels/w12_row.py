@@ -612,28 +612,29 @@ def routed(x: torch.Tensor, weight, kw: dict, hand: dict) -> torch.Tensor | None
         return None
     args = dict(swiglu=kw["swiglu"], residual=kw["residual"], norm_weight=kw["norm_weight"],
                 eps=kw["eps"])  # fmt: skip
+    norm = kw["norm_weight"] is not None
     if isinstance(weight, W12Weight):
         if not one_row_route(x, weight, residual=kw["residual"] is not None):
             return None
-        norm = kw["norm_weight"] is not None
         tile = row_tile(*weight.shape, ONE_ROW_TILE, ONE_ROW_SMALL_TILE, False, norm)
         return w12_row_linear(x, weight, tile, **args)
     if isinstance(weight, torch.Tensor) and bf16_route(x, weight):
-        norm = kw["norm_weight"] is not None
         tile = row_tile(*weight.shape, BF16_ONE_ROW_TILE, BF16_ONE_ROW_SMALL_TILE, True, norm)
-        return bf16_row_linear(x, weight, tile | dict(X32=0), **args)  # (X32: W12 only)
+        return bf16_row_linear(x, weight, tile, **args)
     return None
 
 
 def row_tile(n: int, k: int, index: int, small: int, bf16: bool, norm: bool) -> dict:
-    """The ROW_TILES entry of an N x K one-row multiply (bf16: a bf16 weight; norm: with the
-    norm prologue): `small`'s where it is one (-1: none), N x K is at most SMALL_WEIGHTS and
-    its shared memory fits (a deep ring with a long K may not), else `index`'s."""
+    """The ROW_TILES entry of an N x K one-row multiply (bf16: a bf16 weight, X32 off, which is
+    W12's only; norm: with the norm prologue): `small`'s where it is one (-1: none), N x K is at
+    most SMALL_WEIGHTS and its shared memory fits (a deep ring with a long K may not), else
+    `index`'s."""
+    w12_only = dict(X32=0) if bf16 else {}
     if small >= 0 and n * k <= SMALL_WEIGHTS:
-        tile = ROW_TILES[small] | (dict(X32=0) if bf16 else {})
+        tile = ROW_TILES[small] | w12_only
         if geometry(TILE | tile, k, bf16, norm)["shared"] <= SHARED_LIMIT:
-            return ROW_TILES[small]
-    return ROW_TILES[index]
+            return tile
+    return ROW_TILES[index] | w12_only
 
 
 def one_row_route(x: torch.Tensor, weight: W12Weight, residual: bool = False) -> bool:
