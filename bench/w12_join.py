@@ -128,6 +128,10 @@ TC_TILES = (
     ("64r4s", {}), ("64r3s", dict(STAGES=3)), ("64r6s", dict(STAGES=6)),
     ("64r4s/k1", dict(SPLIT_K=1)), ("64r4s/esc0", dict(ESC_BATCH=0)),
     ("64r4s/grid", dict(PERSISTENT=0)),
+    # the planes through TMA's 128-byte swizzle (w12_tc.TILE's SWIZZLE: no bank conflicts in
+    # the operand reads; unmeasured)
+    ("64r4s/sw", dict(SWIZZLE=128)), ("64r4s/k1/sw", dict(SPLIT_K=1, SWIZZLE=128)),
+    ("64r3s/sw", dict(STAGES=3, SWIZZLE=128)),
 )  # fmt: skip
 
 

@@ -58,6 +58,22 @@ def test_geometry_and_bad_input() -> None:
         w12_row.w12_row_linear(torch.zeros(2, 256, dtype=torch.bfloat16), packed)
 
 
+def test_the_plane_words_are_read_without_bank_conflicts() -> None:
+    """Every tile's multiplying warps read a stage's plane words [BN rows, 32 positions] (and
+    bf16_row its weight words) a row's 32 words across a warp's lanes: no bank conflicts from
+    the unswizzled 128-byte rows TMA writes (Triton's count; kernels/w12_tc.py's fragment-owned
+    reads of such rows had 7 excess passes)."""
+    from triton.experimental.gluon import language as gl
+
+    from specpilot.kernels import aot
+
+    planes = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+    for tile in w12_row.ROW_TILES:
+        rows = tile["ROWS"] * tile["WARPS"]
+        words = gl.BlockedLayout([tile["ROWS"], 1], [1, 32], [tile["WARPS"], 1], [1, 0])
+        assert aot.bank_conflicts(words, planes, [rows, 32]) == 0, tile
+
+
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     """Gluon compiles it for sm_90a here (Triton's ptxas): no spills, one program an SM in
     shared memory; the default tile at K 4096 and 12288 (with the residual), SwiGLU, 4 rows a

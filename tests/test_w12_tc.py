@@ -55,12 +55,42 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     cases = [({}, False, False, 1), ({}, True, False, 1), ({}, False, True, 1),
              ({}, False, False, 4), (dict(STAGES=6), False, False, 1),
              ({}, True, False, 1, True), ({}, True, False, 1, True, True),
-             ({}, False, True, 1, False, True)]  # fmt: skip
+             ({}, False, True, 1, False, True), (dict(SWIZZLE=128), False, False, 1),
+             (dict(SWIZZLE=128), True, False, 1, True, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tc; "
     code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
         assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0
         assert usage["shared"] <= 227 * 1024
+
+
+def test_the_operand_reads_are_free_of_bank_conflicts_only_with_the_swizzle(monkeypatch) -> None:
+    """The multiplying warps read a block's plane words [64 rows, 32 positions] as wgmma's A
+    fragment owns them (WORDS, over all 32 positions): from unswizzled 128-byte rows every read
+    puts 8 rows in one group of 4 banks (7 excess passes, Triton's count); through TMA's
+    128-byte swizzle (SWIZZLE 128), none. SWIZZLE -1 takes the switch PLANE_SWIZZLE's (0 until
+    measured); a bad swizzle is refused."""
+    from triton.experimental.gluon import language as gl
+
+    from specpilot.kernels import aot
+
+    words = w12_tc.WORDS.value
+    read = gl.DistributedLinearLayout(
+        reg_bases=[*words.reg_bases, [0, 8], [0, 16]], lane_bases=words.lane_bases,
+        warp_bases=words.warp_bases, block_bases=[], shape=[64, 32],
+    )  # fmt: skip
+
+    def planes(swizzle: int):
+        return gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=32, rank=2)
+
+    assert aot.bank_conflicts(read, planes(0), [64, 32]) == 7
+    assert aot.bank_conflicts(read, planes(128), [64, 32]) == 0
+    assert w12_tc.layouts(128)[0].swizzle_byte_width == 128
+    assert w12_tc.layouts()[0].swizzle_byte_width == w12_tc.PLANE_SWIZZLE == 0  # the switch's
+    monkeypatch.setattr(w12_tc, "PLANE_SWIZZLE", 128)
+    assert w12_tc.layouts()[0].swizzle_byte_width == 128
+    with pytest.raises(ValueError, match="SWIZZLE"):
+        w12_tc.layouts(64)
 
 
 # (where, M, N, K, tile): on a Hopper GPU Qwen3-8B's shapes (K splits), on the emulator
@@ -72,11 +102,14 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
 CASES = [("cuda", m, n, k, tile) for m in (1, 7, 16) for n, k, tile in [
     (4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}), (4100, 1152, {}),
     (320, 2304, dict(STAGES=2)), (2000, 2304, dict(PERSISTENT=0, SPLIT_K=1)),
-    (2000, 4608, dict(STAGES=6, ESC_BATCH=0)), (4104, 1152, {}), (4112, 1152, {})]] + [
+    (2000, 4608, dict(STAGES=6, ESC_BATCH=0)), (4104, 1152, {}), (4112, 1152, {}),
+    (4096, 4096, dict(SWIZZLE=128)), (6144, 4096, dict(SWIZZLE=128, SPLIT_K=1)),
+    (2000, 2304, dict(SWIZZLE=128, PERSISTENT=0))]] + [
     ("emulated", m, n, k, tile) for m, n, k, tile in [
         (1, 130, 600, {}), (7, 130, 600, {}), (16, 130, 600, {}), (1, 128, 4608, {}),
         (16, 128, 4608, {}), (7, 64, 2304, dict(STAGES=2)), (16, 200, 2304, dict(PERSISTENT=0,
-        SPLIT_K=1)), (16, 128, 4608, dict(STAGES=6, ESC_BATCH=0))]
+        SPLIT_K=1)), (16, 128, 4608, dict(STAGES=6, ESC_BATCH=0)),
+        (16, 130, 1152, dict(SWIZZLE=128))]
 ]  # fmt: skip
 BOTH = ["cuda", "emulated"]
 

@@ -121,6 +121,29 @@ def compile_kernel(
     return triton.compile(source, target=target, options=options)
 
 
+def bank_conflicts(layout, shared_layout, shape: list[int], dtype=None) -> int:
+    """Triton's own count of the shared-memory bank conflicts of reading (or writing) a tile of
+    `shape` in register layout `layout` (a Gluon distributed layout) from a buffer of that shape
+    in `shared_layout` (its swizzle included): the excess passes each wavefront takes (0: none; 7:
+    8-way). dtype: the elements' (Gluon's; default int32). No kernel is compiled: this asks
+    Triton's layout code directly, as `gl.bank_conflicts` does inside a kernel."""
+    from triton._C.libtriton import gluon_ir, ir
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language._core import (
+        distributed_type,
+        shared_memory_descriptor_type,
+    )
+    from triton.experimental.gluon.language._semantic import GluonSemantic
+
+    context = ir.context()
+    ir.load_dialects(context)
+    semantic = GluonSemantic(gluon_ir.GluonOpBuilder(context))
+    dtype = dtype or gl.int32
+    registers = distributed_type(dtype, list(shape), layout)
+    shared = shared_memory_descriptor_type(dtype, list(shape), shared_layout, list(shape))
+    return semantic.bank_conflicts(registers, shared)
+
+
 def ptxas() -> Path:
     """Triton's bundled ptxas."""
     return Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"

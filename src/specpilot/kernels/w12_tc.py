@@ -66,7 +66,16 @@ from specpilot.kernels.w12_ws import (
     pair_order,
 )
 
-TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4)
+TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1)
+# SWIZZLE (bytes, 0 or 128; -1: the switch PLANE_SWIZZLE's): the planes' rows in shared memory
+# as TMA writes them. Unswizzled, the multiplying warps' operand loads (ldmatrix: 8 rows of 16
+# bytes at once, rows 128 bytes apart) put all 8 rows in one group of 4 banks: 8-way conflicts
+# (Triton's count: aot.bank_conflicts, tests/test_w12_tc.py), 32 passes of the shared-memory
+# pipe an ldmatrix.x4 where 4 would do. A warp issues 12 a block: ~1,500 cycles an SM a
+# 256-column block, against ~1,900 for the block's bytes at the H100's bandwidth, before TMA's
+# writes and wgmma's reads. 128: TMA's 128-byte swizzle (a row's 16-byte chunks XOR its row mod
+# 8), read back through the same layout: one pass a matrix. Unmeasured.
+PLANE_SWIZZLE = 0
 # Off (wrong at some GPU shapes, slower in the verify graph: runs 302-304, see above): the
 # fused verify forward's W12 gate|up (SwiGLU, y in pair order) and down (the residual) on this
 # kernel, their input written in pair order by the rmsnorm before them (models/fused.py,
@@ -201,8 +210,11 @@ def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0):
     """acc plus one block's products (ring stage s, scale words g0 and g0 + 1): 16 wgmma, A
     decoded from the planes' words (`_operand`: positions 8 c .. 8 c + 7 of half h give the
     chunks c of pair-order slots 2 h and 2 h + 1), B the input's chunk of 16 pair-order columns
-    ([16 tokens, 16 k] in shared memory, transposed); waited for."""
-    planes: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+    ([16 tokens, 16 k] in shared memory, transposed); waited for. The planes' words are read
+    through the swizzle TMA wrote them with (SWIZZLE)."""
+    planes: gl.constexpr = gl.NVMMASharedLayout(
+        swizzle_byte_width=code_buf.type.layout.swizzle_byte_width, element_bitwidth=32, rank=2
+    )
     zero = gl.zeros([RW, 8], gl.int32, WORDS)
     code_words = code_buf.index(s)._reinterpret(gl.int32, [RW, 32], planes)
     for h in gl.static_range(2):
@@ -312,10 +324,14 @@ def pair_input(weight, x: torch.Tensor) -> bool:
     return weight.columns % BLOCK == 0 and launch.gluon_routes(x)
 
 
-def layouts() -> tuple:
-    """The shared layouts TMA writes: the planes' (unswizzled bytes) and the input's boxes ([16
-    tokens, 64 pair-order columns] bf16, 128-byte swizzle: wgmma's B, K-major)."""
-    planes = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+def layouts(swizzle: int = -1) -> tuple:
+    """The shared layouts TMA writes: the planes' (rows of 128 bytes, swizzled `swizzle` bytes
+    wide: 0 or 128; -1: PLANE_SWIZZLE's) and the input's boxes ([16 tokens, 64 pair-order
+    columns] bf16, 128-byte swizzle: wgmma's B, K-major)."""
+    swizzle = PLANE_SWIZZLE if swizzle == -1 else swizzle
+    if swizzle not in (0, 128):
+        raise ValueError(f"w12_tc: SWIZZLE is 0 or 128 (bytes), not {swizzle}")
+    planes = gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=8, rank=2)
     return planes, gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
 
 
@@ -369,7 +385,7 @@ def w12_tc_linear(
     tiles, per_split, splits = split_plan(n, k, swiglu, cfg["SPLIT_K"], sms)
     if swiglu and splits > 1:
         raise ValueError(f"w12_tc_linear swiglu takes at most {MAX_UNIT_BLOCKS * BLOCK} columns")
-    planes, x_layout = layouts()
+    planes, x_layout = layouts(cfg["SWIZZLE"])
     rows = ROWS // (2 if swiglu else 1)  # of N a unit covers (SwiGLU: and their ups)
     low = TensorDescriptor.from_tensor(weight.low, [rows, BLOCK // 2], planes)
     codes = TensorDescriptor.from_tensor(weight.codes, [rows, BLOCK // 2], planes)
@@ -402,7 +418,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
 
     cfg = TILE | (tile or {})
     rows = ROWS // (2 if swiglu else 1)
-    planes, x_layout = layouts()
+    planes, x_layout = layouts(cfg["SWIZZLE"])
     types = dict(
         low_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
         code_desc=f"tensordesc<u8[{rows}, {BLOCK // 2}],{planes!r}>",
