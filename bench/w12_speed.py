@@ -301,6 +301,9 @@ W12_ARMS = {
     "ws_verify": {"w12_ws.VERIFY": True},
     # kernels/w12_tc.py's route for the same (off by default)
     "tc_verify": {"w12_tc.VERIFY": True},
+    # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
+    # conflicts in its operand reads; session 58, unmeasured)
+    "tcsw_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128},
     # both prototypes: the one-row forwards on w12_row, the 2-16-row ones on w12_tc
     "row_tc": {"w12_row.ONE_ROW": True, "w12_tc.VERIFY": True},
     # w12_tc for every W12 multiply of 1-16 rows (its one-row forwards too)

@@ -13,8 +13,8 @@
 #    beside the unswizzled ones) against w12_linear's j2esc4 and bf16.
 # 3. Inside the verify graph, W12 every matrix, back to back: base; tc (w12_tc.VERIFY); tcsw
 #    (VERIFY with PLANE_SWIZZLE 128); base2. If tcsw beats base by > 0.05 ms, next:
-#    `W12_E2E_ARM=tcsw_verify bash bench/h200/e2e304.sh` (end to end, paired, forcing), after
-#    adding that arm.
+#    `W12_E2E_ARM=tcsw_verify bash bench/h200/e2e304.sh` (end to end, paired, forcing; the
+#    arm is bench/w12_speed.W12_ARMS's).
 # Prediction: the swizzled tiles 15-30% faster than the unswizzled ones at 16 rows (gate|up
 # ~55-60 us on an H100, level with j2esc4 at best); the verify graph: tcsw ~0.5 ms under tc,
 # level with base or slower; N 4100 / 4104 fail and 4112 passes if the variant without a
