@@ -132,6 +132,9 @@ TC_TILES = (
     # the operand reads; unmeasured)
     ("64r4s/sw", dict(SWIZZLE=128)), ("64r4s/k1/sw", dict(SPLIT_K=1, SWIZZLE=128)),
     ("64r3s/sw", dict(STAGES=3, SWIZZLE=128)),
+    # each warp's own mma.sync instead of the warpgroup's wgmma (w12_tc.TILE's MMA; unmeasured)
+    ("64r4s/sw/mma2", dict(SWIZZLE=128, MMA=2)), ("64r4s/k1/sw/mma2", dict(SPLIT_K=1,
+    SWIZZLE=128, MMA=2)), ("64r4s/mma2", dict(MMA=2)),
 )  # fmt: skip
 
 

@@ -304,6 +304,8 @@ W12_ARMS = {
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
     # conflicts in its operand reads; session 58, unmeasured)
     "tcsw_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128},
+    # ... and each warp's own mma.sync (w12_tc.MMA_VERSION 2)
+    "tcmma_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128, "w12_tc.MMA_VERSION": 2},
     # both prototypes: the one-row forwards on w12_row, the 2-16-row ones on w12_tc
     "row_tc": {"w12_row.ONE_ROW": True, "w12_tc.VERIFY": True},
     # w12_tc for every W12 multiply of 1-16 rows (its one-row forwards too)

@@ -46,6 +46,8 @@ def test_bad_input_is_refused() -> None:
         w12_tc.w12_tc_linear(torch.zeros(2, 256, dtype=torch.bfloat16), packed, y_order="pair")
     with pytest.raises(ValueError, match="x_order"):
         w12_tc.w12_tc_linear(torch.zeros(2, 256, dtype=torch.bfloat16), packed, x_order="tc")
+    with pytest.raises(ValueError, match="MMA is 2"):
+        w12_tc.w12_tc_linear(torch.zeros(2, 256, dtype=torch.bfloat16), packed, dict(MMA=1))
 
 
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
@@ -56,7 +58,9 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              ({}, False, False, 4), (dict(STAGES=6), False, False, 1),
              ({}, True, False, 1, True), ({}, True, False, 1, True, True),
              ({}, False, True, 1, False, True), (dict(SWIZZLE=128), False, False, 1),
-             (dict(SWIZZLE=128), True, False, 1, True, True)]  # fmt: skip
+             (dict(SWIZZLE=128), True, False, 1, True, True), (dict(MMA=2), False, False, 1),
+             (dict(MMA=2, SWIZZLE=128), True, False, 1, True, True),
+             (dict(MMA=2), False, True, 1, False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tc; "
     code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -93,6 +97,16 @@ def test_the_operand_reads_are_free_of_bank_conflicts_only_with_the_swizzle(monk
         w12_tc.layouts(64)
 
 
+def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
+    """SWIZZLE and MMA -1 (the default tile's) take the switches PLANE_SWIZZLE and MMA_VERSION
+    (0 and 3, wgmma, until measured); a tile's own values stay."""
+    assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | dict(SWIZZLE=0, MMA=3)
+    monkeypatch.setattr(w12_tc, "PLANE_SWIZZLE", 128)
+    monkeypatch.setattr(w12_tc, "MMA_VERSION", 2)
+    assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | dict(SWIZZLE=128, MMA=2)
+    assert w12_tc._resolved(w12_tc.TILE | dict(SWIZZLE=0, MMA=3))["MMA"] == 3
+
+
 # (where, M, N, K, tile): on a Hopper GPU Qwen3-8B's shapes (K splits), on the emulator
 # (kernels/emulate.py, 3 SMs) the same keys at sizes it runs in a few seconds. Runs 302-304: N
 # 4100 fails on the GPU (wrong columns at tile positions 0, 2, 4, 6, where the weights' special
@@ -104,12 +118,14 @@ CASES = [("cuda", m, n, k, tile) for m in (1, 7, 16) for n, k, tile in [
     (320, 2304, dict(STAGES=2)), (2000, 2304, dict(PERSISTENT=0, SPLIT_K=1)),
     (2000, 4608, dict(STAGES=6, ESC_BATCH=0)), (4104, 1152, {}), (4112, 1152, {}),
     (4096, 4096, dict(SWIZZLE=128)), (6144, 4096, dict(SWIZZLE=128, SPLIT_K=1)),
-    (2000, 2304, dict(SWIZZLE=128, PERSISTENT=0))]] + [
+    (2000, 2304, dict(SWIZZLE=128, PERSISTENT=0)), (4096, 4096, dict(MMA=2, SWIZZLE=128)),
+    (4096, 12288, dict(MMA=2, SWIZZLE=128)), (2000, 4608, dict(MMA=2, STAGES=6))]] + [
     ("emulated", m, n, k, tile) for m, n, k, tile in [
         (1, 130, 600, {}), (7, 130, 600, {}), (16, 130, 600, {}), (1, 128, 4608, {}),
         (16, 128, 4608, {}), (7, 64, 2304, dict(STAGES=2)), (16, 200, 2304, dict(PERSISTENT=0,
         SPLIT_K=1)), (16, 128, 4608, dict(STAGES=6, ESC_BATCH=0)),
-        (16, 130, 1152, dict(SWIZZLE=128))]
+        (16, 130, 1152, dict(SWIZZLE=128)), (16, 130, 1152, dict(MMA=2)),
+        (7, 200, 2304, dict(MMA=2, SWIZZLE=128, PERSISTENT=0, SPLIT_K=1))]
 ]  # fmt: skip
 BOTH = ["cuda", "emulated"]
 

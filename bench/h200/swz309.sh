@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~7 min + cold start; no carry): run 309, kernels/w12_tc.py with its planes through
+# Device call (~6-9 min + cold start; no carry): run 309, kernels/w12_tc.py with its planes through
 # TMA's 128-byte swizzle (session 58, CPU). Unswizzled, its multiplying warps' ldmatrix reads of
 # the planes have 8-way bank conflicts (Triton's count, aot.bank_conflicts: 7 excess passes; 0
 # with the swizzle): ~1,500 shared-memory cycles an SM a 256-column block against ~1,900 for the
@@ -10,37 +10,40 @@
 # 1. GPU tests: w12_tc against w12_linear_reference at every cuda case (the SWIZZLE 128 cases
 #    for the first time; N 4100 / 4104 / 4112: tcn308.sh's question) and w12_ws at N 4100.
 # 2. bench/w12_join.py --tc at 16 rows, Qwen3-8B: TC_TILES (64r4s/sw, 64r4s/k1/sw, 64r3s/sw
-#    beside the unswizzled ones) against w12_linear's j2esc4 and bf16.
+#    beside the unswizzled ones; /mma2: mma.sync a warp, w12_tc.MMA 2) against w12_linear's
+#    j2esc4 and bf16.
 # 3. Inside the verify graph, W12 every matrix, back to back: base; tc (w12_tc.VERIFY); tcsw
-#    (VERIFY with PLANE_SWIZZLE 128); base2. If tcsw beats base by > 0.05 ms, next:
-#    `W12_E2E_ARM=tcsw_verify bash bench/h200/e2e304.sh` (end to end, paired, forcing; the
-#    arm is bench/w12_speed.W12_ARMS's).
+#    (VERIFY with PLANE_SWIZZLE 128); tcmma (and MMA_VERSION 2: each warp's own mma.sync);
+#    base2. If tcsw or tcmma beats base by > 0.05 ms, next: `W12_E2E_ARM=tcsw_verify` (or
+#    tcmma_verify) `bash bench/h200/e2e304.sh` (end to end, paired, forcing; the arms are
+#    bench/w12_speed.W12_ARMS's).
 # Prediction: the swizzled tiles 15-30% faster than the unswizzled ones at 16 rows (gate|up
-# ~55-60 us on an H100, level with j2esc4 at best); the verify graph: tcsw ~0.5 ms under tc,
-# level with base or slower; N 4100 / 4104 fail and 4112 passes if the variant without a
-# 16-divisible N is the fault.
+# ~55-60 us on an H100, level with j2esc4 at best), mma2 within 10% of them either way; the
+# verify graph: tcsw ~0.5 ms under tc, level with base or slower; N 4100 / 4104 fail and 4112
+# passes if the variant without a 16-divisible N is the fault.
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="matches_the_reference and cuda" TESTS_S=170 gpu_tests tests/test_w12_tc.py
+TESTS_K="matches_the_reference and cuda" TESTS_S=140 gpu_tests tests/test_w12_tc.py
 grep -E "^FAILED" "$OUT/gpu-tests.log" | head -20 | cut -c1-160
 TESTS_K="matches_the_reference and cuda and 4100" TESTS_S=60 gpu_tests tests/test_w12_ws.py
-timeout 200 python3 bench/w12_join.py --model qwen3-8b --rows 16 --variants j2esc4 --tc \
+timeout 170 python3 bench/w12_join.py --model qwen3-8b --rows 16 --variants j2esc4 --tc \
     --out "$OUT/tc-qwen3-8b.json" >"$OUT/tc-qwen3-8b.log" 2>&1
 echo "tc 16 rows rc=$?"
 sed -n '/^shape/,/^{/p' "$OUT/tc-qwen3-8b.log" | grep -v '^{' | cut -c1-200
 tc_table "$OUT"/tc-qwen3-8b.json
 pack
-v="--switch kernels.w12_tc.VERIFY=1"
+v="--switch kernels.w12_tc.VERIFY=1"; s="--switch kernels.w12_tc.PLANE_SWIZZLE=128"
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
-    "base|;tc|$v;tcsw|$v --switch kernels.w12_tc.PLANE_SWIZZLE=128;base2|" 200
+    "base|;tc|$v;tcsw|$v $s;tcmma|$v $s --switch kernels.w12_tc.MMA_VERSION=2;base2|" 230
 pack
 python3 - "$OUT/timeline-variants-1024-qwen3-8b.json" <<'PY'
 import json, sys
 arms = json.load(open(sys.argv[1]))["arms"]
 ms = {k.split()[1]: v["verify"]["untraced_back_to_back_ms"] for k, v in arms.items()}
 print("verify back to back, ms:", {k: round(v, 3) for k, v in ms.items()})
-print("tcsw beyond 0.05 ms:", ms.get("tcsw", 9e9) < min(ms["base"], ms["base2"]) - 0.05)
+for arm in ("tcsw", "tcmma"):
+    print(arm, "beyond 0.05 ms:", ms.get(arm, 9e9) < min(ms["base"], ms["base2"]) - 0.05)
 PY
 pack; archive_only

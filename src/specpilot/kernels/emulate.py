@@ -19,7 +19,8 @@ runs a kernel's own Python source with the Gluon language swapped for PyTorch on
 - a TMA copy reads its box (zeros outside the tensor) into shared memory at a later point the
   scheduler picks, then takes its box's bytes off the barrier;
 - wgmma reading shared memory that a partition stored to with no `fence_async_shared` since
-  raises (the async proxy may miss generic stores);
+  raises (the async proxy may miss generic stores); mma.sync (`ampere.mma_v2`) takes both
+  operands from registers;
 - each program runs alone; `gl.warp_specialize`'s partitions run as threads of which exactly one
   runs at a time, switching at every barrier, copy and shared-memory access to a partition the
   seeded random choice picks among those that can go on. No partition able to go on and no copy
@@ -50,6 +51,7 @@ from collections.abc import Callable, Iterator
 import torch
 from triton.experimental.gluon import language as _gl
 from triton.experimental.gluon._runtime import GluonJITFunction
+from triton.experimental.gluon.language.nvidia import ampere as _ampere
 from triton.experimental.gluon.language.nvidia import hopper as _hopper
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier as _mbarrier
 from triton.experimental.gluon.language.nvidia.hopper import tma as _tma
@@ -922,6 +924,12 @@ def _mma(a, b: Shared, acc, *, use_acc=True, is_async=False, **_) -> Tensor:
     return Tensor(base + prod.to(base.dtype), getattr(acc, "layout", None))
 
 
+def _mma_v2(a, b, acc, **_) -> Tensor:
+    """mma.sync (ampere.mma_v2): both operands in registers, acc plus their product."""
+    prod = _raw(a).float() @ _raw(b).float()
+    return Tensor(_raw(acc) + prod.to(_raw(acc).dtype), getattr(acc, "layout", None))
+
+
 def _mma_wait(num_outstanding=0, deps=None, **_):
     return deps[0] if len(deps) == 1 else tuple(deps)
 
@@ -943,6 +951,7 @@ _REPLACE = {
     id(_hopper.fence_async_shared): lambda: lambda *a, **k: _fence(),
     id(_hopper.warpgroup_mma): lambda: _mma,
     id(_hopper.warpgroup_mma_wait): lambda: _mma_wait,
+    id(_ampere.mma_v2): lambda: _mma_v2,
 }
 _MODULES: dict[str, dict] = {}
 

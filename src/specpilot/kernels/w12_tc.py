@@ -42,6 +42,7 @@ import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import (
     mbarrier,
     tma,
@@ -66,7 +67,7 @@ from specpilot.kernels.w12_ws import (
     pair_order,
 )
 
-TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1)
+TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1)
 # SWIZZLE (bytes, 0 or 128; -1: the switch PLANE_SWIZZLE's): the planes' rows in shared memory
 # as TMA writes them. Unswizzled, the multiplying warps' operand loads (ldmatrix: 8 rows of 16
 # bytes at once, rows 128 bytes apart) put all 8 rows in one group of 4 banks: 8-way conflicts
@@ -76,6 +77,12 @@ TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1)
 # writes and wgmma's reads. 128: TMA's 128-byte swizzle (a row's 16-byte chunks XOR its row mod
 # 8), read back through the same layout: one pass a matrix. Unmeasured.
 PLANE_SWIZZLE = 0
+# MMA (-1: the switch MMA_VERSION's): 3, each 16-k chunk one wgmma of the warpgroup (m64n16k16,
+# A in registers: the 4 warps meet at every chunk, WARPGROUP.ARRIVE, so the slowest warp's
+# operand sets the pace); 2, each warp's own mma.sync (m16n8k16, twice for 16 tokens) on its 16
+# rows, its A the same registers (the fragments own the same rows and k), its B the input chunk
+# read from shared memory by ldmatrix: no warp waits on another within a block. Unmeasured.
+MMA_VERSION = 3
 # Off (wrong at some GPU shapes, slower in the verify graph: runs 302-304, see above): the
 # fused verify forward's W12 gate|up (SwiGLU, y in pair order) and down (the residual) on this
 # kernel, their input written in pair order by the rmsnorm before them (models/fused.py,
@@ -102,6 +109,11 @@ WORDS = gl.constexpr(gl.DistributedLinearLayout(
 ACC = gl.constexpr(gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                              instr_shape=[16, 16, 16]))  # fmt: skip
 A_OPERAND = gl.constexpr(gl.DotOperandLayout(operand_index=0, parent=ACC.value, k_width=2))
+# MMA 2: mma.sync's accumulator (a warp's 16 rows, 16 tokens as two n8 halves) and operands
+ACC2 = gl.constexpr(gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[4, 1],
+                                              instr_shape=[16, 8]))  # fmt: skip
+A2_OPERAND = gl.constexpr(gl.DotOperandLayout(operand_index=0, parent=ACC2.value, k_width=2))
+B2_OPERAND = gl.constexpr(gl.DotOperandLayout(operand_index=1, parent=ACC2.value, k_width=2))
 
 
 @gluon.jit
@@ -115,13 +127,14 @@ def _halves(pair):
 
 
 @gluon.jit
-def _operand(low, high, scale, Q: gl.constexpr):
+def _operand(low, high, scale, Q: gl.constexpr, MMA: gl.constexpr = 3):
     """A 16-k chunk's A operand [64, 16] bf16 from [64, 8] words (WORDS; high: the code words'
     high bytes of the half): k = 2 i + s is slice Q + s of the half at position i (i < 8 of the
-    chunk), made exact by the rows' scale words: w12_ws.pair_order's order."""
+    chunk), made exact by the rows' scale words: w12_ws.pair_order's order. MMA 2: as
+    mma.sync's A (the same registers)."""
     lo, hi = _halves(_times(_bf16_pair(low, high, Q), scale))
     a = gl.reshape(gl.join(lo, hi), [64, 16])  # k = 2 i + half
-    return gl.convert_layout(a, A_OPERAND, assert_trivial=True)
+    return gl.convert_layout(a, A2_OPERAND if MMA == 2 else A_OPERAND, assert_trivial=True)
 
 
 @gluon.jit
@@ -206,12 +219,13 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, SWIGLU: gl.
 
 
 @gluon.jit
-def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0):
+def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0, MMA: gl.constexpr = 3):
     """acc plus one block's products (ring stage s, scale words g0 and g0 + 1): 16 wgmma, A
     decoded from the planes' words (`_operand`: positions 8 c .. 8 c + 7 of half h give the
     chunks c of pair-order slots 2 h and 2 h + 1), B the input's chunk of 16 pair-order columns
     ([16 tokens, 16 k] in shared memory, transposed); waited for. The planes' words are read
-    through the swizzle TMA wrote them with (SWIZZLE)."""
+    through the swizzle TMA wrote them with (SWIZZLE). MMA 2: each warp's mma.sync instead, B
+    read into registers from the same chunk."""
     planes: gl.constexpr = gl.NVMMASharedLayout(
         swizzle_byte_width=code_buf.type.layout.swizzle_byte_width, element_bitwidth=32, rank=2
     )
@@ -224,15 +238,20 @@ def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0):
             low = low_words.slice(8 * c, 8, dim=1).load(WORDS)
             high = _high_bytes(code_words.slice(8 * c, 8, dim=1).load(WORDS), h)
             for q in gl.static_range(2):  # slices 4 h + 2 q, + 1: pair-order slot 2 h + q
-                a = _operand(low, high, scale, 2 * q)
+                a = _operand(low, high, scale, 2 * q, MMA)
                 b = x_buf.index(4 * s + 2 * h + q).slice(16 * c, 16, dim=1).permute((1, 0))
-                acc = warpgroup_mma(a, b, acc, is_async=True)
+                if MMA == 2:
+                    acc = mma_v2(a, b.load(B2_OPERAND), acc)
+                else:
+                    acc = warpgroup_mma(a, b, acc, is_async=True)
+    if MMA == 2:
+        return acc
     return warpgroup_mma_wait(num_outstanding=0, deps=[acc])
 
 
 @gluon.jit
 def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE: gl.constexpr,
-                PDL: gl.constexpr):  # fmt: skip
+                PDL: gl.constexpr, MMA: gl.constexpr):  # fmt: skip
     """The default partition (one warpgroup): each unit's blocks (`_block_products`), its
     escapes, the store (w12_ws's `_store`)."""
     low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
@@ -246,18 +265,18 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
         slot = j % 2
         row0, k_block0, n_blocks, split = _unit(u, work, RW // (1 + SWIGLU))
         mbarrier.wait(scale_ready.index(slot), (j // 2) & 1)
-        acc = gl.zeros([RW, 16], gl.float32, ACC)
+        acc = gl.zeros([RW, 16], gl.float32, ACC2 if MMA == 2 else ACC)
         for i in range(n_blocks):
             s = c % STAGES
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
             acc = _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s,
-                                  slot * GROUPS + 2 * i)  # fmt: skip
+                                  slot * GROUPS + 2 * i, MMA)  # fmt: skip
             mbarrier.arrive(empty.index(s), count=1)
             c += 1
         mbarrier.wait(esc_ready.index(slot), (j // 2) & 1)
-        acc = acc + esc_buf.index(slot).load(ACC)
+        acc = acc + esc_buf.index(slot).load(acc.type.layout)
         mbarrier.arrive(meta_empty.index(slot), count=1)
-        rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, ACC))
+        rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, acc.type.layout))
         _grid_wait(PDL)  # (the residual, and y's memory, the kernel before's to finish with)
         _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
         j += 1
@@ -270,7 +289,7 @@ def _w12_tc_kernel(
     m, n, k, units, tiles, blocks_per_split, stride_x, base_stride, groups, stride_y,
     stride_split, stride_r,
     STAGES: gl.constexpr, SPLIT_K: gl.constexpr, ESC_BATCH: gl.constexpr, SWIGLU: gl.constexpr,
-    RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr, PDL: gl.constexpr,
+    RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr, PDL: gl.constexpr, MMA: gl.constexpr = 3,
 ):  # fmt: skip
     """Each program takes units pid, pid + programs, ...; the partitions run on across them."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
@@ -290,7 +309,7 @@ def _w12_tc_kernel(
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
                            (ready, empty, scale_ready, esc_ready, meta_empty), work, n, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), SPLIT_K > 1,
-                           (SWIGLU, RESIDUAL, Y_PAIR), PDL)),
+                           (SWIGLU, RESIDUAL, Y_PAIR), PDL, MMA)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, SWIGLU, ESC_BATCH, PDL)),
@@ -377,6 +396,7 @@ def w12_tc_linear(
     unknown = set(cfg) - set(TILE)
     if unknown:
         raise ValueError(f"w12_tc_linear: unknown tile keys {sorted(unknown)}")
+    cfg = _resolved(cfg)
     m, k, n = x.shape[0], weight.columns, weight.shape[0]
     check_pair_call("w12_tc_linear", x, weight, x_order, swiglu, residual, y_order)
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -401,7 +421,7 @@ def w12_tc_linear(
         low, codes, xd, xp, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, out, res,
         m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0), STAGES=cfg["STAGES"],
-        SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu),
+        SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu), MMA=cfg["MMA"],
         RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair",
         PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4,
     )  # fmt: skip
@@ -410,13 +430,25 @@ def w12_tc_linear(
     return y
 
 
+def _resolved(cfg: dict) -> dict:
+    """A tile with its -1 keys taken from the switches (SWIZZLE: PLANE_SWIZZLE, MMA:
+    MMA_VERSION), checked."""
+    out = dict(cfg)
+    if out["MMA"] == -1:
+        out["MMA"] = MMA_VERSION
+    if out["MMA"] not in (2, 3):
+        raise ValueError(f"w12_tc_linear: MMA is 2 (mma.sync) or 3 (wgmma), not {out['MMA']}")
+    out["SWIZZLE"] = layouts(out["SWIZZLE"])[0].swizzle_byte_width  # (checks it)
+    return out
+
+
 def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
                  split: int = 1, y_pair: bool = False, pdl: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel); pdl: with
     programmatic dependent launch's waits."""
     from specpilot.kernels import aot
 
-    cfg = TILE | (tile or {})
+    cfg = _resolved(TILE | (tile or {}))
     rows = ROWS // (2 if swiglu else 1)
     planes, x_layout = layouts(cfg["SWIZZLE"])
     types = dict(
@@ -426,7 +458,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
         y_ptr="*fp32" if split > 1 else "*bf16", res_ptr="*bf16",
     )  # fmt: skip
-    consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"],
+    consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"], MMA=cfg["MMA"],
                   SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, PDL=pdl,
                   num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)
