@@ -50,6 +50,17 @@ name, the idle time) the furthest from their bounds first:
 
     python bench/cost_model.py --loop bench/results/2026-12-07-tokens-run152/engine-loop.json
 
+With `--ceiling BASE,ARM` (a report of two weight arms, e.g. `bf16,w12:all`), what ARM's
+weights could give over BASE's on a GPU of `--bandwidth` (TB/s; default the H200's): each
+forward's multiplies scaled from the report's own copy bandwidth to that one, the rest
+(attention, norms, the head's exact pass, gaps: latency, not bytes) kept as measured; "now" with
+ARM's multiplies as they ran, "ceiling" with ARM's multiply bytes read at BASE's bytes a second
+and BASE's rest; a speculative step is the verify plus BASE's draft (session 58: run 306, W12
+every matrix over bf16, H200 decode ceiling 1.260x, step 1.219x):
+
+    python bench/cost_model.py --timeline --ceiling bf16,w12:qkv,o,gate_up,down \
+        bench/results/2026-12-05-trace-run306/timeline-compiled.json.gz
+
 With `--gaps`, where each forward's gaps between launches sit: its launches grouped by the
 launch before each, with the mean gap and wait and the share launched early (PDL). Plain
 launches show as ~1.3 us gaps entered late (how the verify's multiplies stood until run 145):
@@ -243,6 +254,48 @@ def timeline_losses(report: dict, bandwidth: float, floors: dict | None = None) 
     return out
 
 
+MULTIPLY_KINDS = ("linear", "w12_linear", "w12_row", "bf16_row")  # timeline kinds that multiply
+
+
+def timeline_ceiling(report: dict, base: str, arm: str, bandwidth: float) -> dict:
+    """`--ceiling`: arm's weights against base's, projected to a GPU of `bandwidth` TB/s from a
+    bench/timeline.py report (its `copy_bandwidth_tb_s` measured in the same call). Per forward
+    (decode, verify; and "step": verify plus base's draft): base's span, arm's "now" (its own
+    multiplies scaled by the bandwidths, its own rest) and "ceiling" (arm's multiply bytes at
+    base's bytes a second, scaled, and base's rest), microseconds, and their ratios to base."""
+    arms = report["arms"]
+    for name in (base, arm):
+        if name not in arms:
+            raise ValueError(f"--ceiling: the report has no arm {name!r} (it has {list(arms)})")
+    scale = bandwidth / report["copy_bandwidth_tb_s"]
+
+    def parts(forward: dict) -> tuple[float, float, float]:
+        kinds = forward["kinds"]
+        us = sum(k["run_us"] for name, k in kinds.items() if name in MULTIPLY_KINDS)
+        nbytes = sum(k["bytes"] for name, k in kinds.items() if name in MULTIPLY_KINDS)
+        return us, nbytes, forward["span_us"] - us
+
+    out: dict = {"bandwidth_tb_s": bandwidth, "measured_tb_s": report["copy_bandwidth_tb_s"]}
+    spans: dict = {}
+    for name in ("decode", "verify", "draft"):
+        b_us, b_bytes, b_rest = parts(arms[base][name])
+        a_us, a_bytes, a_rest = parts(arms[arm][name])
+        spans[name] = (
+            b_us / scale + b_rest,
+            a_us / scale + a_rest,
+            a_bytes * (b_us / b_bytes) / scale + b_rest,
+        )
+    draft = spans["draft"][0]
+    spans["step"] = tuple(t + draft for t in spans["verify"])
+    for name in ("decode", "verify", "step"):
+        b, now, ceiling = spans[name]
+        out[name] = {
+            "base_us": b, "now_us": now, "ceiling_us": ceiling,
+            "now": b / now, "ceiling": b / ceiling,
+        }  # fmt: skip
+    return out
+
+
 def timeline_deltas(report: dict, losses: dict, base: str, most: int = 4) -> dict:
     """Each variant of a `timeline.py --variants` report against variant `base` of the same
     weights (arm "<weights> <variant>"): per forward, its back-to-back time and the change
@@ -399,14 +452,20 @@ def main() -> None:
         help="--timeline: where each forward's gaps sit, by launch and the launch before it",
     )
     parser.add_argument(
+        "--ceiling",
+        default="",
+        help="--timeline: BASE,ARM (two of the report's weight arms): ARM's forwards over "
+        "BASE's on a GPU of --bandwidth, as measured and at BASE's bandwidth (see above)",
+    )
+    parser.add_argument(
         "--floors",
         default="",
         help="--timeline: a bench/read_floor.py report; each multiply bound by its shape's "
         "measured read floor instead of --bandwidth",
     )
     args = parser.parse_args()
-    if (args.against or args.gaps or args.floors) and not args.timeline:
-        parser.error("--against, --gaps and --floors go with --timeline")
+    if (args.against or args.gaps or args.floors or args.ceiling) and not args.timeline:
+        parser.error("--against, --gaps, --floors and --ceiling go with --timeline")
     if not 0 < args.fraction <= 1 or args.bandwidth <= 0:
         parser.error("--fraction must be in (0, 1] and --bandwidth > 0")
     if args.loop:
@@ -422,6 +481,25 @@ def main() -> None:
         report = read_report(args.table)
         floors = read_floors(read_report(args.floors)) if args.floors else None
         out = timeline_losses(report, args.bandwidth * 1e12, floors)
+        if args.ceiling:
+            base, _, arm = args.ceiling.partition(",")
+            try:
+                ceiling = timeline_ceiling(report, base, arm, args.bandwidth)
+            except ValueError as exc:
+                parser.error(str(exc))
+            print(
+                f"{arm} over {base} at {args.bandwidth:.2f} TB/s (measured at "
+                f"{ceiling['measured_tb_s']:.2f}): multiplies scaled, the rest as measured"
+            )
+            for name in ("decode", "verify", "step"):
+                c = ceiling[name]
+                print(
+                    f"  {name:<7} {base} {c['base_us']:7.0f} us; {arm} now {c['now_us']:7.0f} "
+                    f"({c['now']:.3f}x), at {base}'s bandwidth {c['ceiling_us']:7.0f} "
+                    f"({c['ceiling']:.3f}x)"
+                )
+            print(json.dumps(ceiling))
+            return
         if args.gaps:
             gaps = timeline_gaps(report)
             for arm, forwards in gaps.items():

@@ -248,3 +248,42 @@ def test_timeline_losses_against_the_read_floors_of_run_227(capsys, monkeypatch)
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == json.loads(
         json.dumps(out)
     )
+
+
+def test_timeline_ceiling_on_run_306(capsys, monkeypatch) -> None:
+    """--timeline --ceiling on run 306's kernel timeline (H100, bf16 and W12 every matrix): at
+    the report's own bandwidth nothing is scaled (base's span is its measured span, "now" is
+    W12's); the ceiling reads W12's multiply bytes at bf16's bytes a second with bf16's rest
+    (decode 1.276x there, 1.260x at the H200's 4.26 TB/s); base against itself is 1.0x; a step
+    is the verify plus bf16's draft; an arm the report lacks is a usage error."""
+    path = ROOT / "bench/results/2026-12-05-trace-run306/timeline-compiled.json.gz"
+    report = cost_model.read_report(path)
+    w12 = "w12:qkv,o,gate_up,down"
+    own = report["copy_bandwidth_tb_s"]
+    out = cost_model.timeline_ceiling(report, "bf16", w12, own)
+    bf16, w = report["arms"]["bf16"], report["arms"][w12]
+    assert out["decode"]["base_us"] == pytest.approx(bf16["decode"]["span_us"])
+    assert out["decode"]["now_us"] == pytest.approx(w["decode"]["span_us"])
+    kinds = bf16["decode"]["kinds"]["bf16_row"], w["decode"]["kinds"]["w12_row"]
+    rest = bf16["decode"]["span_us"] - kinds[0]["run_us"]
+    ceiling = kinds[1]["bytes"] * kinds[0]["run_us"] / kinds[0]["bytes"] + rest
+    assert out["decode"]["ceiling_us"] == pytest.approx(ceiling)
+    assert out["decode"]["ceiling"] == pytest.approx(1.276, abs=1e-3)
+    draft = bf16["draft"]["span_us"]
+    assert out["step"]["base_us"] == pytest.approx(bf16["verify"]["span_us"] + draft)
+    same = cost_model.timeline_ceiling(report, "bf16", "bf16", 4.26)
+    assert all(same[f]["now"] == pytest.approx(1.0) for f in ("decode", "verify", "step"))
+    assert all(same[f]["ceiling"] == pytest.approx(1.0) for f in ("decode", "verify", "step"))
+    h200 = cost_model.timeline_ceiling(report, "bf16", w12, 4.26)
+    assert h200["decode"]["ceiling"] == pytest.approx(1.260, abs=1e-3)
+    assert h200["step"]["ceiling"] == pytest.approx(1.219, abs=1e-3)
+    assert h200["decode"]["base_us"] < out["decode"]["base_us"]  # a faster GPU's multiplies
+    with pytest.raises(ValueError, match="no arm 'w12:nope'"):
+        cost_model.timeline_ceiling(report, "bf16", "w12:nope", 4.26)
+    monkeypatch.setattr(
+        sys, "argv", ["cost_model.py", str(path), "--timeline", "--ceiling", f"bf16,{w12}"]
+    )
+    cost_model.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert "(1.260x)" in lines[1] and lines[1].lstrip().startswith("decode")
+    assert json.loads(lines[-1]) == json.loads(json.dumps(h200))
