@@ -82,7 +82,7 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     widened in shared memory) with the residual at K 12288 and with the norm and SwiGLU at
     Llama's 14336; traced (the kernel timeline's marks), W12 with the norm and bf16; the small
     multiplies' candidate tiles (ROW_TILES 3: 10 stages, W12 and bf16 with the norm; 4: 8-row
-    tiles)."""
+    tiles; 5: 15 stages, W12 with the norm)."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
@@ -92,7 +92,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              ({}, 4096, False, False, True, True, False, True),
              (dict(STAGES=10), 4096, False, False, True, False, True),
              (dict(STAGES=10), 4096, False, False, True, True, True), (dict(ROWS=1), 4096,
-             False, True, True)]  # fmt: skip
+             False, True, True), (dict(STAGES=15), 4096, False, False, True, False,
+             True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)
@@ -306,6 +307,8 @@ def test_small_multiplies_take_their_own_tile(monkeypatch) -> None:
         assert rt(n, k, 0, 3, False, True) == w12_row.ROW_TILES[0]
     assert rt(1024, 24576, 0, 3, True, True) == w12_row.ROW_TILES[0]  # 10 stages too big there
     assert rt(1024, 24576, 0, 4, True, True) == w12_row.ROW_TILES[4]
+    assert rt(6144, 4096, 0, 5, False, True) == w12_row.ROW_TILES[5]  # 15 stages fit W12
+    assert rt(6144, 4096, 0, 5, True, True) == w12_row.ROW_TILES[0]  # but not bf16's ring
     got = []
     for name in ("w12_row_linear", "bf16_row_linear"):
         monkeypatch.setattr(w12_row, name, lambda x, w, tile, **kw: got.append(tile))

@@ -94,10 +94,11 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # 13.17 / 54.17 / 30.48)
 # 2: 4 stages (run 294: W12 q|k|v's best, bf16's within 1%; runs 300 and 302 in the decode
 # graph: bf16 +0.4%, W12 -0.6%). 3: 10 stages (~120 kB in flight an SM); 4: 8-row tiles (1
-# row a thread: twice the tiles). BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to
-# bf16 weights)
+# row a thread: twice the tiles); 5: 15 stages, the deepest W12 ring that fits beside a K of
+# 4096 with the norm (~180 kB in flight, 205 kB of shared memory; bf16's falls back: row_tile).
+# BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
-             TILE | dict(STAGES=10), TILE | dict(ROWS=1))  # fmt: skip
+             TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15))  # fmt: skip
 # ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: the tile (an index of ROW_TILES; -1: the one
 # above) of the small one-row multiplies, N x K at most SMALL_WEIGHTS (the 8B shapes' q|k|v and
 # o). Run 306's kernel timeline (H100, W12 decode): q|k|v 15.60 us against a 12.64 bound, o
