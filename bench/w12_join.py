@@ -135,6 +135,11 @@ TC_TILES = (
     # each warp's own mma.sync instead of the warpgroup's wgmma (w12_tc.TILE's MMA; unmeasured)
     ("64r4s/sw/mma2", dict(SWIZZLE=128, MMA=2)), ("64r4s/k1/sw/mma2", dict(SPLIT_K=1,
     SWIZZLE=128, MMA=2)), ("64r4s/mma2", dict(MMA=2)),
+    # bounds (w12_tc.TILE's BOUND; wrong products): no decode, no multiply, neither, the copies
+    # alone, swizzled: which of the loads, the decode and the multiply holds it
+    ("64r4s/sw/nodec", dict(SWIZZLE=128, BOUND=1)), ("64r4s/sw/nomma", dict(SWIZZLE=128,
+    BOUND=2)), ("64r4s/sw/loads", dict(SWIZZLE=128, BOUND=3)), ("64r4s/copies", dict(BOUND=8)),
+    ("64r4s/nodec", dict(BOUND=1)),
 )  # fmt: skip
 
 

@@ -60,7 +60,10 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              ({}, False, True, 1, False, True), (dict(SWIZZLE=128), False, False, 1),
              (dict(SWIZZLE=128), True, False, 1, True, True), (dict(MMA=2), False, False, 1),
              (dict(MMA=2, SWIZZLE=128), True, False, 1, True, True),
-             (dict(MMA=2), False, True, 1, False, True)]  # fmt: skip
+             (dict(MMA=2), False, True, 1, False, True), (dict(BOUND=1), False, False, 1),
+             (dict(BOUND=2), False, False, 1), (dict(BOUND=3), False, False, 1),
+             (dict(BOUND=8), False, False, 1, False, True), (dict(BOUND=2, MMA=2), True,
+             False, 1)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tc; "
     code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -139,6 +142,40 @@ def test_w12_tc_matches_the_reference(where: str, m: int, n: int, k: int, tile: 
         x = torch.randn(m, k).to(device, torch.bfloat16)
         ref = w12_linear_reference(x, packed).float()
         close_columns(w12_tc.w12_tc_linear(x, packed, tile).float(), ref, 4)
+
+
+def _escapes_only(x: torch.Tensor, packed) -> torch.Tensor:
+    """x @ W.T with only W's escaped weights (the rest taken as 0): [M, N] fp32."""
+    n = packed.shape[0]
+    rows = torch.repeat_interleave(torch.arange(n), packed.row_ptr.diff())
+    y = torch.zeros(n, x.shape[0])
+    value = packed.esc_bits.view(torch.bfloat16).float()
+    y.index_put_((rows,), value[:, None] * x.float()[:, packed.esc_col.long()].T, accumulate=True)
+    return y.T
+
+
+BOUNDS = [
+    dict(BOUND=1),
+    dict(BOUND=2),
+    dict(BOUND=3),
+    dict(BOUND=8),
+    dict(BOUND=1, MMA=2),
+    dict(BOUND=2, MMA=2, SPLIT_K=2),
+]
+
+
+@pytest.mark.parametrize("tile", BOUNDS)
+def test_w12_tc_bounds_leave_only_the_escapes(tile: dict) -> None:
+    """The bounds (bench/w12_join.py --tc) take the blocks' products out, each its own way (no
+    decode, no multiply, neither, no consumer of the copies), and nothing else: what is left is
+    the escapes' sums (emulated), within summation order; a bad BOUND is refused."""
+    with gluon_on("emulated") as device:
+        packed = w12.encode(_weights(130, 1152, seed=5).to(device))
+        x = torch.randn(7, 1152).to(device, torch.bfloat16)
+        y = w12_tc.w12_tc_linear(x, packed, tile).float()
+        close_columns(y, _escapes_only(x, packed).to(torch.bfloat16).float(), 4)
+        with pytest.raises(ValueError, match="BOUND"):
+            w12_tc.w12_tc_linear(x, packed, dict(BOUND=4))
 
 
 @pytest.mark.parametrize("m, n, k, tile", [(16, 130, 600, {}), (16, 128, 4096, dict(SPLIT_K=1)),

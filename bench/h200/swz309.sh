@@ -10,8 +10,9 @@
 # 1. GPU tests: w12_tc against w12_linear_reference at every cuda case (the SWIZZLE 128 cases
 #    for the first time; N 4100 / 4104 / 4112: tcn308.sh's question) and w12_ws at N 4100.
 # 2. bench/w12_join.py --tc at 16 rows, Qwen3-8B: TC_TILES (64r4s/sw, 64r4s/k1/sw, 64r3s/sw
-#    beside the unswizzled ones; /mma2: mma.sync a warp, w12_tc.MMA 2) against w12_linear's
-#    j2esc4 and bf16.
+#    beside the unswizzled ones; /mma2: mma.sync a warp, w12_tc.MMA 2; the bounds nodec, nomma,
+#    loads and copies: which of the loads, the decode and the multiply holds it) against
+#    w12_linear's j2esc4 and bf16.
 # 3. Inside the verify graph, W12 every matrix, back to back: base; tc (w12_tc.VERIFY); tcsw
 #    (VERIFY with PLANE_SWIZZLE 128); tcmma (and MMA_VERSION 2: each warp's own mma.sync);
 #    base2. If tcsw or tcmma beats base by > 0.05 ms, next: `W12_E2E_ARM=tcsw_verify` (or

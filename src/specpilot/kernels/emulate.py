@@ -668,6 +668,16 @@ def _allocate(dtype, shape, layout, value=None):
     return buf
 
 
+def _xor_all(t: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
+    """The xor of t's elements along dim (all of them with dim None), as torch's reductions."""
+    if dim is None:
+        t, dim = t.reshape(-1), 0
+    out = t.select(dim, 0).clone()
+    for i in range(1, t.shape[dim]):
+        out ^= t.select(dim, i)
+    return out.unsqueeze(dim) if keepdim else out
+
+
 def _reduce(fn, x, axis, keep_dims: bool = False) -> Tensor:
     t = _raw(x)
     if axis is None:
@@ -847,6 +857,7 @@ def _language() -> types.SimpleNamespace:
     ns.sum = lambda x, axis=None, keep_dims=False, **_: _reduce(torch.sum, x, axis, keep_dims)
     ns.max = lambda x, axis=None, keep_dims=False, **_: _reduce(torch.amax, x, axis, keep_dims)
     ns.min = lambda x, axis=None, keep_dims=False, **_: _reduce(torch.amin, x, axis, keep_dims)
+    ns.xor_sum = lambda x, axis=None, keep_dims=False, **_: _reduce(_xor_all, x, axis, keep_dims)
     ns.minimum, ns.maximum = _binary_fn(torch.minimum), _binary_fn(torch.maximum)
     ns.exp, ns.exp2, ns.log = _unary_fn(torch.exp), _unary_fn(torch.exp2), _unary_fn(torch.log)
     ns.rsqrt, ns.sqrt, ns.abs = _unary_fn(torch.rsqrt), _unary_fn(torch.sqrt), _unary_fn(torch.abs)

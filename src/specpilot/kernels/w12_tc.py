@@ -67,7 +67,7 @@ from specpilot.kernels.w12_ws import (
     pair_order,
 )
 
-TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1)
+TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1, BOUND=0)
 # SWIZZLE (bytes, 0 or 128; -1: the switch PLANE_SWIZZLE's): the planes' rows in shared memory
 # as TMA writes them. Unswizzled, the multiplying warps' operand loads (ldmatrix: 8 rows of 16
 # bytes at once, rows 128 bytes apart) put all 8 rows in one group of 4 banks: 8-way conflicts
@@ -83,6 +83,11 @@ PLANE_SWIZZLE = 0
 # rows, its A the same registers (the fragments own the same rows and k), its B the input chunk
 # read from shared memory by ldmatrix: no warp waits on another within a block. Unmeasured.
 MMA_VERSION = 3
+# BOUND (bench/w12_join.py --tc; wrong products, a bound): 1 takes the plane reads and the decode
+# out (A all zeros), 2 the multiply (the decoded words folded into one per row, kept alive), 3
+# both (the ring's hand-offs with the input's reads by wgmma gone too), 8 the loader's copies
+# alone (each stage reissued once its copies landed, no consumer waited on): which of the loads,
+# the decode and the multiply holds the kernel.
 # Off (wrong at some GPU shapes, slower in the verify graph: runs 302-304, see above): the
 # fused verify forward's W12 gate|up (SwiGLU, y in pair order) and down (the residual) on this
 # kernel, their input written in pair order by the rmsnorm before them (models/fused.py,
@@ -149,7 +154,8 @@ def _x_block(x_desc, x_buf, ready, s, col, BOUND: gl.constexpr = 0):
 
 
 @gluon.jit
-def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr):
+def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr,
+            BOUND: gl.constexpr = 0):  # fmt: skip
     """Each unit's blocks: the tile's two planes (the low plane's halves, the codes) and the
     input block x^T [256, 16], into the ring. PDL: the first STAGES stages' planes (constants)
     before the wait for the kernel before, their input after it (w12_ws._early_inputs)."""
@@ -166,7 +172,10 @@ def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr):
             s = c % STAGES
             if PDL and c == STAGES:  # the ring is full: its inputs before the first is reused
                 _early_inputs(_x_block, x_desc, x_buf, ready, work, STAGES, UNIT, 0)
-            mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
+            if (BOUND & 8) != 0:  # the copies alone: a stage's copies landed frees it
+                mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
+            else:
+                mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
             bar = ready.index(s)
             mbarrier.expect(bar, nbytes)
             col = (k_block0 + i) * WBLOCK
@@ -177,6 +186,10 @@ def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr):
             c += 1
     if PDL and c <= STAGES:  # a program of at most STAGES blocks: the inputs after all of them
         _early_inputs(_x_block, x_desc, x_buf, ready, work, c, UNIT, 0)
+    if (BOUND & 8) != 0:  # the last copies landed before the program ends
+        for s in gl.static_range(STAGES):
+            uses = (c - s + STAGES - 1) // STAGES
+            mbarrier.wait(ready.index(s), (uses - 1) & 1, pred=uses > 0)
 
 
 @gluon.jit
@@ -219,31 +232,48 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, SWIGLU: gl.
 
 
 @gluon.jit
-def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0, MMA: gl.constexpr = 3):
+def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0, MMA: gl.constexpr = 3,
+                    BOUND: gl.constexpr = 0):  # fmt: skip
     """acc plus one block's products (ring stage s, scale words g0 and g0 + 1): 16 wgmma, A
     decoded from the planes' words (`_operand`: positions 8 c .. 8 c + 7 of half h give the
     chunks c of pair-order slots 2 h and 2 h + 1), B the input's chunk of 16 pair-order columns
     ([16 tokens, 16 k] in shared memory, transposed); waited for. The planes' words are read
     through the swizzle TMA wrote them with (SWIZZLE). MMA 2: each warp's mma.sync instead, B
-    read into registers from the same chunk."""
+    read into registers from the same chunk. BOUND 1: A all zeros, no plane read; 2: no
+    multiply, the decoded words xor-folded into one a row and added to acc as 0 unless they
+    fold to a value they cannot (so that nothing is dead code)."""
     planes: gl.constexpr = gl.NVMMASharedLayout(
         swizzle_byte_width=code_buf.type.layout.swizzle_byte_width, element_bitwidth=32, rank=2
     )
     zero = gl.zeros([RW, 8], gl.int32, WORDS)
+    kept = zero  # BOUND 2: the decoded words, folded
     code_words = code_buf.index(s)._reinterpret(gl.int32, [RW, 32], planes)
     for h in gl.static_range(2):
         scale = zero + scale_buf.index(g0 + h).load(gl.SliceLayout(1, WORDS))[:, None]
         low_words = low_buf.index(2 * s + h)._reinterpret(gl.int32, [RW, 32], planes)
         for c in gl.static_range(4):  # positions 8 c .. 8 c + 7
-            low = low_words.slice(8 * c, 8, dim=1).load(WORDS)
-            high = _high_bytes(code_words.slice(8 * c, 8, dim=1).load(WORDS), h)
+            if (BOUND & 1) == 0:
+                low = low_words.slice(8 * c, 8, dim=1).load(WORDS)
+                high = _high_bytes(code_words.slice(8 * c, 8, dim=1).load(WORDS), h)
             for q in gl.static_range(2):  # slices 4 h + 2 q, + 1: pair-order slot 2 h + q
-                a = _operand(low, high, scale, 2 * q, MMA)
+                if (BOUND & 1) != 0:
+                    a = gl.zeros([RW, 16], gl.bfloat16, A2_OPERAND if MMA == 2 else A_OPERAND)
+                elif (BOUND & 2) != 0:
+                    kept = kept ^ _times(_bf16_pair(low, high, 2 * q), scale)
+                else:
+                    a = _operand(low, high, scale, 2 * q, MMA)
                 b = x_buf.index(4 * s + 2 * h + q).slice(16 * c, 16, dim=1).permute((1, 0))
-                if MMA == 2:
+                if (BOUND & 2) != 0:
+                    pass
+                elif MMA == 2:
                     acc = mma_v2(a, b.load(B2_OPERAND), acc)
                 else:
                     acc = warpgroup_mma(a, b, acc, is_async=True)
+    if (BOUND & 2) != 0:
+        if (BOUND & 1) == 0:  # one word a row, as acc's rows: 0.0 unless all fold to 1
+            folded = gl.convert_layout(gl.xor_sum(kept, axis=1), gl.SliceLayout(1, acc.type.layout))
+            acc = acc + gl.where(folded == 1, 1.0, 0.0)[:, None]
+        return acc
     if MMA == 2:
         return acc
     return warpgroup_mma_wait(num_outstanding=0, deps=[acc])
@@ -251,7 +281,7 @@ def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0, MMA: gl.con
 
 @gluon.jit
 def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE: gl.constexpr,
-                PDL: gl.constexpr, MMA: gl.constexpr):  # fmt: skip
+                PDL: gl.constexpr, MMA: gl.constexpr, BOUND: gl.constexpr):  # fmt: skip
     """The default partition (one warpgroup): each unit's blocks (`_block_products`), its
     escapes, the store (w12_ws's `_store`)."""
     low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
@@ -266,11 +296,12 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
         row0, k_block0, n_blocks, split = _unit(u, work, RW // (1 + SWIGLU))
         mbarrier.wait(scale_ready.index(slot), (j // 2) & 1)
         acc = gl.zeros([RW, 16], gl.float32, ACC2 if MMA == 2 else ACC)
-        for i in range(n_blocks):
+        # (BOUND 8: no blocks: the loader frees its own stages)
+        for i in range(n_blocks * ((BOUND & 8) == 0)):
             s = c % STAGES
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
             acc = _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s,
-                                  slot * GROUPS + 2 * i, MMA)  # fmt: skip
+                                  slot * GROUPS + 2 * i, MMA, BOUND)  # fmt: skip
             mbarrier.arrive(empty.index(s), count=1)
             c += 1
         mbarrier.wait(esc_ready.index(slot), (j // 2) & 1)
@@ -290,6 +321,7 @@ def _w12_tc_kernel(
     stride_split, stride_r,
     STAGES: gl.constexpr, SPLIT_K: gl.constexpr, ESC_BATCH: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr, PDL: gl.constexpr, MMA: gl.constexpr = 3,
+    BOUND: gl.constexpr = 0,
 ):  # fmt: skip
     """Each program takes units pid, pid + programs, ...; the partitions run on across them."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
@@ -309,12 +341,12 @@ def _w12_tc_kernel(
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
                            (ready, empty, scale_ready, esc_ready, meta_empty), work, n, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), SPLIT_K > 1,
-                           (SWIGLU, RESIDUAL, Y_PAIR), PDL, MMA)),
+                           (SWIGLU, RESIDUAL, Y_PAIR), PDL, MMA, BOUND)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, SWIGLU, ESC_BATCH, PDL)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), (ready, empty),
-                       work, SWIGLU, PDL)),
+                       work, SWIGLU, PDL, BOUND)),
         ],
         [1, 1],
         [192, 40],  # (the meta warp: 80 spilled its escapes' batch of 4 x [64, 16], 168 with
@@ -422,6 +454,7 @@ def w12_tc_linear(
         m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0), STAGES=cfg["STAGES"],
         SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu), MMA=cfg["MMA"],
+        BOUND=cfg["BOUND"],
         RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair",
         PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4,
     )  # fmt: skip
@@ -438,6 +471,8 @@ def _resolved(cfg: dict) -> dict:
         out["MMA"] = MMA_VERSION
     if out["MMA"] not in (2, 3):
         raise ValueError(f"w12_tc_linear: MMA is 2 (mma.sync) or 3 (wgmma), not {out['MMA']}")
+    if out["BOUND"] & ~11:
+        raise ValueError(f"w12_tc_linear: BOUND is a sum of 1, 2 and 8, not {out['BOUND']}")
     out["SWIZZLE"] = layouts(out["SWIZZLE"])[0].swizzle_byte_width  # (checks it)
     return out
 
@@ -459,6 +494,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         y_ptr="*fp32" if split > 1 else "*bf16", res_ptr="*bf16",
     )  # fmt: skip
     consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"], MMA=cfg["MMA"],
+                  BOUND=cfg["BOUND"],
                   SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, PDL=pdl,
                   num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)
