@@ -387,8 +387,18 @@ def main() -> None:
     parser.add_argument("--ws-loader", action="store_true", help="with --ws: WS_LOADER_TILES")
     parser.add_argument("--row", action="store_true", help="kernels/w12_row.py's ROW_TILES too")
     parser.add_argument("--tc", action="store_true", help="kernels/w12_tc.py's TC_TILES too")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated labels: of the prototypes' tiles (--ws, --row, --tc) only these",
+    )
     parser.add_argument("--out", default="")
     args = parser.parse_args()
+    only = set(filter(None, args.only.split(",")))
+    known = {label for tiles in (WS_TILES, WS_TWO_TILES, WS_LOADER_TILES, ROW_TILES, TC_TILES)
+             for label, _ in tiles}  # fmt: skip
+    if only - known:
+        parser.error(f"--only: no prototype tile {sorted(only - known)}")
     if not torch.cuda.is_available():
         raise SystemExit("w12_join needs CUDA")
     if args.row and args.rows != 1:
@@ -403,6 +413,8 @@ def main() -> None:
         ws = ws if args.ws else ()
         row = ROW_TILES if args.row else ()
         tc = TC_TILES if args.tc else ()
+        if only:
+            ws, row, tc = ([t for t in tiles if t[0] in only] for tiles in (ws, row, tc))
         rows.append(bench(args.rows, name, n, k, variants, args.deep, ws, row, tc))
         print("\n".join(table(rows[-1:], variants)[1:]), flush=True)
         save(dict(model=args.model, rows=args.rows, shapes=rows, partial=True), args.out)

@@ -806,6 +806,20 @@ def test_ncu_certified_mode_runs_dry(monkeypatch) -> None:
     assert calls.count("certified_argmax") == 4 and calls.count("skinny_linear") == 4
 
 
+def test_w12_join_only_names_known_prototype_tiles(monkeypatch, capsys) -> None:
+    """--only keeps the prototype tiles it names; a label no prototype has is a usage error
+    (before the CUDA check, so a device script's typo fails here)."""
+    w12_join = pytest.importorskip("w12_join")
+    monkeypatch.setattr(sys, "argv", ["w12_join.py", "--tc", "--only", "64r4s/sw,nope"])
+    with pytest.raises(SystemExit) as exit_info:
+        w12_join.main()
+    assert exit_info.value.code == 2 and "nope" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["w12_join.py", "--tc", "--only", "64r4s/sw,64r4s/copies"])
+    monkeypatch.setattr(w12_join.torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit, match="needs CUDA"):
+        w12_join.main()
+
+
 def test_w12_join_tiles_variants_and_table() -> None:
     """bench/w12_join.py without a GPU: each shape's tiles (run 259's best, --deep's rings, the
     default at one row), every variant a W12 tile the launcher takes (JOIN with ACC_SCALE), and

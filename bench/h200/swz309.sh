@@ -29,8 +29,10 @@ card
 TESTS_K="matches_the_reference and cuda" TESTS_S=140 gpu_tests tests/test_w12_tc.py
 grep -E "^FAILED" "$OUT/gpu-tests.log" | head -20 | cut -c1-160
 TESTS_K="matches_the_reference and cuda and 4100" TESTS_S=60 gpu_tests tests/test_w12_ws.py
+only=64r4s,64r4s/k1,64r4s/sw,64r4s/k1/sw,64r4s/sw/mma2,64r4s/k1/sw/mma2,64r4s/sw/nodec
+only=$only,64r4s/sw/nomma,64r4s/sw/loads,64r4s/copies
 timeout 170 python3 bench/w12_join.py --model qwen3-8b --rows 16 --variants j2esc4 --tc \
-    --out "$OUT/tc-qwen3-8b.json" >"$OUT/tc-qwen3-8b.log" 2>&1
+    --only "$only" --out "$OUT/tc-qwen3-8b.json" >"$OUT/tc-qwen3-8b.log" 2>&1
 echo "tc 16 rows rc=$?"
 sed -n '/^shape/,/^{/p' "$OUT/tc-qwen3-8b.log" | grep -v '^{' | cut -c1-200
 tc_table "$OUT"/tc-qwen3-8b.json
