@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Device call (~6-9 min + cold start; no carry): run 309, kernels/w12_tc.py with its planes through
-# TMA's 128-byte swizzle (session 58, CPU). Unswizzled, its multiplying warps' ldmatrix reads of
+# Device call (~8-9 min + cold start, or two calls: STEPS="tests table", then STEPS=graph; no
+# carry): run 309, kernels/w12_tc.py with its planes through TMA's 128-byte swizzle (session 58,
+# CPU). Unswizzled, its multiplying warps' ldmatrix reads of
 # the planes have 8-way bank conflicts (Triton's count, aot.bank_conflicts: 7 excess passes; 0
 # with the swizzle): ~1,500 shared-memory cycles an SM a 256-column block against ~1,900 for the
 # block's bytes at the H100's bandwidth. w12_tc ran at 1.5-2.2 TB/s in run 294 (gate|up 71.7 us
@@ -26,22 +27,29 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="matches_the_reference and cuda" TESTS_S=140 gpu_tests tests/test_w12_tc.py
-grep -E "^FAILED" "$OUT/gpu-tests.log" | head -20 | cut -c1-160
-TESTS_K="matches_the_reference and cuda and 4100" TESTS_S=60 gpu_tests tests/test_w12_ws.py
-only=64r4s,64r4s/k1,64r4s/sw,64r4s/k1/sw,64r4s/sw/mma2,64r4s/k1/sw/mma2,64r4s/sw/nodec
-only=$only,64r4s/sw/nomma,64r4s/sw/loads,64r4s/copies
-timeout 170 python3 bench/w12_join.py --model qwen3-8b --rows 16 --variants j2esc4 --tc \
-    --only "$only" --out "$OUT/tc-qwen3-8b.json" >"$OUT/tc-qwen3-8b.log" 2>&1
-echo "tc 16 rows rc=$?"
-sed -n '/^shape/,/^{/p' "$OUT/tc-qwen3-8b.log" | grep -v '^{' | cut -c1-200
-tc_table "$OUT"/tc-qwen3-8b.json
-pack
-v="--switch kernels.w12_tc.VERIFY=1"; s="--switch kernels.w12_tc.PLANE_SWIZZLE=128"
-MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
-    "base|;tc|$v;tcsw|$v $s;tcmma|$v $s --switch kernels.w12_tc.MMA_VERSION=2;base2|" 230
-pack
-python3 - "$OUT/timeline-variants-1024-qwen3-8b.json" <<'PY'
+steps=" ${STEPS:-tests table graph} "  # STEPS: a part of them (two calls where one is too long)
+if [[ $steps == *" tests "* ]]; then
+    TESTS_K="matches_the_reference and cuda" TESTS_S=${TESTS_S:-150} gpu_tests tests/test_w12_tc.py
+    grep -E "^FAILED" "$OUT/gpu-tests.log" | head -24 | cut -c1-160
+    mv "$OUT/gpu-tests.log" "$OUT/gpu-tests-tc.log"
+    TESTS_K="matches_the_reference and cuda and 4100" TESTS_S=60 gpu_tests tests/test_w12_ws.py
+fi
+if [[ $steps == *" table "* ]]; then
+    only=64r4s,64r4s/k1,64r4s/sw,64r4s/k1/sw,64r4s/sw/mma2,64r4s/k1/sw/mma2,64r4s/sw/nodec
+    only=$only,64r4s/sw/nomma,64r4s/sw/loads,64r4s/copies
+    timeout 170 python3 bench/w12_join.py --model qwen3-8b --rows 16 --variants j2esc4 --tc \
+        --only "$only" --out "$OUT/tc-qwen3-8b.json" >"$OUT/tc-qwen3-8b.log" 2>&1
+    echo "tc 16 rows rc=$?"
+    sed -n '/^shape/,/^{/p' "$OUT/tc-qwen3-8b.log" | grep -v '^{' | cut -c1-200
+    tc_table "$OUT"/tc-qwen3-8b.json
+    pack
+fi
+if [[ $steps == *" graph "* ]]; then
+    v="--switch kernels.w12_tc.VERIFY=1"; s="--switch kernels.w12_tc.PLANE_SWIZZLE=128"
+    MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
+        "base|;tc|$v;tcsw|$v $s;tcmma|$v $s --switch kernels.w12_tc.MMA_VERSION=2;base2|" 230
+    pack
+    python3 - "$OUT/timeline-variants-1024-qwen3-8b.json" <<'PY'
 import json, sys
 arms = json.load(open(sys.argv[1]))["arms"]
 ms = {k.split()[1]: v["verify"]["untraced_back_to_back_ms"] for k, v in arms.items()}
@@ -49,4 +57,5 @@ print("verify back to back, ms:", {k: round(v, 3) for k, v in ms.items()})
 for arm in ("tcsw", "tcmma"):
     print(arm, "beyond 0.05 ms:", ms.get(arm, 9e9) < min(ms["base"], ms["base2"]) - 0.05)
 PY
+fi
 pack; archive_only
