@@ -178,6 +178,30 @@ def test_w12_tc_bounds_leave_only_the_escapes(tile: dict) -> None:
             w12_tc.w12_tc_linear(x, packed, dict(BOUND=4))
 
 
+@pytest.mark.parametrize(
+    "where, n", [("cuda", 4100), ("cuda", 4104), ("cuda", 4096), ("emulated", 130)]
+)
+def test_w12_tc_products_and_escapes_apart(where: str, n: int) -> None:
+    """Where a multiply goes wrong, which half: the blocks' products alone (the escape table
+    emptied: escaped weights decode to 0, so the reference of the same emptied weight is the
+    products') and the escapes' sums alone (BOUND 1: no products). Runs 302-304 found N 4100
+    wrong on the GPU (tile positions 0, 2, 4, 6) and N 4096 right; this tells the halves
+    apart at 7 rows, K 1152, the default tile and SPLIT_K 1."""
+    import dataclasses
+
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(n, 1152, seed=n + 7).to(device))
+        x = torch.randn(7, 1152).to(device, torch.bfloat16)
+        empty = dict(esc_col=packed.esc_col[:0], esc_bits=packed.esc_bits[:0])
+        bare = dataclasses.replace(packed, row_ptr=torch.zeros_like(packed.row_ptr), **empty)
+        escapes = _escapes_only(x.cpu(), packed.to("cpu")).to(torch.bfloat16).float()
+        for tile in ({}, dict(SPLIT_K=1)):
+            products = w12_tc.w12_tc_linear(x, bare, tile).float()
+            close_columns(products, w12_linear_reference(x, bare).float(), 4)
+            alone = w12_tc.w12_tc_linear(x, packed, tile | dict(BOUND=1)).float().cpu()
+            close_columns(alone, escapes, 4)
+
+
 @pytest.mark.parametrize("m, n, k, tile", [(16, 130, 600, {}), (16, 128, 4096, dict(SPLIT_K=1)),
                                          (7, 200, 2304, dict(STAGES=2, SPLIT_K=1))])  # fmt: skip
 def test_w12_tc_with_pdl(m: int, n: int, k: int, tile: dict) -> None:

@@ -8,8 +8,10 @@
 # against w12_linear's 58.1 at 16 rows, H100). (w12_ws's decoders took the same swizzle in run
 # 279 with no change, but there the loads alone bound it; here the same warps decode and
 # multiply, one warpgroup an SM.)
-# 1. GPU tests: w12_tc against w12_linear_reference at every cuda case (the SWIZZLE 128 cases
-#    for the first time; N 4100 / 4104 / 4112: tcn308.sh's question) and w12_ws at N 4100.
+# 1. GPU tests: at N 4100 / 4104 / 4096 the products (escapes emptied) and the escapes' sums
+#    (BOUND 1) apart, which half is wrong; then w12_tc against w12_linear_reference at every
+#    cuda case (the SWIZZLE 128 and MMA 2 cases for the first time; N 4100 / 4104 / 4112:
+#    tcn308.sh's question) and w12_ws at N 4100.
 # 2. bench/w12_join.py --tc at 16 rows, Qwen3-8B: TC_TILES (64r4s/sw, 64r4s/k1/sw, 64r3s/sw
 #    beside the unswizzled ones; /mma2: mma.sync a warp, w12_tc.MMA 2; the bounds nodec, nomma,
 #    loads and copies: which of the loads, the decode and the multiply holds it) against
@@ -29,6 +31,11 @@ source "$(dirname "$0")/lib.sh"
 card
 steps=" ${STEPS:-tests table graph} "  # STEPS: a part of them (two calls where one is too long)
 if [[ $steps == *" tests "* ]]; then
+    # which half goes wrong at N 4100 (the products with the escapes emptied, the escapes'
+    # sums alone), with the failures' text, first
+    TESTS_K="apart and cuda" TESTS_S=60 gpu_tests tests/test_w12_tc.py
+    grep -E "^(FAILED|E  +AssertionError)" "$OUT/gpu-tests.log" | head -12 | cut -c1-200
+    mv "$OUT/gpu-tests.log" "$OUT/gpu-tests-apart.log"
     TESTS_K="matches_the_reference and cuda" TESTS_S=${TESTS_S:-150} gpu_tests tests/test_w12_tc.py
     grep -E "^FAILED" "$OUT/gpu-tests.log" | head -24 | cut -c1-160
     mv "$OUT/gpu-tests.log" "$OUT/gpu-tests-tc.log"
