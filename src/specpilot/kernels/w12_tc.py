@@ -240,8 +240,8 @@ def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0, MMA: gl.con
     ([16 tokens, 16 k] in shared memory, transposed); waited for. The planes' words are read
     through the swizzle TMA wrote them with (SWIZZLE). MMA 2: each warp's mma.sync instead, B
     read into registers from the same chunk. BOUND 1: A all zeros, no plane read; 2: no
-    multiply, the decoded words xor-folded into one a row and added to acc as 0 unless they
-    fold to a value they cannot (so that nothing is dead code)."""
+    multiply, the decoded words xor-folded into one a row, which adds 1.0 to its row where it
+    is exactly 1 and 0.0 elsewhere (so that the decode is not dead code)."""
     planes: gl.constexpr = gl.NVMMASharedLayout(
         swizzle_byte_width=code_buf.type.layout.swizzle_byte_width, element_bitwidth=32, rank=2
     )
