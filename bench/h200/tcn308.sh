@@ -5,6 +5,7 @@
 # 4104 (off 16) and 4112 (on 16, off 64), and w12_ws at N 4100 (the same escapes' code), with
 # the failures' text.
 # Prediction: 4100 and 4104 fail, 4112 passes; w12_ws at 4100 the same as w12_tc.
+# (Superseded by swz309.sh's tests step, session 58, which runs these cases and more.)
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
