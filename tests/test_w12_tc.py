@@ -101,12 +101,14 @@ def test_the_operand_reads_are_free_of_bank_conflicts_only_with_the_swizzle(monk
 
 
 def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
-    """SWIZZLE and MMA -1 (the default tile's) take the switches PLANE_SWIZZLE and MMA_VERSION
-    (0 and 3, wgmma, until measured); a tile's own values stay."""
-    assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | dict(SWIZZLE=0, MMA=3)
+    """SWIZZLE, MMA and SPLIT_K -1 (the default tile's) take the switches PLANE_SWIZZLE,
+    MMA_VERSION and UNIT_SPLIT (0, 3 (wgmma) and 0 (split_plan's choice) until measured); a
+    tile's own values stay."""
+    assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | dict(SWIZZLE=0, MMA=3, SPLIT_K=0)
     monkeypatch.setattr(w12_tc, "PLANE_SWIZZLE", 128)
     monkeypatch.setattr(w12_tc, "MMA_VERSION", 2)
-    assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | dict(SWIZZLE=128, MMA=2)
+    monkeypatch.setattr(w12_tc, "UNIT_SPLIT", 1)
+    assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | dict(SWIZZLE=128, MMA=2, SPLIT_K=1)
     assert w12_tc._resolved(w12_tc.TILE | dict(SWIZZLE=0, MMA=3))["MMA"] == 3
 
 

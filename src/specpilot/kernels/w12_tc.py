@@ -67,7 +67,7 @@ from specpilot.kernels.w12_ws import (
     pair_order,
 )
 
-TILE = dict(STAGES=4, SPLIT_K=0, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1, BOUND=0)
+TILE = dict(STAGES=4, SPLIT_K=-1, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1, BOUND=0)
 # SWIZZLE (bytes, 0 or 128; -1: the switch PLANE_SWIZZLE's): the planes' rows in shared memory
 # as TMA writes them. Unswizzled, the multiplying warps' operand loads (ldmatrix: 8 rows of 16
 # bytes at once, rows 128 bytes apart) put all 8 rows in one group of 4 banks: 8-way conflicts
@@ -83,6 +83,11 @@ PLANE_SWIZZLE = 0
 # rows, its A the same registers (the fragments own the same rows and k), its B the input chunk
 # read from shared memory by ldmatrix: no warp waits on another within a block. Unmeasured.
 MMA_VERSION = 3
+# SPLIT_K (-1: the switch UNIT_SPLIT's; 0: split_plan's choice, the fewest splits that fill the
+# SMs' waves best; n: n splits, or the fewest that keep units within MAX_UNIT_BLOCKS). Run 309
+# (H100, swizzled planes): unsplit q|k|v 18.22 us against 24.14 with the plan's 4 splits, o
+# level, down 36.25 against 35.10 with 4.
+UNIT_SPLIT = 0
 # BOUND (bench/w12_join.py --tc; wrong products, a bound): 1 takes the plane reads and the decode
 # out (A all zeros), 2 the multiply (the decoded words folded into one per row, kept alive), 3
 # both (the ring's hand-offs with the input's reads by wgmma gone too), 8 the loader's copies
@@ -465,10 +470,12 @@ def w12_tc_linear(
 
 def _resolved(cfg: dict) -> dict:
     """A tile with its -1 keys taken from the switches (SWIZZLE: PLANE_SWIZZLE, MMA:
-    MMA_VERSION), checked."""
+    MMA_VERSION, SPLIT_K: UNIT_SPLIT), checked."""
     out = dict(cfg)
     if out["MMA"] == -1:
         out["MMA"] = MMA_VERSION
+    if out["SPLIT_K"] == -1:
+        out["SPLIT_K"] = UNIT_SPLIT
     if out["MMA"] not in (2, 3):
         raise ValueError(f"w12_tc_linear: MMA is 2 (mma.sync) or 3 (wgmma), not {out['MMA']}")
     if out["BOUND"] & ~11:
