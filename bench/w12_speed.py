@@ -304,6 +304,9 @@ W12_ARMS = {
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
     # conflicts in its operand reads; session 58, unmeasured)
     "tcsw_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128},
+    # ... with unsplit units where K allows (w12_tc.UNIT_SPLIT 1: run 309, q|k|v 18.22 us unsplit
+    # against 24.14 split four ways)
+    "tcsw1_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128, "w12_tc.UNIT_SPLIT": 1},
     # ... and each warp's own mma.sync (w12_tc.MMA_VERSION 2)
     "tcmma_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128, "w12_tc.MMA_VERSION": 2},
     # both prototypes: the one-row forwards on w12_row, the 2-16-row ones on w12_tc
