@@ -253,3 +253,19 @@ def test_w12_tc_pair_order_runs_from_gate_up_to_down(where: str) -> None:
     from tests.test_w12_ws import pair_chain_holds
 
     pair_chain_holds(w12_tc.w12_tc_linear, where)
+
+
+def test_the_routes_take_no_n_off_16(monkeypatch) -> None:
+    """With VERIFY on, a norm's multiply (pair_input) and the gate|up -> down chain (pair_chain,
+    w12_ws's too) route here only where N is a multiple of 16: runs 302-309 found the products
+    wrong on the GPU at N 4100 and 4104 (4112 right), cause open."""
+    from specpilot.kernels import w12_ws
+
+    monkeypatch.setattr(w12_tc, "VERIFY", True)
+    with gluon_on("emulated") as device:
+        x = torch.zeros(16, 512, dtype=torch.bfloat16, device=device)
+        assert w12_tc.pair_input(w12.encode(_weights(64, 512).to(device)), x)
+        assert not w12_tc.pair_input(w12.encode(_weights(68, 512).to(device)), x)
+        gate_up = w12.encode(_weights(1024, 512).to(device))
+        assert w12_ws.pair_chain(gate_up, w12.encode(_weights(64, 512).to(device)), x)
+        assert not w12_ws.pair_chain(gate_up, w12.encode(_weights(72, 512).to(device)), x)
