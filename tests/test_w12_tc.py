@@ -113,11 +113,10 @@ def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
 
 
 # (where, M, N, K, tile): on a Hopper GPU Qwen3-8B's shapes (K splits), on the emulator
-# (kernels/emulate.py, 3 SMs) the same keys at sizes it runs in a few seconds. Runs 302-304: N
-# 4100 fails on the GPU (wrong columns at tile positions 0, 2, 4, 6, where the weights' special
-# rows are in tile 0), N 2000, 4096 and 4160 pass: every failing N is off 16, where Triton
-# compiles a variant without the 16-divisible N (and y's stride); N 4104 (off 16) and 4112 (on
-# 16, off 64) tell that apart next time
+# (kernels/emulate.py, 3 SMs) the same keys at sizes it runs in a few seconds. Runs 302-310: N
+# 4100 and 4104 were wrong on the GPU (the variant Triton compiles without a 16-divisible N:
+# w12_ws.ROW_MULTIPLE says why), 4112 right; the launcher now pads such N, which these cases
+# check
 CASES = [("cuda", m, n, k, tile) for m in (1, 7, 16) for n, k, tile in [
     (4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}), (4100, 1152, {}),
     (320, 2304, dict(STAGES=2)), (2000, 2304, dict(PERSISTENT=0, SPLIT_K=1)),
@@ -186,9 +185,9 @@ def test_w12_tc_bounds_leave_only_the_escapes(tile: dict) -> None:
 def test_w12_tc_products_and_escapes_apart(where: str, n: int) -> None:
     """Where a multiply goes wrong, which half: the blocks' products alone (the escape table
     emptied: escaped weights decode to 0, so the reference of the same emptied weight is the
-    products') and the escapes' sums alone (BOUND 1: no products). Runs 302-304 found N 4100
-    wrong on the GPU (tile positions 0, 2, 4, 6) and N 4096 right; this tells the halves
-    apart at 7 rows, K 1152, the default tile and SPLIT_K 1."""
+    products') and the escapes' sums alone (BOUND 1: no products), at 7 rows, K 1152, the
+    default tile and SPLIT_K 1. Run 309: at N 4100 and 4104 the products were wrong (N 4096
+    right); since then the launcher pads such N (w12_ws.ROW_MULTIPLE)."""
     import dataclasses
 
     with gluon_on(where) as device:
@@ -257,8 +256,8 @@ def test_w12_tc_pair_order_runs_from_gate_up_to_down(where: str) -> None:
 
 def test_the_routes_take_no_n_off_16(monkeypatch) -> None:
     """With VERIFY on, a norm's multiply (pair_input) and the gate|up -> down chain (pair_chain,
-    w12_ws's too) route here only where N is a multiple of 16: runs 302-309 found the products
-    wrong on the GPU at N 4100 and 4104 (4112 right), cause open."""
+    w12_ws's too) route here only where N is a multiple of 16 (w12_ws.ROW_MULTIPLE: the
+    launchers pad other N, a copy of the weight each call)."""
     from specpilot.kernels import w12_ws
 
     monkeypatch.setattr(w12_tc, "VERIFY", True)

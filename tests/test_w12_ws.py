@@ -291,3 +291,34 @@ def pair_chain_holds(linear, where: str) -> None:
         assert torch.equal(act, w12_ws.pair_order(natural))
         assert torch.equal(y, linear(natural, down, residual=r))
         close_columns(natural.float(), w12_linear_reference(x, gate_up, swiglu=True).float(), 4)
+
+
+def test_an_n_off_16_is_padded_and_cut_back() -> None:
+    """Where N is not a multiple of 16 (the products wrong on the GPU: w12_ws.ROW_MULTIPLE) the
+    launchers multiply by the weight padded with zero rows and cut y back: the zero rows decode
+    to 0 and carry no escapes, the residual is padded with the weight, an N already a multiple
+    is left alone; SwiGLU pads its gates and its ups each, y cut back to N / 2."""
+    packed = w12.encode(weight_with_escapes(130, 512, torch.Generator().manual_seed(3)))
+    wide = w12_ws.padded_rows(packed, 144)
+    assert wide.shape == (144, 512) and w12_ws.padded_rows(packed, 130) is packed
+    assert torch.equal(w12.decode(wide)[:130], w12.decode(packed))
+    assert not w12.decode(wide)[130:].any() and wide.num_escapes == packed.num_escapes
+    seen = []
+
+    def linear(x, weight, tile, residual=None, **kw):
+        seen.append((weight.shape[0], None if residual is None else tuple(residual.shape), kw))
+        return torch.ones(x.shape[0], weight.shape[0])
+
+    x, residual = torch.zeros(3, 512), torch.zeros(3, 130)
+    y = w12_ws.off_row_multiple(linear, x, packed, {}, False, residual, x_order="pair")
+    assert y.shape == (3, 130) and seen == [(144, (3, 144), {"x_order": "pair"})]
+    square = w12.encode(weight_with_escapes(128, 512, torch.Generator().manual_seed(4)))
+    assert w12_ws.off_row_multiple(linear, x, square, {}, False, None) is None
+    halves = w12_ws.padded_rows(packed, 144, halves=True)  # 65 gates + 7, 65 ups + 7
+    decoded, original = w12.decode(halves), w12.decode(packed)
+    assert torch.equal(decoded[:65], original[:65]) and torch.equal(decoded[72:137], original[65:])
+    assert not decoded[65:72].any() and not decoded[137:].any()
+    assert halves.num_escapes == packed.num_escapes and halves.row_ptr.diff().min() >= 0
+    seen.clear()
+    y = w12_ws.off_row_multiple(linear, x, packed, {}, True, None)
+    assert y.shape == (3, 65) and seen[0][0] == 144

@@ -55,6 +55,7 @@ from specpilot.kernels import launch
 from specpilot.kernels.w12_linear import sum_splits
 from specpilot.kernels.w12_row import _barriers, _bf16_pair, _high_bytes, _times
 from specpilot.kernels.w12_ws import (
+    ROW_MULTIPLE,
     _copy_planes,
     _early_inputs,
     _escapes,
@@ -63,6 +64,7 @@ from specpilot.kernels.w12_ws import (
     _tile_rows,
     _unit,
     check_pair_call,
+    off_row_multiple,
     pair_chain,
     pair_order,
 )
@@ -377,9 +379,8 @@ def pair_input(weight, x: torch.Tensor) -> bool:
     a Hopper GPU (or the emulator)."""
     if not _switched(x) or not isinstance(weight, W12Weight) or weight.group_size != BLOCK // 2:
         return False
-    # N a multiple of 16: where it is not, the products are wrong on the GPU (runs 302-309: N
-    # 4100 and 4104 wrong, 4112 right; the escapes' sums right; cause open)
-    if weight.shape[0] % 16:
+    # N a multiple of 16 (w12_ws.ROW_MULTIPLE: where it is not, the launcher pads the weight)
+    if weight.shape[0] % ROW_MULTIPLE:
         return False
     return weight.columns % BLOCK == 0 and launch.gluon_routes(x)
 
@@ -440,6 +441,9 @@ def w12_tc_linear(
     cfg = _resolved(cfg)
     m, k, n = x.shape[0], weight.columns, weight.shape[0]
     check_pair_call("w12_tc_linear", x, weight, x_order, swiglu, residual, y_order)
+    cut = off_row_multiple(w12_tc_linear, x, weight, tile, swiglu, residual, x_order=x_order)
+    if cut is not None:  # (N off 16: w12_ws.ROW_MULTIPLE)
+        return cut
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     sms = launch._sm_count(x.device.index or 0)

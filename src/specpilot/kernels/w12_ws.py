@@ -35,6 +35,8 @@ times it beside w12_linear.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import triton
 from triton.experimental import gluon
@@ -893,6 +895,9 @@ def w12_ws_linear(
     if swiglu and cfg["SPLIT_K"] > 1:
         raise ValueError("w12_ws_linear swiglu wants an even N, no residual and no K split")
     check_pair_call("w12_ws_linear", x, weight, x_order, swiglu, residual, y_order)
+    cut = off_row_multiple(w12_ws_linear, x, weight, tile, swiglu, residual, x_order=x_order)
+    if cut is not None:
+        return cut
     xp = pair_order(x) if x_order == "natural" else x.contiguous()
     rows = cfg["BLOCK_N"] // (2 if swiglu else 1)  # of N a unit covers (SwiGLU: and their ups)
     low, codes, xd = descriptors(weight, xp, rows, cfg["SWIZZLE"])
@@ -949,6 +954,55 @@ def check_pair_call(what: str, x: torch.Tensor, weight: W12Weight, x_order: str,
                          f"got {tuple(x.shape)} {x.dtype} on {x.device}")  # fmt: skip
 
 
+# The products of w12_ws and w12_tc are wrong on the GPU where N is not a multiple of 16 (runs
+# 302-310: N 4100 and 4104 wrong, 4112 right, the same weights padded to 4112 rows right):
+# Triton 3.6's LLVM NVPTX backend lowers the SLP-vectorized `shl <2 x i32> <tid, 2 * (tid & 3)>`
+# of the meta warp's row offsets (the variant compiled without a 16-divisible N) as one 64-bit
+# shift of the packed pair, so the first element's bits above 32 spill into the second: the
+# first scale-word row of each lane becomes (tid >> 1) | 2 (tid & 3) instead of 2 (tid & 3)
+# (docs/LOG.md, session 58). The launchers pad such N (`padded_rows`); the routes take only N
+# multiples of 16 (`pair_chain`, w12_tc.pair_input).
+ROW_MULTIPLE = 16
+
+
+def padded_rows(weight: W12Weight, rows: int, halves: bool = False) -> W12Weight:
+    """`weight` with zero rows added up to `rows` (their group bases 0, no escapes: they
+    multiply to 0): a copy of the planes, for an N the kernels cannot take as it is. halves
+    (SwiGLU's [gate | up]): each half padded to rows / 2, the ups after the gates' padding."""
+    n = weight.shape[0]
+    if rows <= n:
+        return weight
+    cuts = [(0, n // 2), (n // 2, n)] if halves else [(0, n)]
+    extra = (rows - n) // len(cuts)
+
+    def pad(t: torch.Tensor) -> torch.Tensor:
+        zeros = t.new_zeros((extra, *t.shape[1:]))
+        return torch.cat([piece for a, b in cuts for piece in (t[a:b], zeros)])
+
+    offsets = [weight.row_ptr[:1]]
+    for a, b in cuts:  # absolute offsets: a padding row repeats the offset before it
+        offsets += [weight.row_ptr[a + 1 : b + 1], weight.row_ptr[b : b + 1].repeat(extra)]
+    return dataclasses.replace(weight, low=pad(weight.low), codes=pad(weight.codes),
+                               base=pad(weight.base), row_ptr=torch.cat(offsets))  # fmt: skip
+
+
+def off_row_multiple(linear, x, weight, tile, swiglu, residual, **kw) -> torch.Tensor | None:
+    """`linear`'s y where N is not a multiple of ROW_MULTIPLE: the weight padded (zero rows;
+    SwiGLU's gates and ups each), the residual with it, y cut back; None where N is one."""
+    n = weight.shape[0]
+    if n % ROW_MULTIPLE == 0:
+        return None
+    rows = -(-n // ROW_MULTIPLE) * ROW_MULTIPLE
+    if swiglu:
+        half = -(-(n // 2) // (ROW_MULTIPLE // 2)) * (ROW_MULTIPLE // 2)
+        y = linear(x, padded_rows(weight, 2 * half, halves=True), tile, swiglu=True, **kw)
+        return y[:, : n // 2].contiguous()
+    if residual is not None:
+        residual = torch.nn.functional.pad(residual, (0, rows - n))
+    y = linear(x, padded_rows(weight, rows), tile, residual=residual, **kw)
+    return y[:, :n].contiguous()
+
+
 def verify_route(gate_up, down, x: torch.Tensor) -> bool:
     """Whether a forward of x's rows takes its W12 gate|up and down through w12_ws (VERIFY on,
     `pair_chain`)."""
@@ -965,9 +1019,8 @@ def pair_chain(gate_up, down, x: torch.Tensor, min_rows: int = 2) -> bool:
         return False
     half = gate_up.shape[0] // 2
     shapes = gate_up.columns % BLOCK == 0 and half % BLOCK == 0 and down.columns == half
-    # (and the down's N a multiple of 16: both kernels' products are wrong on the GPU where N
-    # is not, runs 302-309, N 4100 / 4104 wrong, 4112 right; cause open)
-    shapes = shapes and down.shape[0] % 16 == 0
+    # (and the down's N a multiple of 16: ROW_MULTIPLE, above)
+    shapes = shapes and down.shape[0] % ROW_MULTIPLE == 0
     return shapes and gate_up.group_size == down.group_size == BLOCK // 2
 
 
