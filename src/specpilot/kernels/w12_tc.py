@@ -1,5 +1,5 @@
 """W12 multiplies of 1-16 rows on wgmma, the weights decoded straight into its register operand,
-fed by a TMA ring (Gluon, sm_90): a prototype, not yet run on a GPU.
+fed by a TMA ring (Gluon, sm_90): a prototype, off by default (runs 294-313).
 
 Why: issue 7's speculative target needs the verify blocks' (16-row) W12 multiplies near their
 12-bit floor. kernels/w12_linear.py's tensor-core tiles hold their loads in registers (3
@@ -26,11 +26,12 @@ K (a K split where the tiles alone are too few for the SMs or K is long), persis
 
 The input's K order is w12_ws's pair order, which the engine's producers already write
 (rmsnorm(pair=True), a SwiGLU epilogue with y_order "pair"); given a natural x, the host
-permutes it. **Wrong on a GPU at some shapes** (runs 302-304, its first GPU tests: N 4100 K
-1152 and 4096 gave wrong columns at every tile, N 2000, 4096 and 4160 right; the emulator is
-right at N 4100; cause not found; tests/test_w12_tc.py's cuda cases show it) and slower than
-the default inside the verify graph (run 302, H100: verify 6.65 against 5.49 ms): do not turn
-it on. The engine takes it only with VERIFY (off): 2-16-row forwards' W12
+permutes it. Runs 302-310: wrong on the GPU where N is not a multiple of 16 (LLVM's NVPTX
+backend miscompiles the meta warp's row offsets in the variant Triton compiles without a
+16-divisible N: w12_ws.ROW_MULTIPLE), so the launcher pads such N; with its planes unswizzled it
+was slower than the default inside the verify graph (run 302, H100: verify 6.65 against 5.49
+ms), swizzled and unsplit faster (run 310: 5.25 against 5.38). The engine takes it only with
+VERIFY (off until paired runs on an H200 say): 2-16-row forwards' W12
 gate|up and down, and the W12 multiplies after a norm (q|k|v, an exact LM head), verify and
 draft forwards alike. tests/test_w12_tc.py (a Hopper GPU, and kernels/emulate.py on the CPU),
 tests/test_kernels.py (the fused verify forward) and bench/w12_join.py --tc.
@@ -95,8 +96,9 @@ UNIT_SPLIT = 0
 # both (the ring's hand-offs with the input's reads by wgmma gone too), 8 the loader's copies
 # alone (each stage reissued once its copies landed, no consumer waited on): which of the loads,
 # the decode and the multiply holds the kernel.
-# Off (wrong at some GPU shapes, slower in the verify graph: runs 302-304, see above): the
-# fused verify forward's W12 gate|up (SwiGLU, y in pair order) and down (the residual) on this
+# Off (run 312, H100, with PLANE_SWIZZLE 128 and UNIT_SPLIT 1: spec 1.058x over bf16 against
+# W12's 1.040x in 3 paired rounds, within the spread; see above): the fused verify forward's
+# W12 gate|up (SwiGLU, y in pair order) and down (the residual) on this
 # kernel, their input written in pair order by the rmsnorm before them (models/fused.py,
 # w12_ws.pair_chain; before w12_ws.VERIFY where both are on), and every other 2-16-row W12
 # multiply whose input is a norm's output (q|k|v, a W12 LM head: `pair_input`), the norm then
