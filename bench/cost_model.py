@@ -254,9 +254,6 @@ def timeline_losses(report: dict, bandwidth: float, floors: dict | None = None) 
     return out
 
 
-MULTIPLY_KINDS = ("linear", "w12_linear", "w12_row", "bf16_row")  # timeline kinds that multiply
-
-
 def timeline_ceiling(report: dict, base: str, arm: str, bandwidth: float) -> dict:
     """`--ceiling`: arm's weights against base's, projected to a GPU of `bandwidth` TB/s from a
     bench/timeline.py report (its `copy_bandwidth_tb_s` measured in the same call). Per forward
@@ -270,10 +267,12 @@ def timeline_ceiling(report: dict, base: str, arm: str, bandwidth: float) -> dic
     scale = bandwidth / report["copy_bandwidth_tb_s"]
 
     def parts(forward: dict) -> tuple[float, float, float]:
-        kinds = forward["kinds"]
-        us = sum(k["run_us"] for name, k in kinds.items() if name in MULTIPLY_KINDS)
-        nbytes = sum(k["bytes"] for name, k in kinds.items() if name in MULTIPLY_KINDS)
-        return us, nbytes, forward["span_us"] - us
+        # the weight multiplies: the kinds timed by shape, less the LM head (the same int8 reads
+        # in both arms), which stays in the rest
+        weights = {shape.split()[0] for shape in forward["shapes"]} - {"certified_head"}
+        kinds = [k for name, k in forward["kinds"].items() if name in weights]
+        us = sum(k["run_us"] for k in kinds)
+        return us, sum(k["bytes"] for k in kinds), forward["span_us"] - us
 
     out: dict = {"bandwidth_tb_s": bandwidth, "measured_tb_s": report["copy_bandwidth_tb_s"]}
     spans: dict = {}

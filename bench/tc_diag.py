@@ -4,12 +4,12 @@ against the reference of the same emptied weight; for each tile, the wrong outpu
 positions in the 64-row units, and the kernel's value over the reference there (a power of 4
 points at a row's scale word, anything else at the decode or the multiply). Then the same weight
 padded to a multiple of 16 rows (zero rows, the escape table carried on), y sliced back: whether
-the kernel compiled for a 16-divisible N is right for these N. Last, MMA 2 (mma.sync) at Qwen3-8B
-shapes, the same way. The last line is one JSON object."""
+the kernel compiled for a 16-divisible N is right for these N (it was, run 310; the launchers
+now pad such N themselves, w12_ws.ROW_MULTIPLE, which the first measure switches off). Last,
+MMA 2 (mma.sync) at Qwen3-8B shapes, the same way. The last line is one JSON object."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 
@@ -17,26 +17,8 @@ import torch
 from tests.test_w12_kernels import weight_with_escapes
 
 from specpilot.formats import w12
-from specpilot.kernels import w12_tc
+from specpilot.kernels import w12_tc, w12_ws
 from specpilot.kernels.w12_linear import w12_linear_reference
-
-
-def bare(packed):
-    """The weight with its escape table emptied (escaped weights then decode to 0)."""
-    empty = dict(esc_col=packed.esc_col[:0], esc_bits=packed.esc_bits[:0])
-    return dataclasses.replace(packed, row_ptr=torch.zeros_like(packed.row_ptr), **empty)
-
-
-def padded(packed, rows: int):
-    """The weight with zero rows added up to `rows` (the escape table's offsets carried on)."""
-    extra = rows - packed.shape[0]
-
-    def pad(t):
-        return torch.cat([t, t.new_zeros((extra, *t.shape[1:]))])
-
-    row_ptr = torch.cat([packed.row_ptr, packed.row_ptr[-1:].repeat(extra)])
-    return dataclasses.replace(packed, low=pad(packed.low), codes=pad(packed.codes),
-                               base=pad(packed.base), row_ptr=row_ptr)  # fmt: skip
 
 
 def wrong(y: torch.Tensor, ref: torch.Tensor) -> dict:
@@ -51,15 +33,19 @@ def main() -> None:
     out: dict = {"gpu": torch.cuda.get_device_name(), "rows": []}
     for n in (4100, 4104, 4112, 4096):
         weight = weight_with_escapes(n, 1152, torch.Generator().manual_seed(n + 7)).cuda()
-        packed = bare(w12.encode(weight))
+        packed = w12.encode(weight).without_escapes()
         x = torch.randn(7, 1152, generator=torch.Generator().manual_seed(n)).to(
             "cuda", torch.bfloat16
         )
         ref = w12_linear_reference(x, packed).float()
         for label, tile in (("default", {}), ("k1", dict(SPLIT_K=1)), ("sw", dict(SWIZZLE=128))):
-            got = wrong(w12_tc.w12_tc_linear(x, packed, tile).float(), ref)
+            w12_ws.ROW_MULTIPLE = 1  # the launcher as it was: no padding (run 310's question)
+            try:
+                got = wrong(w12_tc.w12_tc_linear(x, packed, tile).float(), ref)
+            finally:
+                w12_ws.ROW_MULTIPLE = 16
             n16 = -(-n // 16) * 16
-            y16 = w12_tc.w12_tc_linear(x, padded(packed, n16), tile)[:, :n].float()
+            y16 = w12_tc.w12_tc_linear(x, w12_ws.padded_rows(packed, n16), tile)[:, :n].float()
             row = dict(n=n, tile=label, wrong=got, padded_to=n16, padded_wrong=wrong(y16, ref))
             print(json.dumps(row), flush=True)
             out["rows"].append(row)
@@ -73,7 +59,7 @@ def main() -> None:
         for label, tile in (("mma2", dict(MMA=2, SWIZZLE=128)),
                             ("mma2/k1", dict(MMA=2, SWIZZLE=128, SPLIT_K=1)),
                             ("mma2/bare", dict(MMA=2, SWIZZLE=128))):  # fmt: skip
-            w = bare(packed) if label.endswith("bare") else packed
+            w = packed.without_escapes() if label.endswith("bare") else packed
             r = ref if w is packed else w12_linear_reference(x, w).float()
             row = dict(
                 n=n, k=k, tile=label, wrong=wrong(w12_tc.w12_tc_linear(x, w, tile).float(), r)

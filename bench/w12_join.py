@@ -21,7 +21,6 @@ JSON object.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 import torch
 import torch.nn.functional as F
@@ -129,10 +128,10 @@ TC_TILES = (
     ("64r4s/k1", dict(SPLIT_K=1)), ("64r4s/esc0", dict(ESC_BATCH=0)),
     ("64r4s/grid", dict(PERSISTENT=0)),
     # the planes through TMA's 128-byte swizzle (w12_tc.TILE's SWIZZLE: no bank conflicts in
-    # the operand reads; unmeasured)
+    # the operand reads; run 309: 18-33% faster)
     ("64r4s/sw", dict(SWIZZLE=128)), ("64r4s/k1/sw", dict(SPLIT_K=1, SWIZZLE=128)),
     ("64r3s/sw", dict(STAGES=3, SWIZZLE=128)),
-    # each warp's own mma.sync instead of the warpgroup's wgmma (w12_tc.TILE's MMA; unmeasured)
+    # each warp's own mma.sync instead of the warpgroup's wgmma (w12_tc.TILE's MMA; run 309)
     ("64r4s/sw/mma2", dict(SWIZZLE=128, MMA=2)), ("64r4s/k1/sw/mma2", dict(SPLIT_K=1,
     SWIZZLE=128, MMA=2)), ("64r4s/mma2", dict(MMA=2)),
     # bounds (w12_tc.TILE's BOUND; wrong products): no decode, no multiply, neither, the copies
@@ -244,8 +243,7 @@ def bench(
     ref = w12_linear_reference(x, packed)
     xj = join_order(x)
     ws, ps = cycled(w, True), cycled(packed, True)
-    empty = dict(esc_col=packed.esc_col[:0], esc_bits=packed.esc_bits[:0])
-    bare = cycled(dataclasses.replace(packed, row_ptr=torch.zeros_like(packed.row_ptr), **empty))
+    bare = cycled(packed.without_escapes())
     nbytes = packed.nbytes_bound()
     row = dict(shape=name, m=m, n=n, k=k, w12_bytes=nbytes,
                bf16_us=micros(lambda: skinny_linear(x, ws())),

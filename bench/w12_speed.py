@@ -204,8 +204,7 @@ def bench_shape(
     t_w12 = graph_time(lambda: w12_linear(x, ps()))
     t_plain = graph_time(lambda: w12_linear(x, ps(), config=plain))
     # as a bound only (wrong products): the same planes with the escape table emptied
-    empty = dict(esc_col=packed.esc_col[:0], esc_bits=packed.esc_bits[:0])
-    bare = dataclasses.replace(packed, row_ptr=torch.zeros_like(packed.row_ptr), **empty)
+    bare = packed.without_escapes()
     bares = cycled(bare, cold)
     t_bare = graph_time(lambda: w12_linear(x, bares()))
     # the fused forwards' prologues (RMSNorm before qkv / gate_up, SwiGLU before down): each
@@ -302,7 +301,7 @@ W12_ARMS = {
     # kernels/w12_tc.py's route for the same (off by default)
     "tc_verify": {"w12_tc.VERIFY": True},
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
-    # conflicts in its operand reads; session 58, unmeasured)
+    # conflicts in its operand reads; runs 309-312)
     "tcsw_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128},
     # ... with unsplit units where K allows (w12_tc.UNIT_SPLIT 1: run 309, q|k|v 18.22 us unsplit
     # against 24.14 split four ways)

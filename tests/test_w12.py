@@ -116,6 +116,22 @@ def test_rows_cat_and_slicing_match_torch() -> None:
         w12.cat([packed[0], w12.encode(torch.zeros(2, 8, dtype=BF16))])
 
 
+def test_without_escapes_zeroes_exactly_the_escaped_weights() -> None:
+    """The escape table emptied: the escaped weights decode to 0, every other weight (zeros
+    included) stays bit for bit, and no escape is left."""
+    w = (torch.randn(40, 300, generator=torch.Generator().manual_seed(2)) * 0.05).to(torch.bfloat16)
+    w[3, 7], w[9, 0] = 300.0, 1e-30  # escapes
+    packed = w12.encode(w)
+    bare = packed.without_escapes()
+    assert packed.num_escapes >= 2 and bare.num_escapes == 0 and bare.shape == packed.shape
+    escaped = torch.zeros_like(w, dtype=torch.bool)
+    rows = torch.repeat_interleave(torch.arange(40), packed.row_ptr.diff())
+    escaped[rows, packed.esc_col.long()] = True
+    got = w12.decode(bare)
+    assert not got[escaped].any()
+    assert torch.equal(got[~escaped].view(torch.int16), w[~escaped].view(torch.int16))
+
+
 def test_nbytes_bound_counts_the_escape_table_whole() -> None:
     """W12Weight.nbytes_bound (read on the host while a CUDA graph is captured) equals nbytes
     for a whole tensor and bounds it for a row slice, which shares its parent's escapes."""

@@ -188,13 +188,10 @@ def test_w12_tc_products_and_escapes_apart(where: str, n: int) -> None:
     products') and the escapes' sums alone (BOUND 1: no products), at 7 rows, K 1152, the
     default tile and SPLIT_K 1. Run 309: at N 4100 and 4104 the products were wrong (N 4096
     right); since then the launcher pads such N (w12_ws.ROW_MULTIPLE)."""
-    import dataclasses
-
     with gluon_on(where) as device:
         packed = w12.encode(_weights(n, 1152, seed=n + 7).to(device))
         x = torch.randn(7, 1152).to(device, torch.bfloat16)
-        empty = dict(esc_col=packed.esc_col[:0], esc_bits=packed.esc_bits[:0])
-        bare = dataclasses.replace(packed, row_ptr=torch.zeros_like(packed.row_ptr), **empty)
+        bare = packed.without_escapes()
         escapes = _escapes_only(x.cpu(), packed.to("cpu")).to(torch.bfloat16).float()
         for tile in ({}, dict(SPLIT_K=1)):
             products = w12_tc.w12_tc_linear(x, bare, tile).float()

@@ -38,6 +38,7 @@ Everything is per row, so row slices (`rows`) are views and `cat` stacks tensors
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -127,6 +128,16 @@ class W12Weight:
             self.esc_bits,
             self.group_size,
             self.columns,
+        )
+
+    def without_escapes(self) -> W12Weight:
+        """The same weight with its escape table emptied: the escaped weights then decode to 0
+        (a bound of what the escapes cost a kernel, and the products without them)."""
+        return dataclasses.replace(
+            self,
+            row_ptr=torch.zeros_like(self.row_ptr),
+            esc_col=self.esc_col[:0],
+            esc_bits=self.esc_bits[:0],
         )
 
     def __getitem__(self, rows: slice) -> W12Weight:

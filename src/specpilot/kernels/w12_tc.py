@@ -78,13 +78,15 @@ TILE = dict(STAGES=4, SPLIT_K=-1, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1,
 # pipe an ldmatrix.x4 where 4 would do. A warp issues 12 a block: ~1,500 cycles an SM a
 # 256-column block, against ~1,900 for the block's bytes at the H100's bandwidth, before TMA's
 # writes and wgmma's reads. 128: TMA's 128-byte swizzle (a row's 16-byte chunks XOR its row mod
-# 8), read back through the same layout: one pass a matrix. Unmeasured.
+# 8), read back through the same layout: one pass a matrix. Run 309 (H100, 16 rows): 18-33%
+# faster than unswizzled (q|k|v unsplit 18.22 us against 27.12); off until paired runs say.
 PLANE_SWIZZLE = 0
 # MMA (-1: the switch MMA_VERSION's): 3, each 16-k chunk one wgmma of the warpgroup (m64n16k16,
 # A in registers: the 4 warps meet at every chunk, WARPGROUP.ARRIVE, so the slowest warp's
 # operand sets the pace); 2, each warp's own mma.sync (m16n8k16, twice for 16 tokens) on its 16
 # rows, its A the same registers (the fragments own the same rows and k), its B the input chunk
-# read from shared memory by ldmatrix: no warp waits on another within a block. Unmeasured.
+# read from shared memory by ldmatrix: no warp waits on another within a block. Runs 309-310:
+# no faster than 3, and wrong with escapes at some shapes (rows 32-47 of a unit): off.
 MMA_VERSION = 3
 # SPLIT_K (-1: the switch UNIT_SPLIT's; 0: split_plan's choice, the fewest splits that fill the
 # SMs' waves best; n: n splits, or the fewest that keep units within MAX_UNIT_BLOCKS). Run 309
@@ -271,13 +273,12 @@ def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0, MMA: gl.con
                     kept = kept ^ _times(_bf16_pair(low, high, 2 * q), scale)
                 else:
                     a = _operand(low, high, scale, 2 * q, MMA)
-                b = x_buf.index(4 * s + 2 * h + q).slice(16 * c, 16, dim=1).permute((1, 0))
-                if (BOUND & 2) != 0:
-                    pass
-                elif MMA == 2:
-                    acc = mma_v2(a, b.load(B2_OPERAND), acc)
-                else:
-                    acc = warpgroup_mma(a, b, acc, is_async=True)
+                if (BOUND & 2) == 0:  # (BOUND 2: no multiply)
+                    b = x_buf.index(4 * s + 2 * h + q).slice(16 * c, 16, dim=1).permute((1, 0))
+                    if MMA == 2:
+                        acc = mma_v2(a, b.load(B2_OPERAND), acc)
+                    else:
+                        acc = warpgroup_mma(a, b, acc, is_async=True)
     if (BOUND & 2) != 0:
         if (BOUND & 1) == 0:  # one word a row, as acc's rows: 0.0 unless all fold to 1
             folded = gl.convert_layout(gl.xor_sum(kept, axis=1), gl.SliceLayout(1, acc.type.layout))
