@@ -301,10 +301,11 @@ W12_ARMS = {
     # kernels/w12_tc.py's route for the same (off by default)
     "tc_verify": {"w12_tc.VERIFY": True},
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
-    # conflicts in its operand reads; runs 309-312)
+    # conflicts in its operand reads; runs 309-312), split_plan's K splits (since session 59: waves
+    # priced with UNIT_COST_BLOCKS, q|k|v unsplit, down 4 splits)
     "tcsw_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128},
-    # ... with unsplit units where K allows (w12_tc.UNIT_SPLIT 1: run 309, q|k|v 18.22 us unsplit
-    # against 24.14 split four ways)
+    # ... with the fewest splits K allows (w12_tc.UNIT_SPLIT 1: run 309, q|k|v 18.22 us unsplit
+    # against 24.14 split four ways; down 3 splits)
     "tcsw1_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128, "w12_tc.UNIT_SPLIT": 1},
     # ... and each warp's own mma.sync (w12_tc.MMA_VERSION 2)
     "tcmma_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128, "w12_tc.MMA_VERSION": 2},

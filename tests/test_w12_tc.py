@@ -23,12 +23,16 @@ def _weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
 
 
 def test_split_plan() -> None:
-    """At most 16 blocks a unit; the split whose units fill 132 SMs' waves best (the fewest
-    splits near the best); SwiGLU takes no split; a given split is taken."""
+    """At most 16 blocks a unit; the split whose waves on 132 SMs cost least (a unit: its blocks
+    and UNIT_COST_BLOCKS), run 309's fastest at Qwen3-8B's shapes; SwiGLU takes no split; a
+    given split is taken; ties go to the fewest splits."""
     assert w12_tc.split_plan(24576, 4096, True, 0, 132) == (384, 16, 1)  # gate|up: 2.9 waves
-    assert w12_tc.split_plan(4096, 12288, False, 0, 132) == (64, 12, 4)  # down: 256 units
-    assert w12_tc.split_plan(6144, 4096, False, 0, 132) == (96, 4, 4)  # q|k|v: 384, not 192
+    assert w12_tc.split_plan(24576, 4096, False, 0, 132) == (384, 16, 1)  # not 16 of 1 block
+    assert w12_tc.split_plan(4096, 12288, False, 0, 132) == (64, 12, 4)  # down: 256 units, not 3
+    assert w12_tc.split_plan(6144, 4096, False, 0, 132) == (96, 16, 1)  # q|k|v: one wave of 96
     assert w12_tc.split_plan(4096, 4096, False, 0, 132) == (64, 8, 2)  # o: one wave of 128
+    assert w12_tc.split_plan(128, 4096, False, 0, 132) == (2, 1, 16)  # few tiles: split wide
+    assert w12_tc.split_plan(4096, 1024, False, 0, 4) == (64, 4, 1)  # 4 SMs: 16 waves already
     assert w12_tc.split_plan(4096, 4096, False, 1, 132) == (64, 16, 1)  # given
     assert w12_tc.split_plan(320, 12288, False, 1, 132)[1:] == (16, 3)  # 16 blocks at most
 

@@ -88,11 +88,16 @@ PLANE_SWIZZLE = 0
 # read from shared memory by ldmatrix: no warp waits on another within a block. Runs 309-310:
 # no faster than 3, and wrong with escapes at some shapes (rows 32-47 of a unit): off.
 MMA_VERSION = 3
-# SPLIT_K (-1: the switch UNIT_SPLIT's; 0: split_plan's choice, the fewest splits that fill the
-# SMs' waves best; n: n splits, or the fewest that keep units within MAX_UNIT_BLOCKS). Run 309
-# (H100, swizzled planes): unsplit q|k|v 18.22 us against 24.14 with the plan's 4 splits, o
-# level, down 36.25 against 35.10 with 4.
+# SPLIT_K (-1: the switch UNIT_SPLIT's; 0: split_plan's choice; n: n splits, or the fewest that
+# keep units within MAX_UNIT_BLOCKS). Run 309 (H100, swizzled planes, 16 rows): unsplit q|k|v
+# 18.22 us against 24.14 with 4 splits, o level (1 or 2), down 36.25 with 3 against 35.10 with 4.
 UNIT_SPLIT = 0
+# split_plan's price of a unit beyond its blocks, in blocks' time (its ring's fill and drain, its
+# partial sums' store): fitted to run 309's q|k|v (16 blocks unsplit, one wave of 96 units:
+# 18.22 us; 4 a unit, three waves of 384: 24.14), it picks down's 4 splits (3: 2 waves of 21.5;
+# 4: 2 of 17.5; 6: 3 of 13.5), o's 2 and gate|up's 1 (run 309's fastest each). The fill rule
+# before it (units / waves near 1) took q|k|v's 4 splits.
+UNIT_COST_BLOCKS = 5.5
 # BOUND (bench/w12_join.py --tc; wrong products, a bound): 1 takes the plane reads and the decode
 # out (A all zeros), 2 the multiply (the decoded words folded into one per row, kept alive), 3
 # both (the ring's hand-offs with the input's reads by wgmma gone too), 8 the loader's copies
@@ -401,8 +406,8 @@ def layouts(swizzle: int = -1) -> tuple:
 
 def split_plan(n: int, k: int, swiglu: bool, split: int, sms: int) -> tuple[int, int, int]:
     """(tiles, blocks a split, splits) for N x K: at most MAX_UNIT_BLOCKS blocks a unit; unless
-    `split` is given (or SwiGLU, which takes none past that), the K split whose units fill the
-    SMs' waves best (the fewest splits within 2% of the best)."""
+    `split` is given (or SwiGLU, which takes none past that), the K split whose waves cost least,
+    a wave costing its units' blocks plus UNIT_COST_BLOCKS (ties: the fewest splits)."""
     tiles = triton.cdiv(n // 2 if swiglu else n, ROWS // (2 if swiglu else 1))
     blocks = triton.cdiv(k, BLOCK)
     least = triton.cdiv(blocks, MAX_UNIT_BLOCKS)
@@ -414,9 +419,8 @@ def split_plan(n: int, k: int, swiglu: bool, split: int, sms: int) -> tuple[int,
     for splits in choices:
         per_split = triton.cdiv(blocks, splits)
         units = tiles * triton.cdiv(blocks, per_split)
-        plans.append((units / (triton.cdiv(units, sms) * sms), per_split))
-    best = max(fill for fill, _ in plans)
-    per_split = next(per for fill, per in plans if fill >= best - 0.02)
+        plans.append((triton.cdiv(units, sms) * (per_split + UNIT_COST_BLOCKS), per_split))
+    per_split = min(plans, key=lambda plan: plan[0])[1]  # (the first: the fewest splits)
     return tiles, per_split, triton.cdiv(blocks, per_split)
 
 
