@@ -130,7 +130,9 @@ TC_TILES = (
     # the planes through TMA's 128-byte swizzle (w12_tc.TILE's SWIZZLE: no bank conflicts in
     # the operand reads; run 309: 18-33% faster)
     ("64r4s/sw", dict(SWIZZLE=128)), ("64r4s/k1/sw", dict(SPLIT_K=1, SWIZZLE=128)),
-    ("64r3s/sw", dict(STAGES=3, SWIZZLE=128)),
+    ("64r3s/sw", dict(STAGES=3, SWIZZLE=128)), ("64r5s/sw", dict(STAGES=5, SWIZZLE=128)),
+    ("64r6s/sw", dict(STAGES=6, SWIZZLE=128)), ("64r6s/k1/sw", dict(STAGES=6, SPLIT_K=1,
+    SWIZZLE=128)),
     # each warp's own mma.sync instead of the warpgroup's wgmma (w12_tc.TILE's MMA; run 309)
     ("64r4s/sw/mma2", dict(SWIZZLE=128, MMA=2)), ("64r4s/k1/sw/mma2", dict(SPLIT_K=1,
     SWIZZLE=128, MMA=2)), ("64r4s/mma2", dict(MMA=2)),

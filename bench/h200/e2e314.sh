@@ -6,6 +6,9 @@
 # 2. End to end at 1k, paired over bf16 for PAIRED rounds (default 6) with the control, forcing
 #    on every arm: W12 every matrix and, as W12_ARMS tcsw_verify or tcsw1_verify, the faster
 #    of step 1's two (tcsw1_verify if neither beats base by 0.02 ms: run 312's arm, again).
+# 3. If time is left: bench/w12_join.py --tc at 16 rows, the swizzled tile with 4, 5 and 6
+#    stages (more bytes in flight an SM: q|k|v unsplit fills 96 of 132 SMs), split_plan's and
+#    unsplit, against w12_linear's j2esc4 and bf16.
 # Prediction: tcsw 0.02-0.05 ms under tcsw1 (36 downs at 35.10 us against 36.25, H100); both
 # ~2.5% under base as in run 310; end to end the verify route's spec 1-3% over W12's.
 set -u
@@ -28,8 +31,14 @@ arm=$(fastest_variant verify 0.02 tcsw tcsw1)
 arm=${W12_E2E_ARM:-${arm:-tcsw1}_verify}
 rm -f "$OUT/timeline-variants-1024.json"
 echo "e2e arm: $arm"
-timeout "${E2E_S:-400}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
+timeout "${E2E_S:-360}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
     --w12-base qkv,o,gate_up,down --w12-arms "$arm" \
     --paired "${PAIRED:-6}" --out "$OUT/e2e-1024.json" >"$OUT/e2e-1024.log" 2>&1
 echo "e2e rc=$?"; grep -E "^e2e" "$OUT/e2e-1024.log" | cut -c1-300 | tail -30
+pack
+only=64r4s/sw,64r5s/sw,64r6s/sw,64r4s/k1/sw,64r6s/k1/sw
+timeout 100 python3 bench/w12_join.py --model qwen3-8b --rows 16 --variants j2esc4 --tc \
+    --only "$only" --out "$OUT/tc-qwen3-8b.json" >"$OUT/tc-qwen3-8b.log" 2>&1
+echo "tc 16 rows rc=$?"
+sed -n '/^shape/,/^{/p' "$OUT/tc-qwen3-8b.log" | grep -v '^{' | cut -c1-200
 pack; archive_only
