@@ -25,7 +25,7 @@ def _weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
 def test_split_plan() -> None:
     """At most 16 blocks a unit; the split whose waves on 132 SMs cost least (a unit: its blocks
     and UNIT_COST_BLOCKS), run 309's fastest at Qwen3-8B's shapes; SwiGLU takes no split; a
-    given split is taken; ties go to the fewest splits."""
+    given split is taken."""
     assert w12_tc.split_plan(24576, 4096, True, 0, 132) == (384, 16, 1)  # gate|up: 2.9 waves
     assert w12_tc.split_plan(24576, 4096, False, 0, 132) == (384, 16, 1)  # not 16 of 1 block
     assert w12_tc.split_plan(4096, 12288, False, 0, 132) == (64, 12, 4)  # down: 256 units, not 3

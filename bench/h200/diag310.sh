@@ -21,11 +21,5 @@ v="--switch kernels.w12_tc.VERIFY=1 --switch kernels.w12_tc.PLANE_SWIZZLE=128"
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
     "base|;tcsw|$v;tcsw1|$v --switch kernels.w12_tc.UNIT_SPLIT=1;base2|" 200
 pack
-python3 - "$OUT/timeline-variants-1024-qwen3-8b.json" <<'PY'
-import json, sys
-arms = json.load(open(sys.argv[1]))["arms"]
-for fwd in ("decode", "verify"):
-    ms = {k.split()[1]: v[fwd]["untraced_back_to_back_ms"] for k, v in arms.items()}
-    print(fwd, "back to back, ms:", {k: round(v, 3) for k, v in ms.items()})
-PY
+back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
 pack; archive_only

@@ -18,18 +18,10 @@ card
 v="--switch kernels.w12_tc.VERIFY=1 --switch kernels.w12_tc.PLANE_SWIZZLE=128"
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
     "base|;tcsw|$v;tcsw1|$v --switch kernels.w12_tc.UNIT_SPLIT=1;base2|" 200
-python3 - "$OUT/timeline-variants-1024-qwen3-8b.json" <<'PY'
-import json, sys
-arms = json.load(open(sys.argv[1]))["arms"]
-for fwd in ("decode", "verify"):
-    ms = {k.split()[1]: v[fwd]["untraced_back_to_back_ms"] for k, v in arms.items()}
-    print(fwd, "back to back, ms:", {k: round(v, 3) for k, v in ms.items()})
-PY
+back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
 pack
-cp "$OUT/timeline-variants-1024-qwen3-8b.json" "$OUT/timeline-variants-1024.json"
-arm=$(fastest_variant verify 0.02 tcsw tcsw1)
+arm=$(MODEL=qwen3-8b fastest_variant verify 0.02 tcsw tcsw1)
 arm=${W12_E2E_ARM:-${arm:-tcsw1}_verify}
-rm -f "$OUT/timeline-variants-1024.json"
 echo "e2e arm: $arm"
 timeout "${E2E_S:-360}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
     --w12-base qkv,o,gate_up,down --w12-arms "$arm" \

@@ -46,10 +46,11 @@ decode_each() {
 # so that the caller's next pack keeps its files.
 unpack() { (cd "$OUT" && tar xzf all.tgz && rm all.tgz); }
 # fastest_variant FORWARD MARGIN_MS NAME...: of the variants NAME... in the last timeline
-# variants run at 1k (its JSON under $OUT), the one whose FORWARD (decode, verify, draft) is
-# fastest back to back, printed only if it beats the faster of base and base2 by MARGIN_MS.
+# variants run at 1k (its JSON under $OUT, named for MODEL where that is set), the one whose
+# FORWARD (decode, verify, draft) is fastest back to back, printed only if it beats the faster of
+# base and base2 by MARGIN_MS.
 fastest_variant() {
-    python3 - "$OUT/timeline-variants-1024.json" "$@" <<'PY'
+    python3 - "$OUT/timeline-variants-1024${MODEL:+-$MODEL}.json" "$@" <<'PY'
 import json, sys
 path, forward, margin, *names = sys.argv[1:]
 arms = json.load(open(path))["arms"]
@@ -169,4 +170,15 @@ for m in (1, 16):
         print(name, m, "relative error", err, "ok" if err < 2**-6 else "WRONG", flush=True)
 PY
     local rc=$?; echo "smoke rc=$rc"; tail -6 "$OUT/smoke.log"; return $rc
+}
+# back_to_back FILE: a timeline variants JSON's decode and verify forwards back to back (ms), a
+# line each, every variant.
+back_to_back() {
+    python3 - "$1" <<'PY'
+import json, sys
+arms = json.load(open(sys.argv[1]))["arms"]
+for fwd in ("decode", "verify"):
+    ms = {k.split()[1]: v[fwd]["untraced_back_to_back_ms"] for k, v in arms.items()}
+    print(fwd, "back to back, ms:", {k: round(v, 3) for k, v in ms.items()})
+PY
 }
