@@ -307,6 +307,21 @@ W12_ARMS = {
     # ... with the fewest splits K allows (w12_tc.UNIT_SPLIT 1: run 309, q|k|v 18.22 us unsplit
     # against 24.14 split four ways; down 3 splits)
     "tcsw1_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128, "w12_tc.UNIT_SPLIT": 1},
+    # ... with the o and down split sums writing the norms after them (models/fused.SPLIT_SUM_NORM:
+    # ~72 launches fewer a 16-row verify)
+    "tcsw1_ssn_verify": {
+        "w12_tc.VERIFY": True,
+        "w12_tc.PLANE_SWIZZLE": 128,
+        "w12_tc.UNIT_SPLIT": 1,
+        "models.fused.SPLIT_SUM_NORM": True,
+    },
+    "tcsw_ssn_verify": {
+        "w12_tc.VERIFY": True,
+        "w12_tc.PLANE_SWIZZLE": 128,
+        "models.fused.SPLIT_SUM_NORM": True,
+    },
+    # the same on w12_linear's 16-row tiles (W12 "auto")
+    "ssn": {"models.fused.SPLIT_SUM_NORM": True},
     # ... and each warp's own mma.sync (w12_tc.MMA_VERSION 2)
     "tcmma_verify": {"w12_tc.VERIFY": True, "w12_tc.PLANE_SWIZZLE": 128, "w12_tc.MMA_VERSION": 2},
     # both prototypes: the one-row forwards on w12_row, the 2-16-row ones on w12_tc
@@ -327,12 +342,14 @@ W12_ARMS = {
 
 
 def _switch(flag: str) -> tuple:
-    """A W12_ARMS key -> (its module, its value now): a kernels/w12_linear.py switch, or
-    "module.NAME" for another of specpilot.kernels."""
+    """A W12_ARMS key -> (its module, its value now): a kernels/w12_linear.py switch,
+    "module.NAME" for another of specpilot.kernels, or "package.module.NAME" (models.fused)."""
     module = w12_kernels
-    if "." in flag:
-        module = importlib.import_module(f"specpilot.kernels.{flag.split('.')[0]}")
-    return module, getattr(module, flag.split(".")[-1])
+    *path, name = flag.split(".")
+    if path:
+        where = ".".join(path) if len(path) > 1 else f"kernels.{path[0]}"
+        module = importlib.import_module(f"specpilot.{where}")
+    return module, getattr(module, name)
 
 
 def end_to_end(

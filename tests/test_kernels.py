@@ -870,6 +870,42 @@ def test_rmsnorm_and_silu_mul() -> None:
         rmsnorm(x, w[:10], 1e-6)
 
 
+@pytest.mark.parametrize("order", ["", "join", "pair"])
+@pytest.mark.parametrize("splits, rows", [(2, 1), (3, 5), (4, 16)])
+def test_split_sum_norm_gives_the_bits_of_the_two_launches(order: str, splits: int,
+                                                           rows: int) -> None:  # fmt: skip
+    """elementwise.split_sum_norm: a K split's partial sums added, rounded, plus the residual,
+    and the RMSNorm of that in the next multiply's order, in one launch: the bits of sum_splits
+    and rmsnorm (on the GPU too: tests/test_gpu.py runs this file there)."""
+    from specpilot.kernels.elementwise import NormAfter
+    from specpilot.kernels.w12_linear import sum_splits
+
+    gen = torch.Generator().manual_seed(10 * splits + rows)
+    n = 768  # (not a power of two: the row's tail masked)
+    part = (torch.randn(splits, rows, n, generator=gen) * 3).to(DEVICE)
+    residual = (torch.randn(rows, n, generator=gen) * 2).to(DEVICE, BF16)
+    w = (torch.rand(n, generator=gen) + 0.5).to(DEVICE, BF16)
+    kinds = dict(join=order == "join", pair=order == "pair")
+    y = torch.empty(rows, n, device=DEVICE, dtype=BF16)
+    sum_splits(part, y, residual)
+    u = rmsnorm(y, w, 1e-6, **kinds)
+    norm = NormAfter(w, 1e-6, **kinds)
+    fused_y = torch.empty_like(y)
+    sum_splits(part, fused_y, residual, norm)
+    assert norm.ready and norm.order() == (dict(x_order=order) if order else {})
+    assert torch.equal(fused_y, y)
+    assert torch.equal(norm.u, u)
+    unfilled = NormAfter(w, 1e-6)  # no residual: the plain split sum, the norm left to the caller
+    sum_splits(part, fused_y, None, unfilled)
+    assert not unfilled.ready
+    with pytest.raises(ValueError, match="split_sum_norm"):
+        sum_splits(part, y[:, :256], residual[:, :256], NormAfter(w, 1e-6))
+    if order:  # the orders' column multiples
+        odd = NormAfter(w[:704], 1e-6, **kinds)
+        with pytest.raises(ValueError, match="multiple"):
+            sum_splits(part[..., :704].contiguous(), y[:, :704], residual[:, :704], odd)
+
+
 def _rope_case(seed: int, qk_norm: bool) -> tuple:
     """A q|k|v projection of 2 sequences x 3 tokens (4 query and 2 KV heads of 32), their
     positions, the rotary table, the q/k norm weights (or None) and a random cache, for
@@ -1590,6 +1626,42 @@ def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weig
         assert any(asked) is (rows == 5)
     assert torch.equal(outs[5].tokens, outs[0].tokens)
     assert torch.equal(outs[5].hidden, outs[0].hidden)
+
+
+@pytest.mark.block_merge
+def test_split_sum_norm_forward_gives_the_same_bits(tmp_path, monkeypatch) -> None:
+    """fused.SPLIT_SUM_NORM: a W12 verify forward whose o and down multiplies split K (32 heads
+    of 16 and an intermediate of 512: K 512, two splits here) has their split sums write the
+    norms after them: no norm launch but the first layer's and the final one, and the same
+    tokens and hidden states, bit for bit, as with the launches."""
+    from specpilot.formats.w12_engine import convert_model
+    from specpilot.kernels import w12_linear
+    from specpilot.models import fused
+
+    target, drafter, _ = _tiny_pair(tmp_path, tied=False, num_attention_heads=32,
+                                    intermediate_size=512)  # fmt: skip
+    convert_model(target)
+    convert_model(drafter)
+    plain = w12_linear.tile_config
+
+    def split(m: int, n: int, k: int) -> dict:
+        return plain(m, n, k) | (dict(SPLIT_K=2) if m > 1 and k >= 512 else {})
+
+    monkeypatch.setattr(w12_linear, "tile_config", split)
+    gen, ids, pos = _verify_inputs(target, drafter, 7)
+    norms = _counted_norms(monkeypatch)
+    outs = {}
+    for on in (False, True):
+        monkeypatch.setattr(fused, "SPLIT_SUM_NORM", on)
+        norms.clear()
+        outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
+        layers = len(target.model.layers)
+        assert len(norms) == (2 if on else 2 * layers + 1)
+    assert torch.equal(outs[True].tokens, outs[False].tokens)
+    assert torch.equal(outs[True].hidden, outs[False].hidden)
+    # one row: the multiplies norm in their prologues or take no split, nothing to fill
+    one = gen._verify_fn(ids[:, :1], pos[:, :1], 5, (0, 1))
+    assert torch.equal(one.tokens, outs[True].tokens[:, :1])
 
 
 @pytest.mark.block_merge

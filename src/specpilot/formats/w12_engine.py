@@ -275,8 +275,9 @@ def linear(
     the epilogue; the residual is then added to the rounded product (one more rounding than
     the fused epilogue: a summation-order difference like any other between kernels).
     `hand`: the skinny and W12 multiplies' norm hand-off (handoff, handed), <= MAX_ROWS rows,
-    and `rope` (kernels/rope.RopeEpilogue), which only a bf16 skinny multiply takes up (any
-    other leaves its `q` None)."""
+    `rope` (kernels/rope.RopeEpilogue), which only a bf16 skinny multiply takes up (any
+    other leaves its `q` None), and `norm_after` (kernels/elementwise.NormAfter), which only a
+    W12 multiply that splits K fills."""
     hand = {k: v for k, v in hand.items() if v is not None}
     if not PROFILE_RANGES:
         return _linear(x, weight, norm_weight, eps, glu, residual, swiglu, hand)
@@ -300,6 +301,8 @@ def _linear(
     from specpilot.kernels.linear import MAX_ROWS
 
     rope = hand.pop("rope", None)
+    # (a K-split W12 multiply's split sum writes the next norm: the others leave it unready)
+    norm_after = hand.pop("norm_after", None)
     if hand and x.shape[0] > MAX_ROWS:
         raise ValueError(f"the norm hand-off is the skinny multiplies' (<= {MAX_ROWS} rows)")
     if hand.get("x_order") == "pair":  # a norm wrote pair order for w12_tc (w12_tc.pair_input)
@@ -309,7 +312,8 @@ def _linear(
             raise ValueError("a pair-order input takes no prologue or norm hand-off (w12_tc."
                              "VERIFY wants models/fused.NORM_HANDOFF_W12 off)")  # fmt: skip
         return w12_tc.w12_tc_linear(x, weight, x_order="pair", swiglu=swiglu, residual=residual,
-                                    y_order=hand.get("y_order") or "natural")  # fmt: skip
+                                    y_order=hand.get("y_order") or "natural",
+                                    norm_after=norm_after)  # fmt: skip
     if x.shape[0] == 1:  # the TMA-fed one-row kernels, where switched on (kernels/w12_row.py)
         from specpilot.kernels import w12_row
 
@@ -348,7 +352,7 @@ def _linear(
     if isinstance(weight, W12Weight):
         from specpilot.kernels.w12_linear import w12_linear
 
-        return w12_linear(x, weight, **kw, **hand)
+        return w12_linear(x, weight, **kw, **hand, norm_after=norm_after)
     from specpilot.kernels.linear import skinny_linear
 
     return skinny_linear(x, weight, **kw, **hand, rope=rope)

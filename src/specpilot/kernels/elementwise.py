@@ -9,6 +9,8 @@ here. Rounding follows the PyTorch modules step by step.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 import triton
@@ -65,6 +67,15 @@ def _rmsnorm_kernel(
         trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return
     pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    _norm_row(x_ptr, w_ptr, y_ptr, row, K, stride_x, stride_y, eps, BLOCK, JOIN, PAIR)
+    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+
+
+@triton.jit
+def _norm_row(x_ptr, w_ptr, y_ptr, row, K, stride_x, stride_y, eps, BLOCK: tl.constexpr,
+              JOIN: tl.constexpr, PAIR: tl.constexpr):  # fmt: skip
+    """y[row] = weight * RMSNorm(x[row]), in the JOIN or PAIR order where asked: the RMSNorm
+    launch's row, and the split sum's norm after it (one code for both: the same bits)."""
     dtype = y_ptr.dtype.element_ty
     cols = tl.arange(0, BLOCK)
     ok = cols < K
@@ -76,6 +87,34 @@ def _rmsnorm_kernel(
     if PAIR:  # for kernels/w12_ws.py
         at = pair_position(cols)
     tl.store(y_ptr + row * stride_y + at, (h * w).to(dtype), mask=ok)
+
+
+@triton.jit
+def _split_sum_norm_kernel(
+    part_ptr, y_ptr, res_ptr, w_ptr, u_ptr, M, K, stride_y, stride_r, stride_u, eps,
+    SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr = False, AHEAD: tl.constexpr = 0,
+    ahead0_ptr=None, ahead0_bytes=0, ahead1_ptr=None, ahead1_bytes=0, TRACE: tl.constexpr = 0,
+    trace_ptr=None, clock_ptr=None, JOIN: tl.constexpr = False, PAIR: tl.constexpr = False,
+):  # fmt: skip
+    """A row of y = the SPLIT_K partial rows (fp32) summed in order, rounded, plus the residual
+    (kernels/w12_linear._split_sum_kernel's bits), then u = weight * RMSNorm of that row
+    (_rmsnorm_kernel's bits: it reads the row back as that kernel reads its input)."""
+    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
+    row = tl.program_id(0)
+    if _ask_ahead(row, M, True, AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes):
+        trace_mark(trace_ptr, clock_ptr, 2, TRACE)
+        return
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    dtype = y_ptr.dtype.element_ty
+    cols = tl.arange(0, BLOCK)
+    ok = cols < K
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(part_ptr + (s * M + row) * K + cols, mask=ok, other=0.0)
+    r = tl.load(res_ptr + row * stride_r + cols, mask=ok, other=0.0).to(tl.float32)
+    tl.store(y_ptr + row * stride_y + cols, (acc.to(dtype).to(tl.float32) + r).to(dtype), mask=ok)
+    tl.debug_barrier()  # the row's stores seen by every thread of the program before the norm
+    _norm_row(y_ptr, w_ptr, u_ptr, row, K, stride_y, stride_u, eps, BLOCK, JOIN, PAIR)
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
@@ -151,6 +190,59 @@ def rmsnorm(
         num_warps=NORM_WARPS,
     )
     return y
+
+
+@dataclass
+class NormAfter:
+    """The RMSNorm after a multiply that ends in the residual add (o, down), for the multiply
+    after it (gate|up, the next q|k|v): where the first splits K, its split sum writes the norm
+    too (`split_sum_norm`: one launch for the two, models/fused.SPLIT_SUM_NORM) and `u` holds
+    it, in the order the next multiply reads (join or pair, as rmsnorm's); else `u` stays None
+    and the caller norms as before. Same bits either way."""
+
+    weight: torch.Tensor
+    eps: float
+    ahead: tuple[torch.Tensor, ...] = ()
+    join: bool = False
+    pair: bool = False
+    u: torch.Tensor | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.u is not None
+
+    def order(self) -> dict:
+        """The next multiply's x_order keyword for u."""
+        return dict(x_order="pair") if self.pair else dict(x_order="join") if self.join else {}
+
+
+def split_sum_norm(
+    part: torch.Tensor, y: torch.Tensor, residual: torch.Tensor, norm: NormAfter
+) -> None:
+    """y [M, N] = the sum of a K split's partial rows part [splits, M, N] (fp32), rounded, plus
+    the residual (kernels/w12_linear.sum_splits's bits), and norm.u = rmsnorm(y, norm.weight,
+    norm.eps, norm.ahead, join, pair)'s bits: one launch, a program a row (and the ahead
+    programs)."""
+    splits, m, n = part.shape
+    if y.shape != (m, n) or residual.shape != (m, n) or norm.weight.shape != (n,):
+        raise ValueError(f"split_sum_norm: y {tuple(y.shape)}, residual "
+                         f"{tuple(residual.shape)}, norm {tuple(norm.weight.shape)} for "
+                         f"{m} x {n}")  # fmt: skip
+    if y.stride(1) != 1 or residual.stride(1) != 1 or not part.is_contiguous():
+        raise ValueError("split_sum_norm wants rows of unit stride and contiguous partial sums")
+    if norm.join and n % 128 or norm.pair and (norm.join or n % 256):
+        raise ValueError(f"split_sum_norm: join wants N a multiple of 128, pair 256 (not "
+                         f"both), got {n}")  # fmt: skip
+    u = torch.empty_like(y)
+    extra = ahead_arguments(norm.ahead)
+    grid = (m + (AHEAD_PROGRAMS if norm.ahead else 0),)
+    _split_sum_norm_kernel[grid](
+        part, y, residual, norm.weight, u, m, n, y.stride(0), residual.stride(0), u.stride(0),
+        norm.eps, SPLIT_K=splits, BLOCK=triton.next_power_of_2(n), **launch.pdl(y), **extra,
+        **trace.arguments(y, "split_sum_norm", grid[0], bytes=part.nbytes, rows=m, n=n),
+        JOIN=norm.join, PAIR=norm.pair, num_warps=NORM_WARPS,
+    )  # fmt: skip
+    norm.u = u
 
 
 def silu_mul(x: torch.Tensor, ahead: tuple[torch.Tensor, ...] = ()) -> torch.Tensor:

@@ -88,7 +88,7 @@ from specpilot.kernels.common import (
     weight_rows,
     zeroed_counters,
 )
-from specpilot.kernels.elementwise import silu_mul
+from specpilot.kernels.elementwise import NormAfter, silu_mul, split_sum_norm
 from specpilot.kernels.linear import (
     Handoff,
     check_handoff,
@@ -949,12 +949,15 @@ def w12_linear(
     handed: Handoff | None = None,
     x_order: str = "natural",
     y_order: str = "natural",
+    norm_after: NormAfter | None = None,
 ) -> torch.Tensor:
     """x [M, K] (or [M, 2K] with glu) @ W^T -> [M, N] bf16 ([M, N / 2] with swiglu); the
     contract of skinny_linear (norm hand-off included). x_order "join": x's columns are in
     join_order (a producer wrote them so, where join_input says the multiply takes them), read
     by the tile with JOIN 2. y_order "join" (with swiglu, N / 2 a multiple of 128): y written
-    in join_order, for a next multiply that takes x_order "join" (join_between)."""
+    in join_order, for a next multiply that takes x_order "join" (join_between). norm_after
+    (with a residual): where the tile splits K, its split sum writes that norm too
+    (sum_splits); else it stays unready."""
     m = x.shape[0] if x.dim() == 2 else 0
     n, k = weight.shape
     _check(weight, m, x, glu)
@@ -1050,13 +1053,23 @@ def w12_linear(
     )
     launch.ask_shared(kernel, launched["SHARED"])
     if splits > 1 and not in_kernel:
-        sum_splits(part, y, residual)
+        sum_splits(part, y, residual, norm_after)
     return y
 
 
-def sum_splits(part: torch.Tensor, y: torch.Tensor, residual: torch.Tensor | None) -> None:
+def sum_splits(
+    part: torch.Tensor,
+    y: torch.Tensor,
+    residual: torch.Tensor | None,
+    norm_after: NormAfter | None = None,
+) -> None:
     """y [M, N] = the sum of a K split's partial rows part [splits, M, N] (fp32), rounded, plus
-    the residual where given: the second launch of a split multiply (w12_linear, w12_ws)."""
+    the residual where given: the second launch of a split multiply (w12_linear, w12_tc,
+    w12_ws). norm_after (with a residual): the next RMSNorm in the same launch, into its u
+    (kernels/elementwise.split_sum_norm)."""
+    if norm_after is not None and residual is not None:
+        split_sum_norm(part, y, residual, norm_after)
+        return
     splits, m, n = part.shape
     block = 1024
     grid = (triton.cdiv(n, block), m)

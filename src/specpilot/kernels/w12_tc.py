@@ -53,6 +53,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from specpilot.formats.w12 import BLOCK, W12Weight
 from specpilot.kernels import launch
+from specpilot.kernels.elementwise import NormAfter
 from specpilot.kernels.w12_linear import sum_splits
 from specpilot.kernels.w12_row import _barriers, _bf16_pair, _high_bytes, _times
 from specpilot.kernels.w12_ws import (
@@ -433,6 +434,7 @@ def w12_tc_linear(
     swiglu: bool = False,
     residual: torch.Tensor | None = None,
     y_order: str = "natural",
+    norm_after: NormAfter | None = None,
 ) -> torch.Tensor:
     """x [M, K] bf16 (M 1-16, CUDA, sm_90) @ weight.T -> [M, N] bf16 on the register-operand
     wgmma kernel (w12_linear's contract: swiglu, y = silu(gate) * up of [gate | up]; residual
@@ -440,7 +442,7 @@ def w12_tc_linear(
     in kernels/w12_ws.pair_order (its operand's K order): x_order "pair", x is that [M, Kp]
     already (rmsnorm(pair=True) writes it, or a SwiGLU here or in w12_ws with y_order "pair");
     else the host permutes it. y_order "pair" (swiglu, N / 2 a multiple of 256): y in pair
-    order, a down's input."""
+    order, a down's input. norm_after: as w12_linear's (kernels/w12_linear.sum_splits)."""
     cfg = TILE | (tile or {})
     unknown = set(cfg) - set(TILE)
     if unknown:
@@ -479,7 +481,7 @@ def w12_tc_linear(
         PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4,
     )  # fmt: skip
     if splits > 1:
-        sum_splits(out, y, residual)
+        sum_splits(out, y, residual, norm_after)
     return y
 
 

@@ -52,6 +52,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
 from specpilot.kernels import launch, trace
 from specpilot.kernels.common import pair_position
+from specpilot.kernels.elementwise import NormAfter
 from specpilot.kernels.w12_linear import sum_splits
 
 # the prototype's default tile: 64 weight rows (one wgmma M), 4 stages of the planes, 2 decoded
@@ -872,13 +873,15 @@ def w12_ws_linear(
     swiglu: bool = False,
     residual: torch.Tensor | None = None,
     y_order: str = "natural",
+    norm_after: NormAfter | None = None,
 ) -> torch.Tensor:
     """x [M, K] bf16 (M 1-16, CUDA, sm_90) @ weight.T -> [M, N] bf16, on the warp-specialized
     kernel. tile: TILE's keys to change. x_order "pair": x is pair_order's [M, Kp] already (its
     producer wrote it so: rmsnorm(pair=True), or a w12_ws SwiGLU with y_order "pair"); else the
     host permutes it. swiglu: weight is [gate | up] (N even), y = silu(gate) * up [M, N / 2], no
     K split; y_order "pair" then writes y in pair_order (N / 2 a multiple of 256). residual
-    [M, N]: y = residual + x @ weight.T (w12_linear's contract)."""
+    [M, N]: y = residual + x @ weight.T (w12_linear's contract). norm_after: as w12_linear's
+    (kernels/w12_linear.sum_splits)."""
     cfg = TILE | (tile or {})
     unknown = set(cfg) - set(TILE)
     if unknown:
@@ -924,7 +927,7 @@ def w12_ws_linear(
         PDL=launched["PDL"], launch_pdl=launched["launch_pdl"],
     )  # fmt: skip
     if splits > 1:
-        sum_splits(out, y, res if residual is not None else None)
+        sum_splits(out, y, res if residual is not None else None, norm_after)
     return y
 
 

@@ -37,7 +37,7 @@ from specpilot.kernels import launch, tokens, w12_row, w12_tc, w12_ws
 from specpilot.kernels import rope as rope_kernels
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.attention import decode_attention, num_splits_for
-from specpilot.kernels.elementwise import prefetch_l2, rmsnorm, silu_mul
+from specpilot.kernels.elementwise import NormAfter, prefetch_l2, rmsnorm, silu_mul
 from specpilot.kernels.linear import MAX_ROWS, Handoff, certified_argmax
 from specpilot.kernels.rope import RopeEpilogue, kv_rope_write_layers, qk_rope_write
 from specpilot.layers import attention as attention_layer
@@ -150,6 +150,13 @@ NORM_HANDOFF_W12 = False
 # alone. bench/engine_speed.py --switch models.fused.NORM_HANDOFF_ONE_ROW_SITES=N.
 HAND_O, HAND_DOWN = 1, 2
 NORM_HANDOFF_ONE_ROW_SITES = HAND_O | HAND_DOWN
+# Where a W12 multiply ending in the residual add (o, down) splits K, its split sum also writes
+# the RMSNorm after it for the next multiply (gate|up, the next layer's q|k|v), in the order
+# that one reads (kernels/elementwise.split_sum_norm: the bits of the split sum and rmsnorm
+# launches it replaces, one launch for the two). A 16-row W12 verify forward has ~72 such
+# pairs (run 306's timeline: 108 split sums, 73 norms). Off until measured on a GPU.
+# bench/engine_speed.py --switch models.fused.SPLIT_SUM_NORM=1.
+SPLIT_SUM_NORM = False
 # How a fused draft computes its new context's keys and values: 0, in each layer, a k|v multiply
 # of the context and its write into the cache (5 small multiplies of ~8 MB in FP8 at the
 # Qwen3-8B shape, each ~8 us against ~2 at the bandwidth, run 180); 1, one multiply by every
@@ -263,25 +270,56 @@ def normed_input(
     weight: torch.Tensor | W12Weight | Fp8Weight,
     norm: torch.Tensor,
     eps: float,
-    handed: Handoff | None = None,
+    handed: Handoff | NormAfter | None = None,
     row_kernels: bool = True,
 ) -> tuple[torch.Tensor, dict]:
     """How a multiply by `weight` takes RMSNorm(x) * norm -> (its input, its norm keywords):
-    a filled `handed`'s u (the multiply before handed the norm on), x with the norm for the
-    multiply's prologue (up to prologue_rows), or x normed by an rmsnorm launch first (which
-    asks L2 for the head of `weight`, EngineConfig.l2_ahead; for a W12 multiply that takes it,
-    w12_linear.join_input, in the order its tile reads; or kernels/w12_tc.pair_input's pair
-    order). row_kernels: as prologue_rows's (False: a multiply not through `linear`)."""
+    a filled `handed`'s u (the multiply before handed the norm on, or its split sum wrote it:
+    a NormAfter), x with the norm for the multiply's prologue (up to prologue_rows), or x normed
+    by an rmsnorm launch first (which asks L2 for the head of `weight`, EngineConfig.l2_ahead;
+    in the order of `norm_order`). row_kernels: as prologue_rows's (False: a multiply not
+    through `linear`)."""
+    if isinstance(handed, NormAfter):
+        if handed.ready:
+            return handed.u, handed.order()
+        handed = None
     if handed is not None and handed.ready:
         return handed.u, dict(handed=handed)
-    if x.shape[0] <= prologue_rows(weight, "norm", row_kernels):
+    order = norm_order(x, weight, row_kernels)
+    if order is None:
         return x, dict(norm_weight=norm, eps=eps)
-    if row_kernels and w12_tc.pair_input(weight, x):  # the norm in the order w12_tc reads
-        return rmsnorm(x, norm, eps, ahead("head", weight), pair=True), dict(x_order="pair")
-    if w12_kernels.join_input(weight, x.shape[0]):
-        # the norm written in the order the W12 multiply's tile reads (kernels/w12_linear)
-        return rmsnorm(x, norm, eps, ahead("head", weight), join=True), dict(x_order="join")
-    return rmsnorm(x, norm, eps, ahead("head", weight)), {}
+    u = rmsnorm(x, norm, eps, ahead("head", weight), join=order == "join", pair=order == "pair")
+    return u, dict(x_order=order) if order else {}
+
+
+def norm_order(
+    x: torch.Tensor, weight: torch.Tensor | W12Weight | Fp8Weight, row_kernels: bool = True
+) -> str | None:
+    """The order normed_input's rmsnorm writes RMSNorm(x) in for a multiply by `weight`: None
+    where the multiply norms in its own prologue (up to prologue_rows), "pair" for
+    kernels/w12_tc (pair_input), "join" for a W12 tile that reads it so (w12_linear.join_input),
+    else "" (natural)."""
+    if x.shape[0] <= prologue_rows(weight, "norm", row_kernels):
+        return None
+    if row_kernels and w12_tc.pair_input(weight, x):
+        return "pair"
+    return "join" if w12_kernels.join_input(weight, x.shape[0]) else ""
+
+
+def norm_after_for(
+    x: torch.Tensor, after: tuple | None, hand: Handoff | None, pair: bool = False
+) -> NormAfter | None:
+    """The NormAfter that a multiply ending in the residual add (its output rows as x's)
+    carries for the multiply `after` = (norm weight, eps, weight) describes (SPLIT_SUM_NORM, and
+    no hand-off `hand` of that norm), in normed_input's order for it (pair: in pair order, for a
+    pair_kernel); None where that multiply norms in its prologue."""
+    if not SPLIT_SUM_NORM or after is None or hand is not None:
+        return None
+    norm, eps, consumer = after
+    order = "pair" if pair else norm_order(x, consumer)
+    if order is None:
+        return None
+    return NormAfter(norm, eps, ahead("head", consumer), join=order == "join", pair=order == "pair")
 
 
 def glu_linear(
@@ -289,12 +327,15 @@ def glu_linear(
     weight: torch.Tensor | W12Weight,
     residual: torch.Tensor,
     handoff: Handoff | None = None,
+    norm_after: NormAfter | None = None,
 ) -> torch.Tensor:
-    """(silu(gate) * up) @ weight^T + residual (filling `handoff` where it can)."""
+    """(silu(gate) * up) @ weight^T + residual (filling `handoff` or `norm_after` where it
+    can)."""
+    hand = dict(handoff=handoff, norm_after=norm_after)
     if gate_up.shape[0] <= prologue_rows(weight, "glu"):
-        return linear(gate_up, weight, glu=True, residual=residual, handoff=handoff)
+        return linear(gate_up, weight, glu=True, residual=residual, **hand)
     act = silu_mul(gate_up, ahead("head", weight))
-    return linear(act, weight, residual=residual, handoff=handoff)
+    return linear(act, weight, residual=residual, **hand)
 
 
 class _FusedBlock:
@@ -370,33 +411,49 @@ class _FusedBlock:
         )  # fmt: skip
 
     def finish(
-        self, x: torch.Tensor, attn_out: torch.Tensor, after: tuple | None = None
-    ) -> tuple[torch.Tensor, Handoff | None]:
+        self,
+        x: torch.Tensor,
+        attn_out: torch.Tensor,
+        after: tuple | None = None,
+        norm_next: bool = False,
+    ) -> tuple[torch.Tensor, Handoff | NormAfter | None]:
         """Output projection, residual, MLP, residual: [M, hidden] -> [M, hidden], and the
         next norm handed on (filled, or None) to the multiply `after` = (norm weight, eps,
-        weight) describes (NORM_HANDOFF_MAX_ROWS)."""
+        weight) describes (NORM_HANDOFF_MAX_ROWS), or, norm_next (`after` is the next layer's
+        q|k|v), written by the down's split sum (SPLIT_SUM_NORM)."""
         rows = x.shape[0]
-        hand = handoff_for(rows, self.o, (self.post_norm, self.eps, self.gate_up), HAND_O)
+        mlp_in = (self.post_norm, self.eps, self.gate_up)
+        hand = handoff_for(rows, self.o, mlp_in, HAND_O)
+        pair_mlp = pair_kernel(self.gate_up, self.down, x)
+        post = norm_after_for(x, mlp_in, hand, pair=pair_mlp is not None)
         # (attend wrote attn_out in pair order where o runs on w12_tc)
         o_order = "pair" if w12_tc.pair_input(self.o, attn_out) else None
-        x = linear(attn_out, self.o, residual=x, handoff=hand, x_order=o_order)
+        x = linear(attn_out, self.o, residual=x, handoff=hand, x_order=o_order, norm_after=post)
         nxt = handoff_for(rows, self.down, after, HAND_DOWN)
-        pair_mlp = pair_kernel(self.gate_up, self.down, x)
+        nxt_norm = norm_after_for(x, after if norm_next else None, nxt)
         if pair_mlp is not None:
             # the norm in pair order, gate|up with SwiGLU writing it, the down reading it
-            xp = rmsnorm(x, self.post_norm, self.eps, ahead("head", self.gate_up), pair=True)
+            xp = (
+                post.u
+                if post is not None and post.ready
+                else rmsnorm(x, self.post_norm, self.eps, ahead("head", self.gate_up), pair=True)
+            )
             act = pair_mlp(xp, self.gate_up, x_order="pair", swiglu=True, y_order="pair")
-            x = pair_mlp(act, self.down, x_order="pair", residual=x)
+            x = pair_mlp(act, self.down, x_order="pair", residual=x, norm_after=nxt_norm)
         elif 0 < SWIGLU_EPILOGUE_MIN_ROWS <= rows:
             # W12 gate|up and down where the down's tile reads join_order (w12_linear)
             order = "join" if w12_kernels.join_between(self.gate_up, self.down, rows) else None
             act = normed_linear(x, self.gate_up, self.post_norm, self.eps, swiglu=True,
-                                handed=hand, y_order=order)  # fmt: skip
-            x = linear(act, self.down, residual=x, handoff=nxt, x_order=order)
+                                handed=post or hand, y_order=order)  # fmt: skip
+            x = linear(act, self.down, residual=x, handoff=nxt, x_order=order,
+                       norm_after=nxt_norm)  # fmt: skip
         else:
-            gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps, handed=hand)
-            x = glu_linear(gate_up, self.down, residual=x, handoff=nxt)
-        return x, nxt if nxt is not None and nxt.ready else None
+            gate_up = normed_linear(x, self.gate_up, self.post_norm, self.eps, handed=post or hand)
+            x = glu_linear(gate_up, self.down, residual=x, handoff=nxt, norm_after=nxt_norm)
+        for handed in (nxt, nxt_norm):
+            if handed is not None and handed.ready:
+                return x, handed
+        return x, None
 
 
 def pair_kernel(gate_up, down, x: torch.Tensor):
@@ -523,7 +580,7 @@ class FusedTarget:
             qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, handed=handed, rope=rope)
             side.ask(launch.side_ahead(*planes(blk.o)))  # o's weights, while attention waits
             after = norm_after(self.blocks, i, head if hand_head else None)
-            x, handed = blk.finish(x, attend(i, blk, qkv, rope), after)
+            x, handed = blk.finish(x, attend(i, blk, qkv, rope), after, norm_next=i < last)
             if i in capture and i != last:
                 captured[i] = x
         side.join()
@@ -698,7 +755,7 @@ class FusedDrafter:
             qkv = normed_linear(x, blk.qkv, blk.in_norm, blk.eps, handed=handed)
             attn = blk.attend(qkv, block_positions, table, cache, i, num_splits, causal=False)
             # nothing after the last: the head takes rows 1.. of each block, with its own norm
-            x, handed = blk.finish(x, attn, norm_after(self.blocks, i, None))
+            x, handed = blk.finish(x, attn, norm_after(self.blocks, i, None), norm_next=True)
         rows = x.view(batch, k, -1)[:, 1:].reshape(batch * (k - 1), -1)
         logits = normed_linear(rows, self.head, d.norm.weight, d.norm.eps)
         best = greedy(logits)
