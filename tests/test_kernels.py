@@ -1628,6 +1628,23 @@ def test_swiglu_epilogue_forward_gives_the_same_bits(tmp_path, monkeypatch, weig
     assert torch.equal(outs[5].hidden, outs[0].hidden)
 
 
+def _norm_switch_forwards(monkeypatch, switch: str, gen, ids, pos, norms_on: int) -> tuple:
+    """The 5-token verify forward with models/fused's `switch` on and off: on, it launches
+    norms_on norm kernels, off one a norm (two a layer and the final one), and both give the
+    same tokens; -> (on, off)."""
+    from specpilot.models import fused
+
+    norms = _counted_norms(monkeypatch)
+    outs = []
+    for on in (True, False):
+        monkeypatch.setattr(fused, switch, on)
+        norms.clear()
+        outs.append(gen._verify_fn(ids, pos, 5, (0, 1)))
+        assert len(norms) == (norms_on if on else 2 * len(gen.target.model.layers) + 1)
+    assert torch.equal(outs[0].tokens, outs[1].tokens)
+    return tuple(outs)
+
+
 @pytest.mark.block_merge
 def test_split_sum_norm_forward_gives_the_same_bits(tmp_path, monkeypatch) -> None:
     """fused.SPLIT_SUM_NORM: a W12 verify forward whose o and down multiplies split K (32 heads
@@ -1649,19 +1666,12 @@ def test_split_sum_norm_forward_gives_the_same_bits(tmp_path, monkeypatch) -> No
 
     monkeypatch.setattr(w12_linear, "tile_config", split)
     gen, ids, pos = _verify_inputs(target, drafter, 7)
-    norms = _counted_norms(monkeypatch)
-    outs = {}
-    for on in (False, True):
-        monkeypatch.setattr(fused, "SPLIT_SUM_NORM", on)
-        norms.clear()
-        outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
-        layers = len(target.model.layers)
-        assert len(norms) == (2 if on else 2 * layers + 1)
-    assert torch.equal(outs[True].tokens, outs[False].tokens)
-    assert torch.equal(outs[True].hidden, outs[False].hidden)
-    # one row: the multiplies norm in their prologues or take no split, nothing to fill
+    on, off = _norm_switch_forwards(monkeypatch, "SPLIT_SUM_NORM", gen, ids, pos, 2)
+    assert torch.equal(on.hidden, off.hidden)
+    # one row, switched on: the multiplies norm in their prologues or take no split
+    monkeypatch.setattr(fused, "SPLIT_SUM_NORM", True)
     one = gen._verify_fn(ids[:, :1], pos[:, :1], 5, (0, 1))
-    assert torch.equal(one.tokens, outs[True].tokens[:, :1])
+    assert torch.equal(one.tokens, on.tokens[:, :1])
 
 
 @pytest.mark.block_merge
@@ -1720,22 +1730,14 @@ def test_norm_handoff_through_w12_multiplies(tmp_path, monkeypatch) -> None:
     K split) hands every norm but the first on, and gives the tokens and, within rounding, the
     hidden states of its forward with norm kernels."""
     from specpilot.formats.w12_engine import convert_model
-    from specpilot.models import fused
 
     target, drafter, _ = _tiny_pair(tmp_path)
     convert_model(target)
     gen, ids, pos = _verify_inputs(target, drafter, 6)
-    norms = _counted_norms(monkeypatch)
-    outs = {}
-    for w12_too in (False, True):
-        monkeypatch.setattr(fused, "NORM_HANDOFF_W12", w12_too)
-        norms.clear()
-        outs[w12_too] = gen._verify_fn(ids, pos, 5, (0, 1))
-        assert len(norms) == (1 if w12_too else 2 * len(target.model.layers) + 1)
-    assert torch.equal(outs[True].tokens, outs[False].tokens)
+    on, off = _norm_switch_forwards(monkeypatch, "NORM_HANDOFF_W12", gen, ids, pos, 1)
     # as test_norm_handoff_forward's, with the W12 tiles' other orders: one entry of
     # 640 at 17 half-ulps on the H200 (run 161)
-    close(outs[True].hidden, outs[False].hidden, 24)
+    close(on.hidden, off.hidden, 24)
 
 
 @pytest.mark.block_merge

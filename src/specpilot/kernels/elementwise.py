@@ -59,26 +59,30 @@ def _rmsnorm_kernel(
     x_ptr, w_ptr, y_ptr, M, K, stride_x, stride_y, eps, BLOCK: tl.constexpr,
     PDL: tl.constexpr = False, AHEAD: tl.constexpr = 0, ahead0_ptr=None, ahead0_bytes=0,
     ahead1_ptr=None, ahead1_bytes=0, TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
-    JOIN: tl.constexpr = False, PAIR: tl.constexpr = False,
+    JOIN: tl.constexpr = False, PAIR: tl.constexpr = False, SPLIT_K: tl.constexpr = 0,
+    part_ptr=None, res_ptr=None, stride_r=0,
 ):  # fmt: skip
+    """y[row] = weight * RMSNorm(x[row]), in the JOIN or PAIR order where asked. SPLIT_K > 0
+    (split_sum_norm): first x[row] = the SPLIT_K partial rows (fp32) summed in order, rounded,
+    plus the residual (kernels/w12_linear._split_sum_kernel's bits), stored and read back as
+    the plain norm reads its input (its bits)."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     row = tl.program_id(0)
     if _ask_ahead(row, M, True, AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes):
         trace_mark(trace_ptr, clock_ptr, 2, TRACE)
         return
     pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
-    _norm_row(x_ptr, w_ptr, y_ptr, row, K, stride_x, stride_y, eps, BLOCK, JOIN, PAIR)
-    trace_mark(trace_ptr, clock_ptr, 2, TRACE)
-
-
-@triton.jit
-def _norm_row(x_ptr, w_ptr, y_ptr, row, K, stride_x, stride_y, eps, BLOCK: tl.constexpr,
-              JOIN: tl.constexpr, PAIR: tl.constexpr):  # fmt: skip
-    """y[row] = weight * RMSNorm(x[row]), in the JOIN or PAIR order where asked: the RMSNorm
-    launch's row, and the split sum's norm after it (one code for both: the same bits)."""
     dtype = y_ptr.dtype.element_ty
     cols = tl.arange(0, BLOCK)
     ok = cols < K
+    if SPLIT_K > 0:
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for s in tl.static_range(SPLIT_K):
+            acc += tl.load(part_ptr + (s * M + row) * K + cols, mask=ok, other=0.0)
+        r = tl.load(res_ptr + row * stride_r + cols, mask=ok, other=0.0).to(tl.float32)
+        out = (acc.to(dtype).to(tl.float32) + r).to(dtype)
+        tl.store(x_ptr + row * stride_x + cols, out, mask=ok)
+        tl.debug_barrier()  # the row's stores seen by every thread of the program
     x = tl.load(x_ptr + row * stride_x + cols, mask=ok, other=0.0).to(tl.float32)
     rstd = tl.math.rsqrt(tl.sum(x * x, axis=0) / K + eps)
     h = (x * rstd).to(dtype).to(tl.float32)
@@ -87,34 +91,6 @@ def _norm_row(x_ptr, w_ptr, y_ptr, row, K, stride_x, stride_y, eps, BLOCK: tl.co
     if PAIR:  # for kernels/w12_ws.py
         at = pair_position(cols)
     tl.store(y_ptr + row * stride_y + at, (h * w).to(dtype), mask=ok)
-
-
-@triton.jit
-def _split_sum_norm_kernel(
-    part_ptr, y_ptr, res_ptr, w_ptr, u_ptr, M, K, stride_y, stride_r, stride_u, eps,
-    SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr = False, AHEAD: tl.constexpr = 0,
-    ahead0_ptr=None, ahead0_bytes=0, ahead1_ptr=None, ahead1_bytes=0, TRACE: tl.constexpr = 0,
-    trace_ptr=None, clock_ptr=None, JOIN: tl.constexpr = False, PAIR: tl.constexpr = False,
-):  # fmt: skip
-    """A row of y = the SPLIT_K partial rows (fp32) summed in order, rounded, plus the residual
-    (kernels/w12_linear._split_sum_kernel's bits), then u = weight * RMSNorm of that row
-    (_rmsnorm_kernel's bits: it reads the row back as that kernel reads its input)."""
-    trace_mark(trace_ptr, clock_ptr, 0, TRACE)
-    row = tl.program_id(0)
-    if _ask_ahead(row, M, True, AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes):
-        trace_mark(trace_ptr, clock_ptr, 2, TRACE)
-        return
-    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
-    dtype = y_ptr.dtype.element_ty
-    cols = tl.arange(0, BLOCK)
-    ok = cols < K
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for s in tl.static_range(SPLIT_K):
-        acc += tl.load(part_ptr + (s * M + row) * K + cols, mask=ok, other=0.0)
-    r = tl.load(res_ptr + row * stride_r + cols, mask=ok, other=0.0).to(tl.float32)
-    tl.store(y_ptr + row * stride_y + cols, (acc.to(dtype).to(tl.float32) + r).to(dtype), mask=ok)
-    tl.debug_barrier()  # the row's stores seen by every thread of the program before the norm
-    _norm_row(y_ptr, w_ptr, u_ptr, row, K, stride_y, stride_u, eps, BLOCK, JOIN, PAIR)
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
@@ -236,11 +212,12 @@ def split_sum_norm(
     u = torch.empty_like(y)
     extra = ahead_arguments(norm.ahead)
     grid = (m + (AHEAD_PROGRAMS if norm.ahead else 0),)
-    _split_sum_norm_kernel[grid](
-        part, y, residual, norm.weight, u, m, n, y.stride(0), residual.stride(0), u.stride(0),
-        norm.eps, SPLIT_K=splits, BLOCK=triton.next_power_of_2(n), **launch.pdl(y), **extra,
+    _rmsnorm_kernel[grid](
+        y, norm.weight, u, m, n, y.stride(0), u.stride(0), norm.eps,
+        BLOCK=triton.next_power_of_2(n), **launch.pdl(y), **extra,
         **trace.arguments(y, "split_sum_norm", grid[0], bytes=part.nbytes, rows=m, n=n),
-        JOIN=norm.join, PAIR=norm.pair, num_warps=NORM_WARPS,
+        JOIN=norm.join, PAIR=norm.pair, num_warps=NORM_WARPS, SPLIT_K=splits, part_ptr=part,
+        res_ptr=residual, stride_r=residual.stride(0),
     )  # fmt: skip
     norm.u = u
 
