@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Device call (~8 min + cold start; no carry): run 315, run 314 with models/fused.SPLIT_SUM_NORM
-# (the o and down split sums write the norm after them: ~72 launches fewer a 16-row verify).
+# Device call (~8 min + cold start; no carry): run 314 with models/fused.SPLIT_SUM_NORM (the o
+# and down split sums write the norm after them: ~72 launches fewer a 16-row verify). Session
+# 60 had time only for its ssn arm (run 315, ssn315.sh: it loses, 5.274 against 5.238 ms on an
+# H100), so e2e314.sh comes first; this adds the ssn arms beside w12_tc's.
 # 0. GPU tests: split_sum_norm's bits against sum_splits + rmsnorm, and a W12 verify forward with
 #    it against without (tests/test_kernels.py -k split_sum_norm); on failure, stop.
 # 1. The verify graph, W12 every matrix, back to back: base; ssn (SPLIT_SUM_NORM on w12_linear's

@@ -154,8 +154,11 @@ NORM_HANDOFF_ONE_ROW_SITES = HAND_O | HAND_DOWN
 # the RMSNorm after it for the next multiply (gate|up, the next layer's q|k|v), in the order
 # that one reads (kernels/elementwise.split_sum_norm: the bits of the split sum and rmsnorm
 # launches it replaces, one launch for the two). A 16-row W12 verify forward has ~72 such
-# pairs (run 306's timeline: 108 split sums, 73 norms). Off until measured on a GPU.
-# bench/engine_speed.py --switch models.fused.SPLIT_SUM_NORM=1.
+# pairs (run 306's timeline: 108 split sums, 73 norms). Off: it loses. Run 315 (H100, verify
+# graph back to back): 5.274 ms against 5.238 / 5.238; its 71 launches took 3.60 us each (one
+# program a row reads the partial sums serially) against the 1.81 + 1.16 us of the two it
+# replaced, and their gaps fell only 31 us. bench/engine_speed.py --switch
+# models.fused.SPLIT_SUM_NORM=1.
 SPLIT_SUM_NORM = False
 # How a fused draft computes its new context's keys and values: 0, in each layer, a k|v multiply
 # of the context and its write into the cache (5 small multiplies of ~8 MB in FP8 at the
