@@ -105,6 +105,9 @@ def small_cases(preset: str, rows: int, num_splits: int) -> list[tuple]:
         ("rope", rope._qk_rope_kernel, rope_types, rope_consts),
         ("rmsnorm", elementwise._rmsnorm_kernel, norm_types,
          dict(BLOCK=triton.next_power_of_2(hidden))),
+        ("split sum + rmsnorm", elementwise._rmsnorm_kernel,
+         norm_types | {"part_ptr": "*fp32", "res_ptr": BF16},
+         dict(BLOCK=triton.next_power_of_2(hidden), SPLITS=4, PAIR=True)),
         ("silu_mul", elementwise._silu_mul_kernel, {"x_ptr": BF16, "y_ptr": BF16},
          dict(BLOCK=min(1024, triton.next_power_of_2(inter)))),
     ]  # fmt: skip

@@ -102,6 +102,10 @@ def compile_kernel(
     # (an option the kernel also takes, Gluon's num_warps, stays a constant of it too)
     options = {k: consts[k] if k in fn.arg_names else consts.pop(k) for k in OPTIONS if k in consts}
     consts = {k: v for k, v in OFF.items() if k in fn.arg_names} | consts
+    # a constexpr parameter's default where not given, as a launch that leaves it out gets it
+    # (not an i32 argument: a `tl.static_range` over it would not compile)
+    defaults = {p.name: p.default for p in fn.params if p.is_constexpr and p.has_default}
+    consts = {k: v for k, v in defaults.items() if k not in consts} | consts
     if "LOOP_STAGES" in fn.arg_names:  # as the launchers set it, at this compile's num_stages
         consts["LOOP_STAGES"] = linear.loop_stages({"num_stages": 3} | consts)
     signature = {

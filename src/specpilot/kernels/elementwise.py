@@ -59,11 +59,11 @@ def _rmsnorm_kernel(
     x_ptr, w_ptr, y_ptr, M, K, stride_x, stride_y, eps, BLOCK: tl.constexpr,
     PDL: tl.constexpr = False, AHEAD: tl.constexpr = 0, ahead0_ptr=None, ahead0_bytes=0,
     ahead1_ptr=None, ahead1_bytes=0, TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
-    JOIN: tl.constexpr = False, PAIR: tl.constexpr = False, SPLIT_K: tl.constexpr = 0,
+    JOIN: tl.constexpr = False, PAIR: tl.constexpr = False, SPLITS: tl.constexpr = 0,
     part_ptr=None, res_ptr=None, stride_r=0,
 ):  # fmt: skip
-    """y[row] = weight * RMSNorm(x[row]), in the JOIN or PAIR order where asked. SPLIT_K > 0
-    (split_sum_norm): first x[row] = the SPLIT_K partial rows (fp32) summed in order, rounded,
+    """y[row] = weight * RMSNorm(x[row]), in the JOIN or PAIR order where asked. SPLITS > 0
+    (split_sum_norm): first x[row] = the SPLITS partial rows (fp32) summed in order, rounded,
     plus the residual (kernels/w12_linear._split_sum_kernel's bits), stored and read back as
     the plain norm reads its input (its bits)."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
@@ -75,9 +75,9 @@ def _rmsnorm_kernel(
     dtype = y_ptr.dtype.element_ty
     cols = tl.arange(0, BLOCK)
     ok = cols < K
-    if SPLIT_K > 0:
+    if SPLITS > 0:  # (not SPLIT_K: kernels/aot.OFF sets that to 1 for the multiplies)
         acc = tl.zeros([BLOCK], dtype=tl.float32)
-        for s in tl.static_range(SPLIT_K):
+        for s in tl.static_range(SPLITS):
             acc += tl.load(part_ptr + (s * M + row) * K + cols, mask=ok, other=0.0)
         r = tl.load(res_ptr + row * stride_r + cols, mask=ok, other=0.0).to(tl.float32)
         out = (acc.to(dtype).to(tl.float32) + r).to(dtype)
@@ -216,7 +216,7 @@ def split_sum_norm(
         y, norm.weight, u, m, n, y.stride(0), u.stride(0), norm.eps,
         BLOCK=triton.next_power_of_2(n), **launch.pdl(y), **extra,
         **trace.arguments(y, "split_sum_norm", grid[0], bytes=part.nbytes, rows=m, n=n),
-        JOIN=norm.join, PAIR=norm.pair, num_warps=NORM_WARPS, SPLIT_K=splits, part_ptr=part,
+        JOIN=norm.join, PAIR=norm.pair, num_warps=NORM_WARPS, SPLITS=splits, part_ptr=part,
         res_ptr=residual, stride_r=residual.stride(0),
     )  # fmt: skip
     norm.u = u
