@@ -889,10 +889,10 @@ def test_split_sum_norm_gives_the_bits_of_the_two_launches(order: str, splits: i
     y = torch.empty(rows, n, device=DEVICE, dtype=BF16)
     sum_splits(part, y, residual)
     u = rmsnorm(y, w, 1e-6, **kinds)
-    norm = NormAfter(w, 1e-6, **kinds)
+    norm = NormAfter(w, 1e-6, order=order)
     fused_y = torch.empty_like(y)
     sum_splits(part, fused_y, residual, norm)
-    assert norm.ready and norm.order() == (dict(x_order=order) if order else {})
+    assert norm.ready and norm.keywords() == (dict(x_order=order) if order else {})
     assert torch.equal(fused_y, y)
     assert torch.equal(norm.u, u)
     unfilled = NormAfter(w, 1e-6)  # no residual: the plain split sum, the norm left to the caller
@@ -901,7 +901,7 @@ def test_split_sum_norm_gives_the_bits_of_the_two_launches(order: str, splits: i
     with pytest.raises(ValueError, match="split_sum_norm"):
         sum_splits(part, y[:, :256], residual[:, :256], NormAfter(w, 1e-6))
     if order:  # the orders' column multiples
-        odd = NormAfter(w[:704], 1e-6, **kinds)
+        odd = NormAfter(w[:704], 1e-6, order=order)
         with pytest.raises(ValueError, match="multiple"):
             sum_splits(part[..., :704].contiguous(), y[:, :704], residual[:, :704], odd)
 

@@ -140,10 +140,7 @@ def rmsnorm(
     _check_rows(x, "rmsnorm")
     if weight.shape != (x.shape[1],):
         raise ValueError(f"weight {tuple(weight.shape)} does not match x {tuple(x.shape)}")
-    if join and x.shape[1] % 128:
-        raise ValueError(f"rmsnorm join order wants K a multiple of 128, got {x.shape[1]}")
-    if pair and (join or x.shape[1] % 256):
-        raise ValueError(f"rmsnorm pair order: not with join, K a multiple of 256 ({x.shape[1]})")
+    _check_order("rmsnorm", x.shape[1], join, pair)
     y = torch.empty_like(x)
     m, k = x.shape
     extra = ahead_arguments(ahead)
@@ -168,28 +165,35 @@ def rmsnorm(
     return y
 
 
+def _check_order(what: str, k: int, join: bool, pair: bool) -> None:
+    """A norm written in join order wants K a multiple of 128, in pair order 256 (not both)."""
+    if join and k % 128:
+        raise ValueError(f"{what} join order wants K a multiple of 128, got {k}")
+    if pair and (join or k % 256):
+        raise ValueError(f"{what} pair order: not with join, K a multiple of 256 ({k})")
+
+
 @dataclass
 class NormAfter:
     """The RMSNorm after a multiply that ends in the residual add (o, down), for the multiply
     after it (gate|up, the next q|k|v): where the first splits K, its split sum writes the norm
     too (`split_sum_norm`: one launch for the two, models/fused.SPLIT_SUM_NORM) and `u` holds
-    it, in the order the next multiply reads (join or pair, as rmsnorm's); else `u` stays None
-    and the caller norms as before. Same bits either way."""
+    it, in the order the next multiply reads ("join" or "pair", as rmsnorm's; "": natural);
+    else `u` stays None and the caller norms as before. Same bits either way."""
 
     weight: torch.Tensor
     eps: float
     ahead: tuple[torch.Tensor, ...] = ()
-    join: bool = False
-    pair: bool = False
+    order: str = ""
     u: torch.Tensor | None = None
 
     @property
     def ready(self) -> bool:
         return self.u is not None
 
-    def order(self) -> dict:
+    def keywords(self) -> dict:
         """The next multiply's x_order keyword for u."""
-        return dict(x_order="pair") if self.pair else dict(x_order="join") if self.join else {}
+        return dict(x_order=self.order) if self.order else {}
 
 
 def split_sum_norm(
@@ -197,7 +201,7 @@ def split_sum_norm(
 ) -> None:
     """y [M, N] = the sum of a K split's partial rows part [splits, M, N] (fp32), rounded, plus
     the residual (kernels/w12_linear.sum_splits's bits), and norm.u = rmsnorm(y, norm.weight,
-    norm.eps, norm.ahead, join, pair)'s bits: one launch, a program a row (and the ahead
+    norm.eps, norm.ahead, in norm.order)'s bits: one launch, a program a row (and the ahead
     programs)."""
     splits, m, n = part.shape
     if y.shape != (m, n) or residual.shape != (m, n) or norm.weight.shape != (n,):
@@ -206,9 +210,10 @@ def split_sum_norm(
                          f"{m} x {n}")  # fmt: skip
     if y.stride(1) != 1 or residual.stride(1) != 1 or not part.is_contiguous():
         raise ValueError("split_sum_norm wants rows of unit stride and contiguous partial sums")
-    if norm.join and n % 128 or norm.pair and (norm.join or n % 256):
-        raise ValueError(f"split_sum_norm: join wants N a multiple of 128, pair 256 (not "
-                         f"both), got {n}")  # fmt: skip
+    if norm.order not in ("", "join", "pair"):
+        raise ValueError(f"split_sum_norm: order '', 'join' or 'pair', got {norm.order!r}")
+    join, pair = norm.order == "join", norm.order == "pair"
+    _check_order("split_sum_norm", n, join, pair)
     u = torch.empty_like(y)
     extra = ahead_arguments(norm.ahead)
     grid = (m + (AHEAD_PROGRAMS if norm.ahead else 0),)
@@ -216,7 +221,7 @@ def split_sum_norm(
         y, norm.weight, u, m, n, y.stride(0), u.stride(0), norm.eps,
         BLOCK=triton.next_power_of_2(n), **launch.pdl(y), **extra,
         **trace.arguments(y, "split_sum_norm", grid[0], bytes=part.nbytes, rows=m, n=n),
-        JOIN=norm.join, PAIR=norm.pair, num_warps=NORM_WARPS, SPLITS=splits, part_ptr=part,
+        JOIN=join, PAIR=pair, num_warps=NORM_WARPS, SPLITS=splits, part_ptr=part,
         res_ptr=residual, stride_r=residual.stride(0),
     )  # fmt: skip
     norm.u = u

@@ -284,7 +284,7 @@ def normed_input(
     through `linear`)."""
     if isinstance(handed, NormAfter):
         if handed.ready:
-            return handed.u, handed.order()
+            return handed.u, handed.keywords()
         handed = None
     if handed is not None and handed.ready:
         return handed.u, dict(handed=handed)
@@ -322,7 +322,7 @@ def norm_after_for(
     order = "pair" if pair else norm_order(x, consumer)
     if order is None:
         return None
-    return NormAfter(norm, eps, ahead("head", consumer), join=order == "join", pair=order == "pair")
+    return NormAfter(norm, eps, ahead("head", consumer), order)
 
 
 def glu_linear(
