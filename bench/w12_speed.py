@@ -298,8 +298,10 @@ W12_ARMS = {
     "same": {},
     # kernels/w12_ws.py's route for the verify forward's W12 gate|up and down (off by default)
     "ws_verify": {"w12_ws.VERIFY": True},
-    # kernels/w12_tc.py's route for the same (off by default)
+    # kernels/w12_tc.py's route for the same (on by default on Hopper since run 314, its planes
+    # swizzled), and the verify forwards on w12_linear's 16-row tiles instead (before run 314)
     "tc_verify": {"w12_tc.VERIFY": True},
+    "linear_verify": {"w12_tc.VERIFY": False},
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
     # conflicts in its operand reads; runs 309-312), split_plan's K splits (since session 59: waves
     # priced with UNIT_COST_BLOCKS, q|k|v unsplit, down 4 splits)

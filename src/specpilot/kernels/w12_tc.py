@@ -30,8 +30,9 @@ permutes it. Runs 302-310: wrong on the GPU where N is not a multiple of 16 (LLV
 backend miscompiles the meta warp's row offsets in the variant Triton compiles without a
 16-divisible N: w12_ws.ROW_MULTIPLE), so the launcher pads such N; with its planes unswizzled it
 was slower than the default inside the verify graph (run 302, H100: verify 6.65 against 5.49
-ms), swizzled and unsplit faster (run 310: 5.25 against 5.38). The engine takes it only with
-VERIFY (off until paired runs on an H200 say): 2-16-row forwards' W12
+ms), swizzled faster (run 310: 5.25 against 5.38; run 314: 5.22 against 5.37, end to end spec
+1.073x over bf16 against w12_linear's 1.050x). The engine takes it with VERIFY (on, where a
+Hopper GPU runs it): 2-16-row forwards' W12
 gate|up and down, and the W12 multiplies after a norm (q|k|v, an exact LM head), verify and
 draft forwards alike. tests/test_w12_tc.py (a Hopper GPU, and kernels/emulate.py on the CPU),
 tests/test_kernels.py (the fused verify forward) and bench/w12_join.py --tc.
@@ -80,8 +81,8 @@ TILE = dict(STAGES=4, SPLIT_K=-1, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1,
 # 256-column block, against ~1,900 for the block's bytes at the H100's bandwidth, before TMA's
 # writes and wgmma's reads. 128: TMA's 128-byte swizzle (a row's 16-byte chunks XOR its row mod
 # 8), read back through the same layout: one pass a matrix. Run 309 (H100, 16 rows): 18-33%
-# faster than unswizzled (q|k|v unsplit 18.22 us against 27.12); off until paired runs say.
-PLANE_SWIZZLE = 0
+# faster than unswizzled (q|k|v unsplit 18.22 us against 27.12); on since run 314 (VERIFY's).
+PLANE_SWIZZLE = 128
 # MMA (-1: the switch MMA_VERSION's): 3, each 16-k chunk one wgmma of the warpgroup (m64n16k16,
 # A in registers: the 4 warps meet at every chunk, WARPGROUP.ARRIVE, so the slowest warp's
 # operand sets the pace); 2, each warp's own mma.sync (m16n8k16, twice for 16 tokens) on its 16
@@ -104,14 +105,16 @@ UNIT_COST_BLOCKS = 5.5
 # both (the ring's hand-offs with the input's reads by wgmma gone too), 8 the loader's copies
 # alone (each stage reissued once its copies landed, no consumer waited on): which of the loads,
 # the decode and the multiply holds the kernel.
-# Off (run 312, H100, with PLANE_SWIZZLE 128 and UNIT_SPLIT 1: spec 1.058x over bf16 against
-# W12's 1.040x in 3 paired rounds, within the spread; see above): the fused verify forward's
+# On since run 314 (H100, PLANE_SWIZZLE 128, split_plan's splits: the W12 verify graph 5.219
+# against 5.374 ms back to back; end to end at 1k, 4 paired rounds with token forcing, spec
+# 1.073x [1.071-1.075] over bf16 against w12_linear's 1.050x [1.047-1.054], the control 1.000x
+# [0.999-1.001]; run 312 had 1.058x against 1.040x, within its spread): the fused verify forward's
 # W12 gate|up (SwiGLU, y in pair order) and down (the residual) on this
 # kernel, their input written in pair order by the rmsnorm before them (models/fused.py,
 # w12_ws.pair_chain; before w12_ws.VERIFY where both are on), and every other 2-16-row W12
 # multiply whose input is a norm's output (q|k|v, a W12 LM head: `pair_input`), the norm then
 # written in pair order.
-VERIFY = False
+VERIFY = True
 # The same for one-row forwards (off, unmeasured: row287.sh times the kernel at one row beside
 # kernels/w12_row.py): gate|up and down, the multiplies after a norm and o on this kernel, their
 # inputs in pair order. (With w12_row.ONE_ROW on too, that kernel takes q|k|v and a W12 head,
