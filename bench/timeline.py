@@ -38,8 +38,9 @@ from specpilot.formats.w12_engine import convert_model, parse_matrices
 from specpilot.kernels import trace
 from specpilot.models.synth import draft_hf_config
 
-# the multiplies, accounted by shape (kernels/w12_row.py's one-row kernels traced since session 57)
-MULTIPLIES = ("linear", "w12_linear", "certified_head", "w12_row", "bf16_row")
+# the multiplies, accounted by shape (kernels/w12_row.py's one-row kernels traced since session
+# 57, kernels/w12_tc.py's since session 61)
+MULTIPLIES = ("linear", "w12_linear", "certified_head", "w12_row", "bf16_row", "w12_tc")
 
 
 def forwards(gen: Generator, context: int) -> dict[str, Callable[[], object]]:

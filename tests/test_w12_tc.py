@@ -4,7 +4,7 @@ operand (a prototype, CUDA only).
 Without a GPU: the input's K order is a permutation of each block and the one whose products
 bench/wgmma_ra_probe.py's emulation checks, the split plan, bad input, and the kernel compiles
 for sm_90a without spills; its own code on kernels/emulate.py ("emulated" cases). On CUDA
-(Hopper, "cuda" cases): the kernel against w12_linear_reference."""
+(Hopper, "cuda" cases): the kernel against the exact product and w12_linear_reference."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def test_bad_input_is_refused() -> None:
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     """sm_90a (Triton's ptxas, no GPU): the default, SwiGLU (also writing pair order), the
     residual and a K split's partials, one program an SM in shared memory, no spills; with
-    programmatic dependent launch's waits (SwiGLU in pair order, the residual)."""
+    programmatic dependent launch's waits (SwiGLU in pair order, the residual); traced (the
+    kernel timeline's marks) with SwiGLU and with a split."""
     cases = [({}, False, False, 1), ({}, True, False, 1), ({}, False, True, 1),
              ({}, False, False, 4), (dict(STAGES=6), False, False, 1),
              ({}, True, False, 1, True), ({}, True, False, 1, True, True),
@@ -68,7 +69,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              (dict(MMA=2), False, True, 1, False, True), (dict(BOUND=1), False, False, 1),
              (dict(BOUND=2), False, False, 1), (dict(BOUND=3), False, False, 1),
              (dict(BOUND=8), False, False, 1, False, True), (dict(BOUND=2, MMA=2), True,
-             False, 1)]  # fmt: skip
+             False, 1), ({}, True, False, 1, True, True, True), ({}, False, True, 4, False, True,
+             True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tc; "
     code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -151,16 +153,52 @@ def _known_wrong(case: tuple) -> pytest.param:
 @pytest.mark.parametrize("where, m, n, k, tile", [_known_wrong(case) for case in CASES])
 def test_w12_tc_matches_the_reference(where: str, m: int, n: int, k: int, tile: dict) -> None:
     """K splits, N off the tile, K off the blocks, every tile key; row 4 of the weights has more
-    escapes than the meta warp's batch of 4. Outputs that cancel get the summation order's floor
-    (run 316: a one-row output off by 1.2e-6)."""
+    escapes than the meta warp's batch of 4, against the exact product; outputs that cancel get
+    the summation order's floor (run 316: a one-row output off by 1.2e-6)."""
     with gluon_on(where) as device:
         w = _weights(n, k, seed=n + m)
         packed = w12.encode(w.to(device))
         x = torch.randn(m, k, generator=torch.Generator().manual_seed(k + m))
         x = x.to(device, torch.bfloat16)
-        ref = w12_linear_reference(x, packed).float()
+        # the exact product, rounded once: run 316 found torch's bf16 F.linear (cuBLAS) far off
+        # at N 4100 on an H100, where this kernel was within rounding and summation order
+        ref = (x.double() @ w.to(device).double().T).to(torch.bfloat16).float()
         floor = order_floor(x, w)
         close_columns(w12_tc.w12_tc_linear(x, packed, tile).float(), ref, 4, floor)
+
+
+@pytest.mark.parametrize("where", BOTH)
+def test_w12_tc_marks_the_kernel_timeline(where: str) -> None:
+    """Under kernels/trace.tracing the kernel writes its launch's row (w12_ws._trace_mark, from
+    the multiplying warpgroup): every program's entry, first stage landed and exit, in that
+    order (the emulator: ticks of a counter), a SwiGLU launch and then a split one (its split
+    sum after it); the outputs bit for bit as untraced; the record says what it read."""
+    from specpilot.kernels import trace
+
+    with gluon_on(where) as device:
+        gate_up = w12.encode(_weights(256, 512, seed=4).to(device))
+        down = w12.encode(_weights(128, 1152, seed=5).to(device))
+        x = torch.randn(5, 512).to(device, torch.bfloat16)
+        h = torch.randn(5, 1152).to(device, torch.bfloat16)
+
+        def calls() -> tuple:
+            glu = w12_tc.w12_tc_linear(x, gate_up, swiglu=True)
+            return glu, w12_tc.w12_tc_linear(h, down, dict(SPLIT_K=2))
+
+        plain = calls()
+        with trace.tracing(torch.device(device), eager=True) as timeline:
+            traced = calls()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        rows = timeline.read()
+    assert all(torch.equal(a, b) for a, b in zip(plain, traced, strict=True))
+    assert [r["kernel"] for r in rows] == ["w12_tc", "w12_tc", "split_sum"]
+    assert (rows[0]["n"], rows[0]["k"], rows[0]["rows"]) == (256, 512, 5)
+    assert (rows[1]["n"], rows[1]["k"], rows[1]["bytes"]) == (128, 1152, down.nbytes_bound())
+    for r in rows[:2]:
+        assert r["exited"] == r["programs"] > 0
+        assert r["entry"] <= r["go"] <= r["exit"]
+    assert rows[0]["exit"] <= rows[1]["entry"] and rows[1]["exit"] <= rows[2]["entry"]
 
 
 def _escapes_only(x: torch.Tensor, packed) -> torch.Tensor:

@@ -53,7 +53,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from specpilot.formats.w12 import BLOCK, W12Weight
-from specpilot.kernels import launch
+from specpilot.kernels import launch, trace
 from specpilot.kernels.elementwise import NormAfter
 from specpilot.kernels.w12_linear import sum_splits
 from specpilot.kernels.w12_row import _barriers, _bf16_pair, _high_bytes, _times
@@ -65,6 +65,7 @@ from specpilot.kernels.w12_ws import (
     _grid_wait,
     _store,
     _tile_rows,
+    _trace_mark,
     _unit,
     check_pair_call,
     off_row_multiple,
@@ -300,9 +301,13 @@ def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0, MMA: gl.con
 
 @gluon.jit
 def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE: gl.constexpr,
-                PDL: gl.constexpr, MMA: gl.constexpr, BOUND: gl.constexpr):  # fmt: skip
+                PDL: gl.constexpr, MMA: gl.constexpr, BOUND: gl.constexpr, marks,
+                TRACE: gl.constexpr):  # fmt: skip
     """The default partition (one warpgroup): each unit's blocks (`_block_products`), its
-    escapes, the store (w12_ws's `_store`)."""
+    escapes, the store (w12_ws's `_store`). marks, TRACE: the kernel timeline's
+    (kernels/trace.py, w12_ws._trace_mark): the program's entry, its first stage landed (its
+    input copied after PDL's wait), its exit."""
+    _trace_mark(marks, 0, TRACE)
     low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
     ready, empty, scale_ready, esc_ready, meta_empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
@@ -319,6 +324,9 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
         for i in range(n_blocks * ((BOUND & 8) == 0)):
             s = c % STAGES
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
+            if TRACE > 0:  # "go": the first stage's planes and input landed (the loader's
+                if c == 0:  # copy of the input waits for the kernel before under PDL)
+                    _trace_mark(marks, 1, TRACE)
             acc = _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s,
                                   slot * GROUPS + 2 * i, MMA, BOUND)  # fmt: skip
             mbarrier.arrive(empty.index(s), count=1)
@@ -330,6 +338,7 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
         _grid_wait(PDL)  # (the residual, and y's memory, the kernel before's to finish with)
         _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
         j += 1
+    _trace_mark(marks, 2, TRACE)
 
 
 @gluon.jit
@@ -340,7 +349,7 @@ def _w12_tc_kernel(
     stride_split, stride_r,
     STAGES: gl.constexpr, SPLIT_K: gl.constexpr, ESC_BATCH: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr, PDL: gl.constexpr, MMA: gl.constexpr = 3,
-    BOUND: gl.constexpr = 0,
+    BOUND: gl.constexpr = 0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
 ):  # fmt: skip
     """Each program takes units pid, pid + programs, ...; the partitions run on across them."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
@@ -360,7 +369,8 @@ def _w12_tc_kernel(
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf),
                            (ready, empty, scale_ready, esc_ready, meta_empty), work, n, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), SPLIT_K > 1,
-                           (SWIGLU, RESIDUAL, Y_PAIR), PDL, MMA, BOUND)),
+                           (SWIGLU, RESIDUAL, Y_PAIR), PDL, MMA, BOUND, (trace_ptr, clock_ptr),
+                           TRACE)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, SWIGLU, ESC_BATCH, PDL)),
@@ -482,6 +492,7 @@ def w12_tc_linear(
         BOUND=cfg["BOUND"],
         RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair",
         PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4,
+        **trace.arguments(x, "w12_tc", grid[0], bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
     )  # fmt: skip
     if splits > 1:
         sum_splits(out, y, residual, norm_after)
@@ -505,9 +516,10 @@ def _resolved(cfg: dict) -> dict:
 
 
 def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
-                 split: int = 1, y_pair: bool = False, pdl: bool = False):  # fmt: skip
+                 split: int = 1, y_pair: bool = False, pdl: bool = False,
+                 traced: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel); pdl: with
-    programmatic dependent launch's waits."""
+    programmatic dependent launch's waits; traced: with the kernel timeline's marks."""
     from specpilot.kernels import aot
 
     cfg = _resolved(TILE | (tile or {}))
@@ -519,9 +531,9 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         x_desc=f"tensordesc<bf16[16, {BLOCK // 4}],{x_layout!r}>",
         x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
         y_ptr="*fp32" if split > 1 else "*bf16", res_ptr="*bf16",
-    )  # fmt: skip
+    ) | (dict(trace_ptr="*i64", clock_ptr="*i64") if traced else {})  # fmt: skip
     consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"], MMA=cfg["MMA"],
                   BOUND=cfg["BOUND"],
                   SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, PDL=pdl,
-                  num_warps=4)  # fmt: skip
+                  TRACE=int(traced), num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)
