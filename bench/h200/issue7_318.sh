@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Device call (~8 min + cold start; no carry): run 318, issue 7 with today's defaults (w12_tc's
+# verify route and swizzled planes on since run 314) on the card it lands on (the targets are
+# an H200's; runs 314-317 came on H100s).
+# 1. The decode and verify graphs, W12 every matrix, back to back: base (the defaults), lin
+#    (--switch kernels.w12_tc.VERIFY=0: the verify on w12_linear's tiles), base2. w12_tc now
+#    marks the kernel timeline (session 61), so the verify's table gives each 16-row shape's
+#    time against its bound for the first time inside the graph.
+# 2. End to end at 1k, paired over bf16 for PAIRED rounds (default 5) with the control, forcing
+#    on every arm: w12 (defaults), linear_verify, same (run 317's arms).
+# Prediction (H200): verify base ~2% under lin (H100: 2.9%); AR ~1.11x as run 299; spec
+# 1.02-1.04x for w12, ~1.00x for linear_verify. In the verify table, q|k|v and o furthest from
+# their bounds (H100 standalone: 71% and 59%), gate|up nearest (89%).
+set -u
+export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
+source "$(dirname "$0")/lib.sh"
+card
+MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
+    "base|;lin|--switch kernels.w12_tc.VERIFY=0;base2|" 120
+back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
+grep -E "^  (w12_tc|w12_linear|w12_row) " "$OUT/timeline-variants-1024-qwen3-8b.log" | head -24 \
+    | cut -c1-120
+pack
+timeout "${E2E_S:-330}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
+    --w12-base qkv,o,gate_up,down --w12-arms linear_verify,same \
+    --paired "${PAIRED:-5}" --out "$OUT/e2e-1024.json" >"$OUT/e2e-1024.log" 2>&1
+echo "e2e rc=$?"; grep -E "^e2e" "$OUT/e2e-1024.log" | cut -c1-300 | tail -30
+pack; archive_only
