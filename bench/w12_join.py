@@ -133,6 +133,10 @@ TC_TILES = (
     ("64r3s/sw", dict(STAGES=3, SWIZZLE=128)), ("64r5s/sw", dict(STAGES=5, SWIZZLE=128)),
     ("64r6s/sw", dict(STAGES=6, SWIZZLE=128)), ("64r6s/k1/sw", dict(STAGES=6, SPLIT_K=1,
     SWIZZLE=128)),
+    # more K splits than split_plan's (o 2, down 4): shorter units, more of them a wave
+    ("64r4s/k2/sw", dict(SPLIT_K=2, SWIZZLE=128)), ("64r4s/k4/sw", dict(SPLIT_K=4,
+    SWIZZLE=128)), ("64r4s/k6/sw", dict(SPLIT_K=6, SWIZZLE=128)), ("64r4s/k8/sw",
+    dict(SPLIT_K=8, SWIZZLE=128)),
     # each warp's own mma.sync instead of the warpgroup's wgmma (w12_tc.TILE's MMA; run 309)
     ("64r4s/sw/mma2", dict(SWIZZLE=128, MMA=2)), ("64r4s/k1/sw/mma2", dict(SPLIT_K=1,
     SWIZZLE=128, MMA=2)), ("64r4s/mma2", dict(MMA=2)),

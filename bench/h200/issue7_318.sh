@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~8 min + cold start; no carry): run 318, issue 7 with today's defaults (w12_tc's
+# Device call (~9.5 min + cold start; no carry): run 318, issue 7 with today's defaults (w12_tc's
 # verify route and swizzled planes on since run 314) on the card it lands on (the targets are
 # an H200's; runs 314-317 came on H100s).
 # 1. The decode and verify graphs, W12 every matrix, back to back: base (the defaults), lin
@@ -25,4 +25,17 @@ timeout "${E2E_S:-330}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model 
     --w12-base qkv,o,gate_up,down --w12-arms linear_verify,same \
     --paired "${PAIRED:-5}" --out "$OUT/e2e-1024.json" >"$OUT/e2e-1024.log" 2>&1
 echo "e2e rc=$?"; grep -E "^e2e" "$OUT/e2e-1024.log" | cut -c1-300 | tail -30
+pack
+# 3. If time is left: o and down at 16 rows standalone, w12_tc's K splits (split_plan's: o 2,
+#    down 4) and its bounds (no decode; loads only), against w12_linear's j2esc4 and bf16.
+only=64r4s/sw,64r4s/k2/sw,64r4s/k4/sw,64r4s/k6/sw,64r4s/k8/sw,64r4s/sw/nodec,64r4s/sw/loads
+timeout 100 python3 bench/w12_join.py --model qwen3-8b --rows 16 --shapes o,down \
+    --variants j2esc4 --tc --only "$only" --out "$OUT/tc-qwen3-8b.json" >"$OUT/tc-qwen3-8b.log" 2>&1
+echo "tc 16 rows rc=$?"
+python3 - "$OUT/tc-qwen3-8b.json" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1]))["shapes"]:
+    tc = " ".join(f"{t['tile']} {t['us']:.2f}" for t in s["tc"] if "us" in t)
+    print(s["shape"], "bf16", round(s["bf16_us"], 2), "j2esc4", round(s["best_j2esc4"]["us"], 2), "|", tc)
+PY
 pack; archive_only
