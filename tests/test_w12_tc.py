@@ -1,5 +1,5 @@
 """kernels/w12_tc.py: 1-16-row W12 multiplies on wgmma with the weights decoded into its register
-operand (a prototype, CUDA only).
+operand (Hopper GPUs only; the verify route by default there since run 314).
 
 Without a GPU: the input's K order is a permutation of each block and the one whose products
 bench/wgmma_ra_probe.py's emulation checks, the split plan, bad input, and the kernel compiles

@@ -1,5 +1,6 @@
 """W12 multiplies of 1-16 rows on wgmma, the weights decoded straight into its register operand,
-fed by a TMA ring (Gluon, sm_90): a prototype, off by default (runs 294-313).
+fed by a TMA ring (Gluon, sm_90): the verify forwards' W12 multiplies on Hopper GPUs since run
+314 (VERIFY; runs 294-317).
 
 Why: issue 7's speculative target needs the verify blocks' (16-row) W12 multiplies near their
 12-bit floor. kernels/w12_linear.py's tensor-core tiles hold their loads in registers (3
