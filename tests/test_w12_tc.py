@@ -119,7 +119,8 @@ def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
     assert w12_tc._resolved(w12_tc.TILE | dict(SWIZZLE=128, MMA=3))["SWIZZLE"] == 128
 
 
-# (where, M, N, K, tile): on a Hopper GPU Qwen3-8B's shapes (K splits), on the emulator
+# (where, M, N, K, tile): on a Hopper GPU Qwen3-8B's shapes (K splits) and Llama-3.1-8B's down
+# (K 14336: 56 blocks, 4 splits of 14), on the emulator
 # (kernels/emulate.py, 3 SMs) the same keys at sizes it runs in a few seconds. Runs 302-310: N
 # 4100 and 4104 were wrong on the GPU (the variant Triton compiles without a 16-divisible N:
 # w12_ws.ROW_MULTIPLE says why), 4112 right; the launcher now pads such N, which these cases
@@ -130,7 +131,8 @@ CASES = [("cuda", m, n, k, tile) for m in (1, 7, 16) for n, k, tile in [
     (2000, 4608, dict(STAGES=6, ESC_BATCH=0)), (4104, 1152, {}), (4112, 1152, {}),
     (4096, 4096, dict(SWIZZLE=0)), (6144, 4096, dict(SWIZZLE=0, SPLIT_K=1)),
     (2000, 2304, dict(SWIZZLE=128, PERSISTENT=0)), (4096, 4096, dict(MMA=2, SWIZZLE=128)),
-    (4096, 12288, dict(MMA=2, SWIZZLE=128)), (2000, 4608, dict(MMA=2, STAGES=6))]] + [
+    (4096, 12288, dict(MMA=2, SWIZZLE=128)), (2000, 4608, dict(MMA=2, STAGES=6)),
+    (4096, 14336, {})]] + [
     ("emulated", m, n, k, tile) for m, n, k, tile in [
         (1, 130, 600, {}), (7, 130, 600, {}), (16, 130, 600, {}), (1, 128, 4608, {}),
         (16, 128, 4608, {}), (7, 64, 2304, dict(STAGES=2)), (16, 200, 2304, dict(PERSISTENT=0,

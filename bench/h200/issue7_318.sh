@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~9.5 min + cold start; no carry): run 318, issue 7 with today's defaults (w12_tc's
+# Device call (~10.5 min + cold start; no carry): run 318, issue 7 with today's defaults (w12_tc's
 # verify route and swizzled planes on since run 314) on the card it lands on (the targets are
 # an H200's; runs 314-317 came on H100s).
 # 1. The decode and verify graphs, W12 every matrix, back to back: base (the defaults), lin
@@ -15,6 +15,9 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
+# 0. w12_tc's GPU tests (~60 s): its new traced case and Llama-3.1-8B's down shape (K 14336)
+TESTS_K="cuda" TESTS_S=120 gpu_tests tests/test_w12_tc.py
+grep -E "FAILED" "$OUT/gpu-tests.log" | head -8 | cut -c1-200
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
     "base|;lin|--switch kernels.w12_tc.VERIFY=0;base2|" 120
 back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
