@@ -141,27 +141,32 @@ def rmsnorm(
     if weight.shape != (x.shape[1],):
         raise ValueError(f"weight {tuple(weight.shape)} does not match x {tuple(x.shape)}")
     _check_order("rmsnorm", x.shape[1], join, pair)
+    return _launch_norm(x, weight, eps, ahead, join, pair, dict(kernel="rmsnorm", bytes=x.nbytes))
+
+
+def _launch_norm(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    ahead: tuple[torch.Tensor, ...],
+    join: bool,
+    pair: bool,
+    record: dict,
+    **split,
+) -> torch.Tensor:
+    """_rmsnorm_kernel over x's rows (and the ahead programs) into a new tensor, checked by the
+    caller: rmsnorm's launch, or split_sum_norm's with `split` (SPLITS and its pointers: x is
+    then written first). record: the kernel timeline's name and bytes for the launch."""
     y = torch.empty_like(x)
     m, k = x.shape
-    extra = ahead_arguments(ahead)
     grid = (m + (AHEAD_PROGRAMS if ahead else 0),)
+    meta = dict(bytes=record["bytes"], rows=m) | ({"n": k} if split else {})
     _rmsnorm_kernel[grid](
-        x,
-        weight,
-        y,
-        m,
-        k,
-        x.stride(0),
-        y.stride(0),
-        eps,
-        BLOCK=triton.next_power_of_2(k),
-        **launch.pdl(x),
-        **extra,
-        **trace.arguments(x, "rmsnorm", grid[0], bytes=x.nbytes, rows=m),
-        JOIN=join,
-        PAIR=pair,
-        num_warps=NORM_WARPS,
-    )
+        x, weight, y, m, k, x.stride(0), y.stride(0), eps, BLOCK=triton.next_power_of_2(k),
+        **launch.pdl(x), **ahead_arguments(ahead),
+        **trace.arguments(x, record["kernel"], grid[0], **meta), JOIN=join, PAIR=pair,
+        num_warps=NORM_WARPS, **split,
+    )  # fmt: skip
     return y
 
 
@@ -214,17 +219,9 @@ def split_sum_norm(
         raise ValueError(f"split_sum_norm: order '', 'join' or 'pair', got {norm.order!r}")
     join, pair = norm.order == "join", norm.order == "pair"
     _check_order("split_sum_norm", n, join, pair)
-    u = torch.empty_like(y)
-    extra = ahead_arguments(norm.ahead)
-    grid = (m + (AHEAD_PROGRAMS if norm.ahead else 0),)
-    _rmsnorm_kernel[grid](
-        y, norm.weight, u, m, n, y.stride(0), u.stride(0), norm.eps,
-        BLOCK=triton.next_power_of_2(n), **launch.pdl(y), **extra,
-        **trace.arguments(y, "split_sum_norm", grid[0], bytes=part.nbytes, rows=m, n=n),
-        JOIN=join, PAIR=pair, num_warps=NORM_WARPS, SPLITS=splits, part_ptr=part,
-        res_ptr=residual, stride_r=residual.stride(0),
-    )  # fmt: skip
-    norm.u = u
+    record = dict(kernel="split_sum_norm", bytes=part.nbytes)
+    norm.u = _launch_norm(y, norm.weight, norm.eps, norm.ahead, join, pair, record, SPLITS=splits,
+                          part_ptr=part, res_ptr=residual, stride_r=residual.stride(0))  # fmt: skip
 
 
 def silu_mul(x: torch.Tensor, ahead: tuple[torch.Tensor, ...] = ()) -> torch.Tensor:
