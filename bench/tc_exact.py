@@ -48,7 +48,8 @@ def main() -> None:
         gen = torch.Generator().manual_seed(n + m)
         w = weight_with_escapes(n, k, gen)
         packed = w12.encode(w.cuda())
-        weight = decode(packed).double()
+        dense = decode(packed)  # bf16, bit for bit the weights w12_tc decodes
+        weight = dense.double()
         worst_tc = worst_ref = 0.0
         over_tc = over_ref = 0
         moved = 0
@@ -57,7 +58,7 @@ def main() -> None:
             exact = x.double() @ weight.T
             spread = x.double().abs() @ weight.abs().T
             y = w12_tc.w12_tc_linear(x, packed, tile)
-            ref = torch.nn.functional.linear(x, decode(packed))
+            ref = torch.nn.functional.linear(x, dense)
             off_tc, off_ref = ulps_over(y, exact, spread), ulps_over(ref, exact, spread)
             worst_tc = max(worst_tc, off_tc.max().item())
             worst_ref = max(worst_ref, off_ref.max().item())

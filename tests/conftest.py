@@ -157,6 +157,28 @@ def gluon_on(where: str, pdl: bool = False):
         yield "cpu"
 
 
+def traced_rows(device: str, calls) -> list[dict]:
+    """calls() plainly, then under kernels/trace.tracing (eager): the same bits both times; ->
+    the timeline's rows, checked: every launch's programs all exited, each program's entry, go
+    and exit in that order (the emulator and interpreter: ticks of a counter), the launches one
+    after the other."""
+    from specpilot.kernels import trace
+
+    plain = calls()
+    with trace.tracing(torch.device(device), eager=True) as timeline:
+        traced = calls()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    rows = timeline.read()
+    assert all(torch.equal(a, b) for a, b in zip(plain, traced, strict=True))
+    for r in rows:
+        assert r["exited"] == r["programs"] > 0
+        assert r["entry"] <= r["go"] <= r["exit"]
+    for before, after in zip(rows, rows[1:], strict=False):
+        assert before["exit"] <= after["entry"]
+    return rows
+
+
 def compiled_json(code: str):
     """The JSON that `code` prints last, run in a process without the interpreter (so that
     Triton compiles for sm_90a there, kernels/aot.py) with the tests' imports (bench/ too)."""

@@ -12,7 +12,7 @@ import torch
 from specpilot.formats import w12
 from specpilot.kernels import w12_row
 from specpilot.kernels.w12_linear import w12_linear_reference
-from tests.conftest import compiled_json, gluon_on
+from tests.conftest import compiled_json, gluon_on, traced_rows
 from tests.test_kernels import CUDA, order_floor
 from tests.test_w12_kernels import close_columns, weight_with_escapes
 
@@ -200,27 +200,17 @@ def test_row_kernels_mark_the_kernel_timeline(where: str) -> None:
     emulator: ticks of a counter), one launch after the other; outputs bit for bit as untraced;
     the launch's record says what it read. Tracing's atomics compile on sm_90
     (test_the_kernel_compiles_for_sm90_without_spills)."""
-    from specpilot.kernels import trace
-
     with gluon_on(where) as device:
         packed = w12.encode(_weights(200, 1152, seed=3).to(device))
         dense = (torch.randn(96, 512) * 512**-0.5).to(device, torch.bfloat16)
         x, xb = torch.randn(1, 1152).to(device, torch.bfloat16), torch.randn(1, 512).to(device)
         xb = xb.to(torch.bfloat16)
-        plain = (w12_row.w12_row_linear(x, packed), w12_row.bf16_row_linear(xb, dense))
-        with trace.tracing(torch.device(device), eager=True) as timeline:
-            traced = (w12_row.w12_row_linear(x, packed), w12_row.bf16_row_linear(xb, dense))
-        if device == "cuda":
-            torch.cuda.synchronize()
-        rows = timeline.read()
-    assert all(torch.equal(a, b) for a, b in zip(plain, traced, strict=True))
+        rows = traced_rows(
+            device, lambda: (w12_row.w12_row_linear(x, packed), w12_row.bf16_row_linear(xb, dense))
+        )
     assert [r["kernel"] for r in rows] == ["w12_row", "bf16_row"]
     assert (rows[0]["n"], rows[0]["k"], rows[0]["bytes"]) == (200, 1152, packed.nbytes_bound())
     assert (rows[1]["n"], rows[1]["k"], rows[1]["bytes"]) == (96, 512, dense.nbytes)
-    for r in rows:
-        assert r["exited"] == r["programs"] > 0
-        assert r["entry"] <= r["go"] <= r["exit"]
-    assert rows[0]["exit"] <= rows[1]["entry"]  # launched plainly, one after the other
 
 
 @pytest.mark.parametrize("where", BOTH)
