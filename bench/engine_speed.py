@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import importlib
 import statistics
 import tempfile
 import time
@@ -28,6 +27,7 @@ from functools import partial
 import torch
 from report import finish, save  # bench/ is on sys.path when run as a script
 
+from specpilot import switches
 from specpilot.config import (
     DRAFT_HEADS,
     DRAFT_WEIGHTS,
@@ -41,6 +41,7 @@ from specpilot.config import (
 )
 from specpilot.engine.generator import Generator
 from specpilot.engine.sequence import Sequence
+from specpilot.errors import ConfigError
 from specpilot.formats import w12_engine
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.models.dflash import DFlashDrafter
@@ -48,6 +49,8 @@ from specpilot.models.synth import TARGET_PRESETS, draft_hf_config, randomize
 from specpilot.models.target import TargetModel
 from specpilot.spec.forcing import token_forcing
 from specpilot.spec.replay import AcceptanceProfile, ReplayProposer
+from specpilot.switches import apply as apply_switches
+from specpilot.switches import values as switch_values
 
 TAUS = (3.0, 4.25, 6.55, 7.87)
 WIDTHS = (1, 2, 4, 8, 16, 32, 64)
@@ -1032,28 +1035,13 @@ def transformers_ar(target: TargetModel, hf: dict, new_tokens: int) -> float:
 
 
 def module_switch(text: str) -> tuple[str, str, int]:
-    """--switch MODULE.NAME=INT -> (module, name, value), checked against the module: an
-    existing UPPER_CASE integer or boolean switch of specpilot.MODULE, and the value within the
-    module's own rule for it where it has one (a SWITCH_RULES entry, e.g. kernels/attention's),
-    so that a bad value fails here and not after the models are built."""
-    target, sep, value = text.partition("=")
-    path, _, name = target.rpartition(".")
+    """--switch MODULE.NAME=INT -> (module, name, value), checked against the module
+    (specpilot.switches.parse) so that a bad value fails here and not after the models are
+    built."""
     try:
-        module = importlib.import_module(f"specpilot.{path}") if sep and path else None
-        number = int(value)
-    except (ImportError, ValueError):
-        module = None
-    now = getattr(module, name, None) if module and name.isupper() else None
-    if not isinstance(now, int):
-        raise argparse.ArgumentTypeError(
-            f"--switch wants MODULE.NAME=INT, an integer switch of specpilot.MODULE: {text!r}"
-        )
-    if isinstance(now, bool) and number not in (0, 1):
-        raise argparse.ArgumentTypeError(f"--switch {target} is a boolean: 0 or 1, got {value}")
-    ok, rule = getattr(module, "SWITCH_RULES", {}).get(name, (None, ""))
-    if ok is not None and not ok(number):
-        raise argparse.ArgumentTypeError(f"--switch {target} must be {rule}, got {value}")
-    return path, name, number
+        return switches.parse(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
@@ -1097,21 +1085,6 @@ def module_switches(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     if args.attention_stages:
         out[attention, "SPLIT_STAGES"] = attention.SPLIT_STAGES | args.attention_stages
     return out | switch_values(args.switch)
-
-
-def switch_values(switches: list[tuple[str, str, int]]) -> dict:
-    """--switch's (module, name, value) triples (module_switch) -> {(module, name): the value
-    as the switch's own type}, for apply_switches."""
-    out: dict = {}
-    for path, name, value in switches:
-        module = importlib.import_module(f"specpilot.{path}")
-        out[module, name] = type(getattr(module, name))(value)
-    return out
-
-
-def apply_switches(switches: dict) -> None:
-    for (module, name), value in switches.items():
-        setattr(module, name, value)
 
 
 def engine_config(args: argparse.Namespace, vocab_size: int) -> EngineConfig:

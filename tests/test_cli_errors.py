@@ -374,3 +374,35 @@ def test_generate_min_acceptance(capsys, qwen_dir, qwen_drafter_dir):
     assert cli_json(capsys, *args)["ar_from_step"] is None
     line = cli_error(capsys, *args[:-1], "--min-acceptance", "-1")
     assert "min_acceptance must be >= 0" in line
+
+
+def test_generate_switch(capsys, qwen_dir, monkeypatch):
+    """--switch sets a module switch for the process (its value in the JSON, the tokens the
+    same); a misspelt name, a non-integer, a boolean out of 0/1 and a value outside a module's
+    SWITCH_RULES are one-line errors before any model loads."""
+    from specpilot.kernels import w12_tc
+    from specpilot.models import fused
+
+    monkeypatch.setattr(w12_tc, "VERIFY", True)  # restored after the test
+    monkeypatch.setattr(fused, "DRAFT_CONTEXT_ONCE", fused.DRAFT_CONTEXT_ONCE)
+    args = ["generate", "--target", str(qwen_dir), *GEN, "--json"]
+    plain = cli_json(capsys, *args)
+    out = cli_json(capsys, *args, "--switch", "kernels.w12_tc.VERIFY=0", "--switch",
+                   "models.fused.DRAFT_CONTEXT_ONCE=2")  # fmt: skip
+    assert out["switches"] == {"kernels.w12_tc.VERIFY": 0, "models.fused.DRAFT_CONTEXT_ONCE": 2}
+    assert w12_tc.VERIFY is False and fused.DRAFT_CONTEXT_ONCE == 2
+    assert out["output_ids"] == plain["output_ids"] and "switches" not in plain
+    for bad, words in (
+        ("kernels.w12_tc.VERIF=0", "wants MODULE.NAME=INT"),
+        ("kernels.nowhere.VERIFY=0", "wants MODULE.NAME=INT"),
+        ("kernels.w12_tc.VERIFY=yes", "wants MODULE.NAME=INT"),
+        ("kernels.w12_tc.VERIFY", "wants MODULE.NAME=INT"),
+        ("kernels.w12_tc.VERIFY=2", "is a boolean: 0 or 1, got 2"),
+        ("models.fused.DRAFT_CONTEXT_ONCE=3", "must be 0, 1 or 2, got 3"),
+    ):
+        assert words in cli_error(capsys, *args, "--switch", bad), bad
+    w12_tc.VERIFY = True  # a good switch before a bad one is not applied either
+    cli_error(capsys, *args, "--switch", "kernels.w12_tc.VERIFY=0", "--switch", "x.Y=1")
+    assert w12_tc.VERIFY is True
+    line = cli_error(capsys, "serve", "--target", str(qwen_dir), "--switch", "w12_tc.VERIFY=0")
+    assert "wants MODULE.NAME=INT" in line

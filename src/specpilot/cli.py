@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from specpilot import switches
 from specpilot.errors import ConfigError, SpecPilotError
 from specpilot.formats import w12_checkpoint
 from specpilot.measure import bench, compare, score
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     serve_command.add_draft_arguments(gen)
     serve_command.add_pdl_argument(gen)
     serve_command.add_tiles_argument(gen)
+    serve_command.add_switch_argument(gen)
     gen.add_argument(
         "--min-acceptance",
         type=float,
@@ -175,6 +177,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise ConfigError("--replay needs --draft PATH (or use --draft replay:TAU)")
     from specpilot.models.embedded import resolve_pair
 
+    switched = switches.from_texts(args.switch)
     args.target, args.draft, defaults = resolve_pair(args.target, args.draft, args.device)
     llm = LLM(
         args.target,
@@ -210,6 +213,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         dtype=str(llm.dtype).removeprefix("torch."),
         block_size=llm.generator.block_size,
     )
+    if switched:
+        record["switches"] = switched
     if args.validate:
         record["validation"] = llm.validate(out.prompt_ids, out.output_ids).to_dict()
     if args.compare_ar:

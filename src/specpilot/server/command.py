@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from specpilot import switches
 from specpilot.errors import ConfigError
 
 DEFAULT_CONTEXT = 8192  # cache rows are allocated for max_running x context positions up front
@@ -126,6 +127,18 @@ def add_pdl_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_switch_argument(parser: argparse.ArgumentParser) -> None:
+    """--switch, shared by `serve` and `generate` (specpilot.switches: process-wide)."""
+    parser.add_argument(
+        "--switch",
+        action="append",
+        default=[],
+        metavar="MODULE.NAME=INT",
+        help="set a kernel or model switch for this process, e.g. kernels.w12_tc.VERIFY=0 "
+        "(repeatable; specpilot/switches.py): a mechanism's knob, same tokens",
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="OpenAI-compatible and SGLang HTTP server (greedy)")
     p.add_argument("--target", help="checkpoint dir, .gguf or hub id (default: embedded SmolLM2)")
@@ -172,6 +185,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_draft_arguments(p)
     add_tiles_argument(p)
     add_pdl_argument(p)
+    add_switch_argument(p)
     add_weights_arguments(p)
     p.add_argument("--seed", type=int, default=0, help="default seed of replayed acceptance")
     p.add_argument("--shutdown-timeout", type=float, default=30.0, help="seconds for draining")
@@ -241,6 +255,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    switched = switches.from_texts(args.switch)  # a bad one fails before the port is bound
     sock = bind(args.host, args.port)
     note = None
     from specpilot.models.embedded import resolve_pair
@@ -306,6 +321,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host,
         port,
     )
+    if switched:
+        log.info("switches: %s", ", ".join(f"{k}={v}" for k, v in switched.items()))
     sys.stderr.flush()
     run_server(create_app(engine, args.api_key), sock, args.log_level, args.shutdown_timeout)
     log.info("stopped")
