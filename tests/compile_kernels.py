@@ -229,6 +229,9 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
     split_types = {"part_ptr": "*fp32", "y_ptr": bf16, "res_ptr": bf16}
     consts = dict(SPLIT_K=4, RESIDUAL=True, BLOCK_N=1024)
     out.append(("w12 split sum", w12_linear._split_sum_kernel, split_types, consts))
+    out.append(("w12 split sum EARLY (launch.WIDE_EARLY), 256 columns",
+                w12_linear._split_sum_kernel, split_types,
+                consts | dict(PDL=True, EARLY_TRIGGER=True, BLOCK_N=256)))  # fmt: skip
     ptrs = ("qkv_ptr", "q_out_ptr", "k_cache_ptr", "v_cache_ptr", "cos_ptr", "sin_ptr", "qn_ptr")
     rope_types = {n: bf16 for n in (*ptrs, "kn_ptr")} | {"pos_ptr": "*i64", "eps": "fp32"}
     for heads in (32, 0):  # target q|k|v, drafter context k|v
@@ -298,6 +301,8 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
     out.append(("rmsnorm", elementwise._rmsnorm_kernel, norm_types, dict(BLOCK=4096)))
     out.append(("rmsnorm 1 warp", elementwise._rmsnorm_kernel, norm_types,
                 dict(BLOCK=4096, num_warps=1)))  # fmt: skip
+    out.append(("rmsnorm EARLY (launch.WIDE_EARLY)", elementwise._rmsnorm_kernel, norm_types,
+                dict(BLOCK=4096, PDL=True, EARLY_TRIGGER=True)))  # fmt: skip
     glu_types = {"x_ptr": bf16, "y_ptr": bf16}
     out.append(("silu_mul", elementwise._silu_mul_kernel, glu_types, dict(BLOCK=1024)))
     regions = {"ahead0_ptr": "*u8", "ahead1_ptr": "*u8"}  # extra programs ask L2 for a head

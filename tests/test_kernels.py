@@ -609,6 +609,38 @@ def test_o_early_lets_o_in_before_the_merge_waits_and_prefetches_its_rows(
                     assert merge_then_two_multiplies() == wanted, (pdl, on, rows)
 
 
+def test_wide_early_lets_the_next_kernel_in_before_the_short_kernels_wait(
+    launch_settings, monkeypatch
+) -> None:
+    """launch.WIDE_EARLY (as if on a Hopper GPU): in target forwards of more than one row under
+    "kernels", "chain" or "small", the merge (bit 1), the norm (2) and the split sum (4) each
+    let the next kernel launch before their wait where their bit is on; never in one-row
+    forwards, outside a target forward, under "all" or "off", or off a Hopper GPU."""
+    monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
+    t = torch.zeros(1)
+
+    def early(bits: int, rows: int | None, pdl: str = "chain") -> tuple[bool, bool, bool]:
+        monkeypatch.setattr(launch_settings, "WIDE_EARLY", bits)
+        launch_settings.configure(pdl=pdl, prefetch="off")
+        if rows is None:  # outside a target forward (a drafter's)
+            return launch_settings.early_trigger(t), *(
+                launch_settings.wide_early(t, b) for b in (2, 4)
+            )
+        with launch_settings.forward_rows(rows):
+            return launch_settings.early_trigger(t), *(
+                launch_settings.wide_early(t, b) for b in (2, 4)
+            )
+
+    for pdl in ("kernels", "chain", "small"):
+        assert early(7, 16, pdl) == (True, True, True)
+    assert early(1, 16) == (True, False, False)
+    assert early(6, 2) == (False, True, True)
+    assert early(0, 16) == early(7, 1) == early(7, None) == (False, False, False)
+    assert early(7, 16, "all") == early(7, 16, "off") == (False, False, False)
+    monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: False)
+    assert early(7, 16) == (False, False, False)
+
+
 def test_even_shared_launches_multiplies_after_multiplies_early_and_spread(
     launch_settings, monkeypatch
 ) -> None:
@@ -758,6 +790,7 @@ def test_pdl_engine_gives_the_same_tokens(
     variants += [("chain", "o late")]  # ... asked for at the split programs' end (LATE_AHEAD)
     variants += [("chain", "side")]  # ... from a side stream (SIDE_AHEAD_BYTES), graphs too
     variants += [("chain", "o early")]  # o launched before the merge's wait (O_EARLY)
+    variants += [("chain", "wide early")]  # verify: multiplies let in early (WIDE_EARLY 7)
     from specpilot.kernels import attention
 
     outputs = {}
@@ -765,7 +798,8 @@ def test_pdl_engine_gives_the_same_tokens(
         monkeypatch.setattr(attention, "LATE_AHEAD", int(ahead == "o late"))
         monkeypatch.setattr(launch_settings, "SIDE_AHEAD_BYTES", (1 << 20) * (ahead == "side"))
         monkeypatch.setattr(launch_settings, "O_EARLY", int(ahead == "o early"))
-        mode = "off" if ahead in ("side", "o early") else ahead.split()[0]
+        monkeypatch.setattr(launch_settings, "WIDE_EARLY", 7 * (ahead == "wide early"))
+        mode = "off" if ahead in ("side", "o early", "wide early") else ahead.split()[0]
         knobs = dict(l2_ahead=mode) if mode in ("o", "all") else dict(weight_prefetch=mode)
         config = EngineConfig(kernels="triton", cuda_graphs=True, pdl=pdl, **knobs)
         gen = Generator(target, drafter, config, DEVICE, BF16)

@@ -110,6 +110,19 @@ _LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False, "early":
 # 4.147 ms back to back), +1.3% W12 "auto". bench/engine_speed.py --switch
 # kernels.launch.O_EARLY=1.
 O_EARLY = 0
+# WIDE_EARLY (bits; 0: off): in target forwards of more than one row (verify) under "kernels",
+# "chain" or "small", the short kernels between two multiplies let the next kernel launch before
+# their own wait (EARLY in common.pdl_enter): 1 the attention's merge (before o), 2 the RMSNorm
+# (before gate|up and q|k|v), 4 the split sum (before that norm). The multiply after them then
+# launches while they still wait or run (two kernels ahead where 2 and 4 are both on), and its
+# programs become resident as soon as an SM has room for them: kernels/w12_tc.py's loader asks
+# for its first STAGES stages of weights (constants) before its own wait, so the weights of the
+# multiply stream while the short kernels wait on latency. Run 318 (H100, the W12 verify graph,
+# traced): a 16-row w12_tc launch after a short kernel enters ~0.6 us after that kernel's exit
+# and its first stage lands 2.7-5 us later (q|k|v 17.7 us exit to exit against a 12.7 bound, o
+# 12.3 against 8.4, gate|up 57.1 against 50.7). bench/engine_speed.py --switch
+# kernels.launch.WIDE_EARLY=7.
+WIDE_EARLY = 0
 # pdl="waves": a multiply's grid of at least this many programs per SM is launched with PDL
 # (between the 16-row o and down of the Qwen3-8B shape, 0.97 waves, and their tiles with half
 # the weight rows, 1.94: bench/h200/half16.json; bench/engine_speed.py --pdl-min-waves)
@@ -166,6 +179,7 @@ SWITCH_RULES = {
     "LATE_TRIGGER": (lambda n: n in (0, 1), "0 or 1"),
     "HANDED_PDL": (lambda n: n in (0, 1), "0 or 1"),
     "O_EARLY": (lambda n: n in (0, 1), "0 or 1"),
+    "WIDE_EARLY": (lambda n: 0 <= n <= 7, "0 to 7 (bits: 1 merge, 2 norm, 4 split sum)"),
     "SIDE_AHEAD_ONE_ROW": (lambda n: n in (0, 1), "0 or 1"),
     "O_AHEAD_BYTES": (lambda n: n >= 0, "a non-negative number of bytes (0: all)"),
     "SIDE_AHEAD_BYTES": (lambda n: n >= 0, "a non-negative number of bytes (0: off)"),
@@ -417,8 +431,19 @@ def _warn_unpadded(kind: str) -> None:
 
 def early_trigger(t: torch.Tensor) -> bool:
     """Whether the attention's merge launched now on t's device lets the next kernel launch
-    before its own wait (O_EARLY: one-row forwards under "chain", on Hopper)."""
-    return bool(O_EARLY) and _one_row_forward() and _SETTINGS["pdl"] == "chain" and _on_hopper(t)
+    before its own wait (O_EARLY: one-row forwards under "chain", on Hopper; WIDE_EARLY's bit 1:
+    wider target forwards)."""
+    one_row = bool(O_EARLY) and _one_row_forward() and _SETTINGS["pdl"] == "chain"
+    return (one_row and _on_hopper(t)) or wide_early(t, 1)
+
+
+def wide_early(t: torch.Tensor, bit: int) -> bool:
+    """Whether the kernel of WIDE_EARLY's `bit` (1 merge, 2 norm, 4 split sum) launched now on
+    t's device lets the next kernel launch before its own wait: in a target forward of more
+    than one row, under "kernels", "chain" or "small", on Hopper."""
+    wide = _FORWARD_ROWS[-1:] != [] and _FORWARD_ROWS[-1] > 1
+    modes = ("kernels", "chain", "small")
+    return bool(WIDE_EARLY & bit) and wide and _SETTINGS["pdl"] in modes and _on_hopper(t)
 
 
 def prefetch_mode(weight: torch.Tensor) -> int:

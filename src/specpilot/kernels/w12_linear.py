@@ -108,6 +108,15 @@ MAX_ROWS = 64
 # auto verify 4.090 ms against 4.089 / 4.095 back to back, where the split_sum launches took 69 us
 # a verify); bench/w12_speed.py --split-sum kernel measures it.
 SPLIT_SUM_IN_KERNEL = False
+# The split sum's launch (_split_sum_kernel): columns a program (a power of 2, >= 128) and warps.
+# Run 318 (H100, the W12 verify graph with w12_tc's route, traced): 64 programs of 1,024 columns
+# took 3.8 us a launch (5.6 at the down's 4 splits) against w12_linear's 1.9 (2 splits).
+SPLIT_SUM_BLOCK = 1024
+SPLIT_SUM_WARPS = 4
+SWITCH_RULES = {
+    "SPLIT_SUM_BLOCK": (lambda n: n in (128, 256, 512, 1024, 2048, 4096), "a power of 2, 128-4096"),
+    "SPLIT_SUM_WARPS": (lambda n: n in (1, 2, 4, 8), "1, 2, 4 or 8"),
+}
 # Tensor-core tiles (group sizes a multiple of 4 * SLICE): the weights decoded times 2^126 for
 # every group alike, each half block's product summed on its own and scaled once by its rows'
 # 2^(2b - 126), so the group bases leave the per-weight decode (in the sm_90 SASS of the 16-row
@@ -741,12 +750,13 @@ def _w12_kernel(
 def _split_sum_kernel(
     part_ptr, y_ptr, res_ptr, M, N, stride_ym, stride_rm, SPLIT_K: tl.constexpr,
     RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = False,
-    TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+    TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None, EARLY_TRIGGER: tl.constexpr = False,
 ):  # fmt: skip
     """y[m] = sum of the SPLIT_K partial rows (fp32), rounded, plus the residual: the split
-    kernel's epilogue."""
+    kernel's epilogue. EARLY_TRIGGER: the next kernel may launch before this one's wait
+    (launch.WIDE_EARLY)."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
-    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE)
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, EARLY=EARLY_TRIGGER)
     rm = tl.program_id(1) + tl.arange(0, 1)
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = rm < M
@@ -1071,8 +1081,9 @@ def sum_splits(
         split_sum_norm(part, y, residual, norm_after)
         return
     splits, m, n = part.shape
-    block = 1024
+    block = SPLIT_SUM_BLOCK
     grid = (triton.cdiv(n, block), m)
+    early = launch.wide_early(y, 4)
     _split_sum_kernel[grid](
         part,
         y,
@@ -1084,7 +1095,9 @@ def sum_splits(
         SPLIT_K=splits,
         RESIDUAL=residual is not None,
         BLOCK_N=block,
-        **launch.pdl(y),
+        EARLY_TRIGGER=early,
+        **launch.pdl(y, early=early),
+        num_warps=SPLIT_SUM_WARPS,
         **trace.arguments(y, "split_sum", grid[0] * grid[1], rows=m, n=n),
     )
 
