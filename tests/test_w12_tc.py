@@ -223,6 +223,8 @@ def test_w12_tc_bounds_leave_only_the_escapes(tile: dict) -> None:
         close_columns(y, _escapes_only(x, packed).to(torch.bfloat16).float(), 4)
         with pytest.raises(ValueError, match="BOUND"):
             w12_tc.w12_tc_linear(x, packed, dict(BOUND=4))
+        with pytest.raises(ValueError, match="PRE is 0 .all. to STAGES .4., not 5"):
+            w12_tc.w12_tc_linear(x, packed, dict(PRE=5))
 
 
 @pytest.mark.parametrize(
@@ -246,14 +248,21 @@ def test_w12_tc_products_and_escapes_apart(where: str, n: int) -> None:
             close_columns(alone, escapes, 4)
 
 
-@pytest.mark.parametrize("m, n, k, tile", [(16, 130, 600, {}), (16, 128, 4096, dict(SPLIT_K=1)),
-                                         (7, 200, 2304, dict(STAGES=2, SPLIT_K=1))])  # fmt: skip
+PDL_CASES = [
+    (16, 130, 600, {}), (16, 128, 4096, dict(SPLIT_K=1)), (7, 200, 2304, dict(STAGES=2, SPLIT_K=1)),
+    (16, 130, 600, dict(PRE=2)), (16, 128, 4096, dict(SPLIT_K=1, PRE=1)),
+    (7, 200, 2304, dict(STAGES=2, SPLIT_K=1, PRE=1)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("m, n, k, tile", PDL_CASES)
 def test_w12_tc_with_pdl(m: int, n: int, k: int, tile: dict) -> None:
     """Programmatic dependent launch's branches (emulated): the first STAGES stages' planes
-    before the wait, their inputs after it; programs of fewer blocks than stages (K 600: 3
-    blocks), of more (K 4096: 16 blocks), and of several units (4 units on 3 SMs, STAGES 2);
-    the residual read after the wait; SwiGLU's units of 32 gates. (No K split: its sum is a
-    Triton kernel, which the interpreter runs without PDL's instructions.)"""
+    before the wait (PRE: that many), their inputs after it; programs of fewer blocks than
+    stages (K 600: 3 blocks; with PRE 2, more than PRE), of more (K 4096: 16 blocks), and of
+    several units (4 units on 3 SMs, STAGES 2); the residual read after the wait; SwiGLU's
+    units of 32 gates. (No K split: its sum is a Triton kernel, which the interpreter runs
+    without PDL's instructions.)"""
     with gluon_on("emulated", pdl=True) as device:
         packed = w12.encode(_weights(n, k, seed=n + k).to(device))
         x = torch.randn(m, k).to(device, torch.bfloat16)

@@ -74,7 +74,7 @@ from specpilot.kernels.w12_ws import (
     pair_order,
 )
 
-TILE = dict(STAGES=4, SPLIT_K=-1, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1, BOUND=0)
+TILE = dict(STAGES=4, SPLIT_K=-1, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1, BOUND=0, PRE=-1)
 # SWIZZLE (bytes, 0 or 128; -1: the switch PLANE_SWIZZLE's): the planes' rows in shared memory
 # as TMA writes them. Unswizzled, the multiplying warps' operand loads (ldmatrix: 8 rows of 16
 # bytes at once, rows 128 bytes apart) put all 8 rows in one group of 4 banks: 8-way conflicts
@@ -122,6 +122,13 @@ VERIFY = True
 # inputs in pair order. (With w12_row.ONE_ROW on too, that kernel takes q|k|v and a W12 head,
 # their norm in its prologue; gate|up, down and o stay here.)
 ONE_ROW = False
+# PRE (-1: the switch PRE_STAGES's; 0: STAGES): under PDL, the stages whose planes (constants)
+# the loader asks for before its wait for the kernel before; their inputs, and every later
+# stage, after it. With launch.WIDE_EARLY a launch is resident while the short kernels before
+# it (norm, split sum) still wait or run, and its first stages' loads queue ahead of theirs
+# (run 319, H100: the norm 1.9 -> 3.7 us exit to exit, o's split sum 2.8 -> 5.7, while q|k|v
+# took 17.7 -> 13.9 and gate|up 57.1 -> 52.5): fewer stages ahead, less queued before them.
+PRE_STAGES = 0
 ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
 MAX_UNIT_BLOCKS = 16  # blocks of K a unit at most (its scale words: 32 groups)
 WBLOCK = gl.constexpr(BLOCK)
@@ -177,14 +184,16 @@ def _x_block(x_desc, x_buf, ready, s, col, BOUND: gl.constexpr = 0):
 
 @gluon.jit
 def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr,
-            BOUND: gl.constexpr = 0):  # fmt: skip
+            BOUND: gl.constexpr = 0, PRE: gl.constexpr = 0):  # fmt: skip
     """Each unit's blocks: the tile's two planes (the low plane's halves, the codes) and the
-    input block x^T [256, 16], into the ring. PDL: the first STAGES stages' planes (constants)
-    before the wait for the kernel before, their input after it (w12_ws._early_inputs)."""
+    input block x^T [256, 16], into the ring. PDL: the first PRE stages' planes (constants;
+    PRE 0: STAGES) before the wait for the kernel before, their input after it
+    (w12_ws._early_inputs)."""
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     ready, empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
+    AHEAD: gl.constexpr = STAGES if PRE == 0 or PRE > STAGES else PRE  # planes before the wait
     nbytes: gl.constexpr = RW * (WBLOCK + WBLOCK // 2) + WBLOCK * 16 * 2
     UNIT: gl.constexpr = RW // (1 + SWIGLU)  # rows of N a unit
     c = 0
@@ -192,8 +201,8 @@ def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr,
         row0, k_block0, n_blocks, _ = _unit(u, work, UNIT)
         for i in range(n_blocks):
             s = c % STAGES
-            if PDL and c == STAGES:  # the ring is full: its inputs before the first is reused
-                _early_inputs(_x_block, x_desc, x_buf, ready, work, STAGES, UNIT, 0)
+            if PDL and c == AHEAD:  # the stages asked for ahead: their inputs (AHEAD <= STAGES:
+                _early_inputs(_x_block, x_desc, x_buf, ready, work, AHEAD, UNIT, 0)  # none reused)
             if (BOUND & 8) != 0:  # the copies alone: a stage's copies landed frees it
                 mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
             else:
@@ -203,10 +212,10 @@ def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr,
             col = (k_block0 + i) * WBLOCK
             _copy_planes((low_desc, code_desc), (low_buf, code_buf), s, row0, col, bar, work[4],
                          SWIGLU)  # fmt: skip
-            if not PDL or c >= STAGES:
+            if not PDL or c >= AHEAD:
                 _x_block(x_desc, x_buf, ready, s, col)
             c += 1
-    if PDL and c <= STAGES:  # a program of at most STAGES blocks: the inputs after all of them
+    if PDL and c <= AHEAD:  # a program of at most AHEAD blocks: the inputs after all of them
         _early_inputs(_x_block, x_desc, x_buf, ready, work, c, UNIT, 0)
     if (BOUND & 8) != 0:  # the last copies landed before the program ends
         for s in gl.static_range(STAGES):
@@ -351,6 +360,7 @@ def _w12_tc_kernel(
     STAGES: gl.constexpr, SPLIT_K: gl.constexpr, ESC_BATCH: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr, PDL: gl.constexpr, MMA: gl.constexpr = 3,
     BOUND: gl.constexpr = 0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+    PRE: gl.constexpr = 0,
 ):  # fmt: skip
     """Each program takes units pid, pid + programs, ...; the partitions run on across them."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
@@ -376,7 +386,7 @@ def _w12_tc_kernel(
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, SWIGLU, ESC_BATCH, PDL)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), (ready, empty),
-                       work, SWIGLU, PDL, BOUND)),
+                       work, SWIGLU, PDL, BOUND, PRE)),
         ],
         [1, 1],
         [192, 40],  # (the meta warp: 80 spilled its escapes' batch of 4 x [64, 16], 168 with
@@ -490,7 +500,7 @@ def w12_tc_linear(
         m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0), STAGES=cfg["STAGES"],
         SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu), MMA=cfg["MMA"],
-        BOUND=cfg["BOUND"],
+        BOUND=cfg["BOUND"], PRE=cfg["PRE"],
         RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair",
         PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4,
         **trace.arguments(x, "w12_tc", grid[0], bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
@@ -502,12 +512,17 @@ def w12_tc_linear(
 
 def _resolved(cfg: dict) -> dict:
     """A tile with its -1 keys taken from the switches (SWIZZLE: PLANE_SWIZZLE, MMA:
-    MMA_VERSION, SPLIT_K: UNIT_SPLIT), checked."""
+    MMA_VERSION, SPLIT_K: UNIT_SPLIT, PRE: PRE_STAGES), checked."""
     out = dict(cfg)
     if out["MMA"] == -1:
         out["MMA"] = MMA_VERSION
     if out["SPLIT_K"] == -1:
         out["SPLIT_K"] = UNIT_SPLIT
+    if out["PRE"] == -1:
+        out["PRE"] = PRE_STAGES
+    if not 0 <= out["PRE"] <= out["STAGES"]:
+        stages, pre = out["STAGES"], out["PRE"]
+        raise ValueError(f"w12_tc_linear: PRE is 0 (all) to STAGES ({stages}), not {pre}")
     if out["MMA"] not in (2, 3):
         raise ValueError(f"w12_tc_linear: MMA is 2 (mma.sync) or 3 (wgmma), not {out['MMA']}")
     if out["BOUND"] & ~11:
@@ -534,7 +549,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         y_ptr="*fp32" if split > 1 else "*bf16", res_ptr="*bf16",
     ) | (dict(trace_ptr="*i64", clock_ptr="*i64") if traced else {})  # fmt: skip
     consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"], MMA=cfg["MMA"],
-                  BOUND=cfg["BOUND"],
+                  BOUND=cfg["BOUND"], PRE=cfg["PRE"],
                   SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, PDL=pdl,
                   TRACE=int(traced), num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)
