@@ -302,6 +302,10 @@ W12_ARMS = {
     # swizzled), and the verify forwards on w12_linear's 16-row tiles instead (before run 314)
     "tc_verify": {"w12_tc.VERIFY": True},
     "linear_verify": {"w12_tc.VERIFY": False},
+    # the verify's short kernels letting the multiply after them launch before their wait, and
+    # the split sum on 1,024-column programs, as before run 319 (launch.WIDE_EARLY 7 and
+    # w12_linear.SPLIT_SUM_BLOCK 256 since)
+    "before_319": {"launch.WIDE_EARLY": 0, "w12_linear.SPLIT_SUM_BLOCK": 1024},
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
     # conflicts in its operand reads; runs 309-312), split_plan's K splits (since session 59: waves
     # priced with UNIT_COST_BLOCKS, q|k|v unsplit, down 4 splits)

@@ -120,9 +120,13 @@ O_EARLY = 0
 # multiply stream while the short kernels wait on latency. Run 318 (H100, the W12 verify graph,
 # traced): a 16-row w12_tc launch after a short kernel enters ~0.6 us after that kernel's exit
 # and its first stage lands 2.7-5 us later (q|k|v 17.7 us exit to exit against a 12.7 bound, o
-# 12.3 against 8.4, gate|up 57.1 against 50.7). bench/engine_speed.py --switch
-# kernels.launch.WIDE_EARLY=7.
-WIDE_EARLY = 0
+# 12.3 against 8.4, gate|up 57.1 against 50.7). Run 319 (the same graph, back to back, one
+# process): 7 5.082 ms against 5.107 / 5.135 (q|k|v 17.7 -> 13.9 us, o 12.3 -> 10.5, gate|up
+# 57.1 -> 52.5; the norm 1.9 -> 3.7 and o's split sum 2.8 -> 5.7: their loads queue behind the
+# early weights), 6 (no merge) 5.166; with w12_linear.SPLIT_SUM_BLOCK 256 4.886 against 4.985
+# for that alone; the bf16 verify level (5.590 against 5.594 / 5.598). On (7) since run 319.
+# bench/engine_speed.py --switch kernels.launch.WIDE_EARLY=0 turns it off.
+WIDE_EARLY = 7
 # pdl="waves": a multiply's grid of at least this many programs per SM is launched with PDL
 # (between the 16-row o and down of the Qwen3-8B shape, 0.97 waves, and their tiles with half
 # the weight rows, 1.94: bench/h200/half16.json; bench/engine_speed.py --pdl-min-waves)

@@ -110,8 +110,10 @@ MAX_ROWS = 64
 SPLIT_SUM_IN_KERNEL = False
 # The split sum's launch (_split_sum_kernel): columns a program (a power of 2, >= 128) and warps.
 # Run 318 (H100, the W12 verify graph with w12_tc's route, traced): 64 programs of 1,024 columns
-# took 3.8 us a launch (5.6 at the down's 4 splits) against w12_linear's 1.9 (2 splits).
-SPLIT_SUM_BLOCK = 1024
+# (16 rows) took 2.8 us from the multiply's exit after o (2 splits) and 6.3 after the down (4).
+# Run 319: 256 columns (256 programs) 1.7 and 2.1 us, the verify 4.985 ms against 5.107 / 5.135
+# back to back (on 2 warps: 5.022). 256 since run 319.
+SPLIT_SUM_BLOCK = 256
 SPLIT_SUM_WARPS = 4
 SWITCH_RULES = {
     "SPLIT_SUM_BLOCK": (lambda n: n in (128, 256, 512, 1024, 2048, 4096), "a power of 2, 128-4096"),
