@@ -112,8 +112,11 @@ SPLIT_SUM_IN_KERNEL = False
 # Run 318 (H100, the W12 verify graph with w12_tc's route, traced): 64 programs of 1,024 columns
 # (16 rows) took 2.8 us from the multiply's exit after o (2 splits) and 6.3 after the down (4).
 # Run 319: 256 columns (256 programs) 1.7 and 2.1 us, the verify 4.985 ms against 5.107 / 5.135
-# back to back (on 2 warps: 5.022). 256 since run 319.
-SPLIT_SUM_BLOCK = 256
+# back to back (on 2 warps: 5.022). Run 320 (with launch.WIDE_EARLY 7): 128 columns 4.805 ms
+# against 256's 4.877 / 4.875 (the down's split sum 4.1 -> 3.5 us). Run 321: end to end at 1k,
+# 4 paired rounds with forcing, W12 spec@6.55 1.135x [1.118-1.153] over bf16 with 128 and
+# WIDE_EARLY against 1.059x [1.042-1.076] before run 319. 128 since run 321.
+SPLIT_SUM_BLOCK = 128
 SPLIT_SUM_WARPS = 4
 SWITCH_RULES = {
     "SPLIT_SUM_BLOCK": (lambda n: n in (128, 256, 512, 1024, 2048, 4096), "a power of 2, 128-4096"),
