@@ -124,7 +124,9 @@ O_EARLY = 0
 # process): 7 5.082 ms against 5.107 / 5.135 (q|k|v 17.7 -> 13.9 us, o 12.3 -> 10.5, gate|up
 # 57.1 -> 52.5; the norm 1.9 -> 3.7 and o's split sum 2.8 -> 5.7: their loads queue behind the
 # early weights), 6 (no merge) 5.166; with w12_linear.SPLIT_SUM_BLOCK 256 4.886 against 4.985
-# for that alone; the bf16 verify level (5.590 against 5.594 / 5.598). On (7) since run 319.
+# for that alone; the bf16 verify level (5.590 against 5.594 / 5.598). Run 320: 5 (no norm)
+# 4.914 against 7's 4.877, 0 5.099. Run 321: end to end, W12 spec@6.55 over bf16 1.135x with
+# it (and SPLIT_SUM_BLOCK 128) against 1.059x before run 319. On (7) since run 319.
 # bench/engine_speed.py --switch kernels.launch.WIDE_EARLY=0 turns it off.
 WIDE_EARLY = 7
 # pdl="waves": a multiply's grid of at least this many programs per SM is launched with PDL

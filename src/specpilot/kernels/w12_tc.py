@@ -127,7 +127,9 @@ ONE_ROW = False
 # stage, after it. With launch.WIDE_EARLY a launch is resident while the short kernels before
 # it (norm, split sum) still wait or run, and its first stages' loads queue ahead of theirs
 # (run 319, H100: the norm 1.9 -> 3.7 us exit to exit, o's split sum 2.8 -> 5.7, while q|k|v
-# took 17.7 -> 13.9 and gate|up 57.1 -> 52.5): fewer stages ahead, less queued before them.
+# took 17.7 -> 13.9 and gate|up 57.1 -> 52.5): fewer stages ahead, less queued before them?
+# Run 320 (the W12 verify graph, back to back): PRE 1 5.000 ms, 2 4.927 against all 4's 4.877 /
+# 4.875: the norm and split sum gain less than the multiplies lose. 0 (all) stays.
 PRE_STAGES = 0
 ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
 MAX_UNIT_BLOCKS = 16  # blocks of K a unit at most (its scale words: 32 groups)
