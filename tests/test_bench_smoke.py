@@ -935,3 +935,36 @@ def test_w12_join_prototype_tiles_run_on_the_emulator(kind: str) -> None:
             if not tile.get("BOUND"):
                 w12_join.check(y, ref, f"{kind} {label}")
     assert state["launches"] >= len(kernel_tiles)
+
+
+def test_exit_spacing_charges_each_launch_from_the_last_exit(tmp_path, capsys) -> None:
+    """bench/exit_spacing.py: each launch's time from the exit of the launch before it (the
+    first: its run), grouped by kernel and shape, split sums named for the multiply before
+    them; the sums add up to the forward's span (first exit's run plus the last exit)."""
+    import exit_spacing
+
+    def launch(kernel: str, exit_ns: int, run: int = 100, **shape) -> dict:
+        return dict(kernel=kernel, exit=exit_ns, run=run, **shape)
+
+    launches = [
+        launch("rmsnorm", 1_000, run=1_000),
+        launch("w12_tc", 15_000, n=4096, k=12288),
+        launch("split_sum", 18_000, n=4096),
+        launch("rmsnorm", 20_000),
+        launch("w12_tc", 30_000, n=4096, k=12288),
+        launch("split_sum", 31_000, n=4096),
+    ]
+    rows = exit_spacing.spacing(launches)
+    assert list(rows) == ["rmsnorm", "w12_tc 4096x12288", "split_sum<4096x12288"]
+    assert rows["w12_tc 4096x12288"] == dict(launches=2, median_us=12.0, sum_us=24.0)
+    assert rows["split_sum<4096x12288"]["sum_us"] == 4.0
+    assert rows["rmsnorm"] == dict(launches=2, median_us=1.5, sum_us=3.0)
+    assert sum(r["sum_us"] for r in rows.values()) == 31.0
+    timeline = tmp_path / "t.json"
+    arms = {"w12 base": {"verify": {"launches": launches}}}
+    arms["w12 e7"] = {"verify": {"launches": launches[:2]}}
+    timeline.write_text(json.dumps({"arms": arms}))
+    assert exit_spacing.main([str(timeline)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2].split() == ["span", "31.0", "15.0"]
+    assert json.loads(out[-1])["arms"]["w12 e7"]["w12_tc 4096x12288"]["launches"] == 1
