@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Device call (PART=qwen ~6.5 min, PART=llama ~4.5 min, each + cold start; no carry; the
+# default, both, runs past one call's 10 minutes): run 322, issue 7 with run 321's defaults
+# (launch.WIDE_EARLY 7, w12_linear.SPLIT_SUM_BLOCK 128) on the card it lands on (the targets are
+# an H200's; runs 314-321 came on H100s).
+# 1. Qwen3-8B's W12 decode and verify graphs (every matrix), back to back, traced: base (the
+#    defaults), old (before run 319: WIDE_EARLY 0, SPLIT_SUM_BLOCK 1024), base2;
+#    bench/exit_spacing.py's verify table.
+# 2. End to end at 1k, paired over bf16 for PAIRED rounds (default 4) with the control, forcing
+#    on every arm: w12 (the defaults) and before_319.
+# 3. Llama-3.1-8B (its down K 14336: w12_tc's 4-way split of 14 blocks), with VERIFY on for
+#    the first time on a GPU: the verify graph base / old / base2, then AR and spec end to end
+#    with forcing (2 paired rounds).
+# Prediction (H200): verify base 0.2-0.3 ms under old; spec over bf16 1.08-1.12x (run 299's
+# 1.004x before w12_tc's route), AR ~1.11x as run 299; Llama's verify base under old by as much.
+set -u
+export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
+source "$(dirname "$0")/lib.sh"
+card
+old="--switch kernels.launch.WIDE_EARLY=0 --switch kernels.w12_linear.SPLIT_SUM_BLOCK=1024"
+if [ "${PART:-qwen}" != llama ]; then
+MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "base|;old|$old;base2|" 120
+back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
+python3 bench/exit_spacing.py "$OUT/timeline-variants-1024-qwen3-8b.json" >"$OUT/spacing-qwen3.log"
+head -13 "$OUT/spacing-qwen3.log" | cut -c1-110; grep "^span" "$OUT/spacing-qwen3.log"
+pack
+timeout "${E2E_S:-260}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
+    --w12-base qkv,o,gate_up,down --w12-arms before_319 \
+    --paired "${PAIRED:-4}" --out "$OUT/e2e-1024.json" >"$OUT/e2e-1024.log" 2>&1
+echo "e2e rc=$?"; grep -E "^e2e" "$OUT/e2e-1024.log" | cut -c1-300 | tail -12
+pack
+fi
+if [ "${PART:-llama}" != qwen ]; then
+MODEL=llama3.1-8b variants "w12:qkv,o,gate_up,down" "base|;old|$old;base2|" 100
+back_to_back "$OUT/timeline-variants-1024-llama3.1-8b.json"
+python3 bench/exit_spacing.py "$OUT/timeline-variants-1024-llama3.1-8b.json" \
+    >"$OUT/spacing-llama.log"
+grep "^span" "$OUT/spacing-llama.log"
+pack
+timeout "${LLAMA_S:-150}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model llama3.1-8b \
+    --w12-base qkv,o,gate_up,down --w12-arms before_319 --paired 2 \
+    --out "$OUT/e2e-llama.json" >"$OUT/e2e-llama.log" 2>&1
+echo "llama e2e rc=$?"; grep -E "^e2e" "$OUT/e2e-llama.log" | cut -c1-300 | tail -8
+pack
+fi
+archive_only
