@@ -204,6 +204,38 @@ def test_a_static_range_or_arange_over_a_runtime_argument_raises() -> None:
             _unrolled_kernel[(1,)](y, 7, N=4, RUNTIME=2, num_warps=1)
 
 
+@gluon.jit
+def _reinterpreted_kernel(y_ptr, G: gl.constexpr):
+    """y[0:32] = 7 through a shared [2 G, 32] int32 buffer viewed as [2, G, 32] (w12_tc's scale
+    words' view): a G that is not a power of 2 is rejected by the compiler's memdesc rule."""
+    flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    row: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [1, 1], [1, 0])
+    buf = gl.allocate_shared_memory(gl.int32, [2 * G, 32], flat)
+    view = buf._reinterpret(gl.int32, [2, G, 32], flat)  # (as w12_tc._meta's)
+    view.index(1).slice(G - 1, 1).store(gl.full([1, 32], 7, gl.int32, row))
+    offs = gl.arange(0, 32, layout=gl.SliceLayout(0, row))
+    gl.store(y_ptr + offs[None, :], buf.slice(2 * G - 1, 1).load(row))
+
+
+def test_a_shared_view_of_a_shape_not_in_powers_of_2_raises() -> None:
+    """A shared buffer viewed (`_reinterpret`) with a dimension that is not a power of 2 is
+    rejected, as Triton rejects it (w12_tc's scale words at MAX_BLOCKS 24 once ran here)."""
+    y = torch.zeros(32, dtype=torch.int32)
+    with emulate.gluon():
+        _reinterpreted_kernel[(1,)](y, G=4, num_warps=1)
+    assert torch.equal(y, torch.full((32,), 7, dtype=torch.int32))
+    with pytest.raises(emulate.EmulationError, match=r"reinterpret as \[2, 6, 32\]: every"):
+        with emulate.gluon():
+            _reinterpreted_kernel[(1,)](y, G=6, num_warps=1)
+    code = "import json; from specpilot.kernels import aot; from tests.test_emulate import "
+    code += "_reinterpreted_kernel\nout = {}\nfor g in (4, 6):\n  try:\n    aot.compile_kernel("
+    code += "_reinterpreted_kernel, dict(y_ptr='*i32'), dict(G=g, num_warps=1))\n"
+    code += "    out[g] = 'compiled'\n  except Exception as e:\n    out[g] = repr(e)\n"
+    code += "print(json.dumps(out))"
+    out = compiled_json(code)
+    assert out["4"] == "compiled" and out["6"] != "compiled"
+
+
 def test_triton_rejects_the_same_static_range_and_arange() -> None:
     """The emulator's rule is the compiler's: for sm_90a, N unrolls; n // 2 and n + 25 fail."""
     code = "import json; from specpilot.kernels import aot; from tests.test_emulate import "

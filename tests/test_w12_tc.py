@@ -36,6 +36,11 @@ def test_split_plan() -> None:
     assert w12_tc.split_plan(4096, 1024, False, 0, 4) == (64, 4, 1)  # 4 SMs: 16 waves already
     assert w12_tc.split_plan(4096, 4096, False, 1, 132) == (64, 16, 1)  # given
     assert w12_tc.split_plan(320, 12288, False, 1, 132)[1:] == (16, 3)  # 16 blocks at most
+    # MAX_BLOCKS 32: the down in one wave of 128 units of 2 splits; Llama's down (56 blocks)
+    assert w12_tc.split_plan(4096, 12288, False, 0, 132, 32) == (64, 24, 2)
+    assert w12_tc.split_plan(4096, 14336, False, 0, 132) == (64, 14, 4)
+    assert w12_tc.split_plan(4096, 14336, False, 0, 132, 32) == (64, 28, 2)
+    assert w12_tc.split_plan(6144, 4096, False, 0, 132, 32) == (96, 16, 1)  # q|k|v as before
 
 
 def test_bad_input_is_refused() -> None:
@@ -59,7 +64,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     """sm_90a (Triton's ptxas, no GPU): the default, SwiGLU (also writing pair order), the
     residual and a K split's partials, one program an SM in shared memory, no spills; with
     programmatic dependent launch's waits (SwiGLU in pair order, the residual); traced (the
-    kernel timeline's marks) with SwiGLU and with a split."""
+    kernel timeline's marks) with SwiGLU and with a split; units of up to 32 blocks (their
+    scale words' 32 kB), with 4 and 5 stages."""
     cases = [({}, False, False, 1), ({}, True, False, 1), ({}, False, True, 1),
              ({}, False, False, 4), (dict(STAGES=6), False, False, 1),
              ({}, True, False, 1, True), ({}, True, False, 1, True, True),
@@ -70,7 +76,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              (dict(BOUND=2), False, False, 1), (dict(BOUND=3), False, False, 1),
              (dict(BOUND=8), False, False, 1, False, True), (dict(BOUND=2, MMA=2), True,
              False, 1), ({}, True, False, 1, True, True, True), ({}, False, True, 4, False, True,
-             True)]  # fmt: skip
+             True), (dict(MAX_BLOCKS=32), False, False, 2, False, True),
+             (dict(MAX_BLOCKS=32, STAGES=5), False, True, 2)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tc; "
     code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -108,19 +115,28 @@ def test_the_operand_reads_are_free_of_bank_conflicts_only_with_the_swizzle(monk
 
 
 def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
-    """SWIZZLE, MMA and SPLIT_K -1 (the default tile's) take the switches PLANE_SWIZZLE,
-    MMA_VERSION and UNIT_SPLIT (128 since run 314, 3 (wgmma) and 0 (split_plan's choice)); a
-    tile's own values stay."""
-    assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | dict(SWIZZLE=128, MMA=3, SPLIT_K=0)
+    """SWIZZLE, MMA, SPLIT_K, PRE and MAX_BLOCKS -1 (the default tile's) take the switches
+    PLANE_SWIZZLE, MMA_VERSION, UNIT_SPLIT, PRE_STAGES and MAX_UNIT_BLOCKS (128 since run 314,
+    3 (wgmma), 0 (split_plan's choice), 0 (all stages) and 16); a tile's own values stay."""
+    defaults = dict(SWIZZLE=128, MMA=3, SPLIT_K=0, PRE=0, MAX_BLOCKS=16)
+    assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | defaults
     monkeypatch.setattr(w12_tc, "PLANE_SWIZZLE", 0)
     monkeypatch.setattr(w12_tc, "MMA_VERSION", 2)
     monkeypatch.setattr(w12_tc, "UNIT_SPLIT", 1)
-    assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | dict(SWIZZLE=0, MMA=2, SPLIT_K=1)
+    monkeypatch.setattr(w12_tc, "PRE_STAGES", 2)
+    monkeypatch.setattr(w12_tc, "MAX_UNIT_BLOCKS", 32)
+    switched = dict(SWIZZLE=0, MMA=2, SPLIT_K=1, PRE=2, MAX_BLOCKS=32)
+    assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | switched
+    for bad, value, words in (("PRE", 5, "PRE is 0 .all. to STAGES .4., not 5"),
+                              ("MAX_BLOCKS", 24, "4, 8, 16 or 32, not 24"),
+                              ("MAX_BLOCKS", 64, "4, 8, 16 or 32, not 64")):  # fmt: skip
+        with pytest.raises(ValueError, match=words):
+            w12_tc._resolved(w12_tc.TILE | {bad: value})
     assert w12_tc._resolved(w12_tc.TILE | dict(SWIZZLE=128, MMA=3))["SWIZZLE"] == 128
 
 
 # (where, M, N, K, tile): on a Hopper GPU Qwen3-8B's shapes (K splits) and Llama-3.1-8B's down
-# (K 14336: 56 blocks, 4 splits of 14), on the emulator
+# (K 14336: 56 blocks, 4 splits of 14; with MAX_BLOCKS 32, 2 of 28), on the emulator
 # (kernels/emulate.py, 3 SMs) the same keys at sizes it runs in a few seconds. Runs 302-310: N
 # 4100 and 4104 were wrong on the GPU (the variant Triton compiles without a 16-divisible N:
 # w12_ws.ROW_MULTIPLE says why), 4112 right; the launcher now pads such N, which these cases
@@ -132,13 +148,14 @@ CASES = [("cuda", m, n, k, tile) for m in (1, 7, 16) for n, k, tile in [
     (4096, 4096, dict(SWIZZLE=0)), (6144, 4096, dict(SWIZZLE=0, SPLIT_K=1)),
     (2000, 2304, dict(SWIZZLE=128, PERSISTENT=0)), (4096, 4096, dict(MMA=2, SWIZZLE=128)),
     (4096, 12288, dict(MMA=2, SWIZZLE=128)), (2000, 4608, dict(MMA=2, STAGES=6)),
-    (4096, 14336, {})]] + [
+    (4096, 14336, {}), (4096, 12288, dict(MAX_BLOCKS=32)), (4096, 14336, dict(MAX_BLOCKS=32))]] + [
     ("emulated", m, n, k, tile) for m, n, k, tile in [
         (1, 130, 600, {}), (7, 130, 600, {}), (16, 130, 600, {}), (1, 128, 4608, {}),
         (16, 128, 4608, {}), (7, 64, 2304, dict(STAGES=2)), (16, 200, 2304, dict(PERSISTENT=0,
         SPLIT_K=1)), (16, 128, 4608, dict(STAGES=6, ESC_BATCH=0)),
         (16, 130, 1152, dict(SWIZZLE=0)), (16, 130, 1152, dict(MMA=2)),
-        (7, 200, 2304, dict(MMA=2, SWIZZLE=128, PERSISTENT=0, SPLIT_K=1))]
+        (7, 200, 2304, dict(MMA=2, SWIZZLE=128, PERSISTENT=0, SPLIT_K=1)),
+        (16, 128, 4608, dict(MAX_BLOCKS=32, SPLIT_K=1))]
 ]  # fmt: skip
 BOTH = ["cuda", "emulated"]
 
@@ -223,8 +240,6 @@ def test_w12_tc_bounds_leave_only_the_escapes(tile: dict) -> None:
         close_columns(y, _escapes_only(x, packed).to(torch.bfloat16).float(), 4)
         with pytest.raises(ValueError, match="BOUND"):
             w12_tc.w12_tc_linear(x, packed, dict(BOUND=4))
-        with pytest.raises(ValueError, match="PRE is 0 .all. to STAGES .4., not 5"):
-            w12_tc.w12_tc_linear(x, packed, dict(PRE=5))
 
 
 @pytest.mark.parametrize(

@@ -418,6 +418,8 @@ class Shared:
 
     def _reinterpret(self, dtype, shape, layout) -> Shared:
         dtype, shape = _raw(dtype), _static(_raw(shape), "shared memory shape")
+        if any(d <= 0 or d & (d - 1) for d in shape):  # (as Gluon's memdesc reinterpret)
+            raise EmulationError(f"reinterpret as {shape}: every dimension a power of 2")
         old_row = self.data.shape[-1] * self.data.dtype.itemsize if self.data.dim() else 0
         same_rows = shape[:-1] == list(self.data.shape[:-1])
         same_rows = same_rows and shape[-1] * dtype.itemsize == old_row

@@ -74,7 +74,8 @@ from specpilot.kernels.w12_ws import (
     pair_order,
 )
 
-TILE = dict(STAGES=4, SPLIT_K=-1, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1, BOUND=0, PRE=-1)
+TILE = dict(STAGES=4, SPLIT_K=-1, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1, BOUND=0, PRE=-1,
+            MAX_BLOCKS=-1)  # fmt: skip
 # SWIZZLE (bytes, 0 or 128; -1: the switch PLANE_SWIZZLE's): the planes' rows in shared memory
 # as TMA writes them. Unswizzled, the multiplying warps' operand loads (ldmatrix: 8 rows of 16
 # bytes at once, rows 128 bytes apart) put all 8 rows in one group of 4 banks: 8-way conflicts
@@ -131,10 +132,20 @@ ONE_ROW = False
 # Run 320 (the W12 verify graph, back to back): PRE 1 5.000 ms, 2 4.927 against all 4's 4.877 /
 # 4.875: the norm and split sum gain less than the multiplies lose. 0 (all) stays.
 PRE_STAGES = 0
+SWITCH_RULES = {
+    "MAX_UNIT_BLOCKS": (lambda n: n in (4, 8, 16, 32), "4, 8, 16 or 32"),
+    "PRE_STAGES": (lambda n: 0 <= n <= 8, "0 (all) to 8"),
+}
 ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
-MAX_UNIT_BLOCKS = 16  # blocks of K a unit at most (its scale words: 32 groups)
+# MAX_BLOCKS (-1: the switch MAX_UNIT_BLOCKS's): blocks of K a unit at most; each slot of its
+# scale words holds 2 groups a block ([2 x MAX_BLOCKS, 64] int32: 512 bytes a block, 16 kB for
+# two slots at 16). With 16 the 16-row down (K 12288: 48 blocks) splits at least 3 ways, and
+# split_plan takes 4 (256 units, two waves on 132 SMs); at 32, 2 (128 units of 24 blocks, one
+# wave: split_plan's price 29.5 blocks against 35) and a split sum of 2 slices. 4, 8, 16 or 32
+# (the meta warp views the scale words as [2, 2 x MAX_BLOCKS, 64]: powers of 2; 32 kB at 32).
+MAX_UNIT_BLOCKS = 16
 WBLOCK = gl.constexpr(BLOCK)
-RW, UNIT_BLOCKS = gl.constexpr(ROWS), gl.constexpr(MAX_UNIT_BLOCKS)  # the same, inside kernels
+RW = gl.constexpr(ROWS)  # the same, inside kernels
 # the operands' words: [64 rows, 8 positions] int32, thread l of warp w holding rows 16 w + l // 4
 # and + 8 at positions l % 4 and + 4 (wgmma's bf16 A fragment ownership: k pairs l % 4 and + 4,
 # a position's pair of slices being a pair of k)
@@ -362,7 +373,7 @@ def _w12_tc_kernel(
     STAGES: gl.constexpr, SPLIT_K: gl.constexpr, ESC_BATCH: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr, PDL: gl.constexpr, MMA: gl.constexpr = 3,
     BOUND: gl.constexpr = 0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
-    PRE: gl.constexpr = 0,
+    PRE: gl.constexpr = 0, MAX_BLOCKS: gl.constexpr = 16,
 ):  # fmt: skip
     """Each program takes units pid, pid + programs, ...; the partitions run on across them."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
@@ -370,7 +381,7 @@ def _w12_tc_kernel(
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, RW, half], low_desc.layout)
     code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, RW, half], code_desc.layout)
     x_buf = gl.allocate_shared_memory(gl.bfloat16, [4 * STAGES, 16, WBLOCK // 4], x_desc.layout)
-    GROUPS: gl.constexpr = 2 * UNIT_BLOCKS
+    GROUPS: gl.constexpr = 2 * MAX_BLOCKS
     scale_buf = gl.allocate_shared_memory(gl.int32, [2 * GROUPS, RW],
                                           gl.SwizzledSharedLayout(1, 1, 1, [0]))  # fmt: skip
     esc_buf = gl.allocate_shared_memory(gl.float32, [2, RW, 16],
@@ -431,13 +442,16 @@ def layouts(swizzle: int = -1) -> tuple:
     return planes, gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
 
 
-def split_plan(n: int, k: int, swiglu: bool, split: int, sms: int) -> tuple[int, int, int]:
-    """(tiles, blocks a split, splits) for N x K: at most MAX_UNIT_BLOCKS blocks a unit; unless
+def split_plan(
+    n: int, k: int, swiglu: bool, split: int, sms: int, max_blocks: int = 0
+) -> tuple[int, int, int]:
+    """(tiles, blocks a split, splits) for N x K: at most max_blocks (0: MAX_UNIT_BLOCKS) blocks
+    a unit; unless
     `split` is given (or SwiGLU, which takes none past that), the K split whose waves cost least,
     a wave costing its units' blocks plus UNIT_COST_BLOCKS (ties: the fewest splits)."""
     tiles = triton.cdiv(n // 2 if swiglu else n, ROWS // (2 if swiglu else 1))
     blocks = triton.cdiv(k, BLOCK)
-    least = triton.cdiv(blocks, MAX_UNIT_BLOCKS)
+    least = triton.cdiv(blocks, max_blocks or MAX_UNIT_BLOCKS)
     if split or swiglu:
         choices = [max(split or 1, least)]
     else:
@@ -482,9 +496,10 @@ def w12_tc_linear(
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     sms = launch._sm_count(x.device.index or 0)
-    tiles, per_split, splits = split_plan(n, k, swiglu, cfg["SPLIT_K"], sms)
+    most = cfg["MAX_BLOCKS"]
+    tiles, per_split, splits = split_plan(n, k, swiglu, cfg["SPLIT_K"], sms, most)
     if swiglu and splits > 1:
-        raise ValueError(f"w12_tc_linear swiglu takes at most {MAX_UNIT_BLOCKS * BLOCK} columns")
+        raise ValueError(f"w12_tc_linear swiglu takes at most {most * BLOCK} columns")
     planes, x_layout = layouts(cfg["SWIZZLE"])
     rows = ROWS // (2 if swiglu else 1)  # of N a unit covers (SwiGLU: and their ups)
     low = TensorDescriptor.from_tensor(weight.low, [rows, BLOCK // 2], planes)
@@ -502,7 +517,7 @@ def w12_tc_linear(
         m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0), STAGES=cfg["STAGES"],
         SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu), MMA=cfg["MMA"],
-        BOUND=cfg["BOUND"], PRE=cfg["PRE"],
+        BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=most,
         RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair",
         PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4,
         **trace.arguments(x, "w12_tc", grid[0], bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
@@ -514,7 +529,7 @@ def w12_tc_linear(
 
 def _resolved(cfg: dict) -> dict:
     """A tile with its -1 keys taken from the switches (SWIZZLE: PLANE_SWIZZLE, MMA:
-    MMA_VERSION, SPLIT_K: UNIT_SPLIT, PRE: PRE_STAGES), checked."""
+    MMA_VERSION, SPLIT_K: UNIT_SPLIT, PRE: PRE_STAGES, MAX_BLOCKS: MAX_UNIT_BLOCKS), checked."""
     out = dict(cfg)
     if out["MMA"] == -1:
         out["MMA"] = MMA_VERSION
@@ -522,6 +537,10 @@ def _resolved(cfg: dict) -> dict:
         out["SPLIT_K"] = UNIT_SPLIT
     if out["PRE"] == -1:
         out["PRE"] = PRE_STAGES
+    if out["MAX_BLOCKS"] == -1:
+        out["MAX_BLOCKS"] = MAX_UNIT_BLOCKS
+    if out["MAX_BLOCKS"] not in (4, 8, 16, 32):  # (the scale words' shape: powers of 2)
+        raise ValueError(f"w12_tc_linear: MAX_BLOCKS is 4, 8, 16 or 32, not {out['MAX_BLOCKS']}")
     if not 0 <= out["PRE"] <= out["STAGES"]:
         stages, pre = out["STAGES"], out["PRE"]
         raise ValueError(f"w12_tc_linear: PRE is 0 (all) to STAGES ({stages}), not {pre}")
@@ -551,7 +570,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         y_ptr="*fp32" if split > 1 else "*bf16", res_ptr="*bf16",
     ) | (dict(trace_ptr="*i64", clock_ptr="*i64") if traced else {})  # fmt: skip
     consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"], MMA=cfg["MMA"],
-                  BOUND=cfg["BOUND"], PRE=cfg["PRE"],
+                  BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=cfg["MAX_BLOCKS"],
                   SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, PDL=pdl,
                   TRACE=int(traced), num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)
