@@ -77,7 +77,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              (dict(BOUND=8), False, False, 1, False, True), (dict(BOUND=2, MMA=2), True,
              False, 1), ({}, True, False, 1, True, True, True), ({}, False, True, 4, False, True,
              True), (dict(MAX_BLOCKS=32), False, False, 2, False, True),
-             (dict(MAX_BLOCKS=32, STAGES=5), False, True, 2)]  # fmt: skip
+             (dict(MAX_BLOCKS=32, STAGES=5), False, True, 2),
+             (dict(ESC_EARLY=1), False, True, 1, False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tc; "
     code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -115,17 +116,19 @@ def test_the_operand_reads_are_free_of_bank_conflicts_only_with_the_swizzle(monk
 
 
 def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
-    """SWIZZLE, MMA, SPLIT_K, PRE and MAX_BLOCKS -1 (the default tile's) take the switches
-    PLANE_SWIZZLE, MMA_VERSION, UNIT_SPLIT, PRE_STAGES and MAX_UNIT_BLOCKS (128 since run 314,
-    3 (wgmma), 0 (split_plan's choice), 0 (all stages) and 16); a tile's own values stay."""
-    defaults = dict(SWIZZLE=128, MMA=3, SPLIT_K=0, PRE=0, MAX_BLOCKS=16)
+    """SWIZZLE, MMA, SPLIT_K, PRE, MAX_BLOCKS and ESC_EARLY -1 (the default tile's) take the
+    switches PLANE_SWIZZLE, MMA_VERSION, UNIT_SPLIT, PRE_STAGES, MAX_UNIT_BLOCKS and
+    EARLY_ESCAPES (128 since run 314, 3 (wgmma), 0 (split_plan's choice), 0 (all stages), 16
+    and 0); a tile's own values stay."""
+    defaults = dict(SWIZZLE=128, MMA=3, SPLIT_K=0, PRE=0, MAX_BLOCKS=16, ESC_EARLY=0)
     assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | defaults
     monkeypatch.setattr(w12_tc, "PLANE_SWIZZLE", 0)
     monkeypatch.setattr(w12_tc, "MMA_VERSION", 2)
     monkeypatch.setattr(w12_tc, "UNIT_SPLIT", 1)
     monkeypatch.setattr(w12_tc, "PRE_STAGES", 2)
     monkeypatch.setattr(w12_tc, "MAX_UNIT_BLOCKS", 32)
-    switched = dict(SWIZZLE=0, MMA=2, SPLIT_K=1, PRE=2, MAX_BLOCKS=32)
+    monkeypatch.setattr(w12_tc, "EARLY_ESCAPES", 1)
+    switched = dict(SWIZZLE=0, MMA=2, SPLIT_K=1, PRE=2, MAX_BLOCKS=32, ESC_EARLY=1)
     assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | switched
     for bad, value, words in (("PRE", 5, "PRE is 0 .all. to STAGES .4., not 5"),
                               ("MAX_BLOCKS", 24, "4, 8, 16 or 32, not 24"),
@@ -266,14 +269,16 @@ def test_w12_tc_products_and_escapes_apart(where: str, n: int) -> None:
 PDL_CASES = [
     (16, 130, 600, {}), (16, 128, 4096, dict(SPLIT_K=1)), (7, 200, 2304, dict(STAGES=2, SPLIT_K=1)),
     (16, 130, 600, dict(PRE=2)), (16, 128, 4096, dict(SPLIT_K=1, PRE=1)),
-    (7, 200, 2304, dict(STAGES=2, SPLIT_K=1, PRE=1)),
+    (7, 200, 2304, dict(STAGES=2, SPLIT_K=1, PRE=1)), (16, 130, 600, dict(ESC_EARLY=1)),
+    (7, 200, 2304, dict(STAGES=2, SPLIT_K=1, ESC_EARLY=1)),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("m, n, k, tile", PDL_CASES)
 def test_w12_tc_with_pdl(m: int, n: int, k: int, tile: dict) -> None:
     """Programmatic dependent launch's branches (emulated): the first STAGES stages' planes
-    before the wait (PRE: that many), their inputs after it; programs of fewer blocks than
+    before the wait (PRE: that many; ESC_EARLY: the escape table's loads too), their inputs
+    after it; programs of fewer blocks than
     stages (K 600: 3 blocks; with PRE 2, more than PRE), of more (K 4096: 16 blocks), and of
     several units (4 units on 3 SMs, STAGES 2); the residual read after the wait; SwiGLU's
     units of 32 gates. (No K split: its sum is a Triton kernel, which the interpreter runs

@@ -62,6 +62,8 @@ from specpilot.kernels.w12_ws import (
     ROW_MULTIPLE,
     _copy_planes,
     _early_inputs,
+    _escape_sums,
+    _escape_table,
     _escapes,
     _grid_wait,
     _store,
@@ -75,7 +77,7 @@ from specpilot.kernels.w12_ws import (
 )
 
 TILE = dict(STAGES=4, SPLIT_K=-1, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1, BOUND=0, PRE=-1,
-            MAX_BLOCKS=-1)  # fmt: skip
+            MAX_BLOCKS=-1, ESC_EARLY=-1)  # fmt: skip
 # SWIZZLE (bytes, 0 or 128; -1: the switch PLANE_SWIZZLE's): the planes' rows in shared memory
 # as TMA writes them. Unswizzled, the multiplying warps' operand loads (ldmatrix: 8 rows of 16
 # bytes at once, rows 128 bytes apart) put all 8 rows in one group of 4 banks: 8-way conflicts
@@ -132,9 +134,17 @@ ONE_ROW = False
 # Run 320 (the W12 verify graph, back to back): PRE 1 5.000 ms, 2 4.927 against all 4's 4.877 /
 # 4.875: the norm and split sum gain less than the multiplies lose. 0 (all) stays.
 PRE_STAGES = 0
+# ESC_EARLY (-1: the switch EARLY_ESCAPES's; with ESC_BATCH 4): the meta warp reads each unit's
+# escape table (the rows' lists and their first four entries: constants) before PDL's wait and
+# only the inputs at those columns after it, so that under launch.WIDE_EARLY a program's first
+# escape sums need one round of loads after the kernel before has finished instead of three.
+# Off until measured (run 318, H100: o 13.78 us standalone with the escapes emptied against
+# 15.48, the down 33.47 against 34.11).
+EARLY_ESCAPES = 0
 SWITCH_RULES = {
     "MAX_UNIT_BLOCKS": (lambda n: n in (4, 8, 16, 32), "4, 8, 16 or 32"),
     "PRE_STAGES": (lambda n: 0 <= n <= 8, "0 (all) to 8"),
+    "EARLY_ESCAPES": (lambda n: n in (0, 1), "0 or 1"),
 }
 ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
 # MAX_BLOCKS (-1: the switch MAX_UNIT_BLOCKS's): blocks of K a unit at most; each slot of its
@@ -238,9 +248,11 @@ def _loader(descs, bufs, bars, work, SWIGLU: gl.constexpr, PDL: gl.constexpr,
 
 @gluon.jit
 def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, SWIGLU: gl.constexpr,
-          ESC_BATCH: gl.constexpr, PDL: gl.constexpr):  # fmt: skip
+          ESC_BATCH: gl.constexpr, PDL: gl.constexpr, ESC_EARLY: gl.constexpr = False):  # fmt: skip
     """Each unit's scale words (group 2 k_block0 + j of every row, j < 32: bf16x2 2^(2b); 2^0 past
-    the unit's groups) and its rows' escape sums [64, 16] over its columns, into slot unit % 2."""
+    the unit's groups) and its rows' escape sums [64, 16] over its columns, into slot unit % 2.
+    ESC_EARLY (with ESC_BATCH 4): the escape table's loads (constants) before PDL's wait, the
+    inputs' after it."""
     scale_buf, esc_buf = bufs
     scale_ready, esc_ready, meta_empty = bars
     base_ptr, base_stride, groups = weights
@@ -267,9 +279,15 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, SWIGLU: gl.
         mbarrier.arrive(scale_ready.index(slot), count=1)
         rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, sums))
         col0, col1 = k_block0 * WBLOCK, (k_block0 + n_blocks) * WBLOCK
-        _grid_wait(PDL)  # the escapes read x
-        esc = _escapes(gl.zeros([RW, 16], gl.float32, sums), rows, in_rows, escapes, x_ptr,
-                       stride_x, m, col0, col1, ESC_BATCH)  # fmt: skip
+        zero = gl.zeros([RW, 16], gl.float32, sums)
+        if ESC_EARLY and ESC_BATCH == 4:
+            table = _escape_table(rows, in_rows, escapes, col0, col1)
+            _grid_wait(PDL)  # the escapes read x
+            esc = _escape_sums(zero, table, escapes, x_ptr, stride_x, m, col0, col1)
+        else:
+            _grid_wait(PDL)  # the escapes read x
+            esc = _escapes(zero, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1,
+                           ESC_BATCH)  # fmt: skip
         esc_buf.index(slot).store(esc)
         mbarrier.arrive(esc_ready.index(slot), count=1)
         j += 1
@@ -373,7 +391,7 @@ def _w12_tc_kernel(
     STAGES: gl.constexpr, SPLIT_K: gl.constexpr, ESC_BATCH: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr, PDL: gl.constexpr, MMA: gl.constexpr = 3,
     BOUND: gl.constexpr = 0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
-    PRE: gl.constexpr = 0, MAX_BLOCKS: gl.constexpr = 16,
+    PRE: gl.constexpr = 0, MAX_BLOCKS: gl.constexpr = 16, ESC_EARLY: gl.constexpr = False,
 ):  # fmt: skip
     """Each program takes units pid, pid + programs, ...; the partitions run on across them."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
@@ -397,7 +415,7 @@ def _w12_tc_kernel(
                            TRACE)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
-                     x_ptr, stride_x, m, SWIGLU, ESC_BATCH, PDL)),
+                     x_ptr, stride_x, m, SWIGLU, ESC_BATCH, PDL, ESC_EARLY)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf), (ready, empty),
                        work, SWIGLU, PDL, BOUND, PRE)),
         ],
@@ -517,7 +535,7 @@ def w12_tc_linear(
         m, n, k, units, tiles, per_split, xp.stride(0), weight.base.stride(0),
         weight.base.shape[1], y.stride(0), m * n, res.stride(0), STAGES=cfg["STAGES"],
         SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu), MMA=cfg["MMA"],
-        BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=most,
+        BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=most, ESC_EARLY=bool(cfg["ESC_EARLY"]),
         RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair",
         PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4,
         **trace.arguments(x, "w12_tc", grid[0], bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
@@ -529,7 +547,8 @@ def w12_tc_linear(
 
 def _resolved(cfg: dict) -> dict:
     """A tile with its -1 keys taken from the switches (SWIZZLE: PLANE_SWIZZLE, MMA:
-    MMA_VERSION, SPLIT_K: UNIT_SPLIT, PRE: PRE_STAGES, MAX_BLOCKS: MAX_UNIT_BLOCKS), checked."""
+    MMA_VERSION, SPLIT_K: UNIT_SPLIT, PRE: PRE_STAGES, MAX_BLOCKS: MAX_UNIT_BLOCKS, ESC_EARLY:
+    EARLY_ESCAPES), checked."""
     out = dict(cfg)
     if out["MMA"] == -1:
         out["MMA"] = MMA_VERSION
@@ -539,6 +558,8 @@ def _resolved(cfg: dict) -> dict:
         out["PRE"] = PRE_STAGES
     if out["MAX_BLOCKS"] == -1:
         out["MAX_BLOCKS"] = MAX_UNIT_BLOCKS
+    if out["ESC_EARLY"] == -1:
+        out["ESC_EARLY"] = EARLY_ESCAPES
     if out["MAX_BLOCKS"] not in (4, 8, 16, 32):  # (the scale words' shape: powers of 2)
         raise ValueError(f"w12_tc_linear: MAX_BLOCKS is 4, 8, 16 or 32, not {out['MAX_BLOCKS']}")
     if not 0 <= out["PRE"] <= out["STAGES"]:
@@ -571,6 +592,7 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
     ) | (dict(trace_ptr="*i64", clock_ptr="*i64") if traced else {})  # fmt: skip
     consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"], MMA=cfg["MMA"],
                   BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=cfg["MAX_BLOCKS"],
+                  ESC_EARLY=bool(cfg["ESC_EARLY"]),
                   SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, PDL=pdl,
                   TRACE=int(traced), num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)

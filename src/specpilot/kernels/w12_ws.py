@@ -639,9 +639,10 @@ def _escape_entry(escapes, start, count, e, col0, col1):
     _, esc_col_ptr, esc_bits_ptr = escapes
     live = e < count
     col = gl.load(esc_col_ptr + start + e, mask=live, other=0)
-    live = live & (col >= col0) & (col < col1)
-    bits = gl.load(esc_bits_ptr + start + e, mask=live, other=0)
-    return gl.where(live, col, 0), bits.to(gl.bfloat16, bitcast=True).to(gl.float32)
+    bits = gl.load(esc_bits_ptr + start + e, mask=live, other=0)  # (beside the column's load,
+    live = live & (col >= col0) & (col < col1)  # not behind it: one round of latency fewer)
+    value = gl.where(live, bits.to(gl.bfloat16, bitcast=True).to(gl.float32), 0.0)
+    return gl.where(live, col, 0), value
 
 
 @gluon.jit
@@ -655,32 +656,62 @@ def _escape_input(x_ptr, stride_x, m, col, value, acc, PAIR: gl.constexpr = True
 
 
 @gluon.jit
-def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, BATCH: gl.constexpr,
-             PAIR: gl.constexpr = True):  # fmt: skip
-    """acc plus the escapes of these rows in columns col0 .. col1 - 1. BATCH 4: each row's first
-    four at once (their entries in one round of independent loads, their inputs in a second),
-    then the rest of each row's list in turn; 0: all in turn, each a chain of dependent loads
-    (the row's offsets, the column, the input there) behind the one before (run 279's)."""
+def _escape_table(rows, in_rows, escapes, col0, col1):
+    """The constants that ESC_BATCH 4's sums read first: each row's list (start, count) and its
+    first four entries in columns col0 .. col1 - 1 (`_escape_entry`), in one round of
+    independent loads after the lists'. Nothing another kernel writes: w12_tc's ESC_EARLY reads
+    them before PDL's wait."""
     row_ptr = escapes[0]
     start = gl.load(row_ptr + rows, mask=in_rows, other=0)
     count = gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
-    if BATCH == 4:
-        c0, v0 = _escape_entry(escapes, start, count, 0, col0, col1)
-        c1, v1 = _escape_entry(escapes, start, count, 1, col0, col1)
-        c2, v2 = _escape_entry(escapes, start, count, 2, col0, col1)
-        c3, v3 = _escape_entry(escapes, start, count, 3, col0, col1)
-        x0 = _escape_input(x_ptr, stride_x, m, c0, v0, acc, PAIR).to(gl.float32)
-        x1 = _escape_input(x_ptr, stride_x, m, c1, v1, acc, PAIR).to(gl.float32)
-        x2 = _escape_input(x_ptr, stride_x, m, c2, v2, acc, PAIR).to(gl.float32)
-        x3 = _escape_input(x_ptr, stride_x, m, c3, v3, acc, PAIR).to(gl.float32)
-        acc = acc + v0[:, None] * x0
-        acc = acc + v1[:, None] * x1
-        acc = acc + v2[:, None] * x2
-        acc = acc + v3[:, None] * x3
-    for e in range(BATCH, gl.max(count, axis=0)):
+    c0, v0 = _escape_entry(escapes, start, count, 0, col0, col1)
+    c1, v1 = _escape_entry(escapes, start, count, 1, col0, col1)
+    c2, v2 = _escape_entry(escapes, start, count, 2, col0, col1)
+    c3, v3 = _escape_entry(escapes, start, count, 3, col0, col1)
+    return start, count, (c0, c1, c2, c3), (v0, v1, v2, v3)
+
+
+@gluon.jit
+def _escape_sums(acc, table, escapes, x_ptr, stride_x, m, col0, col1, PAIR: gl.constexpr = True):
+    """acc plus the escapes of `_escape_table`'s rows: its four entries' inputs at once, then
+    the rest of each row's list in turn (each entry's column and value, then its input)."""
+    start, count, cols, values = table
+    c0, c1, c2, c3 = cols
+    v0, v1, v2, v3 = values
+    x0 = _escape_input(x_ptr, stride_x, m, c0, v0, acc, PAIR).to(gl.float32)
+    x1 = _escape_input(x_ptr, stride_x, m, c1, v1, acc, PAIR).to(gl.float32)
+    x2 = _escape_input(x_ptr, stride_x, m, c2, v2, acc, PAIR).to(gl.float32)
+    x3 = _escape_input(x_ptr, stride_x, m, c3, v3, acc, PAIR).to(gl.float32)
+    acc = acc + v0[:, None] * x0
+    acc = acc + v1[:, None] * x1
+    acc = acc + v2[:, None] * x2
+    acc = acc + v3[:, None] * x3
+    for e in range(4, gl.max(count, axis=0)):
         col, value = _escape_entry(escapes, start, count, e, col0, col1)
         xs = _escape_input(x_ptr, stride_x, m, col, value, acc, PAIR)
         acc = acc + value[:, None] * xs.to(gl.float32)
+    return acc
+
+
+@gluon.jit
+def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, BATCH: gl.constexpr,
+             PAIR: gl.constexpr = True):  # fmt: skip
+    """acc plus the escapes of these rows in columns col0 .. col1 - 1. BATCH 4: each row's first
+    four at once (their entries in one round of independent loads, their inputs in a second:
+    `_escape_table`, `_escape_sums`), then the rest of each row's list in turn; 0: all in turn,
+    each a chain of dependent loads (the row's offsets, the entry, the input there) behind the
+    one before (run 279's)."""
+    if BATCH == 4:
+        table = _escape_table(rows, in_rows, escapes, col0, col1)
+        acc = _escape_sums(acc, table, escapes, x_ptr, stride_x, m, col0, col1, PAIR)
+    else:
+        row_ptr = escapes[0]
+        start = gl.load(row_ptr + rows, mask=in_rows, other=0)
+        count = gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
+        for e in range(0, gl.max(count, axis=0)):
+            col, value = _escape_entry(escapes, start, count, e, col0, col1)
+            xs = _escape_input(x_ptr, stride_x, m, col, value, acc, PAIR)
+            acc = acc + value[:, None] * xs.to(gl.float32)
     return acc
 
 
