@@ -39,7 +39,7 @@ back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
 python3 bench/exit_spacing.py "$OUT/timeline-variants-1024-qwen3-8b.json" >"$OUT/spacing-qwen3.log"
 head -13 "$OUT/spacing-qwen3.log" | cut -c1-110; grep "^span" "$OUT/spacing-qwen3.log"
 pack
-timeout "${E2E_S:-260}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
+timeout "${E2E_S:-230}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
     --w12-base qkv,o,gate_up,down --w12-arms before_319 \
     --paired "${PAIRED:-4}" --out "$OUT/e2e-1024.json" >"$OUT/e2e-1024.log" 2>&1
 echo "e2e rc=$?"; grep -E "^e2e" "$OUT/e2e-1024.log" | cut -c1-300 | tail -12
