@@ -217,6 +217,16 @@ def _reinterpreted_kernel(y_ptr, G: gl.constexpr):
     gl.store(y_ptr + offs[None, :], buf.slice(2 * G - 1, 1).load(row))
 
 
+def _compile_outcomes(kernel: str, types: dict, cases: dict) -> dict:
+    """{str(case): "compiled" or the compiler's error} for this module's `kernel` compiled for
+    sm_90a with each case's constants (in a child process, as compiled_json runs it)."""
+    code = "import json; from specpilot.kernels import aot; from tests.test_emulate import "
+    code += f"{kernel}\nout = {{}}\nfor key, consts in {cases!r}.items():\n  try:\n"
+    code += f"    aot.compile_kernel({kernel}, {types!r}, consts)\n    out[key] = 'compiled'\n"
+    code += "  except Exception as e:\n    out[key] = repr(e)\nprint(json.dumps(out))"
+    return compiled_json(code)
+
+
 def test_a_shared_view_of_a_shape_not_in_powers_of_2_raises() -> None:
     """A shared buffer viewed (`_reinterpret`) with a dimension that is not a power of 2 is
     rejected, as Triton rejects it (w12_tc's scale words at MAX_BLOCKS 24 once ran here)."""
@@ -227,23 +237,15 @@ def test_a_shared_view_of_a_shape_not_in_powers_of_2_raises() -> None:
     with pytest.raises(emulate.EmulationError, match=r"reinterpret as \[2, 6, 32\]: every"):
         with emulate.gluon():
             _reinterpreted_kernel[(1,)](y, G=6, num_warps=1)
-    code = "import json; from specpilot.kernels import aot; from tests.test_emulate import "
-    code += "_reinterpreted_kernel\nout = {}\nfor g in (4, 6):\n  try:\n    aot.compile_kernel("
-    code += "_reinterpreted_kernel, dict(y_ptr='*i32'), dict(G=g, num_warps=1))\n"
-    code += "    out[g] = 'compiled'\n  except Exception as e:\n    out[g] = repr(e)\n"
-    code += "print(json.dumps(out))"
-    out = compiled_json(code)
+    cases = {g: dict(G=g, num_warps=1) for g in (4, 6)}
+    out = _compile_outcomes("_reinterpreted_kernel", dict(y_ptr="*i32"), cases)
     assert out["4"] == "compiled" and out["6"] != "compiled"
 
 
 def test_triton_rejects_the_same_static_range_and_arange() -> None:
     """The emulator's rule is the compiler's: for sm_90a, N unrolls; n // 2 and n + 25 fail."""
-    code = "import json; from specpilot.kernels import aot; from tests.test_emulate import "
-    code += "_unrolled_kernel\nout = {}\nfor r in (0, 1, 2):\n  try:\n    aot.compile_kernel("
-    code += "_unrolled_kernel, dict(y_ptr='*i32', n='i32'), dict(N=4, RUNTIME=r, num_warps=1))"
-    code += "\n    out[r] = 'compiled'\n  except Exception as e:\n    out[r] = repr(e)\n"
-    code += "print(json.dumps(out))"
-    out = compiled_json(code)
+    cases = {r: dict(N=4, RUNTIME=r, num_warps=1) for r in (0, 1, 2)}
+    out = _compile_outcomes("_unrolled_kernel", dict(y_ptr="*i32", n="i32"), cases)
     assert out["0"] == "compiled"
     assert "static_range" in out["1"] and "not a constexpr" in out["1"]
     assert "arange" in out["2"] and out["2"] != "compiled"

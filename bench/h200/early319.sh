@@ -23,15 +23,13 @@ sw() { echo "--switch kernels.$1"; }
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
     "base|;e7|$(sw launch.WIDE_EARLY=7);e6|$(sw launch.WIDE_EARLY=6);ss256|$(sw w12_linear.SPLIT_SUM_BLOCK=256);ss256w2|$(sw w12_linear.SPLIT_SUM_BLOCK=256) $(sw w12_linear.SPLIT_SUM_WARPS=2);e7ss256|$(sw launch.WIDE_EARLY=7) $(sw w12_linear.SPLIT_SUM_BLOCK=256);base2|" 260
 back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
-python3 bench/exit_spacing.py "$OUT/timeline-variants-1024-qwen3-8b.json" >"$OUT/spacing-w12.log"
-head -16 "$OUT/spacing-w12.log" | cut -c1-160; grep "^span" "$OUT/spacing-w12.log" | cut -c1-160
+MODEL=qwen3-8b spacing w12 16
 mv "$OUT/timeline-variants-1024-qwen3-8b.json" "$OUT/timeline-w12.json"
 mv "$OUT/timeline-variants-1024-qwen3-8b.log" "$OUT/timeline-w12.log"
 pack
 MODEL=qwen3-8b variants "bf16" "base|;e7|$(sw launch.WIDE_EARLY=7);base2|" 120
 back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
-python3 bench/exit_spacing.py "$OUT/timeline-variants-1024-qwen3-8b.json" >"$OUT/spacing-bf16.log"
-grep "^span" "$OUT/spacing-bf16.log" | cut -c1-160
+MODEL=qwen3-8b spacing bf16 0
 pack
 TESTS_K="pdl_engine_gives_the_same_tokens" TESTS_S=150 gpu_tests tests/test_kernels.py
 grep -E "FAILED|Error" "$OUT/gpu-tests.log" | head -8 | cut -c1-200

@@ -36,8 +36,7 @@ ee="--switch kernels.w12_tc.EARLY_ESCAPES=1"
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
     "base|;old|$old;mb32|$mb32;oe|$oe;ee|$ee;base2|" 180
 back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
-python3 bench/exit_spacing.py "$OUT/timeline-variants-1024-qwen3-8b.json" >"$OUT/spacing-qwen3.log"
-head -13 "$OUT/spacing-qwen3.log" | cut -c1-110; grep "^span" "$OUT/spacing-qwen3.log"
+MODEL=qwen3-8b spacing qwen3 13
 pack
 timeout "${E2E_S:-230}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
     --w12-base qkv,o,gate_up,down --w12-arms before_319 \
@@ -49,9 +48,7 @@ if [ "${PART:-llama}" != qwen ]; then
 MODEL=llama3.1-8b variants "w12:qkv,o,gate_up,down" \
     "base|;old|$old;mb32|--switch kernels.w12_tc.MAX_UNIT_BLOCKS=32;base2|" 120
 back_to_back "$OUT/timeline-variants-1024-llama3.1-8b.json"
-python3 bench/exit_spacing.py "$OUT/timeline-variants-1024-llama3.1-8b.json" \
-    >"$OUT/spacing-llama.log"
-grep "^span" "$OUT/spacing-llama.log"
+MODEL=llama3.1-8b spacing llama 0
 pack
 timeout "${LLAMA_S:-150}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model llama3.1-8b \
     --w12-base qkv,o,gate_up,down --w12-arms before_319 --paired 2 \

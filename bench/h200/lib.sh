@@ -182,3 +182,11 @@ for fwd in ("decode", "verify"):
     print(fwd, "back to back, ms:", {k: round(v, 3) for k, v in ms.items()})
 PY
 }
+# spacing NAME ROWS: bench/exit_spacing.py's verify table of the last timeline variants run at 1k
+# (its JSON under $OUT, named for MODEL where that is set) into $OUT/spacing-NAME.log; prints
+# its first ROWS lines and the span.
+spacing() {
+    python3 bench/exit_spacing.py "$OUT/timeline-variants-1024${MODEL:+-$MODEL}.json" \
+        >"$OUT/spacing-$1.log"
+    head -"$2" "$OUT/spacing-$1.log" | cut -c1-175; grep "^span" "$OUT/spacing-$1.log" | cut -c1-175
+}
