@@ -1086,7 +1086,8 @@ def sum_splits(
         split_sum_norm(part, y, residual, norm_after)
         return
     splits, m, n = part.shape
-    block = SPLIT_SUM_BLOCK
+    # (the interpreter runs programs one after another: wide ones there, the same sums)
+    block = max(SPLIT_SUM_BLOCK, 1024) if INTERPRETED else SPLIT_SUM_BLOCK
     grid = (triton.cdiv(n, block), m)
     early = launch.wide_early(y, 4)
     _split_sum_kernel[grid](
