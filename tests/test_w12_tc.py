@@ -268,9 +268,8 @@ def test_w12_tc_products_and_escapes_apart(where: str, n: int) -> None:
 
 PDL_CASES = [
     (16, 130, 600, {}), (16, 128, 4096, dict(SPLIT_K=1)), (7, 200, 2304, dict(STAGES=2, SPLIT_K=1)),
-    (16, 130, 600, dict(PRE=2)), (16, 128, 4096, dict(SPLIT_K=1, PRE=1)),
-    (7, 200, 2304, dict(STAGES=2, SPLIT_K=1, PRE=1)), (16, 130, 600, dict(ESC_EARLY=1)),
-    (7, 200, 2304, dict(STAGES=2, SPLIT_K=1, ESC_EARLY=1)),
+    (16, 130, 600, dict(PRE=2, ESC_EARLY=1)), (16, 128, 4096, dict(SPLIT_K=1, PRE=1)),
+    (7, 200, 2304, dict(STAGES=2, SPLIT_K=1, PRE=1, ESC_EARLY=1)),
 ]  # fmt: skip
 
 
