@@ -304,7 +304,7 @@ W12_ARMS = {
     "linear_verify": {"w12_tc.VERIFY": False},
     # the verify's short kernels letting the multiply after them launch before their wait, and
     # the split sum on 1,024-column programs, as before run 319 (launch.WIDE_EARLY 7 and
-    # w12_linear.SPLIT_SUM_BLOCK 256 since)
+    # w12_linear.SPLIT_SUM_BLOCK 128 since runs 319 and 321)
     "before_319": {"launch.WIDE_EARLY": 0, "w12_linear.SPLIT_SUM_BLOCK": 1024},
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
     # conflicts in its operand reads; runs 309-312), split_plan's K splits (since session 59: waves

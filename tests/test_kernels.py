@@ -8,6 +8,7 @@ is given torch's rounding; with it the element-wise kernel (rope) matches bit fo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -623,11 +624,8 @@ def test_wide_early_lets_the_next_kernel_in_before_the_short_kernels_wait(
     def early(bits: int, rows: int | None, pdl: str = "chain") -> tuple[bool, bool, bool]:
         monkeypatch.setattr(launch_settings, "WIDE_EARLY", bits)
         launch_settings.configure(pdl=pdl, prefetch="off")
-        if rows is None:  # outside a target forward (a drafter's)
-            return launch_settings.early_trigger(t), *(
-                launch_settings.wide_early(t, b) for b in (2, 4)
-            )
-        with launch_settings.forward_rows(rows):
+        # rows None: outside a target forward (a drafter's)
+        with launch_settings.forward_rows(rows) if rows else contextlib.nullcontext():
             return launch_settings.early_trigger(t), *(
                 launch_settings.wide_early(t, b) for b in (2, 4)
             )

@@ -1,6 +1,6 @@
 """Kernel and model switches: the process-wide knobs (UPPER_CASE integer or boolean attributes of
 specpilot's modules, e.g. kernels.w12_tc.VERIFY) that `--switch MODULE.NAME=INT` sets on the
-command line (`generate`, `validate`, `bench`, `serve`) and in the benchmark scripts.
+command line (`generate`, `serve`) and in the benchmark scripts (bench/engine_speed.py).
 
 A switch changes how the engine computes, never what it emits: every one is a mechanism whose
 tokens are the target's own argmax (the tests hold each against transformers' greedy outputs).
@@ -24,7 +24,6 @@ def parse(text: str) -> tuple[str, str, int]:
     the module's SWITCH_RULES rule where it has one. ConfigError otherwise."""
     target, sep, value = text.partition("=")
     path, _, name = target.rpartition(".")
-    module = None
     try:
         module = importlib.import_module(f"specpilot.{path}") if sep and path else None
         number = int(value)
@@ -54,14 +53,10 @@ def values(switches: list[tuple[str, str, int]]) -> dict[tuple[ModuleType, str],
     return out
 
 
-def apply(switches: dict[tuple[ModuleType, str], object]) -> dict[str, object]:
-    """Sets each (module, name) to its value; returns what they were, as {"module.NAME": old}
-    (specpilot's prefix dropped), so that a caller can put them back or report them."""
-    before = {}
+def apply(switches: dict[tuple[ModuleType, str], object]) -> None:
+    """Sets each (module, name) to its value."""
     for (module, name), value in switches.items():
-        before[f"{module.__name__.removeprefix('specpilot.')}.{name}"] = getattr(module, name)
         setattr(module, name, value)
-    return before
 
 
 def from_texts(texts: list[str] | tuple[str, ...]) -> dict[str, int]:

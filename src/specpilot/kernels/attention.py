@@ -676,7 +676,6 @@ def decode_attention(
         return out
     block = merge_program_rows(group * t)  # 0: one row a program
     grid = (batch * kv_heads, triton.cdiv(group * t, block) if block else group * t)
-    early_trigger = launch.early_trigger(out)
     _merge_kernel[grid](
         part,
         stats,
@@ -692,8 +691,7 @@ def decode_attention(
         BLOCK_Q=block_q,
         BLOCK_KV=BLOCK_KV,
         MIN_KEYS=min_keys,
-        **launch.pdl(out, early=early_trigger),
-        EARLY_TRIGGER=early_trigger,
+        **launch.pdl_early(out, launch.early_trigger(out)),
         MERGE_BLOCK=block,
         EARLY_POS=early,
         CHUNK=merge_chunk(num_splits),

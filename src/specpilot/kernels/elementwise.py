@@ -65,8 +65,8 @@ def _rmsnorm_kernel(
     """y[row] = weight * RMSNorm(x[row]), in the JOIN or PAIR order where asked. SPLITS > 0
     (split_sum_norm): first x[row] = the SPLITS partial rows (fp32) summed in order, rounded,
     plus the residual (kernels/w12_linear._split_sum_kernel's bits), stored and read back as
-    the plain norm reads its input (its bits). EARLY_TRIGGER: the next kernel may launch before this
-    one's wait (launch.WIDE_EARLY)."""
+    the plain norm reads its input (its bits). EARLY_TRIGGER: the next kernel may launch before
+    this one's wait (launch.WIDE_EARLY)."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     row = tl.program_id(0)
     if _ask_ahead(row, M, True, AHEAD, ahead0_ptr, ahead0_bytes, ahead1_ptr, ahead1_bytes):
@@ -162,12 +162,11 @@ def _launch_norm(
     m, k = x.shape
     grid = (m + (AHEAD_PROGRAMS if ahead else 0),)
     meta = dict(bytes=record["bytes"], rows=m) | ({"n": k} if split else {})
-    early = launch.wide_early(x, 2)
     _rmsnorm_kernel[grid](
         x, weight, y, m, k, x.stride(0), y.stride(0), eps, BLOCK=triton.next_power_of_2(k),
-        **launch.pdl(x, early=early), **ahead_arguments(ahead),
+        **launch.pdl_early(x, launch.wide_early(x, 2)), **ahead_arguments(ahead),
         **trace.arguments(x, record["kernel"], grid[0], **meta), JOIN=join, PAIR=pair,
-        num_warps=NORM_WARPS, EARLY_TRIGGER=early, **split,
+        num_warps=NORM_WARPS, **split,
     )  # fmt: skip
     return y
 

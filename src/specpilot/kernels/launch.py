@@ -443,6 +443,13 @@ def early_trigger(t: torch.Tensor) -> bool:
     return (one_row and _on_hopper(t)) or wide_early(t, 1)
 
 
+def pdl_early(t: torch.Tensor, early: bool) -> dict[str, bool]:
+    """`pdl`'s keywords for a kernel that lets the next one launch before its own wait where
+    `early` (its EARLY_TRIGGER constant, common.pdl_enter's EARLY: the merge, the norm, the
+    split sum), that constant among them, so that the launch's record and the kernel agree."""
+    return pdl(t, early=early) | {"EARLY_TRIGGER": early}
+
+
 def wide_early(t: torch.Tensor, bit: int) -> bool:
     """Whether the kernel of WIDE_EARLY's `bit` (1 merge, 2 norm, 4 split sum) launched now on
     t's device lets the next kernel launch before its own wait: in a target forward of more

@@ -1089,7 +1089,6 @@ def sum_splits(
     # (the interpreter runs programs one after another: wide ones there, the same sums)
     block = max(SPLIT_SUM_BLOCK, 1024) if INTERPRETED else SPLIT_SUM_BLOCK
     grid = (triton.cdiv(n, block), m)
-    early = launch.wide_early(y, 4)
     _split_sum_kernel[grid](
         part,
         y,
@@ -1101,8 +1100,7 @@ def sum_splits(
         SPLIT_K=splits,
         RESIDUAL=residual is not None,
         BLOCK_N=block,
-        EARLY_TRIGGER=early,
-        **launch.pdl(y, early=early),
+        **launch.pdl_early(y, launch.wide_early(y, 4)),
         num_warps=SPLIT_SUM_WARPS,
         **trace.arguments(y, "split_sum", grid[0] * grid[1], rows=m, n=n),
     )

@@ -55,6 +55,8 @@ from specpilot.kernels.w12_ws import (
     _copy_planes,
     _copy_rows,
     _escape_entry,
+    _escape_lists,
+    _escape_table,
     _grid_wait,
     _let_next_launch,
     _tile_rows,
@@ -286,22 +288,20 @@ def _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN: gl.constexpr, layout: g
     column (BATCH 4: each row's first 4 at once, then the rest in turn); normed: (the norm
     weight's pointer, x's 1 / RMS): with NORM x normed there first (`_input_at`)."""
     rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, layout)
-    row_ptr = escapes[0]
-    start = gl.load(row_ptr + rows, mask=in_rows, other=0)
-    count = gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
     total = gl.zeros([BN], gl.float32, layout)
     first = 0
     if BATCH == 4:
-        c0, v0 = _escape_entry(escapes, start, count, 0, 0, k)
-        c1, v1 = _escape_entry(escapes, start, count, 1, 0, k)
-        c2, v2 = _escape_entry(escapes, start, count, 2, 0, k)
-        c3, v3 = _escape_entry(escapes, start, count, 3, 0, k)
+        start, count, cols, values = _escape_table(rows, in_rows, escapes, 0, k)
+        c0, c1, c2, c3 = cols
+        v0, v1, v2, v3 = values
         x0 = _input_at(x_ptr, c0, v0 != 0.0, normed, NORM)
         x1 = _input_at(x_ptr, c1, v1 != 0.0, normed, NORM)
         x2 = _input_at(x_ptr, c2, v2 != 0.0, normed, NORM)
         x3 = _input_at(x_ptr, c3, v3 != 0.0, normed, NORM)
         total = total + v0 * x0 + v1 * x1 + v2 * x2 + v3 * x3
         first = 4
+    else:
+        start, count = _escape_lists(rows, in_rows, escapes)
     for e in range(first, gl.max(count, axis=0)):
         col, value = _escape_entry(escapes, start, count, e, 0, k)
         total = total + value * _input_at(x_ptr, col, value != 0.0, normed, NORM)

@@ -464,9 +464,9 @@ def split_plan(
     n: int, k: int, swiglu: bool, split: int, sms: int, max_blocks: int = 0
 ) -> tuple[int, int, int]:
     """(tiles, blocks a split, splits) for N x K: at most max_blocks (0: MAX_UNIT_BLOCKS) blocks
-    a unit; unless
-    `split` is given (or SwiGLU, which takes none past that), the K split whose waves cost least,
-    a wave costing its units' blocks plus UNIT_COST_BLOCKS (ties: the fewest splits)."""
+    a unit; unless `split` is given (or SwiGLU, which takes none past that), the K split whose
+    waves cost least, a wave costing its units' blocks plus UNIT_COST_BLOCKS (ties: the fewest
+    splits)."""
     tiles = triton.cdiv(n // 2 if swiglu else n, ROWS // (2 if swiglu else 1))
     blocks = triton.cdiv(k, BLOCK)
     least = triton.cdiv(blocks, max_blocks or MAX_UNIT_BLOCKS)
@@ -549,17 +549,9 @@ def _resolved(cfg: dict) -> dict:
     """A tile with its -1 keys taken from the switches (SWIZZLE: PLANE_SWIZZLE, MMA:
     MMA_VERSION, SPLIT_K: UNIT_SPLIT, PRE: PRE_STAGES, MAX_BLOCKS: MAX_UNIT_BLOCKS, ESC_EARLY:
     EARLY_ESCAPES), checked."""
-    out = dict(cfg)
-    if out["MMA"] == -1:
-        out["MMA"] = MMA_VERSION
-    if out["SPLIT_K"] == -1:
-        out["SPLIT_K"] = UNIT_SPLIT
-    if out["PRE"] == -1:
-        out["PRE"] = PRE_STAGES
-    if out["MAX_BLOCKS"] == -1:
-        out["MAX_BLOCKS"] = MAX_UNIT_BLOCKS
-    if out["ESC_EARLY"] == -1:
-        out["ESC_EARLY"] = EARLY_ESCAPES
+    switches = dict(MMA=MMA_VERSION, SPLIT_K=UNIT_SPLIT, PRE=PRE_STAGES,
+                    MAX_BLOCKS=MAX_UNIT_BLOCKS, ESC_EARLY=EARLY_ESCAPES)  # fmt: skip
+    out = cfg | {key: value for key, value in switches.items() if cfg[key] == -1}
     if out["MAX_BLOCKS"] not in (4, 8, 16, 32):  # (the scale words' shape: powers of 2)
         raise ValueError(f"w12_tc_linear: MAX_BLOCKS is 4, 8, 16 or 32, not {out['MAX_BLOCKS']}")
     if not 0 <= out["PRE"] <= out["STAGES"]:

@@ -656,14 +656,32 @@ def _escape_input(x_ptr, stride_x, m, col, value, acc, PAIR: gl.constexpr = True
 
 
 @gluon.jit
+def _escape_lists(rows, in_rows, escapes):
+    """Each row's escape list in the table: its start and its length."""
+    row_ptr = escapes[0]
+    start = gl.load(row_ptr + rows, mask=in_rows, other=0)
+    return start, gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
+
+
+@gluon.jit
+def _escape_rest(acc, start, count, first, escapes, x_ptr, stride_x, m, col0, col1,
+                 PAIR: gl.constexpr):  # fmt: skip
+    """acc plus each row's escapes from entry `first` on, in turn: each entry's column and
+    value, then its input, behind the one before."""
+    for e in range(first, gl.max(count, axis=0)):
+        col, value = _escape_entry(escapes, start, count, e, col0, col1)
+        xs = _escape_input(x_ptr, stride_x, m, col, value, acc, PAIR)
+        acc = acc + value[:, None] * xs.to(gl.float32)
+    return acc
+
+
+@gluon.jit
 def _escape_table(rows, in_rows, escapes, col0, col1):
     """The constants that ESC_BATCH 4's sums read first: each row's list (start, count) and its
     first four entries in columns col0 .. col1 - 1 (`_escape_entry`), in one round of
     independent loads after the lists'. Nothing another kernel writes: w12_tc's ESC_EARLY reads
     them before PDL's wait."""
-    row_ptr = escapes[0]
-    start = gl.load(row_ptr + rows, mask=in_rows, other=0)
-    count = gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
+    start, count = _escape_lists(rows, in_rows, escapes)
     c0, v0 = _escape_entry(escapes, start, count, 0, col0, col1)
     c1, v1 = _escape_entry(escapes, start, count, 1, col0, col1)
     c2, v2 = _escape_entry(escapes, start, count, 2, col0, col1)
@@ -674,7 +692,7 @@ def _escape_table(rows, in_rows, escapes, col0, col1):
 @gluon.jit
 def _escape_sums(acc, table, escapes, x_ptr, stride_x, m, col0, col1, PAIR: gl.constexpr = True):
     """acc plus the escapes of `_escape_table`'s rows: its four entries' inputs at once, then
-    the rest of each row's list in turn (each entry's column and value, then its input)."""
+    the rest of each row's list in turn (`_escape_rest`)."""
     start, count, cols, values = table
     c0, c1, c2, c3 = cols
     v0, v1, v2, v3 = values
@@ -686,11 +704,7 @@ def _escape_sums(acc, table, escapes, x_ptr, stride_x, m, col0, col1, PAIR: gl.c
     acc = acc + v1[:, None] * x1
     acc = acc + v2[:, None] * x2
     acc = acc + v3[:, None] * x3
-    for e in range(4, gl.max(count, axis=0)):
-        col, value = _escape_entry(escapes, start, count, e, col0, col1)
-        xs = _escape_input(x_ptr, stride_x, m, col, value, acc, PAIR)
-        acc = acc + value[:, None] * xs.to(gl.float32)
-    return acc
+    return _escape_rest(acc, start, count, 4, escapes, x_ptr, stride_x, m, col0, col1, PAIR)
 
 
 @gluon.jit
@@ -705,13 +719,8 @@ def _escapes(acc, rows, in_rows, escapes, x_ptr, stride_x, m, col0, col1, BATCH:
         table = _escape_table(rows, in_rows, escapes, col0, col1)
         acc = _escape_sums(acc, table, escapes, x_ptr, stride_x, m, col0, col1, PAIR)
     else:
-        row_ptr = escapes[0]
-        start = gl.load(row_ptr + rows, mask=in_rows, other=0)
-        count = gl.load(row_ptr + rows + 1, mask=in_rows, other=0) - start
-        for e in range(0, gl.max(count, axis=0)):
-            col, value = _escape_entry(escapes, start, count, e, col0, col1)
-            xs = _escape_input(x_ptr, stride_x, m, col, value, acc, PAIR)
-            acc = acc + value[:, None] * xs.to(gl.float32)
+        start, count = _escape_lists(rows, in_rows, escapes)
+        acc = _escape_rest(acc, start, count, 0, escapes, x_ptr, stride_x, m, col0, col1, PAIR)
     return acc
 
 
