@@ -19,7 +19,6 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-sw() { echo "--switch kernels.$1"; }
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
     "base|;e7|$(sw launch.WIDE_EARLY=7);e6|$(sw launch.WIDE_EARLY=6);ss256|$(sw w12_linear.SPLIT_SUM_BLOCK=256);ss256w2|$(sw w12_linear.SPLIT_SUM_BLOCK=256) $(sw w12_linear.SPLIT_SUM_WARPS=2);e7ss256|$(sw launch.WIDE_EARLY=7) $(sw w12_linear.SPLIT_SUM_BLOCK=256);base2|" 260
 back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"

@@ -15,14 +15,10 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-sw() { echo "--switch kernels.$1"; }
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
     "base|;pre1|$(sw w12_tc.PRE_STAGES=1);pre2|$(sw w12_tc.PRE_STAGES=2);ss128|$(sw w12_linear.SPLIT_SUM_BLOCK=128);e5|$(sw launch.WIDE_EARLY=5);old|$(sw launch.WIDE_EARLY=0) $(sw w12_linear.SPLIT_SUM_BLOCK=1024);base2|" 200
 back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
 MODEL=qwen3-8b spacing w12 13
 pack
-timeout "${E2E_S:-300}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
-    --w12-base qkv,o,gate_up,down --w12-arms before_319 \
-    --paired "${PAIRED:-3}" --out "$OUT/e2e-1024.json" >"$OUT/e2e-1024.log" 2>&1
-echo "e2e rc=$?"; grep -E "^e2e" "$OUT/e2e-1024.log" | cut -c1-300 | tail -20
+w12_e2e e2e-1024 qwen3-8b before_319 "${PAIRED:-3}" "${E2E_S:-300}"
 pack; archive_only

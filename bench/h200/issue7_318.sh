@@ -43,10 +43,7 @@ for s in json.load(open(sys.argv[1]))["shapes"]:
 PY
 pack
 if [ "${E2E_S:-330}" -gt 0 ]; then
-    timeout "${E2E_S:-330}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
-        --w12-base qkv,o,gate_up,down --w12-arms linear_verify,same \
-        --paired "${PAIRED:-5}" --out "$OUT/e2e-1024.json" >"$OUT/e2e-1024.log" 2>&1
-    echo "e2e rc=$?"; grep -E "^e2e" "$OUT/e2e-1024.log" | cut -c1-300 | tail -30
+    w12_e2e e2e-1024 qwen3-8b linear_verify,same "${PAIRED:-5}" "${E2E_S:-330}"
     pack
 fi
 archive_only

@@ -26,34 +26,28 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-old="--switch kernels.launch.WIDE_EARLY=0 --switch kernels.w12_linear.SPLIT_SUM_BLOCK=1024"
+old="$(sw launch.WIDE_EARLY=0) $(sw w12_linear.SPLIT_SUM_BLOCK=1024)"
+mb32=$(sw w12_tc.MAX_UNIT_BLOCKS=32)
 if [ "${PART:-qwen}" != llama ]; then
 TESTS_K="cuda-16-4096-12288 or cuda-16-4096-14336" TESTS_S=90 gpu_tests tests/test_w12_tc.py
 grep -E "FAILED" "$OUT/gpu-tests.log" | head -6 | cut -c1-200
-mb32="--switch kernels.w12_tc.MAX_UNIT_BLOCKS=32"
-oe="--switch kernels.launch.O_EARLY=1"
-ee="--switch kernels.w12_tc.EARLY_ESCAPES=1"
+oe=$(sw launch.O_EARLY=1)
+ee=$(sw w12_tc.EARLY_ESCAPES=1)
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
     "base|;old|$old;mb32|$mb32;oe|$oe;ee|$ee;base2|" 180
 back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
 MODEL=qwen3-8b spacing qwen3 13
 pack
-timeout "${E2E_S:-230}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model qwen3-8b \
-    --w12-base qkv,o,gate_up,down --w12-arms before_319 \
-    --paired "${PAIRED:-4}" --out "$OUT/e2e-1024.json" >"$OUT/e2e-1024.log" 2>&1
-echo "e2e rc=$?"; grep -E "^e2e" "$OUT/e2e-1024.log" | cut -c1-300 | tail -12
+w12_e2e e2e-1024 qwen3-8b before_319 "${PAIRED:-4}" "${E2E_S:-230}"
 pack
 fi
 if [ "${PART:-llama}" != qwen ]; then
 MODEL=llama3.1-8b variants "w12:qkv,o,gate_up,down" \
-    "base|;old|$old;mb32|--switch kernels.w12_tc.MAX_UNIT_BLOCKS=32;base2|" 120
+    "base|;old|$old;mb32|$mb32;base2|" 120
 back_to_back "$OUT/timeline-variants-1024-llama3.1-8b.json"
 MODEL=llama3.1-8b spacing llama 0
 pack
-timeout "${LLAMA_S:-150}" python3 bench/w12_speed.py --rows '' --e2e 1024 --model llama3.1-8b \
-    --w12-base qkv,o,gate_up,down --w12-arms before_319 --paired 2 \
-    --out "$OUT/e2e-llama.json" >"$OUT/e2e-llama.log" 2>&1
-echo "llama e2e rc=$?"; grep -E "^e2e" "$OUT/e2e-llama.log" | cut -c1-300 | tail -8
+w12_e2e e2e-llama llama3.1-8b before_319 2 "${LLAMA_S:-150}"
 pack
 fi
 archive_only

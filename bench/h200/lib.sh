@@ -2,6 +2,8 @@
 # card: the GPU's name and memory, printed and kept in $OUT/gpu.log (calls may land on another
 # kind of card than asked for: numbers compare only within one call).
 card() { nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.log"; }
+# sw MODULE.NAME=INT: a variant's --switch of specpilot.kernels.MODULE (specpilot/switches.py)
+sw() { echo "--switch kernels.$1"; }
 # pack: the JSON, logs and CSVs under $OUT so far into one all.tgz (a call returns at most 8
 # files; packed after each step, a call cut at the device's limit keeps what finished).
 pack() {
@@ -189,4 +191,13 @@ spacing() {
     python3 bench/exit_spacing.py "$OUT/timeline-variants-1024${MODEL:+-$MODEL}.json" \
         >"$OUT/spacing-$1.log"
     head -"$2" "$OUT/spacing-$1.log" | cut -c1-175; grep "^span" "$OUT/spacing-$1.log" | cut -c1-175
+}
+# w12_e2e NAME MODEL ARMS PAIRED SECONDS: bench/w12_speed.py end to end at 1k, every matrix in W12,
+# the W12_ARMS ARMS paired over bf16 for PAIRED rounds with the control (token forcing on every
+# arm), within SECONDS, into $OUT/NAME.{json,log}; prints its e2e lines.
+w12_e2e() {
+    timeout "$5" python3 bench/w12_speed.py --rows '' --e2e 1024 --model "$2" \
+        --w12-base qkv,o,gate_up,down --w12-arms "$3" --paired "$4" \
+        --out "$OUT/$1.json" >"$OUT/$1.log" 2>&1
+    echo "$1 rc=$?"; grep -E "^e2e" "$OUT/$1.log" | cut -c1-300 | tail -20
 }
