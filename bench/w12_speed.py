@@ -306,6 +306,10 @@ W12_ARMS = {
     # the split sum on 1,024-column programs, as before run 319 (launch.WIDE_EARLY 7 and
     # w12_linear.SPLIT_SUM_BLOCK 128 since runs 319 and 321)
     "before_319": {"launch.WIDE_EARLY": 0, "w12_linear.SPLIT_SUM_BLOCK": 1024},
+    # w12_tc's units of up to 16 blocks (the downs split 4 ways) and the one-row merge not letting
+    # a W12 o launch before its wait, as before run 322 (w12_tc.MAX_UNIT_BLOCKS 32 and
+    # launch.O_EARLY 2 since)
+    "before_322": {"w12_tc.MAX_UNIT_BLOCKS": 16, "launch.O_EARLY": 0},
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
     # conflicts in its operand reads; runs 309-312), split_plan's K splits (since session 59: waves
     # priced with UNIT_COST_BLOCKS, q|k|v unsplit, down 4 splits)

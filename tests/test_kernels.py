@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import math
 import os
 from types import SimpleNamespace
@@ -583,8 +584,8 @@ def test_o_early_lets_o_in_before_the_merge_waits_and_prefetches_its_rows(
 ) -> None:
     """launch.O_EARLY (as if on a Hopper GPU): in one-row forwards under pdl="chain" the merge
     triggers early (early_trigger), and the multiply launched right after it asks for its rows
-    in L2 (PREFETCH 2) while the next one takes the weight prefetch setting's; off, in wider
-    forwards or under another pdl mode, neither."""
+    in L2 (PREFETCH 2) while the next one takes the weight prefetch setting's; at 2 only where
+    o is W12; off, in wider forwards or under another pdl mode, neither."""
     monkeypatch.setattr(launch_settings, "_on_hopper", lambda t: True)
     monkeypatch.setattr(launch_settings, "_sm_count", lambda index: 100)
     monkeypatch.setattr(launch_settings, "_shared_optin", lambda index: 200 << 10)
@@ -592,8 +593,8 @@ def test_o_early_lets_o_in_before_the_merge_waits_and_prefetches_its_rows(
     t = torch.zeros(1)
     weight = torch.zeros(8, 64, dtype=BF16)
 
-    def merge_then_two_multiplies() -> tuple[bool, int, int]:
-        early = launch_settings.early_trigger(t)
+    def merge_then_two_multiplies(w12_o: bool) -> tuple[bool, int, int]:
+        early = launch_settings.early_trigger(t, w12_o)
         launch_settings.pdl(t, early=early)  # the merge
         modes = []
         for _ in range(2):  # o, then gate|up
@@ -603,12 +604,13 @@ def test_o_early_lets_o_in_before_the_merge_waits_and_prefetches_its_rows(
 
     for pdl in ("chain", "kernels"):
         launch_settings.configure(pdl=pdl, prefetch="off")
-        for on in (0, 1):
+        for on, w12_o in itertools.product((0, 1, 2), (False, True)):
             monkeypatch.setattr(launch_settings, "O_EARLY", on)
             for rows in (1, 16):
                 with launch_settings.forward_rows(rows):
-                    wanted = (True, 2, 0) if on and rows == 1 and pdl == "chain" else (False, 0, 0)
-                    assert merge_then_two_multiplies() == wanted, (pdl, on, rows)
+                    lets = (on == 1 or (on == 2 and w12_o)) and rows == 1 and pdl == "chain"
+                    wanted = (True, 2, 0) if lets else (False, 0, 0)
+                    assert merge_then_two_multiplies(w12_o) == wanted, (pdl, on, w12_o, rows)
 
 
 def test_wide_early_lets_the_next_kernel_in_before_the_short_kernels_wait(

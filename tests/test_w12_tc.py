@@ -24,23 +24,25 @@ def _weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
 
 
 def test_split_plan() -> None:
-    """At most 16 blocks a unit; the split whose waves on 132 SMs cost least (a unit: its blocks
-    and UNIT_COST_BLOCKS), run 309's fastest at Qwen3-8B's shapes; SwiGLU takes no split; a
-    given split is taken."""
+    """At most MAX_UNIT_BLOCKS (32 since run 322) blocks a unit; the split whose waves on 132
+    SMs cost least (a unit: its blocks and UNIT_COST_BLOCKS), run 309's fastest at Qwen3-8B's
+    shapes; SwiGLU takes no split; a given split is taken."""
     assert w12_tc.split_plan(24576, 4096, True, 0, 132) == (384, 16, 1)  # gate|up: 2.9 waves
     assert w12_tc.split_plan(24576, 4096, False, 0, 132) == (384, 16, 1)  # not 16 of 1 block
-    assert w12_tc.split_plan(4096, 12288, False, 0, 132) == (64, 12, 4)  # down: 256 units, not 3
     assert w12_tc.split_plan(6144, 4096, False, 0, 132) == (96, 16, 1)  # q|k|v: one wave of 96
     assert w12_tc.split_plan(4096, 4096, False, 0, 132) == (64, 8, 2)  # o: one wave of 128
     assert w12_tc.split_plan(128, 4096, False, 0, 132) == (2, 1, 16)  # few tiles: split wide
     assert w12_tc.split_plan(4096, 1024, False, 0, 4) == (64, 4, 1)  # 4 SMs: 16 waves already
     assert w12_tc.split_plan(4096, 4096, False, 1, 132) == (64, 16, 1)  # given
-    assert w12_tc.split_plan(320, 12288, False, 1, 132)[1:] == (16, 3)  # 16 blocks at most
-    # MAX_BLOCKS 32: the down in one wave of 128 units of 2 splits; Llama's down (56 blocks)
-    assert w12_tc.split_plan(4096, 12288, False, 0, 132, 32) == (64, 24, 2)
-    assert w12_tc.split_plan(4096, 14336, False, 0, 132) == (64, 14, 4)
-    assert w12_tc.split_plan(4096, 14336, False, 0, 132, 32) == (64, 28, 2)
-    assert w12_tc.split_plan(6144, 4096, False, 0, 132, 32) == (96, 16, 1)  # q|k|v as before
+    # the downs in one wave of 128 units of 2 splits (Qwen3-8B's 48 blocks, Llama's 56)
+    assert w12_tc.split_plan(4096, 12288, False, 0, 132) == (64, 24, 2)
+    assert w12_tc.split_plan(4096, 14336, False, 0, 132) == (64, 28, 2)
+    assert w12_tc.split_plan(320, 12288, False, 1, 132)[1:] == (24, 2)  # 32 blocks at most
+    # MAX_BLOCKS 16 (before run 322): the downs 4 ways, 256 units (not 3 ways)
+    assert w12_tc.split_plan(4096, 12288, False, 0, 132, 16) == (64, 12, 4)
+    assert w12_tc.split_plan(4096, 14336, False, 0, 132, 16) == (64, 14, 4)
+    assert w12_tc.split_plan(320, 12288, False, 1, 132, 16)[1:] == (16, 3)
+    assert w12_tc.split_plan(6144, 4096, False, 0, 132, 16) == (96, 16, 1)  # q|k|v the same
 
 
 def test_bad_input_is_refused() -> None:
@@ -65,9 +67,10 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     residual and a K split's partials, one program an SM in shared memory, no spills; with
     programmatic dependent launch's waits (SwiGLU in pair order, the residual); traced (the
     kernel timeline's marks) with SwiGLU and with a split; units of up to 32 blocks (their
-    scale words' 32 kB), with 4 and 5 stages."""
+    scale words' 32 kB; the default since run 322), with 4 and 5 stages (6 stages fit with 16
+    blocks only: 238,004 bytes at 32)."""
     cases = [({}, False, False, 1), ({}, True, False, 1), ({}, False, True, 1),
-             ({}, False, False, 4), (dict(STAGES=6), False, False, 1),
+             ({}, False, False, 4), (dict(STAGES=6, MAX_BLOCKS=16), False, False, 1),
              ({}, True, False, 1, True), ({}, True, False, 1, True, True),
              ({}, False, True, 1, False, True), (dict(SWIZZLE=0), False, False, 1),
              (dict(SWIZZLE=0), True, False, 1, True, True), (dict(MMA=2), False, False, 1),
@@ -118,17 +121,17 @@ def test_the_operand_reads_are_free_of_bank_conflicts_only_with_the_swizzle(monk
 def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
     """SWIZZLE, MMA, SPLIT_K, PRE, MAX_BLOCKS and ESC_EARLY -1 (the default tile's) take the
     switches PLANE_SWIZZLE, MMA_VERSION, UNIT_SPLIT, PRE_STAGES, MAX_UNIT_BLOCKS and
-    EARLY_ESCAPES (128 since run 314, 3 (wgmma), 0 (split_plan's choice), 0 (all stages), 16
-    and 0); a tile's own values stay."""
-    defaults = dict(SWIZZLE=128, MMA=3, SPLIT_K=0, PRE=0, MAX_BLOCKS=16, ESC_EARLY=0)
+    EARLY_ESCAPES (128 since run 314, 3 (wgmma), 0 (split_plan's choice), 0 (all stages), 32
+    since run 322, and 0); a tile's own values stay."""
+    defaults = dict(SWIZZLE=128, MMA=3, SPLIT_K=0, PRE=0, MAX_BLOCKS=32, ESC_EARLY=0)
     assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | defaults
     monkeypatch.setattr(w12_tc, "PLANE_SWIZZLE", 0)
     monkeypatch.setattr(w12_tc, "MMA_VERSION", 2)
     monkeypatch.setattr(w12_tc, "UNIT_SPLIT", 1)
     monkeypatch.setattr(w12_tc, "PRE_STAGES", 2)
-    monkeypatch.setattr(w12_tc, "MAX_UNIT_BLOCKS", 32)
+    monkeypatch.setattr(w12_tc, "MAX_UNIT_BLOCKS", 16)
     monkeypatch.setattr(w12_tc, "EARLY_ESCAPES", 1)
-    switched = dict(SWIZZLE=0, MMA=2, SPLIT_K=1, PRE=2, MAX_BLOCKS=32, ESC_EARLY=1)
+    switched = dict(SWIZZLE=0, MMA=2, SPLIT_K=1, PRE=2, MAX_BLOCKS=16, ESC_EARLY=1)
     assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | switched
     for bad, value, words in (("PRE", 5, "PRE is 0 .all. to STAGES .4., not 5"),
                               ("MAX_BLOCKS", 24, "4, 8, 16 or 32, not 24"),
@@ -139,7 +142,9 @@ def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
 
 
 # (where, M, N, K, tile): on a Hopper GPU Qwen3-8B's shapes (K splits) and Llama-3.1-8B's down
-# (K 14336: 56 blocks, 4 splits of 14; with MAX_BLOCKS 32, 2 of 28), on the emulator
+# (K 14336: 56 blocks, 2 splits of 28 with MAX_UNIT_BLOCKS 32, the default since run 322; 4 of
+# 14 at 16; 6 stages want units of 16 blocks at most: 238,004 bytes of shared memory at 32,
+# over the H100's 232,448, run 323), on the emulator
 # (kernels/emulate.py, 3 SMs) the same keys at sizes it runs in a few seconds. Runs 302-310: N
 # 4100 and 4104 were wrong on the GPU (the variant Triton compiles without a 16-divisible N:
 # w12_ws.ROW_MULTIPLE says why), 4112 right; the launcher now pads such N, which these cases
@@ -147,18 +152,18 @@ def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
 CASES = [("cuda", m, n, k, tile) for m in (1, 7, 16) for n, k, tile in [
     (4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}), (4100, 1152, {}),
     (320, 2304, dict(STAGES=2)), (2000, 2304, dict(PERSISTENT=0, SPLIT_K=1)),
-    (2000, 4608, dict(STAGES=6, ESC_BATCH=0)), (4104, 1152, {}), (4112, 1152, {}),
+    (2000, 4608, dict(STAGES=6, ESC_BATCH=0, MAX_BLOCKS=16)), (4104, 1152, {}), (4112, 1152, {}),
     (4096, 4096, dict(SWIZZLE=0)), (6144, 4096, dict(SWIZZLE=0, SPLIT_K=1)),
     (2000, 2304, dict(SWIZZLE=128, PERSISTENT=0)), (4096, 4096, dict(MMA=2, SWIZZLE=128)),
     (4096, 12288, dict(MMA=2, SWIZZLE=128)), (2000, 4608, dict(MMA=2, STAGES=6)),
-    (4096, 14336, {}), (4096, 12288, dict(MAX_BLOCKS=32)), (4096, 14336, dict(MAX_BLOCKS=32))]] + [
+    (4096, 14336, {}), (4096, 12288, dict(MAX_BLOCKS=16)), (4096, 14336, dict(MAX_BLOCKS=16))]] + [
     ("emulated", m, n, k, tile) for m, n, k, tile in [
         (1, 130, 600, {}), (7, 130, 600, {}), (16, 130, 600, {}), (1, 128, 4608, {}),
         (16, 128, 4608, {}), (7, 64, 2304, dict(STAGES=2)), (16, 200, 2304, dict(PERSISTENT=0,
         SPLIT_K=1)), (16, 128, 4608, dict(STAGES=6, ESC_BATCH=0)),
         (16, 130, 1152, dict(SWIZZLE=0)), (16, 130, 1152, dict(MMA=2)),
         (7, 200, 2304, dict(MMA=2, SWIZZLE=128, PERSISTENT=0, SPLIT_K=1)),
-        (16, 128, 4608, dict(MAX_BLOCKS=32, SPLIT_K=1))]
+        (16, 128, 4608, dict(MAX_BLOCKS=16, SPLIT_K=1))]
 ]  # fmt: skip
 BOTH = ["cuda", "emulated"]
 

@@ -586,10 +586,12 @@ def decode_attention(
     causal: bool = True,
     ahead: tuple[torch.Tensor, ...] = (),
     pair: bool = False,
+    w12_o: bool = False,
 ) -> torch.Tensor:
     """q [B*T, heads, D] at positions [B, T] (consecutive per row), k/v_cache [B, kv_heads, L, D]
     (one layer, already holding these tokens' keys) -> [B*T, heads * D]; pair: its columns in
-    kernels/w12_ws.pair_order (heads * D a multiple of 256), for an o projection on w12_tc.
+    kernels/w12_ws.pair_order (heads * D a multiple of 256), for an o projection on w12_tc;
+    w12_o: the output projection after it is W12 (launch.O_EARLY 2).
 
     causal: the token at position p sees keys 0..p; otherwise every token of a row sees keys
     0..(its row's last position), as a DFlash block does (context plus the whole block).
@@ -691,7 +693,7 @@ def decode_attention(
         BLOCK_Q=block_q,
         BLOCK_KV=BLOCK_KV,
         MIN_KEYS=min_keys,
-        **launch.pdl_early(out, launch.early_trigger(out)),
+        **launch.pdl_early(out, launch.early_trigger(out, w12_o)),
         MERGE_BLOCK=block,
         EARLY_POS=early,
         CHUNK=merge_chunk(num_splits),

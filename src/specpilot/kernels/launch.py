@@ -107,9 +107,11 @@ _LAST_LAUNCH = {"multiply": False, "elementwise": False, "late": False, "early":
 # fetched then made o 22-43 us faster a forward (run 164). 0: off. Run 174 (kernel timeline,
 # one process, 1k): o's programs then launched early (100%, waiting 4.25 us) but o took no
 # less, and the merge took 1.8 us longer a layer: the one-row forward +1.5% bf16 (4.209 against
-# 4.147 ms back to back), +1.3% W12 "auto". bench/engine_speed.py --switch
-# kernels.launch.O_EARLY=1.
-O_EARLY = 0
+# 4.147 ms back to back), +1.3% W12 "auto". 2: only where o is W12 (kernels/w12_row's
+# one-row loader asks for o's first stages while the attention runs). Run 322 (H100, Qwen3-8B's
+# W12 decode graph, every matrix W12, back to back): 1 4.358 ms against 4.388 / 4.403 without.
+# On (2) since run 322. bench/engine_speed.py --switch kernels.launch.O_EARLY=N.
+O_EARLY = 2
 # WIDE_EARLY (bits; 0: off): in target forwards of more than one row (verify) under "kernels",
 # "chain" or "small", the short kernels between two multiplies let the next kernel launch before
 # their own wait (EARLY in common.pdl_enter): 1 the attention's merge (before o), 2 the RMSNorm
@@ -184,7 +186,7 @@ SWITCH_RULES = {
     "EVEN_SHARED": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "LATE_TRIGGER": (lambda n: n in (0, 1), "0 or 1"),
     "HANDED_PDL": (lambda n: n in (0, 1), "0 or 1"),
-    "O_EARLY": (lambda n: n in (0, 1), "0 or 1"),
+    "O_EARLY": (lambda n: n in (0, 1, 2), "0, 1 or 2 (W12 o only)"),
     "WIDE_EARLY": (lambda n: 0 <= n <= 7, "0 to 7 (bits: 1 merge, 2 norm, 4 split sum)"),
     "SIDE_AHEAD_ONE_ROW": (lambda n: n in (0, 1), "0 or 1"),
     "O_AHEAD_BYTES": (lambda n: n >= 0, "a non-negative number of bytes (0: all)"),
@@ -435,11 +437,12 @@ def _warn_unpadded(kind: str) -> None:
     )
 
 
-def early_trigger(t: torch.Tensor) -> bool:
+def early_trigger(t: torch.Tensor, w12_o: bool = False) -> bool:
     """Whether the attention's merge launched now on t's device lets the next kernel launch
-    before its own wait (O_EARLY: one-row forwards under "chain", on Hopper; WIDE_EARLY's bit 1:
-    wider target forwards)."""
-    one_row = bool(O_EARLY) and _one_row_forward() and _SETTINGS["pdl"] == "chain"
+    before its own wait (O_EARLY: one-row forwards under "chain", on Hopper, every o or, at 2,
+    a W12 o (`w12_o`) only; WIDE_EARLY's bit 1: wider target forwards)."""
+    wanted = O_EARLY == 1 or (O_EARLY == 2 and w12_o)
+    one_row = wanted and _one_row_forward() and _SETTINGS["pdl"] == "chain"
     return (one_row and _on_hopper(t)) or wide_early(t, 1)
 
 

@@ -153,7 +153,11 @@ ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
 # split_plan takes 4 (256 units, two waves on 132 SMs); at 32, 2 (128 units of 24 blocks, one
 # wave: split_plan's price 29.5 blocks against 35) and a split sum of 2 slices. 4, 8, 16 or 32
 # (the meta warp views the scale words as [2, 2 x MAX_BLOCKS, 64]: powers of 2; 32 kB at 32).
-MAX_UNIT_BLOCKS = 16
+# Run 322 (H100, the W12 verify graph, back to back): 32 Qwen3-8B 4.824 ms against 4.833 /
+# 4.825 at 16 (the down 28.0 -> 26.0 us and its split sum 3.4 -> 1.7 exit to exit, the next
+# norm 3.5 -> 4.3), Llama-3.1-8B (down K 14336: 56 blocks, 2 ways of 28) 4.757 against 4.781 /
+# 4.776. 32 since run 322.
+MAX_UNIT_BLOCKS = 32
 WBLOCK = gl.constexpr(BLOCK)
 RW = gl.constexpr(ROWS)  # the same, inside kernels
 # the operands' words: [64 rows, 8 positions] int32, thread l of warp w holding rows 16 w + l // 4

@@ -411,6 +411,7 @@ class _FusedBlock:
         return decode_attention(
             q, cache.k[index], cache.v[index], positions, num_splits, causal=causal,
             ahead=ahead("o", self.o), pair=w12_tc.pair_input(self.o, qkv),
+            w12_o=isinstance(self.o, W12Weight),
         )  # fmt: skip
 
     def finish(
