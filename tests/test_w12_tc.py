@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from specpilot.formats import w12
 from specpilot.kernels import w12_tc
@@ -192,6 +193,57 @@ def test_w12_tc_matches_the_reference(where: str, m: int, n: int, k: int, tile: 
         ref = (x.double() @ w.to(device).double().T).to(torch.bfloat16).float()
         floor = order_floor(x, w)
         close_columns(w12_tc.w12_tc_linear(x, packed, tile).float(), ref, 4, floor)
+
+
+@pytest.mark.parametrize("where, m, swiglu, split", [
+    ("cuda", 16, False, 1), ("cuda", 16, True, 1), ("cuda", 5, False, 2),
+    ("emulated", 5, False, 1), ("emulated", 16, True, 1), ("emulated", 7, False, 2)])  # fmt: skip
+def test_w12_tc_takes_a_handed_norm(where: str, m: int, swiglu: bool, split: int) -> None:
+    """A split sum hands the norm on (NormAfter.handed, models/fused.SPLIT_SUM_HAND): its y is
+    the plain split sum's, bit for bit; u = y times the norm weight, rounded, in pair order, and
+    its programs' sums of squares add up to y's; w12_tc (unsplit, SwiGLU or split: each
+    partial scaled) on u with handed_norm gives RMSNorm(y) @ W^T scaled as the bf16 hand-off:
+    (u @ W^T) / RMS(y), to summation order. A handed norm in another order, or a multiply
+    given u that is not its x, is refused."""
+    from specpilot.kernels import w12_linear
+    from specpilot.kernels.elementwise import NormAfter
+    from specpilot.kernels.w12_ws import pair_order
+
+    n, k, eps = 130 if not swiglu else 256, 3072, 1e-6
+    gen = torch.Generator().manual_seed(m + k)
+    with gluon_on(where) as device:
+        w = _weights(n, k, seed=m).to(device)
+        packed = w12.encode(w)
+        part = torch.randn(2, m, k, generator=gen).to(device)
+        residual = torch.randn(m, k, generator=gen).to(device, torch.bfloat16)
+        g = (1 + torch.rand(k, generator=gen)).to(device, torch.bfloat16)
+        plain = torch.empty(m, k, device=device, dtype=torch.bfloat16)
+        w12_linear.sum_splits(part, plain, residual)
+        norm = NormAfter(g, eps, (), "pair", handed=True)
+        y = torch.empty_like(plain)
+        w12_linear.sum_splits(part, y, residual, norm)
+        assert torch.equal(y, plain)
+        u = (y.float() * g.float()).to(torch.bfloat16)
+        assert torch.equal(norm.u, pair_order(u))
+        squares = y.double().square().sum(1)
+        torch.testing.assert_close(norm.squares.double().sum(1), squares, rtol=1e-5, atol=0)
+        out = w12_tc.w12_tc_linear(norm.u, packed, dict(SPLIT_K=split), x_order="pair",
+                                   swiglu=swiglu, handed_norm=norm)  # fmt: skip
+        rstd = torch.rsqrt(squares / k + eps)
+        sums = u.double() @ w.double().T * rstd[:, None]
+        if swiglu:
+            gate, up = sums.chunk(2, dim=1)
+            gate, up = gate.to(torch.bfloat16).float(), up.to(torch.bfloat16).float()
+            ref = (F.silu(gate).to(torch.bfloat16).float() * up).to(torch.bfloat16).float()
+            floor = order_floor(u * rstd[:, None].to(torch.bfloat16), w, swiglu=True)
+        else:
+            ref = sums.to(torch.bfloat16).float()
+            floor = order_floor(u * rstd[:, None].to(torch.bfloat16), w)
+        close_columns(out.float(), ref, 4, floor)
+        with pytest.raises(ValueError, match="handed norm"):
+            w12_tc.w12_tc_linear(norm.u.clone(), packed, x_order="pair", handed_norm=norm)
+    with pytest.raises(ValueError, match="pair"):
+        NormAfter(g.cpu(), eps, (), "join", handed=True)
 
 
 @pytest.mark.parametrize("where", BOTH)

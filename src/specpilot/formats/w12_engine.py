@@ -308,12 +308,13 @@ def _linear(
     if hand.get("x_order") == "pair":  # a norm wrote pair order for w12_tc (w12_tc.pair_input)
         from specpilot.kernels import w12_tc
 
-        if glu or norm_weight is not None or set(hand) - {"x_order", "y_order"}:
+        if glu or norm_weight is not None or set(hand) - {"x_order", "y_order", "handed_norm"}:
             raise ValueError("a pair-order input takes no prologue or norm hand-off (w12_tc."
                              "VERIFY wants models/fused.NORM_HANDOFF_W12 off)")  # fmt: skip
         return w12_tc.w12_tc_linear(x, weight, x_order="pair", swiglu=swiglu, residual=residual,
                                     y_order=hand.get("y_order") or "natural",
-                                    norm_after=norm_after)  # fmt: skip
+                                    norm_after=norm_after,
+                                    handed_norm=hand.get("handed_norm"))  # fmt: skip
     if x.shape[0] == 1:  # the TMA-fed one-row kernels, where switched on (kernels/w12_row.py)
         from specpilot.kernels import w12_row
 

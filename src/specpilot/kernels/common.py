@@ -199,16 +199,19 @@ def store_output(
 
 
 @triton.jit
-def store_handoff(out, u_ptr, hw_ptr, sq_ptr, rm, rn, m_ok, n_ok, stride_um, stride_sq, slot):
+def store_handoff(out, u_ptr, hw_ptr, sq_ptr, rm, rn, m_ok, n_ok, stride_um, stride_sq, slot,
+                  PAIR: tl.constexpr = False):  # fmt: skip
     """The next RMSNorm handed on from a tile's output `out` [BLOCK_M, BLOCK_N] (y's dtype):
     u[rm, rn] = out * hw[rn] rounded (the norm weight's product, which the next multiply takes
-    as its input) and the tile's sum of squares of out per row into squares[rm, slot] (fp32),
-    which the next multiply adds up for the rows' 1 / RMS (`handed_rstd`)."""
+    as its input; PAIR: at column pair_position(rn), for kernels/w12_tc) and the tile's sum of
+    squares of out per row into squares[rm, slot] (fp32), which the next multiply adds up for
+    the rows' 1 / RMS (`handed_rstd`)."""
     om = m_ok[:, None] & n_ok[None, :]
     o = out.to(tl.float32)
     hw = tl.load(hw_ptr + rn, mask=n_ok, other=0.0).to(tl.float32)
     u = (o * hw[None, :]).to(u_ptr.dtype.element_ty)
-    tl.store(u_ptr + rm[:, None] * stride_um + rn[None, :], u, mask=om)
+    at = pair_position(rn) if PAIR else rn
+    tl.store(u_ptr + rm[:, None] * stride_um + at[None, :], u, mask=om)
     tl.store(sq_ptr + rm * stride_sq + slot, tl.sum(tl.where(om, o * o, 0.0), axis=1), mask=m_ok)
 
 

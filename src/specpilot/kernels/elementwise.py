@@ -185,21 +185,48 @@ class NormAfter:
     after it (gate|up, the next q|k|v): where the first splits K, its split sum writes the norm
     too (`split_sum_norm`: one launch for the two, models/fused.SPLIT_SUM_NORM) and `u` holds
     it, in the order the next multiply reads ("join" or "pair", as rmsnorm's; "": natural);
-    else `u` stays None and the caller norms as before. Same bits either way."""
+    else `u` stays None and the caller norms as before. Same bits either way.
+
+    handed (models/fused.SPLIT_SUM_HAND; "pair" order, for kernels/w12_tc): the split sum hands
+    the norm on instead (as kernels/linear.Handoff): u = the sum times the norm weight, rounded,
+    and `squares` [M, its programs] the sums of squares of the sum, from which the next multiply
+    scales its sums by the rows' 1 / RMS (w12_tc_linear's handed_norm): no norm in a kernel,
+    the bf16 hand-off's rounding points instead of the norm's (token forcing checks them)."""
 
     weight: torch.Tensor
     eps: float
     ahead: tuple[torch.Tensor, ...] = ()
     order: str = ""
     u: torch.Tensor | None = None
+    handed: bool = False
+    squares: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.handed and self.order != "pair":
+            raise ValueError(f"a handed NormAfter is w12_tc's (order 'pair'), not {self.order!r}")
 
     @property
     def ready(self) -> bool:
         return self.u is not None
 
     def keywords(self) -> dict:
-        """The next multiply's x_order keyword for u."""
-        return dict(x_order=self.order) if self.order else {}
+        """The next multiply's x_order keyword for u (and handed_norm: this, where handed)."""
+        order = dict(x_order=self.order) if self.order else {}
+        return order | (dict(handed_norm=self) if self.handed else {})
+
+    def hand_arguments(self, y: torch.Tensor, programs: int) -> dict:
+        """A split sum's launch keywords (kernels/w12_linear._split_sum_kernel's HAND_OUT) that
+        hand this norm on from y [M, N], its programs along N each writing a slot of squares:
+        u and squares made here."""
+        m, n = y.shape
+        _check_order("a handed norm", n, False, True)
+        if self.weight.shape != (n,):
+            raise ValueError(f"a handed norm's weight {tuple(self.weight.shape)} for N {n}")
+        self.u = torch.empty_like(y)
+        self.squares = torch.empty(m, programs, device=y.device, dtype=torch.float32)
+        sq = self.squares
+        return dict(HAND_OUT=True, u_ptr=self.u, hw_ptr=self.weight, sq_ptr=sq,
+                    stride_um=self.u.stride(0), stride_sq=sq.stride(0), PAIR=True)  # fmt: skip
 
 
 def split_sum_norm(

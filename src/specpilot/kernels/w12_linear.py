@@ -756,10 +756,13 @@ def _split_sum_kernel(
     part_ptr, y_ptr, res_ptr, M, N, stride_ym, stride_rm, SPLIT_K: tl.constexpr,
     RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = False,
     TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None, EARLY_TRIGGER: tl.constexpr = False,
+    HAND_OUT: tl.constexpr = False, u_ptr=None, hw_ptr=None, sq_ptr=None, stride_um=0,
+    stride_sq=0, PAIR: tl.constexpr = False,
 ):  # fmt: skip
     """y[m] = sum of the SPLIT_K partial rows (fp32), rounded, plus the residual: the split
     kernel's epilogue. EARLY_TRIGGER: the next kernel may launch before this one's wait
-    (launch.WIDE_EARLY)."""
+    (launch.WIDE_EARLY). HAND_OUT: the next norm handed on (common.store_handoff: u in pair
+    order where PAIR, each program's squares in slot program_id(0))."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
     pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, EARLY=EARLY_TRIGGER)
     rm = tl.program_id(1) + tl.arange(0, 1)
@@ -769,7 +772,10 @@ def _split_sum_kernel(
     acc = tl.zeros([1, BLOCK_N], dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
         acc += tl.load(part_ptr + s * M * N + rm[:, None] * N + rn[None, :], mask=n_ok[None, :])
-    store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+    out = store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
+    if HAND_OUT:
+        store_handoff(out, u_ptr, hw_ptr, sq_ptr, rm, rn, m_ok, n_ok, stride_um, stride_sq,
+                      tl.program_id(0), PAIR)  # fmt: skip
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
@@ -1081,14 +1087,19 @@ def sum_splits(
     """y [M, N] = the sum of a K split's partial rows part [splits, M, N] (fp32), rounded, plus
     the residual where given: the second launch of a split multiply (w12_linear, w12_tc,
     w12_ws). norm_after (with a residual): the next RMSNorm in the same launch, into its u
-    (kernels/elementwise.split_sum_norm)."""
-    if norm_after is not None and residual is not None:
+    (kernels/elementwise.split_sum_norm), or, where it is handed (NormAfter.handed), handed on:
+    u = y times the norm weight and each program's sums of squares, which the next multiply
+    scales its sums by (common.store_handoff, w12_tc's handed norm)."""
+    if norm_after is not None and residual is not None and not norm_after.handed:
         split_sum_norm(part, y, residual, norm_after)
         return
     splits, m, n = part.shape
     # (the interpreter runs programs one after another: wide ones there, the same sums)
     block = max(SPLIT_SUM_BLOCK, 1024) if INTERPRETED else SPLIT_SUM_BLOCK
     grid = (triton.cdiv(n, block), m)
+    hand: dict = {}
+    if norm_after is not None and residual is not None:
+        hand = norm_after.hand_arguments(y, grid[0])
     _split_sum_kernel[grid](
         part,
         y,
@@ -1103,6 +1114,7 @@ def sum_splits(
         **launch.pdl_early(y, launch.wide_early(y, 4)),
         num_warps=SPLIT_SUM_WARPS,
         **trace.arguments(y, "split_sum", grid[0] * grid[1], rows=m, n=n),
+        **hand,
     )
 
 

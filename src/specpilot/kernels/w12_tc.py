@@ -345,26 +345,47 @@ def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0, MMA: gl.con
 
 
 @gluon.jit
+def _handed_rstd(hand, m, k, PDL: gl.constexpr, SLOTS: gl.constexpr, layout: gl.constexpr):
+    """The tokens' 1 / RMS [16] (in `layout`) from the squares a split sum handed on
+    (hand: their pointer, row stride, slots and the norm's eps; kernels/common.handed_rstd's
+    sum): read after PDL's wait."""
+    sq_ptr, stride_sq, slots, eps = hand
+    grid: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [gl.num_warps(), 1], [1, 0])
+    tokens = gl.arange(0, 16, layout=gl.SliceLayout(1, grid))
+    rs = gl.arange(0, SLOTS, layout=gl.SliceLayout(0, grid))
+    mask = (tokens < m)[:, None] & (rs < slots)[None, :]
+    _grid_wait(PDL)  # (the squares: the kernel before's)
+    sq = gl.load(sq_ptr + tokens[:, None] * stride_sq + rs[None, :], mask=mask, other=0.0)
+    rstd = gl.rsqrt(gl.sum(sq, axis=1) / k + eps)
+    return gl.convert_layout(rstd, layout)
+
+
+@gluon.jit
 def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE: gl.constexpr,
                 PDL: gl.constexpr, MMA: gl.constexpr, BOUND: gl.constexpr, marks,
-                TRACE: gl.constexpr):  # fmt: skip
+                TRACE: gl.constexpr, hand, k, HAND_IN: gl.constexpr = 0):  # fmt: skip
     """The default partition (one warpgroup): each unit's blocks (`_block_products`), its
     escapes, the store (w12_ws's `_store`). marks, TRACE: the kernel timeline's
     (kernels/trace.py, w12_ws._trace_mark): the program's entry, its first stage landed (its
-    input copied after PDL's wait), its exit."""
+    input copied after PDL's wait), its exit. HAND_IN (the squares' slots, a power of 2; 0:
+    none): the input is a handed norm's u, each unit's sums scaled by the tokens' 1 / RMS
+    (`_handed_rstd`, read once a program) before the store."""
     _trace_mark(marks, 0, TRACE)
     low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
     ready, empty, scale_ready, esc_ready, meta_empty = bars
     STAGES: gl.constexpr = code_buf.type.shape[0]
     GROUPS: gl.constexpr = scale_buf.type.shape[0] // 2
     SWIGLU: gl.constexpr = EPILOGUE[0]
+    acc_layout: gl.constexpr = ACC2 if MMA == 2 else ACC
+    if HAND_IN > 0:
+        rstd = _handed_rstd(hand, m, k, PDL, HAND_IN, gl.SliceLayout(0, acc_layout))
     c = 0
     j = 0
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
         slot = j % 2
         row0, k_block0, n_blocks, split = _unit(u, work, RW // (1 + SWIGLU))
         mbarrier.wait(scale_ready.index(slot), (j // 2) & 1)
-        acc = gl.zeros([RW, 16], gl.float32, ACC2 if MMA == 2 else ACC)
+        acc = gl.zeros([RW, 16], gl.float32, acc_layout)
         # (BOUND 8: no blocks: the loader frees its own stages)
         for i in range(n_blocks * ((BOUND & 8) == 0)):
             s = c % STAGES
@@ -379,6 +400,8 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
         mbarrier.wait(esc_ready.index(slot), (j // 2) & 1)
         acc = acc + esc_buf.index(slot).load(acc.type.layout)
         mbarrier.arrive(meta_empty.index(slot), count=1)
+        if HAND_IN > 0:
+            acc = acc * rstd[None, :]
         rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, acc.type.layout))
         _grid_wait(PDL)  # (the residual, and y's memory, the kernel before's to finish with)
         _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
@@ -396,8 +419,10 @@ def _w12_tc_kernel(
     RESIDUAL: gl.constexpr, Y_PAIR: gl.constexpr, PDL: gl.constexpr, MMA: gl.constexpr = 3,
     BOUND: gl.constexpr = 0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
     PRE: gl.constexpr = 0, MAX_BLOCKS: gl.constexpr = 16, ESC_EARLY: gl.constexpr = False,
+    HAND_IN: gl.constexpr = 0, sq_ptr=None, stride_sq=0, slots=0, eps=0.0,
 ):  # fmt: skip
-    """Each program takes units pid, pid + programs, ...; the partitions run on across them."""
+    """Each program takes units pid, pid + programs, ...; the partitions run on across them.
+    HAND_IN: the multiplier's (a handed norm's squares)."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
     half: gl.constexpr = WBLOCK // 2
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, RW, half], low_desc.layout)
@@ -416,7 +441,7 @@ def _w12_tc_kernel(
                            (ready, empty, scale_ready, esc_ready, meta_empty), work, n, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), SPLIT_K > 1,
                            (SWIGLU, RESIDUAL, Y_PAIR), PDL, MMA, BOUND, (trace_ptr, clock_ptr),
-                           TRACE)),
+                           TRACE, (sq_ptr, stride_sq, slots, eps), k, HAND_IN)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, SWIGLU, ESC_BATCH, PDL, ESC_EARLY)),
@@ -497,6 +522,7 @@ def w12_tc_linear(
     residual: torch.Tensor | None = None,
     y_order: str = "natural",
     norm_after: NormAfter | None = None,
+    handed_norm: NormAfter | None = None,
 ) -> torch.Tensor:
     """x [M, K] bf16 (M 1-16, CUDA, sm_90) @ weight.T -> [M, N] bf16 on the register-operand
     wgmma kernel (w12_linear's contract: swiglu, y = silu(gate) * up of [gate | up]; residual
@@ -504,7 +530,9 @@ def w12_tc_linear(
     in kernels/w12_ws.pair_order (its operand's K order): x_order "pair", x is that [M, Kp]
     already (rmsnorm(pair=True) writes it, or a SwiGLU here or in w12_ws with y_order "pair");
     else the host permutes it. y_order "pair" (swiglu, N / 2 a multiple of 256): y in pair
-    order, a down's input. norm_after: as w12_linear's (kernels/w12_linear.sum_splits)."""
+    order, a down's input. norm_after: as w12_linear's (kernels/w12_linear.sum_splits), handed
+    on where it says so. handed_norm: a split sum handed the norm on (a filled, handed NormAfter
+    whose u is x, in pair order): the sums scaled by the tokens' 1 / RMS from its squares."""
     cfg = TILE | (tile or {})
     unknown = set(cfg) - set(TILE)
     if unknown:
@@ -512,7 +540,9 @@ def w12_tc_linear(
     cfg = _resolved(cfg)
     m, k, n = x.shape[0], weight.columns, weight.shape[0]
     check_pair_call("w12_tc_linear", x, weight, x_order, swiglu, residual, y_order)
-    cut = off_row_multiple(w12_tc_linear, x, weight, tile, swiglu, residual, x_order=x_order)
+    hand = _handed_arguments(x, x_order, handed_norm)
+    cut = off_row_multiple(w12_tc_linear, x, weight, tile, swiglu, residual, x_order=x_order,
+                           handed_norm=handed_norm)  # fmt: skip
     if cut is not None:  # (N off 16: w12_ws.ROW_MULTIPLE)
         return cut
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -541,12 +571,27 @@ def w12_tc_linear(
         SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu), MMA=cfg["MMA"],
         BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=most, ESC_EARLY=bool(cfg["ESC_EARLY"]),
         RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair",
-        PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4,
+        PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4, **hand,
         **trace.arguments(x, "w12_tc", grid[0], bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
     )  # fmt: skip
     if splits > 1:
         sum_splits(out, y, residual, norm_after)
     return y
+
+
+def _handed_arguments(x: torch.Tensor, x_order: str, handed: NormAfter | None) -> dict:
+    """The launch's keywords for a handed norm (`_handed_rstd`'s), checked: a filled, handed
+    NormAfter whose u is x, in pair order."""
+    if handed is None:
+        return {}
+    if not handed.handed or not handed.ready or handed.u is not x or x_order != "pair":
+        raise ValueError("w12_tc_linear: a handed norm's multiply takes its filled u as x, in "
+                         "pair order")  # fmt: skip
+    sq = handed.squares
+    if sq is None or sq.shape[0] != x.shape[0] or sq.dtype != torch.float32:
+        raise ValueError("w12_tc_linear: a handed norm's squares are [M, slots] fp32")
+    return dict(HAND_IN=triton.next_power_of_2(sq.shape[1]), sq_ptr=sq, stride_sq=sq.stride(0),
+                slots=sq.shape[1], eps=float(handed.eps))  # fmt: skip
 
 
 def _resolved(cfg: dict) -> dict:

@@ -160,6 +160,15 @@ NORM_HANDOFF_ONE_ROW_SITES = HAND_O | HAND_DOWN
 # replaced, and their gaps fell only 31 us. bench/engine_speed.py --switch
 # models.fused.SPLIT_SUM_NORM=1.
 SPLIT_SUM_NORM = False
+# ... or hands that norm on (kernels/elementwise.NormAfter.handed) where the next multiply runs
+# on kernels/w12_tc (pair order): the split sum writes u = its sum times the norm weight and
+# its programs' sums of squares, and w12_tc scales its sums by the tokens' 1 / RMS (as the bf16
+# norm hand-off, NORM_HANDOFF_MAX_ROWS): no norm kernel between o and gate|up or between the
+# down and the next q|k|v, and the split sum keeps its many programs (run 315's SPLIT_SUM_NORM
+# lost on its one program a row). Run 322 (H100, the W12 verify graph): the norms took 3.5-4.5
+# us each from the split sum's exit, ~72 a forward. Off until measured.
+# bench/engine_speed.py --switch models.fused.SPLIT_SUM_HAND=1.
+SPLIT_SUM_HAND = False
 # How a fused draft computes its new context's keys and values: 0, in each layer, a k|v multiply
 # of the context and its write into the cache (5 small multiplies of ~8 MB in FP8 at the
 # Qwen3-8B shape, each ~8 us against ~2 at the bandwidth, run 180); 1, one multiply by every
@@ -310,19 +319,25 @@ def norm_order(
 
 
 def norm_after_for(
-    x: torch.Tensor, after: tuple | None, hand: Handoff | None, pair: bool = False
+    x: torch.Tensor, after: tuple | None, hand: Handoff | None, pair: Callable | None = None
 ) -> NormAfter | None:
     """The NormAfter that a multiply ending in the residual add (its output rows as x's)
     carries for the multiply `after` = (norm weight, eps, weight) describes (SPLIT_SUM_NORM, and
-    no hand-off `hand` of that norm), in normed_input's order for it (pair: in pair order, for a
-    pair_kernel); None where that multiply norms in its prologue."""
-    if not SPLIT_SUM_NORM or after is None or hand is not None:
+    no hand-off `hand` of that norm), in normed_input's order for it (pair: in pair order, for
+    that pair_kernel), handed on where SPLIT_SUM_HAND and w12_tc takes it; None where that
+    multiply norms in its prologue."""
+    if not (SPLIT_SUM_NORM or SPLIT_SUM_HAND) or after is None or hand is not None:
         return None
     norm, eps, consumer = after
-    order = "pair" if pair else norm_order(x, consumer)
+    order = "pair" if pair is not None else norm_order(x, consumer)
     if order is None:
         return None
-    return NormAfter(norm, eps, ahead("head", consumer), order)
+    # (norm_order's "pair" is w12_tc's input; a pair_kernel may be w12_ws, which takes none)
+    tc = pair is w12_tc.w12_tc_linear if pair is not None else order == "pair"
+    handed = SPLIT_SUM_HAND and tc
+    if not handed and not SPLIT_SUM_NORM:
+        return None
+    return NormAfter(norm, eps, ahead("head", consumer), order, handed=handed)
 
 
 def glu_linear(
@@ -429,7 +444,7 @@ class _FusedBlock:
         mlp_in = (self.post_norm, self.eps, self.gate_up)
         hand = handoff_for(rows, self.o, mlp_in, HAND_O)
         pair_mlp = pair_kernel(self.gate_up, self.down, x)
-        post = norm_after_for(x, mlp_in, hand, pair=pair_mlp is not None)
+        post = norm_after_for(x, mlp_in, hand, pair=pair_mlp)
         # (attend wrote attn_out in pair order where o runs on w12_tc)
         o_order = "pair" if w12_tc.pair_input(self.o, attn_out) else None
         x = linear(attn_out, self.o, residual=x, handoff=hand, x_order=o_order, norm_after=post)
@@ -437,12 +452,14 @@ class _FusedBlock:
         nxt_norm = norm_after_for(x, after if norm_next else None, nxt)
         if pair_mlp is not None:
             # the norm in pair order, gate|up with SwiGLU writing it, the down reading it
+            ready = post is not None and post.ready
             xp = (
                 post.u
-                if post is not None and post.ready
+                if ready
                 else rmsnorm(x, self.post_norm, self.eps, ahead("head", self.gate_up), pair=True)
             )
-            act = pair_mlp(xp, self.gate_up, x_order="pair", swiglu=True, y_order="pair")
+            handed = dict(handed_norm=post) if ready and post.handed else {}
+            act = pair_mlp(xp, self.gate_up, x_order="pair", swiglu=True, y_order="pair", **handed)
             x = pair_mlp(act, self.down, x_order="pair", residual=x, norm_after=nxt_norm)
         elif 0 < SWIGLU_EPILOGUE_MIN_ROWS <= rows:
             # W12 gate|up and down where the down's tile reads join_order (w12_linear)
