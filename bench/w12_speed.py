@@ -310,6 +310,9 @@ W12_ARMS = {
     # a W12 o launch before its wait, as before run 322 (w12_tc.MAX_UNIT_BLOCKS 32 and
     # launch.O_EARLY 2 since)
     "before_322": {"w12_tc.MAX_UNIT_BLOCKS": 16, "launch.O_EARLY": 0},
+    # the o's and down's split sums handing the norms after them on to w12_tc (gate|up, the next
+    # q|k|v), no norm kernels between (models/fused.SPLIT_SUM_HAND, off by default)
+    "hand": {"models.fused.SPLIT_SUM_HAND": True},
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
     # conflicts in its operand reads; runs 309-312), split_plan's K splits (since session 59: waves
     # priced with UNIT_COST_BLOCKS, q|k|v unsplit, down 4 splits)

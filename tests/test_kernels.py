@@ -2294,6 +2294,46 @@ def test_w12_tc_verify_gives_the_same_tokens(tmp_path, monkeypatch, where: str) 
 
 @pytest.mark.prototype
 @pytest.mark.parametrize("where", GLUON_WHERE)
+def test_split_sum_hand_forward(tmp_path, monkeypatch, where: str) -> None:
+    """fused.SPLIT_SUM_HAND in a W12 verify forward of 5 tokens on w12_tc (every matrix W12;
+    o's K 512 and the down's split 2 ways, UNIT_SPLIT 2): the split sums hand the norms after
+    them on to gate|up and the next layer's q|k|v, which scale their sums: the forward launches
+    two norm kernels (the first layer's and the final one) where it launched five, and gives the
+    same tokens (or near-ties) and hidden states to 16 half-ulps (the hand-off's rounding
+    points, carried through two layers, as test_norm_handoff_forward's)."""
+    from specpilot.formats.w12_engine import convert_model
+    from specpilot.kernels import w12_row, w12_tc
+    from specpilot.models import fused
+
+    monkeypatch.setattr(w12_row, "ONE_ROW", False)
+    monkeypatch.setattr(w12_tc, "VERIFY", True)
+    monkeypatch.setattr(w12_tc, "UNIT_SPLIT", 2)
+    shape = dict(hidden_size=256, intermediate_size=512, num_attention_heads=32)
+    target, drafter, reference = _tiny_pair(tmp_path, tied=False, **shape)
+    convert_model(target)
+    convert_model(drafter)
+    handed: list = []
+    plain = w12_tc.w12_tc_linear
+    monkeypatch.setattr(w12_tc, "w12_tc_linear", lambda *a, **kw: handed.append(
+        kw.get("handed_norm") is not None) or plain(*a, **kw))  # fmt: skip
+    with gluon_on(where):
+        gen, ids, pos = _verify_inputs(target, drafter, 5)
+        norms = _counted_norms(monkeypatch)
+        outs, counts = {}, {}
+        for on in (False, True):
+            monkeypatch.setattr(fused, "SPLIT_SUM_HAND", on)
+            norms.clear()
+            handed.clear()
+            outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
+            counts[on] = len(norms), sum(handed)
+    assert counts == {False: (5, 0), True: (2, 3)}
+    differ = (outs[True].tokens != outs[False].tokens)[0].nonzero().flatten().tolist()
+    _near_ties(reference, ids[0], differ, [outs[on].tokens[0] for on in (False, True)])
+    close(outs[True].hidden.float(), outs[False].hidden.float(), 16)
+
+
+@pytest.mark.prototype
+@pytest.mark.parametrize("where", GLUON_WHERE)
 def test_w12_tc_one_row_forward_gives_the_same_tokens(tmp_path, monkeypatch, where: str) -> None:
     """kernels/w12_tc.ONE_ROW: the same routes as VERIFY in a one-row forward (every matrix
     W12, o's K 256): q|k|v, o, gate|up and down of each layer and the CPU's exact W12 head on

@@ -69,7 +69,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     programmatic dependent launch's waits (SwiGLU in pair order, the residual); traced (the
     kernel timeline's marks) with SwiGLU and with a split; units of up to 32 blocks (their
     scale words' 32 kB; the default since run 322), with 4 and 5 stages (6 stages fit with 16
-    blocks only: 238,004 bytes at 32)."""
+    blocks only: 238,004 bytes at 32); taking a handed norm's squares (32 slots: SwiGLU in pair
+    order, plain; 1 slot with a split, traced)."""
     cases = [({}, False, False, 1), ({}, True, False, 1), ({}, False, True, 1),
              ({}, False, False, 4), (dict(STAGES=6, MAX_BLOCKS=16), False, False, 1),
              ({}, True, False, 1, True), ({}, True, False, 1, True, True),
@@ -82,7 +83,9 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              False, 1), ({}, True, False, 1, True, True, True), ({}, False, True, 4, False, True,
              True), (dict(MAX_BLOCKS=32), False, False, 2, False, True),
              (dict(MAX_BLOCKS=32, STAGES=5), False, True, 2),
-             (dict(ESC_EARLY=1), False, True, 1, False, True)]  # fmt: skip
+             (dict(ESC_EARLY=1), False, True, 1, False, True),
+             ({}, True, False, 1, True, True, False, 32), ({}, False, False, 1, False, True,
+             False, 32), ({}, False, False, 2, False, True, True, 1)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tc; "
     code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):

@@ -616,9 +616,10 @@ def _resolved(cfg: dict) -> dict:
 
 def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
                  split: int = 1, y_pair: bool = False, pdl: bool = False,
-                 traced: bool = False):  # fmt: skip
+                 traced: bool = False, hand_in: int = 0):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel); pdl: with
-    programmatic dependent launch's waits; traced: with the kernel timeline's marks."""
+    programmatic dependent launch's waits; traced: with the kernel timeline's marks; hand_in: a
+    handed norm's squares of that many slots (a power of 2)."""
     from specpilot.kernels import aot
 
     cfg = _resolved(TILE | (tile or {}))
@@ -631,9 +632,11 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
         x_ptr="*bf16", base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16",
         y_ptr="*fp32" if split > 1 else "*bf16", res_ptr="*bf16",
     ) | (dict(trace_ptr="*i64", clock_ptr="*i64") if traced else {})  # fmt: skip
+    if hand_in:
+        types |= dict(sq_ptr="*fp32", eps="fp32")
     consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"], MMA=cfg["MMA"],
                   BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=cfg["MAX_BLOCKS"],
                   ESC_EARLY=bool(cfg["ESC_EARLY"]),
                   SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, PDL=pdl,
-                  TRACE=int(traced), num_warps=4)  # fmt: skip
+                  TRACE=int(traced), HAND_IN=hand_in, num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)

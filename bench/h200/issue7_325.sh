@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Device call (~8 min + cold start; no carry): run 325, issue 7: the split sums hand the norms
+# on (models.fused.SPLIT_SUM_HAND, session 63; off by default), on the card it lands on.
+# 0. The GPU tests of the hand-off: w12_tc taking a handed norm (plain, SwiGLU, split: against
+#    RMSNorm(y) @ W^T scaled as the bf16 hand-off), the fused verify forward with it on
+#    (tokens, hidden states, 2 norm launches instead of 5), w12_tc's PDL token test (~90 s).
+# 1. Qwen3-8B's W12 verify graph (every matrix), back to back, traced: base, hand
+#    (SPLIT_SUM_HAND 1: ~72 norm launches fewer a forward), hand_e3 (with launch.WIDE_EARLY 3:
+#    the split sum, now the one before the multiply, early or not: 7 keeps it early), base2;
+#    bench/exit_spacing.py's verify table.
+# 2. End to end at 1k, Qwen3-8B, PAIRED rounds (default 4) over bf16 with the control, forcing
+#    on every arm: w12 (the defaults) and hand.
+# Prediction (H100): hand's verify 0.10-0.20 ms under base (run 322-323: the norms 3.5-4.5 us
+# exit to exit; the multiply after the split sum gains its ramp back only partly); spec over
+# bf16 +1.5-3% with hand (1.12x -> 1.14-1.16x); AR level (one-row forwards take no split sum).
+set -u
+export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
+source "$(dirname "$0")/lib.sh"
+card
+TESTS_K="(handed and cuda) or (split_sum_hand and cuda) or (w12_tc_verify and cuda)" \
+    TESTS_S=200 gpu_tests tests/test_w12_tc.py tests/test_kernels.py
+grep -E "FAILED|^E " "$OUT/gpu-tests.log" | head -8 | cut -c1-200
+hand="--switch models.fused.SPLIT_SUM_HAND=1"
+MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
+    "base|;hand|$hand;hand_e3|$hand $(sw launch.WIDE_EARLY=3);base2|" 150
+back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
+MODEL=qwen3-8b spacing qwen3 13
+pack
+w12_e2e e2e-1024 qwen3-8b hand "${PAIRED:-4}" "${E2E_S:-230}"
+pack
+archive_only
