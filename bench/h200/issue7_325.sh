@@ -6,13 +6,17 @@
 #    (tokens, hidden states, 2 norm launches instead of 5), w12_tc's PDL token test (~90 s).
 # 1. Qwen3-8B's W12 verify graph (every matrix), back to back, traced: base, hand
 #    (SPLIT_SUM_HAND 1: ~72 norm launches fewer a forward), hand_e3 (with launch.WIDE_EARLY 3:
-#    the split sum, now the one before the multiply, early or not: 7 keeps it early), base2;
-#    bench/exit_spacing.py's verify table.
+#    the split sum, now the one before the multiply, early or not: 7 keeps it early), l2o
+#    (EngineConfig.l2_ahead "o", 8 MB of each W12 plane of o asked for in L2 by the attention's
+#    split programs: the decode's HBM idles ~8.8 us a layer over rope, attention and merge,
+#    run 323; lost for bf16 in runs 91 and 164, not tried with w12_row), base2;
+#    bench/exit_spacing.py's verify and decode tables.
 # 2. End to end at 1k, Qwen3-8B, PAIRED rounds (default 4) over bf16 with the control, forcing
 #    on every arm: w12 (the defaults) and hand.
 # Prediction (H100): hand's verify 0.10-0.20 ms under base (run 322-323: the norms 3.5-4.5 us
 # exit to exit; the multiply after the split sum gains its ramp back only partly); spec over
-# bf16 +1.5-3% with hand (1.12x -> 1.14-1.16x); AR level (one-row forwards take no split sum).
+# bf16 +1.5-3% with hand (1.12x -> 1.14-1.16x); AR level (one-row forwards take no split sum);
+# l2o's decode level to -0.05 ms (o 9.9 -> ~7 us a layer if the attention does not slow).
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
@@ -22,9 +26,13 @@ TESTS_K="(handed and cuda) or (split_sum_hand and cuda) or (w12_tc_verify and cu
 grep -E "FAILED|^E " "$OUT/gpu-tests.log" | head -8 | cut -c1-200
 hand="--switch models.fused.SPLIT_SUM_HAND=1"
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
-    "base|;hand|$hand;hand_e3|$hand $(sw launch.WIDE_EARLY=3);base2|" 150
+    "base|;hand|$hand;hand_e3|$hand $(sw launch.WIDE_EARLY=3);l2o|--l2-ahead o \
+$(sw launch.O_AHEAD_BYTES=8388608);base2|" 180
 back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
 MODEL=qwen3-8b spacing qwen3 13
+python3 bench/exit_spacing.py "$OUT/timeline-variants-1024-qwen3-8b.json" --forward decode \
+    >"$OUT/spacing-decode.log"
+head -10 "$OUT/spacing-decode.log" | cut -c1-175
 pack
 w12_e2e e2e-1024 qwen3-8b hand "${PAIRED:-4}" "${E2E_S:-230}"
 pack
