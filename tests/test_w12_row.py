@@ -116,7 +116,8 @@ CASES = [("cuda", n, k, tile, False) for n, k, tile in [
     (4096, 4096, dict(ROWS=4, WARPS=4)), (2000, 2304, dict(SB=1, STAGES=12)),
     (2000, 2304, dict(SB=4, STAGES=3)), (2000, 2304, dict(FENCE=1, ESC_BATCH=0)),
     (2000, 2304, dict(PERSISTENT=2)), (9000, 2304, dict(ROWS=1)), (4096, 12288, dict(X32=1)),
-    (4096, 12288, w12_row.ROW_TILES[1]), (4096, 4096, w12_row.ROW_TILES[1])]] + [
+    (4096, 12288, w12_row.ROW_TILES[1]), (4096, 4096, w12_row.ROW_TILES[1]),
+    (6144, 4096, dict(MAXNREG=80)), (4096, 12288, dict(MAXNREG=80))]] + [
     ("emulated", n, k, tile, pdl) for n, k, tile in EMULATED_CASES for pdl in (False, True)
 ]  # fmt: skip
 BOTH = ["cuda", "emulated"]
@@ -127,6 +128,35 @@ def emulated_case(n: int, k: int):
     interpreter's, so not where a GPU is (run 295: "cannot be accessed from Triton"); as
     test_kernels.GLUON_WHERE's emulated case."""
     return pytest.param("emulated", n, k, marks=pytest.mark.skipif(CUDA, reason="a GPU"))
+
+
+def test_maxnreg_fits_two_programs_an_sm(monkeypatch) -> None:
+    """MAXNREG 80 (sm_90a, Triton's ptxas): two programs an SM by registers, and two different
+    multiplies' programs fit its shared memory together (the down's at K 12288 beside q|k|v's
+    or gate|up's with the norm at 4096); no spills at K 4096 (q|k|v and gate|up with the norm,
+    o with the residual), at most 16 bytes at 12288. Without it (-1, the switch's 0), ptxas's
+    168 registers take the SM. The switch fills the tile's -1 (W12's MAXNREG, bf16's
+    BF16_MAXNREG); a bad value is refused."""
+    cases = [(dict(MAXNREG=80), 4096, False, False, True, False, True),
+             (dict(MAXNREG=80), 4096, True, False, True, False, True),
+             (dict(MAXNREG=80), 4096, False, True, True), (dict(MAXNREG=80), 12288, False, True,
+             True), ({}, 4096, False, False, True, False, True)]  # fmt: skip
+    code = "import json; from specpilot.kernels import aot, w12_row; "
+    code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
+    qkv, gate_up, o, down, plain = compiled_json(code)
+    for usage in (qkv, gate_up, o, down):
+        assert usage["registers"] <= 80 and usage["programs_per_sm"] == 2
+    assert down["shared"] + max(qkv["shared"], gate_up["shared"]) + 2048 <= 228 * 1024
+    assert all(u["spill_stores"] == 0 for u in (qkv, gate_up, o)) and down["spill_stores"] <= 16
+    assert plain["registers"] > 128 and plain["programs_per_sm"] == 1
+    geo = w12_row.geometry(w12_row.TILE, 4096, False)
+    assert "maxnreg" not in w12_row.kernel_constants(w12_row.TILE, geo)
+    monkeypatch.setattr(w12_row, "MAXNREG", 80)
+    assert w12_row.kernel_constants(w12_row.TILE, geo)["maxnreg"] == 80
+    assert "maxnreg" not in w12_row.kernel_constants(w12_row.TILE, geo, bf16=True)
+    assert "maxnreg" not in w12_row.kernel_constants(w12_row.TILE | dict(MAXNREG=0), geo)
+    with pytest.raises(ValueError, match="MAXNREG"):
+        w12_row.kernel_constants(w12_row.TILE | dict(MAXNREG=84), geo)
 
 
 @pytest.mark.parametrize("where, n, k, tile, pdl", CASES)

@@ -87,10 +87,22 @@ ONE_ROW_TILE = 0
 # pipelined AR 249.9 / spec@6.55 1,310 (Qwen3), 257.5 / 1,321 (Llama), forcing passed.
 BF16_ONE_ROW = True
 BF16_ONE_ROW_TILE = 0
+# MAXNREG (tile key; -1: the switch MAXNREG's for W12, BF16_MAXNREG's for bf16; 0: none): the
+# kernel compiled with at most this many registers a thread (Triton's maxnreg). At 168 (ptxas's
+# own choice) one program of 12 warps takes the SM's 64k registers, so the next multiply's
+# programs, launched early under PDL, become resident only as this one's exit: each one-row
+# multiply starts with a ramp (run 323's decode, exit to exit, us a layer: q|k|v 16.1 against a
+# 12.6 bound, o 9.9 against 8.4, gate|up 54.9 against 50.3, down 26.2 against 25.2). At 80 two
+# programs fit an SM (shared memory: 95 kB at K 4096 with the norm, 115 kB at 12288), so the
+# next multiply's loader can ask for its first stages while this one runs; sm_90 compile: no
+# spills at K 4096, 12 bytes at 12288 with the residual. Off until measured.
+MAXNREG = 0
+BF16_MAXNREG = 0
 
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
 # (12 kB each: ~72 kB in flight an SM), one program an SM
-TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0, X32=0)
+TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0, X32=0,
+            MAXNREG=-1)  # fmt: skip
 # ONE_ROW_TILE 1: 4 rows a thread (32-row tiles), 3 stages, x in fp32 (run 294, H100: the best
 # or within 2% of it at o, gate|up and down, 12.40 / 54.08 / 29.72 us against w12_linear's
 # 13.17 / 54.17 / 30.48)
@@ -114,8 +126,12 @@ _SMALL_INDEX = (
     lambda n: -1 <= n < len(ROW_TILES),
     f"-1 or an index of ROW_TILES (0-{len(ROW_TILES) - 1})",
 )
+_MAXNREG_RULE = (lambda n: n == 0 or (24 <= n <= 256 and n % 8 == 0),
+                 "0 (none) or a multiple of 8, 24-256")  # fmt: skip
 SWITCH_RULES = {
     "ONE_ROW": (lambda n: n in (0, 1, 2), "0 (off), 1 (every one-row multiply) or 2 (residual)"),
+    "MAXNREG": _MAXNREG_RULE,
+    "BF16_MAXNREG": _MAXNREG_RULE,
     "ONE_ROW_TILE": _TILE_INDEX,
     "BF16_ONE_ROW_TILE": _TILE_INDEX,
     "ONE_ROW_SMALL_TILE": _SMALL_INDEX,
@@ -841,6 +857,11 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
     (bf16: _bf16_row_kernel's, which has no meta warp)."""
     out = dict(ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"],
                BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], num_warps=cfg["WARPS"])  # fmt: skip
+    most = cfg["MAXNREG"] if cfg["MAXNREG"] != -1 else (BF16_MAXNREG if bf16 else MAXNREG)
+    if not _MAXNREG_RULE[0](most):
+        raise ValueError(f"w12_row: MAXNREG is -1, {_MAXNREG_RULE[1]}, not {most}")
+    if most:
+        out["maxnreg"] = most
     return out if bf16 else out | dict(GROUPS=geo["GROUPS"], ESC_BATCH=cfg["ESC_BATCH"],
                                        X32=cfg["X32"])  # fmt: skip
 
