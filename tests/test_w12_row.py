@@ -159,6 +159,29 @@ def test_maxnreg_fits_two_programs_an_sm(monkeypatch) -> None:
         w12_row.kernel_constants(w12_row.TILE | dict(MAXNREG=84), geo)
 
 
+@pytest.mark.parametrize(
+    "where", ["cuda", pytest.param("emulated", marks=pytest.mark.skipif(CUDA, reason="a GPU"))]
+)
+def test_maxnreg_gives_the_same_bits(monkeypatch, where: str) -> None:
+    """The switch MAXNREG 80 through w12_row_linear's launch (Triton's maxnreg): the same
+    outputs, bit for bit, as ptxas's own register count (the sums' order is the kernel's, not
+    the register allocator's), q|k|v's shape with the norm and the down's with the residual."""
+    with gluon_on(where) as device:
+        outs = {}
+        for most in (0, 80):
+            monkeypatch.setattr(w12_row, "MAXNREG", most)
+            for n, k in ((6144, 4096), (4096, 12288)) if where == "cuda" else ((64, 512),):
+                packed = w12.encode(_weights(n, k, seed=k).to(device))
+                x = torch.randn(1, k, generator=torch.Generator().manual_seed(n)).to(device)
+                x = x.to(torch.bfloat16)
+                g = torch.ones(k, device=device, dtype=torch.bfloat16)
+                res = torch.zeros(1, n, device=device, dtype=torch.bfloat16)
+                outs[most, n] = (w12_row.w12_row_linear(x, packed, norm_weight=g),
+                                 w12_row.w12_row_linear(x, packed, residual=res))  # fmt: skip
+    for (_, n), pair in outs.items():
+        assert all(torch.equal(a, b) for a, b in zip(pair, outs[0, n], strict=True))
+
+
 @pytest.mark.parametrize("where, n, k, tile, pdl", CASES)
 def test_w12_row_matches_the_reference(where: str, n: int, k: int, tile: dict, pdl: bool) -> None:
     """N not a multiple of the tile, K not a multiple of 256 (x padded), the tiles' keys; more

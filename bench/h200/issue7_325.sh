@@ -6,7 +6,8 @@
 # 0. The GPU tests of the hand-off: w12_tc taking a handed norm (plain, SwiGLU, split: against
 #    RMSNorm(y) @ W^T scaled as the bf16 hand-off), the fused verify forward with it on
 #    (tokens, hidden states, 2 norm launches instead of 5), w12_tc's verify token test; and
-#    w12_row against the reference, MAXNREG 80 among its tiles (~150 s).
+#    w12_row against the reference, MAXNREG 80 among its tiles, and MAXNREG 80's bits against
+#    the default's (~150 s).
 # 1. Qwen3-8B's W12 verify graph (every matrix), back to back, traced: base, hand
 #    (SPLIT_SUM_HAND 1: ~72 norm launches fewer a forward), hand_e3 (with launch.WIDE_EARLY 3:
 #    the split sum, now the one before the multiply, early or not: 7 keeps it early), l2o
@@ -31,7 +32,7 @@ source "$(dirname "$0")/lib.sh"
 card
 if [ "${PART:-graphs}" != e2e ]; then
 TESTS_K="(handed and cuda) or (split_sum_hand and cuda) or (w12_tc_verify and cuda) or \
-(w12_row_matches and cuda)" TESTS_S=240 gpu_tests tests/test_w12_tc.py tests/test_kernels.py \
+(w12_row_matches and cuda) or (maxnreg and cuda)" TESTS_S=240 gpu_tests tests/test_w12_tc.py tests/test_kernels.py \
     tests/test_w12_row.py
 grep -E "FAILED|^E " "$OUT/gpu-tests.log" | head -8 | cut -c1-200
 hand="--switch models.fused.SPLIT_SUM_HAND=1"
