@@ -67,7 +67,7 @@ from specpilot.engine.generator import Generator, certifies_verify_heads
 from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model, parse_matrices
 from specpilot.kernels import linear as bf16_kernels
-from specpilot.kernels import tiles
+from specpilot.kernels import tiles, w12_row
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear, tile_rows
 from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
@@ -219,6 +219,12 @@ def bench_shape(
         prologue = "norm"
         t_pro = graph_time(lambda: w12_linear(x, ps(), norm_weight=nw))
         t_pro_skinny = graph_time(lambda: skinny_linear(x, ws(), norm_weight=nw))
+    # one row on a Hopper GPU: the engine's own one-row kernel (kernels/w12_row.py, the decode
+    # forwards' since run 299), checked like the others
+    t_row = None
+    if m == 1 and w12_row.one_row_route(x, packed):
+        check(w12_row.w12_row_linear(x, packed), ref, f"{name} M=1 w12_row")
+        t_row = graph_time(lambda: w12_row.w12_row_linear(x, ps()))
     best, best_t = default, t_w12
     timings: list = []
     if sweep:
@@ -241,6 +247,7 @@ def bench_shape(
             w12_plain=t_plain * 1e6,
             w12_without_escapes=t_bare * 1e6,  # a bound: the escape table emptied
             w12_best=best_t * 1e6,
+            w12_row=t_row * 1e6 if t_row else None,  # the engine's one-row kernel (Hopper)
             prologue=prologue,
             w12_with_prologue=t_pro * 1e6,
             skinny_with_prologue=t_pro_skinny * 1e6,
@@ -251,6 +258,7 @@ def bench_shape(
             w12=s.nbytes / t_w12 / 1e12,
             w12_plain=s.nbytes / t_plain / 1e12,
             w12_best=s.nbytes / best_t / 1e12,
+            w12_row=s.nbytes / t_row / 1e12 if t_row else None,
         ),
         bf16_equivalent_tb_s=dict(
             w12=bf16_bytes / t_w12 / 1e12, w12_best=bf16_bytes / best_t / 1e12
@@ -633,7 +641,10 @@ def main() -> None:
         f"{'W12best':>8} "
         f"TB/s read   {'W12 bf16-eq':>11}  speed-up vs cuBLAS / skinny   best tile"
     )
-    for m in [int(r) for r in args.rows.split(",") if r]:  # --rows "": end to end only
+    rows = [int(r) for r in args.rows.split(",") if r]  # --rows "": end to end only
+    # issue 7's GEMV target is a fraction of the measured bandwidth (a device-to-device copy)
+    bandwidth = copy_bandwidth() / 1e12 if 1 in rows else None
+    for m in rows:
         if not args.no_sweep:
             precompile(_compile_tiles, m, candidates(m, 4096, args.grid))
         for name, (n, k) in layer_shapes(args.model).items():
@@ -655,6 +666,12 @@ def main() -> None:
                 f"{us['w12_without_escapes']:.1f}",
                 flush=True,
             )
+            if us["w12_row"] is not None:
+                share = t["w12_row"] / bandwidth
+                r["w12_row_of_copy_bandwidth"] = share
+                print(f"    {name} M=1: the engine's one-row kernel (w12_row) {us['w12_row']:.1f} "
+                      f"us, {t['w12_row']:.2f} TB/s of its W12 bytes = {share:.0%} of the "
+                      f"copy bandwidth ({bandwidth:.2f} TB/s)", flush=True)  # fmt: skip
     report = {
         "bench": "w12_speed",
         "gpu": torch.cuda.get_device_name(),
@@ -662,6 +679,7 @@ def main() -> None:
         "split_sum": args.split_sum,
         "tiles_file": tiles.to_json(own_tiles) if own_tiles is not None else None,
         "switches": {f"{path}.{name}": value for path, name, value in args.switch},
+        "copy_bandwidth_tb_s": bandwidth,
         "results": results,
     }
     save(report, args.out)  # the kernel table survives a failure end to end

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls (PART=graphs ~6.5 min + cold start, then PART=e2e ~5.5 min warm; no carry; the
+# Device calls (PART=graphs ~6.5 min + cold start, then PART=e2e ~6.5 min warm; no carry; the
 # default, both, may run past one call's 10 minutes): run 325, issue 7: the split sums hand the
 # norms on (models.fused.SPLIT_SUM_HAND, session 63; off by default), w12_row on 80 registers
 # (MAXNREG), on the card it lands on.
@@ -18,14 +18,18 @@
 #    programs fit an SM and the next multiply's programs are resident, asking for their first
 #    stages, while this one runs: ptxas's 168 took the whole register file), base2;
 #    bench/exit_spacing.py's verify and decode tables.
-# 2. End to end at 1k, Qwen3-8B, PAIRED rounds (default 4) over bf16 with the control, forcing
-#    on every arm: w12 (the defaults), hand and mr80 (E2E_ARMS: drop the loser of step 1).
+# 2. Issue 7's GEMV target: w12_speed's one-row table, the engine's one-row kernel (w12_row) at
+#    each shape against the copy bandwidth (~1 min). End to end at 1k, Qwen3-8B, PAIRED rounds
+#    (default 4) over bf16 with the control, forcing on every arm: w12 (the defaults), hand and
+#    mr80 (E2E_ARMS: drop the loser of step 1).
 # Prediction (H100): hand's verify 0.10-0.20 ms under base (run 322-323: the norms 3.5-4.5 us
 # exit to exit; the multiply after the split sum gains its ramp back only partly); spec over
 # bf16 +1.5-3% with hand (1.12x -> 1.14-1.16x); AR level (one-row forwards take no split sum);
 # l2o's decode level to -0.05 ms (o 9.9 -> ~7 us a layer if the attention does not slow);
 # mr80's decode -0.1 to -0.2 ms (the multiplies' ramps, ~10.7 us a layer over their bounds,
-# mostly gone; or worse if 80 registers slow the multiplying warps).
+# mostly gone; or worse if 80 registers slow the multiplying warps); the one-row GEMV alone
+# (cold L2) ~90% of the copy bandwidth at gate|up and down, ~75% at q|k|v and o (run 306's
+# in-graph 92-98% / 75-80%).
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
@@ -47,6 +51,12 @@ head -10 "$OUT/spacing-decode.log" | cut -c1-175
 pack
 fi
 [ "${PART:-e2e}" != graphs ] || { archive_only; exit 0; }
+# issue 7's GEMV target: the engine's one-row kernel (w12_row) alone at each Qwen3-8B shape, cold
+# L2, as a fraction of the copy bandwidth (w12_speed's one-row table; no sweep)
+timeout 150 python3 bench/w12_speed.py --rows 1 --no-sweep --e2e 0 --out "$OUT/gemv.json" \
+    >"$OUT/gemv.log" 2>&1
+echo "gemv rc=$?"; grep -E "w12_row|Error" "$OUT/gemv.log" | cut -c1-200
+pack
 w12_e2e e2e-1024 qwen3-8b "${E2E_ARMS:-hand,mr80}" "${PAIRED:-4}" "${E2E_S:-330}"
 pack
 archive_only
