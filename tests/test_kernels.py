@@ -2292,6 +2292,34 @@ def test_w12_tc_verify_gives_the_same_tokens(tmp_path, monkeypatch, where: str) 
     assert counts["norms", True] == counts["norms", False]  # (in pair order where w12_tc reads)
 
 
+def test_split_sum_hand_goes_to_w12_tc_only(monkeypatch) -> None:
+    """fused.norm_after_for: SPLIT_SUM_HAND hands the norm on only where w12_tc takes it (a
+    pair_kernel that is w12_tc's, or norm_order's "pair"); for w12_ws's pair kernel it falls
+    back to SPLIT_SUM_NORM's norm in the split sum where that is on, else to the norm kernel
+    (None); with neither switch, None; a hand-off of that norm already, None."""
+    from specpilot.kernels import w12_tc, w12_ws
+    from specpilot.kernels.linear import Handoff
+    from specpilot.models import fused
+
+    x = torch.zeros(5, 256, dtype=BF16)
+    after = (torch.ones(256, dtype=BF16), 1e-6, torch.zeros(64, 256, dtype=BF16))
+
+    def made(hand: bool, norm: bool, pair, handoff=None):
+        monkeypatch.setattr(fused, "SPLIT_SUM_HAND", hand)
+        monkeypatch.setattr(fused, "SPLIT_SUM_NORM", norm)
+        got = fused.norm_after_for(x, after, handoff, pair=pair)
+        return None if got is None else (got.order, got.handed)
+
+    tc, ws = w12_tc.w12_tc_linear, w12_ws.w12_ws_linear
+    assert made(True, False, tc) == ("pair", True)
+    assert made(True, True, tc) == ("pair", True)
+    assert made(True, False, ws) is None
+    assert made(True, True, ws) == ("pair", False)
+    assert made(False, False, tc) is None
+    assert made(False, True, tc) == ("pair", False)
+    assert made(True, False, tc, Handoff(after[0], 1e-6)) is None
+
+
 @pytest.mark.prototype
 @pytest.mark.parametrize("where", GLUON_WHERE)
 def test_split_sum_hand_forward(tmp_path, monkeypatch, where: str) -> None:
