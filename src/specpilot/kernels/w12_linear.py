@@ -1090,16 +1090,15 @@ def sum_splits(
     (kernels/elementwise.split_sum_norm), or, where it is handed (NormAfter.handed), handed on:
     u = y times the norm weight and each program's sums of squares, which the next multiply
     scales its sums by (common.store_handoff, w12_tc's handed norm)."""
-    if norm_after is not None and residual is not None and not norm_after.handed:
-        split_sum_norm(part, y, residual, norm_after)
+    norm = norm_after if residual is not None else None
+    if norm is not None and not norm.handed:
+        split_sum_norm(part, y, residual, norm)
         return
     splits, m, n = part.shape
     # (the interpreter runs programs one after another: wide ones there, the same sums)
     block = max(SPLIT_SUM_BLOCK, 1024) if INTERPRETED else SPLIT_SUM_BLOCK
     grid = (triton.cdiv(n, block), m)
-    hand: dict = {}
-    if norm_after is not None and residual is not None:
-        hand = norm_after.hand_arguments(y, grid[0])
+    hand = norm.hand_arguments(y, grid[0]) if norm is not None else {}
     _split_sum_kernel[grid](
         part,
         y,

@@ -601,8 +601,9 @@ def _resolved(cfg: dict) -> dict:
     switches = dict(MMA=MMA_VERSION, SPLIT_K=UNIT_SPLIT, PRE=PRE_STAGES,
                     MAX_BLOCKS=MAX_UNIT_BLOCKS, ESC_EARLY=EARLY_ESCAPES)  # fmt: skip
     out = cfg | {key: value for key, value in switches.items() if cfg[key] == -1}
-    if out["MAX_BLOCKS"] not in (4, 8, 16, 32):  # (the scale words' shape: powers of 2)
-        raise ValueError(f"w12_tc_linear: MAX_BLOCKS is 4, 8, 16 or 32, not {out['MAX_BLOCKS']}")
+    allowed, which = SWITCH_RULES["MAX_UNIT_BLOCKS"]  # (the scale words' shape: powers of 2)
+    if not allowed(out["MAX_BLOCKS"]):
+        raise ValueError(f"w12_tc_linear: MAX_BLOCKS is {which}, not {out['MAX_BLOCKS']}")
     if not 0 <= out["PRE"] <= out["STAGES"]:
         stages, pre = out["STAGES"], out["PRE"]
         raise ValueError(f"w12_tc_linear: PRE is 0 (all) to STAGES ({stages}), not {pre}")

@@ -452,14 +452,13 @@ class _FusedBlock:
         nxt_norm = norm_after_for(x, after if norm_next else None, nxt)
         if pair_mlp is not None:
             # the norm in pair order, gate|up with SwiGLU writing it, the down reading it
-            ready = post is not None and post.ready
-            xp = (
-                post.u
-                if ready
-                else rmsnorm(x, self.post_norm, self.eps, ahead("head", self.gate_up), pair=True)
-            )
-            handed = dict(handed_norm=post) if ready and post.handed else {}
-            act = pair_mlp(xp, self.gate_up, x_order="pair", swiglu=True, y_order="pair", **handed)
+            # (post's order is "pair" here: its keywords give x_order, and handed_norm if handed)
+            if post is not None and post.ready:
+                xp, kw = post.u, post.keywords()
+            else:
+                xp = rmsnorm(x, self.post_norm, self.eps, ahead("head", self.gate_up), pair=True)
+                kw = dict(x_order="pair")
+            act = pair_mlp(xp, self.gate_up, swiglu=True, y_order="pair", **kw)
             x = pair_mlp(act, self.down, x_order="pair", residual=x, norm_after=nxt_norm)
         elif 0 < SWIGLU_EPILOGUE_MIN_ROWS <= rows:
             # W12 gate|up and down where the down's tile reads join_order (w12_linear)
