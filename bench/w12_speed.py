@@ -324,6 +324,9 @@ W12_ARMS = {
     # the one-row W12 kernel on at most 80 registers a thread: two programs an SM, the next
     # multiply's resident while this one runs (kernels/w12_row.MAXNREG, off by default)
     "mr80": {"w12_row.MAXNREG": 80},
+    # both: what the defaults would be if each wins alone (the verify takes hand, the one-row
+    # forwards mr80; neither touches the other's kernels)
+    "hand_mr80": {"models.fused.SPLIT_SUM_HAND": True, "w12_row.MAXNREG": 80},
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
     # conflicts in its operand reads; runs 309-312), split_plan's K splits (since session 59: waves
     # priced with UNIT_COST_BLOCKS, q|k|v unsplit, down 4 splits)
