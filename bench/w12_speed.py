@@ -322,7 +322,7 @@ W12_ARMS = {
     # q|k|v), no norm kernels between (models/fused.SPLIT_SUM_HAND, off by default)
     "hand": {"models.fused.SPLIT_SUM_HAND": True},
     # the one-row W12 kernel on at most 80 registers a thread: two programs an SM, the next
-    # multiply's resident while this one runs (kernels/w12_row.MAXNREG, off by default)
+    # multiply's resident while this one runs (kernels/w12_row.MAXNREG; lost in run 325)
     "mr80": {"w12_row.MAXNREG": 80},
     # both: what the defaults would be if each wins alone (the verify takes hand, the one-row
     # forwards mr80; neither touches the other's kernels)

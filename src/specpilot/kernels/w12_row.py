@@ -95,7 +95,11 @@ BF16_ONE_ROW_TILE = 0
 # 12.6 bound, o 9.9 against 8.4, gate|up 54.9 against 50.3, down 26.2 against 25.2). At 80 two
 # programs fit an SM (shared memory: 95 kB at K 4096 with the norm, 115 kB at 12288), so the
 # next multiply's loader can ask for its first stages while this one runs; sm_90 compile: no
-# spills at K 4096, 12 bytes at 12288 with the residual. Off until measured.
+# spills at K 4096, 12 bytes at 12288 with the residual. Off: it loses. Run 325 (H100, the W12
+# decode graph back to back): 5.440 ms against 4.384 / 4.384; exit to exit gate|up 69.4 us a
+# layer against 55.0, o 12.8 against 9.5, down 29.8 against 26.2: the multiplying warps on 80
+# registers lose more than the early residency gives (q|k|v level at 16.1). A knob for the
+# tuner.
 MAXNREG = 0
 BF16_MAXNREG = 0
 
