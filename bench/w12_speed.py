@@ -319,8 +319,10 @@ W12_ARMS = {
     # launch.O_EARLY 2 since)
     "before_322": {"w12_tc.MAX_UNIT_BLOCKS": 16, "launch.O_EARLY": 0},
     # the o's and down's split sums handing the norms after them on to w12_tc (gate|up, the next
-    # q|k|v), no norm kernels between (models/fused.SPLIT_SUM_HAND, off by default)
+    # q|k|v), no norm kernels between (models/fused.SPLIT_SUM_HAND, on by default since run 325),
+    # and the norm kernels between them, as before
     "hand": {"models.fused.SPLIT_SUM_HAND": True},
+    "before_325": {"models.fused.SPLIT_SUM_HAND": False},
     # the one-row W12 kernel on at most 80 registers a thread: two programs an SM, the next
     # multiply's resident while this one runs (kernels/w12_row.MAXNREG; lost in run 325)
     "mr80": {"w12_row.MAXNREG": 80},

@@ -20,8 +20,10 @@
 #    bench/exit_spacing.py's verify and decode tables.
 # 2. Issue 7's GEMV target: w12_speed's one-row table, the engine's one-row kernel (w12_row) at
 #    each shape against the copy bandwidth (~1 min). End to end at 1k, Qwen3-8B, PAIRED rounds
-#    (default 4) over bf16 with the control, forcing on every arm: w12 (the defaults), hand and
-#    mr80 (E2E_ARMS: drop the loser of step 1).
+#    (default 4) over bf16 with the control, forcing on every arm: w12 (the defaults) and
+#    before_325 (E2E_ARMS). Step 1 ran first (graphs): hand won the verify graph (4.824 against
+#    4.927 / 4.925 ms), mr80 lost the decode (5.440 against 4.384), so SPLIT_SUM_HAND is now on
+#    by default and the e2e part weighs it against before_325 (it off).
 # Prediction (H100): hand's verify 0.10-0.20 ms under base (run 322-323: the norms 3.5-4.5 us
 # exit to exit; the multiply after the split sum gains its ramp back only partly); spec over
 # bf16 +1.5-3% with hand (1.12x -> 1.14-1.16x); AR level (one-row forwards take no split sum);
@@ -57,6 +59,6 @@ timeout 150 python3 bench/w12_speed.py --rows 1 --no-sweep --e2e 0 --out "$OUT/g
     >"$OUT/gemv.log" 2>&1
 echo "gemv rc=$?"; grep -E "w12_row|Error" "$OUT/gemv.log" | cut -c1-200
 pack
-w12_e2e e2e-1024 qwen3-8b "${E2E_ARMS:-hand,mr80}" "${PAIRED:-4}" "${E2E_S:-330}"
+w12_e2e e2e-1024 qwen3-8b "${E2E_ARMS:-before_325}" "${PAIRED:-4}" "${E2E_S:-330}"
 pack
 archive_only

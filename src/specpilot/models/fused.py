@@ -166,9 +166,12 @@ SPLIT_SUM_NORM = False
 # norm hand-off, NORM_HANDOFF_MAX_ROWS): no norm kernel between o and gate|up or between the
 # down and the next q|k|v, and the split sum keeps its many programs (run 315's SPLIT_SUM_NORM
 # lost on its one program a row). Run 322 (H100, the W12 verify graph): the norms took 3.5-4.5
-# us each from the split sum's exit, ~72 a forward. Off until measured.
-# bench/engine_speed.py --switch models.fused.SPLIT_SUM_HAND=1.
-SPLIT_SUM_HAND = False
+# us each from the split sum's exit, ~72 a forward. On since run 325 (H100, the W12 verify
+# graph back to back): 4.824 ms against 4.927 / 4.925; exit to exit over the forward the norms
+# 313 -> 3.5 us, the split sums 120 -> 369 (each now 5 us: it squares and scales too), gate|up
+# 2,051 -> 2,017; the one-row decode level (4.390 against 4.384; it takes no split sum).
+# bench/engine_speed.py --switch models.fused.SPLIT_SUM_HAND=0.
+SPLIT_SUM_HAND = True
 # How a fused draft computes its new context's keys and values: 0, in each layer, a k|v multiply
 # of the context and its write into the cache (5 small multiplies of ~8 MB in FP8 at the
 # Qwen3-8B shape, each ~8 us against ~2 at the bandwidth, run 180); 1, one multiply by every
