@@ -6,13 +6,17 @@
 # 1. Qwen3-8B's W12 verify graph (every matrix), back to back, traced: base (the defaults),
 #    nohand (SPLIT_SUM_HAND 0, run 325's base), sb256 (w12_linear.SPLIT_SUM_BLOCK 256: half
 #    the programs, two columns a thread), sw2 (SPLIT_SUM_WARPS 2: 64 threads a program, two
-#    columns each), base2; bench/exit_spacing.py's verify table.
+#    columns each), us1 (w12_tc.UNIT_SPLIT 1: o unsplit, 64 units on 64 SMs, so no split sum
+#    after it and the norm kernel back; the down keeps its 2 splits: does o alone on half the
+#    SMs read near the bandwidth? If o + the norm come near o + its split sum, a hand-off in
+#    w12_tc's own epilogue would save the split sum), base2; exit_spacing's verify table.
 # 2. Llama-3.1-8B's W12 verify graph: base, nohand, base2, and its verify table.
 # 3. End to end at 1k, Llama-3.1-8B, 2 paired rounds over bf16 with the control, token forcing
 #    on every arm: w12 (the defaults) and before_325 (SPLIT_SUM_HAND off).
 # Prediction (H100): nohand +0.08-0.12 ms on either model's verify (run 325: +0.10); sb256 and
 # sw2 within +-0.03 ms of base (the split sum's 5 us is mostly the early-launched multiply's
-# loads queued ahead of its reads, run 319's finding, not its own width); Llama spec over bf16
+# loads queued ahead of its reads, run 319's finding, not its own width); us1 +0.03 to +0.1 ms
+# (o 10.6 -> ~12-13 us, its split sum's 5.3 gone, a norm's ~4.4 back); Llama spec over bf16
 # +1-2% with the hand-off (run 325's Qwen3 paired medians 1,111 against 1,098 tok/s), AR level;
 # forcing passes on every arm.
 set -u
@@ -22,7 +26,7 @@ card
 nohand="--switch models.fused.SPLIT_SUM_HAND=0"
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
     "base|;nohand|$nohand;sb256|$(sw w12_linear.SPLIT_SUM_BLOCK=256);sw2|\
-$(sw w12_linear.SPLIT_SUM_WARPS=2);base2|" 170
+$(sw w12_linear.SPLIT_SUM_WARPS=2);us1|$(sw w12_tc.UNIT_SPLIT=1);base2|" 190
 back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
 MODEL=qwen3-8b spacing qwen3 13
 pack
