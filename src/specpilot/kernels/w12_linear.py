@@ -115,7 +115,9 @@ SPLIT_SUM_IN_KERNEL = False
 # back to back (on 2 warps: 5.022). Run 320 (with launch.WIDE_EARLY 7): 128 columns 4.805 ms
 # against 256's 4.877 / 4.875 (the down's split sum 4.1 -> 3.5 us). Run 321: end to end at 1k,
 # 4 paired rounds with forcing, W12 spec@6.55 1.135x [1.118-1.153] over bf16 with 128 and
-# WIDE_EARLY against 1.059x [1.042-1.076] before run 319. 128 since run 321.
+# WIDE_EARLY against 1.059x [1.042-1.076] before run 319. 128 since run 321. Run 326 (with
+# models/fused.SPLIT_SUM_HAND, the split sum squaring and scaling too: 5.4 / 4.7 us exit to
+# exit): 256 columns 4.868 ms, 2 warps 4.865, against 128 on 4 warps' 4.839 / 4.840.
 SPLIT_SUM_BLOCK = 128
 SPLIT_SUM_WARPS = 4
 SWITCH_RULES = {

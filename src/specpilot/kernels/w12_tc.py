@@ -98,6 +98,9 @@ MMA_VERSION = 3
 # SPLIT_K (-1: the switch UNIT_SPLIT's; 0: split_plan's choice; n: n splits, or the fewest that
 # keep units within MAX_UNIT_BLOCKS). Run 309 (H100, swizzled planes, 16 rows): unsplit q|k|v
 # 18.22 us against 24.14 with 4 splits, o level (1 or 2), down 36.25 with 3 against 35.10 with 4.
+# Run 326 (the W12 verify graph, Qwen3-8B, with the hand-off): 1 (o unsplit, 64 units on 64
+# SMs; the down keeps 2) 4.954 ms against 4.839 / 4.840: o 16.2 us exit to exit and a norm
+# kernel after it, against 10.7 and its split sum's 5.4.
 UNIT_SPLIT = 0
 # split_plan's price of a unit beyond its blocks, in blocks' time (its ring's fill and drain, its
 # partial sums' store): fitted to run 309's q|k|v (16 blocks unsplit, one wave of 96 units:
@@ -132,7 +135,9 @@ ONE_ROW = False
 # (run 319, H100: the norm 1.9 -> 3.7 us exit to exit, o's split sum 2.8 -> 5.7, while q|k|v
 # took 17.7 -> 13.9 and gate|up 57.1 -> 52.5): fewer stages ahead, less queued before them?
 # Run 320 (the W12 verify graph, back to back): PRE 1 5.000 ms, 2 4.927 against all 4's 4.877 /
-# 4.875: the norm and split sum gain less than the multiplies lose. 0 (all) stays.
+# 4.875: the norm and split sum gain less than the multiplies lose. 0 (all) stays. Run 327 (with
+# models/fused.SPLIT_SUM_HAND, the split sums the only kernels between): PRE 2 4.805 ms, 3
+# 4.732, against 4.725 / 4.726 (the split sums 5.2 -> 4.1 us at 2, the multiplies +0.6-1.4).
 PRE_STAGES = 0
 # ESC_EARLY (-1: the switch EARLY_ESCAPES's; with ESC_BATCH 4): the meta warp reads each unit's
 # escape table (the rows' lists and their first four entries: constants) before PDL's wait and

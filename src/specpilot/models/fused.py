@@ -169,7 +169,10 @@ SPLIT_SUM_NORM = False
 # us each from the split sum's exit, ~72 a forward. On since run 325 (H100, the W12 verify
 # graph back to back): 4.824 ms against 4.927 / 4.925; exit to exit over the forward the norms
 # 313 -> 3.5 us, the split sums 120 -> 369 (each now 5 us: it squares and scales too), gate|up
-# 2,051 -> 2,017; the one-row decode level (4.390 against 4.384; it takes no split sum).
+# 2,051 -> 2,017; the one-row decode level (4.390 against 4.384; it takes no split sum). Run
+# 326: Qwen3-8B 4.839 / 4.840 against 4.954 off, Llama-3.1-8B 4.767 / 4.771 against 4.837; end
+# to end (forcing passed), paired spec rounds over their before_325 rounds: Qwen3 (run 325)
+# 1,111 against 1,098 tok/s medians, Llama (run 326) +2.6% and +1.4%.
 # bench/engine_speed.py --switch models.fused.SPLIT_SUM_HAND=0.
 SPLIT_SUM_HAND = True
 # How a fused draft computes its new context's keys and values: 0, in each layer, a k|v multiply
