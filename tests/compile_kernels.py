@@ -47,6 +47,10 @@ def compile_for_hopper(fn, types: dict[str, str], consts: dict) -> None:
         wait, early = ptx.find("griddepcontrol.wait"), ptx.find("ld.global.cg")
         if not 0 <= early < wait:
             raise AssertionError("EARLY_POS but no .cg position load before griddepcontrol.wait")
+    if consts.get("EARLY_WEIGHT"):  # the norm weight's load stays ahead of the PDL wait
+        wait, load = ptx.find("griddepcontrol.wait"), ptx.find("ld.global")
+        if not 0 <= load < wait:
+            raise AssertionError("EARLY_WEIGHT but no global load before griddepcontrol.wait")
     if consts.get("PREFETCH") == 2 and "cp.async.bulk.prefetch.L2" not in ptx:
         raise AssertionError("PREFETCH=2 but no bulk L2 prefetch in the PTX")
     if ptx.count("cp.async.bulk.prefetch.L2") < consts.get("AHEAD", 0):
@@ -232,6 +236,14 @@ def cases(candidates: bool = True) -> list[tuple[str, object, dict, dict]]:
     out.append(("w12 split sum EARLY (launch.WIDE_EARLY), 256 columns",
                 w12_linear._split_sum_kernel, split_types,
                 consts | dict(PDL=True, EARLY_TRIGGER=True, BLOCK_N=256)))  # fmt: skip
+    hand_types = split_types | {"u_ptr": bf16, "hw_ptr": bf16, "sq_ptr": "*fp32"}
+    hand = dict(SPLIT_K=2, RESIDUAL=True, BLOCK_N=128, HAND_OUT=True, PAIR=True, PDL=True,
+                EARLY_TRIGGER=True)  # fmt: skip
+    out.append(("w12 split sum handing the norm on (fused.SPLIT_SUM_HAND)",
+                w12_linear._split_sum_kernel, hand_types, hand))  # fmt: skip
+    early = hand | dict(EARLY_WEIGHT=True)
+    out.append(("w12 split sum handing the norm on, its weight read early",
+                w12_linear._split_sum_kernel, hand_types, early))  # fmt: skip
     ptrs = ("qkv_ptr", "q_out_ptr", "k_cache_ptr", "v_cache_ptr", "cos_ptr", "sin_ptr", "qn_ptr")
     rope_types = {n: bf16 for n in (*ptrs, "kn_ptr")} | {"pos_ptr": "*i64", "eps": "fp32"}
     for heads in (32, 0):  # target q|k|v, drafter context k|v

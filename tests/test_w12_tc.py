@@ -250,6 +250,34 @@ def test_w12_tc_takes_a_handed_norm(where: str, m: int, swiglu: bool, split: int
 
 
 @pytest.mark.parametrize("where", BOTH)
+def test_split_sum_reads_the_norm_weight_early_to_the_same_bits(where: str, monkeypatch) -> None:
+    """w12_linear.SPLIT_SUM_EARLY_WEIGHT: the split sum that hands the norm on reads the norm
+    weight before PDL's wait (the sm_90 compile test checks where the load lands); y, u and the
+    squares are the same bits as with the weight read after y's store (interpreted: 1,024-column
+    programs, the last one part empty)."""
+    from specpilot.kernels import w12_linear
+    from specpilot.kernels.elementwise import NormAfter
+
+    m, n = 3, 1280
+    gen = torch.Generator().manual_seed(n)
+    with gluon_on(where) as device:
+        part = torch.randn(2, m, n, generator=gen).to(device)
+        residual = torch.randn(m, n, generator=gen).to(device, torch.bfloat16)
+        g = (1 + torch.rand(n, generator=gen)).to(device, torch.bfloat16)
+        outputs = []
+        for early in (False, True):
+            monkeypatch.setattr(w12_linear, "SPLIT_SUM_EARLY_WEIGHT", early)
+            norm = NormAfter(g, 1e-6, (), "pair", handed=True)
+            y = torch.empty(m, n, device=device, dtype=torch.bfloat16)
+            w12_linear.sum_splits(part, y, residual, norm)
+            outputs.append((y, norm.u, norm.squares))
+    (y, u, squares), (y_early, u_early, squares_early) = outputs
+    assert torch.equal(y_early, y) and torch.equal(u_early, u)
+    assert torch.equal(squares_early, squares)
+    assert torch.equal(y.cpu(), (part.sum(0).cpu().to(torch.bfloat16) + residual.cpu()))
+
+
+@pytest.mark.parametrize("where", BOTH)
 def test_w12_tc_marks_the_kernel_timeline(where: str) -> None:
     """Under kernels/trace.tracing the kernel writes its launch's row (w12_ws._trace_mark, from
     the multiplying warpgroup): every program's entry, first stage landed and exit, in that

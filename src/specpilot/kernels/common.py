@@ -206,9 +206,23 @@ def store_handoff(out, u_ptr, hw_ptr, sq_ptr, rm, rn, m_ok, n_ok, stride_um, str
     as its input; PAIR: at column pair_position(rn), for kernels/w12_tc) and the tile's sum of
     squares of out per row into squares[rm, slot] (fp32), which the next multiply adds up for
     the rows' 1 / RMS (`handed_rstd`)."""
+    hw = handoff_weight(hw_ptr, rn, n_ok)
+    store_handoff_with(out, hw, u_ptr, sq_ptr, rm, rn, m_ok, n_ok, stride_um, stride_sq, slot, PAIR)
+
+
+@triton.jit
+def handoff_weight(hw_ptr, rn, n_ok):
+    """The next norm's weight at columns rn (fp32), for `store_handoff_with`: a constant, which a
+    kernel may read before its PDL wait."""
+    return tl.load(hw_ptr + rn, mask=n_ok, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def store_handoff_with(out, hw, u_ptr, sq_ptr, rm, rn, m_ok, n_ok, stride_um, stride_sq, slot,
+                       PAIR: tl.constexpr = False):  # fmt: skip
+    """`store_handoff` with the norm weight's columns hw already loaded (`handoff_weight`)."""
     om = m_ok[:, None] & n_ok[None, :]
     o = out.to(tl.float32)
-    hw = tl.load(hw_ptr + rn, mask=n_ok, other=0.0).to(tl.float32)
     u = (o * hw[None, :]).to(u_ptr.dtype.element_ty)
     at = pair_position(rn) if PAIR else rn
     tl.store(u_ptr + rm[:, None] * stride_um + at[None, :], u, mask=om)

@@ -74,12 +74,14 @@ from specpilot.kernels.common import (
     dot,
     handed_rstd,
     handed_squares,
+    handoff_weight,
     input_tile,
     interpreted_tile,
     join_position,
     pdl_enter,
     row_rstd,
     store_handoff,
+    store_handoff_with,
     store_output,
     store_split,
     store_swiglu,
@@ -120,6 +122,13 @@ SPLIT_SUM_IN_KERNEL = False
 # exit): 256 columns 4.868 ms, 2 warps 4.865, against 128 on 4 warps' 4.839 / 4.840.
 SPLIT_SUM_BLOCK = 128
 SPLIT_SUM_WARPS = 4
+# Where the split sum hands the next norm on (models/fused.SPLIT_SUM_HAND), its programs read that
+# norm's weight columns before PDL's wait, while the multiply before still runs, instead of after
+# y's store (a load the compiler keeps behind the store: one more round trip to the end of each
+# program). The weight is a constant (as rope.EARLY_TABLES's tables). Run 325-327 (H100): the
+# hand-off's split sums took 4.7-5.5 us exit to exit against 1.7 without it, 72 a 16-row verify.
+# Off until measured (bench/engine_speed.py --switch kernels.w12_linear.SPLIT_SUM_EARLY_WEIGHT=1).
+SPLIT_SUM_EARLY_WEIGHT = False
 SWITCH_RULES = {
     "SPLIT_SUM_BLOCK": (lambda n: n in (128, 256, 512, 1024, 2048, 4096), "a power of 2, 128-4096"),
     "SPLIT_SUM_WARPS": (lambda n: n in (1, 2, 4, 8), "1, 2, 4 or 8"),
@@ -759,25 +768,30 @@ def _split_sum_kernel(
     RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = False,
     TRACE: tl.constexpr = 0, trace_ptr=None, clock_ptr=None, EARLY_TRIGGER: tl.constexpr = False,
     HAND_OUT: tl.constexpr = False, u_ptr=None, hw_ptr=None, sq_ptr=None, stride_um=0,
-    stride_sq=0, PAIR: tl.constexpr = False,
+    stride_sq=0, PAIR: tl.constexpr = False, EARLY_WEIGHT: tl.constexpr = False,
 ):  # fmt: skip
     """y[m] = sum of the SPLIT_K partial rows (fp32), rounded, plus the residual: the split
     kernel's epilogue. EARLY_TRIGGER: the next kernel may launch before this one's wait
     (launch.WIDE_EARLY). HAND_OUT: the next norm handed on (common.store_handoff: u in pair
-    order where PAIR, each program's squares in slot program_id(0))."""
+    order where PAIR, each program's squares in slot program_id(0)); EARLY_WEIGHT: its norm
+    weight's columns read before the PDL wait (SPLIT_SUM_EARLY_WEIGHT)."""
     trace_mark(trace_ptr, clock_ptr, 0, TRACE)
-    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, EARLY=EARLY_TRIGGER)
     rm = tl.program_id(1) + tl.arange(0, 1)
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = rm < M
     n_ok = rn < N
+    if HAND_OUT and EARLY_WEIGHT:
+        hw = handoff_weight(hw_ptr, rn, n_ok)  # a constant: asked for while the multiply runs
+    pdl_enter(PDL, trace_ptr, clock_ptr, TRACE, EARLY=EARLY_TRIGGER)
     acc = tl.zeros([1, BLOCK_N], dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
         acc += tl.load(part_ptr + s * M * N + rm[:, None] * N + rn[None, :], mask=n_ok[None, :])
     out = store_output(acc, y_ptr, res_ptr, rm, rn, m_ok, n_ok, stride_ym, stride_rm, RESIDUAL)
     if HAND_OUT:
-        store_handoff(out, u_ptr, hw_ptr, sq_ptr, rm, rn, m_ok, n_ok, stride_um, stride_sq,
-                      tl.program_id(0), PAIR)  # fmt: skip
+        if not EARLY_WEIGHT:
+            hw = handoff_weight(hw_ptr, rn, n_ok)  # (a load after y's store: one round trip)
+        store_handoff_with(out, hw, u_ptr, sq_ptr, rm, rn, m_ok, n_ok, stride_um, stride_sq,
+                           tl.program_id(0), PAIR)  # fmt: skip
     trace_mark(trace_ptr, clock_ptr, 2, TRACE)
 
 
@@ -1101,6 +1115,8 @@ def sum_splits(
     block = max(SPLIT_SUM_BLOCK, 1024) if INTERPRETED else SPLIT_SUM_BLOCK
     grid = (triton.cdiv(n, block), m)
     hand = norm.hand_arguments(y, grid[0]) if norm is not None else {}
+    if hand:
+        hand["EARLY_WEIGHT"] = SPLIT_SUM_EARLY_WEIGHT
     _split_sum_kernel[grid](
         part,
         y,
