@@ -323,6 +323,9 @@ W12_ARMS = {
     # and the norm kernels between them, as before
     "hand": {"models.fused.SPLIT_SUM_HAND": True},
     "before_325": {"models.fused.SPLIT_SUM_HAND": False},
+    # the hand-off's split sums reading the norm weight before PDL's wait
+    # (kernels/w12_linear.SPLIT_SUM_EARLY_WEIGHT, off by default)
+    "early_weight": {"w12_linear.SPLIT_SUM_EARLY_WEIGHT": True},
     # the one-row W12 kernel on at most 80 registers a thread: two programs an SM, the next
     # multiply's resident while this one runs (kernels/w12_row.MAXNREG; lost in run 325)
     "mr80": {"w12_row.MAXNREG": 80},
