@@ -318,10 +318,8 @@ W12_ARMS = {
     # a W12 o launch before its wait, as before run 322 (w12_tc.MAX_UNIT_BLOCKS 32 and
     # launch.O_EARLY 2 since)
     "before_322": {"w12_tc.MAX_UNIT_BLOCKS": 16, "launch.O_EARLY": 0},
-    # the o's and down's split sums handing the norms after them on to w12_tc (gate|up, the next
-    # q|k|v), no norm kernels between (models/fused.SPLIT_SUM_HAND, on by default since run 325),
-    # and the norm kernels between them, as before
-    "hand": {"models.fused.SPLIT_SUM_HAND": True},
+    # the norm kernels between o or the down and the multiply after them, as before run 325
+    # (since then their split sums hand the norms on to w12_tc: models/fused.SPLIT_SUM_HAND)
     "before_325": {"models.fused.SPLIT_SUM_HAND": False},
     # the hand-off's split sums reading the norm weight before PDL's wait
     # (kernels/w12_linear.SPLIT_SUM_EARLY_WEIGHT, off by default)
@@ -329,9 +327,6 @@ W12_ARMS = {
     # the one-row W12 kernel on at most 80 registers a thread: two programs an SM, the next
     # multiply's resident while this one runs (kernels/w12_row.MAXNREG; lost in run 325)
     "mr80": {"w12_row.MAXNREG": 80},
-    # both: what the defaults would be if each wins alone (the verify takes hand, the one-row
-    # forwards mr80; neither touches the other's kernels)
-    "hand_mr80": {"models.fused.SPLIT_SUM_HAND": True, "w12_row.MAXNREG": 80},
     # the same with its planes through TMA's 128-byte swizzle (w12_tc.PLANE_SWIZZLE: no bank
     # conflicts in its operand reads; runs 309-312), split_plan's K splits (since session 59: waves
     # priced with UNIT_COST_BLOCKS, q|k|v unsplit, down 4 splits)

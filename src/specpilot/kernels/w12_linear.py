@@ -1114,9 +1114,9 @@ def sum_splits(
     # (the interpreter runs programs one after another: wide ones there, the same sums)
     block = max(SPLIT_SUM_BLOCK, 1024) if INTERPRETED else SPLIT_SUM_BLOCK
     grid = (triton.cdiv(n, block), m)
-    hand = norm.hand_arguments(y, grid[0]) if norm is not None else {}
-    if hand:
-        hand["EARLY_WEIGHT"] = SPLIT_SUM_EARLY_WEIGHT
+    hand = {}
+    if norm is not None:
+        hand = norm.hand_arguments(y, grid[0]) | dict(EARLY_WEIGHT=SPLIT_SUM_EARLY_WEIGHT)
     _split_sum_kernel[grid](
         part,
         y,
