@@ -324,6 +324,9 @@ W12_ARMS = {
     # the hand-off's split sums reading the norm weight before PDL's wait
     # (kernels/w12_linear.SPLIT_SUM_EARLY_WEIGHT, off by default)
     "early_weight": {"w12_linear.SPLIT_SUM_EARLY_WEIGHT": True},
+    # w12_tc's K splits added up by each tile's last unit, the next norm handed on from there: no
+    # split-sum launch between the multiplies (kernels/w12_tc.SUM_IN_KERNEL, off by default)
+    "sum_in": {"w12_tc.SUM_IN_KERNEL": 1},
     # the one-row W12 kernel on at most 80 registers a thread: two programs an SM, the next
     # multiply's resident while this one runs (kernels/w12_row.MAXNREG; lost in run 325)
     "mr80": {"w12_row.MAXNREG": 80},

@@ -277,6 +277,48 @@ def test_split_sum_reads_the_norm_weight_early_to_the_same_bits(where: str, monk
     assert torch.equal(y.cpu(), (part.sum(0).cpu().to(torch.bfloat16) + residual.cpu()))
 
 
+@pytest.mark.parametrize("where, m, n, k, split", [
+    ("cuda", 16, 4096, 12288, 2), ("cuda", 5, 1280, 3072, 3), ("emulated", 7, 256, 1536, 3),
+    ("emulated", 3, 512, 1024, 2)])  # fmt: skip
+def test_the_split_summed_in_the_kernel_is_the_launchs_bits(where, m, n, k, split, monkeypatch):
+    """SUM_IN_KERNEL: a split tile's last unit adds the slices (a counter a tile): y is the
+    split-sum launch's, bit for bit, with the residual; where the next norm is handed on, u too,
+    and the squares (a slot a 64-row tile, not a launch program's) add up to the same sums;
+    the counters are left at zero for the next launch. A norm after that is not handed leaves
+    the sum to the launch (SPLIT_SUM_NORM's bits: the same y)."""
+    from specpilot.kernels import common
+    from specpilot.kernels.elementwise import NormAfter
+
+    gen = torch.Generator().manual_seed(n + k)
+    with gluon_on(where) as device:
+        packed = w12.encode(_weights(n, k, seed=split).to(device))
+        x = torch.randn(m, k, generator=gen).to(device, torch.bfloat16)
+        residual = torch.randn(m, n, generator=gen).to(device, torch.bfloat16)
+        g = (1 + torch.rand(n, generator=gen)).to(device, torch.bfloat16)
+        runs = {}
+        for sum_in in (0, 1):
+            monkeypatch.setattr(w12_tc, "SUM_IN_KERNEL", sum_in)
+            tile = dict(SPLIT_K=split)
+            plain = w12_tc.w12_tc_linear(x, packed, tile, residual=residual)
+            norm = NormAfter(g, 1e-6, (), "pair", handed=True)
+            handed = w12_tc.w12_tc_linear(x, packed, tile, residual=residual, norm_after=norm)
+            other = NormAfter(g, 1e-6, (), "pair")
+            normed = w12_tc.w12_tc_linear(x, packed, tile, residual=residual, norm_after=other)
+            runs[sum_in] = (plain, handed, norm, normed, other)
+        counters = common.zeroed_counters(torch.device(device), 1)
+        assert not counters.any()
+    (plain, handed, norm, normed, other), (plain_in, handed_in, norm_in, normed_in, other_in) = (
+        runs[0], runs[1])  # fmt: skip
+    assert torch.equal(plain_in, plain) and torch.equal(handed_in, handed)
+    assert torch.equal(handed_in, plain) and torch.equal(normed_in, plain)
+    assert torch.equal(norm_in.u, norm.u) and torch.equal(other_in.u, other.u)
+    assert norm_in.squares.shape == (m, -(-n // 64)) and norm.squares.shape[0] == m
+    torch.testing.assert_close(norm_in.squares.double().sum(1), norm.squares.double().sum(1),
+                               rtol=1e-5, atol=0)  # fmt: skip
+    by_tile = plain.double().square().reshape(m, -1, 64).sum(2)
+    torch.testing.assert_close(norm_in.squares.double(), by_tile, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("where", BOTH)
 def test_w12_tc_marks_the_kernel_timeline(where: str) -> None:
     """Under kernels/trace.tracing the kernel writes its launch's row (w12_ws._trace_mark, from

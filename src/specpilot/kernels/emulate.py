@@ -877,6 +877,7 @@ def _language() -> types.SimpleNamespace:
     ns.warp_specialize = _warp_specialize
     ns.thread_barrier = lambda: None
     ns.atomic_add = _atomic(torch.add)
+    ns.atomic_xchg = _atomic(lambda _old, new: new)
     ns.atomic_min, ns.atomic_max = _atomic(torch.minimum), _atomic(torch.maximum)
     return ns
 

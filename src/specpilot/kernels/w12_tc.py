@@ -55,6 +55,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from specpilot.formats.w12 import BLOCK, W12Weight
 from specpilot.kernels import launch, trace
+from specpilot.kernels.common import pair_position, zeroed_counters
 from specpilot.kernels.elementwise import NormAfter
 from specpilot.kernels.w12_linear import sum_splits
 from specpilot.kernels.w12_row import _barriers, _bf16_pair, _high_bytes, _times
@@ -77,7 +78,7 @@ from specpilot.kernels.w12_ws import (
 )
 
 TILE = dict(STAGES=4, SPLIT_K=-1, PERSISTENT=1, ESC_BATCH=4, SWIZZLE=-1, MMA=-1, BOUND=0, PRE=-1,
-            MAX_BLOCKS=-1, ESC_EARLY=-1)  # fmt: skip
+            MAX_BLOCKS=-1, ESC_EARLY=-1, SUM_IN=-1)  # fmt: skip
 # SWIZZLE (bytes, 0 or 128; -1: the switch PLANE_SWIZZLE's): the planes' rows in shared memory
 # as TMA writes them. Unswizzled, the multiplying warps' operand loads (ldmatrix: 8 rows of 16
 # bytes at once, rows 128 bytes apart) put all 8 rows in one group of 4 banks: 8-way conflicts
@@ -146,7 +147,17 @@ PRE_STAGES = 0
 # Off until measured (run 318, H100: o 13.78 us standalone with the escapes emptied against
 # 15.48, the down 33.47 against 34.11).
 EARLY_ESCAPES = 0
+# SUM_IN (-1: the switch SUM_IN_KERNEL's): a K split's tile added up by its last unit (a counter a
+# tile: every unit stores its fp32 slice, fences and counts; the one that counts last reads
+# the slices back through L2 in split order, the bits of kernels/w12_linear.sum_splits, and
+# stores y and, where the next norm is handed on, u and the tile's squares), instead of a
+# split-sum launch after the multiply. Runs 325-327 (H100, with models/fused.SPLIT_SUM_HAND):
+# that launch took 4.7-5.5 us exit to exit, 72 a 16-row verify (o's and the down's); the same
+# in w12_linear (run 275) was level when the launch took 1.7. Off until measured
+# (bench/engine_speed.py --switch kernels.w12_tc.SUM_IN_KERNEL=1).
+SUM_IN_KERNEL = 0
 SWITCH_RULES = {
+    "SUM_IN_KERNEL": (lambda n: n in (0, 1), "0 or 1"),
     "MAX_UNIT_BLOCKS": (lambda n: n in (4, 8, 16, 32), "4, 8, 16 or 32"),
     "PRE_STAGES": (lambda n: 0 <= n <= 8, "0 (all) to 8"),
     "EARLY_ESCAPES": (lambda n: n in (0, 1), "0 or 1"),
@@ -366,15 +377,61 @@ def _handed_rstd(hand, m, k, PDL: gl.constexpr, SLOTS: gl.constexpr, layout: gl.
 
 
 @gluon.jit
+def _counted_last(count_ptr, any_tensor, SPLITS: gl.constexpr, FENCE: gl.constexpr):
+    """After the warpgroup stored its unit's slice: count it on the tile's counter and return
+    whether it is the tile's last of SPLITS (kernels/common.count_done's order: a fence in each
+    thread, the warpgroup's barrier, one acq_rel atomic)."""
+    if FENCE:
+        gl.inline_asm_elementwise("fence.acq_rel.gpu; mov.u32 $0, $1;", "=r,r", [any_tensor],
+                                  dtype=gl.int32, is_pure=False, pack=1)  # fmt: skip
+    gl.thread_barrier()
+    return gl.atomic_add(count_ptr, 1, sem="acq_rel", scope="gpu") == SPLITS - 1
+
+
+@gluon.jit
+def _sum_tile(rows, in_rows, tile, m, output, summed, layout: gl.constexpr,
+              SPLITS: gl.constexpr, RESIDUAL: gl.constexpr, HAND_OUT: gl.constexpr):  # fmt: skip
+    """The tile's last unit (SUM_IN): y = its SPLITS fp32 slices added in split order (read
+    through L2), rounded, plus the residual (kernels/w12_linear.sum_splits's bits); HAND_OUT: the
+    next norm handed on as that launch's (kernels/common.store_handoff_with, u in pair order),
+    the tile's sums of squares in slot `tile`. Then the tile's counter back to 0."""
+    part_ptr, stride_y, stride_split, res_ptr, stride_r = output
+    y_ptr, count_ptr, u_ptr, hw_ptr, sq_ptr, stride_u, stride_sq = summed
+    tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, layout))
+    mask = in_rows[:, None] & (tokens[None, :] < m)
+    at = tokens[None, :] * stride_y + rows[:, None]
+    total = gl.zeros([RW, 16], gl.float32, layout)
+    for s in gl.static_range(SPLITS):
+        total += gl.load(part_ptr + s * stride_split + at, mask=mask, other=0.0,
+                         cache_modifier=".cg")  # fmt: skip
+    y = total.to(gl.bfloat16)
+    if RESIDUAL:
+        res = gl.load(res_ptr + tokens[None, :] * stride_r + rows[:, None], mask=mask)
+        y = (y.to(gl.float32) + res.to(gl.float32)).to(gl.bfloat16)
+    gl.store(y_ptr + at, y, mask=mask)
+    if HAND_OUT:
+        o = y.to(gl.float32)
+        hw = gl.load(hw_ptr + rows, mask=in_rows, other=0.0).to(gl.float32)
+        u = (o * hw[:, None]).to(gl.bfloat16)
+        gl.store(u_ptr + tokens[None, :] * stride_u + pair_position(rows)[:, None], u, mask=mask)
+        squares = gl.sum(gl.where(mask, o * o, 0.0), axis=0)
+        gl.store(sq_ptr + tokens * stride_sq + tile, squares, mask=tokens < m)
+    gl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")
+
+
+@gluon.jit
 def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE: gl.constexpr,
                 PDL: gl.constexpr, MMA: gl.constexpr, BOUND: gl.constexpr, marks,
-                TRACE: gl.constexpr, hand, k, HAND_IN: gl.constexpr = 0):  # fmt: skip
+                TRACE: gl.constexpr, hand, k, HAND_IN: gl.constexpr = 0, summed=None,
+                SUM_IN: gl.constexpr = (0, 1, False, False)):  # fmt: skip
     """The default partition (one warpgroup): each unit's blocks (`_block_products`), its
     escapes, the store (w12_ws's `_store`). marks, TRACE: the kernel timeline's
     (kernels/trace.py, w12_ws._trace_mark): the program's entry, its first stage landed (its
     input copied after PDL's wait), its exit. HAND_IN (the squares' slots, a power of 2; 0:
     none): the input is a handed norm's u, each unit's sums scaled by the tokens' 1 / RMS
-    (`_handed_rstd`, read once a program) before the store."""
+    (`_handed_rstd`, read once a program) before the store. SUM_IN (on, splits, HAND_OUT,
+    FENCE): a split tile's last unit adds its slices (`_sum_tile`; summed: y, the counters and
+    the hand-off's u, norm weight, squares and strides)."""
     _trace_mark(marks, 0, TRACE)
     low_buf, code_buf, x_buf, scale_buf, esc_buf = bufs
     ready, empty, scale_ready, esc_ready, meta_empty = bars
@@ -410,6 +467,11 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
         rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, acc.type.layout))
         _grid_wait(PDL)  # (the residual, and y's memory, the kernel before's to finish with)
         _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
+        if SUM_IN[0]:
+            tile = u % work[1]
+            if _counted_last(summed[1] + tile, rows, SUM_IN[1], SUM_IN[3]):
+                _sum_tile(rows, in_rows, tile, m, output, summed, acc_layout, SUM_IN[1],
+                          EPILOGUE[1], SUM_IN[2])  # fmt: skip
         j += 1
     _trace_mark(marks, 2, TRACE)
 
@@ -425,9 +487,13 @@ def _w12_tc_kernel(
     BOUND: gl.constexpr = 0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
     PRE: gl.constexpr = 0, MAX_BLOCKS: gl.constexpr = 16, ESC_EARLY: gl.constexpr = False,
     HAND_IN: gl.constexpr = 0, sq_ptr=None, stride_sq=0, slots=0, eps=0.0,
+    SUM_IN: gl.constexpr = False, HAND_OUT: gl.constexpr = False, FENCE: gl.constexpr = False,
+    sum_ptr=None, count_ptr=None, u_ptr=None, hw_ptr=None, sq_out_ptr=None, stride_um=0,
+    stride_sq_out=0,
 ):  # fmt: skip
     """Each program takes units pid, pid + programs, ...; the partitions run on across them.
-    HAND_IN: the multiplier's (a handed norm's squares)."""
+    HAND_IN: the multiplier's (a handed norm's squares); SUM_IN, HAND_OUT, FENCE: its in-kernel
+    split sum's (y at sum_ptr, the tiles' counters, the next norm handed on)."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
     half: gl.constexpr = WBLOCK // 2
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, RW, half], low_desc.layout)
@@ -446,7 +512,9 @@ def _w12_tc_kernel(
                            (ready, empty, scale_ready, esc_ready, meta_empty), work, n, m,
                            (y_ptr, stride_y, stride_split, res_ptr, stride_r), SPLIT_K > 1,
                            (SWIGLU, RESIDUAL, Y_PAIR), PDL, MMA, BOUND, (trace_ptr, clock_ptr),
-                           TRACE, (sq_ptr, stride_sq, slots, eps), k, HAND_IN)),
+                           TRACE, (sq_ptr, stride_sq, slots, eps), k, HAND_IN,
+                           (sum_ptr, count_ptr, u_ptr, hw_ptr, sq_out_ptr, stride_um,
+                            stride_sq_out), (SUM_IN, SPLIT_K, HAND_OUT, FENCE))),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, SWIGLU, ESC_BATCH, PDL, ESC_EARLY)),
@@ -565,7 +633,8 @@ def w12_tc_linear(
     xd = TensorDescriptor.from_tensor(xp, [16, BLOCK // 4], x_layout)
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     out = y if splits == 1 else torch.empty(splits, m, n, device=x.device, dtype=torch.float32)
-    res = residual.contiguous() if residual is not None and splits == 1 else y
+    summed = _summed_arguments(y, tiles, splits, cfg["SUM_IN"], residual, norm_after)
+    res = residual.contiguous() if residual is not None and (splits == 1 or summed) else y
     units = tiles * splits
     grid = (min(units, sms * cfg["PERSISTENT"]) if cfg["PERSISTENT"] else units,)
     launched = launch.pdl(x, multiply=True, programs=grid[0])
@@ -575,13 +644,39 @@ def w12_tc_linear(
         weight.base.shape[1], y.stride(0), m * n, res.stride(0), STAGES=cfg["STAGES"],
         SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu), MMA=cfg["MMA"],
         BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=most, ESC_EARLY=bool(cfg["ESC_EARLY"]),
-        RESIDUAL=residual is not None and splits == 1, Y_PAIR=y_order == "pair",
+        RESIDUAL=residual is not None and (splits == 1 or bool(summed)), Y_PAIR=y_order == "pair",
         PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4, **hand,
         **trace.arguments(x, "w12_tc", grid[0], bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
+        **summed,
     )  # fmt: skip
-    if splits > 1:
+    if splits > 1 and not summed:
         sum_splits(out, y, residual, norm_after)
     return y
+
+
+def _summed_arguments(
+    y: torch.Tensor,
+    tiles: int,
+    splits: int,
+    sum_in: int,
+    residual: torch.Tensor | None,
+    norm_after: NormAfter | None,
+) -> dict:
+    """The launch's keywords for a K split added up in the kernel (SUM_IN): y, the tiles'
+    counters and, where the norm after is handed on (the only norm the kernel writes), its u
+    and squares [M, tiles]; {} where the split (if any) is left to a split-sum launch: no
+    split, SUM_IN off, or a norm after that is not handed (SPLIT_SUM_NORM's)."""
+    norm = norm_after if residual is not None else None
+    if splits == 1 or not sum_in or (norm is not None and not norm.handed):
+        return {}
+    out = dict(SUM_IN=True, sum_ptr=y, count_ptr=zeroed_counters(y.device, tiles),
+               FENCE=y.is_cuda)  # fmt: skip
+    if norm is not None:
+        hand = norm.hand_arguments(y, tiles)
+        out |= dict(HAND_OUT=True, u_ptr=hand["u_ptr"], hw_ptr=hand["hw_ptr"],
+                    sq_out_ptr=hand["sq_ptr"], stride_um=hand["stride_um"],
+                    stride_sq_out=hand["stride_sq"])  # fmt: skip
+    return out
 
 
 def _handed_arguments(x: torch.Tensor, x_order: str, handed: NormAfter | None) -> dict:
@@ -602,9 +697,10 @@ def _handed_arguments(x: torch.Tensor, x_order: str, handed: NormAfter | None) -
 def _resolved(cfg: dict) -> dict:
     """A tile with its -1 keys taken from the switches (SWIZZLE: PLANE_SWIZZLE, MMA:
     MMA_VERSION, SPLIT_K: UNIT_SPLIT, PRE: PRE_STAGES, MAX_BLOCKS: MAX_UNIT_BLOCKS, ESC_EARLY:
-    EARLY_ESCAPES), checked."""
+    EARLY_ESCAPES, SUM_IN: SUM_IN_KERNEL), checked."""
     switches = dict(MMA=MMA_VERSION, SPLIT_K=UNIT_SPLIT, PRE=PRE_STAGES,
-                    MAX_BLOCKS=MAX_UNIT_BLOCKS, ESC_EARLY=EARLY_ESCAPES)  # fmt: skip
+                    MAX_BLOCKS=MAX_UNIT_BLOCKS, ESC_EARLY=EARLY_ESCAPES,
+                    SUM_IN=SUM_IN_KERNEL)  # fmt: skip
     out = cfg | {key: value for key, value in switches.items() if cfg[key] == -1}
     allowed, which = SWITCH_RULES["MAX_UNIT_BLOCKS"]  # (the scale words' shape: powers of 2)
     if not allowed(out["MAX_BLOCKS"]):
@@ -622,10 +718,11 @@ def _resolved(cfg: dict) -> dict:
 
 def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
                  split: int = 1, y_pair: bool = False, pdl: bool = False,
-                 traced: bool = False, hand_in: int = 0):  # fmt: skip
+                 traced: bool = False, hand_in: int = 0, sum_in: int = 0):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel); pdl: with
     programmatic dependent launch's waits; traced: with the kernel timeline's marks; hand_in: a
-    handed norm's squares of that many slots (a power of 2)."""
+    handed norm's squares of that many slots (a power of 2); sum_in (with a split): 1 the split
+    added up in the kernel, 2 and the next norm handed on from there."""
     from specpilot.kernels import aot
 
     cfg = _resolved(TILE | (tile or {}))
@@ -640,9 +737,14 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
     ) | (dict(trace_ptr="*i64", clock_ptr="*i64") if traced else {})  # fmt: skip
     if hand_in:
         types |= dict(sq_ptr="*fp32", eps="fp32")
+    if sum_in:
+        types |= dict(sum_ptr="*bf16", count_ptr="*i32", res_ptr="*bf16")
+    if sum_in == 2:
+        types |= dict(u_ptr="*bf16", hw_ptr="*bf16", sq_out_ptr="*fp32")
     consts = dict(STAGES=cfg["STAGES"], SPLIT_K=split, ESC_BATCH=cfg["ESC_BATCH"], MMA=cfg["MMA"],
                   BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=cfg["MAX_BLOCKS"],
                   ESC_EARLY=bool(cfg["ESC_EARLY"]),
                   SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, PDL=pdl,
-                  TRACE=int(traced), HAND_IN=hand_in, num_warps=4)  # fmt: skip
+                  TRACE=int(traced), HAND_IN=hand_in, SUM_IN=bool(sum_in),
+                  HAND_OUT=sum_in == 2, FENCE=bool(sum_in), num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)
