@@ -70,7 +70,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     kernel timeline's marks) with SwiGLU and with a split; units of up to 32 blocks (their
     scale words' 32 kB; the default since run 322), with 4 and 5 stages (6 stages fit with 16
     blocks only: 238,004 bytes at 32); taking a handed norm's squares (32 slots: SwiGLU in pair
-    order, plain; 1 slot with a split, traced)."""
+    order, plain; 1 slot with a split, traced); a split added up in the kernel (SUM_IN: the
+    next norm handed on from there; traced, taking a handed norm's 64 slots)."""
     cases = [({}, False, False, 1), ({}, True, False, 1), ({}, False, True, 1),
              ({}, False, False, 4), (dict(STAGES=6, MAX_BLOCKS=16), False, False, 1),
              ({}, True, False, 1, True), ({}, True, False, 1, True, True),
@@ -85,7 +86,9 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              (dict(MAX_BLOCKS=32, STAGES=5), False, True, 2),
              (dict(ESC_EARLY=1), False, True, 1, False, True),
              ({}, True, False, 1, True, True, False, 32), ({}, False, False, 1, False, True,
-             False, 32), ({}, False, False, 2, False, True, True, 1)]  # fmt: skip
+             False, 32), ({}, False, False, 2, False, True, True, 1),
+             (dict(MAX_BLOCKS=32), False, True, 2, False, True, False, 0, 2),
+             ({}, False, True, 3, False, True, True, 64, 1)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tc; "
     code += f"print(json.dumps([aot.usage(w12_tc.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):

@@ -127,8 +127,12 @@ SPLIT_SUM_WARPS = 4
 # y's store (a load the compiler keeps behind the store: one more round trip to the end of each
 # program). The weight is a constant (as rope.EARLY_TABLES's tables). Run 325-327 (H100): the
 # hand-off's split sums took 4.7-5.5 us exit to exit against 1.7 without it, 72 a 16-row verify.
-# Off until measured (bench/engine_speed.py --switch kernels.w12_linear.SPLIT_SUM_EARLY_WEIGHT=1).
-SPLIT_SUM_EARLY_WEIGHT = False
+# Run 328 (H100, the W12 verify graph back to back): 4.697 ms against 4.720 / 4.722 (o's split sum
+# 5.07 -> 3.70 us, the down's 4.30 -> 2.96; the q|k|v after it +1.2); on one warp as well, 4.726.
+# End to end at 1k, paired with token forcing: W12 spec@6.55 1.150x [1.146-1.153] over bf16
+# against 1.142x [1.139-1.145] (Qwen3-8B, 4 rounds), 1.137x [1.132-1.145] against 1.128x
+# [1.124-1.133] (Llama-3.1-8B, 3); AR level. On since run 328.
+SPLIT_SUM_EARLY_WEIGHT = True
 SWITCH_RULES = {
     "SPLIT_SUM_BLOCK": (lambda n: n in (128, 256, 512, 1024, 2048, 4096), "a power of 2, 128-4096"),
     "SPLIT_SUM_WARPS": (lambda n: n in (1, 2, 4, 8), "1, 2, 4 or 8"),

@@ -153,8 +153,10 @@ EARLY_ESCAPES = 0
 # stores y and, where the next norm is handed on, u and the tile's squares), instead of a
 # split-sum launch after the multiply. Runs 325-327 (H100, with models/fused.SPLIT_SUM_HAND):
 # that launch took 4.7-5.5 us exit to exit, 72 a 16-row verify (o's and the down's); the same
-# in w12_linear (run 275) was level when the launch took 1.7. Off until measured
-# (bench/engine_speed.py --switch kernels.w12_tc.SUM_IN_KERNEL=1).
+# in w12_linear (run 275) was level when the launch took 1.7. Run 328 (H100, the W12 verify graph
+# back to back): 4.753 ms against 4.720 / 4.722: the launches went (5.1 and 4.3 us exit to exit)
+# but o took 10.75 -> 14.91 us and the down 26.08 -> 31.06: each tile's last unit reads its
+# slices back and stores after all the others, the kernel's tail ~4-5 us longer. Off.
 SUM_IN_KERNEL = 0
 SWITCH_RULES = {
     "SUM_IN_KERNEL": (lambda n: n in (0, 1), "0 or 1"),
@@ -389,14 +391,35 @@ def _counted_last(count_ptr, any_tensor, SPLITS: gl.constexpr, FENCE: gl.constex
 
 
 @gluon.jit
-def _sum_tile(rows, in_rows, tile, m, output, summed, layout: gl.constexpr,
+def _sum_inputs(rows, in_rows, m, output, summed, layout: gl.constexpr, RESIDUAL: gl.constexpr,
+                HAND_OUT: gl.constexpr):  # fmt: skip
+    """What a tile's last unit adds besides the slices, read by every unit before it stores and
+    counts (so that the last one's sum waits on no load of them): the residual [64, 16] (fp32;
+    zeros without one) and the next norm's weight at the rows (fp32; zeros without HAND_OUT)."""
+    _, _, _, res_ptr, stride_r = output
+    hw_ptr = summed[3]
+    tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, layout))
+    mask = in_rows[:, None] & (tokens[None, :] < m)
+    res = gl.zeros([RW, 16], gl.float32, layout)
+    if RESIDUAL:
+        res = gl.load(res_ptr + tokens[None, :] * stride_r + rows[:, None], mask=mask,
+                      other=0.0).to(gl.float32)  # fmt: skip
+    hw = gl.zeros([RW], gl.float32, gl.SliceLayout(1, layout))
+    if HAND_OUT:
+        hw = gl.load(hw_ptr + rows, mask=in_rows, other=0.0).to(gl.float32)
+    return res, hw
+
+
+@gluon.jit
+def _sum_tile(rows, in_rows, tile, m, output, summed, res, hw, layout: gl.constexpr,
               SPLITS: gl.constexpr, RESIDUAL: gl.constexpr, HAND_OUT: gl.constexpr):  # fmt: skip
     """The tile's last unit (SUM_IN): y = its SPLITS fp32 slices added in split order (read
     through L2), rounded, plus the residual (kernels/w12_linear.sum_splits's bits); HAND_OUT: the
     next norm handed on as that launch's (kernels/common.store_handoff_with, u in pair order),
-    the tile's sums of squares in slot `tile`. Then the tile's counter back to 0."""
-    part_ptr, stride_y, stride_split, res_ptr, stride_r = output
-    y_ptr, count_ptr, u_ptr, hw_ptr, sq_ptr, stride_u, stride_sq = summed
+    the tile's sums of squares in slot `tile`. res, hw: `_sum_inputs`'. Then the tile's counter
+    back to 0."""
+    part_ptr, stride_y, stride_split, _, _ = output
+    y_ptr, count_ptr, u_ptr, _, sq_ptr, stride_u, stride_sq = summed
     tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, layout))
     mask = in_rows[:, None] & (tokens[None, :] < m)
     at = tokens[None, :] * stride_y + rows[:, None]
@@ -406,12 +429,10 @@ def _sum_tile(rows, in_rows, tile, m, output, summed, layout: gl.constexpr,
                          cache_modifier=".cg")  # fmt: skip
     y = total.to(gl.bfloat16)
     if RESIDUAL:
-        res = gl.load(res_ptr + tokens[None, :] * stride_r + rows[:, None], mask=mask)
-        y = (y.to(gl.float32) + res.to(gl.float32)).to(gl.bfloat16)
+        y = (y.to(gl.float32) + res).to(gl.bfloat16)
     gl.store(y_ptr + at, y, mask=mask)
     if HAND_OUT:
         o = y.to(gl.float32)
-        hw = gl.load(hw_ptr + rows, mask=in_rows, other=0.0).to(gl.float32)
         u = (o * hw[:, None]).to(gl.bfloat16)
         gl.store(u_ptr + tokens[None, :] * stride_u + pair_position(rows)[:, None], u, mask=mask)
         squares = gl.sum(gl.where(mask, o * o, 0.0), axis=0)
@@ -466,12 +487,15 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
             acc = acc * rstd[None, :]
         rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, acc.type.layout))
         _grid_wait(PDL)  # (the residual, and y's memory, the kernel before's to finish with)
+        if SUM_IN[0]:
+            res, hw = _sum_inputs(rows, in_rows, m, output, summed, acc_layout, EPILOGUE[1],
+                                  SUM_IN[2])  # fmt: skip
         _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
         if SUM_IN[0]:
             tile = u % work[1]
             if _counted_last(summed[1] + tile, rows, SUM_IN[1], SUM_IN[3]):
-                _sum_tile(rows, in_rows, tile, m, output, summed, acc_layout, SUM_IN[1],
-                          EPILOGUE[1], SUM_IN[2])  # fmt: skip
+                _sum_tile(rows, in_rows, tile, m, output, summed, res, hw, acc_layout,
+                          SUM_IN[1], EPILOGUE[1], SUM_IN[2])  # fmt: skip
         j += 1
     _trace_mark(marks, 2, TRACE)
 
