@@ -126,11 +126,11 @@ def test_the_operand_reads_are_free_of_bank_conflicts_only_with_the_swizzle(monk
 
 
 def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
-    """SWIZZLE, MMA, SPLIT_K, PRE, MAX_BLOCKS and ESC_EARLY -1 (the default tile's) take the
-    switches PLANE_SWIZZLE, MMA_VERSION, UNIT_SPLIT, PRE_STAGES, MAX_UNIT_BLOCKS and
-    EARLY_ESCAPES (128 since run 314, 3 (wgmma), 0 (split_plan's choice), 0 (all stages), 32
-    since run 322, and 0); a tile's own values stay."""
-    defaults = dict(SWIZZLE=128, MMA=3, SPLIT_K=0, PRE=0, MAX_BLOCKS=32, ESC_EARLY=0)
+    """SWIZZLE, MMA, SPLIT_K, PRE, MAX_BLOCKS, ESC_EARLY and SUM_IN -1 (the default tile's) take
+    the switches PLANE_SWIZZLE, MMA_VERSION, UNIT_SPLIT, PRE_STAGES, MAX_UNIT_BLOCKS,
+    EARLY_ESCAPES and SUM_IN_KERNEL (128 since run 314, 3 (wgmma), 0 (split_plan's choice), 0
+    (all stages), 32 since run 322, 0, and 0: lost in run 328); a tile's own values stay."""
+    defaults = dict(SWIZZLE=128, MMA=3, SPLIT_K=0, PRE=0, MAX_BLOCKS=32, ESC_EARLY=0, SUM_IN=0)
     assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | defaults
     monkeypatch.setattr(w12_tc, "PLANE_SWIZZLE", 0)
     monkeypatch.setattr(w12_tc, "MMA_VERSION", 2)
@@ -138,7 +138,8 @@ def test_the_switches_fill_a_tiles_open_keys(monkeypatch) -> None:
     monkeypatch.setattr(w12_tc, "PRE_STAGES", 2)
     monkeypatch.setattr(w12_tc, "MAX_UNIT_BLOCKS", 16)
     monkeypatch.setattr(w12_tc, "EARLY_ESCAPES", 1)
-    switched = dict(SWIZZLE=0, MMA=2, SPLIT_K=1, PRE=2, MAX_BLOCKS=16, ESC_EARLY=1)
+    monkeypatch.setattr(w12_tc, "SUM_IN_KERNEL", 1)
+    switched = dict(SWIZZLE=0, MMA=2, SPLIT_K=1, PRE=2, MAX_BLOCKS=16, ESC_EARLY=1, SUM_IN=1)
     assert w12_tc._resolved(w12_tc.TILE) == w12_tc.TILE | switched
     for bad, value, words in (("PRE", 5, "PRE is 0 .all. to STAGES .4., not 5"),
                               ("MAX_BLOCKS", 24, "4, 8, 16 or 32, not 24"),
