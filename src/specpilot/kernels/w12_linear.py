@@ -119,7 +119,9 @@ SPLIT_SUM_IN_KERNEL = False
 # 4 paired rounds with forcing, W12 spec@6.55 1.135x [1.118-1.153] over bf16 with 128 and
 # WIDE_EARLY against 1.059x [1.042-1.076] before run 319. 128 since run 321. Run 326 (with
 # models/fused.SPLIT_SUM_HAND, the split sum squaring and scaling too: 5.4 / 4.7 us exit to
-# exit): 256 columns 4.868 ms, 2 warps 4.865, against 128 on 4 warps' 4.839 / 4.840.
+# exit): 256 columns 4.868 ms, 2 warps 4.865, against 128 on 4 warps' 4.839 / 4.840. Run 329
+# (with SPLIT_SUM_EARLY_WEIGHT): 256 columns 4.747 against 4.675 / 4.675 (o's split sum 2.9 ->
+# 5.7 us); run 328: 1 warp 4.726 against 4.697.
 SPLIT_SUM_BLOCK = 128
 SPLIT_SUM_WARPS = 4
 # Where the split sum hands the next norm on (models/fused.SPLIT_SUM_HAND), its programs read that

@@ -156,7 +156,11 @@ EARLY_ESCAPES = 0
 # in w12_linear (run 275) was level when the launch took 1.7. Run 328 (H100, the W12 verify graph
 # back to back): 4.753 ms against 4.720 / 4.722: the launches went (5.1 and 4.3 us exit to exit)
 # but o took 10.75 -> 14.91 us and the down 26.08 -> 31.06: each tile's last unit reads its
-# slices back and stores after all the others, the kernel's tail ~4-5 us longer. Off.
+# slices back and stores after all the others, the kernel's tail ~4-5 us longer. Run 329 (every
+# unit reading the residual and the norm weight before its count, `_sum_inputs`): 4.757 ms
+# against 4.675 / 4.675 (the split sums now 2.9 / 2.75 us with SPLIT_SUM_EARLY_WEIGHT; o 10.58
+# -> 14.96, the down 25.87 -> 30.43): the loads were not the cost; every unit's fence and
+# count at its end, and the last one's slices and stores, are. Off.
 SUM_IN_KERNEL = 0
 SWITCH_RULES = {
     "SUM_IN_KERNEL": (lambda n: n in (0, 1), "0 or 1"),
