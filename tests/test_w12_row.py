@@ -337,6 +337,36 @@ def test_w12_row_norm_prologue(where: str, n: int, k: int) -> None:
             close_columns(y.float(), ref.float(), 4)
 
 
+@pytest.mark.parametrize("where", BOTH)
+def test_the_norm_bound_multiplies_x_as_it_is(where: str, monkeypatch) -> None:
+    """BOUND 4 (NORM_BOUND: a bound for the decode graph's timeline): a launch with a norm
+    weight leaves the prologue out, its products those of x unnormed, bit for bit as a launch
+    without the norm (W12 with X32 or not, its escapes too; bf16_row_linear); BOUND 4 without a
+    norm weight, or a BOUND of other bits, is refused."""
+    k = 1152
+    gen = torch.Generator().manual_seed(k)
+    with gluon_on(where) as device:
+        w = _weights(64, k, seed=3).to(device)
+        packed = w12.encode(w)
+        x = (3 * torch.randn(1, k, generator=gen)).to(device, torch.bfloat16)
+        nw = (torch.rand(k, generator=gen) + 0.5).to(device, torch.bfloat16)
+        for tile in ({}, dict(X32=1)):
+            plain = w12_row.w12_row_linear(x, packed, tile)
+            bound = w12_row.w12_row_linear(x, packed, tile | dict(BOUND=4), norm_weight=nw)
+            assert torch.equal(bound, plain)
+        normed = w12_row.w12_row_linear(x, packed, norm_weight=nw)
+        assert not torch.equal(normed, plain)
+        monkeypatch.setattr(w12_row, "NORM_BOUND", 1)
+        assert torch.equal(w12_row.w12_row_linear(x, packed, norm_weight=nw), plain)
+        wb = w.to(torch.bfloat16)
+        assert torch.equal(w12_row.bf16_row_linear(x, wb, norm_weight=nw),
+                           w12_row.bf16_row_linear(x, wb))  # fmt: skip
+        monkeypatch.setattr(w12_row, "NORM_BOUND", 0)
+        for bad in (dict(BOUND=4), dict(BOUND=1)):
+            with pytest.raises(ValueError, match="BOUND is a sum"):
+                w12_row.w12_row_linear(x, packed, bad)
+
+
 def test_small_multiplies_take_their_own_tile(monkeypatch) -> None:
     """ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: q|k|v's and o's N x K (at most
     SMALL_WEIGHTS) on that tile, gate|up's and down's on the main one; -1 leaves every shape on

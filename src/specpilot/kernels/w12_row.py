@@ -32,7 +32,8 @@ BLOCK_N 16 Qwen3-8B's shapes have 256-1,536 tiles (97% of the last wave busy).
 
 BOUND (a bound, wrong products, bench/w12_join.py --row): 8 the loader's copies alone (each stage
 reissued once its copies landed, no consumer waited on), 2 the hand-off alone (the multiplying
-warps wait for each stage and free it, reading nothing).
+warps wait for each stage and free it, reading nothing), 4 (NORM) the norm prologue left out:
+the products of x as it is, the norm weight copied but unread (what the prologue costs).
 
 CUDA sm_90 only. tests/test_w12_row.py emulates the bit work on the CPU (every weight back, bit
 for bit), compiles the kernel for sm_90a, runs the kernel's own code on kernels/emulate.py (the
@@ -122,7 +123,23 @@ ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
 # o). Run 306's kernel timeline (H100, W12 decode): q|k|v 15.60 us against a 12.64 bound, o
 # 11.07 against 8.43, where gate|up and down run within 8% and 2% of theirs.
 ONE_ROW_SMALL_TILE = -1
+# NORM_BOUND (a bound: wrong outputs): 1 gives every launch with a norm prologue BOUND 4, the
+# norm left out, so that a decode graph's exit-to-exit times tell the prologue's cost. Run 329's
+# W12 decode (H100, us a layer, from the PDL wait to the exit): q|k|v 15.26 against a 12.6
+# bound and gate|up 53.17 against 50.3 (both with the prologue), o 8.37 against 8.4 and the
+# down 25.17 against 25.2 (neither). If the prologue is the difference, handing the norm on
+# (the producer's epilogue writing the squares, or x times the norm weight with the 1 / RMS
+# applied to the sums, as the verify's split sums do) is worth ~0.2 ms a decode.
+NORM_BOUND = 0
 BF16_ONE_ROW_SMALL_TILE = -1
+# NORM_BOUND (a bound: wrong outputs): 1 gives every launch with a norm prologue BOUND 4, the
+# norm left out, so that a decode graph's exit-to-exit times tell the prologue's cost. Run 329's
+# W12 decode (H100, us a layer, from the PDL wait to the exit): q|k|v 15.26 against a 12.6
+# bound and gate|up 53.17 against 50.3 (both with the prologue), o 8.37 against 8.4 and the
+# down 25.17 against 25.2 (neither). If the prologue is the difference, handing the norm on
+# (the producer's epilogue writing the squares, or x times the norm weight with the 1 / RMS
+# applied to the sums, as the verify's split sums do) is worth ~0.2 ms a decode.
+NORM_BOUND = 0
 SMALL_WEIGHTS = 6144 * 4096
 SHARED_LIMIT = 220 * 1024  # bytes of shared memory a tile may take (Hopper: 227 kB an SM)
 _TILE_INDEX = (lambda n: 0 <= n < len(ROW_TILES), f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})")
@@ -140,6 +157,7 @@ SWITCH_RULES = {
     "BF16_ONE_ROW_TILE": _TILE_INDEX,
     "ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "BF16_ONE_ROW_SMALL_TILE": _SMALL_INDEX,
+    "NORM_BOUND": (lambda n: n in (0, 1), "0 or 1 (a bound: wrong outputs)"),
 }
 # FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
 # has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)
@@ -456,7 +474,7 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
     _grid_wait(PDL)  # (before its stores)
     _trace_mark(marks, 1, TRACE)
     mbarrier.wait(x_ready, 0)
-    if NORM:
+    if NORM and (BOUND & 4) == 0:
         nw_buf, rstd_buf, norm_ready, k, eps = norm
         rstd = _normed_input(x_buf, nw_buf, k, eps, XB, num_warps, x_read)
         one: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
@@ -478,7 +496,7 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
         for st in range(n_stages * ((BOUND & 8) == 0)):
             s = c % STAGES
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
-            if BOUND == 0:
+            if (BOUND & 2) == 0:
                 for b in gl.static_range(SB):
                     if BF16:
                         acc = _bf16_block(acc, bufs, s * SB + b, st * SB + b, words)
@@ -571,7 +589,7 @@ def _w12_row_kernel(
                            (trace_ptr, clock_ptr), TRACE)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
-                     x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM)),
+                     x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM and (BOUND & 4) == 0)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
                        (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND, PDL,
                        norm_loader, NORM, False)),
@@ -761,6 +779,10 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
     unknown = set(cfg) - set(TILE)
     if unknown:
         raise ValueError(f"{what}: unknown tile keys {sorted(unknown)}")
+    if NORM_BOUND and norm_weight is not None:
+        cfg["BOUND"] |= 4
+    if cfg["BOUND"] & ~14 or (cfg["BOUND"] & 4 and norm_weight is None):
+        raise ValueError(f"{what}: BOUND is a sum of 2, 4 (with a norm) and 8, not {cfg['BOUND']}")
     if x.shape != (1, k) or x.dtype != torch.bfloat16 or not launch.gluon_device(x):
         raise ValueError(f"{what} wants x [1, {k}] bf16 on CUDA, got {tuple(x.shape)} "
                          f"{x.dtype} on {x.device}")  # fmt: skip
