@@ -367,6 +367,31 @@ def test_the_norm_bound_multiplies_x_as_it_is(where: str, monkeypatch) -> None:
                 w12_row.w12_row_linear(x, packed, bad)
 
 
+@pytest.mark.parametrize("where, pdl", [("cuda", False), ("emulated", False), ("emulated", True)])
+def test_the_norm_weight_copied_first_gives_the_same_bits(where: str, pdl: bool,
+                                                          monkeypatch) -> None:  # fmt: skip
+    """NORM_WEIGHT_EARLY: the prologue's norm weight copied before the ring's first stages and
+    PDL's wait (x's barrier expecting both copies' bytes at once): the same bits as copied beside
+    x, W12 (K 1,152 and a ring fuller than the program's stages; SwiGLU) and bf16, with and
+    without PDL's branches."""
+    gen = torch.Generator().manual_seed(7)
+    with gluon_on(where, pdl=pdl) as device:
+        for k in (1152, 4096):
+            w = _weights(64, k, seed=k).to(device)
+            packed = w12.encode(w)
+            x = (3 * torch.randn(1, k, generator=gen)).to(device, torch.bfloat16)
+            nw = (torch.rand(k, generator=gen) + 0.5).to(device, torch.bfloat16)
+            runs = []
+            for early in (0, 1):
+                monkeypatch.setattr(w12_row, "NORM_WEIGHT_EARLY", early)
+                plain = w12_row.w12_row_linear(x, packed, norm_weight=nw)
+                glu = w12_row.w12_row_linear(x, packed, norm_weight=nw, swiglu=True)
+                bf16 = w12_row.bf16_row_linear(x, w.to(torch.bfloat16), norm_weight=nw)
+                runs.append((plain, glu, bf16))
+            for before, after in zip(*runs, strict=True):
+                assert torch.equal(after, before)
+
+
 def test_small_multiplies_take_their_own_tile(monkeypatch) -> None:
     """ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: q|k|v's and o's N x K (at most
     SMALL_WEIGHTS) on that tile, gate|up's and down's on the main one; -1 leaves every shape on

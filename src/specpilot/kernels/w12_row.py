@@ -131,6 +131,11 @@ ONE_ROW_SMALL_TILE = -1
 # (the producer's epilogue writing the squares, or x times the norm weight with the 1 / RMS
 # applied to the sums, as the verify's split sums do) is worth ~0.2 ms a decode.
 NORM_BOUND = 0
+# NORM_WEIGHT_EARLY: the norm prologue's weight (a constant, K bf16) copied first of all, before
+# the ring's first stages and PDL's wait (`_norm_weight_copies`), instead of beside x after the
+# wait (XB more TMA copies issued on the path to the first multiply). Off until measured
+# (bench/h200/issue7_330.sh).
+NORM_WEIGHT_EARLY = 0
 BF16_ONE_ROW_SMALL_TILE = -1
 # NORM_BOUND (a bound: wrong outputs): 1 gives every launch with a norm prologue BOUND 4, the
 # norm left out, so that a decode graph's exit-to-exit times tell the prologue's cost. Run 329's
@@ -140,6 +145,11 @@ BF16_ONE_ROW_SMALL_TILE = -1
 # (the producer's epilogue writing the squares, or x times the norm weight with the 1 / RMS
 # applied to the sums, as the verify's split sums do) is worth ~0.2 ms a decode.
 NORM_BOUND = 0
+# NORM_WEIGHT_EARLY: the norm prologue's weight (a constant, K bf16) copied first of all, before
+# the ring's first stages and PDL's wait (`_norm_weight_copies`), instead of beside x after the
+# wait (XB more TMA copies issued on the path to the first multiply). Off until measured
+# (bench/h200/issue7_330.sh).
+NORM_WEIGHT_EARLY = 0
 SMALL_WEIGHTS = 6144 * 4096
 SHARED_LIMIT = 220 * 1024  # bytes of shared memory a tile may take (Hopper: 227 kB an SM)
 _TILE_INDEX = (lambda n: 0 <= n < len(ROW_TILES), f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})")
@@ -158,6 +168,7 @@ SWITCH_RULES = {
     "ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "BF16_ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "NORM_BOUND": (lambda n: n in (0, 1), "0 or 1 (a bound: wrong outputs)"),
+    "NORM_WEIGHT_EARLY": (lambda n: n in (0, 1), "0 or 1"),
 }
 # FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
 # has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)
@@ -207,37 +218,52 @@ def _barriers(COUNT: gl.constexpr):
 
 @gluon.jit
 def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr, norm,
-              NORM: gl.constexpr):  # fmt: skip
+              NORM: gl.constexpr, NW_EARLY: gl.constexpr = False):  # fmt: skip
     """x's XB blocks into shared memory (after the kernel before has written it: PDL's wait,
     then the next kernel let launch); NORM: the norm weight's too (norm: its descriptor and
-    buffer), on the same barrier."""
+    buffer), on the same barrier, unless NW_EARLY (`_norm_weight_copies` asked for them and
+    for x's bytes at the program's start)."""
     _grid_wait(PDL)
     if PDL:
         _let_next_launch()
-    copies: gl.constexpr = 2 if NORM else 1
-    mbarrier.expect(x_ready, copies * XB * x_desc.block_type.nbytes)
+    WITH_NW: gl.constexpr = NORM and not NW_EARLY
+    copies: gl.constexpr = 2 if WITH_NW else 1
+    if not (NORM and NW_EARLY):
+        mbarrier.expect(x_ready, copies * XB * x_desc.block_type.nbytes)
     for t in range(XB):
         tma.async_copy_global_to_shared(x_desc, [8 * t, 0], x_ready, x_buf.index(t))
-        if NORM:
+        if WITH_NW:
             tma.async_copy_global_to_shared(norm[0], [8 * t, 0], x_ready, norm[1].index(t))
+
+
+@gluon.jit
+def _norm_weight_copies(x_desc, x_ready, XB: gl.constexpr, norm):
+    """NW_EARLY: the norm weight's XB blocks (a constant) asked for at the program's start,
+    before the ring's first stages and PDL's wait, on x's barrier, which expects x's bytes
+    too (one arrival: the phase completes when both have landed; `_x_copies` adds x's)."""
+    mbarrier.expect(x_ready, 2 * XB * x_desc.block_type.nbytes)
+    for t in range(XB):
+        tma.async_copy_global_to_shared(norm[0], [8 * t, 0], x_ready, norm[1].index(t))
 
 
 @gluon.jit
 def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU: gl.constexpr,
             BOUND: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr,
-            BF16: gl.constexpr):  # fmt: skip
+            BF16: gl.constexpr, NW_EARLY: gl.constexpr = False):  # fmt: skip
     """x once (XB blocks of it), then each tile's stages of SB blocks: of its two W12 planes
     (descs and bufs: the low plane's, the codes', x's), or with BF16 of its bf16 weights as 4
     boxes of 64 columns a block (the weight's, x's). PDL: the weights' first STAGES stages
     (constants) before the wait for the kernel before, x after it. NORM: the norm weight's too
-    (norm: its descriptor and buffer; `_x_copies`)."""
+    (norm: its descriptor and buffer; `_x_copies`), with NW_EARLY first of all."""
     ready, empty, x_ready = bars
     units, tiles_rows, n_stages, half_n = work
     x_desc, x_buf = descs[-1], bufs[-1]
     STAGES: gl.constexpr = bufs[0].type.shape[0] // (4 * SB if BF16 else 2 * SB)
     BN: gl.constexpr = bufs[0].type.shape[1]
+    if NORM and NW_EARLY:
+        _norm_weight_copies(x_desc, x_ready, XB, norm)
     if not PDL:
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY)
     nbytes: gl.constexpr = SB * BN * (2 * WBLOCK if BF16 else WBLOCK + WBLOCK // 2)
     c = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
@@ -245,7 +271,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
         for st in range(n_stages):
             s = c % STAGES
             if PDL and c == STAGES:  # the ring is full: x before the first stage is reused
-                _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
+                _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY)
             if (BOUND & 8) != 0:  # the copies alone: a stage's copies landed frees it
                 mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
             else:
@@ -264,7 +290,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
                                  half_n, SWIGLU)  # fmt: skip
             c += 1
     if PDL and c <= STAGES:  # a program of at most STAGES stages: x after all of them
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM)
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY)
     if (BOUND & 8) != 0:  # the last copies landed before the program ends
         for s in gl.static_range(STAGES):
             uses = (c - s + STAGES - 1) // STAGES
@@ -554,11 +580,12 @@ def _w12_row_kernel(
     GROUPS: gl.constexpr, BOUND: gl.constexpr, ESC_BATCH: gl.constexpr, FENCE: gl.constexpr,
     PDL: gl.constexpr, NORM: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X32: gl.constexpr = 0,
-    TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+    TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None, NW_EARLY: gl.constexpr = False,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     NORM: the multiply's input is RMSNorm(x) * the norm weight (nw_desc, nw_ptr; eps), normed
-    by the multiplying warps in shared memory (w12_linear's norm prologue, once a program).
+    by the multiplying warps in shared memory (w12_linear's norm prologue, once a program);
+    NW_EARLY: the norm weight's copies asked for first (the loader's `_norm_weight_copies`).
     X32: x widened to fp32 in shared memory by the multiplying warps before their loop."""
     BN: gl.constexpr = ROWS * num_warps
     work = (units, tiles_rows, n_stages, n // 2)
@@ -592,7 +619,7 @@ def _w12_row_kernel(
                      x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM and (BOUND & 4) == 0)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
                        (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND, PDL,
-                       norm_loader, NORM, False)),
+                       norm_loader, NORM, False, NW_EARLY)),
         ],
         [1, 1],
         [80, 24],
@@ -615,7 +642,7 @@ def _bf16_row_kernel(
     ROWS: gl.constexpr, SB: gl.constexpr, STAGES: gl.constexpr, XB: gl.constexpr,
     BOUND: gl.constexpr, FENCE: gl.constexpr, PDL: gl.constexpr, NORM: gl.constexpr,
     SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
-    TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+    TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None, NW_EARLY: gl.constexpr = False,
 ):  # fmt: skip
     """_w12_row_kernel's ring, loader, norm prologue and epilogue for a bf16 weight (no meta
     warp)."""
@@ -635,7 +662,7 @@ def _bf16_row_kernel(
                            PDL, (SWIGLU, RESIDUAL), num_warps, norm, NORM, True, False,
                            (trace_ptr, clock_ptr), TRACE)),
             (_loader, ((w_desc, x_desc), (w_buf, x_buf), bars, work, XB, SB, SWIGLU, BOUND, PDL,
-                       (nw_desc, nw_buf), NORM, True)),
+                       (nw_desc, nw_buf), NORM, True, NW_EARLY)),
         ],
         [1],
         [32],  # (24 spilled with the norm weight's copies at three sites: NORM, PDL, SwiGLU)
@@ -837,6 +864,7 @@ def w12_row_linear(
         weight.esc_bits, plan["y"], plan["res"], n, k, plan["units"], plan["rows"],
         geo["n_stages"], weight.base.stride(0), weight.base.shape[1], eps,
         **kernel_constants(plan["cfg"], geo), NORM=norm_weight is not None, SWIGLU=int(swiglu),
+        NW_EARLY=bool(NORM_WEIGHT_EARLY) and norm_weight is not None,
         RESIDUAL=residual is not None, PDL=launched["PDL"], launch_pdl=launched["launch_pdl"],
         **trace.arguments(x, "w12_row", plan["programs"], bytes=weight.nbytes_bound(), rows=1,
                           n=n, k=k),
@@ -872,6 +900,7 @@ def bf16_row_linear(
         wd, plan["xd"], plan["nwd"], plan["y"], plan["res"], n, k, plan["units"], plan["rows"],
         geo["n_stages"], eps, **kernel_constants(plan["cfg"], geo, bf16=True),
         PDL=launched["PDL"], NORM=norm_weight is not None, SWIGLU=int(swiglu),
+        NW_EARLY=bool(NORM_WEIGHT_EARLY) and norm_weight is not None,
         RESIDUAL=residual is not None, launch_pdl=launched["launch_pdl"],
         **trace.arguments(x, "bf16_row", plan["programs"], bytes=weight.nbytes, rows=1, n=n, k=k),
     )  # fmt: skip
@@ -894,11 +923,11 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
                  residual: bool = False, pdl: bool = False, bf16: bool = False,
-                 norm: bool = False, traced: bool = False):  # fmt: skip
+                 norm: bool = False, traced: bool = False, nw_early: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel; aot.usage reads
     its registers and shared memory), for K columns; pdl: with programmatic dependent launch's
-    waits; bf16: bf16_row_linear's kernel; norm: with the norm prologue (NORM); traced: with
-    the kernel timeline's marks (TRACE 1)."""
+    waits; bf16: bf16_row_linear's kernel; norm: with the norm prologue (NORM; nw_early: its
+    weight copied first, NW_EARLY); traced: with the kernel timeline's marks (TRACE 1)."""
     from specpilot.kernels import aot
 
     cfg = TILE | (tile or {})
@@ -907,7 +936,8 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
     planes, x_layout = layouts()
     x_desc = f"tensordesc<bf16[8, {SLICE}],{x_layout!r}>"
     epilogue = dict(SWIGLU=int(swiglu), RESIDUAL=residual, PDL=pdl)
-    consts = kernel_constants(cfg, geo, bf16) | epilogue | dict(NORM=norm, TRACE=int(traced))
+    consts = kernel_constants(cfg, geo, bf16) | epilogue | dict(NORM=norm, TRACE=int(traced),
+                                                                 NW_EARLY=nw_early)  # fmt: skip
     marks = dict(trace_ptr="*i64", clock_ptr="*i64") if traced else {}
     if bf16:
         types = dict(w_desc=f"tensordesc<bf16[{rows}, 64],{x_layout!r}>", x_desc=x_desc,
