@@ -321,8 +321,8 @@ W12_ARMS = {
     # the norm kernels between o or the down and the multiply after them, as before run 325
     # (since then their split sums hand the norms on to w12_tc: models/fused.SPLIT_SUM_HAND)
     "before_325": {"models.fused.SPLIT_SUM_HAND": False},
-    # the hand-off's split sums reading the norm weight before PDL's wait
-    # after y's store, as before run 328 (kernels/w12_linear.SPLIT_SUM_EARLY_WEIGHT, on since)
+    # the hand-off's split sums reading the norm weight after y's store, as before run 328 (since
+    # then before PDL's wait: kernels/w12_linear.SPLIT_SUM_EARLY_WEIGHT)
     "before_328": {"w12_linear.SPLIT_SUM_EARLY_WEIGHT": False},
     # w12_tc's K splits added up by each tile's last unit, the next norm handed on from there: no
     # split-sum launch between the multiplies (kernels/w12_tc.SUM_IN_KERNEL, off by default)

@@ -123,35 +123,22 @@ ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
 # o). Run 306's kernel timeline (H100, W12 decode): q|k|v 15.60 us against a 12.64 bound, o
 # 11.07 against 8.43, where gate|up and down run within 8% and 2% of theirs.
 ONE_ROW_SMALL_TILE = -1
-# NORM_BOUND (a bound: wrong outputs): 1 gives every launch with a norm prologue BOUND 4, the
-# norm left out, so that a decode graph's exit-to-exit times tell the prologue's cost. Run 329's
-# W12 decode (H100, us a layer, from the PDL wait to the exit): q|k|v 15.26 against a 12.6
-# bound and gate|up 53.17 against 50.3 (both with the prologue), o 8.37 against 8.4 and the
-# down 25.17 against 25.2 (neither). If the prologue is the difference, handing the norm on
-# (the producer's epilogue writing the squares, or x times the norm weight with the 1 / RMS
-# applied to the sums, as the verify's split sums do) is worth ~0.2 ms a decode.
-NORM_BOUND = 0
-# NORM_WEIGHT_EARLY: the norm prologue's weight (a constant, K bf16) copied first of all, before
-# the ring's first stages and PDL's wait (`_norm_weight_copies`), instead of beside x after the
-# wait (XB more TMA copies issued on the path to the first multiply). Off until measured
-# (bench/h200/issue7_330.sh).
-NORM_WEIGHT_EARLY = 0
 BF16_ONE_ROW_SMALL_TILE = -1
-# NORM_BOUND (a bound: wrong outputs): 1 gives every launch with a norm prologue BOUND 4, the
-# norm left out, so that a decode graph's exit-to-exit times tell the prologue's cost. Run 329's
-# W12 decode (H100, us a layer, from the PDL wait to the exit): q|k|v 15.26 against a 12.6
-# bound and gate|up 53.17 against 50.3 (both with the prologue), o 8.37 against 8.4 and the
-# down 25.17 against 25.2 (neither). If the prologue is the difference, handing the norm on
-# (the producer's epilogue writing the squares, or x times the norm weight with the 1 / RMS
-# applied to the sums, as the verify's split sums do) is worth ~0.2 ms a decode.
-NORM_BOUND = 0
-# NORM_WEIGHT_EARLY: the norm prologue's weight (a constant, K bf16) copied first of all, before
-# the ring's first stages and PDL's wait (`_norm_weight_copies`), instead of beside x after the
-# wait (XB more TMA copies issued on the path to the first multiply). Off until measured
-# (bench/h200/issue7_330.sh).
-NORM_WEIGHT_EARLY = 0
 SMALL_WEIGHTS = 6144 * 4096
 SHARED_LIMIT = 220 * 1024  # bytes of shared memory a tile may take (Hopper: 227 kB an SM)
+# NORM_BOUND (a bound: wrong outputs): 1 gives every launch with a norm prologue BOUND 4, the
+# norm left out, so that a decode graph's exit-to-exit times tell the prologue's cost. Run 329's
+# W12 decode (H100, us a layer, from the PDL wait to the exit): q|k|v 15.26 against a 12.6
+# bound and gate|up 53.17 against 50.3 (both with the prologue), o 8.37 against 8.4 and the
+# down 25.17 against 25.2 (neither). If the prologue is the difference, handing the norm on
+# (the producer's epilogue writing the squares, or x times the norm weight with the 1 / RMS
+# applied to the sums, as the verify's split sums do) is worth ~0.2 ms a decode.
+NORM_BOUND = 0
+# NORM_WEIGHT_EARLY: the norm prologue's weight (a constant, K bf16) copied first of all, before
+# the ring's first stages and PDL's wait (`_norm_weight_copies`), instead of beside x after the
+# wait (XB more TMA copies issued on the path to the first multiply). Off until measured
+# (bench/h200/issue7_330.sh).
+NORM_WEIGHT_EARLY = 0
 _TILE_INDEX = (lambda n: 0 <= n < len(ROW_TILES), f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})")
 _SMALL_INDEX = (
     lambda n: -1 <= n < len(ROW_TILES),
@@ -801,7 +788,7 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
     """The checks and host work shared by the W12 and bf16 launchers: the tile (cfg), its
     geometry, the TMA descriptors of x and of the norm weight (x's where there is none) as
     [Kp / 32, 32] (`_blocks_view`), the tile's rows of N, the units and programs, y, the
-    residual (or y), and launch.pdl's answer."""
+    residual (or y), the norm prologue's constants (NORM, NW_EARLY) and launch.pdl's answer."""
     cfg = TILE | (tile or {})
     unknown = set(cfg) - set(TILE)
     if unknown:
@@ -832,8 +819,11 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
     res = residual.contiguous() if residual is not None else y
     xd = _blocks_descriptor(_blocks_view(x))
     nwd = xd if norm_weight is None else _blocks_descriptor(_blocks_view(norm_weight[None, :]))
+    norm = dict(NORM=norm_weight is not None,
+                NW_EARLY=bool(NORM_WEIGHT_EARLY) and norm_weight is not None)  # fmt: skip
     return dict(cfg=cfg, geo=geo, xd=xd, nwd=nwd, rows=rows, units=units, programs=programs,
-                y=y, res=res, launched=launch.pdl(x, multiply=True, programs=programs))  # fmt: skip
+                y=y, res=res, norm=norm,
+                launched=launch.pdl(x, multiply=True, programs=programs))  # fmt: skip
 
 
 def w12_row_linear(
@@ -863,8 +853,7 @@ def w12_row_linear(
         low, codes, plan["xd"], plan["nwd"], x, nw, weight.base, weight.row_ptr, weight.esc_col,
         weight.esc_bits, plan["y"], plan["res"], n, k, plan["units"], plan["rows"],
         geo["n_stages"], weight.base.stride(0), weight.base.shape[1], eps,
-        **kernel_constants(plan["cfg"], geo), NORM=norm_weight is not None, SWIGLU=int(swiglu),
-        NW_EARLY=bool(NORM_WEIGHT_EARLY) and norm_weight is not None,
+        **kernel_constants(plan["cfg"], geo), **plan["norm"], SWIGLU=int(swiglu),
         RESIDUAL=residual is not None, PDL=launched["PDL"], launch_pdl=launched["launch_pdl"],
         **trace.arguments(x, "w12_row", plan["programs"], bytes=weight.nbytes_bound(), rows=1,
                           n=n, k=k),
@@ -899,8 +888,7 @@ def bf16_row_linear(
     _bf16_row_kernel[(plan["programs"],)](
         wd, plan["xd"], plan["nwd"], plan["y"], plan["res"], n, k, plan["units"], plan["rows"],
         geo["n_stages"], eps, **kernel_constants(plan["cfg"], geo, bf16=True),
-        PDL=launched["PDL"], NORM=norm_weight is not None, SWIGLU=int(swiglu),
-        NW_EARLY=bool(NORM_WEIGHT_EARLY) and norm_weight is not None,
+        PDL=launched["PDL"], **plan["norm"], SWIGLU=int(swiglu),
         RESIDUAL=residual is not None, launch_pdl=launched["launch_pdl"],
         **trace.arguments(x, "bf16_row", plan["programs"], bytes=weight.nbytes, rows=1, n=n, k=k),
     )  # fmt: skip

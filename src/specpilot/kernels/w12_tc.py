@@ -662,7 +662,9 @@ def w12_tc_linear(
     y = torch.empty(m, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     out = y if splits == 1 else torch.empty(splits, m, n, device=x.device, dtype=torch.float32)
     summed = _summed_arguments(y, tiles, splits, cfg["SUM_IN"], residual, norm_after)
-    res = residual.contiguous() if residual is not None and (splits == 1 or summed) else y
+    # the residual added in this launch: unsplit, or a split added up here (else sum_splits')
+    res_here = residual is not None and (splits == 1 or bool(summed))
+    res = residual.contiguous() if res_here else y
     units = tiles * splits
     grid = (min(units, sms * cfg["PERSISTENT"]) if cfg["PERSISTENT"] else units,)
     launched = launch.pdl(x, multiply=True, programs=grid[0])
@@ -672,7 +674,7 @@ def w12_tc_linear(
         weight.base.shape[1], y.stride(0), m * n, res.stride(0), STAGES=cfg["STAGES"],
         SPLIT_K=splits, ESC_BATCH=cfg["ESC_BATCH"], SWIGLU=int(swiglu), MMA=cfg["MMA"],
         BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=most, ESC_EARLY=bool(cfg["ESC_EARLY"]),
-        RESIDUAL=residual is not None and (splits == 1 or bool(summed)), Y_PAIR=y_order == "pair",
+        RESIDUAL=res_here, Y_PAIR=y_order == "pair",
         PDL=launched["PDL"], launch_pdl=launched["launch_pdl"], num_warps=4, **hand,
         **trace.arguments(x, "w12_tc", grid[0], bytes=weight.nbytes_bound(), rows=m, n=n, k=k),
         **summed,
