@@ -324,6 +324,9 @@ W12_ARMS = {
     # the hand-off's split sums reading the norm weight after y's store, as before run 328 (since
     # then before PDL's wait: kernels/w12_linear.SPLIT_SUM_EARLY_WEIGHT)
     "before_328": {"w12_linear.SPLIT_SUM_EARLY_WEIGHT": False},
+    # the one-row norm prologue's weight copied beside x after PDL's wait, as before run 330
+    # (since then first of all: kernels/w12_row.NORM_WEIGHT_EARLY; bf16_row's prologue too)
+    "before_330": {"w12_row.NORM_WEIGHT_EARLY": 0},
     # w12_tc's K splits added up by each tile's last unit, the next norm handed on from there: no
     # split-sum launch between the multiplies (kernels/w12_tc.SUM_IN_KERNEL, off by default)
     "sum_in": {"w12_tc.SUM_IN_KERNEL": 1},

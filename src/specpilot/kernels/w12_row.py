@@ -136,9 +136,10 @@ SHARED_LIMIT = 220 * 1024  # bytes of shared memory a tile may take (Hopper: 227
 NORM_BOUND = 0
 # NORM_WEIGHT_EARLY: the norm prologue's weight (a constant, K bf16) copied first of all, before
 # the ring's first stages and PDL's wait (`_norm_weight_copies`), instead of beside x after the
-# wait (XB more TMA copies issued on the path to the first multiply). Off until measured
-# (bench/h200/issue7_330.sh).
-NORM_WEIGHT_EARLY = 0
+# wait (XB more TMA copies issued on the path to the first multiply). On since run 330 (H100,
+# decode back to back): W12 4.278 ms against 4.313 / 4.317 without, bf16 5.145 against 5.177;
+# verify level (its norms are handed on, no prologue).
+NORM_WEIGHT_EARLY = 1
 _TILE_INDEX = (lambda n: 0 <= n < len(ROW_TILES), f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})")
 _SMALL_INDEX = (
     lambda n: -1 <= n < len(ROW_TILES),
