@@ -392,6 +392,34 @@ def test_the_norm_weight_copied_first_gives_the_same_bits(where: str, pdl: bool,
                 assert torch.equal(after, before)
 
 
+def test_even_programs_keep_the_waves_and_the_bits(monkeypatch) -> None:
+    """EVEN_PROGRAMS: the fewest programs that keep the waves (Qwen3-8B's one-row gate|up, 1,536
+    tiles, on 128 of 132 SMs; q|k|v's 384 and o's 256 too; 4 tiles on 3 SMs: 2), none more
+    than off; and the kernel's bits on those programs (4 tiles and 5 on the emulator's 3 SMs,
+    W12 with SwiGLU and bf16 with the residual) are the bits on all of them."""
+    monkeypatch.setattr(w12_row, "EVEN_PROGRAMS", 1)
+    assert [w12_row.even_programs(u, 132) for u in (1536, 384, 256, 132, 40)] == [128, 128, 128,
+                                                                                  132, 40]  # fmt: skip
+    assert [w12_row.even_programs(u, 3) for u in (4, 5, 7, 9)] == [2, 3, 3, 3]
+    monkeypatch.setattr(w12_row, "EVEN_PROGRAMS", 0)
+    assert [w12_row.even_programs(u, 132) for u in (1536, 40)] == [132, 40]
+    gen = torch.Generator().manual_seed(11)
+    with gluon_on("emulated") as device:
+        for n in (64, 80):
+            w = _weights(n, 512, seed=n).to(device)
+            packed = w12.encode(w)
+            x = (3 * torch.randn(1, 512, generator=gen)).to(device, torch.bfloat16)
+            res = torch.randn(1, n, generator=gen).to(device, torch.bfloat16)
+            runs = []
+            for even in (0, 1):
+                monkeypatch.setattr(w12_row, "EVEN_PROGRAMS", even)
+                glu = w12_row.w12_row_linear(x, packed, swiglu=True)
+                bf16 = w12_row.bf16_row_linear(x, w.to(torch.bfloat16), residual=res)
+                runs.append((glu, bf16))
+            for before, after in zip(*runs, strict=True):
+                assert torch.equal(after, before)
+
+
 def test_small_multiplies_take_their_own_tile(monkeypatch) -> None:
     """ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: q|k|v's and o's N x K (at most
     SMALL_WEIGHTS) on that tile, gate|up's and down's on the main one; -1 leaves every shape on

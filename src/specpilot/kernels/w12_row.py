@@ -140,6 +140,13 @@ NORM_BOUND = 0
 # decode back to back): W12 4.278 ms against 4.313 / 4.317 without, bf16 5.145 against 5.177;
 # verify level (its norms are handed on, no prologue).
 NORM_WEIGHT_EARLY = 1
+# EVEN_PROGRAMS: the fewest programs that still take as many waves of tiles as one an SM would
+# (cdiv(units, waves)), so that every program takes the same count: Qwen3-8B's one-row gate|up
+# has 1,536 tiles, on 132 SMs 84 programs of 12 and 48 of 11 (the launch ends with the twelfth
+# wave on 84 SMs), on 128 programs 12 each; q|k|v's 384, o's and the down's 256 the same on 128.
+# The SMs left free take the next multiply's first programs early (PDL). Off until measured
+# (bench/h200/issue7_332.sh).
+EVEN_PROGRAMS = 0
 _TILE_INDEX = (lambda n: 0 <= n < len(ROW_TILES), f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})")
 _SMALL_INDEX = (
     lambda n: -1 <= n < len(ROW_TILES),
@@ -157,6 +164,7 @@ SWITCH_RULES = {
     "BF16_ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "NORM_BOUND": (lambda n: n in (0, 1), "0 or 1 (a bound: wrong outputs)"),
     "NORM_WEIGHT_EARLY": (lambda n: n in (0, 1), "0 or 1"),
+    "EVEN_PROGRAMS": (lambda n: n in (0, 1), "0 or 1"),
 }
 # FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
 # has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)
@@ -783,6 +791,16 @@ def _blocks_view(v: torch.Tensor) -> torch.Tensor:
     return v.view(kp // SLICE, SLICE)
 
 
+def even_programs(units: int, most: int) -> int:
+    """A persistent launch's programs for `units` tiles on at most `most` programs: `most`
+    (or `units`, fewer), or with EVEN_PROGRAMS the fewest that keep its waves, each program
+    taking the same count of tiles where `units` allows."""
+    programs = min(units, most)
+    if EVEN_PROGRAMS:
+        programs = triton.cdiv(units, triton.cdiv(units, programs))
+    return programs
+
+
 def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, swiglu: bool,
                  residual: torch.Tensor | None, bf16: bool,
                  norm_weight: torch.Tensor | None = None) -> dict:  # fmt: skip
@@ -815,7 +833,7 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
         raise ValueError(f"{what}: the tile takes {geo['shared']} bytes of shared memory")
     rows = bn // (2 if swiglu else 1)  # of N a tile covers (SwiGLU: and their ups)
     units = triton.cdiv(n // 2 if swiglu else n, rows)
-    programs = min(units, launch._sm_count(x.device.index or 0) * cfg["PERSISTENT"])
+    programs = even_programs(units, launch._sm_count(x.device.index or 0) * cfg["PERSISTENT"])
     y = torch.empty(1, n // 2 if swiglu else n, device=x.device, dtype=torch.bfloat16)
     res = residual.contiguous() if residual is not None else y
     xd = _blocks_descriptor(_blocks_view(x))
