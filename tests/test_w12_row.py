@@ -398,8 +398,8 @@ def test_even_programs_keep_the_waves_and_the_bits(monkeypatch) -> None:
     than off; and the kernel's bits on those programs (4 tiles and 5 on the emulator's 3 SMs,
     W12 with SwiGLU and bf16 with the residual) are the bits on all of them."""
     monkeypatch.setattr(w12_row, "EVEN_PROGRAMS", 1)
-    assert [w12_row.even_programs(u, 132) for u in (1536, 384, 256, 132, 40)] == [128, 128, 128,
-                                                                                  132, 40]  # fmt: skip
+    got = [w12_row.even_programs(u, 132) for u in (1536, 384, 256, 132, 40)]
+    assert got == [128, 128, 128, 132, 40]
     assert [w12_row.even_programs(u, 3) for u in (4, 5, 7, 9)] == [2, 3, 3, 3]
     monkeypatch.setattr(w12_row, "EVEN_PROGRAMS", 0)
     assert [w12_row.even_programs(u, 132) for u in (1536, 40)] == [132, 40]
