@@ -144,8 +144,10 @@ NORM_WEIGHT_EARLY = 1
 # (cdiv(units, waves)), so that every program takes the same count: Qwen3-8B's one-row gate|up
 # has 1,536 tiles, on 132 SMs 84 programs of 12 and 48 of 11 (the launch ends with the twelfth
 # wave on 84 SMs), on 128 programs 12 each; q|k|v's 384, o's and the down's 256 the same on 128.
-# The SMs left free take the next multiply's first programs early (PDL). Off until measured
-# (bench/h200/issue7_332.sh).
+# The SMs left free take the next multiply's first programs early (PDL). Off: it loses. Run 332
+# (H100, decode back to back): W12 4.311 ms against 4.286 / 4.284, bf16 5.187 against 5.132
+# (exit to exit gate|up 54.2 us a layer against 53.5, the down 26.0 against 25.9): the last
+# wave's SMs already draw the full bandwidth, and four SMs fewer read less. A knob for the tuner.
 EVEN_PROGRAMS = 0
 _TILE_INDEX = (lambda n: 0 <= n < len(ROW_TILES), f"an index of ROW_TILES (0-{len(ROW_TILES) - 1})")
 _SMALL_INDEX = (
