@@ -14,6 +14,13 @@ timing, the W12 outputs (default tiles, ASM=False, then the best tile) are check
 reference (decode, then F.linear); a wrong one stops the bench. Prints a table;
 the last line is one JSON object.
 
+On a Hopper GPU the one-row table also times the engine's one-row kernels, w12_row and bf16_row
+(kernels/w12_row.py), two ways: launched alone (each call after the one before has drained) and
+chained (`chained`: under PDL "chain" in a one-row forward, as the decode graph launches them,
+each launch's programs asking for their first weights while the one before drains); and a
+decoder layer's four matrices weighed by their bytes, as fractions of the measured copy
+bandwidth (issue 7's GEMV target: `layer_share`).
+
 With --e2e CONTEXT (default 1024), it then runs the engine end to end at the Qwen3-8B shape with
 a DFlash-b16-shaped drafter, first with bf16 weights and then with the same weights converted to
 W12 (target and drafter): AR tok/s and speculative tok/s at replayed tau = 6.55 (drafter forward
@@ -66,8 +73,8 @@ from specpilot.config import PDL_MODES, EngineConfig
 from specpilot.engine.generator import Generator, certifies_verify_heads
 from specpilot.formats import w12
 from specpilot.formats.w12_engine import convert_model, parse_matrices
+from specpilot.kernels import launch, tiles, w12_row
 from specpilot.kernels import linear as bf16_kernels
-from specpilot.kernels import tiles, w12_row
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.linear import skinny_linear, tile_rows
 from specpilot.kernels.w12_linear import tile_config, w12_linear, w12_linear_reference
@@ -185,6 +192,37 @@ def check(y: torch.Tensor, ref: torch.Tensor, what: str) -> None:
         raise AssertionError(f"{what}: W12 kernel off by {err} (scale {scale})")
 
 
+def chained(fn, mode: str = "chain") -> float:
+    """graph_time of back-to-back calls launched as the engine's one-row forwards launch their
+    multiplies: EngineConfig.pdl `mode` (an 8B target's "auto" resolves to "chain") inside
+    launch.forward_rows(1), so that each launch's programs start, and ask for their first
+    weights, while the launch before drains. The process's launch settings come back after."""
+    saved = launch.settings()
+    launch.configure(mode, saved["prefetch"], saved["ahead"])
+    try:
+        with launch.forward_rows(1):
+            return graph_time(fn)
+    finally:
+        launch.configure(**saved)
+
+
+# the matrices of one decoder layer: issue 7's GEMV target weighs them by their bytes
+LAYER_MATRICES = ("qkv", "o", "gate_up", "down")
+
+
+def layer_share(results: list[dict], key: str, bandwidth: float) -> float | None:
+    """One-row multiplies' bytes over their summed times (`us[key]`) as a fraction of
+    `bandwidth` (TB/s), over LAYER_MATRICES: a layer's matrices weighed by their bytes (the
+    W12 ones' by their 12-bit bytes, tb_s[key] being their bytes / time). None where any of
+    them lacks that time."""
+    rows = [r for r in results if r["m"] == 1 and r["shape"] in LAYER_MATRICES]
+    if len(rows) != len(LAYER_MATRICES) or any(r["us"].get(key) is None for r in rows):
+        return None
+    nbytes = sum(r["tb_s"][key] * r["us"][key] * 1e6 for r in rows)  # TB/s x us = bytes / 1e6
+    seconds = sum(r["us"][key] for r in rows) / 1e6
+    return nbytes / seconds / (bandwidth * 1e12)
+
+
 def bench_shape(
     m: int, name: str, n: int, k: int, sweep: bool, cold: bool = True, grid: str = "full"
 ) -> dict:
@@ -221,10 +259,16 @@ def bench_shape(
         t_pro_skinny = graph_time(lambda: skinny_linear(x, ws(), norm_weight=nw))
     # one row on a Hopper GPU: the engine's own one-row kernel (kernels/w12_row.py, the decode
     # forwards' since run 299), checked like the others
-    t_row = None
+    # launched alone (each call after the one before has drained) and chained (`chained`: as
+    # the decode graph launches them); bf16_row, the bf16 decode's kernel, the same two ways
+    t_row = t_row_chained = t_bf16_row = t_bf16_row_chained = None
     if m == 1 and w12_row.one_row_route(x, packed):
         check(w12_row.w12_row_linear(x, packed), ref, f"{name} M=1 w12_row")
         t_row = graph_time(lambda: w12_row.w12_row_linear(x, ps()))
+        t_row_chained = chained(lambda: w12_row.w12_row_linear(x, ps()))
+        if name in LAYER_MATRICES:  # (the decode's LM head is not bf16_row's)
+            t_bf16_row = graph_time(lambda: w12_row.bf16_row_linear(x, ws()))
+            t_bf16_row_chained = chained(lambda: w12_row.bf16_row_linear(x, ws()))
     best, best_t = default, t_w12
     timings: list = []
     if sweep:
@@ -248,6 +292,9 @@ def bench_shape(
             w12_without_escapes=t_bare * 1e6,  # a bound: the escape table emptied
             w12_best=best_t * 1e6,
             w12_row=t_row * 1e6 if t_row else None,  # the engine's one-row kernel (Hopper)
+            w12_row_chained=t_row_chained * 1e6 if t_row else None,
+            bf16_row=t_bf16_row * 1e6 if t_bf16_row else None,
+            bf16_row_chained=t_bf16_row_chained * 1e6 if t_bf16_row else None,
             prologue=prologue,
             w12_with_prologue=t_pro * 1e6,
             skinny_with_prologue=t_pro_skinny * 1e6,
@@ -259,6 +306,9 @@ def bench_shape(
             w12_plain=s.nbytes / t_plain / 1e12,
             w12_best=s.nbytes / best_t / 1e12,
             w12_row=s.nbytes / t_row / 1e12 if t_row else None,
+            w12_row_chained=s.nbytes / t_row_chained / 1e12 if t_row else None,
+            bf16_row=bf16_bytes / t_bf16_row / 1e12 if t_bf16_row else None,
+            bf16_row_chained=bf16_bytes / t_bf16_row_chained / 1e12 if t_bf16_row else None,
         ),
         bf16_equivalent_tb_s=dict(
             w12=bf16_bytes / t_w12 / 1e12, w12_best=bf16_bytes / best_t / 1e12
@@ -678,9 +728,25 @@ def main() -> None:
             if us["w12_row"] is not None:
                 share = t["w12_row"] / bandwidth
                 r["w12_row_of_copy_bandwidth"] = share
+                r["w12_row_chained_of_copy_bandwidth"] = t["w12_row_chained"] / bandwidth
+                bf16 = ""
+                if us["bf16_row"] is not None:
+                    r["bf16_row_chained_of_copy_bandwidth"] = t["bf16_row_chained"] / bandwidth
+                    bf16 = (f"; bf16_row alone {us['bf16_row']:.1f} us, chained "
+                            f"{us['bf16_row_chained']:.1f} us = "
+                            f"{r['bf16_row_chained_of_copy_bandwidth']:.0%}")  # fmt: skip
                 print(f"    {name} M=1: the engine's one-row kernel (w12_row) {us['w12_row']:.1f} "
                       f"us, {t['w12_row']:.2f} TB/s of its W12 bytes = {share:.0%} of the "
-                      f"copy bandwidth ({bandwidth:.2f} TB/s)", flush=True)  # fmt: skip
+                      f"copy bandwidth ({bandwidth:.2f} TB/s); chained "
+                      f"{us['w12_row_chained']:.1f} us = "
+                      f"{r['w12_row_chained_of_copy_bandwidth']:.0%}{bf16}",
+                      flush=True)  # fmt: skip
+    layer = {key: layer_share(results, key, bandwidth) if bandwidth else None
+             for key in ("w12_row", "w12_row_chained", "bf16_row", "bf16_row_chained")}  # fmt: skip
+    if layer["w12_row"] is not None:
+        shares = ", ".join(f"{key} {share:.1%}" for key, share in layer.items())
+        print(f"one-row multiplies of a layer weighed by their bytes, of the copy bandwidth: "
+              f"{shares}", flush=True)  # fmt: skip
     report = {
         "bench": "w12_speed",
         "gpu": torch.cuda.get_device_name(),
@@ -689,6 +755,7 @@ def main() -> None:
         "tiles_file": tiles.to_json(own_tiles) if own_tiles is not None else None,
         "switches": {f"{path}.{name}": value for path, name, value in args.switch},
         "copy_bandwidth_tb_s": bandwidth,
+        "layer_of_copy_bandwidth": layer if rows else None,
         "results": results,
     }
     save(report, args.out)  # the kernel table survives a failure end to end

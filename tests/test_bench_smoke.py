@@ -893,6 +893,39 @@ def test_w12_speed_arms_name_real_switches() -> None:
     assert w12_speed._switch("w12_ws.VERIFY") == (w12_ws, w12_ws.VERIFY)
 
 
+def test_w12_speed_chains_and_weighs_the_one_row_multiplies(monkeypatch) -> None:
+    """`chained` times its calls under PDL "chain" inside a one-row forward and gives the
+    process's launch settings back; `layer_share` weighs a layer's four matrices by their bytes
+    (bytes over summed times, not the mean of the shares), and is None where one lacks a time."""
+    w12_speed = pytest.importorskip("w12_speed")
+    from specpilot.kernels import launch
+
+    launch.configure("off", "off")
+    seen = []
+
+    def graph_time(fn) -> float:  # noqa: ANN001
+        seen.append((launch.settings()["pdl"], launch._one_row_forward()))
+        return 2e-6
+
+    monkeypatch.setattr(w12_speed, "graph_time", graph_time)
+    assert w12_speed.chained(lambda: None) == 2e-6
+    assert seen == [("chain", True)] and launch.settings()["pdl"] == "off"
+    assert not launch._one_row_forward()
+
+    def row(shape: str, nbytes: float, us: float | None) -> dict:
+        tb_s = None if us is None else nbytes / (us * 1e-6) / 1e12
+        return {"m": 1, "shape": shape, "us": {"w12_row": us}, "tb_s": {"w12_row": tb_s}}
+
+    # the layer's 7 MB in 4 us (the LM head and a 16-row o are not of it): 1.75 TB/s
+    layer = [row("qkv", 1e6, 1.0), row("o", 1e6, 0.5), row("gate_up", 3e6, 1.0),
+             row("down", 2e6, 1.5), row("lm_head", 1e9, 1.0)]  # fmt: skip
+    layer.append({**row("o", 1e6, 9.0), "m": 16})
+    assert w12_speed.layer_share(layer, "w12_row", 3.5) == pytest.approx(0.5)
+    assert w12_speed.layer_share(layer[:3], "w12_row", 1.0) is None
+    layer[1] = row("o", 1e6, None)
+    assert w12_speed.layer_share(layer, "w12_row", 1.0) is None
+
+
 @pytest.mark.parametrize(
     "kind",
     [
