@@ -261,11 +261,13 @@ def bench_shape(
     # forwards' since run 299), checked like the others
     # launched alone (each call after the one before has drained) and chained (`chained`: as
     # the decode graph launches them); bf16_row, the bf16 decode's kernel, the same two ways
-    t_row = t_row_chained = t_bf16_row = t_bf16_row_chained = None
+    t_row = t_row_chained = t_row_bare = t_bf16_row = t_bf16_row_chained = None
     if m == 1 and w12_row.one_row_route(x, packed):
         check(w12_row.w12_row_linear(x, packed), ref, f"{name} M=1 w12_row")
         t_row = graph_time(lambda: w12_row.w12_row_linear(x, ps()))
         t_row_chained = chained(lambda: w12_row.w12_row_linear(x, ps()))
+        # a bound (wrong products): chained with the escape table emptied
+        t_row_bare = chained(lambda: w12_row.w12_row_linear(x, bares()))
         if name in LAYER_MATRICES:  # (the decode's LM head is not bf16_row's)
             t_bf16_row = graph_time(lambda: w12_row.bf16_row_linear(x, ws()))
             t_bf16_row_chained = chained(lambda: w12_row.bf16_row_linear(x, ws()))
@@ -293,6 +295,7 @@ def bench_shape(
             w12_best=best_t * 1e6,
             w12_row=t_row * 1e6 if t_row else None,  # the engine's one-row kernel (Hopper)
             w12_row_chained=t_row_chained * 1e6 if t_row else None,
+            w12_row_chained_without_escapes=t_row_bare * 1e6 if t_row else None,  # a bound
             bf16_row=t_bf16_row * 1e6 if t_bf16_row else None,
             bf16_row_chained=t_bf16_row_chained * 1e6 if t_bf16_row else None,
             prologue=prologue,
@@ -739,7 +742,8 @@ def main() -> None:
                       f"us, {t['w12_row']:.2f} TB/s of its W12 bytes = {share:.0%} of the "
                       f"copy bandwidth ({bandwidth:.2f} TB/s); chained "
                       f"{us['w12_row_chained']:.1f} us = "
-                      f"{r['w12_row_chained_of_copy_bandwidth']:.0%}{bf16}",
+                      f"{r['w12_row_chained_of_copy_bandwidth']:.0%} (escapes emptied, a "
+                      f"bound: {us['w12_row_chained_without_escapes']:.1f}){bf16}",
                       flush=True)  # fmt: skip
     layer = {key: layer_share(results, key, bandwidth) if bandwidth else None
              for key in ("w12_row", "w12_row_chained", "bf16_row", "bf16_row_chained")}  # fmt: skip
