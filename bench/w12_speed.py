@@ -748,7 +748,7 @@ def main() -> None:
     layer = {key: layer_share(results, key, bandwidth) if bandwidth else None
              for key in ("w12_row", "w12_row_chained", "bf16_row", "bf16_row_chained")}  # fmt: skip
     if layer["w12_row"] is not None:
-        shares = ", ".join(f"{key} {share:.1%}" for key, share in layer.items())
+        shares = ", ".join(f"{key} {v:.1%}" for key, v in layer.items() if v is not None)
         print(f"one-row multiplies of a layer weighed by their bytes, of the copy bandwidth: "
               f"{shares}", flush=True)  # fmt: skip
     report = {
