@@ -392,6 +392,32 @@ def test_the_norm_weight_copied_first_gives_the_same_bits(where: str, pdl: bool,
                 assert torch.equal(after, before)
 
 
+@pytest.mark.parametrize("bound", [2, 8])
+def test_the_row_bound_leaves_the_products_out(bound: int, monkeypatch) -> None:
+    """ROW_BOUND (a bound for the decode graph's timeline): every launch of either kernel runs
+    its ring with BOUND 2 (the hand-off alone) or 8 (the copies alone) and ends (emulated, W12
+    plain and with the norm and SwiGLU, bf16 with the residual), its products left out: W12's
+    outputs are the escapes' sums alone (its escape table emptied: zeros), bf16's the residual
+    as it came.
+    Values other than 0, 2 and 8 are refused where switches are parsed."""
+    from specpilot import switches
+
+    gen = torch.Generator().manual_seed(5)
+    w = (0.02 * torch.randn(64, 1152, generator=gen)).to(torch.bfloat16)
+    packed = w12.encode(w).without_escapes()  # (their escaped weights then decode to 0)
+    x = torch.randn(1, 1152, generator=gen).to(torch.bfloat16)
+    nw = (torch.rand(1152, generator=gen) + 0.5).to(torch.bfloat16)
+    res = torch.randn(1, 64, generator=gen).to(torch.bfloat16)
+    with gluon_on("emulated"):
+        assert w12_row.w12_row_linear(x, packed).abs().max() > 0.1
+        monkeypatch.setattr(w12_row, "ROW_BOUND", bound)
+        assert not w12_row.w12_row_linear(x, packed).any()
+        assert not w12_row.w12_row_linear(x, packed, norm_weight=nw, swiglu=True).any()
+        assert torch.equal(w12_row.bf16_row_linear(x, w, residual=res), res)
+    with pytest.raises(Exception, match="0, 2 or 8"):
+        switches.parse("kernels.w12_row.ROW_BOUND=4")
+
+
 def test_even_programs_keep_the_waves_and_the_bits(monkeypatch) -> None:
     """EVEN_PROGRAMS: the fewest programs that keep the waves (Qwen3-8B's one-row gate|up, 1,536
     tiles, on 128 of 132 SMs; q|k|v's 384 and o's 256 too; 4 tiles on 3 SMs: 2), none more

@@ -134,6 +134,12 @@ SHARED_LIMIT = 220 * 1024  # bytes of shared memory a tile may take (Hopper: 227
 # (the producer's epilogue writing the squares, or x times the norm weight with the 1 / RMS
 # applied to the sums, as the verify's split sums do) is worth ~0.2 ms a decode.
 NORM_BOUND = 0
+# ROW_BOUND (a bound: wrong outputs): every launch of either kernel with BOUND this (0 none; 8
+# the loader's copies alone; 2 the hand-off alone: the multiplying warps wait for each stage and
+# free it, reading nothing), so that a decode graph's exit-to-exit times tell the ring's feed
+# apart from the work on it. Why: run 330's decode (H100, against the copy-bandwidth bounds)
+# has W12 q|k|v at 82% and gate|up at 94% where bf16_row's run at ~100% on the same ring.
+ROW_BOUND = 0
 # NORM_WEIGHT_EARLY: the norm prologue's weight (a constant, K bf16) copied first of all, before
 # the ring's first stages and PDL's wait (`_norm_weight_copies`), instead of beside x after the
 # wait (XB more TMA copies issued on the path to the first multiply). On since run 330 (H100,
@@ -165,6 +171,7 @@ SWITCH_RULES = {
     "ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "BF16_ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "NORM_BOUND": (lambda n: n in (0, 1), "0 or 1 (a bound: wrong outputs)"),
+    "ROW_BOUND": (lambda n: n in (0, 2, 8), "0, 2 or 8 (a bound: wrong outputs)"),
     "NORM_WEIGHT_EARLY": (lambda n: n in (0, 1), "0 or 1"),
     "EVEN_PROGRAMS": (lambda n: n in (0, 1), "0 or 1"),
 }
@@ -816,6 +823,7 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
         raise ValueError(f"{what}: unknown tile keys {sorted(unknown)}")
     if NORM_BOUND and norm_weight is not None:
         cfg["BOUND"] |= 4
+    cfg["BOUND"] |= ROW_BOUND
     if cfg["BOUND"] & ~14 or (cfg["BOUND"] & 4 and norm_weight is None):
         raise ValueError(f"{what}: BOUND is a sum of 2, 4 (with a norm) and 8, not {cfg['BOUND']}")
     if x.shape != (1, k) or x.dtype != torch.bfloat16 or not launch.gluon_device(x):
