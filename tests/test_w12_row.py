@@ -392,6 +392,36 @@ def test_the_norm_weight_copied_first_gives_the_same_bits(where: str, pdl: bool,
                 assert torch.equal(after, before)
 
 
+@pytest.mark.parametrize("where, pdl", [("cuda", False), ("emulated", False), ("emulated", True)])
+def test_early_escapes_give_the_same_bits(where: str, pdl: bool, monkeypatch) -> None:
+    """EARLY_ESCAPES (tile key ESC_EARLY): the meta warp's escape lists asked for beside the
+    scale words' bases and their first entries before PDL's wait: the same bits as without, W12
+    plain, normed with SwiGLU and with the residual, on weights with escapes in many rows (one
+    row with more than four: `_escape_entry`'s later entries in turn), with and without PDL's
+    branches; the tile key overrides the switch."""
+    gen = torch.Generator().manual_seed(13)
+    with gluon_on(where, pdl=pdl) as device:
+        w = _weights(96, 1152, seed=3).to(device)
+        packed = w12.encode(w)
+        per_row = packed.row_ptr.diff()
+        assert int((per_row > 0).sum()) >= 8 and int(per_row.max()) > 4
+        x = (3 * torch.randn(1, 1152, generator=gen)).to(device, torch.bfloat16)
+        nw = (torch.rand(1152, generator=gen) + 0.5).to(device, torch.bfloat16)
+        res = torch.randn(1, 96, generator=gen).to(device, torch.bfloat16)
+        runs = []
+        for early in (0, 1):
+            monkeypatch.setattr(w12_row, "EARLY_ESCAPES", early)
+            runs.append((w12_row.w12_row_linear(x, packed),
+                         w12_row.w12_row_linear(x, packed, norm_weight=nw, swiglu=True),
+                         w12_row.w12_row_linear(x, packed, residual=res),
+                         w12_row.w12_row_linear(x, packed, dict(ESC_EARLY=1 - early))))  # fmt: skip
+        for before, after in zip(runs[0][:3], runs[1][:3], strict=True):
+            assert torch.equal(after, before)
+        assert torch.equal(runs[0][3], runs[0][0]) and torch.equal(runs[1][3], runs[0][0])
+        ref = w12_linear_reference(x, packed)
+        assert (runs[1][0].float() - ref.float()).abs().max() <= 2**-6 * ref.float().abs().max()
+
+
 @pytest.mark.parametrize("bound", [2, 8])
 def test_the_row_bound_leaves_the_products_out(bound: int, monkeypatch) -> None:
     """ROW_BOUND (a bound for the decode graph's timeline): every launch of either kernel runs

@@ -107,7 +107,7 @@ BF16_MAXNREG = 0
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
 # (12 kB each: ~72 kB in flight an SM), one program an SM
 TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0, X32=0,
-            MAXNREG=-1)  # fmt: skip
+            MAXNREG=-1, ESC_EARLY=-1)  # fmt: skip
 # ONE_ROW_TILE 1: 4 rows a thread (32-row tiles), 3 stages, x in fp32 (run 294, H100: the best
 # or within 2% of it at o, gate|up and down, 12.40 / 54.08 / 29.72 us against w12_linear's
 # 13.17 / 54.17 / 30.48)
@@ -140,6 +140,17 @@ NORM_BOUND = 0
 # apart from the work on it. Why: run 330's decode (H100, against the copy-bandwidth bounds)
 # has W12 q|k|v at 82% and gate|up at 94% where bf16_row's run at ~100% on the same ring.
 ROW_BOUND = 0
+# ESC_EARLY (tile key; -1: the switch EARLY_ESCAPES's; W12 with ESC_BATCH 4): the meta warp asks
+# for each tile's escape lists beside its scale words' bases and for their first four entries
+# right after (constants, all before PDL's wait on the first tile), so that a tile's escape
+# sums wait on the inputs' loads alone after the wait; without it the lists, the entries and the
+# inputs are three rounds of loads in a row after the wait, and a tile's chain (the bases, the
+# lists, the entries, the inputs) four. Why: a one-row q|k|v or gate|up tile (16 rows of K 4096)
+# takes ~4 us, about four loaded round trips, and the multiplying warps wait for its escape
+# sums at its end (run 330's W12 q|k|v at 82% of its bound, gate|up 94%, the down's 12 us
+# tiles 97%). The same bits. Off until measured (bench/h200/issue7_334.sh; w12_tc's own
+# EARLY_ESCAPES lost in run 322's verify).
+EARLY_ESCAPES = 0
 # NORM_WEIGHT_EARLY: the norm prologue's weight (a constant, K bf16) copied first of all, before
 # the ring's first stages and PDL's wait (`_norm_weight_copies`), instead of beside x after the
 # wait (XB more TMA copies issued on the path to the first multiply). On since run 330 (H100,
@@ -172,6 +183,7 @@ SWITCH_RULES = {
     "BF16_ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "NORM_BOUND": (lambda n: n in (0, 1), "0 or 1 (a bound: wrong outputs)"),
     "ROW_BOUND": (lambda n: n in (0, 2, 8), "0, 2 or 8 (a bound: wrong outputs)"),
+    "EARLY_ESCAPES": (lambda n: n in (0, 1), "0 or 1"),
     "NORM_WEIGHT_EARLY": (lambda n: n in (0, 1), "0 or 1"),
     "EVEN_PROGRAMS": (lambda n: n in (0, 1), "0 or 1"),
 }
@@ -304,11 +316,14 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
 
 @gluon.jit
 def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constexpr,
-          SWIGLU: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr):  # fmt: skip
+          SWIGLU: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr,
+          ESC_EARLY: gl.constexpr = False):  # fmt: skip
     """Each tile's scale words [2 x blocks, BLOCK_N] (group g of every row: bf16x2 2^(2b), both
     halves; 2^0 past the row's groups) and its rows' escape sums, into slot tile % 2.
     NORM: the escapes' inputs normed as the multiplying warps norm x, with their 1 / RMS (norm:
-    the norm weight's pointer, rstd's buffer, its barrier)."""
+    the norm weight's pointer, rstd's buffer, its barrier). ESC_EARLY (with ESC_BATCH 4): the
+    escape lists asked for beside the scale words' bases, their first entries right after, before
+    PDL's wait (`_tabled_escapes`: the same sums)."""
     scale_buf, esc_buf = bufs
     scale_ready, esc_ready, meta_empty = bars
     units, tiles_rows, n_stages, half_n = work
@@ -328,6 +343,10 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
         rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU,
                                    gl.SliceLayout(0, grid))  # fmt: skip
         base_rows = base_ptr + rows.to(gl.int64) * base_stride
+        EARLY: gl.constexpr = ESC_EARLY and ESC_BATCH == 4
+        if EARLY:  # the escape lists (constants) asked for before the bases' loads are waited on
+            e_rows, e_in = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, lanes)
+            start, count = _escape_lists(e_rows, e_in, escapes)
         for ch in gl.static_range(GROUPS // GROUP_CHUNK):
             g = ch * GROUP_CHUNK + gl.arange(0, GROUP_CHUNK, layout=gl.SliceLayout(1, grid))
             live = (g[:, None] < groups) & in_rows[None, :]
@@ -335,6 +354,8 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
             v = (2 * b + 127) << 7  # bf16 2^(2b)
             slots.index(slot).slice(ch * GROUP_CHUNK, GROUP_CHUNK).store(v | (v << 16))
         mbarrier.arrive(scale_ready.index(slot), count=1)
+        if EARLY:  # their first four entries (constants): before PDL's wait on the first tile
+            table = _first_entries(start, count, escapes, k)
         # the escapes read x: PDL's wait for the kernel before (the scale words, constants,
         # need none: the first tile's are made while that kernel ends; a wait once done is free)
         _grid_wait(PDL)
@@ -342,8 +363,11 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
         if NORM:  # x's 1 / RMS, once the multiplying warps have it
             mbarrier.wait(norm[2], 0)
             rstd = gl.max(norm[1].load(lanes), axis=0)
-        sums = _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN, lanes, ESC_BATCH, SWIGLU,
-                            (norm[0], rstd), NORM)  # fmt: skip
+        if EARLY:
+            sums = _tabled_escapes(table, escapes, x_ptr, k, (norm[0], rstd), NORM)
+        else:
+            sums = _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN, lanes, ESC_BATCH, SWIGLU,
+                                (norm[0], rstd), NORM)  # fmt: skip
         esc_buf.index(slot).store(sums)
         mbarrier.arrive(esc_ready.index(slot), count=1)
         j += 1
@@ -357,21 +381,41 @@ def _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN: gl.constexpr, layout: g
     column (BATCH 4: each row's first 4 at once, then the rest in turn); normed: (the norm
     weight's pointer, x's 1 / RMS): with NORM x normed there first (`_input_at`)."""
     rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, layout)
-    total = gl.zeros([BN], gl.float32, layout)
-    first = 0
     if BATCH == 4:
-        start, count, cols, values = _escape_table(rows, in_rows, escapes, 0, k)
-        c0, c1, c2, c3 = cols
-        v0, v1, v2, v3 = values
-        x0 = _input_at(x_ptr, c0, v0 != 0.0, normed, NORM)
-        x1 = _input_at(x_ptr, c1, v1 != 0.0, normed, NORM)
-        x2 = _input_at(x_ptr, c2, v2 != 0.0, normed, NORM)
-        x3 = _input_at(x_ptr, c3, v3 != 0.0, normed, NORM)
-        total = total + v0 * x0 + v1 * x1 + v2 * x2 + v3 * x3
-        first = 4
-    else:
-        start, count = _escape_lists(rows, in_rows, escapes)
-    for e in range(first, gl.max(count, axis=0)):
+        return _tabled_escapes(_escape_table(rows, in_rows, escapes, 0, k), escapes, x_ptr, k,
+                               normed, NORM)  # fmt: skip
+    start, count = _escape_lists(rows, in_rows, escapes)
+    total = gl.zeros([BN], gl.float32, layout)
+    for e in range(0, gl.max(count, axis=0)):
+        col, value = _escape_entry(escapes, start, count, e, 0, k)
+        total = total + value * _input_at(x_ptr, col, value != 0.0, normed, NORM)
+    return total
+
+
+@gluon.jit
+def _first_entries(start, count, escapes, k):
+    """ESC_BATCH 4's table of rows whose lists (start, count) are loaded: the lists and each
+    row's first four entries (`_escape_entry`; w12_ws._escape_table without the lists' loads)."""
+    c0, v0 = _escape_entry(escapes, start, count, 0, 0, k)
+    c1, v1 = _escape_entry(escapes, start, count, 1, 0, k)
+    c2, v2 = _escape_entry(escapes, start, count, 2, 0, k)
+    c3, v3 = _escape_entry(escapes, start, count, 3, 0, k)
+    return start, count, (c0, c1, c2, c3), (v0, v1, v2, v3)
+
+
+@gluon.jit
+def _tabled_escapes(table, escapes, x_ptr, k, normed, NORM: gl.constexpr):
+    """The rows' escape sums [BN] fp32 from ESC_BATCH 4's table: the four entries' inputs at
+    once, then the rest of each row's list in turn (`_input_at`'s inputs)."""
+    start, count, cols, values = table
+    c0, c1, c2, c3 = cols
+    v0, v1, v2, v3 = values
+    x0 = _input_at(x_ptr, c0, v0 != 0.0, normed, NORM)
+    x1 = _input_at(x_ptr, c1, v1 != 0.0, normed, NORM)
+    x2 = _input_at(x_ptr, c2, v2 != 0.0, normed, NORM)
+    x3 = _input_at(x_ptr, c3, v3 != 0.0, normed, NORM)
+    total = gl.zeros_like(v0) + v0 * x0 + v1 * x1 + v2 * x2 + v3 * x3
+    for e in range(4, gl.max(count, axis=0)):
         col, value = _escape_entry(escapes, start, count, e, 0, k)
         total = total + value * _input_at(x_ptr, col, value != 0.0, normed, NORM)
     return total
@@ -586,6 +630,7 @@ def _w12_row_kernel(
     PDL: gl.constexpr, NORM: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X32: gl.constexpr = 0,
     TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None, NW_EARLY: gl.constexpr = False,
+    ESC_EARLY: gl.constexpr = False,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     NORM: the multiply's input is RMSNorm(x) * the norm weight (nw_desc, nw_ptr; eps), normed
@@ -621,7 +666,8 @@ def _w12_row_kernel(
                            (trace_ptr, clock_ptr), TRACE)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
-                     x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM and (BOUND & 4) == 0)),
+                     x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM and (BOUND & 4) == 0,
+                     ESC_EARLY)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
                        (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND, PDL,
                        norm_loader, NORM, False, NW_EARLY)),
@@ -934,8 +980,9 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
         raise ValueError(f"w12_row: MAXNREG is -1, {_MAXNREG_RULE[1]}, not {most}")
     if most:
         out["maxnreg"] = most
+    early = EARLY_ESCAPES if cfg["ESC_EARLY"] == -1 else cfg["ESC_EARLY"]
     return out if bf16 else out | dict(GROUPS=geo["GROUPS"], ESC_BATCH=cfg["ESC_BATCH"],
-                                       X32=cfg["X32"])  # fmt: skip
+                                       X32=cfg["X32"], ESC_EARLY=bool(early))  # fmt: skip
 
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
