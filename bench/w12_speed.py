@@ -380,6 +380,9 @@ W12_ARMS = {
     # the one-row norm prologue's weight copied beside x after PDL's wait, as before run 330
     # (since then first of all: kernels/w12_row.NORM_WEIGHT_EARLY; bf16_row's prologue too)
     "before_330": {"w12_row.NORM_WEIGHT_EARLY": 0},
+    # the one-row meta warp's escape lists beside its scale words' bases, their first entries
+    # before PDL's wait (kernels/w12_row.EARLY_ESCAPES, off by default)
+    "early_escapes": {"w12_row.EARLY_ESCAPES": 1},
     # w12_tc's K splits added up by each tile's last unit, the next norm handed on from there: no
     # split-sum launch between the multiplies (kernels/w12_tc.SUM_IN_KERNEL, off by default)
     "sum_in": {"w12_tc.SUM_IN_KERNEL": 1},
