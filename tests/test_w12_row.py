@@ -397,7 +397,8 @@ def test_the_norm_weight_copied_first_gives_the_same_bits(where: str, pdl: bool,
 @pytest.mark.parametrize("where, pdl", [("cuda", False), ("emulated", False), ("emulated", True)])
 def test_early_escapes_give_the_same_bits(where: str, pdl: bool, monkeypatch) -> None:
     """EARLY_ESCAPES (tile key ESC_EARLY): the meta warp's escape lists asked for beside the
-    scale words' bases and their first entries before PDL's wait: the same bits as without, W12
+    scale words' bases and their first entries before PDL's wait (1), and a tile ahead (2:
+    `_meta_ahead`, persistent programs over several tiles): the same bits as without, W12
     plain, normed with SwiGLU and with the residual, on weights with escapes in many rows (16
     rows of six large ones: every entry, the four at once and `_escape_entry`'s later ones in
     turn, moves the sums), with and without PDL's
@@ -416,15 +417,16 @@ def test_early_escapes_give_the_same_bits(where: str, pdl: bool, monkeypatch) ->
         nw = (torch.rand(1152, generator=gen) + 0.5).to(device, torch.bfloat16)
         res = torch.randn(1, 96, generator=gen).to(device, torch.bfloat16)
         runs = []
-        for early in (0, 1):
+        for early in (0, 1, 2):
             monkeypatch.setattr(w12_row, "EARLY_ESCAPES", early)
+            other = dict(ESC_EARLY=(early + 1) % 3)  # the tile key over the switch
             runs.append((w12_row.w12_row_linear(x, packed),
                          w12_row.w12_row_linear(x, packed, norm_weight=nw, swiglu=True),
                          w12_row.w12_row_linear(x, packed, residual=res),
-                         w12_row.w12_row_linear(x, packed, dict(ESC_EARLY=1 - early))))  # fmt: skip
-        for before, after in zip(runs[0][:3], runs[1][:3], strict=True):
-            assert torch.equal(after, before)
-        assert torch.equal(runs[0][3], runs[0][0]) and torch.equal(runs[1][3], runs[0][0])
+                         w12_row.w12_row_linear(x, packed, other)))  # fmt: skip
+        for later in runs[1:]:
+            for before, after in zip(runs[0], later, strict=True):
+                assert torch.equal(after, before)
         ref = w12_linear_reference(x, packed)
         assert (runs[1][0].float() - ref.float()).abs().max() <= 2**-6 * ref.float().abs().max()
 

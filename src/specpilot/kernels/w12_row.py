@@ -148,8 +148,10 @@ ROW_BOUND = 0
 # lists, the entries, the inputs) four. Why: a one-row q|k|v or gate|up tile (16 rows of K 4096)
 # takes ~4 us, about four loaded round trips, and the multiplying warps wait for its escape
 # sums at its end (run 330's W12 q|k|v at 82% of its bound, gate|up 94%, the down's 12 us
-# tiles 97%). The same bits. Off until measured (bench/h200/issue7_334.sh; w12_tc's own
-# EARLY_ESCAPES lost in run 322's verify).
+# tiles 97%). 2: a tile ahead (`_meta_ahead`): the next tile's lists, scale words and entries
+# asked for before this tile's inputs, so that after the first tile each one's sums wait on one
+# round of loads behind the tile before's. The same bits. Off until measured
+# (bench/h200/issue7_334.sh; w12_tc's own EARLY_ESCAPES lost in run 322's verify).
 EARLY_ESCAPES = 0
 # NORM_WEIGHT_EARLY: the norm prologue's weight (a constant, K bf16) copied first of all, before
 # the ring's first stages and PDL's wait (`_norm_weight_copies`), instead of beside x after the
@@ -183,7 +185,7 @@ SWITCH_RULES = {
     "BF16_ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "NORM_BOUND": (lambda n: n in (0, 1), "0 or 1 (a bound: wrong outputs)"),
     "ROW_BOUND": (lambda n: n in (0, 2, 8), "0, 2 or 8 (a bound: wrong outputs)"),
-    "EARLY_ESCAPES": (lambda n: n in (0, 1), "0 or 1"),
+    "EARLY_ESCAPES": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "NORM_WEIGHT_EARLY": (lambda n: n in (0, 1), "0 or 1"),
     "EVEN_PROGRAMS": (lambda n: n in (0, 1), "0 or 1"),
 }
@@ -317,7 +319,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
 @gluon.jit
 def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constexpr,
           SWIGLU: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr,
-          ESC_EARLY: gl.constexpr = False):  # fmt: skip
+          ESC_EARLY: gl.constexpr = 0):  # fmt: skip
     """Each tile's scale words [2 x blocks, BLOCK_N] (group g of every row: bf16x2 2^(2b), both
     halves; 2^0 past the row's groups) and its rows' escape sums, into slot tile % 2.
     NORM: the escapes' inputs normed as the multiplying warps norm x, with their 1 / RMS (norm:
@@ -325,9 +327,7 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
     escape lists asked for beside the scale words' bases, their first entries right after, before
     PDL's wait (`_tabled_escapes`: the same sums)."""
     scale_buf, esc_buf = bufs
-    scale_ready, esc_ready, meta_empty = bars
     units, tiles_rows, n_stages, half_n = work
-    base_ptr, base_stride, groups = weights
     BN: gl.constexpr = scale_buf.type.shape[1]
     GROUPS: gl.constexpr = scale_buf.type.shape[0] // 2
     # the scale words ([2 x GROUPS, BN, 1]: a group's [BN, 1] column as the multiplier reads it)
@@ -335,42 +335,108 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
     slots = scale_buf._reinterpret(gl.int32, [2, GROUPS, BN], scale_buf.type.layout)
     grid: gl.constexpr = gl.BlockedLayout([1, 1], [32 // BN, BN], [1, 1], [1, 0])
     lanes: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
-    j = 0  # tiles so far: the slots' positions and phases
-    for u in range(gl.program_id(0), units, gl.num_programs(0)):
-        slot = j % 2
-        mbarrier.wait(meta_empty.index(slot), ((j // 2) & 1) ^ 1)
-        row0 = u * tiles_rows
-        rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU,
-                                   gl.SliceLayout(0, grid))  # fmt: skip
-        base_rows = base_ptr + rows.to(gl.int64) * base_stride
-        EARLY: gl.constexpr = ESC_EARLY and ESC_BATCH == 4
-        if EARLY:  # the escape lists (constants) asked for before the bases' loads are waited on
-            e_rows, e_in = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, lanes)
-            start, count = _escape_lists(e_rows, e_in, escapes)
-        for ch in gl.static_range(GROUPS // GROUP_CHUNK):
-            g = ch * GROUP_CHUNK + gl.arange(0, GROUP_CHUNK, layout=gl.SliceLayout(1, grid))
-            live = (g[:, None] < groups) & in_rows[None, :]
-            b = gl.load(base_rows[None, :] + g[:, None], mask=live, other=0).to(gl.int32)
-            v = (2 * b + 127) << 7  # bf16 2^(2b)
-            slots.index(slot).slice(ch * GROUP_CHUNK, GROUP_CHUNK).store(v | (v << 16))
-        mbarrier.arrive(scale_ready.index(slot), count=1)
-        if EARLY:  # their first four entries (constants): before PDL's wait on the first tile
-            table = _first_entries(start, count, escapes, k)
-        # the escapes read x: PDL's wait for the kernel before (the scale words, constants,
-        # need none: the first tile's are made while that kernel ends; a wait once done is free)
+    EARLY: gl.constexpr = ESC_EARLY == 1 and ESC_BATCH == 4
+    if ESC_EARLY == 2 and ESC_BATCH == 4:
+        _meta_ahead(slots, bars, esc_buf, work, n, weights, escapes, x_ptr, k, SWIGLU, PDL, norm,
+                    NORM, grid, lanes)  # fmt: skip
+    else:
+        j = 0  # tiles so far: the slots' positions and phases
+        for u in range(gl.program_id(0), units, gl.num_programs(0)):
+            row0 = u * tiles_rows
+            if EARLY:  # the escape lists (constants) asked for before the scale words' bases
+                rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, lanes)
+                start, count = _escape_lists(rows, in_rows, escapes)
+            _scale_words(slots, j, u, bars, work, n, weights, SWIGLU, grid)
+            if EARLY:  # their first four entries (constants): before PDL's wait on the first tile
+                table = _first_entries(start, count, escapes, k)
+            # the escapes read x: PDL's wait for the kernel before (the scale words, constants,
+            # need none: the first tile's are made while that kernel ends; once done it is free)
+            _grid_wait(PDL)
+            rstd = _input_rstd(norm, lanes, NORM)
+            if EARLY:
+                sums = _tabled_escapes(table, escapes, x_ptr, k, (norm[0], rstd), NORM)
+            else:
+                sums = _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN, lanes, ESC_BATCH,
+                                    SWIGLU, (norm[0], rstd), NORM)  # fmt: skip
+            esc_buf.index(j % 2).store(sums)
+            mbarrier.arrive(bars[1].index(j % 2), count=1)
+            j += 1
+
+
+@gluon.jit
+def _input_rstd(norm, lanes: gl.constexpr, NORM: gl.constexpr):
+    """NORM: x's 1 / RMS, once the multiplying warps have it (norm: the norm weight's pointer,
+    rstd's buffer, its barrier); else 1.0."""
+    rstd = 1.0
+    if NORM:
+        mbarrier.wait(norm[2], 0)
+        rstd = gl.max(norm[1].load(lanes), axis=0)
+    return rstd
+
+
+@gluon.jit
+def _meta_ahead(slots, bars, esc_buf, work, n, weights, escapes, x_ptr, k, SWIGLU: gl.constexpr,
+                PDL: gl.constexpr, norm, NORM: gl.constexpr, grid: gl.constexpr,
+                lanes: gl.constexpr):  # fmt: skip
+    """ESC_EARLY 2: `_meta` a tile ahead. Tile j + 1's constants (its escape lists, its scale
+    words into the other slot, then its lists' first four entries) are asked for before tile
+    j's inputs, so that after the first tile each tile's escape sums wait on one round of loads
+    (the inputs at its entries' columns) behind the tile before's, not four; the same sums
+    (`_tabled_escapes`). Past the last tile the lists' loads are masked off (no rows) and no
+    scale words are made."""
+    esc_ready = bars[1]
+    units, tiles_rows, n_stages, half_n = work
+    BN: gl.constexpr = slots.type.shape[2]
+    u0 = gl.program_id(0)
+    step = gl.num_programs(0)
+    rows, in_rows = _tile_rows(u0 * tiles_rows, (0, 0, 0, 0, half_n), n, BN, SWIGLU, lanes)
+    start, count = _escape_lists(rows, in_rows, escapes)
+    _scale_words(slots, 0, u0, bars, work, n, weights, SWIGLU, grid)
+    start, count, cols, values = _first_entries(start, count, escapes, k)
+    c0, c1, c2, c3 = cols
+    v0, v1, v2, v3 = values
+    j = 0
+    for u in range(u0, units, step):
+        nxt = u + step  # the next tile's lists (none past the last), scale words, entries
+        rows, in_rows = _tile_rows(nxt * tiles_rows, (0, 0, 0, 0, half_n), n, BN, SWIGLU, lanes)
+        s1, n1 = _escape_lists(rows, in_rows & (nxt < units), escapes)
+        if nxt < units:
+            _scale_words(slots, j + 1, nxt, bars, work, n, weights, SWIGLU, grid)
+        s1, n1, cols, values = _first_entries(s1, n1, escapes, k)
+        # this tile's inputs: after PDL's wait (a wait once done is free) and x's 1 / RMS
         _grid_wait(PDL)
-        rstd = 1.0
-        if NORM:  # x's 1 / RMS, once the multiplying warps have it
-            mbarrier.wait(norm[2], 0)
-            rstd = gl.max(norm[1].load(lanes), axis=0)
-        if EARLY:
-            sums = _tabled_escapes(table, escapes, x_ptr, k, (norm[0], rstd), NORM)
-        else:
-            sums = _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN, lanes, ESC_BATCH, SWIGLU,
-                                (norm[0], rstd), NORM)  # fmt: skip
-        esc_buf.index(slot).store(sums)
-        mbarrier.arrive(esc_ready.index(slot), count=1)
+        rstd = _input_rstd(norm, lanes, NORM)
+        table = (start, count, (c0, c1, c2, c3), (v0, v1, v2, v3))
+        sums = _tabled_escapes(table, escapes, x_ptr, k, (norm[0], rstd), NORM)
+        esc_buf.index(j % 2).store(sums)
+        mbarrier.arrive(esc_ready.index(j % 2), count=1)
+        start, count = s1, n1
+        c0, c1, c2, c3 = cols
+        v0, v1, v2, v3 = values
         j += 1
+
+
+@gluon.jit
+def _scale_words(slots, j, u, bars, work, n, weights, SWIGLU: gl.constexpr, grid: gl.constexpr):
+    """Tile u's scale words (the program's tile j) into slot j % 2, once the multiplying warps
+    have freed it: `_meta`'s, for `_meta_ahead`."""
+    scale_ready, meta_empty = bars[0], bars[2]
+    units, tiles_rows, n_stages, half_n = work
+    base_ptr, base_stride, groups = weights
+    GROUPS: gl.constexpr = slots.type.shape[1]
+    BN: gl.constexpr = slots.type.shape[2]
+    slot = j % 2
+    mbarrier.wait(meta_empty.index(slot), ((j // 2) & 1) ^ 1)
+    rows, in_rows = _tile_rows(u * tiles_rows, (0, 0, 0, 0, half_n), n, BN, SWIGLU,
+                               gl.SliceLayout(0, grid))  # fmt: skip
+    base_rows = base_ptr + rows.to(gl.int64) * base_stride
+    for ch in gl.static_range(GROUPS // GROUP_CHUNK):
+        g = ch * GROUP_CHUNK + gl.arange(0, GROUP_CHUNK, layout=gl.SliceLayout(1, grid))
+        live = (g[:, None] < groups) & in_rows[None, :]
+        b = gl.load(base_rows[None, :] + g[:, None], mask=live, other=0).to(gl.int32)
+        v = (2 * b + 127) << 7  # bf16 2^(2b)
+        slots.index(slot).slice(ch * GROUP_CHUNK, GROUP_CHUNK).store(v | (v << 16))
+    mbarrier.arrive(scale_ready.index(slot), count=1)
 
 
 @gluon.jit
@@ -630,7 +696,7 @@ def _w12_row_kernel(
     PDL: gl.constexpr, NORM: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X32: gl.constexpr = 0,
     TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None, NW_EARLY: gl.constexpr = False,
-    ESC_EARLY: gl.constexpr = False,
+    ESC_EARLY: gl.constexpr = 0,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     NORM: the multiply's input is RMSNorm(x) * the norm weight (nw_desc, nw_ptr; eps), normed
@@ -982,7 +1048,7 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
         out["maxnreg"] = most
     early = EARLY_ESCAPES if cfg["ESC_EARLY"] == -1 else cfg["ESC_EARLY"]
     return out if bf16 else out | dict(GROUPS=geo["GROUPS"], ESC_BATCH=cfg["ESC_BATCH"],
-                                       X32=cfg["X32"], ESC_EARLY=bool(early))  # fmt: skip
+                                       X32=cfg["X32"], ESC_EARLY=int(early))  # fmt: skip
 
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
