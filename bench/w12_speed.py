@@ -383,6 +383,8 @@ W12_ARMS = {
     # the one-row meta warp's escape lists beside its scale words' bases, their first entries
     # before PDL's wait (kernels/w12_row.EARLY_ESCAPES, off by default)
     "early_escapes": {"w12_row.EARLY_ESCAPES": 1},
+    # and a tile ahead: the next tile's constants asked for before this tile's inputs (2)
+    "escapes_ahead": {"w12_row.EARLY_ESCAPES": 2},
     # w12_tc's K splits added up by each tile's last unit, the next norm handed on from there: no
     # split-sum launch between the multiplies (kernels/w12_tc.SUM_IN_KERNEL, off by default)
     "sum_in": {"w12_tc.SUM_IN_KERNEL": 1},

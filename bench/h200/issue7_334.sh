@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call (~5.5 min + cold start; no carry): run 334, issue 7: where the one-row W12
+# Device call (~6 min + cold start; no carry): run 334, issue 7: where the one-row W12
 # multiplies lose to bf16_row per byte on the same ring. Run 330's decode (H100, exit to exit
 # against the copy-bandwidth bounds): W12 q|k|v 15.5 us against 12.6 (82%), gate|up 53.2 against
 # 50.3 (94%), the down 25.9 against 25.2; bf16_row's q|k|v 16.6 against 16.7, gate|up 66.7
@@ -9,7 +9,9 @@
 #    one-row launch's copies alone, a bound with wrong outputs), rb2 (ROW_BOUND 2: the hand-off
 #    alone, the multiplying warps waiting for each stage and freeing it, reading nothing), ee
 #    (w12_row.EARLY_ESCAPES 1: the meta warp's escape lists beside the scale words' bases, their
-#    first entries before PDL's wait; same bits), base2; the decode's exit-spacing table.
+#    first entries before PDL's wait; same bits), ea (EARLY_ESCAPES 2: the meta warp a tile
+#    ahead, the next tile's constants asked for before this tile's inputs; same bits), base2;
+#    the decode's exit-spacing table.
 #    2. The same for bf16 weights (base / rb8 / rb2).
 # (The bounds' LM head reads wrong hidden states: its certificate fails and its exact pass reads
 # the whole head, as NORM_BOUND's did in run 330: read the multiplies' rows, not the span.)
@@ -17,7 +19,7 @@
 # at q|k|v (the feed is not the limit); rb2 like rb8 (the hand-off is not either); so the
 # multiplying warps' decode or the meta warp's escapes are what W12 loses: bf16's rb8 / rb2
 # level with its base. ee: q|k|v and gate|up -0.5 to -1.5 us a layer (decode -0.02 to -0.07 ms)
-# if the meta warp's chain of loads is on the tiles' path; level if not.
+# if the meta warp's chain of loads is on the tiles' path, ea up to twice that; level if not.
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
@@ -27,7 +29,8 @@ grep -E "FAILED|^E " "$OUT/gpu-tests.log" | head -8 | cut -c1-200
 rb8=$(sw w12_row.ROW_BOUND=8)
 rb2=$(sw w12_row.ROW_BOUND=2)
 ee=$(sw w12_row.EARLY_ESCAPES=1)
-MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "base|;rb8|$rb8;rb2|$rb2;ee|$ee;base2|" 170
+ea=$(sw w12_row.EARLY_ESCAPES=2)
+MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "base|;rb8|$rb8;rb2|$rb2;ee|$ee;ea|$ea;base2|" 200
 back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
 python3 bench/exit_spacing.py --forward decode "$OUT/timeline-variants-1024-qwen3-8b.json" \
     >"$OUT/spacing-decode-w12.log"
