@@ -378,11 +378,11 @@ def _input_rstd(norm, lanes: gl.constexpr, NORM: gl.constexpr):
 def _meta_ahead(slots, bars, esc_buf, work, n, weights, escapes, x_ptr, k, SWIGLU: gl.constexpr,
                 PDL: gl.constexpr, norm, NORM: gl.constexpr, grid: gl.constexpr,
                 lanes: gl.constexpr):  # fmt: skip
-    """ESC_EARLY 2: `_meta` a tile ahead. Tile j + 1's constants (its escape lists, its scale
-    words into the other slot, then its lists' first four entries) are asked for before tile
-    j's inputs, so that after the first tile each tile's escape sums wait on one round of loads
-    (the inputs at its entries' columns) behind the tile before's, not four; the same sums
-    (`_tabled_escapes`). Past the last tile the lists' loads are masked off (no rows) and no
+    """ESC_EARLY 2: `_meta` a tile ahead. Tile j + 1's constants (its escape lists, then its
+    scale words into the other slot and its lists' first four entries) load while tile j's
+    inputs do, so that after the first tile each tile's escape sums wait on about one round of
+    loads behind the tile before's, not four; the same sums (`_first_inputs`, `_escape_total`:
+    `_tabled_escapes`'s). Past the last tile the lists' loads are masked off (no rows) and no
     scale words are made."""
     esc_ready = bars[1]
     units, tiles_rows, n_stages, half_n = work
@@ -397,17 +397,19 @@ def _meta_ahead(slots, bars, esc_buf, work, n, weights, escapes, x_ptr, k, SWIGL
     v0, v1, v2, v3 = values
     j = 0
     for u in range(u0, units, step):
-        nxt = u + step  # the next tile's lists (none past the last), scale words, entries
+        nxt = u + step  # the next tile's lists (none past the last), asked for first
         rows, in_rows = _tile_rows(nxt * tiles_rows, (0, 0, 0, 0, half_n), n, BN, SWIGLU, lanes)
         s1, n1 = _escape_lists(rows, in_rows & (nxt < units), escapes)
+        # this tile's inputs at its four entries' columns: after PDL's wait (a wait once done is
+        # free) and x's 1 / RMS; then, while they load, the next tile's scale words and entries
+        _grid_wait(PDL)
+        normed = (norm[0], _input_rstd(norm, lanes, NORM))
+        table = (start, count, (c0, c1, c2, c3), (v0, v1, v2, v3))
+        inputs = _first_inputs(table, x_ptr, normed, NORM)
         if nxt < units:
             _scale_words(slots, j + 1, nxt, bars, work, n, weights, SWIGLU, grid)
         s1, n1, cols, values = _first_entries(s1, n1, escapes, k)
-        # this tile's inputs: after PDL's wait (a wait once done is free) and x's 1 / RMS
-        _grid_wait(PDL)
-        rstd = _input_rstd(norm, lanes, NORM)
-        table = (start, count, (c0, c1, c2, c3), (v0, v1, v2, v3))
-        sums = _tabled_escapes(table, escapes, x_ptr, k, (norm[0], rstd), NORM)
+        sums = _escape_total(table, inputs, escapes, x_ptr, k, normed, NORM)
         esc_buf.index(j % 2).store(sums)
         mbarrier.arrive(esc_ready.index(j % 2), count=1)
         start, count = s1, n1
@@ -473,13 +475,29 @@ def _first_entries(start, count, escapes, k):
 def _tabled_escapes(table, escapes, x_ptr, k, normed, NORM: gl.constexpr):
     """The rows' escape sums [BN] fp32 from ESC_BATCH 4's table: the four entries' inputs at
     once, then the rest of each row's list in turn (`_input_at`'s inputs)."""
-    start, count, cols, values = table
-    c0, c1, c2, c3 = cols
-    v0, v1, v2, v3 = values
+    inputs = _first_inputs(table, x_ptr, normed, NORM)
+    return _escape_total(table, inputs, escapes, x_ptr, k, normed, NORM)
+
+
+@gluon.jit
+def _first_inputs(table, x_ptr, normed, NORM: gl.constexpr):
+    """The inputs at a table's four entries' columns (`_input_at`), asked for at once."""
+    c0, c1, c2, c3 = table[2]
+    v0, v1, v2, v3 = table[3]
     x0 = _input_at(x_ptr, c0, v0 != 0.0, normed, NORM)
     x1 = _input_at(x_ptr, c1, v1 != 0.0, normed, NORM)
     x2 = _input_at(x_ptr, c2, v2 != 0.0, normed, NORM)
     x3 = _input_at(x_ptr, c3, v3 != 0.0, normed, NORM)
+    return x0, x1, x2, x3
+
+
+@gluon.jit
+def _escape_total(table, inputs, escapes, x_ptr, k, normed, NORM: gl.constexpr):
+    """A table's escape sums from its four entries' inputs (`_first_inputs`), then the rest of
+    each row's list in turn."""
+    start, count, cols, values = table
+    v0, v1, v2, v3 = values
+    x0, x1, x2, x3 = inputs
     total = gl.zeros_like(v0) + v0 * x0 + v1 * x1 + v2 * x2 + v3 * x3
     for e in range(4, gl.max(count, axis=0)):
         col, value = _escape_entry(escapes, start, count, e, 0, k)
