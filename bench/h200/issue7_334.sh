@@ -31,16 +31,7 @@ rb2=$(sw w12_row.ROW_BOUND=2)
 ee=$(sw w12_row.EARLY_ESCAPES=1)
 ea=$(sw w12_row.EARLY_ESCAPES=2)
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "base|;rb8|$rb8;rb2|$rb2;ee|$ee;ea|$ea;base2|" 200
-back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
-python3 bench/exit_spacing.py --forward decode "$OUT/timeline-variants-1024-qwen3-8b.json" \
-    >"$OUT/spacing-decode-w12.log"
-head -13 "$OUT/spacing-decode-w12.log" | cut -c1-175
-for f in "$OUT"/timeline-variants-1024-qwen3-8b.*; do mv "$f" "${f/qwen3-8b/qwen3-8b-w12}"; done
-pack
+decode_table w12
 MODEL=qwen3-8b variants "bf16" "base|;rb8|$rb8;rb2|$rb2" 110
-back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
-python3 bench/exit_spacing.py --forward decode "$OUT/timeline-variants-1024-qwen3-8b.json" \
-    >"$OUT/spacing-decode-bf16.log"
-head -13 "$OUT/spacing-decode-bf16.log" | cut -c1-175
-pack
+decode_table bf16
 archive_only

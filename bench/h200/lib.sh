@@ -184,6 +184,18 @@ for fwd in ("decode", "verify"):
     print(fwd, "back to back, ms:", {k: round(v, 3) for k, v in ms.items()})
 PY
 }
+# decode_table NAME: back_to_back and exit_spacing's decode table of the last Qwen3-8B timeline
+# variants run at 1k into $OUT/spacing-decode-NAME.log (its first 13 lines printed), then that
+# run's timeline files renamed with NAME (the next variants run writes the same names) and
+# everything packed.
+decode_table() {
+    local tl="$OUT/timeline-variants-1024-qwen3-8b"
+    back_to_back "$tl.json"
+    python3 bench/exit_spacing.py --forward decode "$tl.json" >"$OUT/spacing-decode-$1.log"
+    head -13 "$OUT/spacing-decode-$1.log" | cut -c1-175
+    for f in "$tl".*; do mv "$f" "${f/qwen3-8b/qwen3-8b-$1}"; done
+    pack
+}
 # spacing NAME ROWS: bench/exit_spacing.py's verify table of the last timeline variants run at 1k
 # (its JSON under $OUT, named for MODEL where that is set) into $OUT/spacing-NAME.log; prints
 # its first ROWS lines and the span.
