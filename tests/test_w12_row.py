@@ -400,11 +400,11 @@ def test_the_norm_weight_copied_first_gives_the_same_bits(where: str, pdl: bool,
 def test_early_escapes_give_the_same_bits(where: str, pdl: bool, monkeypatch) -> None:
     """EARLY_ESCAPES (tile key ESC_EARLY): the meta warp's escape lists asked for beside the
     scale words' bases and their first entries before PDL's wait (1), and a tile ahead (2:
-    `_meta_ahead`, persistent programs over several tiles): the same bits as without, W12
-    plain, normed with SwiGLU and with the residual, on weights with escapes in many rows (16
-    rows of six large ones: every entry, the four at once and `_escape_entry`'s later ones in
-    turn, moves the sums), with and without PDL's
-    branches; the tile key overrides the switch."""
+    `_meta_ahead`; persistent programs over several tiles, and over one): the same bits as
+    without, W12 plain, normed with SwiGLU and with the residual, on weights with escapes in
+    many rows (16 rows of six large ones: every entry, the four at once and `_escape_entry`'s
+    later ones in turn, moves the sums), with and without PDL's branches; the tile key
+    overrides the switch."""
     gen = torch.Generator().manual_seed(13)
     with gluon_on(where, pdl=pdl) as device:
         w = _weights(96, 1152, seed=3)
@@ -415,6 +415,7 @@ def test_early_escapes_give_the_same_bits(where: str, pdl: bool, monkeypatch) ->
         packed = w12.encode(w)
         per_row = packed.row_ptr.diff().cpu()
         assert bool((per_row[16:32] >= 6).all())
+        few = w12.encode(w[:48])  # 3 tiles: on the emulator's 3 SMs, one a program
         x = (3 * torch.randn(1, 1152, generator=gen)).to(device, torch.bfloat16)
         nw = (torch.rand(1152, generator=gen) + 0.5).to(device, torch.bfloat16)
         res = torch.randn(1, 96, generator=gen).to(device, torch.bfloat16)
@@ -425,7 +426,8 @@ def test_early_escapes_give_the_same_bits(where: str, pdl: bool, monkeypatch) ->
             runs.append((w12_row.w12_row_linear(x, packed),
                          w12_row.w12_row_linear(x, packed, norm_weight=nw, swiglu=True),
                          w12_row.w12_row_linear(x, packed, residual=res),
-                         w12_row.w12_row_linear(x, packed, other)))  # fmt: skip
+                         w12_row.w12_row_linear(x, packed, other),
+                         w12_row.w12_row_linear(x, few)))  # fmt: skip
         for later in runs[1:]:
             for before, after in zip(runs[0], later, strict=True):
                 assert torch.equal(after, before)
