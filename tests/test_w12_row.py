@@ -83,7 +83,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     Llama's 14336; traced (the kernel timeline's marks), W12 with the norm and bf16; the small
     multiplies' candidate tiles (ROW_TILES 3: 10 stages, W12 and bf16 with the norm; 4: 8-row
     tiles; 5: 15 stages, W12 with the norm); the early escapes (ESC_EARLY 1 and 2) with the
-    norm and SwiGLU, and with the residual at K 12288."""
+    norm and SwiGLU, and with the residual at K 12288; the escapes one at a time (ESC_BATCH 0)
+    with the norm."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
@@ -97,7 +98,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              True), (dict(ESC_EARLY=1), 4096, True, False, True, False, True),
              (dict(ESC_EARLY=1), 12288, False, True, True),
              (dict(ESC_EARLY=2), 4096, True, False, True, False, True),
-             (dict(ESC_EARLY=2), 12288, False, True, True)]  # fmt: skip
+             (dict(ESC_EARLY=2), 12288, False, True, True),
+             (dict(ESC_BATCH=0), 4096, False, False, True, False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)

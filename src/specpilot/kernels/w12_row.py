@@ -450,13 +450,14 @@ def _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN: gl.constexpr, layout: g
     weight's pointer, x's 1 / RMS): with NORM x normed there first (`_input_at`)."""
     rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, BN, SWIGLU, layout)
     if BATCH == 4:
-        return _tabled_escapes(_escape_table(rows, in_rows, escapes, 0, k), escapes, x_ptr, k,
-                               normed, NORM)  # fmt: skip
-    start, count = _escape_lists(rows, in_rows, escapes)
-    total = gl.zeros([BN], gl.float32, layout)
-    for e in range(0, gl.max(count, axis=0)):
-        col, value = _escape_entry(escapes, start, count, e, 0, k)
-        total = total + value * _input_at(x_ptr, col, value != 0.0, normed, NORM)
+        total = _tabled_escapes(_escape_table(rows, in_rows, escapes, 0, k), escapes, x_ptr, k,
+                                normed, NORM)  # fmt: skip
+    else:
+        start, count = _escape_lists(rows, in_rows, escapes)
+        total = gl.zeros([BN], gl.float32, layout)
+        for e in range(0, gl.max(count, axis=0)):
+            col, value = _escape_entry(escapes, start, count, e, 0, k)
+            total = total + value * _input_at(x_ptr, col, value != 0.0, normed, NORM)
     return total
 
 
