@@ -84,7 +84,7 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     multiplies' candidate tiles (ROW_TILES 3: 10 stages, W12 and bf16 with the norm; 4: 8-row
     tiles; 5: 15 stages, W12 with the norm); the early escapes (ESC_EARLY 1 and 2) with the
     norm and SwiGLU, and with the residual at K 12288; the escapes one at a time (ESC_BATCH 0)
-    with the norm."""
+    with the norm; ROW_TILES 6 (10 stages, 6 before PDL's wait), W12 and bf16 with the norm."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
@@ -99,7 +99,9 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              (dict(ESC_EARLY=1), 12288, False, True, True),
              (dict(ESC_EARLY=2), 4096, True, False, True, False, True),
              (dict(ESC_EARLY=2), 12288, False, True, True),
-             (dict(ESC_BATCH=0), 4096, False, False, True, False, True)]  # fmt: skip
+             (dict(ESC_BATCH=0), 4096, False, False, True, False, True),
+             (w12_row.ROW_TILES[6], 4096, False, False, True, False, True),
+             (w12_row.ROW_TILES[6], 4096, False, False, True, True, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)
@@ -435,6 +437,33 @@ def test_early_escapes_give_the_same_bits(where: str, pdl: bool, monkeypatch) ->
                 assert torch.equal(after, before)
         ref = w12_linear_reference(x, packed)
         assert (runs[1][0].float() - ref.float()).abs().max() <= 2**-6 * ref.float().abs().max()
+
+
+@pytest.mark.parametrize("where, pdl", [("cuda", False), ("emulated", False), ("emulated", True)])
+def test_fewer_stages_before_the_wait_give_the_same_bits(where: str, pdl: bool) -> None:
+    """PRE (tile key): the loader asks for PRE stages before PDL's wait and the rest of the
+    ring after it: the same bits as every stage before it (PRE 0), W12 and bf16, normed with
+    SwiGLU and plain, on a ring deeper than a tile's stages (K 4096: 8 stages, 10 in the ring)
+    and on one a program fills before PRE (K 600: 2 stages); ROW_TILES 6 is such a tile; PRE
+    past STAGES is refused."""
+    gen = torch.Generator().manual_seed(17)
+    with gluon_on(where, pdl=pdl) as device:
+        for k in (4096, 600):
+            w = _weights(80, k, seed=k).to(device)
+            packed = w12.encode(w)
+            x = (3 * torch.randn(1, k, generator=gen)).to(device, torch.bfloat16)
+            nw = (torch.rand(k, generator=gen) + 0.5).to(device, torch.bfloat16)
+            runs = []
+            for tile in (dict(STAGES=10), dict(STAGES=10, PRE=6), dict(STAGES=10, PRE=3)):
+                runs.append((w12_row.w12_row_linear(x, packed, tile),
+                             w12_row.w12_row_linear(x, packed, tile, norm_weight=nw, swiglu=True),
+                             w12_row.bf16_row_linear(x, w, tile, norm_weight=nw)))  # fmt: skip
+            for later in runs[1:]:
+                for before, after in zip(runs[0], later, strict=True):
+                    assert torch.equal(after, before)
+        assert w12_row.ROW_TILES[6]["PRE"] == 6 < w12_row.ROW_TILES[6]["STAGES"]
+        with pytest.raises(ValueError, match="PRE is 0"):
+            w12_row.w12_row_linear(x, packed, dict(STAGES=4, PRE=5))
 
 
 @pytest.mark.parametrize("bound", [2, 8])

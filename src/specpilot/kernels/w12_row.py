@@ -107,7 +107,7 @@ BF16_MAXNREG = 0
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
 # (12 kB each: ~72 kB in flight an SM), one program an SM
 TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0, X32=0,
-            MAXNREG=-1, ESC_EARLY=-1)  # fmt: skip
+            MAXNREG=-1, ESC_EARLY=-1, PRE=0)  # fmt: skip
 # ONE_ROW_TILE 1: 4 rows a thread (32-row tiles), 3 stages, x in fp32 (run 294, H100: the best
 # or within 2% of it at o, gate|up and down, 12.40 / 54.08 / 29.72 us against w12_linear's
 # 13.17 / 54.17 / 30.48)
@@ -115,9 +115,14 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # graph: bf16 +0.4%, W12 -0.6%). 3: 10 stages (~120 kB in flight an SM); 4: 8-row tiles (1
 # row a thread: twice the tiles); 5: 15 stages, the deepest W12 ring that fits beside a K of
 # 4096 with the norm (~180 kB in flight, 205 kB of shared memory; bf16's falls back: row_tile).
+# 6: 10 stages of which the first 6 before PDL's wait (PRE): ~120 kB in flight once running, the
+# default's 72 kB asked for early (run 313's deeper rings, every stage asked for before the
+# wait, lost: whether the early requests or the depth did it). PRE (0: STAGES): the stages the
+# loader asks for before PDL's wait; the rest after it.
 # BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
-             TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15))  # fmt: skip
+             TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15),
+             TILE | dict(STAGES=10, PRE=6))  # fmt: skip
 # ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: the tile (an index of ROW_TILES; -1: the one
 # above) of the small one-row multiplies, N x K at most SMALL_WEIGHTS (the 8B shapes' q|k|v and
 # o). Run 306's kernel timeline (H100, W12 decode): q|k|v 15.60 us against a 12.64 bound, o
@@ -268,16 +273,18 @@ def _norm_weight_copies(x_desc, x_ready, XB: gl.constexpr, norm):
 @gluon.jit
 def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU: gl.constexpr,
             BOUND: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr,
-            BF16: gl.constexpr, NW_EARLY: gl.constexpr = False):  # fmt: skip
+            BF16: gl.constexpr, NW_EARLY: gl.constexpr = False, PRE: gl.constexpr = 0):  # fmt: skip
     """x once (XB blocks of it), then each tile's stages of SB blocks: of its two W12 planes
     (descs and bufs: the low plane's, the codes', x's), or with BF16 of its bf16 weights as 4
     boxes of 64 columns a block (the weight's, x's). PDL: the weights' first STAGES stages
-    (constants) before the wait for the kernel before, x after it. NORM: the norm weight's too
-    (norm: its descriptor and buffer; `_x_copies`), with NW_EARLY first of all."""
+    (constants) before the wait for the kernel before (PRE of them where PRE is set), x after
+    it. NORM: the norm weight's too (norm: its descriptor and buffer; `_x_copies`), with NW_EARLY
+    first of all."""
     ready, empty, x_ready = bars
     units, tiles_rows, n_stages, half_n = work
     x_desc, x_buf = descs[-1], bufs[-1]
     STAGES: gl.constexpr = bufs[0].type.shape[0] // (4 * SB if BF16 else 2 * SB)
+    WAIT_AT: gl.constexpr = STAGES if PRE == 0 else PRE  # stages asked for before PDL's wait
     BN: gl.constexpr = bufs[0].type.shape[1]
     if NORM and NW_EARLY:
         _norm_weight_copies(x_desc, x_ready, XB, norm)
@@ -289,7 +296,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
         row0 = u * tiles_rows
         for st in range(n_stages):
             s = c % STAGES
-            if PDL and c == STAGES:  # the ring is full: x before the first stage is reused
+            if PDL and c == WAIT_AT:  # (the ring full: x before the first stage is reused)
                 _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY)
             if (BOUND & 8) != 0:  # the copies alone: a stage's copies landed frees it
                 mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
@@ -308,7 +315,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
                     _copy_planes((descs[0], descs[1]), (bufs[0], bufs[1]), i, row0, col, bar,
                                  half_n, SWIGLU)  # fmt: skip
             c += 1
-    if PDL and c <= STAGES:  # a program of at most STAGES stages: x after all of them
+    if PDL and c <= WAIT_AT:  # a program of at most WAIT_AT stages: x after all of them
         _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY)
     if (BOUND & 8) != 0:  # the last copies landed before the program ends
         for s in gl.static_range(STAGES):
@@ -715,7 +722,7 @@ def _w12_row_kernel(
     PDL: gl.constexpr, NORM: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X32: gl.constexpr = 0,
     TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None, NW_EARLY: gl.constexpr = False,
-    ESC_EARLY: gl.constexpr = 0,
+    ESC_EARLY: gl.constexpr = 0, PRE: gl.constexpr = 0,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     NORM: the multiply's input is RMSNorm(x) * the norm weight (nw_desc, nw_ptr; eps), normed
@@ -755,7 +762,7 @@ def _w12_row_kernel(
                      ESC_EARLY)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
                        (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND, PDL,
-                       norm_loader, NORM, False, NW_EARLY)),
+                       norm_loader, NORM, False, NW_EARLY, PRE)),
         ],
         [1, 1],
         [80, 24],
@@ -779,6 +786,7 @@ def _bf16_row_kernel(
     BOUND: gl.constexpr, FENCE: gl.constexpr, PDL: gl.constexpr, NORM: gl.constexpr,
     SWIGLU: gl.constexpr, RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
     TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None, NW_EARLY: gl.constexpr = False,
+    PRE: gl.constexpr = 0,
 ):  # fmt: skip
     """_w12_row_kernel's ring, loader, norm prologue and epilogue for a bf16 weight (no meta
     warp)."""
@@ -798,7 +806,7 @@ def _bf16_row_kernel(
                            PDL, (SWIGLU, RESIDUAL), num_warps, norm, NORM, True, False,
                            (trace_ptr, clock_ptr), TRACE)),
             (_loader, ((w_desc, x_desc), (w_buf, x_buf), bars, work, XB, SB, SWIGLU, BOUND, PDL,
-                       (nw_desc, nw_buf), NORM, True, NW_EARLY)),
+                       (nw_desc, nw_buf), NORM, True, NW_EARLY, PRE)),
         ],
         [1],
         [32],  # (24 spilled with the norm weight's copies at three sites: NORM, PDL, SwiGLU)
@@ -955,6 +963,8 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
     if NORM_BOUND and norm_weight is not None:
         cfg["BOUND"] |= 4
     cfg["BOUND"] |= ROW_BOUND
+    if not 0 <= cfg["PRE"] <= cfg["STAGES"]:
+        raise ValueError(f"{what}: PRE is 0 (every stage) or 1-STAGES, not {cfg['PRE']}")
     if cfg["BOUND"] & ~14 or (cfg["BOUND"] & 4 and norm_weight is None):
         raise ValueError(f"{what}: BOUND is a sum of 2, 4 (with a norm) and 8, not {cfg['BOUND']}")
     if x.shape != (1, k) or x.dtype != torch.bfloat16 or not launch.gluon_device(x):
@@ -1059,7 +1069,8 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
     """The kernel's constexprs (but PDL's, NORM and the epilogue's) from a tile and its geometry
     (bf16: _bf16_row_kernel's, which has no meta warp)."""
     out = dict(ROWS=cfg["ROWS"], SB=cfg["SB"], STAGES=cfg["STAGES"], XB=geo["XB"],
-               BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], num_warps=cfg["WARPS"])  # fmt: skip
+               BOUND=cfg["BOUND"], FENCE=cfg["FENCE"], num_warps=cfg["WARPS"],
+               PRE=cfg["PRE"])  # fmt: skip
     most = cfg["MAXNREG"] if cfg["MAXNREG"] != -1 else (BF16_MAXNREG if bf16 else MAXNREG)
     if not _MAXNREG_RULE[0](most):
         raise ValueError(f"w12_row: MAXNREG is -1, {_MAXNREG_RULE[1]}, not {most}")
