@@ -385,6 +385,9 @@ W12_ARMS = {
     "early_escapes": {"w12_row.EARLY_ESCAPES": 1},
     # and a tile ahead: the next tile's constants asked for before this tile's inputs (2)
     "escapes_ahead": {"w12_row.EARLY_ESCAPES": 2},
+    # the one-row W12 multiplies on a 10-stage ring, 6 stages asked for before PDL's wait
+    # (kernels/w12_row.ROW_TILES 6; the default tile: 6 stages, all before it)
+    "ring10_pre6": {"w12_row.ONE_ROW_TILE": 6},
     # w12_tc's K splits added up by each tile's last unit, the next norm handed on from there: no
     # split-sum launch between the multiplies (kernels/w12_tc.SUM_IN_KERNEL, off by default)
     "sum_in": {"w12_tc.SUM_IN_KERNEL": 1},
