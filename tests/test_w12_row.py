@@ -23,6 +23,15 @@ def _weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
     return weight_with_escapes(n, k, torch.Generator().manual_seed(seed))
 
 
+def _row_inputs(n: int, k: int, device, gen: torch.Generator) -> tuple:  # noqa: ANN001
+    """A seeded weight with escapes [n, k] (`_weights`, seed k), its W12 form, an input x [1, k]
+    and a norm weight [k] (both bf16) on `device`."""
+    w = _weights(n, k, seed=k).to(device)
+    x = (3 * torch.randn(1, k, generator=gen)).to(device, torch.bfloat16)
+    nw = (torch.rand(k, generator=gen) + 0.5).to(device, torch.bfloat16)
+    return w, w12.encode(w), x, nw
+
+
 def _escaped(packed: w12.W12Weight, n: int, k: int) -> torch.Tensor:
     out = torch.zeros(n, k, dtype=torch.bool)
     rows = torch.repeat_interleave(torch.arange(n), packed.row_ptr.diff())
@@ -385,10 +394,7 @@ def test_the_norm_weight_copied_first_gives_the_same_bits(where: str, pdl: bool,
     gen = torch.Generator().manual_seed(7)
     with gluon_on(where, pdl=pdl) as device:
         for k in (1152, 4096):
-            w = _weights(64, k, seed=k).to(device)
-            packed = w12.encode(w)
-            x = (3 * torch.randn(1, k, generator=gen)).to(device, torch.bfloat16)
-            nw = (torch.rand(k, generator=gen) + 0.5).to(device, torch.bfloat16)
+            w, packed, x, nw = _row_inputs(64, k, device, gen)
             runs = []
             for early in (0, 1):
                 monkeypatch.setattr(w12_row, "NORM_WEIGHT_EARLY", early)
@@ -449,10 +455,7 @@ def test_fewer_stages_before_the_wait_give_the_same_bits(where: str, pdl: bool) 
     gen = torch.Generator().manual_seed(17)
     with gluon_on(where, pdl=pdl) as device:
         for k in (4096, 600):
-            w = _weights(80, k, seed=k).to(device)
-            packed = w12.encode(w)
-            x = (3 * torch.randn(1, k, generator=gen)).to(device, torch.bfloat16)
-            nw = (torch.rand(k, generator=gen) + 0.5).to(device, torch.bfloat16)
+            w, packed, x, nw = _row_inputs(80, k, device, gen)
             runs = []
             for tile in (dict(STAGES=10), dict(STAGES=10, PRE=6), dict(STAGES=10, PRE=3)):
                 runs.append((w12_row.w12_row_linear(x, packed, tile),
