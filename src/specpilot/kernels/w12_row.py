@@ -60,6 +60,7 @@ from specpilot.kernels.w12_ws import (
     _escape_table,
     _grid_wait,
     _let_next_launch,
+    _table_entries,
     _tile_rows,
     _trace_mark,
     prmt,
@@ -135,9 +136,10 @@ SHARED_LIMIT = 220 * 1024  # bytes of shared memory a tile may take (Hopper: 227
 # norm left out, so that a decode graph's exit-to-exit times tell the prologue's cost. Run 329's
 # W12 decode (H100, us a layer, from the PDL wait to the exit): q|k|v 15.26 against a 12.6
 # bound and gate|up 53.17 against 50.3 (both with the prologue), o 8.37 against 8.4 and the
-# down 25.17 against 25.2 (neither). If the prologue is the difference, handing the norm on
-# (the producer's epilogue writing the squares, or x times the norm weight with the 1 / RMS
-# applied to the sums, as the verify's split sums do) is worth ~0.2 ms a decode.
+# down 25.17 against 25.2 (neither). Run 330 (H100, exit to exit): the prologue costs ~2.3 us a
+# layer (q|k|v 15.84 -> 14.67, gate|up 54.10 -> 52.99; bf16 17.10 -> 16.26, 67.15 -> 66.16),
+# of which NORM_WEIGHT_EARLY takes ~1.3: not the difference, and ~1 us a layer left does not
+# pay for handing the norm on to the one-row multiplies.
 NORM_BOUND = 0
 # ROW_BOUND (a bound: wrong outputs): every launch of either kernel with BOUND this (0 none; 8
 # the loader's copies alone; 2 the hand-off alone: the multiplying warps wait for each stage and
@@ -334,6 +336,7 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
     escape lists asked for beside the scale words' bases, their first entries right after, before
     PDL's wait (`_tabled_escapes`: the same sums)."""
     scale_buf, esc_buf = bufs
+    esc_ready = bars[1]
     units, tiles_rows, n_stages, half_n = work
     BN: gl.constexpr = scale_buf.type.shape[1]
     GROUPS: gl.constexpr = scale_buf.type.shape[0] // 2
@@ -355,7 +358,7 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
                 start, count = _escape_lists(rows, in_rows, escapes)
             _scale_words(slots, j, u, bars, work, n, weights, SWIGLU, grid)
             if EARLY:  # their first four entries (constants): before PDL's wait on the first tile
-                table = _first_entries(start, count, escapes, k)
+                table = _table_entries(start, count, escapes, 0, k)
             # the escapes read x: PDL's wait for the kernel before (the scale words, constants,
             # need none: the first tile's are made while that kernel ends; once done it is free)
             _grid_wait(PDL)
@@ -366,7 +369,7 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
                 sums = _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN, lanes, ESC_BATCH,
                                     SWIGLU, (norm[0], rstd), NORM)  # fmt: skip
             esc_buf.index(j % 2).store(sums)
-            mbarrier.arrive(bars[1].index(j % 2), count=1)
+            mbarrier.arrive(esc_ready.index(j % 2), count=1)
             j += 1
 
 
@@ -399,7 +402,7 @@ def _meta_ahead(slots, bars, esc_buf, work, n, weights, escapes, x_ptr, k, SWIGL
     rows, in_rows = _tile_rows(u0 * tiles_rows, (0, 0, 0, 0, half_n), n, BN, SWIGLU, lanes)
     start, count = _escape_lists(rows, in_rows, escapes)
     _scale_words(slots, 0, u0, bars, work, n, weights, SWIGLU, grid)
-    start, count, cols, values = _first_entries(start, count, escapes, k)
+    start, count, cols, values = _table_entries(start, count, escapes, 0, k)
     c0, c1, c2, c3 = cols
     v0, v1, v2, v3 = values
     j = 0
@@ -415,7 +418,7 @@ def _meta_ahead(slots, bars, esc_buf, work, n, weights, escapes, x_ptr, k, SWIGL
         inputs = _first_inputs(table, x_ptr, normed, NORM)
         if nxt < units:
             _scale_words(slots, j + 1, nxt, bars, work, n, weights, SWIGLU, grid)
-        s1, n1, cols, values = _first_entries(s1, n1, escapes, k)
+        s1, n1, cols, values = _table_entries(s1, n1, escapes, 0, k)
         sums = _escape_total(table, inputs, escapes, x_ptr, k, normed, NORM)
         esc_buf.index(j % 2).store(sums)
         mbarrier.arrive(esc_ready.index(j % 2), count=1)
@@ -466,17 +469,6 @@ def _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN: gl.constexpr, layout: g
             col, value = _escape_entry(escapes, start, count, e, 0, k)
             total = total + value * _input_at(x_ptr, col, value != 0.0, normed, NORM)
     return total
-
-
-@gluon.jit
-def _first_entries(start, count, escapes, k):
-    """ESC_BATCH 4's table of rows whose lists (start, count) are loaded: the lists and each
-    row's first four entries (`_escape_entry`; w12_ws._escape_table without the lists' loads)."""
-    c0, v0 = _escape_entry(escapes, start, count, 0, 0, k)
-    c1, v1 = _escape_entry(escapes, start, count, 1, 0, k)
-    c2, v2 = _escape_entry(escapes, start, count, 2, 0, k)
-    c3, v3 = _escape_entry(escapes, start, count, 3, 0, k)
-    return start, count, (c0, c1, c2, c3), (v0, v1, v2, v3)
 
 
 @gluon.jit

@@ -682,6 +682,14 @@ def _escape_table(rows, in_rows, escapes, col0, col1):
     independent loads after the lists'. Nothing another kernel writes: w12_tc's ESC_EARLY reads
     them before PDL's wait."""
     start, count = _escape_lists(rows, in_rows, escapes)
+    return _table_entries(start, count, escapes, col0, col1)
+
+
+@gluon.jit
+def _table_entries(start, count, escapes, col0, col1):
+    """`_escape_table` of rows whose lists (start, count) are loaded: the lists and each row's
+    first four entries in columns col0 .. col1 - 1, in one round of independent loads (w12_row's
+    ESC_EARLY asks for the lists beside other loads first)."""
     c0, v0 = _escape_entry(escapes, start, count, 0, col0, col1)
     c1, v1 = _escape_entry(escapes, start, count, 1, col0, col1)
     c2, v2 = _escape_entry(escapes, start, count, 2, col0, col1)
