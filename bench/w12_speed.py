@@ -380,9 +380,10 @@ W12_ARMS = {
     # the one-row norm prologue's weight copied beside x after PDL's wait, as before run 330
     # (since then first of all: kernels/w12_row.NORM_WEIGHT_EARLY; bf16_row's prologue too)
     "before_330": {"w12_row.NORM_WEIGHT_EARLY": 0},
-    # the one-row meta warp's escape lists beside its scale words' bases, their first entries
-    # before PDL's wait (kernels/w12_row.EARLY_ESCAPES, off by default)
-    "early_escapes": {"w12_row.EARLY_ESCAPES": 1},
+    # the one-row meta warp's escape lists asked for after its scale words and their entries after
+    # PDL's wait, as before run 334 (since then beside the bases, the entries before the wait:
+    # kernels/w12_row.EARLY_ESCAPES 1)
+    "before_334": {"w12_row.EARLY_ESCAPES": 0},
     # and a tile ahead: the next tile's constants asked for before this tile's inputs (2)
     "escapes_ahead": {"w12_row.EARLY_ESCAPES": 2},
     # the one-row W12 multiplies on a 10-stage ring, 6 stages asked for before PDL's wait

@@ -157,9 +157,11 @@ ROW_BOUND = 0
 # sums at its end (run 330's W12 q|k|v at 82% of its bound, gate|up 94%, the down's 12 us
 # tiles 97%). 2: a tile ahead (`_meta_ahead`): the next tile's lists, scale words and entries
 # asked for before this tile's inputs, so that after the first tile each one's sums wait on one
-# round of loads behind the tile before's. The same bits. Off until measured
-# (bench/h200/issue7_334.sh; w12_tc's own EARLY_ESCAPES lost in run 322's verify).
-EARLY_ESCAPES = 0
+# round of loads behind the tile before's. The same bits. 1 since run 334 (H100, decode graph back
+# to back: 4.288 ms against 4.343 / 4.348 without, q|k|v 15.15 us a layer against 15.74 / 15.47,
+# gate|up 53.55 against 54.42 / 54.72; 2: 4.309) and run 335 (Qwen3-8B end to end, 3 paired
+# rounds over bf16: AR 1.215x against 1.193x without, spec level at 1.151x / 1.150x).
+EARLY_ESCAPES = 1
 # NORM_WEIGHT_EARLY: the norm prologue's weight (a constant, K bf16) copied first of all, before
 # the ring's first stages and PDL's wait (`_norm_weight_copies`), instead of beside x after the
 # wait (XB more TMA copies issued on the path to the first multiply). On since run 330 (H100,
