@@ -93,7 +93,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     multiplies' candidate tiles (ROW_TILES 3: 10 stages, W12 and bf16 with the norm; 4: 8-row
     tiles; 5: 15 stages, W12 with the norm); the early escapes (ESC_EARLY 1 and 2) with the
     norm and SwiGLU, and with the residual at K 12288; the escapes one at a time (ESC_BATCH 0)
-    with the norm; ROW_TILES 6 (10 stages, 6 before PDL's wait), W12 and bf16 with the norm."""
+    with the norm; ROW_TILES 6 (10 stages, 6 before PDL's wait), W12 and bf16 with the norm;
+    ROW_TILES 7 and 8 (stages of 4 blocks), with the norm and with the residual at K 12288."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
@@ -110,7 +111,9 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              (dict(ESC_EARLY=2), 12288, False, True, True),
              (dict(ESC_BATCH=0), 4096, False, False, True, False, True),
              (w12_row.ROW_TILES[6], 4096, False, False, True, False, True),
-             (w12_row.ROW_TILES[6], 4096, False, False, True, True, True)]  # fmt: skip
+             (w12_row.ROW_TILES[6], 4096, False, False, True, True, True),
+             (w12_row.ROW_TILES[7], 4096, False, False, True, False, True),
+             (w12_row.ROW_TILES[8], 12288, False, True, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)
@@ -549,9 +552,18 @@ def test_small_multiplies_take_their_own_tile(monkeypatch) -> None:
         w = torch.zeros(64, 256, dtype=torch.bfloat16)
         w12_row.routed(x, w12.encode(w), kw, {})
         w12_row.routed(x, w, kw, {})
-        monkeypatch.setattr(w12_row, "SMALL_WEIGHTS", 64 * 256 - 1)
+        # ONE_ROW_NORMED_SMALL_TILE: the small W12 multiplies with the norm prologue (q|k|v)
+        # on theirs, the others (o) on ONE_ROW_SMALL_TILE's; bf16's stays on its own
+        monkeypatch.setattr(w12_row, "ONE_ROW_NORMED_SMALL_TILE", 7)
+        normed = kw | dict(norm_weight=torch.ones(256, dtype=torch.bfloat16))
+        w12_row.routed(x, w12.encode(w), normed, {})
         w12_row.routed(x, w12.encode(w), kw, {})
-    assert got == [w12_row.ROW_TILES[3], w12_row.ROW_TILES[4] | dict(X32=0), w12_row.TILE]
+        w12_row.routed(x, w, normed, {})
+        monkeypatch.setattr(w12_row, "SMALL_WEIGHTS", 64 * 256 - 1)
+        w12_row.routed(x, w12.encode(w), normed, {})
+    tiles = w12_row.ROW_TILES
+    assert got == [tiles[3], tiles[4] | dict(X32=0), tiles[7], tiles[3], tiles[4] | dict(X32=0),
+                   w12_row.TILE]  # fmt: skip
 
 
 @pytest.mark.skipif(

@@ -119,17 +119,26 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # 6: 10 stages of which the first 6 before PDL's wait (PRE): ~120 kB in flight once running, the
 # default's 72 kB asked for early (run 313's deeper rings, every stage asked for before the
 # wait, lost: whether the early requests or the depth did it). PRE (0: STAGES): the stages the
-# loader asks for before PDL's wait; the rest after it.
+# loader asks for before PDL's wait; the rest after it. 7: stages of 4 blocks, 3 of them (the
+# default's 72 kB in flight in half the hand-offs); 8: 4 of them (96 kB, bf16_row's default
+# bytes in flight). Why: run 334's decode graph with the hand-off alone (ROW_BOUND 2: copies and
+# stage barriers, no reads) took W12's q|k|v 14.27 us a layer against a 12.6 bound, where
+# bf16_row's whole multiply runs at its bound on as many stages of 4/3 the bytes.
 # BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
              TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15),
-             TILE | dict(STAGES=10, PRE=6))  # fmt: skip
+             TILE | dict(STAGES=10, PRE=6), TILE | dict(SB=4, STAGES=3),
+             TILE | dict(SB=4, STAGES=4))  # fmt: skip
 # ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: the tile (an index of ROW_TILES; -1: the one
 # above) of the small one-row multiplies, N x K at most SMALL_WEIGHTS (the 8B shapes' q|k|v and
 # o). Run 306's kernel timeline (H100, W12 decode): q|k|v 15.60 us against a 12.64 bound, o
 # 11.07 against 8.43, where gate|up and down run within 8% and 2% of theirs.
 ONE_ROW_SMALL_TILE = -1
 BF16_ONE_ROW_SMALL_TILE = -1
+# ONE_ROW_NORMED_SMALL_TILE: the same for the small W12 ones with the norm prologue alone (q|k|v;
+# -1: ONE_ROW_SMALL_TILE's). Why: run 334's s10p6 (ROW_TILES 6 everywhere) took q|k|v 14.43 us a
+# layer against 15.74 / 15.47 but o 11.20 against 9.92 / 9.81.
+ONE_ROW_NORMED_SMALL_TILE = -1
 SMALL_WEIGHTS = 6144 * 4096
 SHARED_LIMIT = 220 * 1024  # bytes of shared memory a tile may take (Hopper: 227 kB an SM)
 # NORM_BOUND (a bound: wrong outputs): 1 gives every launch with a norm prologue BOUND 4, the
@@ -192,6 +201,7 @@ SWITCH_RULES = {
     "BF16_ONE_ROW_TILE": _TILE_INDEX,
     "ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "BF16_ONE_ROW_SMALL_TILE": _SMALL_INDEX,
+    "ONE_ROW_NORMED_SMALL_TILE": _SMALL_INDEX,
     "NORM_BOUND": (lambda n: n in (0, 1), "0 or 1 (a bound: wrong outputs)"),
     "ROW_BOUND": (lambda n: n in (0, 2, 8), "0, 2 or 8 (a bound: wrong outputs)"),
     "EARLY_ESCAPES": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
@@ -820,7 +830,9 @@ def routed(x: torch.Tensor, weight, kw: dict, hand: dict) -> torch.Tensor | None
     if isinstance(weight, W12Weight):
         if not one_row_route(x, weight, residual=kw["residual"] is not None):
             return None
-        tile = row_tile(*weight.shape, ONE_ROW_TILE, ONE_ROW_SMALL_TILE, False, norm)
+        small = ONE_ROW_NORMED_SMALL_TILE if norm and ONE_ROW_NORMED_SMALL_TILE >= 0 else -1
+        small = ONE_ROW_SMALL_TILE if small < 0 else small
+        tile = row_tile(*weight.shape, ONE_ROW_TILE, small, False, norm)
         return w12_row_linear(x, weight, tile, **args)
     if isinstance(weight, torch.Tensor) and bf16_route(x, weight):
         tile = row_tile(*weight.shape, BF16_ONE_ROW_TILE, BF16_ONE_ROW_SMALL_TILE, True, norm)
