@@ -386,6 +386,9 @@ W12_ARMS = {
     "before_334": {"w12_row.EARLY_ESCAPES": 0},
     # and a tile ahead: the next tile's constants asked for before this tile's inputs (2)
     "escapes_ahead": {"w12_row.EARLY_ESCAPES": 2},
+    # the one-row W12 multiplies on stages of 4 blocks, 3 of them (kernels/w12_row.ROW_TILES 7:
+    # the default's bytes in flight in half the hand-offs; the default tile: 6 stages of 2)
+    "stages_of_4": {"w12_row.ONE_ROW_TILE": 7},
     # the one-row W12 multiplies on a 10-stage ring, 6 stages asked for before PDL's wait
     # (kernels/w12_row.ROW_TILES 6; the default tile: 6 stages, all before it)
     "ring10_pre6": {"w12_row.ONE_ROW_TILE": 6},
