@@ -472,14 +472,15 @@ def test_fewer_stages_before_the_wait_give_the_same_bits(where: str, pdl: bool) 
             w12_row.w12_row_linear(x, packed, dict(STAGES=4, PRE=5))
 
 
-@pytest.mark.parametrize("bound", [2, 8])
+@pytest.mark.parametrize("bound", [2, 8, 18])
 def test_the_row_bound_leaves_the_products_out(bound: int, monkeypatch) -> None:
     """ROW_BOUND (a bound for the decode graph's timeline): every launch of either kernel runs
-    its ring with BOUND 2 (the hand-off alone) or 8 (the copies alone) and ends (emulated, W12
-    plain and with the norm and SwiGLU, bf16 with the residual), its products left out: W12's
-    outputs are the escapes' sums alone (its escape table emptied: zeros), bf16's the residual
-    as it came.
-    Values other than 0, 2 and 8 are refused where switches are parsed."""
+    its ring with BOUND 2 (the hand-off alone), 8 (the copies alone) or 18 (2 without W12's meta
+    warp) and ends (emulated, W12 plain and with the norm and SwiGLU, bf16 with the residual),
+    its products left out: W12's outputs are the escapes' sums alone (its escape table emptied:
+    zeros; with escapes, 2's outputs are their sums and 18's zeros), bf16's the residual as it
+    came. Values other than 0, 2, 8 and 18 are refused where switches are parsed, BOUND 16
+    without 2 or 8 where the kernel is launched."""
     from specpilot import switches
 
     gen = torch.Generator().manual_seed(5)
@@ -494,7 +495,19 @@ def test_the_row_bound_leaves_the_products_out(bound: int, monkeypatch) -> None:
         assert not w12_row.w12_row_linear(x, packed).any()
         assert not w12_row.w12_row_linear(x, packed, norm_weight=nw, swiglu=True).any()
         assert torch.equal(w12_row.bf16_row_linear(x, w, residual=res), res)
-    with pytest.raises(Exception, match="0, 2 or 8"):
+        outlier = w.clone()
+        outlier[3, 7] = 2.0**14  # an escape: row 3's sum is x[7] times it
+        escaped = w12.encode(outlier)
+        y = w12_row.w12_row_linear(x, escaped)
+        if bound == 18:
+            assert not y.any()
+        else:  # (the random weights' own few escapes too: their rows alone are not zero)
+            assert y[0, 3].float() == (x[0, 7].float() * 2.0**14).to(torch.bfloat16).float() != 0
+            assert not y[0, escaped.row_ptr.diff() == 0].any()
+        monkeypatch.setattr(w12_row, "ROW_BOUND", 0)
+        with pytest.raises(ValueError, match="16 \\(with 2 or 8\\)"):
+            w12_row.w12_row_linear(x, packed, dict(BOUND=16))
+    with pytest.raises(Exception, match="0, 2, 8 or 18"):
         switches.parse("kernels.w12_row.ROW_BOUND=4")
 
 

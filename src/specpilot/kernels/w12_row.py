@@ -33,7 +33,8 @@ BLOCK_N 16 Qwen3-8B's shapes have 256-1,536 tiles (97% of the last wave busy).
 BOUND (a bound, wrong products, bench/w12_join.py --row): 8 the loader's copies alone (each stage
 reissued once its copies landed, no consumer waited on), 2 the hand-off alone (the multiplying
 warps wait for each stage and free it, reading nothing), 4 (NORM) the norm prologue left out:
-the products of x as it is, the norm weight copied but unread (what the prologue costs).
+the products of x as it is, the norm weight copied but unread (what the prologue costs), 16
+(W12, with 2 or 8) the meta warp left out: no scale words or escape sums made or waited on.
 
 CUDA sm_90 only. tests/test_w12_row.py emulates the bit work on the CPU (every weight back, bit
 for bit), compiles the kernel for sm_90a, runs the kernel's own code on kernels/emulate.py (the
@@ -152,9 +153,11 @@ SHARED_LIMIT = 220 * 1024  # bytes of shared memory a tile may take (Hopper: 227
 NORM_BOUND = 0
 # ROW_BOUND (a bound: wrong outputs): every launch of either kernel with BOUND this (0 none; 8
 # the loader's copies alone; 2 the hand-off alone: the multiplying warps wait for each stage and
-# free it, reading nothing), so that a decode graph's exit-to-exit times tell the ring's feed
-# apart from the work on it. Why: run 330's decode (H100, against the copy-bandwidth bounds)
-# has W12 q|k|v at 82% and gate|up at 94% where bf16_row's run at ~100% on the same ring.
+# free it, reading nothing; 18: that without W12's meta warp, whose scale words and escape sums
+# 2 still waits on), so that a decode graph's exit-to-exit times tell the ring's feed apart
+# from the work on it. Why: run 330's decode (H100, against the copy-bandwidth bounds) has W12
+# q|k|v at 82% and gate|up at 94% where bf16_row's run at ~100% on the same ring; run 334's rb2
+# took W12's q|k|v 14.27 us a layer against a 12.6 bound.
 ROW_BOUND = 0
 # ESC_EARLY (tile key; -1: the switch EARLY_ESCAPES's; W12 with ESC_BATCH 4): the meta warp asks
 # for each tile's escape lists beside its scale words' bases and for their first four entries
@@ -203,7 +206,7 @@ SWITCH_RULES = {
     "BF16_ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "ONE_ROW_NORMED_SMALL_TILE": _SMALL_INDEX,
     "NORM_BOUND": (lambda n: n in (0, 1), "0 or 1 (a bound: wrong outputs)"),
-    "ROW_BOUND": (lambda n: n in (0, 2, 8), "0, 2 or 8 (a bound: wrong outputs)"),
+    "ROW_BOUND": (lambda n: n in (0, 2, 8, 18), "0, 2, 8 or 18 (a bound: wrong outputs)"),
     "EARLY_ESCAPES": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "NORM_WEIGHT_EARLY": (lambda n: n in (0, 1), "0 or 1"),
     "EVEN_PROGRAMS": (lambda n: n in (0, 1), "0 or 1"),
@@ -659,7 +662,7 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
     j = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
         slot = j % 2
-        if not BF16:  # the tile's scale words
+        if not BF16 and (BOUND & 16) == 0:  # the tile's scale words
             mbarrier.wait(bars[3].index(slot), (j // 2) & 1)
         zero = gl.zeros([BN, 32], gl.float32, words)
         acc = (zero, zero, zero, zero)
@@ -679,7 +682,7 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
             mbarrier.arrive(empty.index(s), count=1)
             c += 1
         sums = gl.sum((acc[0] + acc[1]) + (acc[2] + acc[3]), axis=1)
-        if not BF16:  # the escapes' sums, then their slot freed
+        if not BF16 and (BOUND & 16) == 0:  # the escapes' sums, then their slot freed
             mbarrier.wait(bars[4].index(slot), (j // 2) & 1)
             sums = sums + bufs[4].index(slot).load(rows_layout)
             mbarrier.arrive(bars[5].index(slot), count=1)
@@ -735,6 +738,7 @@ def _w12_row_kernel(
     X32: x widened to fp32 in shared memory by the multiplying warps before their loop."""
     BN: gl.constexpr = ROWS * num_warps
     work = (units, tiles_rows, n_stages, n // 2)
+    meta_work = (units * ((BOUND & 16) == 0), tiles_rows, n_stages, n // 2)  # 16: no tiles
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES * SB, BN, half], low_desc.layout)
     code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES * SB, BN, half], code_desc.layout)
@@ -760,7 +764,7 @@ def _w12_row_kernel(
                            work, n, (y_ptr, res_ptr), SB, BOUND, FENCE, PDL,
                            (SWIGLU, RESIDUAL), num_warps, norm_multiplier, NORM, False, X32,
                            (trace_ptr, clock_ptr), TRACE)),
-            (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
+            (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), meta_work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM and (BOUND & 4) == 0,
                      ESC_EARLY)),
@@ -971,8 +975,12 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
     cfg["BOUND"] |= ROW_BOUND
     if not 0 <= cfg["PRE"] <= cfg["STAGES"]:
         raise ValueError(f"{what}: PRE is 0 (every stage) or 1-STAGES, not {cfg['PRE']}")
-    if cfg["BOUND"] & ~14 or (cfg["BOUND"] & 4 and norm_weight is None):
-        raise ValueError(f"{what}: BOUND is a sum of 2, 4 (with a norm) and 8, not {cfg['BOUND']}")
+    if bf16:  # (no meta warp)
+        cfg["BOUND"] &= ~16
+    bound = cfg["BOUND"]
+    if bound & ~30 or (bound & 4 and norm_weight is None) or (bound & 16 and not bound & 10):
+        raise ValueError(f"{what}: BOUND is a sum of 2, 4 (with a norm), 8 and 16 (with 2 or 8), "
+                         f"not {bound}")  # fmt: skip
     if x.shape != (1, k) or x.dtype != torch.bfloat16 or not launch.gluon_device(x):
         raise ValueError(f"{what} wants x [1, {k}] bf16 on CUDA, got {tuple(x.shape)} "
                          f"{x.dtype} on {x.device}")  # fmt: skip
@@ -1083,6 +1091,7 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
     if most:
         out["maxnreg"] = most
     early = EARLY_ESCAPES if cfg["ESC_EARLY"] == -1 else cfg["ESC_EARLY"]
+    early = 0 if cfg["BOUND"] & 16 else early  # (no meta warp: no tile ahead either)
     return out if bf16 else out | dict(GROUPS=geo["GROUPS"], ESC_BATCH=cfg["ESC_BATCH"],
                                        X32=cfg["X32"], ESC_EARLY=int(early))  # fmt: skip
 
