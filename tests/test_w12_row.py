@@ -94,7 +94,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     tiles; 5: 15 stages, W12 with the norm); the early escapes (ESC_EARLY 1 and 2) with the
     norm and SwiGLU, and with the residual at K 12288; the escapes one at a time (ESC_BATCH 0)
     with the norm; ROW_TILES 6 (10 stages, 6 before PDL's wait), W12 and bf16 with the norm;
-    ROW_TILES 7 and 8 (stages of 4 blocks), with the norm and with the residual at K 12288."""
+    ROW_TILES 7 and 8 (stages of 4 blocks), with the norm and with the residual at K 12288;
+    BOUND 18 (the hand-off without the meta warp) with the norm."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
@@ -113,7 +114,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              (w12_row.ROW_TILES[6], 4096, False, False, True, False, True),
              (w12_row.ROW_TILES[6], 4096, False, False, True, True, True),
              (w12_row.ROW_TILES[7], 4096, False, False, True, False, True),
-             (w12_row.ROW_TILES[8], 12288, False, True, True)]  # fmt: skip
+             (w12_row.ROW_TILES[8], 12288, False, True, True),
+             (dict(BOUND=18), 4096, False, False, True, False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# Device call (~3.5 min + cold start, on an H200 ~4.5; no carry): run 338, issue 7: end to end
-# with w12_row on stages of 4 blocks (w12_speed arm stages_of_4: ROW_TILES 7), which run 337's
-# decode graph (H100) took 4.277 ms against 4.293 / 4.294 back to back (q|k|v 14.86 us a layer
-# against 15.15 / 15.17, o 8.86 against 9.86 / 9.97, the merge before o 2.98 against 2.13 / 2.05).
-# Qwen3-8B at 1k, 3 paired rounds over bf16 with the control, token forcing on every arm; on an
-# H200 also the arm before_334 (EARLY_ESCAPES off): issue 7's own numbers.
-# Prediction (H100): stages_of_4 AR +0.2-0.5% over w12 (1.215x in run 335), spec level.
+# Device call (~2 min + cold start on an H100, ~4 on an H200; no carry): run 338, issue 7.
+# On an H200: issue 7's own numbers, Qwen3-8B end to end at 1k, 3 paired rounds over bf16 with
+# the control and the arm stages_of_4 (w12_row.ROW_TILES 7: run 337's decode graph, H100, 4.277
+# ms against 4.293 / 4.294), token forcing on every arm (the last H200 ones: run 299, AR
+# 1.112x, spec 1.004x).
+# On an H100: Qwen3-8B's W12 decode graph, back to back, traced: base, rb2 (w12_row.ROW_BOUND 2:
+# the hand-off alone, still waiting on the meta warp's scale words and escape sums), rb18
+# (ROW_BOUND 18: the same without the meta warp), sb4s3 (ONE_ROW_TILE 7, again), base2; the
+# exit-spacing table.
+# Prediction: H200 AR 1.19-1.23x, spec 1.10-1.15x (H100 run 335: 1.215x / 1.151x); H100 rb18
+# q|k|v ~13 us a layer against rb2's ~14.3 if the meta warp holds the ring back (then its chain,
+# not the ring, is what W12 loses; decode -0.05 to -0.1 ms against rb2), level with rb2 if not
+# (then the ring's round trips a stage); sb4s3 -0.01 to -0.02 ms against base / base2.
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-arms=stages_of_4
-if grep -q H200 "$OUT/gpu.log"; then arms=stages_of_4,before_334; fi
-w12_e2e e2e-1024 qwen3-8b "$arms" 3 420
-pack
+if grep -q H200 "$OUT/gpu.log"; then
+    w12_e2e e2e-1024 qwen3-8b stages_of_4 3 280
+    pack
+else
+    MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "base|;rb2|$(sw w12_row.ROW_BOUND=2);\
+rb18|$(sw w12_row.ROW_BOUND=18);sb4s3|$(sw w12_row.ONE_ROW_TILE=7);base2|" 200
+    decode_table w12
+fi
 archive_only
