@@ -480,9 +480,9 @@ def test_the_row_bound_leaves_the_products_out(bound: int, monkeypatch) -> None:
     its ring with BOUND 2 (the hand-off alone), 8 (the copies alone) or 18 (2 without W12's meta
     warp) and ends (emulated, W12 plain and with the norm and SwiGLU, bf16 with the residual),
     its products left out: W12's outputs are the escapes' sums alone (its escape table emptied:
-    zeros; with escapes, 2's outputs are their sums and 18's zeros), bf16's the residual as it
-    came. Values other than 0, 2, 8 and 18 are refused where switches are parsed, BOUND 16
-    without 2 or 8 where the kernel is launched."""
+    zeros; with escapes, 2's outputs are their sums and 18's zeros; with NORM_BOUND's prologue
+    left out too, zeros), bf16's the residual as it came. Values other than 0, 2, 8 and 18 are
+    refused where switches are parsed, BOUND 16 without 2 or 8 where the kernel is launched."""
     from specpilot import switches
 
     gen = torch.Generator().manual_seed(5)
@@ -506,6 +506,8 @@ def test_the_row_bound_leaves_the_products_out(bound: int, monkeypatch) -> None:
         else:  # (the random weights' own few escapes too: their rows alone are not zero)
             assert y[0, 3].float() == (x[0, 7].float() * 2.0**14).to(torch.bfloat16).float() != 0
             assert not y[0, escaped.row_ptr.diff() == 0].any()
+        monkeypatch.setattr(w12_row, "NORM_BOUND", 1)  # and without the norm prologue
+        assert not w12_row.w12_row_linear(x, packed, norm_weight=nw, swiglu=True).any()
         monkeypatch.setattr(w12_row, "ROW_BOUND", 0)
         with pytest.raises(ValueError, match="16 \\(with 2 or 8\\)"):
             w12_row.w12_row_linear(x, packed, dict(BOUND=16))

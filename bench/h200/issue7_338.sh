@@ -6,12 +6,16 @@
 # 1.112x, spec 1.004x).
 # On an H100: Qwen3-8B's W12 decode graph, back to back, traced: base, rb2 (w12_row.ROW_BOUND 2:
 # the hand-off alone, still waiting on the meta warp's scale words and escape sums), rb18
-# (ROW_BOUND 18: the same without the meta warp), sb4s3 (ONE_ROW_TILE 7, again), base2; the
-# exit-spacing table.
+# (ROW_BOUND 18: the same without the meta warp), rb18nb (that without the norm prologue too,
+# NORM_BOUND 1: the ring alone; its LM head's certificate fails, read the multiplies' rows),
+# sb4s3 (ONE_ROW_TILE 7, again), base2; the exit-spacing table.
 # Prediction: H200 AR 1.19-1.23x, spec 1.10-1.15x (H100 run 335: 1.215x / 1.151x); H100 rb18
 # q|k|v ~13 us a layer against rb2's ~14.3 if the meta warp holds the ring back (then its chain,
 # not the ring, is what W12 loses; decode -0.05 to -0.1 ms against rb2), level with rb2 if not
-# (then the ring's round trips a stage); sb4s3 -0.01 to -0.02 ms against base / base2.
+# (then the ring's round trips a stage); rb18nb a further ~1 us at q|k|v and gate|up (run 330's
+# NORM_BOUND: the prologue ~2.3 us a layer, ~1.3 of it since taken by NORM_WEIGHT_EARLY), at
+# its bound (12.6 / 50.3) if the ring itself keeps up; sb4s3 -0.01 to -0.02 ms against base /
+# base2.
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
@@ -20,8 +24,9 @@ if [ "${PART:-}" != bounds ] && grep -q H200 "$OUT/gpu.log"; then  # (PART=bound
     w12_e2e e2e-1024 qwen3-8b stages_of_4 3 280
     pack
 else
-    arms="base|;rb2|$(sw w12_row.ROW_BOUND=2);rb18|$(sw w12_row.ROW_BOUND=18)"
-    # SHORT=1 (little device time left): those three alone
+    rb18=$(sw w12_row.ROW_BOUND=18)
+    arms="base|;rb2|$(sw w12_row.ROW_BOUND=2);rb18|$rb18;rb18nb|$rb18 $(sw w12_row.NORM_BOUND=1)"
+    # SHORT=1 (little device time left): those four alone
     [ "${SHORT:-0}" = 1 ] || arms="$arms;sb4s3|$(sw w12_row.ONE_ROW_TILE=7);base2|"
     MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "$arms" 200
     decode_table w12
