@@ -738,7 +738,9 @@ def _w12_row_kernel(
     X32: x widened to fp32 in shared memory by the multiplying warps before their loop."""
     BN: gl.constexpr = ROWS * num_warps
     work = (units, tiles_rows, n_stages, n // 2)
-    meta_work = (units * ((BOUND & 16) == 0), tiles_rows, n_stages, n // 2)  # 16: no tiles
+    # BOUND 16: the meta warp takes no tiles (nor, with ESC_EARLY 2, the first one ahead)
+    META: gl.constexpr = (BOUND & 16) == 0
+    meta_work = (units * META, tiles_rows, n_stages, n // 2)
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES * SB, BN, half], low_desc.layout)
     code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES * SB, BN, half], code_desc.layout)
@@ -767,7 +769,7 @@ def _w12_row_kernel(
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), meta_work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM and (BOUND & 4) == 0,
-                     ESC_EARLY)),
+                     ESC_EARLY * META)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
                        (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND, PDL,
                        norm_loader, NORM, False, NW_EARLY, PRE)),
@@ -834,8 +836,8 @@ def routed(x: torch.Tensor, weight, kw: dict, hand: dict) -> torch.Tensor | None
     if isinstance(weight, W12Weight):
         if not one_row_route(x, weight, residual=kw["residual"] is not None):
             return None
-        small = ONE_ROW_NORMED_SMALL_TILE if norm and ONE_ROW_NORMED_SMALL_TILE >= 0 else -1
-        small = ONE_ROW_SMALL_TILE if small < 0 else small
+        normed = norm and ONE_ROW_NORMED_SMALL_TILE >= 0
+        small = ONE_ROW_NORMED_SMALL_TILE if normed else ONE_ROW_SMALL_TILE
         tile = row_tile(*weight.shape, ONE_ROW_TILE, small, False, norm)
         return w12_row_linear(x, weight, tile, **args)
     if isinstance(weight, torch.Tensor) and bf16_route(x, weight):
@@ -1091,7 +1093,6 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
     if most:
         out["maxnreg"] = most
     early = EARLY_ESCAPES if cfg["ESC_EARLY"] == -1 else cfg["ESC_EARLY"]
-    early = 0 if cfg["BOUND"] & 16 else early  # (no meta warp: no tile ahead either)
     return out if bf16 else out | dict(GROUPS=geo["GROUPS"], ESC_BATCH=cfg["ESC_BATCH"],
                                        X32=cfg["X32"], ESC_EARLY=int(early))  # fmt: skip
 
