@@ -660,6 +660,13 @@ def main() -> None:
     )
     add_launch_arguments(parser)  # end to end only
     parser.add_argument(
+        "--pipeline",
+        type=int,
+        default=0,
+        help="1: end to end (every arm, paired rounds too) with EngineConfig.pipeline, the "
+        "engine's default on CUDA; 0 (the default since run 10): the host-synchronous loop",
+    )
+    parser.add_argument(
         "--switch",
         type=module_switch,
         action="append",
@@ -777,13 +784,13 @@ def main() -> None:
     save(report, args.out)  # the kernel table survives a failure end to end
     if args.e2e:
         engine = EngineConfig(cuda_graphs=True, pdl=args.pdl, weight_prefetch=args.weight_prefetch,
-                              l2_ahead=args.l2_ahead, pipeline=False)  # fmt: skip
+                              l2_ahead=args.l2_ahead, pipeline=bool(args.pipeline))  # fmt: skip
         report["end_to_end"] = end_to_end(
             args.e2e, args.new_tokens, engine, extra, args.paired, bool(args.kernel_profile),
             swept["bf16"], pdl_arms, matrix_arms, args.model, args.w12_base,
         )  # fmt: skip
         launches = {"pdl": engine.pdl, "weight_prefetch": engine.weight_prefetch,
-                    "l2_ahead": engine.l2_ahead}  # fmt: skip
+                    "l2_ahead": engine.l2_ahead, "pipeline": engine.pipeline}  # fmt: skip
         report["end_to_end"]["engine"] = launches
         if args.tiles_from:  # as a tiles file's content
             report["end_to_end"]["swept_tiles"] = tiles.to_json(swept)

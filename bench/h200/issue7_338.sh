@@ -9,18 +9,25 @@
 # (ROW_BOUND 18: the same without the meta warp), rb18nb (that without the norm prologue too,
 # NORM_BOUND 1: the ring alone; its LM head's certificate fails, read the multiplies' rows),
 # sb4s3 (ONE_ROW_TILE 7, again), base2; the exit-spacing table.
+# PART=pipelined (any card, ~4 min): Qwen3-8B end to end, 3 paired rounds, every arm with
+# EngineConfig.pipeline (the engine's default on CUDA; issue 7's runs so far all used the
+# host-synchronous loop, ~0.3 ms of host time a step in both arms).
 # Prediction: H200 AR 1.19-1.23x, spec 1.10-1.15x (H100 run 335: 1.215x / 1.151x); H100 rb18
 # q|k|v ~13 us a layer against rb2's ~14.3 if the meta warp holds the ring back (then its chain,
 # not the ring, is what W12 loses; decode -0.05 to -0.1 ms against rb2), level with rb2 if not
 # (then the ring's round trips a stage); rb18nb a further ~1 us at q|k|v and gate|up (run 330's
 # NORM_BOUND: the prologue ~2.3 us a layer, ~1.3 of it since taken by NORM_WEIGHT_EARLY), at
 # its bound (12.6 / 50.3) if the ring itself keeps up; sb4s3 -0.01 to -0.02 ms against base /
-# base2.
+# base2. Pipelined: both arms lose the host's ~0.3 ms a step, so the ratios rise: AR ~1.22-1.23x,
+# spec ~1.16x on an H100 (1.215x / 1.151x unpipelined).
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-if [ "${PART:-}" != bounds ] && grep -q H200 "$OUT/gpu.log"; then  # (PART=bounds: any card)
+if [ "${PART:-}" = pipelined ]; then  # any card: the same with EngineConfig.pipeline in every arm
+    w12_e2e e2e-pipelined qwen3-8b "" 3 300 --pipeline 1
+    pack
+elif [ "${PART:-}" != bounds ] && grep -q H200 "$OUT/gpu.log"; then  # (PART=bounds: any card)
     w12_e2e e2e-1024 qwen3-8b stages_of_4 3 280
     pack
 else

@@ -204,12 +204,13 @@ spacing() {
         >"$OUT/spacing-$1.log"
     head -"$2" "$OUT/spacing-$1.log" | cut -c1-175; grep "^span" "$OUT/spacing-$1.log" | cut -c1-175
 }
-# w12_e2e NAME MODEL ARMS PAIRED SECONDS: bench/w12_speed.py end to end at 1k, every matrix in W12,
-# the W12_ARMS ARMS paired over bf16 for PAIRED rounds with the control (token forcing on every
-# arm), within SECONDS, into $OUT/NAME.{json,log}; prints its e2e lines.
+# w12_e2e NAME MODEL ARMS PAIRED SECONDS [FLAGS...]: bench/w12_speed.py end to end at 1k, every
+# matrix in W12, the W12_ARMS ARMS paired over bf16 for PAIRED rounds with the control (token
+# forcing on every arm), within SECONDS, into $OUT/NAME.{json,log}, with w12_speed's FLAGS (e.g.
+# --pipeline 1); prints its e2e lines.
 w12_e2e() {
     timeout "$5" python3 bench/w12_speed.py --rows '' --e2e 1024 --model "$2" \
-        --w12-base qkv,o,gate_up,down --w12-arms "$3" --paired "$4" \
+        --w12-base qkv,o,gate_up,down --w12-arms "$3" --paired "$4" "${@:6}" \
         --out "$OUT/$1.json" >"$OUT/$1.log" 2>&1
     echo "$1 rc=$?"; grep -E "^e2e" "$OUT/$1.log" | cut -c1-300 | tail -20
 }
