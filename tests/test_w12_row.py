@@ -95,7 +95,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     norm and SwiGLU, and with the residual at K 12288; the escapes one at a time (ESC_BATCH 0)
     with the norm; ROW_TILES 6 (10 stages, 6 before PDL's wait), W12 and bf16 with the norm;
     ROW_TILES 7 and 8 (stages of 4 blocks), with the norm and with the residual at K 12288;
-    BOUND 18 (the hand-off without the meta warp) with the norm."""
+    BOUND 18 (the hand-off without the meta warp) with the norm; 4 meta slots (SLOTS) with the
+    norm and SwiGLU, and a tile ahead (ESC_EARLY 2) with the residual at K 12288."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
@@ -115,7 +116,9 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              (w12_row.ROW_TILES[6], 4096, False, False, True, True, True),
              (w12_row.ROW_TILES[7], 4096, False, False, True, False, True),
              (w12_row.ROW_TILES[8], 12288, False, True, True),
-             (dict(BOUND=18), 4096, False, False, True, False, True)]  # fmt: skip
+             (dict(BOUND=18), 4096, False, False, True, False, True),
+             (dict(SLOTS=4), 4096, True, False, True, False, True),
+             (dict(SLOTS=4, ESC_EARLY=2), 12288, False, True, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)
@@ -448,6 +451,44 @@ def test_early_escapes_give_the_same_bits(where: str, pdl: bool, monkeypatch) ->
                 assert torch.equal(after, before)
         ref = w12_linear_reference(x, packed)
         assert (runs[1][0].float() - ref.float()).abs().max() <= 2**-6 * ref.float().abs().max()
+
+
+@pytest.mark.parametrize("where, pdl", [("cuda", False), ("emulated", False), ("emulated", True)])
+def test_more_meta_slots_give_the_same_bits(where: str, pdl: bool, monkeypatch) -> None:
+    """META_SLOTS (tile key SLOTS): 4 slots of scale words and escape sums, the meta warp up to 3
+    tiles ahead: the same bits as 2, with ESC_EARLY 0, 1 and 2, plain, normed with SwiGLU and
+    with the residual, where each program takes more tiles than twice the slots (30 tiles on
+    the emulator's 3 SMs: every slot's phase turns over) and escapes sit in every tile; the tile
+    key overrides the switch; 1, 3 and 5 slots are refused."""
+    gen = torch.Generator().manual_seed(19)
+    with gluon_on(where, pdl=pdl) as device:
+        w = _weights(480, 600, seed=5)
+        for r in range(0, 480, 3):  # outliers in every tile, up to six in a row
+            cols = torch.randperm(600, generator=gen)[: 1 + r % 6]
+            w[r, cols] = (2.0**14 * (1 + torch.arange(len(cols)) / 8)).to(w.dtype) * (-1) ** r
+        packed = w12.encode(w.to(device))
+        assert bool((packed.row_ptr.view(-1)[::16].diff().cpu() >= 6).all())
+        x = (3 * torch.randn(1, 600, generator=gen)).to(device, torch.bfloat16)
+        nw = (torch.rand(600, generator=gen) + 0.5).to(device, torch.bfloat16)
+        res = torch.randn(1, 480, generator=gen).to(device, torch.bfloat16)
+        runs = []
+        for slots in (2, 4):
+            monkeypatch.setattr(w12_row, "META_SLOTS", slots)
+            for early in (0, 1, 2):
+                tile = dict(ESC_EARLY=early)
+                runs.append((w12_row.w12_row_linear(x, packed, tile),
+                             w12_row.w12_row_linear(x, packed, tile, norm_weight=nw, swiglu=True),
+                             w12_row.w12_row_linear(x, packed, tile, residual=res)))  # fmt: skip
+        monkeypatch.setattr(w12_row, "META_SLOTS", 2)
+        runs.append((w12_row.w12_row_linear(x, packed, dict(SLOTS=4)),) + runs[0][1:])
+        for later in runs[1:]:
+            for before, after in zip(runs[0], later, strict=True):
+                assert torch.equal(after, before)
+        ref = w12_linear_reference(x, packed)
+        assert (runs[0][0].float() - ref.float()).abs().max() <= 2**-6 * ref.float().abs().max()
+        for slots in (1, 3, 5):
+            with pytest.raises(ValueError, match="SLOTS"):
+                w12_row.w12_row_linear(x, packed, dict(SLOTS=slots))
 
 
 @pytest.mark.parametrize("where, pdl", [("cuda", False), ("emulated", False), ("emulated", True)])

@@ -109,7 +109,7 @@ BF16_MAXNREG = 0
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
 # (12 kB each: ~72 kB in flight an SM), one program an SM
 TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0, X32=0,
-            MAXNREG=-1, ESC_EARLY=-1, PRE=0)  # fmt: skip
+            MAXNREG=-1, ESC_EARLY=-1, PRE=0, SLOTS=-1)  # fmt: skip
 # ONE_ROW_TILE 1: 4 rows a thread (32-row tiles), 3 stages, x in fp32 (run 294, H100: the best
 # or within 2% of it at o, gate|up and down, 12.40 / 54.08 / 29.72 us against w12_linear's
 # 13.17 / 54.17 / 30.48)
@@ -180,6 +180,14 @@ EARLY_ESCAPES = 1
 # decode back to back): W12 4.278 ms against 4.313 / 4.317 without, bf16 5.145 against 5.177;
 # verify level (its norms are handed on, no prologue).
 NORM_WEIGHT_EARLY = 1
+# META_SLOTS (tile key SLOTS; -1: this switch's): the meta warp's slots of scale words and escape
+# sums, so that it runs up to SLOTS - 1 tiles ahead of the multiplying warps. Why: a tile's
+# chain on the meta warp is three rounds of loads (its scale words' bases with its escape lists,
+# the lists' first entries, the inputs at their columns) and, with 2 slots, the next tile's
+# begins only once the multiplying warps have freed the slot before; a one-row q|k|v or gate|up
+# tile (16 rows of K 4096) takes ~4 us, about as long as three loaded round trips. 2 as it was;
+# 4 (2 kB more shared memory a slot at K 4096, 6 at 12288) not yet measured.
+META_SLOTS = 2
 # EVEN_PROGRAMS: the fewest programs that still take as many waves of tiles as one an SM would
 # (cdiv(units, waves)), so that every program takes the same count: Qwen3-8B's one-row gate|up
 # has 1,536 tiles, on 132 SMs 84 programs of 12 and 48 of 11 (the launch ends with the twelfth
@@ -210,6 +218,7 @@ SWITCH_RULES = {
     "EARLY_ESCAPES": (lambda n: n in (0, 1, 2), "0, 1 or 2"),
     "NORM_WEIGHT_EARLY": (lambda n: n in (0, 1), "0 or 1"),
     "EVEN_PROGRAMS": (lambda n: n in (0, 1), "0 or 1"),
+    "META_SLOTS": (lambda n: n in (2, 4), "2 or 4 (Gluon's shapes: powers of 2)"),
 }
 # FENCE: a proxy fence after a stage's reads, before it is freed for TMA's next writes (w12_ws
 # has one; CUTLASS's TMA pipelines free a stage with the barrier's release alone)
@@ -345,7 +354,8 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
           SWIGLU: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr,
           ESC_EARLY: gl.constexpr = 0):  # fmt: skip
     """Each tile's scale words [2 x blocks, BLOCK_N] (group g of every row: bf16x2 2^(2b), both
-    halves; 2^0 past the row's groups) and its rows' escape sums, into slot tile % 2.
+    halves; 2^0 past the row's groups) and its rows' escape sums, into slot tile % SLOTS
+    (esc_buf's first dimension: `META_SLOTS`).
     NORM: the escapes' inputs normed as the multiplying warps norm x, with their 1 / RMS (norm:
     the norm weight's pointer, rstd's buffer, its barrier). ESC_EARLY (with ESC_BATCH 4): the
     escape lists asked for beside the scale words' bases, their first entries right after, before
@@ -354,10 +364,11 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
     esc_ready = bars[1]
     units, tiles_rows, n_stages, half_n = work
     BN: gl.constexpr = scale_buf.type.shape[1]
-    GROUPS: gl.constexpr = scale_buf.type.shape[0] // 2
-    # the scale words ([2 x GROUPS, BN, 1]: a group's [BN, 1] column as the multiplier reads it)
-    # as [slot, group, row]
-    slots = scale_buf._reinterpret(gl.int32, [2, GROUPS, BN], scale_buf.type.layout)
+    SLOTS: gl.constexpr = esc_buf.type.shape[0]
+    GROUPS: gl.constexpr = scale_buf.type.shape[0] // SLOTS
+    # the scale words ([SLOTS x GROUPS, BN, 1]: a group's [BN, 1] column as the multiplier reads
+    # it) as [slot, group, row]
+    slots = scale_buf._reinterpret(gl.int32, [SLOTS, GROUPS, BN], scale_buf.type.layout)
     grid: gl.constexpr = gl.BlockedLayout([1, 1], [32 // BN, BN], [1, 1], [1, 0])
     lanes: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
     EARLY: gl.constexpr = ESC_EARLY == 1 and ESC_BATCH == 4
@@ -383,8 +394,8 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, k, ESC_BATCH: gl.constex
             else:
                 sums = _row_escapes(escapes, x_ptr, k, row0, half_n, n, BN, lanes, ESC_BATCH,
                                     SWIGLU, (norm[0], rstd), NORM)  # fmt: skip
-            esc_buf.index(j % 2).store(sums)
-            mbarrier.arrive(esc_ready.index(j % 2), count=1)
+            esc_buf.index(j % SLOTS).store(sums)
+            mbarrier.arrive(esc_ready.index(j % SLOTS), count=1)
             j += 1
 
 
@@ -412,6 +423,7 @@ def _meta_ahead(slots, bars, esc_buf, work, n, weights, escapes, x_ptr, k, SWIGL
     esc_ready = bars[1]
     units, tiles_rows, n_stages, half_n = work
     BN: gl.constexpr = slots.type.shape[2]
+    SLOTS: gl.constexpr = slots.type.shape[0]
     u0 = gl.program_id(0)
     step = gl.num_programs(0)
     rows, in_rows = _tile_rows(u0 * tiles_rows, (0, 0, 0, 0, half_n), n, BN, SWIGLU, lanes)
@@ -435,8 +447,8 @@ def _meta_ahead(slots, bars, esc_buf, work, n, weights, escapes, x_ptr, k, SWIGL
             _scale_words(slots, j + 1, nxt, bars, work, n, weights, SWIGLU, grid)
         s1, n1, cols, values = _table_entries(s1, n1, escapes, 0, k)
         sums = _escape_total(table, inputs, escapes, x_ptr, k, normed, NORM)
-        esc_buf.index(j % 2).store(sums)
-        mbarrier.arrive(esc_ready.index(j % 2), count=1)
+        esc_buf.index(j % SLOTS).store(sums)
+        mbarrier.arrive(esc_ready.index(j % SLOTS), count=1)
         start, count = s1, n1
         c0, c1, c2, c3 = cols
         v0, v1, v2, v3 = values
@@ -445,15 +457,16 @@ def _meta_ahead(slots, bars, esc_buf, work, n, weights, escapes, x_ptr, k, SWIGL
 
 @gluon.jit
 def _scale_words(slots, j, u, bars, work, n, weights, SWIGLU: gl.constexpr, grid: gl.constexpr):
-    """Tile u's scale words (the program's tile j) into slot j % 2, once the multiplying warps
+    """Tile u's scale words (the program's tile j) into slot j % SLOTS, once the multiplying warps
     have freed it: `_meta`'s, for `_meta_ahead`."""
     scale_ready, meta_empty = bars[0], bars[2]
     units, tiles_rows, n_stages, half_n = work
     base_ptr, base_stride, groups = weights
     GROUPS: gl.constexpr = slots.type.shape[1]
     BN: gl.constexpr = slots.type.shape[2]
-    slot = j % 2
-    mbarrier.wait(meta_empty.index(slot), ((j // 2) & 1) ^ 1)
+    SLOTS: gl.constexpr = slots.type.shape[0]
+    slot = j % SLOTS
+    mbarrier.wait(meta_empty.index(slot), ((j // SLOTS) & 1) ^ 1)
     rows, in_rows = _tile_rows(u * tiles_rows, (0, 0, 0, 0, half_n), n, BN, SWIGLU,
                                gl.SliceLayout(0, grid))  # fmt: skip
     base_rows = base_ptr + rows.to(gl.int64) * base_stride
@@ -658,12 +671,13 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
         _widened(x_buf, x_read, XB, num_warps)
     if X32:
         bufs = (bufs[0], bufs[1], x_read, bufs[3], bufs[4])
+    SLOTS: gl.constexpr = 1 if BF16 else bufs[4].type.shape[0]  # the meta warp's (W12)
     c = 0
     j = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
-        slot = j % 2
+        slot = j % SLOTS
         if not BF16 and (BOUND & 16) == 0:  # the tile's scale words
-            mbarrier.wait(bars[3].index(slot), (j // 2) & 1)
+            mbarrier.wait(bars[3].index(slot), (j // SLOTS) & 1)
         zero = gl.zeros([BN, 32], gl.float32, words)
         acc = (zero, zero, zero, zero)
         # (BOUND 8: none of the stages: the loader frees its own, and its phases run ahead)
@@ -675,7 +689,7 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
                     if BF16:
                         acc = _bf16_block(acc, bufs, s * SB + b, st * SB + b, words)
                     else:
-                        g = slot * (bufs[3].type.shape[0] // 2) + 2 * (st * SB + b)
+                        g = slot * (bufs[3].type.shape[0] // SLOTS) + 2 * (st * SB + b)
                         acc = _w12_block(acc, bufs, s * SB + b, st * SB + b, g, words)
                 if FENCE:
                     fence_async_shared()  # the reads before TMA's next writes of the stage
@@ -683,7 +697,7 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
             c += 1
         sums = gl.sum((acc[0] + acc[1]) + (acc[2] + acc[3]), axis=1)
         if not BF16 and (BOUND & 16) == 0:  # the escapes' sums, then their slot freed
-            mbarrier.wait(bars[4].index(slot), (j // 2) & 1)
+            mbarrier.wait(bars[4].index(slot), (j // SLOTS) & 1)
             sums = sums + bufs[4].index(slot).load(rows_layout)
             mbarrier.arrive(bars[5].index(slot), count=1)
         row0 = u * tiles_rows
@@ -729,13 +743,14 @@ def _w12_row_kernel(
     PDL: gl.constexpr, NORM: gl.constexpr, SWIGLU: gl.constexpr,
     RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X32: gl.constexpr = 0,
     TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None, NW_EARLY: gl.constexpr = False,
-    ESC_EARLY: gl.constexpr = 0, PRE: gl.constexpr = 0,
+    ESC_EARLY: gl.constexpr = 0, PRE: gl.constexpr = 0, SLOTS: gl.constexpr = 2,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     NORM: the multiply's input is RMSNorm(x) * the norm weight (nw_desc, nw_ptr; eps), normed
     by the multiplying warps in shared memory (w12_linear's norm prologue, once a program);
     NW_EARLY: the norm weight's copies asked for first (the loader's `_norm_weight_copies`).
-    X32: x widened to fp32 in shared memory by the multiplying warps before their loop."""
+    X32: x widened to fp32 in shared memory by the multiplying warps before their loop. SLOTS:
+    the meta warp's slots of scale words and escape sums (`META_SLOTS`)."""
     BN: gl.constexpr = ROWS * num_warps
     work = (units, tiles_rows, n_stages, n // 2)
     # BOUND 16: the meta warp takes no tiles (nor, with ESC_EARLY 2, the first one ahead)
@@ -746,11 +761,12 @@ def _w12_row_kernel(
     code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES * SB, BN, half], code_desc.layout)
     x_buf = gl.allocate_shared_memory(gl.bfloat16, [XB, 8, 32], x_desc.layout)
     plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
-    scale_buf = gl.allocate_shared_memory(gl.int32, [2 * GROUPS, BN, 1], plain)
-    esc_buf = gl.allocate_shared_memory(gl.float32, [2, BN], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    scale_buf = gl.allocate_shared_memory(gl.int32, [SLOTS * GROUPS, BN, 1], plain)
+    esc_buf = gl.allocate_shared_memory(gl.float32, [SLOTS, BN],
+                                        gl.SwizzledSharedLayout(1, 1, 1, [0]))  # fmt: skip
     x32_buf = gl.allocate_shared_memory(gl.float32, [XB if X32 else 1, 8, 32], plain)
     ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(1)
-    scale_ready, esc_ready, meta_empty = _barriers(2), _barriers(2), _barriers(2)
+    scale_ready, esc_ready, meta_empty = _barriers(SLOTS), _barriers(SLOTS), _barriers(SLOTS)
     # NORM: the norm weight's blocks (one unread block without), x's 1 / RMS and its barrier
     nw_buf = gl.allocate_shared_memory(gl.bfloat16, [XB if NORM else 1, 8, 32], nw_desc.layout)
     rstd_buf = gl.allocate_shared_memory(gl.float32, [1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
@@ -934,7 +950,7 @@ def geometry(cfg: dict, k: int, bf16: bool = False, norm: bool = False) -> dict:
     xb = n_stages * cfg["SB"]
     groups = max(GROUP_CHUNK, triton.next_power_of_2(2 * xb))
     ring = cfg["STAGES"] * cfg["SB"] * bn * (2 * BLOCK if bf16 else BLOCK + BLOCK // 2)
-    meta = 0 if bf16 else 2 * groups * bn * 4 + 2 * bn * 4
+    meta = 0 if bf16 else meta_slots(cfg) * (groups * bn * 4 + bn * 4)
     wide = 0 if bf16 else cfg["X32"] * xb * BLOCK * 4  # X32: x widened to fp32
     shared = ring + (2 if norm else 1) * xb * BLOCK * 2 + meta + wide
     return dict(BN=bn, n_stages=n_stages, XB=xb, GROUPS=groups, shared=shared)
@@ -1094,7 +1110,16 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
         out["maxnreg"] = most
     early = EARLY_ESCAPES if cfg["ESC_EARLY"] == -1 else cfg["ESC_EARLY"]
     return out if bf16 else out | dict(GROUPS=geo["GROUPS"], ESC_BATCH=cfg["ESC_BATCH"],
-                                       X32=cfg["X32"], ESC_EARLY=int(early))  # fmt: skip
+                                       X32=cfg["X32"], ESC_EARLY=int(early),
+                                       SLOTS=meta_slots(cfg))  # fmt: skip
+
+
+def meta_slots(cfg: dict) -> int:
+    """A W12 tile's meta-warp slots: its SLOTS, or with -1 the switch META_SLOTS's."""
+    slots = META_SLOTS if cfg["SLOTS"] == -1 else cfg["SLOTS"]
+    if not SWITCH_RULES["META_SLOTS"][0](slots):
+        raise ValueError(f"w12_row: SLOTS is -1 or {SWITCH_RULES['META_SLOTS'][1]}, not {slots}")
+    return int(slots)
 
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
