@@ -389,6 +389,9 @@ W12_ARMS = {
     # the one-row W12 multiplies on stages of 4 blocks, 3 of them (kernels/w12_row.ROW_TILES 7:
     # the default's bytes in flight in half the hand-offs; the default tile: 6 stages of 2)
     "stages_of_4": {"w12_row.ONE_ROW_TILE": 7},
+    # the one-row meta warp on 4 slots of scale words and escape sums, up to 3 tiles ahead of the
+    # multiplying warps (kernels/w12_row.META_SLOTS; 2: one tile ahead)
+    "meta_slots_4": {"w12_row.META_SLOTS": 4},
     # the one-row W12 multiplies on a 10-stage ring, 6 stages asked for before PDL's wait
     # (kernels/w12_row.ROW_TILES 6; the default tile: 6 stages, all before it)
     "ring10_pre6": {"w12_row.ONE_ROW_TILE": 6},

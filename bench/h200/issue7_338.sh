@@ -8,7 +8,8 @@
 # the hand-off alone, still waiting on the meta warp's scale words and escape sums), rb18
 # (ROW_BOUND 18: the same without the meta warp), rb18nb (that without the norm prologue too,
 # NORM_BOUND 1: the ring alone; its LM head's certificate fails, read the multiplies' rows),
-# sb4s3 (ONE_ROW_TILE 7, again), base2; the exit-spacing table.
+# slots4 (META_SLOTS 4: the meta warp up to 3 tiles ahead, not 1), sb4s3 (ONE_ROW_TILE 7,
+# again), base2; the exit-spacing table.
 # PART=pipelined (any card, ~4 min): Qwen3-8B end to end, 3 paired rounds, every arm with
 # EngineConfig.pipeline (the engine's default on CUDA; issue 7's runs so far all used the
 # host-synchronous loop, ~0.3 ms of host time a step in both arms).
@@ -17,7 +18,9 @@
 # not the ring, is what W12 loses; decode -0.05 to -0.1 ms against rb2), level with rb2 if not
 # (then the ring's round trips a stage); rb18nb a further ~1 us at q|k|v and gate|up (run 330's
 # NORM_BOUND: the prologue ~2.3 us a layer, ~1.3 of it since taken by NORM_WEIGHT_EARLY), at
-# its bound (12.6 / 50.3) if the ring itself keeps up; sb4s3 -0.01 to -0.02 ms against base /
+# its bound (12.6 / 50.3) if the ring itself keeps up; slots4 takes part of rb18's gain to rb2
+# (if the meta warp's chain is the loss, its slot hand-off with the multiplying warps is part of
+# it); sb4s3 -0.01 to -0.02 ms against base /
 # base2. Pipelined: both arms lose the host's ~0.3 ms a step, so the ratios rise: AR ~1.22-1.23x,
 # spec ~1.16x on an H100 (1.215x / 1.151x unpipelined).
 set -u
@@ -34,7 +37,7 @@ else
     rb18=$(sw w12_row.ROW_BOUND=18)
     arms="base|;rb2|$(sw w12_row.ROW_BOUND=2);rb18|$rb18;rb18nb|$rb18 $(sw w12_row.NORM_BOUND=1)"
     # SHORT=1 (little device time left): those four alone
-    [ "${SHORT:-0}" = 1 ] || arms="$arms;sb4s3|$(sw w12_row.ONE_ROW_TILE=7);base2|"
+    [ "${SHORT:-0}" = 1 ] || arms="$arms;slots4|$(sw w12_row.META_SLOTS=4);sb4s3|$(sw w12_row.ONE_ROW_TILE=7);base2|"
     MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "$arms" 200
     decode_table w12
 fi
