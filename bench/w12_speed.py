@@ -386,9 +386,18 @@ W12_ARMS = {
     "before_334": {"w12_row.EARLY_ESCAPES": 0},
     # and a tile ahead: the next tile's constants asked for before this tile's inputs (2)
     "escapes_ahead": {"w12_row.EARLY_ESCAPES": 2},
-    # the one-row W12 multiplies on stages of 4 blocks, 3 of them (kernels/w12_row.ROW_TILES 7:
-    # the default's bytes in flight in half the hand-offs; the default tile: 6 stages of 2)
-    "stages_of_4": {"w12_row.ONE_ROW_TILE": 7},
+    # the one-row W12 multiplies on 6 stages of 2 blocks (kernels/w12_row.ROW_TILES 0), as before
+    # run 338 (since then 3 stages of 4 blocks: ONE_ROW_TILE 7)
+    "before_338": {"w12_row.ONE_ROW_TILE": 0},
+    # gate|up on 32-row tiles with x in fp32 (w12_row.ONE_ROW_SWIGLU_TILE 1: ROW_TILES 1; 10: 2
+    # stages of 4 blocks; 11: 4 stages of 2)
+    "swiglu_tile_1": {"w12_row.ONE_ROW_SWIGLU_TILE": 1},
+    "swiglu_tile_10": {"w12_row.ONE_ROW_SWIGLU_TILE": 10},
+    "swiglu_tile_11": {"w12_row.ONE_ROW_SWIGLU_TILE": 11},
+    # every one-row W12 multiply with x in fp32 on the stages of 4 blocks (ROW_TILES 9), and so
+    # with gate|up on ROW_TILES 1
+    "x32": {"w12_row.ONE_ROW_TILE": 9},
+    "x32_swiglu_tile_1": {"w12_row.ONE_ROW_TILE": 9, "w12_row.ONE_ROW_SWIGLU_TILE": 1},
     # the one-row meta warp on 4 slots of scale words and escape sums, up to 3 tiles ahead of the
     # multiplying warps (kernels/w12_row.META_SLOTS; 2: one tile ahead)
     "meta_slots_4": {"w12_row.META_SLOTS": 4},

@@ -593,7 +593,7 @@ def test_paired_arms_take_only_engine_options() -> None:
         ("a|;b|--switch kernels.launch.SIDE_AHEAD_BYTES=-1", args),  # launch's
         ("a|;b|--switch kernels.rope.EARLY_TABLES=2", args),
         ("a|;b|--switch kernels.w12_row.ONE_ROW=3", args),  # w12_row's SWITCH_RULES
-        ("a|;b|--switch kernels.w12_row.ONE_ROW_TILE=9", args),
+        ("a|;b|--switch kernels.w12_row.ONE_ROW_TILE=99", args),
         ("a|;b|--switch kernels.w12_row.ONE_ROW_SMALL_TILE=-2", args),
         ("a|;b|--switch kernels.nowhere.X=1", args),
         ("a|;b|--pdl off", parser.parse_args(["--swiglu-epilogue", "0"])),

@@ -96,7 +96,9 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     with the norm; ROW_TILES 6 (10 stages, 6 before PDL's wait), W12 and bf16 with the norm;
     ROW_TILES 7 and 8 (stages of 4 blocks), with the norm and with the residual at K 12288;
     BOUND 18 (the hand-off without the meta warp) with the norm; 4 meta slots (SLOTS) with the
-    norm and SwiGLU, and a tile ahead (ESC_EARLY 2) with the residual at K 12288."""
+    norm and SwiGLU, and a tile ahead (ESC_EARLY 2) with the residual at K 12288; ROW_TILES 9
+    (7 with X32) with the norm and SwiGLU and with the residual at K 12288, 10 and 11 (32-row
+    tiles, X32) with the norm and SwiGLU."""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
@@ -118,7 +120,11 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              (w12_row.ROW_TILES[8], 12288, False, True, True),
              (dict(BOUND=18), 4096, False, False, True, False, True),
              (dict(SLOTS=4), 4096, True, False, True, False, True),
-             (dict(SLOTS=4, ESC_EARLY=2), 12288, False, True, True)]  # fmt: skip
+             (dict(SLOTS=4, ESC_EARLY=2), 12288, False, True, True),
+             (w12_row.ROW_TILES[9], 4096, True, False, True, False, True),
+             (w12_row.ROW_TILES[9], 12288, False, True, True),
+             (w12_row.ROW_TILES[10], 4096, True, False, True, False, True),
+             (w12_row.ROW_TILES[11], 4096, True, False, True, False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)
@@ -588,7 +594,8 @@ def test_small_multiplies_take_their_own_tile(monkeypatch) -> None:
     """ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: q|k|v's and o's N x K (at most
     SMALL_WEIGHTS) on that tile, gate|up's and down's on the main one; -1 leaves every shape on
     the main tile; a small tile whose shared memory a long K overfills falls back; and `routed`
-    hands the chosen tile to the launchers (emulated routes, the launchers counted)."""
+    hands the chosen tile to the launchers (emulated routes, the launchers counted), with
+    ONE_ROW_NORMED_SMALL_TILE's and ONE_ROW_SWIGLU_TILE's (W12 gate|up) where they are set."""
     rt = w12_row.row_tile
     for n, k in [(6144, 4096), (4096, 4096), (1024, 1536)]:
         assert rt(n, k, 0, 3, False, True) == w12_row.ROW_TILES[3]
@@ -619,9 +626,16 @@ def test_small_multiplies_take_their_own_tile(monkeypatch) -> None:
         w12_row.routed(x, w, normed, {})
         monkeypatch.setattr(w12_row, "SMALL_WEIGHTS", 64 * 256 - 1)
         w12_row.routed(x, w12.encode(w), normed, {})
-    tiles = w12_row.ROW_TILES
+        # ONE_ROW_SWIGLU_TILE: the W12 multiplies with the SwiGLU epilogue (gate|up) on theirs,
+        # the rest and bf16's on the main ones
+        monkeypatch.setattr(w12_row, "ONE_ROW_SWIGLU_TILE", 10)
+        glu = normed | dict(swiglu=True)
+        w12_row.routed(x, w12.encode(w), glu, {})
+        w12_row.routed(x, w12.encode(w), normed, {})
+        w12_row.routed(x, w, glu, {})
+    tiles, main = w12_row.ROW_TILES, w12_row.ROW_TILES[w12_row.ONE_ROW_TILE]
     assert got == [tiles[3], tiles[4] | dict(X32=0), tiles[7], tiles[3], tiles[4] | dict(X32=0),
-                   w12_row.TILE]  # fmt: skip
+                   main, tiles[10], main, w12_row.TILE]  # fmt: skip
 
 
 @pytest.mark.skipif(

@@ -79,9 +79,19 @@ from specpilot.kernels.w12_ws import (
 # before PDL's wait, W12 every matrix decodes in 3.551 ms against 3.682 / 3.689 back to back and
 # runs AR 1.112x over bf16 paired against 1.060x / 1.074x (run 299; forcing passed). 2: only
 # the multiplies ending in the residual add (o, down; run 296: -1.6%, less than 1's -4.6%), so
-# the norm stays where it was. ONE_ROW_TILE: which of ROW_TILES they run on (run 296: 1 level).
+# the norm stays where it was. ONE_ROW_TILE: which of ROW_TILES they run on (run 296: 1 level);
+# 7 (stages of 4 blocks, 3 of them) since run 338 (H200, Qwen3-8B end to end, 3 paired rounds
+# over bf16: AR 1.172x [1.170-1.173] against 1.146x on 0, spec level at 1.101x / 1.106x; run
+# 340, Llama-3.1-8B: 1.175x against 1.152x, spec 1.099x / 1.097x; forcing passed; run 339's
+# decode graph back to back 3.300 ms against 3.363 / 3.369; H100 run 337: 4.277 against 4.293).
 ONE_ROW = 1
-ONE_ROW_TILE = 0
+ONE_ROW_TILE = 7
+# ONE_ROW_SWIGLU_TILE: the tile (an index of ROW_TILES; -1: ONE_ROW_TILE's) of the one-row
+# multiplies with the SwiGLU epilogue (gate|up). Why: run 341 (H200, decode graph, exit to
+# exit, us a layer): gate|up 38.66 on ROW_TILES 1 (32-row tiles, x in fp32) against 39.17 on 7
+# and 41.57 on 0, where 1 loses at q|k|v (12.42 against 11.90) and at the down (21.18 against
+# 19.63).
+ONE_ROW_SWIGLU_TILE = -1
 # The same for bf16 weights (bf16_row_linear), on since run 299: the engine's one-row bf16
 # multiplies (no SwiGLU prologue, no hand-off, no rope epilogue, no given tile) on this ring; the
 # fused one-row forwards then norm in its prologue instead of handing the norm on
@@ -124,12 +134,18 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # default's 72 kB in flight in half the hand-offs); 8: 4 of them (96 kB, bf16_row's default
 # bytes in flight). Why: run 334's decode graph with the hand-off alone (ROW_BOUND 2: copies and
 # stage barriers, no reads) took W12's q|k|v 14.27 us a layer against a 12.6 bound, where
-# bf16_row's whole multiply runs at its bound on as many stages of 4/3 the bytes.
+# bf16_row's whole multiply runs at its bound on as many stages of 4/3 the bytes. 9: 7 with x in
+# fp32 (X32); 10: 32-row tiles (4 rows a thread), 2 stages of 4 blocks, X32; 11: 32-row tiles,
+# 4 stages of 2, X32 (run 339, H200: the multiplying warps' work, not the ring, is most of what
+# W12 loses there: the hand-off alone, ROW_BOUND 2, decodes in 3.102 ms against 3.363; ROW_TILES
+# 1's 32-row tiles with X32 took gate|up 38.66 us a layer against 41.57, run 341).
 # BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
              TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15),
              TILE | dict(STAGES=10, PRE=6), TILE | dict(SB=4, STAGES=3),
-             TILE | dict(SB=4, STAGES=4))  # fmt: skip
+             TILE | dict(SB=4, STAGES=4), TILE | dict(SB=4, STAGES=3, X32=1),
+             TILE | dict(ROWS=4, SB=4, STAGES=2, X32=1),
+             TILE | dict(ROWS=4, STAGES=4, X32=1))  # fmt: skip
 # ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: the tile (an index of ROW_TILES; -1: the one
 # above) of the small one-row multiplies, N x K at most SMALL_WEIGHTS (the 8B shapes' q|k|v and
 # o). Run 306's kernel timeline (H100, W12 decode): q|k|v 15.60 us against a 12.64 bound, o
@@ -209,6 +225,7 @@ SWITCH_RULES = {
     "MAXNREG": _MAXNREG_RULE,
     "BF16_MAXNREG": _MAXNREG_RULE,
     "ONE_ROW_TILE": _TILE_INDEX,
+    "ONE_ROW_SWIGLU_TILE": _SMALL_INDEX,
     "BF16_ONE_ROW_TILE": _TILE_INDEX,
     "ONE_ROW_SMALL_TILE": _SMALL_INDEX,
     "BF16_ONE_ROW_SMALL_TILE": _SMALL_INDEX,
@@ -854,7 +871,9 @@ def routed(x: torch.Tensor, weight, kw: dict, hand: dict) -> torch.Tensor | None
             return None
         normed = norm and ONE_ROW_NORMED_SMALL_TILE >= 0
         small = ONE_ROW_NORMED_SMALL_TILE if normed else ONE_ROW_SMALL_TILE
-        tile = row_tile(*weight.shape, ONE_ROW_TILE, small, False, norm)
+        glu = kw["swiglu"] and ONE_ROW_SWIGLU_TILE >= 0
+        tile = row_tile(*weight.shape, ONE_ROW_SWIGLU_TILE if glu else ONE_ROW_TILE, small, False,
+                        norm)  # fmt: skip
         return w12_row_linear(x, weight, tile, **args)
     if isinstance(weight, torch.Tensor) and bf16_route(x, weight):
         tile = row_tile(*weight.shape, BF16_ONE_ROW_TILE, BF16_ONE_ROW_SMALL_TILE, True, norm)

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Device call (~4.5 min + cold start on an H200; no carry): run 342, issue 7.
+# Run 339 (H200) put most of W12's one-row loss in the multiplying warps' work (the hand-off
+# alone, ROW_BOUND 2, decodes in 3.102 ms against 3.363), and run 341 took gate|up to 38.66 us a
+# layer on ROW_TILES 1 (32-row tiles, x in fp32) against 39.17 on 7 (now the default) and 41.57
+# on 0. Qwen3-8B's W12 decode graph back to back, traced: base (ONE_ROW_TILE 7), glu1 / glu10 /
+# glu11 (ONE_ROW_SWIGLU_TILE 1, 10, 11: gate|up alone on 32-row tiles with X32: 3 stages of 2
+# blocks, 2 of 4, 4 of 2), t9 (ONE_ROW_TILE 9: 7 with X32 everywhere), t9glu1, base2; then end to
+# end (3 paired rounds over bf16 with the control, forcing on every arm) with the variant that
+# decodes fastest if it beats base and base2 by 15 us.
+# Prediction: glu1 -0.03 to -0.04 ms (gate|up -1 to -1.5 us a layer), glu10 / glu11 within 0.01
+# of it; t9 level or worse (run 341's t1 lost at q|k|v and the down); end to end AR +1% over
+# w12 (1.172x -> ~1.18x), spec level.
+set -u
+export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
+source "$(dirname "$0")/lib.sh"
+card
+glu() { sw "w12_row.ONE_ROW_SWIGLU_TILE=$1"; }
+t9=$(sw w12_row.ONE_ROW_TILE=9)
+arms="base|;glu1|$(glu 1);glu10|$(glu 10);glu11|$(glu 11);t9|$t9;t9glu1|$t9 $(glu 1);base2|"
+MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "$arms" 150
+decode_table w12
+pack
+best=$(MODEL=qwen3-8b fastest_variant decode 0.015 glu1 glu10 glu11 t9 t9glu1)
+case "$best" in
+    glu*) arm=swiglu_tile_${best#glu} ;;
+    t9) arm=x32 ;;
+    t9glu1) arm=x32_swiglu_tile_1 ;;
+    *) arm= ;;
+esac
+echo "fastest: ${best:-none} -> arm ${arm:-none}"
+[ -n "$arm" ] && w12_e2e e2e-1024 qwen3-8b "$arm" 3 280
+pack
+archive_only
