@@ -29,6 +29,6 @@ case "$best" in
     *) arm= ;;
 esac
 echo "fastest: ${best:-none} -> arm ${arm:-none}"
-[ -n "$arm" ] && w12_e2e e2e-1024 qwen3-8b "$arm" 3 280
+[ -n "$arm" ] && w12_e2e e2e-1024 qwen3-8b "$arm" 3 "${E2E_S:-280}"
 pack
 archive_only
