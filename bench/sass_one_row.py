@@ -102,11 +102,14 @@ def _stats(opcodes: Counter, weights: float, registers: int) -> dict:
     }
 
 
-# kernels/w12_row.py's tiles (--row): the default, 4 rows a thread, each with X32
+# kernels/w12_row.py's tiles (--row): the first default, 4 rows a thread, stages of 4 blocks
+# (ROW_TILES 7, the default since run 338), each with X32
 ROW_TILES = {
     "w12_row 16r8w6s2b": {}, "w12_row 16r8w6s2b X32": dict(X32=1),
     "w12_row 32r8w3s2b": dict(ROWS=4, STAGES=3),
     "w12_row 32r8w3s2b X32": dict(ROWS=4, STAGES=3, X32=1),
+    "w12_row 16r8w3s4b": dict(SB=4, STAGES=3), "w12_row 16r8w3s4b X32": dict(SB=4, STAGES=3, X32=1),
+    "w12_row 32r8w2s4b X32": dict(ROWS=4, SB=4, STAGES=2, X32=1),
 }  # fmt: skip
 
 
