@@ -12,8 +12,8 @@ BLOCK_N = ROWS x WARPS rows and all of K) splits its work over partitions (`gl.w
   blocks of 256 columns of the tile's two planes by TMA into a ring of STAGES stages;
 - the meta warp (1 warp) writes each tile's scale words (its rows' 2^(2b) as bf16x2, a group's
   two halves alike) and its escapes' sum (their columns' x times their exact values, x read from
-  global memory) into one of two slots, so that no dependent global load lies on the path of
-  the warps that multiply;
+  global memory) into one of its slots (META_SLOTS), so that no dependent global load lies on
+  the path of the warps that multiply;
 - the default partition (WARPS warps, a row of the tile on each of its lanes' 32 word positions,
   ROWS rows a thread) turns each block's words into bf16 pairs with their exponents taken down
   (4 SWAR ops for 4 high bytes, one prmt a pair), makes them the exact weights with one
@@ -201,8 +201,10 @@ NORM_WEIGHT_EARLY = 1
 # chain on the meta warp is three rounds of loads (its scale words' bases with its escape lists,
 # the lists' first entries, the inputs at their columns) and, with 2 slots, the next tile's
 # begins only once the multiplying warps have freed the slot before; a one-row q|k|v or gate|up
-# tile (16 rows of K 4096) takes ~4 us, about as long as three loaded round trips. 2 as it was;
-# 4 (2 kB more shared memory a slot at K 4096, 6 at 12288) not yet measured.
+# tile (16 rows of K 4096) takes ~4 us, about as long as three loaded round trips. 4 slots take
+# 2 kB more shared memory a slot at K 4096, 8 at 12288. Off (2): it loses. Run 339 (H200, W12
+# decode graph back to back): 3.384 ms against 3.363 / 3.369 (o 8.06 us a layer against 7.79);
+# there the meta warp's whole chain costs 0.03 ms (ROW_BOUND 18 against 2). A knob for the tuner.
 META_SLOTS = 2
 # EVEN_PROGRAMS: the fewest programs that still take as many waves of tiles as one an SM would
 # (cdiv(units, waves)), so that every program takes the same count: Qwen3-8B's one-row gate|up
