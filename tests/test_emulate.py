@@ -251,6 +251,103 @@ def test_triton_rejects_the_same_static_range_and_arange() -> None:
     assert "arange" in out["2"] and out["2"] != "compiled"
 
 
+MMA_WARPS = gl.constexpr(2)
+MMA_LANES = gl.constexpr(gl.BlockedLayout([1, 1], [1, 32], [2, 1], [1, 0]))  # a warp a row
+
+
+@gluon.jit
+def _f32(ptr):
+    return gl.load(ptr).to(gl.float32, bitcast=True)
+
+
+@gluon.jit
+def _mma_probe_kernel(frag_ptr, d_ptr):
+    """D = A B + C by one mma.sync a warp: frag_ptr [10, warps, 32] int32 holds each lane's A
+    (4 registers), B (2) and C (4, fp32 bits); d_ptr [4, warps, 32] fp32 gets its D."""
+    lanes = (gl.arange(0, MMA_WARPS, layout=gl.SliceLayout(1, MMA_LANES))[:, None] * 32
+             + gl.arange(0, 32, layout=gl.SliceLayout(0, MMA_LANES))[None, :])  # fmt: skip
+    step = MMA_WARPS * 32
+    a = frag_ptr + lanes
+    d0, d1, d2, d3 = gl.inline_asm_elementwise(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, "
+        "{$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+        "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3",
+        [gl.load(a), gl.load(a + step), gl.load(a + 2 * step), gl.load(a + 3 * step),
+         gl.load(a + 4 * step), gl.load(a + 5 * step), _f32(a + 6 * step), _f32(a + 7 * step),
+         _f32(a + 8 * step), _f32(a + 9 * step)],
+        dtype=(gl.float32, gl.float32, gl.float32, gl.float32), is_pure=True, pack=1,
+    )  # fmt: skip
+    gl.store(d_ptr + lanes, d0)
+    gl.store(d_ptr + step + lanes, d1)
+    gl.store(d_ptr + 2 * step + lanes, d2)
+    gl.store(d_ptr + 3 * step + lanes, d3)
+
+
+def _fragments(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
+    """Per warp A [16, 16] bf16, B [16, 8] bf16, C [16, 8] fp32 as PTX's m16n8k16 fragments
+    (the PTX ISA's figures for .bf16 with an .f32 accumulator), lane l = 4 g + c, written out
+    element by element: [10, warps, 32] int32."""
+    warps = a.shape[0]
+    out = torch.zeros(10, warps, 32, dtype=torch.int32)
+
+    def pair(lo: torch.Tensor, hi: torch.Tensor) -> int:
+        bits = torch.stack([lo, hi]).to(torch.bfloat16).view(torch.int16).to(torch.int32) & 0xFFFF
+        return int(bits[0] | (bits[1] << 16))
+
+    for w in range(warps):
+        for lane in range(32):
+            g, c = lane // 4, lane % 4
+            for i, (row, k) in enumerate([(g, 2 * c), (g + 8, 2 * c), (g, 2 * c + 8),
+                                          (g + 8, 2 * c + 8)]):  # fmt: skip
+                out[i, w, lane] = pair(a[w, row, k], a[w, row, k + 1])
+            for i, k in enumerate([2 * c, 2 * c + 8]):
+                out[4 + i, w, lane] = pair(b[w, k, g], b[w, k + 1, g])
+            for i, (row, col) in enumerate([(g, 2 * c), (g, 2 * c + 1), (g + 8, 2 * c),
+                                            (g + 8, 2 * c + 1)]):  # fmt: skip
+                out[6 + i, w, lane] = acc[w, row, col].view(torch.int32)
+    return out
+
+
+@pytest.mark.parametrize("where", ["cuda", "emulated"])
+def test_mma_sync_takes_the_fragments_as_ptx_lays_them_out(where: str) -> None:
+    """The emulator's mma.sync m16n8k16 (inline PTX on [warps, 32] tensors, a lane an element):
+    each warp's D = A B + C, A, B and C packed here from the PTX ISA's fragment figures, on the
+    emulator and on a Hopper GPU (the same packing: the GPU checks the figures were read right);
+    D's fragments unpacked the same way; other layouts refused."""
+    if where == "cuda" and not torch.cuda.is_available():
+        pytest.skip("CUDA only")
+    gen = torch.Generator().manual_seed(5)
+    warps = MMA_WARPS.value
+    a = torch.randn(warps, 16, 16, generator=gen).to(torch.bfloat16).float()
+    b = torch.randn(warps, 16, 8, generator=gen).to(torch.bfloat16).float()
+    acc = torch.randn(warps, 16, 8, generator=gen)
+    frags = _fragments(a, b, acc)
+    d = torch.empty(4, warps, 32)
+    if where == "cuda":
+        frags_dev, d_dev = frags.cuda(), d.cuda()
+        _mma_probe_kernel[(1,)](frags_dev, d_dev, num_warps=warps)
+        d = d_dev.cpu()
+    else:
+        with emulate.gluon():
+            _mma_probe_kernel[(1,)](frags, d, num_warps=warps)
+    want = _fragments(a, b, acc + a @ b)[6:].view(torch.float32)
+    torch.testing.assert_close(d, want, rtol=1e-5, atol=1e-5)
+    bad = emulate.Tensor(
+        torch.zeros(4, 32, dtype=torch.int32), gl.BlockedLayout([1, 2], [2, 16], [1, 1], [1, 0])
+    )
+    with pytest.raises(emulate.EmulationError, match="mma.sync"):
+        emulate._mma_sync(*[bad] * 10)
+
+
+def test_the_mma_probe_compiles_for_sm90() -> None:
+    """The probe's inline mma.sync is PTX that ptxas takes for sm_90a."""
+    types = dict(frag_ptr="*i32", d_ptr="*fp32")
+    code = "import json; from specpilot.kernels import aot; from tests.test_emulate import "
+    code += f"_mma_probe_kernel; k = aot.compile_kernel(_mma_probe_kernel, {types!r}, "
+    code += "dict(num_warps=2)); print(json.dumps(aot.usage(k)))"
+    assert compiled_json(code)["spill_stores"] == 0
+
+
 def test_launches_outside_the_context_are_untouched() -> None:
     """The context restores Gluon's launch and launch._sm_count, and counts its launches."""
     from specpilot.kernels import launch

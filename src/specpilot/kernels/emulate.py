@@ -755,6 +755,8 @@ def _asm(asm: str, constraints: str, args, dtype, is_pure: bool = True, pack: in
     a = [_raw(x) for x in args]
     if asm.startswith("shfl.sync.idx.b32 $0, $1, $2, 31, -1;"):
         return _shuffle(*args)
+    if re.fullmatch(MMA_SYNC, asm.strip()):
+        return _mma_sync(*args)
     for pattern, fn in _ASM:
         m = re.fullmatch(pattern, asm.strip())
         if m:
@@ -776,6 +778,54 @@ def _shuffle(v: Tensor, src: Tensor) -> Tensor:
     if not lanes_on_columns:
         raise EmulationError(f"shfl.sync.idx modelled only with lanes along 32 columns: {layout}")
     return Tensor(torch.gather(v.t, -1, src.t.long().broadcast_to(v.t.shape)), layout)
+
+
+# mma.sync m16n8k16, bf16 in, fp32 sums, as one inline PTX (kernels/w12_mma.py's form): A in
+# $4-$7, B in $8-$9, C in $10-$13 (tied to the outputs $0-$3)
+MMA_SYNC = (r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32 \{\$0, \$1, \$2, \$3\}, "
+            r"\{\$4, \$5, \$6, \$7\}, \{\$8, \$9\}, \{\$10, \$11, \$12, \$13\};")  # fmt: skip
+
+
+def _mma_sync(*args: Tensor) -> tuple[Tensor, ...]:
+    """mma.sync m16n8k16 (bf16 x bf16 + fp32) where every operand is [..., 32] with a warp's 32
+    lanes along the last dimension, one element each (a BlockedLayout [., 1] / [., 32]): each
+    warp's A [16, 16], B [16, 8] and C [16, 8] gathered from its lanes as PTX lays the fragments
+    out (lane 4 g + c: A's registers rows g, g + 8 at k 2c, 2c + 1, then the same at k 2c + 8,
+    2c + 9, two bf16 a register, the lower k in the low half; B's column g at k 2c, 2c + 1 and
+    2c + 8, 2c + 9; C's and D's rows g, g + 8 at columns 2c, 2c + 1), D = A B + C in fp32 (the
+    products exact, the sums in PyTorch's order), scattered back the same way."""
+    layout = args[0].layout
+    for v in args:
+        lanes_on_columns = (
+            isinstance(v.layout, _gl.BlockedLayout) and v.layout.threads_per_warp[-1] == 32
+            and v.layout.size_per_thread[-1] == 1 and v.shape[-1] == 32
+        )  # fmt: skip
+        if not lanes_on_columns or v.shape != args[0].shape:
+            raise EmulationError(f"mma.sync modelled only with lanes along 32 columns: {v.layout}")
+    shape = args[0].t.shape
+    regs = [v.t.reshape(-1, 32) for v in args]  # [warps, lanes] each
+    warps = regs[0].shape[0]
+    lane = torch.arange(32)
+    g, c = lane // 4, lane % 4
+
+    def halves(word: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = word.contiguous().view(torch.bfloat16).view(warps, 32, 2).float()
+        return h[..., 0], h[..., 1]
+
+    a = torch.zeros(warps, 16, 16)
+    for r, (dr, dk) in enumerate([(0, 0), (8, 0), (0, 8), (8, 8)]):  # a0..a3
+        lo, hi = halves(regs[r].to(torch.int32))
+        a[:, g + dr, 2 * c + dk], a[:, g + dr, 2 * c + dk + 1] = lo, hi
+    b = torch.zeros(warps, 16, 8)
+    for r, dk in enumerate([0, 8]):  # b0, b1
+        lo, hi = halves(regs[4 + r].to(torch.int32))
+        b[:, 2 * c + dk, g], b[:, 2 * c + dk + 1, g] = lo, hi
+    acc = torch.zeros(warps, 16, 8)
+    for r, (dr, dn) in enumerate([(0, 0), (0, 1), (8, 0), (8, 1)]):  # c0..c3
+        acc[:, g + dr, 2 * c + dn] = regs[6 + r].float()
+    d = acc + a @ b
+    outs = [d[:, g + dr, 2 * c + dn] for dr, dn in [(0, 0), (0, 1), (8, 0), (8, 1)]]
+    return tuple(Tensor(o.reshape(shape).contiguous(), layout) for o in outs)
 
 
 def _prmt(m, a, b) -> torch.Tensor:
