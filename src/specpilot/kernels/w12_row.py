@@ -119,7 +119,7 @@ BF16_MAXNREG = 0
 # the prototype's default tile: 2 rows a thread on 8 warps (16-row tiles), 6 stages of 2 blocks
 # (12 kB each: ~72 kB in flight an SM), one program an SM
 TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4, FENCE=0, X32=0,
-            MAXNREG=-1, ESC_EARLY=-1, PRE=0, SLOTS=-1)  # fmt: skip
+            MAXNREG=-1, ESC_EARLY=-1, PRE=0, SLOTS=-1, MMA=0)  # fmt: skip
 # ONE_ROW_TILE 1: 4 rows a thread (32-row tiles), 3 stages, x in fp32 (run 294, H100: the best
 # or within 2% of it at o, gate|up and down, 12.40 / 54.08 / 29.72 us against w12_linear's
 # 13.17 / 54.17 / 30.48)
@@ -652,11 +652,115 @@ def _bf16_block(acc, bufs, i, t, words: gl.constexpr):
                            xw.slice(3, 1).load(words)))  # fmt: skip
 
 
+# MMA (tile key, W12, 16-row tiles on 4 warps, stages of 4 blocks, no X32): each multiplying
+# warp takes one block of each stage and multiplies it on mma.sync m16n8k16 (the tile's 16 rows
+# as A, x in B's every column), its weights decoded straight into A's registers as
+# kernels/w12_mma.py decodes them (k permuted: in mma p of half h, lane 4 g + c's k slots 2c,
+# 2c + 1 and 2c + 8, 2c + 9 are slices 4h .. 4h + 3 at word position 8c + p of rows g and g + 8;
+# B's the same columns of x, paired once a program in shared memory), made exact by the scale
+# words as `_pair_sums` makes them; the warps' row sums added in shared memory at the tile's end.
+# Why: run 339 (H200) put most of what W12 loses at one row in the multiplying warps' work a
+# weight (5.0-5.5 SASS instructions a weight on the FFMA tiles; w12_mma's decode ~2.6).
+# [warps, 8 g, 4 c, 1]: one element a thread, lane 4 g + c (the mma's operands, `_lanes`)
+MMA_WARPS = gl.constexpr(4)
+LANES4 = gl.constexpr(gl.BlockedLayout([1, 1, 1, 1], [1, 8, 4, 1], [4, 1, 1, 1], [3, 2, 1, 0]))
+LANES2 = gl.constexpr(gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0]))  # [warps, lane]
+PLAIN5 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [4, 3, 2, 1, 0]))
+PLAIN4 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [3, 2, 1, 0]))
+PLAIN3 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))
+
+
+@gluon.jit
+def _lanes(view):
+    """A [warps, 8, 4, 1] (or [warps, 8 or 1, 1 or 4, 1]: broadcast) shared view as the mma's
+    [warps, 32] operand: lane 4 g + c's element."""
+    v = view.load(LANES4)
+    v = v + gl.zeros([MMA_WARPS, 8, 4, 1], v.dtype, LANES4)
+    return gl.convert_layout(gl.reshape(v, [MMA_WARPS, 32]), LANES2)
+
+
+@gluon.jit
+def _mma_sync(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+    """One mma.sync m16n8k16 a warp (bf16 in, fp32 sums) on [warps, 32] operands, a lane an
+    element, as PTX lays its fragments out (kernels/emulate.py models the same)."""
+    return gl.inline_asm_elementwise(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, "
+        "{$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+        "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", [a0, a1, a2, a3, b0, b1, c0, c1, c2, c3],
+        dtype=(gl.float32, gl.float32, gl.float32, gl.float32), is_pure=True, pack=1,
+    )  # fmt: skip
+
+
+@gluon.jit
+def _x_pairs(x_buf, pairs, XB: gl.constexpr, num_warps: gl.constexpr):
+    """x's blocks [8 slices, 32] bf16 in shared memory as pairs [XB / 4, 16, 32] int32: word m
+    of block t (row 4 (t % 4) + m of stage t // 4) at position i holds slices 2m and 2m + 1 (the
+    lower in the low half), B's operand words; by the multiplying warps (their barrier after the
+    writes)."""
+    row: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [num_warps, 1], [1, 0])
+    for t in range(XB):
+        for m in gl.static_range(4):
+            lo = x_buf.index(t).slice(2 * m, 1).load(row).to(gl.int16, bitcast=True)
+            hi = x_buf.index(t).slice(2 * m + 1, 1).load(row).to(gl.int16, bitcast=True)
+            word = (lo.to(gl.int32) & 0xFFFF) | (hi.to(gl.int32) << 16)
+            pairs.index(t // 4).index(4 * (t % 4) + m).store(gl.reshape(word, [32]))
+    gl.thread_barrier()
+
+
+@gluon.jit
+def _mma_stage(acc, bufs, s, st, g8):
+    """acc (the mma's c0..c3, [warps, 32]) plus ring stage s's products: warp w's block w of the
+    stage (x's block st x 4 + w), both halves, 8 mmas each (`MMA`); g8: the stage's first scale
+    word group over 8 (its tile's slot's first, plus 8 st). STAGES a power of 2 (views)."""
+    low_buf, code_buf, scale_buf, pairs = bufs
+    STAGES: gl.constexpr = code_buf.type.shape[0] // MMA_WARPS
+    SLOTS_GROUPS: gl.constexpr = scale_buf.type.shape[0]
+    # rows of a stage's block: h x 16 + rh x 8 + g (low), rh x 8 + g (codes); word position 8c + p
+    low = low_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 32, 4, 8], PLAIN5).index(s)
+    code = code_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 16, 4, 8], PLAIN5).index(s)
+    # the scale words of x's blocks st x 4 .. + 3, rows h x 16 + rh x 8 + g
+    scales = scale_buf._reinterpret(gl.int32, [SLOTS_GROUPS // 8, MMA_WARPS, 32, 1, 1], PLAIN5)
+    scale = scales.index(g8)
+    xp = pairs.index(st)._reinterpret(gl.int32, [MMA_WARPS, 4, 4, 8], PLAIN4)
+    c0, c1, c2, c3 = acc
+    for h in gl.static_range(2):
+        s0 = _lanes(scale.slice(16 * h, 8, dim=1))
+        s1 = _lanes(scale.slice(16 * h + 8, 8, dim=1))
+        for p in gl.static_range(8):
+            lw0 = _lanes(low.slice(16 * h, 8, dim=1).slice(p, 1, dim=3))
+            lw1 = _lanes(low.slice(16 * h + 8, 8, dim=1).slice(p, 1, dim=3))
+            hb0 = _high_bytes(_lanes(code.slice(0, 8, dim=1).slice(p, 1, dim=3)), h)
+            hb1 = _high_bytes(_lanes(code.slice(8, 8, dim=1).slice(p, 1, dim=3)), h)
+            a0 = _times(_bf16_pair(lw0, hb0, 0), s0)
+            a1 = _times(_bf16_pair(lw1, hb1, 0), s1)
+            a2 = _times(_bf16_pair(lw0, hb0, 2), s0)
+            a3 = _times(_bf16_pair(lw1, hb1, 2), s1)
+            b0 = _lanes(xp.slice(2 * h, 1, dim=1).slice(p, 1, dim=3))
+            b1 = _lanes(xp.slice(2 * h + 1, 1, dim=1).slice(p, 1, dim=3))
+            c0, c1, c2, c3 = _mma_sync(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
+    return c0, c1, c2, c3
+
+
+@gluon.jit
+def _mma_row_sums(acc, red, rows_layout: gl.constexpr):
+    """The tile's 16 row sums from the warps' mma sums (every column of D alike: c0 row g, c2 row
+    g + 8), added over the warps through shared memory red [2, warps, 32]."""
+    red.index(0).store(acc[0])
+    red.index(1).store(acc[2])
+    gl.thread_barrier()
+    parts: gl.constexpr = gl.BlockedLayout([1, 1, 1, 1], [1, 1, 8, 4], [2, 2, 1, 1], [3, 2, 1, 0])
+    v = red._reinterpret(gl.float32, [2, MMA_WARPS, 8, 4], PLAIN4).slice(0, 1, dim=3).load(parts)
+    sums = gl.reshape(gl.sum(v, axis=1), [16])
+    gl.thread_barrier()  # (the next tile's stores after every warp's loads)
+    return gl.convert_layout(sums, rows_layout)
+
+
 @gluon.jit
 def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constexpr,
                 FENCE: gl.constexpr, PDL: gl.constexpr, EPILOGUE: gl.constexpr,
                 num_warps: gl.constexpr, norm, NORM: gl.constexpr, BF16: gl.constexpr,
-                X32: gl.constexpr, marks, TRACE: gl.constexpr):  # fmt: skip
+                X32: gl.constexpr, marks, TRACE: gl.constexpr,
+                MMA: gl.constexpr = 0):  # fmt: skip
     """The default partition: each tile's blocks' products (`_w12_block`, or with BF16
     `_bf16_block`), then the lanes' sums, the escapes (W12) and the store (`_store_row`).
     bufs: the ring's buffers and x's (W12: then the scale words' and the escape sums'); bars:
@@ -690,6 +794,8 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
         _widened(x_buf, x_read, XB, num_warps)
     if X32:
         bufs = (bufs[0], bufs[1], x_read, bufs[3], bufs[4])
+    if MMA:  # B's words: x (normed) in pairs, once
+        _x_pairs(x_buf, bufs[6], XB, num_warps)
     SLOTS: gl.constexpr = 1 if BF16 else bufs[4].type.shape[0]  # the meta warp's (W12)
     c = 0
     j = 0
@@ -699,11 +805,17 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
             mbarrier.wait(bars[3].index(slot), (j // SLOTS) & 1)
         zero = gl.zeros([BN, 32], gl.float32, words)
         acc = (zero, zero, zero, zero)
+        if MMA:
+            zero = gl.zeros([MMA_WARPS, 32], gl.float32, LANES2)
+            acc = (zero, zero, zero, zero)
         # (BOUND 8: none of the stages: the loader frees its own, and its phases run ahead)
         for st in range(n_stages * ((BOUND & 8) == 0)):
             s = c % STAGES
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
-            if (BOUND & 2) == 0:
+            if MMA and (BOUND & 2) == 0:
+                g8 = slot * (bufs[3].type.shape[0] // SLOTS) // 8 + st
+                acc = _mma_stage(acc, (bufs[0], bufs[1], bufs[3], bufs[6]), s, st, g8)
+            elif (BOUND & 2) == 0:
                 for b in gl.static_range(SB):
                     if BF16:
                         acc = _bf16_block(acc, bufs, s * SB + b, st * SB + b, words)
@@ -714,7 +826,10 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
                     fence_async_shared()  # the reads before TMA's next writes of the stage
             mbarrier.arrive(empty.index(s), count=1)
             c += 1
-        sums = gl.sum((acc[0] + acc[1]) + (acc[2] + acc[3]), axis=1)
+        if MMA:
+            sums = _mma_row_sums(acc, bufs[7], rows_layout)
+        else:
+            sums = gl.sum((acc[0] + acc[1]) + (acc[2] + acc[3]), axis=1)
         if not BF16 and (BOUND & 16) == 0:  # the escapes' sums, then their slot freed
             mbarrier.wait(bars[4].index(slot), (j // SLOTS) & 1)
             sums = sums + bufs[4].index(slot).load(rows_layout)
@@ -763,6 +878,7 @@ def _w12_row_kernel(
     RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X32: gl.constexpr = 0,
     TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None, NW_EARLY: gl.constexpr = False,
     ESC_EARLY: gl.constexpr = 0, PRE: gl.constexpr = 0, SLOTS: gl.constexpr = 2,
+    MMA: gl.constexpr = 0,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     NORM: the multiply's input is RMSNorm(x) * the norm weight (nw_desc, nw_ptr; eps), normed
@@ -784,6 +900,9 @@ def _w12_row_kernel(
     esc_buf = gl.allocate_shared_memory(gl.float32, [SLOTS, BN],
                                         gl.SwizzledSharedLayout(1, 1, 1, [0]))  # fmt: skip
     x32_buf = gl.allocate_shared_memory(gl.float32, [XB if X32 else 1, 8, 32], plain)
+    # MMA: x's pairs (B's words) and the warps' row sums
+    pairs_buf = gl.allocate_shared_memory(gl.int32, [XB // 4 if MMA else 1, 16, 32], PLAIN3)
+    red_buf = gl.allocate_shared_memory(gl.float32, [2, MMA_WARPS if MMA else 1, 32], PLAIN3)
     ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(1)
     scale_ready, esc_ready, meta_empty = _barriers(SLOTS), _barriers(SLOTS), _barriers(SLOTS)
     # NORM: the norm weight's blocks (one unread block without), x's 1 / RMS and its barrier
@@ -796,11 +915,12 @@ def _w12_row_kernel(
 
     gl.warp_specialize(
         [
-            (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf, x32_buf),
+            (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf, x32_buf, pairs_buf,
+                            red_buf),
                            (ready, empty, x_ready.index(0), scale_ready, esc_ready, meta_empty),
                            work, n, (y_ptr, res_ptr), SB, BOUND, FENCE, PDL,
                            (SWIGLU, RESIDUAL), num_warps, norm_multiplier, NORM, False, X32,
-                           (trace_ptr, clock_ptr), TRACE)),
+                           (trace_ptr, clock_ptr), TRACE, MMA)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), meta_work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, k, ESC_BATCH, SWIGLU, PDL, norm_meta, NORM and (BOUND & 4) == 0,
@@ -973,6 +1093,7 @@ def geometry(cfg: dict, k: int, bf16: bool = False, norm: bool = False) -> dict:
     ring = cfg["STAGES"] * cfg["SB"] * bn * (2 * BLOCK if bf16 else BLOCK + BLOCK // 2)
     meta = 0 if bf16 else meta_slots(cfg) * (groups * bn * 4 + bn * 4)
     wide = 0 if bf16 else cfg["X32"] * xb * BLOCK * 4  # X32: x widened to fp32
+    wide += 0 if bf16 else cfg["MMA"] * (xb * BLOCK * 2 + 2 * 4 * 32 * 4)  # MMA: x's pairs, sums
     shared = ring + (2 if norm else 1) * xb * BLOCK * 2 + meta + wide
     return dict(BN=bn, n_stages=n_stages, XB=xb, GROUPS=groups, shared=shared)
 
@@ -1014,8 +1135,14 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
     cfg["BOUND"] |= ROW_BOUND
     if not 0 <= cfg["PRE"] <= cfg["STAGES"]:
         raise ValueError(f"{what}: PRE is 0 (every stage) or 1-STAGES, not {cfg['PRE']}")
-    if bf16:  # (no meta warp)
+    if bf16:  # (no meta warp, no MMA)
         cfg["BOUND"] &= ~16
+        cfg["MMA"] = 0
+    mma_shape = cfg["WARPS"] == 4 and cfg["ROWS"] == 4 and cfg["SB"] == 4 and not cfg["X32"]
+    mma_shape = mma_shape and cfg["STAGES"] in (2, 4)
+    if cfg["MMA"] not in (0, 1) or (cfg["MMA"] and not mma_shape):
+        raise ValueError(f"{what}: MMA is 0, or 1 with ROWS 4, WARPS 4, SB 4, STAGES 2 or 4 and "
+                         f"X32 0: {cfg}")  # fmt: skip
     bound = cfg["BOUND"]
     if bound & ~30 or (bound & 4 and norm_weight is None) or (bound & 16 and not bound & 10):
         raise ValueError(f"{what}: BOUND is a sum of 2, 4 (with a norm), 8 and 16 (with 2 or 8), "
@@ -1132,7 +1259,7 @@ def kernel_constants(cfg: dict, geo: dict, bf16: bool = False) -> dict:
     early = EARLY_ESCAPES if cfg["ESC_EARLY"] == -1 else cfg["ESC_EARLY"]
     return out if bf16 else out | dict(GROUPS=geo["GROUPS"], ESC_BATCH=cfg["ESC_BATCH"],
                                        X32=cfg["X32"], ESC_EARLY=int(early),
-                                       SLOTS=meta_slots(cfg))  # fmt: skip
+                                       SLOTS=meta_slots(cfg), MMA=cfg["MMA"])  # fmt: skip
 
 
 def meta_slots(cfg: dict) -> int:
