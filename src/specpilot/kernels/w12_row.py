@@ -665,9 +665,10 @@ def _bf16_block(acc, bufs, i, t, words: gl.constexpr):
 MMA_WARPS = gl.constexpr(4)
 LANES4 = gl.constexpr(gl.BlockedLayout([1, 1, 1, 1], [1, 8, 4, 1], [4, 1, 1, 1], [3, 2, 1, 0]))
 LANES2 = gl.constexpr(gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0]))  # [warps, lane]
-PLAIN5 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [4, 3, 2, 1, 0]))
+# unswizzled shared layouts of 4 and 2 dimensions (a view's layout: its rank, or one less for a
+# view to be indexed)
 PLAIN4 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [3, 2, 1, 0]))
-PLAIN3 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))
+PLAIN2 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
 
 
 @gluon.jit
@@ -698,12 +699,15 @@ def _x_pairs(x_buf, pairs, XB: gl.constexpr, num_warps: gl.constexpr):
     lower in the low half), B's operand words; by the multiplying warps (their barrier after the
     writes)."""
     row: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [num_warps, 1], [1, 0])
-    for t in range(XB):
-        for m in gl.static_range(4):
-            lo = x_buf.index(t).slice(2 * m, 1).load(row).to(gl.int16, bitcast=True)
-            hi = x_buf.index(t).slice(2 * m + 1, 1).load(row).to(gl.int16, bitcast=True)
-            word = (lo.to(gl.int32) & 0xFFFF) | (hi.to(gl.int32) << 16)
-            pairs.index(t // 4).index(4 * (t % 4) + m).store(gl.reshape(word, [32]))
+    for st in range(XB // 4):
+        words = pairs.index(st)
+        for w in gl.static_range(4):
+            for m in gl.static_range(4):
+                x_blk = x_buf.index(4 * st + w)
+                lo = x_blk.slice(2 * m, 1).load(row).to(gl.int16, bitcast=True)
+                hi = x_blk.slice(2 * m + 1, 1).load(row).to(gl.int16, bitcast=True)
+                word = (lo.to(gl.int32) & 0xFFFF) | (hi.to(gl.int32) << 16)
+                words.slice(4 * w + m, 1).store(word)
     gl.thread_barrier()
 
 
@@ -716,10 +720,10 @@ def _mma_stage(acc, bufs, s, st, g8):
     STAGES: gl.constexpr = code_buf.type.shape[0] // MMA_WARPS
     SLOTS_GROUPS: gl.constexpr = scale_buf.type.shape[0]
     # rows of a stage's block: h x 16 + rh x 8 + g (low), rh x 8 + g (codes); word position 8c + p
-    low = low_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 32, 4, 8], PLAIN5).index(s)
-    code = code_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 16, 4, 8], PLAIN5).index(s)
+    low = low_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 32, 4, 8], PLAIN4).index(s)
+    code = code_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 16, 4, 8], PLAIN4).index(s)
     # the scale words of x's blocks st x 4 .. + 3, rows h x 16 + rh x 8 + g
-    scales = scale_buf._reinterpret(gl.int32, [SLOTS_GROUPS // 8, MMA_WARPS, 32, 1, 1], PLAIN5)
+    scales = scale_buf._reinterpret(gl.int32, [SLOTS_GROUPS // 8, MMA_WARPS, 32, 1, 1], PLAIN4)
     scale = scales.index(g8)
     xp = pairs.index(st)._reinterpret(gl.int32, [MMA_WARPS, 4, 4, 8], PLAIN4)
     c0, c1, c2, c3 = acc
@@ -901,8 +905,8 @@ def _w12_row_kernel(
                                         gl.SwizzledSharedLayout(1, 1, 1, [0]))  # fmt: skip
     x32_buf = gl.allocate_shared_memory(gl.float32, [XB if X32 else 1, 8, 32], plain)
     # MMA: x's pairs (B's words) and the warps' row sums
-    pairs_buf = gl.allocate_shared_memory(gl.int32, [XB // 4 if MMA else 1, 16, 32], PLAIN3)
-    red_buf = gl.allocate_shared_memory(gl.float32, [2, MMA_WARPS if MMA else 1, 32], PLAIN3)
+    pairs_buf = gl.allocate_shared_memory(gl.int32, [XB // 4 if MMA else 1, 16, 32], PLAIN2)
+    red_buf = gl.allocate_shared_memory(gl.float32, [2, MMA_WARPS if MMA else 1, 32], PLAIN2)
     ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(1)
     scale_ready, esc_ready, meta_empty = _barriers(SLOTS), _barriers(SLOTS), _barriers(SLOTS)
     # NORM: the norm weight's blocks (one unread block without), x's 1 / RMS and its barrier
