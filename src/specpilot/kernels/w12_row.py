@@ -138,14 +138,18 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # fp32 (X32); 10: 32-row tiles (4 rows a thread), 2 stages of 4 blocks, X32; 11: 32-row tiles,
 # 4 stages of 2, X32 (run 339, H200: the multiplying warps' work, not the ring, is most of what
 # W12 loses there: the hand-off alone, ROW_BOUND 2, decodes in 3.102 ms against 3.363; ROW_TILES
-# 1's 32-row tiles with X32 took gate|up 38.66 us a layer against 41.57, run 341).
+# 1's 32-row tiles with X32 took gate|up 38.66 us a layer against 41.57, run 341). 12 / 13:
+# MMA (the multiplying warps on mma.sync, below), 4 / 2 stages of 4 blocks: 2.56 SASS
+# instructions a weight in the stage loop against 7's 5.53 (bench/sass_one_row.py --row).
 # BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
              TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15),
              TILE | dict(STAGES=10, PRE=6), TILE | dict(SB=4, STAGES=3),
              TILE | dict(SB=4, STAGES=4), TILE | dict(SB=4, STAGES=3, X32=1),
              TILE | dict(ROWS=4, SB=4, STAGES=2, X32=1),
-             TILE | dict(ROWS=4, STAGES=4, X32=1))  # fmt: skip
+             TILE | dict(ROWS=4, STAGES=4, X32=1),
+             TILE | dict(ROWS=4, WARPS=4, SB=4, STAGES=4, MMA=1),
+             TILE | dict(ROWS=4, WARPS=4, SB=4, STAGES=2, MMA=1))  # fmt: skip
 # ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: the tile (an index of ROW_TILES; -1: the one
 # above) of the small one-row multiplies, N x K at most SMALL_WEIGHTS (the 8B shapes' q|k|v and
 # o). Run 306's kernel timeline (H100, W12 decode): q|k|v 15.60 us against a 12.64 bound, o
