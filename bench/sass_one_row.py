@@ -82,12 +82,17 @@ def loop_stats(tile: dict) -> dict:
 
 def row_loop_stats(tile: dict) -> dict:
     """kernels/w12_row.py's stage loop (the shortest loop with one FFMA for each weight a thread
-    takes a stage: the tile loop and the barrier waits' retries span it too) for a tile of
+    takes a stage, or with MMA 16 HMMA: the tile loop and the barrier waits' retries span it
+    too) for a tile of
     w12_row.TILE's keys, at K 4096: the same measures as loop_stats."""
     sass, registers = disassemble(w12_row.compile_sm90(tile))
     cfg = w12_row.TILE | tile
     weights = cfg["ROWS"] * cfg["SB"] * 8
-    stage_loop = loop_opcodes(sass, lambda c: (c["FFMA"] == weights, -c.total()))
+    if cfg["MMA"]:  # a block a warp: 16 mmas a stage, 16 rows x 256 / 32 weights a thread
+        weights = 128
+        stage_loop = loop_opcodes(sass, lambda c: (c["HMMA"] == 16, -c.total()))
+    else:
+        stage_loop = loop_opcodes(sass, lambda c: (c["FFMA"] == weights, -c.total()))
     return _stats(stage_loop, weights, registers)
 
 
@@ -110,6 +115,7 @@ ROW_TILES = {
     "w12_row 32r8w3s2b X32": dict(ROWS=4, STAGES=3, X32=1),
     "w12_row 16r8w3s4b": dict(SB=4, STAGES=3), "w12_row 16r8w3s4b X32": dict(SB=4, STAGES=3, X32=1),
     "w12_row 32r8w2s4b X32": dict(ROWS=4, SB=4, STAGES=2, X32=1),
+    "w12_row 16r4w4s4b MMA": dict(ROWS=4, WARPS=4, SB=4, STAGES=4, MMA=1),
 }  # fmt: skip
 
 

@@ -398,6 +398,10 @@ W12_ARMS = {
     # with gate|up on ROW_TILES 1
     "x32": {"w12_row.ONE_ROW_TILE": 9},
     "x32_swiglu_tile_1": {"w12_row.ONE_ROW_TILE": 9, "w12_row.ONE_ROW_SWIGLU_TILE": 1},
+    # the one-row W12 multiplies on mma.sync (w12_row.MMA: ROW_TILES 12, 4 stages of 4 blocks;
+    # 13: 2 stages)
+    "mma": {"w12_row.ONE_ROW_TILE": 12},
+    "mma_2_stages": {"w12_row.ONE_ROW_TILE": 13},
     # the one-row meta warp on 4 slots of scale words and escape sums, up to 3 tiles ahead of the
     # multiplying warps (kernels/w12_row.META_SLOTS; 2: one tile ahead)
     "meta_slots_4": {"w12_row.META_SLOTS": 4},

@@ -5,27 +5,41 @@
 # layer on ROW_TILES 1 (32-row tiles, x in fp32) against 39.17 on 7 (now the default) and 41.57
 # on 0. Qwen3-8B's W12 decode graph back to back, traced: base (ONE_ROW_TILE 7), glu1 / glu10 /
 # glu11 (ONE_ROW_SWIGLU_TILE 1, 10, 11: gate|up alone on 32-row tiles with X32: 3 stages of 2
-# blocks, 2 of 4, 4 of 2), t9 (ONE_ROW_TILE 9: 7 with X32 everywhere), t9glu1, base2; then end to
+# blocks, 2 of 4, 4 of 2), t9 (ONE_ROW_TILE 9: 7 with X32 everywhere), t9glu1, mma4 / mma2
+# (ONE_ROW_TILE 12 / 13: the multiplying warps on mma.sync, 4 / 2 stages of 4 blocks; their GPU
+# tests first, TESTS_K mma: the emulator's mma.sync probe and the MMA tiles), base2; then end to
 # end (3 paired rounds over bf16 with the control, forcing on every arm) with the variant that
 # decodes fastest if it beats base and base2 by 15 us.
 # Prediction: glu1 -0.03 to -0.04 ms (gate|up -1 to -1.5 us a layer), glu10 / glu11 within 0.01
-# of it; t9 level or worse (run 341's t1 lost at q|k|v and the down); end to end AR +1% over
+# of it; t9 level or worse (run 341's t1 lost at q|k|v and the down); mma4 -0.1 to -0.2 ms if
+# instructions a weight set the one-row time (2.56 against 5.53; run 339's rb2 0.26 ms under
+# base), level if its 4 warps wait on their mma chains instead; end to end AR +1% over
 # w12 (1.172x -> ~1.18x), spec level. E2E_S: the end to end's seconds (0: none).
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
 glu() { sw "w12_row.ONE_ROW_SWIGLU_TILE=$1"; }
+TESTS_K="mma" TESTS_S=150 gpu_tests tests/test_w12_row.py tests/test_emulate.py
 t9=$(sw w12_row.ONE_ROW_TILE=9)
-arms="base|;glu1|$(glu 1);glu10|$(glu 10);glu11|$(glu 11);t9|$t9;t9glu1|$t9 $(glu 1);base2|"
-MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "$arms" 150
+arms="base|;glu1|$(glu 1);glu10|$(glu 10);glu11|$(glu 11);t9|$t9;t9glu1|$t9 $(glu 1)"
+names="glu1 glu10 glu11 t9 t9glu1"
+last=$(tail -1 "$OUT/gpu-tests.log")  # the MMA tiles timed only where their tests passed
+if [[ "$last" == *passed* && "$last" != *failed* ]]; then
+    arms="$arms;mma4|$(sw w12_row.ONE_ROW_TILE=12);mma2|$(sw w12_row.ONE_ROW_TILE=13)"
+    names="$names mma4 mma2"
+fi
+arms="$arms;base2|"
+MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "$arms" 200
 decode_table w12
 pack
-best=$(MODEL=qwen3-8b fastest_variant decode 0.015 glu1 glu10 glu11 t9 t9glu1)
+best=$(MODEL=qwen3-8b fastest_variant decode 0.015 $names)
 case "$best" in
     glu*) arm=swiglu_tile_${best#glu} ;;
     t9) arm=x32 ;;
     t9glu1) arm=x32_swiglu_tile_1 ;;
+    mma4) arm=mma ;;
+    mma2) arm=mma_2_stages ;;
     *) arm= ;;
 esac
 echo "fastest: ${best:-none} -> arm ${arm:-none}"
