@@ -19,7 +19,9 @@ BLOCK_N = ROWS x WARPS rows and all of K) splits its work over partitions (`gl.w
   (4 SWAR ops for 4 high bytes, one prmt a pair), makes them the exact weights with one
   `mul.rn.bf16x2` by the scale word (a power of two on normal numbers: formats/w12.py), widens
   them to fp32 and multiplies them by x from shared memory; at the tile's end it sums the lanes,
-  adds the escapes and stores (plain, residual, or SwiGLU's silu(gate) * up).
+  adds the escapes and stores (plain, residual, or SwiGLU's silu(gate) * up). With the tile key
+  MMA (ROW_TILES 12, 13) 4 warps instead, a block of each stage a warp, multiply on mma.sync
+  with the exact weights decoded into its A registers (`_mma_stage`; off, not yet measured).
 Products are of the exact weights (zeros and escapes as +-0), so the sums differ from
 w12_linear's only in order. PDL: the loader asks for the weights' first stages before waiting
 for the kernel before. NORM: the multiplying warps norm x in shared memory first (the norm
