@@ -83,8 +83,7 @@ def loop_stats(tile: dict) -> dict:
 def row_loop_stats(tile: dict) -> dict:
     """kernels/w12_row.py's stage loop (the shortest loop with one FFMA for each weight a thread
     takes a stage, or with MMA 16 HMMA: the tile loop and the barrier waits' retries span it
-    too) for a tile of
-    w12_row.TILE's keys, at K 4096: the same measures as loop_stats."""
+    too) for a tile of w12_row.TILE's keys, at K 4096: the same measures as loop_stats."""
     sass, registers = disassemble(w12_row.compile_sm90(tile))
     cfg = w12_row.TILE | tile
     weights = cfg["ROWS"] * cfg["SB"] * 8

@@ -22,6 +22,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from specpilot.kernels import emulate
+from specpilot.kernels.w12_row import _mma_sync
 from tests.conftest import compiled_json
 
 ROWS = gl.constexpr(8)  # rows a tile
@@ -268,14 +269,10 @@ def _mma_probe_kernel(frag_ptr, d_ptr):
              + gl.arange(0, 32, layout=gl.SliceLayout(0, MMA_LANES))[None, :])  # fmt: skip
     step = MMA_WARPS * 32
     a = frag_ptr + lanes
-    d0, d1, d2, d3 = gl.inline_asm_elementwise(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, "
-        "{$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
-        "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3",
-        [gl.load(a), gl.load(a + step), gl.load(a + 2 * step), gl.load(a + 3 * step),
-         gl.load(a + 4 * step), gl.load(a + 5 * step), _f32(a + 6 * step), _f32(a + 7 * step),
-         _f32(a + 8 * step), _f32(a + 9 * step)],
-        dtype=(gl.float32, gl.float32, gl.float32, gl.float32), is_pure=True, pack=1,
+    d0, d1, d2, d3 = _mma_sync(
+        gl.load(a), gl.load(a + step), gl.load(a + 2 * step), gl.load(a + 3 * step),
+        gl.load(a + 4 * step), gl.load(a + 5 * step), _f32(a + 6 * step), _f32(a + 7 * step),
+        _f32(a + 8 * step), _f32(a + 9 * step),
     )  # fmt: skip
     gl.store(d_ptr + lanes, d0)
     gl.store(d_ptr + step + lanes, d1)
@@ -310,7 +307,8 @@ def _fragments(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor) -> torch.Ten
 
 @pytest.mark.parametrize("where", ["cuda", "emulated"])
 def test_mma_sync_takes_the_fragments_as_ptx_lays_them_out(where: str) -> None:
-    """The emulator's mma.sync m16n8k16 (inline PTX on [warps, 32] tensors, a lane an element):
+    """The emulator's mma.sync m16n8k16 (inline PTX on [warps, 32] tensors, a lane an element;
+    kernels/w12_row's own `_mma_sync`, the MMA tiles' PTX):
     each warp's D = A B + C, A, B and C packed here from the PTX ISA's fragment figures, on the
     emulator and on a Hopper GPU (the same packing: the GPU checks the figures were read right);
     D's fragments unpacked the same way; other layouts refused."""

@@ -771,13 +771,19 @@ def _shuffle(v: Tensor, src: Tensor) -> Tensor:
     """shfl.sync.idx where a warp's 32 lanes hold a row's 32 columns, one each (a BlockedLayout
     [., 1] / [., 32]): each element takes its row's value at column src."""
     layout = v.layout
-    lanes_on_columns = (
+    if not _lanes_on_columns(v):
+        raise EmulationError(f"shfl.sync.idx modelled only with lanes along 32 columns: {layout}")
+    return Tensor(torch.gather(v.t, -1, src.t.long().broadcast_to(v.t.shape)), layout)
+
+
+def _lanes_on_columns(v: Tensor) -> bool:
+    """Whether a warp's 32 lanes hold v's last dimension of 32, one element each (a
+    BlockedLayout [., 1] / [., 32]): the warp-level forms `_asm` models see their lanes so."""
+    layout = v.layout
+    return (
         isinstance(layout, _gl.BlockedLayout) and layout.threads_per_warp[-1] == 32
         and layout.size_per_thread[-1] == 1 and v.shape[-1] == 32
     )  # fmt: skip
-    if not lanes_on_columns:
-        raise EmulationError(f"shfl.sync.idx modelled only with lanes along 32 columns: {layout}")
-    return Tensor(torch.gather(v.t, -1, src.t.long().broadcast_to(v.t.shape)), layout)
 
 
 # mma.sync m16n8k16, bf16 in, fp32 sums, as one inline PTX (kernels/w12_mma.py's form): A in
@@ -796,11 +802,7 @@ def _mma_sync(*args: Tensor) -> tuple[Tensor, ...]:
     products exact, the sums in PyTorch's order), scattered back the same way."""
     layout = args[0].layout
     for v in args:
-        lanes_on_columns = (
-            isinstance(v.layout, _gl.BlockedLayout) and v.layout.threads_per_warp[-1] == 32
-            and v.layout.size_per_thread[-1] == 1 and v.shape[-1] == 32
-        )  # fmt: skip
-        if not lanes_on_columns or v.shape != args[0].shape:
+        if not _lanes_on_columns(v) or v.shape != args[0].shape:
             raise EmulationError(f"mma.sync modelled only with lanes along 32 columns: {v.layout}")
     shape = args[0].t.shape
     regs = [v.t.reshape(-1, 32) for v in args]  # [warps, lanes] each

@@ -708,8 +708,8 @@ def _x_pairs(x_buf, pairs, XB: gl.constexpr, num_warps: gl.constexpr):
     for st in range(XB // 4):
         words = pairs.index(st)
         for w in gl.static_range(4):
+            x_blk = x_buf.index(4 * st + w)
             for m in gl.static_range(4):
-                x_blk = x_buf.index(4 * st + w)
                 lo = x_blk.slice(2 * m, 1).load(row).to(gl.int16, bitcast=True)
                 hi = x_blk.slice(2 * m + 1, 1).load(row).to(gl.int16, bitcast=True)
                 word = (lo.to(gl.int32) & 0xFFFF) | (hi.to(gl.int32) << 16)
