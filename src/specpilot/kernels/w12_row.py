@@ -141,8 +141,9 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # 4 stages of 2, X32 (run 339, H200: the multiplying warps' work, not the ring, is most of what
 # W12 loses there: the hand-off alone, ROW_BOUND 2, decodes in 3.102 ms against 3.363; ROW_TILES
 # 1's 32-row tiles with X32 took gate|up 38.66 us a layer against 41.57, run 341). 12 / 13:
-# MMA (the multiplying warps on mma.sync, below), 4 / 2 stages of 4 blocks: 2.56 SASS
-# instructions a weight in the stage loop against 7's 5.53 (bench/sass_one_row.py --row).
+# MMA (the multiplying warps on mma.sync, below), 4 / 2 stages of 4 blocks: 2.57 SASS
+# instructions a weight in the stage loop against 7's 5.53 (bench/sass_one_row.py --row:
+# bench/results/2026-12-06-sass-one-row-mma).
 # BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
              TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15),
