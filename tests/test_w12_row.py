@@ -99,8 +99,9 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     norm and SwiGLU, and a tile ahead (ESC_EARLY 2) with the residual at K 12288; ROW_TILES 9
     (7 with X32) with the norm and SwiGLU and with the residual at K 12288, 10 and 11 (32-row
     tiles, X32) with the norm and SwiGLU; 12 (MMA: mma.sync on 4 warps) with the norm and
-    SwiGLU, and the residual with PDL and traced. (At K 12288 MMA's tiles spill 24 bytes on 255
-    registers: test_mma_tiles_compile_at_the_down.)"""
+    SwiGLU, and the residual with PDL and traced; 14 (MMA 2: the scale deferred) with the norm
+    and SwiGLU. (At K 12288 MMA's tiles spill up to 24 bytes on 255 registers:
+    test_mma_tiles_compile_at_the_down.)"""
     cases = [({}, 4096, False, False), ({}, 12288, False, True, True), ({}, 4096, True, False),
              (dict(ROWS=4, WARPS=4), 4096, False, False), (dict(SB=1, STAGES=12), 4096, False,
              False), (dict(BOUND=8), 4096, False, False, True), (dict(BOUND=2, FENCE=1), 12288,
@@ -128,7 +129,8 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
              (w12_row.ROW_TILES[10], 4096, True, False, True, False, True),
              (w12_row.ROW_TILES[11], 4096, True, False, True, False, True),
              (w12_row.ROW_TILES[12], 4096, True, False, True, False, True),
-             (w12_row.ROW_TILES[12], 4096, False, True, True, False, False, True)]  # fmt: skip
+             (w12_row.ROW_TILES[12], 4096, False, True, True, False, False, True),
+             (w12_row.ROW_TILES[14], 4096, True, False, True, False, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     usages = compiled_json(code)
@@ -146,7 +148,8 @@ EMULATED_CASES = [(48, 600, {}), (70, 2304, {}), (64, 2304, dict(ROWS=4, WARPS=4
                   (70, 2304, dict(SB=1, STAGES=12)), (70, 2304, dict(SB=4, STAGES=3)),
                   (70, 2304, dict(FENCE=1, ESC_BATCH=0)), (70, 2304, dict(PERSISTENT=2)),
                   (90, 1152, dict(ROWS=1)), (70, 2304, dict(X32=1)),
-                  (48, 600, w12_row.ROW_TILES[12]), (70, 2304, w12_row.ROW_TILES[13])]  # fmt: skip
+                  (48, 600, w12_row.ROW_TILES[12]), (70, 2304, w12_row.ROW_TILES[13]),
+                  (48, 600, w12_row.ROW_TILES[14]), (70, 2304, w12_row.ROW_TILES[15])]  # fmt: skip
 CASES = [("cuda", n, k, tile, False) for n, k, tile in [
     (4096, 4096, {}), (6144, 4096, {}), (4096, 12288, {}), (4100, 1152, {}), (333, 600, {}),
     (4096, 4096, dict(ROWS=4, WARPS=4)), (2000, 2304, dict(SB=1, STAGES=12)),
@@ -155,7 +158,8 @@ CASES = [("cuda", n, k, tile, False) for n, k, tile in [
     (4096, 12288, w12_row.ROW_TILES[1]), (4096, 4096, w12_row.ROW_TILES[1]),
     (6144, 4096, dict(MAXNREG=80)), (4096, 12288, dict(MAXNREG=80)),
     (6144, 4096, w12_row.ROW_TILES[12]), (4096, 12288, w12_row.ROW_TILES[13]),
-    (4100, 1152, w12_row.ROW_TILES[12])]] + [
+    (4100, 1152, w12_row.ROW_TILES[12]), (6144, 4096, w12_row.ROW_TILES[14]),
+    (4096, 12288, w12_row.ROW_TILES[15]), (4100, 1152, w12_row.ROW_TILES[14])]] + [
     ("emulated", n, k, tile, pdl) for n, k, tile in EMULATED_CASES for pdl in (False, True)
 ]  # fmt: skip
 BOTH = ["cuda", "emulated"]
@@ -376,10 +380,10 @@ def test_w12_row_norm_prologue(where: str, n: int, k: int) -> None:
 
 
 def test_mma_tiles_compile_at_the_down() -> None:
-    """MMA's tiles (ROW_TILES 12, 13) at the down's K 12288 with the residual and PDL compile for
+    """MMA's tiles (ROW_TILES 12-15) at the down's K 12288 with the residual and PDL compile for
     sm_90a with at most 32 bytes spilled (24 so far: the 16 mmas of a stage and their operands
     take the multiplying warps' 255 registers) and one program an SM."""
-    cases = [(w12_row.ROW_TILES[i], 12288, False, True, True) for i in (12, 13)]
+    cases = [(w12_row.ROW_TILES[i], 12288, False, True, True) for i in (12, 13, 14, 15)]
     code = "import json; from specpilot.kernels import aot, w12_row; "
     code += f"print(json.dumps([aot.usage(w12_row.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -390,7 +394,8 @@ def test_mma_tiles_compile_at_the_down() -> None:
 @pytest.mark.parametrize("where, n, k", [("cuda", 24576, 4096), ("cuda", 4096, 12288),
                                          emulated_case(96, 1152)])  # fmt: skip
 def test_mma_tiles_take_every_epilogue(where: str, n: int, k: int) -> None:
-    """MMA (ROW_TILES 12 and 13: the multiplying warps on mma.sync, a block a warp): normed with
+    """MMA (ROW_TILES 12-15: the multiplying warps on mma.sync, a block a warp; 14, 15 with
+    the scale deferred to each half block's sum): normed with
     SwiGLU, and plain with the residual, as the FFMA tiles give them to summation order; tiles
     it cannot run refused."""
     gen = torch.Generator().manual_seed(k + 1)
@@ -399,7 +404,7 @@ def test_mma_tiles_take_every_epilogue(where: str, n: int, k: int) -> None:
         x = (3 * torch.randn(1, k, generator=gen)).to(device, torch.bfloat16)
         nw = (torch.rand(k, generator=gen) + 0.5).to(device, torch.bfloat16)
         r = torch.randn(1, n, generator=gen).to(device, torch.bfloat16)
-        for tile in w12_row.ROW_TILES[12:14]:
+        for tile in w12_row.ROW_TILES[12:16]:
             glu = w12_row.w12_row_linear(x, packed, tile, norm_weight=nw, swiglu=True)
             ref = w12_linear_reference(x, packed, norm_weight=nw, eps=1e-6, swiglu=True)
             close_columns(glu.float(), ref.float(), 4)
@@ -407,7 +412,7 @@ def test_mma_tiles_take_every_epilogue(where: str, n: int, k: int) -> None:
             plain = w12_row.w12_row_linear(x, packed, tile)
             assert torch.equal(y, (plain.float() + r.float()).to(torch.bfloat16))
             close_columns(plain.float(), w12_linear_reference(x, packed).float(), 4)
-        for bad in (dict(STAGES=3), dict(X32=1), dict(WARPS=8, ROWS=2), dict(MMA=2)):
+        for bad in (dict(STAGES=3), dict(X32=1), dict(WARPS=8, ROWS=2), dict(MMA=3)):
             with pytest.raises(ValueError, match="MMA"):
                 w12_row.w12_row_linear(x, packed, w12_row.ROW_TILES[12] | bad)
 

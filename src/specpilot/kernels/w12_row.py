@@ -143,7 +143,9 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # 1's 32-row tiles with X32 took gate|up 38.66 us a layer against 41.57, run 341). 12 / 13:
 # MMA (the multiplying warps on mma.sync, below), 4 / 2 stages of 4 blocks: 2.57 SASS
 # instructions a weight in the stage loop against 7's 5.53 (bench/sass_one_row.py --row:
-# bench/results/2026-12-06-sass-one-row-mma).
+# bench/results/2026-12-06-sass-one-row-mma). 14 / 15: 12 / 13 with MMA 2 (the scale deferred to
+# each half block's sum: no bf16x2 multiply a pair, and two chains of 8 mmas a stage, not one of
+# 16).
 # BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
              TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15),
@@ -152,7 +154,9 @@ ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
              TILE | dict(ROWS=4, SB=4, STAGES=2, X32=1),
              TILE | dict(ROWS=4, STAGES=4, X32=1),
              TILE | dict(ROWS=4, WARPS=4, SB=4, STAGES=4, MMA=1),
-             TILE | dict(ROWS=4, WARPS=4, SB=4, STAGES=2, MMA=1))  # fmt: skip
+             TILE | dict(ROWS=4, WARPS=4, SB=4, STAGES=2, MMA=1),
+             TILE | dict(ROWS=4, WARPS=4, SB=4, STAGES=4, MMA=2),
+             TILE | dict(ROWS=4, WARPS=4, SB=4, STAGES=2, MMA=2))  # fmt: skip
 # ONE_ROW_SMALL_TILE / BF16_ONE_ROW_SMALL_TILE: the tile (an index of ROW_TILES; -1: the one
 # above) of the small one-row multiplies, N x K at most SMALL_WEIGHTS (the 8B shapes' q|k|v and
 # o). Run 306's kernel timeline (H100, W12 decode): q|k|v 15.60 us against a 12.64 bound, o
@@ -670,6 +674,13 @@ def _bf16_block(acc, bufs, i, t, words: gl.constexpr):
 # weight (5.0-5.5 SASS instructions a weight on the FFMA tiles; w12_mma's decode ~2.6).
 # [warps, 8 g, 4 c, 1]: one element a thread, lane 4 g + c (the mma's operands, `_lanes`)
 MMA_WARPS = gl.constexpr(4)
+# MMA 2 (ROW_TILES 14, 15; w12_mma's ACC_SCALE): the decoded pairs are the weights times 2^(-2b)
+# (normal bf16, exponents 1..15), x is taken times 2^X_SHIFT (|x| < 2^64), each half block's 8
+# mmas sum into fresh registers (it lies in one group), and that sum times 2^(2b - X_SHIFT) (a
+# normal fp32: 2b <= 126) is added to the row's: only the summation order differs from MMA 1's
+# products of the exact weights (products under 2^-126, |x| below ~2^-64, are the exception).
+X_SHIFT = gl.constexpr(64)
+X_SCALE = gl.constexpr(2.0**64)
 LANES4 = gl.constexpr(gl.BlockedLayout([1, 1, 1, 1], [1, 8, 4, 1], [4, 1, 1, 1], [3, 2, 1, 0]))
 LANES2 = gl.constexpr(gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0]))  # [warps, lane]
 # unswizzled shared layouts of 4 and 2 dimensions (a view's layout: its rank, or one less for a
@@ -700,29 +711,46 @@ def _mma_sync(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
 
 
 @gluon.jit
-def _x_pairs(x_buf, pairs, XB: gl.constexpr, num_warps: gl.constexpr):
+def _shifted(x, SHIFT: gl.constexpr):
+    """bf16 x's bits as int16, times 2^X_SHIFT where SHIFT (exact: a power of two)."""
+    if SHIFT:
+        x = (x.to(gl.float32) * X_SCALE).to(gl.bfloat16)
+    return x.to(gl.int16, bitcast=True)
+
+
+@gluon.jit
+def _x_pairs(x_buf, pairs, XB: gl.constexpr, num_warps: gl.constexpr, SHIFT: gl.constexpr = False):
     """x's blocks [8 slices, 32] bf16 in shared memory as pairs [XB / 4, 16, 32] int32: word m
     of block t (row 4 (t % 4) + m of stage t // 4) at position i holds slices 2m and 2m + 1 (the
     lower in the low half), B's operand words; by the multiplying warps (their barrier after the
-    writes)."""
+    writes). SHIFT (MMA 2): x times 2^X_SHIFT (exact for |x| < 2^64)."""
     row: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [num_warps, 1], [1, 0])
     for st in range(XB // 4):
         words = pairs.index(st)
         for w in gl.static_range(4):
             x_blk = x_buf.index(4 * st + w)
             for m in gl.static_range(4):
-                lo = x_blk.slice(2 * m, 1).load(row).to(gl.int16, bitcast=True)
-                hi = x_blk.slice(2 * m + 1, 1).load(row).to(gl.int16, bitcast=True)
+                lo = _shifted(x_blk.slice(2 * m, 1).load(row), SHIFT)
+                hi = _shifted(x_blk.slice(2 * m + 1, 1).load(row), SHIFT)
                 word = (lo.to(gl.int32) & 0xFFFF) | (hi.to(gl.int32) << 16)
                 words.slice(4 * w + m, 1).store(word)
     gl.thread_barrier()
 
 
 @gluon.jit
-def _mma_stage(acc, bufs, s, st, g8):
+def _deferred_scale(scale_word):
+    """MMA 2: a scale word (bf16x2 2^(2b)) as the fp32 2^(2b - X_SHIFT) (its low half's bits
+    moved up, the exponent taken down)."""
+    return ((scale_word << 16) - (X_SHIFT << 23)).to(gl.float32, bitcast=True)
+
+
+@gluon.jit
+def _mma_stage(acc, bufs, s, st, g8, DEFER: gl.constexpr = False):
     """acc (the mma's c0..c3, [warps, 32]) plus ring stage s's products: warp w's block w of the
     stage (x's block st x 4 + w), both halves, 8 mmas each (`MMA`); g8: the stage's first scale
-    word group over 8 (its tile's slot's first, plus 8 st). STAGES a power of 2 (views)."""
+    word group over 8 (its tile's slot's first, plus 8 st). STAGES a power of 2 (views).
+    DEFER (MMA 2): each half's mmas on the pairs as decoded, from zero, its sums scaled then
+    (rows g in c0, g + 8 in c2; c1, c3 left as they were)."""
     low_buf, code_buf, scale_buf, pairs = bufs
     STAGES: gl.constexpr = code_buf.type.shape[0] // MMA_WARPS
     SLOTS_GROUPS: gl.constexpr = scale_buf.type.shape[0]
@@ -737,18 +765,29 @@ def _mma_stage(acc, bufs, s, st, g8):
     for h in gl.static_range(2):
         s0 = _lanes(scale.slice(16 * h, 8, dim=1))
         s1 = _lanes(scale.slice(16 * h + 8, 8, dim=1))
+        d0, d1, d2, d3 = c0, c1, c2, c3
+        if DEFER:
+            d0 = gl.zeros_like(c0)
+            d1, d2, d3 = d0, d0, d0
         for p in gl.static_range(8):
             lw0 = _lanes(low.slice(16 * h, 8, dim=1).slice(p, 1, dim=3))
             lw1 = _lanes(low.slice(16 * h + 8, 8, dim=1).slice(p, 1, dim=3))
             hb0 = _high_bytes(_lanes(code.slice(0, 8, dim=1).slice(p, 1, dim=3)), h)
             hb1 = _high_bytes(_lanes(code.slice(8, 8, dim=1).slice(p, 1, dim=3)), h)
-            a0 = _times(_bf16_pair(lw0, hb0, 0), s0)
-            a1 = _times(_bf16_pair(lw1, hb1, 0), s1)
-            a2 = _times(_bf16_pair(lw0, hb0, 2), s0)
-            a3 = _times(_bf16_pair(lw1, hb1, 2), s1)
+            a0 = _bf16_pair(lw0, hb0, 0)
+            a1 = _bf16_pair(lw1, hb1, 0)
+            a2 = _bf16_pair(lw0, hb0, 2)
+            a3 = _bf16_pair(lw1, hb1, 2)
+            if not DEFER:
+                a0, a1, a2, a3 = _times(a0, s0), _times(a1, s1), _times(a2, s0), _times(a3, s1)
             b0 = _lanes(xp.slice(2 * h, 1, dim=1).slice(p, 1, dim=3))
             b1 = _lanes(xp.slice(2 * h + 1, 1, dim=1).slice(p, 1, dim=3))
-            c0, c1, c2, c3 = _mma_sync(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
+            d0, d1, d2, d3 = _mma_sync(a0, a1, a2, a3, b0, b1, d0, d1, d2, d3)
+        if DEFER:
+            c0 = c0 + d0 * _deferred_scale(s0)
+            c2 = c2 + d2 * _deferred_scale(s1)
+        else:
+            c0, c1, c2, c3 = d0, d1, d2, d3
     return c0, c1, c2, c3
 
 
@@ -806,7 +845,7 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
     if X32:
         bufs = (bufs[0], bufs[1], x_read, bufs[3], bufs[4])
     if MMA:  # B's words: x (normed) in pairs, once
-        _x_pairs(x_buf, bufs[6], XB, num_warps)
+        _x_pairs(x_buf, bufs[6], XB, num_warps, MMA == 2)
     SLOTS: gl.constexpr = 1 if BF16 else bufs[4].type.shape[0]  # the meta warp's (W12)
     c = 0
     j = 0
@@ -825,7 +864,7 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
             if MMA and (BOUND & 2) == 0:
                 g8 = slot * (bufs[3].type.shape[0] // SLOTS) // 8 + st
-                acc = _mma_stage(acc, (bufs[0], bufs[1], bufs[3], bufs[6]), s, st, g8)
+                acc = _mma_stage(acc, (bufs[0], bufs[1], bufs[3], bufs[6]), s, st, g8, MMA == 2)
             elif (BOUND & 2) == 0:
                 for b in gl.static_range(SB):
                     if BF16:
@@ -1151,9 +1190,9 @@ def _launch_plan(what: str, x: torch.Tensor, n: int, k: int, tile: dict | None, 
         cfg["MMA"] = 0
     mma_shape = cfg["WARPS"] == 4 and cfg["ROWS"] == 4 and cfg["SB"] == 4 and not cfg["X32"]
     mma_shape = mma_shape and cfg["STAGES"] in (2, 4)
-    if cfg["MMA"] not in (0, 1) or (cfg["MMA"] and not mma_shape):
-        raise ValueError(f"{what}: MMA is 0, or 1 with ROWS 4, WARPS 4, SB 4, STAGES 2 or 4 and "
-                         f"X32 0: {cfg}")  # fmt: skip
+    if cfg["MMA"] not in (0, 1, 2) or (cfg["MMA"] and not mma_shape):
+        raise ValueError(f"{what}: MMA is 0, or 1 or 2 with ROWS 4, WARPS 4, SB 4, STAGES 2 or 4 "
+                         f"and X32 0: {cfg}")  # fmt: skip
     bound = cfg["BOUND"]
     if bound & ~30 or (bound & 4 and norm_weight is None) or (bound & 16 and not bound & 10):
         raise ValueError(f"{what}: BOUND is a sum of 2, 4 (with a norm), 8 and 16 (with 2 or 8), "
