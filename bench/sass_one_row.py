@@ -115,6 +115,7 @@ ROW_TILES = {
     "w12_row 16r8w3s4b": dict(SB=4, STAGES=3), "w12_row 16r8w3s4b X32": dict(SB=4, STAGES=3, X32=1),
     "w12_row 32r8w2s4b X32": dict(ROWS=4, SB=4, STAGES=2, X32=1),
     "w12_row 16r4w4s4b MMA": dict(ROWS=4, WARPS=4, SB=4, STAGES=4, MMA=1),
+    "w12_row 16r4w4s4b MMA2": dict(ROWS=4, WARPS=4, SB=4, STAGES=4, MMA=2),
 }  # fmt: skip
 
 

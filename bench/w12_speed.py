@@ -402,6 +402,8 @@ W12_ARMS = {
     # 13: 2 stages)
     "mma": {"w12_row.ONE_ROW_TILE": 12},
     "mma_2_stages": {"w12_row.ONE_ROW_TILE": 13},
+    "mma_deferred": {"w12_row.ONE_ROW_TILE": 14},
+    "mma_deferred_2_stages": {"w12_row.ONE_ROW_TILE": 15},
     # the one-row meta warp on 4 slots of scale words and escape sums, up to 3 tiles ahead of the
     # multiplying warps (kernels/w12_row.META_SLOTS; 2: one tile ahead)
     "meta_slots_4": {"w12_row.META_SLOTS": 4},

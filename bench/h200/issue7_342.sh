@@ -7,7 +7,9 @@
 # glu11 (ONE_ROW_SWIGLU_TILE 1, 10, 11: gate|up alone on 32-row tiles with X32: 3 stages of 2
 # blocks, 2 of 4, 4 of 2), t9 (ONE_ROW_TILE 9: 7 with X32 everywhere), t9glu1, mma4 / mma2
 # (ONE_ROW_TILE 12 / 13: the multiplying warps on mma.sync, 4 / 2 stages of 4 blocks; their GPU
-# tests first, TESTS_K mma: the emulator's mma.sync probe and the MMA tiles), base2; then end to
+# tests first, TESTS_K mma: the emulator's mma.sync probe and the MMA tiles), mma4d / mma2d
+# (ONE_ROW_TILE 14 / 15: 12 / 13 with the scale deferred to each half block's sum, 2.12 SASS
+# instructions a weight), base2; then end to
 # end (3 paired rounds over bf16 with the control, forcing on every arm) with the variant that
 # decodes fastest if it beats base and base2 by 15 us.
 # Prediction: glu1 -0.03 to -0.04 ms (gate|up -1 to -1.5 us a layer), glu10 / glu11 within 0.01
@@ -27,10 +29,11 @@ names="glu1 glu10 glu11 t9 t9glu1"
 last=$(tail -1 "$OUT/gpu-tests.log")  # the MMA tiles timed only where their tests passed
 if [[ "$last" == *passed* && "$last" != *failed* ]]; then
     arms="$arms;mma4|$(sw w12_row.ONE_ROW_TILE=12);mma2|$(sw w12_row.ONE_ROW_TILE=13)"
-    names="$names mma4 mma2"
+    arms="$arms;mma4d|$(sw w12_row.ONE_ROW_TILE=14);mma2d|$(sw w12_row.ONE_ROW_TILE=15)"
+    names="$names mma4 mma2 mma4d mma2d"
 fi
 arms="$arms;base2|"
-MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "$arms" 200
+MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "$arms" 260
 decode_table w12
 pack
 best=$(MODEL=qwen3-8b fastest_variant decode 0.015 $names)
@@ -40,6 +43,8 @@ case "$best" in
     t9glu1) arm=x32_swiglu_tile_1 ;;
     mma4) arm=mma ;;
     mma2) arm=mma_2_stages ;;
+    mma4d) arm=mma_deferred ;;
+    mma2d) arm=mma_deferred_2_stages ;;
     *) arm= ;;
 esac
 echo "fastest: ${best:-none} -> arm ${arm:-none}"
