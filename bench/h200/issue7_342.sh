@@ -9,7 +9,9 @@
 # (ONE_ROW_TILE 12 / 13: the multiplying warps on mma.sync, 4 / 2 stages of 4 blocks; their GPU
 # tests first, TESTS_K mma: the emulator's mma.sync probe and the MMA tiles), mma4d / mma2d
 # (ONE_ROW_TILE 14 / 15: 12 / 13 with the scale deferred to each half block's sum, 2.12 SASS
-# instructions a weight), base2; then end to
+# instructions a weight), base2, tc1 (w12_tc.ONE_ROW: gate|up, down and o on w12_tc's wgmma
+# tiles, their inputs in pair order; never timed in the graph; w12_tc's verify gate|up runs
+# 37.76 us a layer at 16 rows against w12_row's 40.88 at one, run 339); then end to
 # end (3 paired rounds over bf16 with the control, forcing on every arm) with the variant that
 # decodes fastest if it beats base and base2 by 15 us.
 # Prediction: glu1 -0.03 to -0.04 ms (gate|up -1 to -1.5 us a layer), glu10 / glu11 within 0.01
@@ -32,7 +34,8 @@ if [[ "$last" == *passed* && "$last" != *failed* ]]; then
     arms="$arms;mma4d|$(sw w12_row.ONE_ROW_TILE=14);mma2d|$(sw w12_row.ONE_ROW_TILE=15)"
     names="$names mma4 mma2 mma4d mma2d"
 fi
-arms="$arms;base2|"
+arms="$arms;base2|;tc1|$(sw w12_tc.ONE_ROW=1)"  # (tc1 last: never run in a graph on a GPU)
+names="$names tc1"
 MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "$arms" 260
 decode_table w12
 pack
@@ -45,6 +48,7 @@ case "$best" in
     mma2) arm=mma_2_stages ;;
     mma4d) arm=mma_deferred ;;
     mma2d) arm=mma_deferred_2_stages ;;
+    tc1) arm=tc_one ;;
     *) arm= ;;
 esac
 echo "fastest: ${best:-none} -> arm ${arm:-none}"
