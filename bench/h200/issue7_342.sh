@@ -13,7 +13,8 @@
 # tiles, their inputs in pair order; never timed in the graph; w12_tc's verify gate|up runs
 # 37.76 us a layer at 16 rows against w12_row's 40.88 at one, run 339); then end to
 # end (3 paired rounds over bf16 with the control, forcing on every arm) with the variant that
-# decodes fastest if it beats base and base2 by 15 us.
+# decodes fastest if it beats base and base2 by 15 us. SHORT=1 (~3 min): the tests, then base,
+# mma4, mma4d, base2 and tc1 alone.
 # Prediction: glu1 -0.03 to -0.04 ms (gate|up -1 to -1.5 us a layer), glu10 / glu11 within 0.01
 # of it; t9 level or worse (run 341's t1 lost at q|k|v and the down); mma4 -0.1 to -0.2 ms if
 # instructions a weight set the one-row time (2.56 against 5.53; run 339's rb2 0.26 ms under
@@ -28,11 +29,18 @@ TESTS_K="mma" TESTS_S=150 gpu_tests tests/test_w12_row.py tests/test_emulate.py
 t9=$(sw w12_row.ONE_ROW_TILE=9)
 arms="base|;glu1|$(glu 1);glu10|$(glu 10);glu11|$(glu 11);t9|$t9;t9glu1|$t9 $(glu 1)"
 names="glu1 glu10 glu11 t9 t9glu1"
+if [ "${SHORT:-0}" = 1 ]; then  # (little device time left: the MMA tiles, tc1 and base alone)
+    arms="base|"
+    names=""
+fi
 last=$(tail -1 "$OUT/gpu-tests.log")  # the MMA tiles timed only where their tests passed
 if [[ "$last" == *passed* && "$last" != *failed* ]]; then
-    arms="$arms;mma4|$(sw w12_row.ONE_ROW_TILE=12);mma2|$(sw w12_row.ONE_ROW_TILE=13)"
-    arms="$arms;mma4d|$(sw w12_row.ONE_ROW_TILE=14);mma2d|$(sw w12_row.ONE_ROW_TILE=15)"
-    names="$names mma4 mma2 mma4d mma2d"
+    arms="$arms;mma4|$(sw w12_row.ONE_ROW_TILE=12);mma4d|$(sw w12_row.ONE_ROW_TILE=14)"
+    names="$names mma4 mma4d"
+    if [ "${SHORT:-0}" != 1 ]; then
+        arms="$arms;mma2|$(sw w12_row.ONE_ROW_TILE=13);mma2d|$(sw w12_row.ONE_ROW_TILE=15)"
+        names="$names mma2 mma2d"
+    fi
 fi
 arms="$arms;base2|;tc1|$(sw w12_tc.ONE_ROW=1)"  # (tc1 last: never run in a graph on a GPU)
 names="$names tc1"
