@@ -25,7 +25,7 @@ export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
 glu() { sw "w12_row.ONE_ROW_SWIGLU_TILE=$1"; }
-TESTS_K="mma" TESTS_S=150 gpu_tests tests/test_w12_row.py tests/test_emulate.py
+TESTS_K="mma" TESTS_S=${TESTS_S:-150} gpu_tests tests/test_w12_row.py tests/test_emulate.py
 t9=$(sw w12_row.ONE_ROW_TILE=9)
 arms="base|;glu1|$(glu 1);glu10|$(glu 10);glu11|$(glu 11);t9|$t9;t9glu1|$t9 $(glu 1)"
 names="glu1 glu10 glu11 t9 t9glu1"
