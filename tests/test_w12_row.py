@@ -395,9 +395,8 @@ def test_mma_tiles_compile_at_the_down() -> None:
                                          emulated_case(96, 1152)])  # fmt: skip
 def test_mma_tiles_take_every_epilogue(where: str, n: int, k: int) -> None:
     """MMA (ROW_TILES 12-15: the multiplying warps on mma.sync, a block a warp; 14, 15 with
-    the scale deferred to each half block's sum): normed with
-    SwiGLU, and plain with the residual, as the FFMA tiles give them to summation order; tiles
-    it cannot run refused."""
+    the scale deferred to each half block's sum): normed with SwiGLU, and plain with the
+    residual, as the FFMA tiles give them to summation order; tiles it cannot run refused."""
     gen = torch.Generator().manual_seed(k + 1)
     with gluon_on(where) as device:
         packed = w12.encode(_weights(n, k, seed=k).to(device))

@@ -21,9 +21,11 @@ BLOCK_N = ROWS x WARPS rows and all of K) splits its work over partitions (`gl.w
   them to fp32 and multiplies them by x from shared memory; at the tile's end it sums the lanes,
   adds the escapes and stores (plain, residual, or SwiGLU's silu(gate) * up). With the tile key
   MMA (ROW_TILES 12, 13) 4 warps instead, a block of each stage a warp, multiply on mma.sync
-  with the exact weights decoded into its A registers (`_mma_stage`; off, not yet measured).
-Products are of the exact weights (zeros and escapes as +-0), so the sums differ from
-w12_linear's only in order. PDL: the loader asks for the weights' first stages before waiting
+  with the exact weights decoded into its A registers (`_mma_stage`; with MMA 2, ROW_TILES 14,
+  15, the scale deferred to each half block's sum instead; off, not yet measured).
+Products are of the exact weights (zeros and escapes as +-0; MMA 2: of their pairs and x by
+powers of two that its half block sums undo exactly), so the sums differ from w12_linear's only
+in order. PDL: the loader asks for the weights' first stages before waiting
 for the kernel before. NORM: the multiplying warps norm x in shared memory first (the norm
 prologue, with the norm weight copied beside x). `bf16_row_linear`: the same ring, prologue
 and epilogues for bf16 weights (no meta warp).
