@@ -60,6 +60,10 @@ def test_geometry_and_bad_input() -> None:
     geo = w12_row.geometry(w12_row.TILE, 12288)
     assert geo["BN"] == 16 and geo["n_stages"] == 24 and geo["XB"] == 48 and geo["GROUPS"] == 128
     assert w12_row.geometry(w12_row.TILE | dict(SB=4), 600)["XB"] == 4  # 3 blocks, one stage
+    # MMA 2 allocates what MMA 1 does: x's pairs and the row sums beside the FFMA tiles' buffers
+    mma = [w12_row.geometry(w12_row.ROW_TILES[i], 14336)["shared"] for i in (12, 14)]
+    no_mma = w12_row.geometry(w12_row.ROW_TILES[12] | dict(MMA=0), 14336)["shared"]
+    assert mma[0] == mma[1] == no_mma + 56 * 256 * 2 + 2 * 4 * 32 * 4
     packed = w12.encode(_weights(64, 256))
     with pytest.raises(ValueError, match="unknown tile keys"):
         w12_row.w12_row_linear(torch.zeros(1, 256, dtype=torch.bfloat16), packed, dict(BLOCK=1))

@@ -57,6 +57,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 from specpilot.formats.w12 import BLOCK, SLICE, W12Weight, padded
 from specpilot.kernels import launch, trace
+from specpilot.kernels.w12_mma import X_SHIFT
 from specpilot.kernels.w12_ws import (
     _copy_planes,
     _copy_rows,
@@ -681,8 +682,7 @@ MMA_WARPS = gl.constexpr(4)
 # mmas sum into fresh registers (it lies in one group), and that sum times 2^(2b - X_SHIFT) (a
 # normal fp32: 2b <= 126) is added to the row's: only the summation order differs from MMA 1's
 # products of the exact weights (products under 2^-126, |x| below ~2^-64, are the exception).
-X_SHIFT = gl.constexpr(64)
-X_SCALE = gl.constexpr(2.0**64)
+X_SCALE = gl.constexpr(2.0**X_SHIFT.value)  # (X_SHIFT: kernels/w12_mma.py's)
 LANES4 = gl.constexpr(gl.BlockedLayout([1, 1, 1, 1], [1, 8, 4, 1], [4, 1, 1, 1], [3, 2, 1, 0]))
 LANES2 = gl.constexpr(gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0]))  # [warps, lane]
 # unswizzled shared layouts of 4 and 2 dimensions (a view's layout: its rank, or one less for a
@@ -855,11 +855,11 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
         slot = j % SLOTS
         if not BF16 and (BOUND & 16) == 0:  # the tile's scale words
             mbarrier.wait(bars[3].index(slot), (j // SLOTS) & 1)
-        zero = gl.zeros([BN, 32], gl.float32, words)
-        acc = (zero, zero, zero, zero)
         if MMA:
             zero = gl.zeros([MMA_WARPS, 32], gl.float32, LANES2)
-            acc = (zero, zero, zero, zero)
+        else:
+            zero = gl.zeros([BN, 32], gl.float32, words)
+        acc = (zero, zero, zero, zero)
         # (BOUND 8: none of the stages: the loader frees its own, and its phases run ahead)
         for st in range(n_stages * ((BOUND & 8) == 0)):
             s = c % STAGES
@@ -1145,7 +1145,7 @@ def geometry(cfg: dict, k: int, bf16: bool = False, norm: bool = False) -> dict:
     ring = cfg["STAGES"] * cfg["SB"] * bn * (2 * BLOCK if bf16 else BLOCK + BLOCK // 2)
     meta = 0 if bf16 else meta_slots(cfg) * (groups * bn * 4 + bn * 4)
     wide = 0 if bf16 else cfg["X32"] * xb * BLOCK * 4  # X32: x widened to fp32
-    wide += 0 if bf16 else cfg["MMA"] * (xb * BLOCK * 2 + 2 * 4 * 32 * 4)  # MMA: x's pairs, sums
+    wide += 0 if bf16 or not cfg["MMA"] else xb * BLOCK * 2 + 2 * 4 * 32 * 4  # MMA: pairs, sums
     shared = ring + (2 if norm else 1) * xb * BLOCK * 2 + meta + wide
     return dict(BN=bn, n_stages=n_stages, XB=xb, GROUPS=groups, shared=shared)
 
