@@ -50,15 +50,16 @@ unpack() { (cd "$OUT" && tar xzf all.tgz && rm all.tgz); }
 # fastest_variant FORWARD MARGIN_MS NAME...: of the variants NAME... in the last timeline
 # variants run at 1k (its JSON under $OUT, named for MODEL where that is set), the one whose
 # FORWARD (decode, verify, draft) is fastest back to back, printed only if it beats the faster of
-# base and base2 by MARGIN_MS.
+# base and base2 by MARGIN_MS (NAMEs the run did not reach left out).
 fastest_variant() {
     python3 - "$OUT/timeline-variants-1024${MODEL:+-$MODEL}.json" "$@" <<'PY'
 import json, sys
 path, forward, margin, *names = sys.argv[1:]
 arms = json.load(open(path))["arms"]
 ms = {k.split()[1]: v[forward]["untraced_back_to_back_ms"] for k, v in arms.items()}
-best = min(names, key=ms.get)
-print(best if ms[best] < min(ms["base"], ms["base2"]) - float(margin) else "")
+names = [name for name in names if name in ms]
+best = min(names, key=ms.get, default=None)
+print(best if best and ms[best] < min(ms["base"], ms["base2"]) - float(margin) else "")
 PY
 }
 # engine CONTEXT NAME SECONDS [OPTIONS...]: bench/engine_speed.py at CONTEXT, Qwen3-8B shape
