@@ -28,7 +28,7 @@ card
 glu() { sw "w12_row.ONE_ROW_SWIGLU_TILE=$1"; }
 mma_ok=1  # the MMA tiles timed only where their tests passed (TESTS_S 0: untested, no tests)
 if [ "${TESTS_S:-150}" != 0 ]; then
-    TESTS_K="mma" TESTS_S=${TESTS_S:-150} gpu_tests tests/test_w12_row.py tests/test_emulate.py
+    TESTS_K="mma or (matches_the_reference and cuda and (tile16 or tile17 or tile18 or tile19 or tile20 or tile21))" TESTS_S=${TESTS_S:-150} gpu_tests tests/test_w12_row.py tests/test_emulate.py
     last=$(tail -1 "$OUT/gpu-tests.log")
     [[ "$last" == *passed* && "$last" != *failed* ]] || mma_ok=0
 fi
