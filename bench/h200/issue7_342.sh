@@ -14,7 +14,7 @@
 # 37.76 us a layer at 16 rows against w12_row's 40.88 at one, run 339); then end to
 # end (3 paired rounds over bf16 with the control, forcing on every arm) with the variant that
 # decodes fastest if it beats base and base2 by 15 us. SHORT=1 (~3 min): the tests, then base,
-# the MMA tiles and base2 alone; TESTS_S=0: no tests (the MMA tiles timed untested). MARGIN:
+# the MMA tiles and base2 alone (SHORT=2: mma4 and mma4d alone, ~1 min); TESTS_S=0: no tests (the MMA tiles timed untested). MARGIN:
 # what the fastest must beat base and base2 by (ms) to go end to end.
 # Prediction: glu1 -0.03 to -0.04 ms (gate|up -1 to -1.5 us a layer), glu10 / glu11 within 0.01
 # of it; t9 level or worse (run 341's t1 lost at q|k|v and the down); mma4 -0.1 to -0.2 ms if
@@ -35,18 +35,20 @@ fi
 t9=$(sw w12_row.ONE_ROW_TILE=9)
 arms="base|;glu1|$(glu 1);glu10|$(glu 10);glu11|$(glu 11);t9|$t9;t9glu1|$t9 $(glu 1)"
 names="glu1 glu10 glu11 t9 t9glu1"
-if [ "${SHORT:-0}" = 1 ]; then  # (little device time left: base and the MMA tiles alone)
+if [ "${SHORT:-0}" != 0 ]; then  # (little device time left: base and the MMA tiles alone)
     arms="base|"
     names=""
 fi
 if [ "$mma_ok" = 1 ]; then
     arms="$arms;mma4|$(sw w12_row.ONE_ROW_TILE=12);mma4d|$(sw w12_row.ONE_ROW_TILE=14)"
     names="$names mma4 mma4d"
-    arms="$arms;mma2|$(sw w12_row.ONE_ROW_TILE=13);mma2d|$(sw w12_row.ONE_ROW_TILE=15)"
-    names="$names mma2 mma2d"
+    if [ "${SHORT:-0}" != 2 ]; then  # (SHORT=2: the 4-stage MMA tiles alone)
+        arms="$arms;mma2|$(sw w12_row.ONE_ROW_TILE=13);mma2d|$(sw w12_row.ONE_ROW_TILE=15)"
+        names="$names mma2 mma2d"
+    fi
 fi
 arms="$arms;base2|"
-if [ "${SHORT:-0}" != 1 ]; then  # (tc1 last: it lost 0.34 ms a decode on an H100, run 342)
+if [ "${SHORT:-0}" = 0 ]; then  # (tc1 last: it lost 0.34 ms a decode on an H100, run 342)
     arms="$arms;tc1|$(sw w12_tc.ONE_ROW=1)"
     names="$names tc1"
 fi
