@@ -13,9 +13,9 @@
 # tiles, their inputs in pair order; never timed in the graph; w12_tc's verify gate|up runs
 # 37.76 us a layer at 16 rows against w12_row's 40.88 at one, run 339); then end to
 # end (3 paired rounds over bf16 with the control, forcing on every arm) with the variant that
-# decodes fastest if it beats base and base2 by 15 us. SHORT=1 (~3 min): the tests, then base,
-# the MMA tiles and base2 alone (SHORT=2: mma4 and mma4d alone, ~1 min); TESTS_S=0: no tests (the MMA tiles timed untested). MARGIN:
-# what the fastest must beat base and base2 by (ms) to go end to end.
+# decodes fastest if it beats base and base2 by 15 us (MARGIN, ms). SHORT=1 (~3 min): the
+# tests, then base, the four MMA tiles and base2 alone; SHORT=2 (~1 min of timing): base, mma4,
+# mma4d and base2; TESTS_S=0: no tests (the MMA tiles timed untested).
 # Prediction: glu1 -0.03 to -0.04 ms (gate|up -1 to -1.5 us a layer), glu10 / glu11 within 0.01
 # of it; t9 level or worse (run 341's t1 lost at q|k|v and the down); mma4 -0.1 to -0.2 ms if
 # instructions a weight set the one-row time (2.57, mma4d 2.12, against 5.53; run 339's rb2
