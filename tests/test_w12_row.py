@@ -11,6 +11,7 @@ import torch
 
 from specpilot.formats import w12
 from specpilot.kernels import w12_row
+from specpilot.kernels.elementwise import rmsnorm_reference
 from specpilot.kernels.w12_linear import w12_linear_reference
 from tests.conftest import compiled_json, gluon_on, traced_rows
 from tests.test_kernels import CUDA, order_floor
@@ -408,8 +409,7 @@ def test_mma_tiles_take_every_epilogue(where: str, n: int, k: int) -> None:
     x = (3 * torch.randn(1, k, generator=gen)).to(torch.bfloat16)
     nw = (torch.rand(k, generator=gen) + 0.5).to(torch.bfloat16)
     r = torch.randn(1, n, generator=gen).to(torch.bfloat16)
-    normed = x.float() * torch.rsqrt(x.float().pow(2).mean() + 1e-6) * nw.float()
-    floors = order_floor(normed, w, swiglu=True), order_floor(x, w)
+    floors = order_floor(rmsnorm_reference(x, nw, 1e-6), w, swiglu=True), order_floor(x, w)
     with gluon_on(where) as device:
         packed = w12.encode(w.to(device))
         x, nw, r = x.to(device), nw.to(device), r.to(device)

@@ -20,12 +20,16 @@ gpu_tests() {
         -m "" -k "$TESTS_K" >"$OUT/gpu-tests.log" 2>&1
     echo "pytest rc=$?"; tail -1 "$OUT/gpu-tests.log"; pack
 }
-# gpu_tests_gate FILE...: gpu_tests, then, unless its last line says passed and none failed, the
-# failures printed, everything packed and 1 returned (the caller's `|| exit 0` stops there).
+# tests_passed: whether the last gpu_tests' summary line says passed and none failed.
+tests_passed() {
+    local last; last=$(tail -1 "$OUT/gpu-tests.log")
+    grep -q "passed" <<<"$last" && ! grep -q "failed" <<<"$last"
+}
+# gpu_tests_gate FILE...: gpu_tests, then, unless tests_passed, the failures printed, everything
+# packed and 1 returned (the caller's `|| exit 0` stops there).
 gpu_tests_gate() {
     gpu_tests "$@"
-    local last; last=$(tail -1 "$OUT/gpu-tests.log")
-    if ! grep -q "passed" <<<"$last" || grep -q "failed" <<<"$last"; then
+    if ! tests_passed; then
         grep -E "Error|assert|FAILED" "$OUT/gpu-tests.log" | head -20 | cut -c1-250
         pack; archive_only; return 1
     fi
