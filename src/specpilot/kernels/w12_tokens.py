@@ -1,0 +1,357 @@
+"""W12 multiplies of 2-16 token rows on 16-row tiles (Gluon, sm_90): kernels/w12_row.py's MMA
+tiles with the tokens in the mma's B columns. A prototype, not yet measured.
+
+Why: issue 7's speculative target needs the verify's 16-row W12 multiplies near their bytes'
+floor. kernels/w12_tc.py multiplies 64 weight rows a unit on wgmma, so o and the down (N 4096)
+have 64 units for 132 SMs and split K in two, with a split-sum launch after them: run 339 (H200,
+the verify graph, us a layer exit to exit) o 9.44 plus its split sum 2.51 against a 5.96 bound,
+where the one-row decode's o takes 7.81. On 16-row tiles o has 256 tiles, no split and no split
+sum. w12_row's MMA tiles (ROW_TILES 12, 13) already multiply 16 rows on mma.sync m16n8k16 with
+x in B's every column; here B's 8 columns are 8 tokens, and a second mma on the same decoded A
+registers takes tokens 8-15: the decode (the work a weight) is the one-row tile's, and a weight
+costs two mmas' share more.
+
+The program (one an SM, persistent over tiles of 16 rows and all of K):
+- the loader warp (`w12_row._loader` with TOKENS): x, all M tokens of it in kernels/w12_ws's
+  pair order, into shared memory once (XB boxes [16 tokens, 256 columns], rows past M zeros:
+  16 x K x 2 bytes, 128 kB at K 4096: so K is at most MAX_K), then each tile's stages of 4
+  blocks of its two W12 planes into a ring of STAGES stages;
+- the meta warp: each tile's scale words (`w12_row._scale_words`) and its escapes' sums [16
+  rows, 16 tokens] (kernels/w12_ws's, x read in pair order from global memory);
+- 4 multiplying warps, a block of each stage a warp (`_token_stage`: w12_row's MMA 1 decode, B
+  from x's pairs of 8 tokens, two mmas), their sums added over the warps in shared memory at the
+  tile's end (`_token_sums`), the escapes added, and the store (plain or plus the residual:
+  kernels/w12_ws._store).
+Products are of the exact weights (zeros and escapes as +-0), so the sums differ from
+w12_linear_reference's only in order.
+
+CUDA sm_90 only; tests/test_w12_tokens.py runs the kernel's own code on kernels/emulate.py (the
+CPU) and on a Hopper GPU against w12_linear_reference, and compiles it for sm_90a.
+bench/w12_join.py --tokens times it beside w12_tc's split o and its split sum.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier
+
+from specpilot.formats.w12 import BLOCK, W12Weight, padded
+from specpilot.kernels import launch, trace
+from specpilot.kernels.w12_row import (
+    GROUP_CHUNK,
+    LANES2,
+    MMA_WARPS,
+    WBLOCK,
+    _barriers,
+    _bf16_pair,
+    _high_bytes,
+    _lanes,
+    _loader,
+    _mma_sync,
+    _plane_descriptors,
+    _scale_words,
+    _times,
+    layouts,
+)
+from specpilot.kernels.w12_ws import _escapes, _grid_wait, _store, _tile_rows, pair_order
+
+TOKENS = gl.constexpr(16)  # the mma's 8 columns, twice
+ROWS = gl.constexpr(16)  # weight rows a tile: the mma's M
+SB = gl.constexpr(4)  # blocks a stage: one a multiplying warp
+# the tile: STAGES (2 or 4: the views take powers of 2), the meta warp's SLOTS, ESC_BATCH as
+# w12_row's
+TILE = dict(STAGES=2, SLOTS=2, ESC_BATCH=4)
+SHARED_LIMIT = 220 * 1024
+# [warps, 8 tokens, 4 c, 1]: lane 4 g + c's word of token g (B's operand, `_token_lanes`)
+LANES5 = gl.constexpr(gl.BlockedLayout([1, 1, 1, 1, 1], [1, 8, 1, 4, 1], [4, 1, 1, 1, 1],
+                                       [4, 3, 2, 1, 0]))  # fmt: skip
+# a tile's sums [16 rows, 16 tokens] on the meta warp and in the epilogue
+SUMS1 = gl.constexpr(gl.BlockedLayout([1, 8], [16, 2], [1, 1], [1, 0]))
+SUMS4 = gl.constexpr(gl.BlockedLayout([1, 2], [4, 8], [4, 1], [1, 0]))
+
+
+@gluon.jit
+def _token_lanes(view):
+    """A [warps, 8, 1, 4, 1] shared view (token g's word at c) as the mma's [warps, 32] operand:
+    lane 4 g + c's element."""
+    v = view.load(LANES5)
+    return gl.convert_layout(gl.reshape(v, [MMA_WARPS, 32]), LANES2)
+
+
+@gluon.jit
+def _token_stage(acc, bufs, s, st, g8):
+    """acc (two sets of the mma's c0..c3, [warps, 32]: tokens 0-7 and 8-15) plus ring stage s's
+    products: warp w's block w of the stage (x's block 4 st + w), both halves, 8 mma k-steps
+    each, two mmas a step on the same A (w12_row._mma_stage's decode, MMA 1: the pairs made
+    exact by the scale words); g8: the stage's first scale word group over 8."""
+    low_buf, code_buf, scale_buf, x_buf = bufs
+    STAGES: gl.constexpr = code_buf.type.shape[0] // MMA_WARPS
+    SLOTS_GROUPS: gl.constexpr = scale_buf.type.shape[0]
+    plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [4, 3, 2, 1, 0])
+    plain4: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [3, 2, 1, 0])
+    low = low_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 32, 4, 8], plain4).index(s)
+    code = code_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 16, 4, 8], plain4).index(s)
+    scales = scale_buf._reinterpret(gl.int32, [SLOTS_GROUPS // 8, MMA_WARPS, 32, 1, 1], plain4)
+    scale = scales.index(g8)
+    # x's blocks 4 st .. 4 st + 3 as words [warp, token, pair slot m, c, p] (pair order: word
+    # (m, 8 c + p) holds slices 2 m and 2 m + 1 at position 8 c + p)
+    xw = x_buf.index(st)._reinterpret(gl.int32, [MMA_WARPS, 16, 4, 4, 8], plain)
+    c0, c1, c2, c3, e0, e1, e2, e3 = acc
+    for h in gl.static_range(2):
+        s0 = _lanes(scale.slice(16 * h, 8, dim=1))
+        s1 = _lanes(scale.slice(16 * h + 8, 8, dim=1))
+        for p in gl.static_range(8):
+            lw0 = _lanes(low.slice(16 * h, 8, dim=1).slice(p, 1, dim=3))
+            lw1 = _lanes(low.slice(16 * h + 8, 8, dim=1).slice(p, 1, dim=3))
+            hb0 = _high_bytes(_lanes(code.slice(0, 8, dim=1).slice(p, 1, dim=3)), h)
+            hb1 = _high_bytes(_lanes(code.slice(8, 8, dim=1).slice(p, 1, dim=3)), h)
+            a0 = _times(_bf16_pair(lw0, hb0, 0), s0)
+            a1 = _times(_bf16_pair(lw1, hb1, 0), s1)
+            a2 = _times(_bf16_pair(lw0, hb0, 2), s0)
+            a3 = _times(_bf16_pair(lw1, hb1, 2), s1)
+            for t in gl.static_range(2):  # tokens 8 t .. 8 t + 7
+                half = xw.slice(8 * t, 8, dim=1)
+                b0 = _token_lanes(half.slice(2 * h, 1, dim=2).slice(p, 1, dim=4))
+                b1 = _token_lanes(half.slice(2 * h + 1, 1, dim=2).slice(p, 1, dim=4))
+                if t == 0:
+                    c0, c1, c2, c3 = _mma_sync(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
+                else:
+                    e0, e1, e2, e3 = _mma_sync(a0, a1, a2, a3, b0, b1, e0, e1, e2, e3)
+    return c0, c1, c2, c3, e0, e1, e2, e3
+
+
+@gluon.jit
+def _token_sums(acc, red):
+    """The tile's sums [16 rows, 16 tokens] from the warps' mma sums (set t, c0..c3: rows g and
+    g + 8 at tokens 8 t + 2 c and + 1), added over the warps through shared memory red [warps,
+    8, 32] (the multiplying warps' barriers around it)."""
+    # value v = 4 t + ci: row g + 8 (ci // 2), token 8 t + 2 c + ci % 2
+    for v in gl.static_range(8):
+        red.slice(v, 1, dim=1).store(gl.reshape(acc[v], [MMA_WARPS, 1, 32]))
+    gl.thread_barrier()
+    every: gl.constexpr = gl.BlockedLayout([1, 1, 1], [1, 1, 32], [1, 4, 1], [2, 1, 0])
+    total = gl.sum(red.load(every), axis=0)  # [8 values, 32 lanes]
+    gl.thread_barrier()  # (the next tile's stores after every warp's loads)
+    # [t, rh, cj, g, c] -> [rh, g, t, c, cj]: row 8 rh + g, token 8 t + 2 c + cj
+    v = gl.permute(gl.reshape(total, [2, 2, 2, 8, 4]), (1, 3, 0, 4, 2))
+    return gl.convert_layout(gl.reshape(v, [ROWS, TOKENS]), SUMS4)
+
+
+@gluon.jit
+def _multiplier(bufs, bars, work, n, m, output, PDL: gl.constexpr, RESIDUAL: gl.constexpr):
+    """The multiplying warps: each tile's stages (`_token_stage`), its sums (`_token_sums`) plus
+    the meta warp's escape sums, stored (w12_ws._store: plain, or plus the residual)."""
+    low_buf, code_buf, x_buf, scale_buf, esc_buf, red_buf = bufs
+    ready, empty, x_ready, scale_ready, esc_ready, meta_empty = bars
+    units, tiles_rows, n_stages, half_n = work
+    STAGES: gl.constexpr = code_buf.type.shape[0] // MMA_WARPS
+    SLOTS: gl.constexpr = esc_buf.type.shape[0]
+    GROUPS: gl.constexpr = scale_buf.type.shape[0] // SLOTS
+    _grid_wait(PDL)  # (before its stores)
+    mbarrier.wait(x_ready, 0)
+    c = 0
+    j = 0
+    for u in range(gl.program_id(0), units, gl.num_programs(0)):
+        slot = j % SLOTS
+        mbarrier.wait(scale_ready.index(slot), (j // SLOTS) & 1)
+        zero = gl.zeros([MMA_WARPS, 32], gl.float32, LANES2)
+        acc = (zero, zero, zero, zero, zero, zero, zero, zero)
+        for st in range(n_stages):
+            s = c % STAGES
+            mbarrier.wait(ready.index(s), (c // STAGES) & 1)
+            g8 = slot * GROUPS // 8 + st
+            acc = _token_stage(acc, (low_buf, code_buf, scale_buf, x_buf), s, st, g8)
+            mbarrier.arrive(empty.index(s), count=1)
+            c += 1
+        sums = _token_sums(acc, red_buf)
+        mbarrier.wait(esc_ready.index(slot), (j // SLOTS) & 1)
+        sums = sums + esc_buf.index(slot).load(SUMS4)
+        mbarrier.arrive(meta_empty.index(slot), count=1)
+        row0 = u * tiles_rows
+        rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, ROWS, 0,
+                                   gl.SliceLayout(1, SUMS4))  # fmt: skip
+        _store(sums, rows, in_rows, row0, 0, m, half_n, output, False, (0, RESIDUAL, 0))
+        j += 1
+
+
+@gluon.jit
+def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, k, PDL: gl.constexpr,
+          ESC_BATCH: gl.constexpr):  # fmt: skip
+    """Each tile's scale words (`w12_row._scale_words`) and its rows' escape sums [16, 16] (x
+    in pair order: kernels/w12_ws._escapes), into slot tile % SLOTS."""
+    scale_buf, esc_buf = bufs
+    esc_ready = bars[1]
+    units, tiles_rows, n_stages, half_n = work
+    SLOTS: gl.constexpr = esc_buf.type.shape[0]
+    GROUPS: gl.constexpr = scale_buf.type.shape[0] // SLOTS
+    slots = scale_buf._reinterpret(gl.int32, [SLOTS, GROUPS, ROWS], scale_buf.type.layout)
+    grid: gl.constexpr = gl.BlockedLayout([1, 1], [32 // ROWS, ROWS], [1, 1], [1, 0])
+    j = 0
+    for u in range(gl.program_id(0), units, gl.num_programs(0)):
+        _scale_words(slots, j, u, bars, work, n, weights, 0, grid)
+        rows, in_rows = _tile_rows(u * tiles_rows, (0, 0, 0, 0, half_n), n, ROWS, 0,
+                                   gl.SliceLayout(1, SUMS1))  # fmt: skip
+        _grid_wait(PDL)  # the escapes read x (a wait once done is free)
+        zero = gl.zeros([ROWS, TOKENS], gl.float32, SUMS1)
+        sums = _escapes(zero, rows, in_rows, escapes, x_ptr, stride_x, m, 0, k, ESC_BATCH)
+        esc_buf.index(j % SLOTS).store(sums)
+        mbarrier.arrive(esc_ready.index(j % SLOTS), count=1)
+        j += 1
+
+
+@gluon.jit
+def _w12_tokens_kernel(
+    low_desc, code_desc, x_desc, x_ptr, base_ptr, row_ptr, esc_col_ptr, esc_bits_ptr, y_ptr,
+    res_ptr, n, k, m, units, n_stages, base_stride, groups, stride_x, stride_y, stride_r,
+    STAGES: gl.constexpr, XB: gl.constexpr, GROUPS: gl.constexpr, SLOTS: gl.constexpr,
+    ESC_BATCH: gl.constexpr, PDL: gl.constexpr, RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
+):  # fmt: skip
+    """Each program takes tiles pid, pid + programs, ...; the partitions run on across them."""
+    work = (units, ROWS, n_stages, n // 2)
+    half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
+    low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES * SB, ROWS, half], low_desc.layout)
+    code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES * SB, ROWS, half], code_desc.layout)
+    # x's stage st: its 4 blocks' [16 tokens, 256] boxes, one under the other
+    x_buf = gl.allocate_shared_memory(gl.bfloat16, [XB // 4, 4 * TOKENS, WBLOCK], x_desc.layout)
+    plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    scale_buf = gl.allocate_shared_memory(gl.int32, [SLOTS * GROUPS, ROWS, 1], plain)
+    esc_buf = gl.allocate_shared_memory(gl.float32, [SLOTS, ROWS, TOKENS], plain)
+    red_buf = gl.allocate_shared_memory(gl.float32, [MMA_WARPS, 8, 32],
+                                        gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))  # fmt: skip
+    ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(1)
+    scale_ready, esc_ready, meta_empty = _barriers(SLOTS), _barriers(SLOTS), _barriers(SLOTS)
+    gl.warp_specialize(
+        [
+            (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf, red_buf),
+                           (ready, empty, x_ready.index(0), scale_ready, esc_ready, meta_empty),
+                           work, n, m, (y_ptr, stride_y, 0, res_ptr, stride_r), PDL, RESIDUAL)),
+            (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
+                     (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
+                     x_ptr, stride_x, m, k, PDL, ESC_BATCH)),
+            (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
+                       (ready, empty, x_ready.index(0)), work, XB, SB, 0, 0, PDL,
+                       (x_desc, x_buf), False, False, False, 0, True)),
+        ],
+        [1, 1],
+        [80, 24],
+    )  # fmt: skip
+
+
+def geometry(cfg: dict, k: int) -> dict:
+    """A tile's sizes for K columns: stages of 4 blocks (n_stages), x's blocks in shared memory
+    (XB: every stage's, zeros past K), the scale words' groups a slot (GROUPS: a power of 2, at
+    least GROUP_CHUNK) and the shared memory they take."""
+    sb, rows, tokens = SB.value, ROWS.value, TOKENS.value
+    n_stages = triton.cdiv(padded(k) // BLOCK, sb)
+    xb = n_stages * sb
+    groups = max(GROUP_CHUNK.value, triton.next_power_of_2(2 * xb))
+    ring = cfg["STAGES"] * sb * rows * (BLOCK + BLOCK // 2)
+    meta = cfg["SLOTS"] * (groups * rows * 4 + rows * tokens * 4)
+    shared = ring + xb * tokens * BLOCK * 2 + meta + MMA_WARPS.value * 8 * 32 * 4
+    return dict(n_stages=n_stages, XB=xb, GROUPS=groups, shared=shared)
+
+
+def max_k(tile: dict | None = None) -> int:
+    """The longest K whose x (16 tokens) and ring fit in shared memory on `tile`."""
+    cfg = TILE | (tile or {})
+    step = BLOCK * SB.value
+    k = step
+    while geometry(cfg, k + step)["shared"] <= SHARED_LIMIT:
+        k += step
+    return k
+
+
+def _checked(x: torch.Tensor, weight: W12Weight, tile: dict | None,
+             residual: torch.Tensor | None, x_order: str) -> dict:  # fmt: skip
+    cfg = TILE | (tile or {})
+    unknown = set(cfg) - set(TILE)
+    if unknown:
+        raise ValueError(f"w12_tokens_linear: unknown tile keys {sorted(unknown)}")
+    if cfg["STAGES"] not in (2, 4) or cfg["SLOTS"] not in (2, 4) or cfg["ESC_BATCH"] not in (0, 4):
+        raise ValueError(f"w12_tokens_linear: STAGES and SLOTS 2 or 4, ESC_BATCH 0 or 4: {cfg}")
+    k, n = weight.columns, weight.shape[0]
+    kp = padded(k)
+    if weight.group_size != BLOCK // 2:
+        raise ValueError(f"w12_tokens_linear wants group size {BLOCK // 2}, got "
+                         f"{weight.group_size}")  # fmt: skip
+    if x_order not in ("natural", "pair"):
+        raise ValueError(f"w12_tokens_linear: x_order 'natural' or 'pair', got {x_order!r}")
+    cols = k if x_order == "natural" else kp
+    if x.dim() != 2 or not 1 <= x.shape[0] <= TOKENS.value or x.shape[1] != cols:
+        raise ValueError(f"w12_tokens_linear wants x [1-{TOKENS.value}, {cols}], got "
+                         f"{tuple(x.shape)}")  # fmt: skip
+    if x.dtype != torch.bfloat16 or not launch.gluon_device(x) or weight.low.device != x.device:
+        raise ValueError(f"w12_tokens_linear wants bf16 x on the weight's CUDA device, got "
+                         f"{x.dtype} on {x.device}")  # fmt: skip
+    if residual is not None and (residual.shape != (x.shape[0], n)
+                                 or residual.dtype != torch.bfloat16):  # fmt: skip
+        raise ValueError(f"w12_tokens_linear: residual must be [{x.shape[0]}, {n}] bf16")
+    geo = geometry(cfg, k)
+    if geo["shared"] > SHARED_LIMIT:
+        raise ValueError(f"w12_tokens_linear: K {k} takes {geo['shared']} bytes of shared "
+                         f"memory (at most K {max_k(cfg)} on this tile)")  # fmt: skip
+    return dict(cfg=cfg, geo=geo)
+
+
+def w12_tokens_linear(
+    x: torch.Tensor,
+    weight: W12Weight,
+    tile: dict | None = None,
+    *,
+    residual: torch.Tensor | None = None,
+    x_order: str = "natural",
+) -> torch.Tensor:
+    """x [M, K] bf16 (M 1-16; CUDA, sm_90) @ weight.T -> [M, N] bf16 on 16-row tiles, the
+    tokens in the mma's columns. tile: TILE's keys to change. residual [M, N]: y = residual +
+    x @ weight.T. x_order "pair": x is already [M, Kp] in kernels/w12_ws.pair_order (as the
+    engine's producers write it); "natural": permuted here."""
+    plan = _checked(x, weight, tile, residual, x_order)
+    cfg, geo = plan["cfg"], plan["geo"]
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    m, n = x.shape[0], weight.shape[0]
+    xp = pair_order(x) if x_order == "natural" else x
+    if xp.data_ptr() % 16 or not xp.is_contiguous():  # TMA reads 16-byte aligned rows
+        xp = xp.clone(memory_format=torch.contiguous_format)
+    xd = TensorDescriptor.from_tensor(xp, [TOKENS.value, BLOCK], layouts()[1])
+    low, codes = _plane_descriptors(weight, ROWS.value)
+    units = triton.cdiv(n, ROWS.value)
+    programs = min(units, launch._sm_count(x.device.index or 0))
+    y = torch.empty(m, n, device=x.device, dtype=torch.bfloat16)
+    res = residual.contiguous() if residual is not None else y
+    launched = launch.pdl(x, multiply=True, programs=programs)
+    _w12_tokens_kernel[(programs,)](
+        low, codes, xd, xp, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, y, res,
+        n, weight.columns, m, units, geo["n_stages"], weight.base.stride(0),
+        weight.base.shape[1], xp.stride(0), y.stride(0), res.stride(0),
+        STAGES=cfg["STAGES"], XB=geo["XB"], GROUPS=geo["GROUPS"], SLOTS=cfg["SLOTS"],
+        ESC_BATCH=cfg["ESC_BATCH"], PDL=launched["PDL"], RESIDUAL=residual is not None,
+        num_warps=MMA_WARPS.value, launch_pdl=launched["launch_pdl"],
+        **trace.arguments(x, "w12_tokens", programs, bytes=weight.nbytes_bound(), rows=m, n=n,
+                          k=weight.columns),
+    )  # fmt: skip
+    return y
+
+
+def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False,
+                 pdl: bool = False):  # fmt: skip
+    """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel), for K."""
+    from specpilot.kernels import aot
+
+    cfg = TILE | (tile or {})
+    geo = geometry(cfg, k)
+    planes, x_layout = layouts()
+    types = dict(
+        low_desc=f"tensordesc<u8[{ROWS.value}, {BLOCK // 2}],{planes!r}>",
+        code_desc=f"tensordesc<u8[{ROWS.value}, {BLOCK // 2}],{planes!r}>",
+        x_desc=f"tensordesc<bf16[{TOKENS.value}, {BLOCK}],{x_layout!r}>", x_ptr="*bf16",
+        base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16", y_ptr="*bf16",
+        res_ptr="*bf16",
+    )  # fmt: skip
+    consts = dict(STAGES=cfg["STAGES"], XB=geo["XB"], GROUPS=geo["GROUPS"], SLOTS=cfg["SLOTS"],
+                  ESC_BATCH=cfg["ESC_BATCH"], PDL=pdl, RESIDUAL=residual,
+                  num_warps=MMA_WARPS.value)  # fmt: skip
+    return aot.compile_kernel(_w12_tokens_kernel, types, consts)

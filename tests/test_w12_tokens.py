@@ -1,0 +1,82 @@
+"""kernels/w12_tokens.py: W12 multiplies of 1-16 token rows on 16-row mma.sync tiles (CUDA sm_90
+only). Without a GPU: the kernel compiles for sm_90a without spills, and its own code runs on
+kernels/emulate.py ("emulated" cases); on a Hopper GPU ("cuda" cases) the same checks. Both
+against w12_linear_reference, to summation order (test_kernels.order_floor)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specpilot.formats import w12
+from specpilot.kernels import w12_tokens
+from specpilot.kernels.w12_linear import w12_linear_reference
+from specpilot.kernels.w12_ws import pair_order
+from tests.conftest import compiled_json, gluon_on
+from tests.test_kernels import order_floor
+from tests.test_w12_kernels import close_columns, weight_with_escapes
+
+
+def test_the_kernel_compiles_for_sm90_without_spills() -> None:
+    """At o's K 4096 with the residual and PDL, on 2 and 4 stages of the ring where they fit:
+    no spills, one program an SM, its shared memory within the SM's."""
+    cases = [(dict(STAGES=2), 4096, True, True), (dict(STAGES=4), 1024, False, False)]
+    code = "import json; from specpilot.kernels import aot, w12_tokens; "
+    code += f"print(json.dumps([aot.usage(w12_tokens.compile_sm90(*c)) for c in {cases!r}]))"
+    for usage in compiled_json(code):
+        assert usage["spill_stores"] == 0 and usage["shared"] <= 227 * 1024
+        assert usage["programs_per_sm"] == 1
+
+
+@pytest.mark.parametrize(
+    "where, n, k, m",
+    [("cuda", 4096, 4096, 16), ("cuda", 4096, 4096, 5), ("cuda", 1000, 2304, 9),
+     ("emulated", 48, 1152, 16), ("emulated", 40, 2048, 3)],
+)  # fmt: skip
+def test_w12_tokens_matches_the_reference(where: str, n: int, k: int, m: int) -> None:
+    """Every token's row as the reference gives it to summation order (the weight's escapes,
+    zeros, tiny and huge weights included; N not a multiple of the tile's 16 rows; K past a
+    stage's 4 blocks), plain and with the residual, from a natural or a pair-ordered x."""
+    gen = torch.Generator().manual_seed(k + m)
+    w = weight_with_escapes(n, k, gen)
+    x = (3 * torch.randn(m, k, generator=gen)).to(torch.bfloat16)
+    r = torch.randn(m, n, generator=gen).to(torch.bfloat16)
+    floor = order_floor(x, w)
+    with gluon_on(where) as device:
+        packed = w12.encode(w.to(device))
+        x, r, floor = x.to(device), r.to(device), floor.to(device)
+        ref = w12_linear_reference(x, packed).float()
+        for tile in (dict(STAGES=2), dict(STAGES=4, SLOTS=4, ESC_BATCH=0)):
+            if w12_tokens.geometry(w12_tokens.TILE | tile, k)["shared"] > w12_tokens.SHARED_LIMIT:
+                continue
+            y = w12_tokens.w12_tokens_linear(x, packed, tile)
+            assert y.shape == (m, n)
+            close_columns(y.float(), ref, 4, floor)
+            yr = w12_tokens.w12_tokens_linear(pair_order(x), packed, tile, residual=r,
+                                              x_order="pair")  # fmt: skip
+            assert torch.equal(yr, (y.float() + r.float()).to(torch.bfloat16))
+
+
+def test_bad_input_is_refused() -> None:
+    """Clear errors: too many tokens, a K whose x does not fit, wrong dtypes and shapes, unknown
+    tile keys (on the emulator's CPU tensors: the checks come before any launch)."""
+    w = weight_with_escapes(32, 512, torch.Generator().manual_seed(0))
+    packed = w12.encode(w)
+    x = torch.zeros(2, 512, dtype=torch.bfloat16)
+    with gluon_on("emulated"):
+        with pytest.raises(ValueError, match="1-16"):
+            w12_tokens.w12_tokens_linear(torch.zeros(17, 512, dtype=torch.bfloat16), packed)
+        with pytest.raises(ValueError, match="bf16"):
+            w12_tokens.w12_tokens_linear(x.float(), packed)
+        with pytest.raises(ValueError, match="residual"):
+            w12_tokens.w12_tokens_linear(x, packed, residual=torch.zeros(2, 31))
+        with pytest.raises(ValueError, match="unknown tile keys"):
+            w12_tokens.w12_tokens_linear(x, packed, dict(ROWS=32))
+        with pytest.raises(ValueError, match="x_order"):
+            w12_tokens.w12_tokens_linear(x, packed, x_order="joined")
+        with pytest.raises(ValueError, match="STAGES"):
+            w12_tokens.w12_tokens_linear(x, packed, dict(STAGES=3))
+        long = w12.encode(weight_with_escapes(16, 12288, torch.Generator().manual_seed(1)))
+        with pytest.raises(ValueError, match="shared memory"):
+            w12_tokens.w12_tokens_linear(torch.zeros(1, 12288, dtype=torch.bfloat16), long)
+    assert 4096 <= w12_tokens.max_k() < 12288
