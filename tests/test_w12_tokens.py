@@ -12,15 +12,24 @@ from specpilot.formats import w12
 from specpilot.kernels import w12_tokens
 from specpilot.kernels.w12_linear import w12_linear_reference
 from specpilot.kernels.w12_ws import pair_order
-from tests.conftest import compiled_json, gluon_on
-from tests.test_kernels import order_floor
+from tests.conftest import compiled_json, gluon_on, traced_rows
+from tests.test_kernels import (
+    GLUON_WHERE,
+    _counted_norms,
+    _near_ties,
+    _tiny_pair,
+    _verify_inputs,
+    close,
+    order_floor,
+)
 from tests.test_w12_kernels import close_columns, weight_with_escapes
 
 
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
-    """At o's K 4096 with the residual and PDL, on 2 and 4 stages of the ring where they fit:
-    no spills, one program an SM, its shared memory within the SM's."""
-    cases = [(dict(STAGES=2), 4096, True, True), (dict(STAGES=4), 1024, False, False)]
+    """At o's K 4096 with the residual, PDL, the norm handed on and the timeline's marks, and
+    plain on 4 stages of the ring where they fit: no spills, one program an SM, its shared memory
+    within the SM's."""
+    cases = [(dict(STAGES=2), 4096, True, True, True, True), (dict(STAGES=4), 1024, False, False)]
     code = "import json; from specpilot.kernels import aot, w12_tokens; "
     code += f"print(json.dumps([aot.usage(w12_tokens.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -80,3 +89,86 @@ def test_bad_input_is_refused() -> None:
         with pytest.raises(ValueError, match="shared memory"):
             w12_tokens.w12_tokens_linear(torch.zeros(1, 12288, dtype=torch.bfloat16), long)
     assert 4096 <= w12_tokens.max_k() < 12288
+
+
+@pytest.mark.parametrize("where", ["cuda", "emulated"])
+def test_the_next_norm_is_handed_on(where: str) -> None:
+    """With the residual and a handed NormAfter: y as without it, u = y times the norm weight
+    (rounded) in pair order, and the squares [M, tiles] adding up to each token's sum of y^2
+    (to fp32 order)."""
+    from specpilot.kernels.elementwise import NormAfter
+
+    m, n, k = 6, 512, 1024
+    gen = torch.Generator().manual_seed(3)
+    w = weight_with_escapes(n, k, gen)
+    x = (3 * torch.randn(m, k, generator=gen)).to(torch.bfloat16)
+    r = torch.randn(m, n, generator=gen).to(torch.bfloat16)
+    nw = (torch.rand(n, generator=gen) + 0.5).to(torch.bfloat16)
+    with gluon_on(where) as device:
+        packed = w12.encode(w.to(device))
+        x, r, nw = x.to(device), r.to(device), nw.to(device)
+        plain = w12_tokens.w12_tokens_linear(x, packed, residual=r)
+        after = NormAfter(nw, 1e-6, order="pair", handed=True)
+        y = w12_tokens.w12_tokens_linear(x, packed, residual=r, norm_after=after)
+        assert torch.equal(y, plain) and after.ready
+        assert torch.equal(after.u, pair_order((y.float() * nw.float()).to(torch.bfloat16)))
+        assert after.squares.shape == (m, n // 16)
+        expected = (y.double() ** 2).sum(1)
+        assert torch.allclose(after.squares.double().sum(1), expected, rtol=1e-5)
+        unhanded = NormAfter(nw, 1e-6, order="pair")
+        w12_tokens.w12_tokens_linear(x, packed, residual=r, norm_after=unhanded)
+        assert not unhanded.ready  # (left for the caller's norm)
+
+
+@pytest.mark.prototype
+@pytest.mark.parametrize("where", GLUON_WHERE)
+def test_verify_forward_takes_o_here(tmp_path, monkeypatch, where: str) -> None:
+    """w12_tokens.VERIFY in a W12 verify forward of 5 tokens on w12_tc (every matrix W12, o's K
+    256; UNIT_SPLIT 2, so that without it o splits and its split sum hands the next norm on):
+    on, o of both layers runs here and hands that norm on itself (as many norm kernels as
+    without), the same tokens (or near-ties) and the hidden states to 16 half-ulps."""
+    from specpilot.formats.w12_engine import convert_model
+    from specpilot.kernels import w12_row, w12_tc
+    from specpilot.models import fused
+
+    monkeypatch.setattr(w12_row, "ONE_ROW", False)
+    monkeypatch.setattr(w12_tc, "VERIFY", True)
+    monkeypatch.setattr(w12_tc, "UNIT_SPLIT", 2)
+    monkeypatch.setattr(fused, "SPLIT_SUM_HAND", True)
+    shape = dict(hidden_size=256, intermediate_size=512, num_attention_heads=32)
+    target, drafter, reference = _tiny_pair(tmp_path, tied=False, **shape)
+    convert_model(target)
+    convert_model(drafter)
+    calls: list = []
+    plain = w12_tokens.w12_tokens_linear
+    monkeypatch.setattr(w12_tokens, "w12_tokens_linear", lambda *a, **kw: calls.append(
+        kw.get("norm_after") is not None) or plain(*a, **kw))  # fmt: skip
+    with gluon_on(where):
+        gen, ids, pos = _verify_inputs(target, drafter, 5)
+        norms = _counted_norms(monkeypatch)
+        outs, counts = {}, {}
+        for on in (False, True):
+            monkeypatch.setattr(w12_tokens, "VERIFY", on)
+            norms.clear()
+            calls.clear()
+            outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
+            counts[on] = len(norms), len(calls), sum(calls)
+    assert counts[True] == (counts[False][0], 2, 2) and counts[False][1] == 0
+    differ = (outs[True].tokens != outs[False].tokens)[0].nonzero().flatten().tolist()
+    _near_ties(reference, ids[0], differ, [outs[on].tokens[0] for on in (False, True)])
+    close(outs[True].hidden.float(), outs[False].hidden.float(), 16)
+
+
+@pytest.mark.parametrize("where", ["cuda", "emulated"])
+def test_the_kernel_marks_the_timeline(where: str) -> None:
+    """Under kernels/trace.tracing the kernel writes its launch's row (every program's entry,
+    PDL pass and exit in order: conftest.traced_rows), the same bits as untraced, and the
+    record says what it read."""
+    w = weight_with_escapes(80, 1024, torch.Generator().manual_seed(5))
+    with gluon_on(where) as device:
+        packed = w12.encode(w.to(device))
+        x = torch.randn(7, 1024).to(device, torch.bfloat16)
+        rows = traced_rows(device, lambda: (w12_tokens.w12_tokens_linear(x, packed),))
+    assert [r["kernel"] for r in rows] == ["w12_tokens"]
+    assert (rows[0]["rows"], rows[0]["n"], rows[0]["k"]) == (7, 80, 1024)
+    assert rows[0]["bytes"] == packed.nbytes_bound()

@@ -306,11 +306,14 @@ def _linear(
     if hand and x.shape[0] > MAX_ROWS:
         raise ValueError(f"the norm hand-off is the skinny multiplies' (<= {MAX_ROWS} rows)")
     if hand.get("x_order") == "pair":  # a norm wrote pair order for w12_tc (w12_tc.pair_input)
-        from specpilot.kernels import w12_tc
+        from specpilot.kernels import w12_tc, w12_tokens
 
         if glu or norm_weight is not None or set(hand) - {"x_order", "y_order", "handed_norm"}:
             raise ValueError("a pair-order input takes no prologue or norm hand-off (w12_tc."
                              "VERIFY wants models/fused.NORM_HANDOFF_W12 off)")  # fmt: skip
+        if w12_tokens.route(x, weight, swiglu, residual, hand):  # (the verify's o)
+            return w12_tokens.w12_tokens_linear(x, weight, residual=residual, x_order="pair",
+                                                norm_after=norm_after)  # fmt: skip
         return w12_tc.w12_tc_linear(x, weight, x_order="pair", swiglu=swiglu, residual=residual,
                                     y_order=hand.get("y_order") or "natural",
                                     norm_after=norm_after,

@@ -436,12 +436,23 @@ def _sum_tile(rows, in_rows, tile, m, output, summed, res, hw, layout: gl.conste
         y = (y.to(gl.float32) + res).to(gl.bfloat16)
     gl.store(y_ptr + at, y, mask=mask)
     if HAND_OUT:
-        o = y.to(gl.float32)
-        u = (o * hw[:, None]).to(gl.bfloat16)
-        gl.store(u_ptr + tokens[None, :] * stride_u + pair_position(rows)[:, None], u, mask=mask)
-        squares = gl.sum(gl.where(mask, o * o, 0.0), axis=0)
-        gl.store(sq_ptr + tokens * stride_sq + tile, squares, mask=tokens < m)
+        hand_out(y, hw, rows, tokens, mask, m, tile, (u_ptr, stride_u, sq_ptr, stride_sq))
     gl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")
+
+
+@gluon.jit
+def hand_out(y, hw, rows, tokens, mask, m, slot, hand):
+    """The next norm handed on from a tile's output y [rows, 16 tokens] bf16 (kernels/common
+    .store_handoff_with's bits): u = y times the norm weight at the rows (hw, fp32), rounded,
+    at the rows' pair_position, and the tile's sums of squares of y per token into `slot` of
+    the squares (hand: u's pointer and row stride, the squares' pointer and row stride); only
+    where `mask` (the rows in N, the tokens under m)."""
+    u_ptr, stride_u, sq_ptr, stride_sq = hand
+    o = y.to(gl.float32)
+    u = (o * hw[:, None]).to(gl.bfloat16)
+    gl.store(u_ptr + tokens[None, :] * stride_u + pair_position(rows)[:, None], u, mask=mask)
+    squares = gl.sum(gl.where(mask, o * o, 0.0), axis=0)
+    gl.store(sq_ptr + tokens * stride_sq + slot, squares, mask=tokens < m)
 
 
 @gluon.jit

@@ -40,6 +40,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
 from specpilot.formats.w12 import BLOCK, W12Weight, padded
 from specpilot.kernels import launch, trace
+from specpilot.kernels.elementwise import NormAfter
 from specpilot.kernels.w12_row import (
     GROUP_CHUNK,
     LANES2,
@@ -56,7 +57,8 @@ from specpilot.kernels.w12_row import (
     _times,
     layouts,
 )
-from specpilot.kernels.w12_ws import _escapes, _grid_wait, _store, _tile_rows, pair_order
+from specpilot.kernels.w12_tc import hand_out
+from specpilot.kernels.w12_ws import _escapes, _grid_wait, _tile_rows, _trace_mark, pair_order
 
 TOKENS = gl.constexpr(16)  # the mma's 8 columns, twice
 ROWS = gl.constexpr(16)  # weight rows a tile: the mma's M
@@ -64,6 +66,11 @@ SB = gl.constexpr(4)  # blocks a stage: one a multiplying warp
 # the tile: STAGES (2 or 4: the views take powers of 2), the meta warp's SLOTS, ESC_BATCH as
 # w12_row's
 TILE = dict(STAGES=2, SLOTS=2, ESC_BATCH=4)
+# VERIFY (off: not yet measured): the engine's 2-16-row W12 multiplies whose input is in pair
+# order and that end in the residual add (the verify's o: `route`) on this kernel, the next
+# norm handed on from its epilogue (NormAfter.handed: u and a slot of squares a tile) where
+# the forward asks for it, instead of w12_tc's K split and its split-sum launch.
+VERIFY = False
 SHARED_LIMIT = 220 * 1024
 # [warps, 8 tokens, 4 c, 1]: lane 4 g + c's word of token g (B's operand, `_token_lanes`)
 LANES5 = gl.constexpr(gl.BlockedLayout([1, 1, 1, 1, 1], [1, 8, 1, 4, 1], [4, 1, 1, 1, 1],
@@ -141,21 +148,65 @@ def _token_sums(acc, red):
 
 
 @gluon.jit
-def _multiplier(bufs, bars, work, n, m, output, PDL: gl.constexpr, RESIDUAL: gl.constexpr):
+def _tile_inputs(rows, in_rows, m, output, hand, RESIDUAL: gl.constexpr,
+                 HAND_OUT: gl.constexpr):  # fmt: skip
+    """What a tile's epilogue adds besides its sums, asked for before its stages (after PDL's
+    wait: the residual is the kernel before's), so that the store waits on no load: the
+    residual [16, 16] (fp32, zeros without one) and the next norm's weight at the rows (fp32,
+    zeros without HAND_OUT)."""
+    res_ptr, stride_r = output[2], output[3]
+    tokens = gl.arange(0, TOKENS, layout=gl.SliceLayout(0, SUMS4))
+    mask = in_rows[:, None] & (tokens[None, :] < m)
+    res = gl.zeros([ROWS, TOKENS], gl.float32, SUMS4)
+    if RESIDUAL:
+        res = gl.load(res_ptr + tokens[None, :] * stride_r + rows[:, None], mask=mask,
+                      other=0.0).to(gl.float32)  # fmt: skip
+    hw = gl.zeros([ROWS], gl.float32, gl.SliceLayout(1, SUMS4))
+    if HAND_OUT:
+        hw = gl.load(hand[0] + rows, mask=in_rows, other=0.0).to(gl.float32)
+    return res, hw
+
+
+@gluon.jit
+def _store_tile(sums, rows, in_rows, tile, m, output, hand, res, hw, RESIDUAL: gl.constexpr,
+                HAND_OUT: gl.constexpr):  # fmt: skip
+    """A tile's sums [16 rows, 16 tokens] rounded to bf16 and stored, plus the residual
+    (rounded again) where RESIDUAL; HAND_OUT: the next norm handed on (w12_tc.hand_out: u in
+    pair order, the tile's squares in slot `tile`)."""
+    y_ptr, stride_y = output[0], output[1]
+    tokens = gl.arange(0, TOKENS, layout=gl.SliceLayout(0, SUMS4))
+    mask = in_rows[:, None] & (tokens[None, :] < m)
+    y = sums.to(gl.bfloat16)
+    if RESIDUAL:
+        y = (y.to(gl.float32) + res).to(gl.bfloat16)
+    gl.store(y_ptr + tokens[None, :] * stride_y + rows[:, None], y, mask=mask)
+    if HAND_OUT:
+        hand_out(y, hw, rows, tokens, mask, m, tile, hand[1:])
+
+
+@gluon.jit
+def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUAL: gl.constexpr,
+                HAND_OUT: gl.constexpr, marks, TRACE: gl.constexpr):  # fmt: skip
     """The multiplying warps: each tile's stages (`_token_stage`), its sums (`_token_sums`) plus
-    the meta warp's escape sums, stored (w12_ws._store: plain, or plus the residual)."""
+    the meta warp's escape sums, stored (`_store_tile`: plain, or plus the residual, and the
+    next norm handed on). marks, TRACE: the kernel timeline's (w12_ws._trace_mark)."""
     low_buf, code_buf, x_buf, scale_buf, esc_buf, red_buf = bufs
     ready, empty, x_ready, scale_ready, esc_ready, meta_empty = bars
     units, tiles_rows, n_stages, half_n = work
     STAGES: gl.constexpr = code_buf.type.shape[0] // MMA_WARPS
     SLOTS: gl.constexpr = esc_buf.type.shape[0]
     GROUPS: gl.constexpr = scale_buf.type.shape[0] // SLOTS
+    _trace_mark(marks, 0, TRACE)
     _grid_wait(PDL)  # (before its stores)
+    _trace_mark(marks, 1, TRACE)
     mbarrier.wait(x_ready, 0)
     c = 0
     j = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
         slot = j % SLOTS
+        rows, in_rows = _tile_rows(u * tiles_rows, (0, 0, 0, 0, half_n), n, ROWS, 0,
+                                   gl.SliceLayout(1, SUMS4))  # fmt: skip
+        res, hw = _tile_inputs(rows, in_rows, m, output, hand, RESIDUAL, HAND_OUT)
         mbarrier.wait(scale_ready.index(slot), (j // SLOTS) & 1)
         zero = gl.zeros([MMA_WARPS, 32], gl.float32, LANES2)
         acc = (zero, zero, zero, zero, zero, zero, zero, zero)
@@ -170,11 +221,9 @@ def _multiplier(bufs, bars, work, n, m, output, PDL: gl.constexpr, RESIDUAL: gl.
         mbarrier.wait(esc_ready.index(slot), (j // SLOTS) & 1)
         sums = sums + esc_buf.index(slot).load(SUMS4)
         mbarrier.arrive(meta_empty.index(slot), count=1)
-        row0 = u * tiles_rows
-        rows, in_rows = _tile_rows(row0, (0, 0, 0, 0, half_n), n, ROWS, 0,
-                                   gl.SliceLayout(1, SUMS4))  # fmt: skip
-        _store(sums, rows, in_rows, row0, 0, m, half_n, output, False, (0, RESIDUAL, 0))
+        _store_tile(sums, rows, in_rows, u, m, output, hand, res, hw, RESIDUAL, HAND_OUT)
         j += 1
+    _trace_mark(marks, 2, TRACE)
 
 
 @gluon.jit
@@ -208,8 +257,11 @@ def _w12_tokens_kernel(
     res_ptr, n, k, m, units, n_stages, base_stride, groups, stride_x, stride_y, stride_r,
     STAGES: gl.constexpr, XB: gl.constexpr, GROUPS: gl.constexpr, SLOTS: gl.constexpr,
     ESC_BATCH: gl.constexpr, PDL: gl.constexpr, RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
+    HAND_OUT: gl.constexpr = False, hw_ptr=None, u_ptr=None, stride_u=0, sq_ptr=None,
+    stride_sq=0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
 ):  # fmt: skip
-    """Each program takes tiles pid, pid + programs, ...; the partitions run on across them."""
+    """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
+    HAND_OUT: the next norm handed on (its weight hw, u in pair order, squares [M, tiles])."""
     work = (units, ROWS, n_stages, n // 2)
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES * SB, ROWS, half], low_desc.layout)
@@ -227,7 +279,9 @@ def _w12_tokens_kernel(
         [
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf, red_buf),
                            (ready, empty, x_ready.index(0), scale_ready, esc_ready, meta_empty),
-                           work, n, m, (y_ptr, stride_y, 0, res_ptr, stride_r), PDL, RESIDUAL)),
+                           work, n, m, (y_ptr, stride_y, res_ptr, stride_r),
+                           (hw_ptr, u_ptr, stride_u, sq_ptr, stride_sq), PDL, RESIDUAL,
+                           HAND_OUT, (trace_ptr, clock_ptr), TRACE)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, k, PDL, ESC_BATCH)),
@@ -303,11 +357,14 @@ def w12_tokens_linear(
     *,
     residual: torch.Tensor | None = None,
     x_order: str = "natural",
+    norm_after: NormAfter | None = None,
 ) -> torch.Tensor:
     """x [M, K] bf16 (M 1-16; CUDA, sm_90) @ weight.T -> [M, N] bf16 on 16-row tiles, the
     tokens in the mma's columns. tile: TILE's keys to change. residual [M, N]: y = residual +
     x @ weight.T. x_order "pair": x is already [M, Kp] in kernels/w12_ws.pair_order (as the
-    engine's producers write it); "natural": permuted here."""
+    engine's producers write it); "natural": permuted here. norm_after (with the residual): the
+    next RMSNorm, handed on from the epilogue where it is handed (NormAfter.handed: u = y times
+    its weight in pair order, squares [M, tiles]); one that is not is left for the caller."""
     plan = _checked(x, weight, tile, residual, x_order)
     cfg, geo = plan["cfg"], plan["geo"]
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -322,6 +379,12 @@ def w12_tokens_linear(
     programs = min(units, launch._sm_count(x.device.index or 0))
     y = torch.empty(m, n, device=x.device, dtype=torch.bfloat16)
     res = residual.contiguous() if residual is not None else y
+    hand = {}
+    if residual is not None and norm_after is not None and norm_after.handed:
+        args = norm_after.hand_arguments(y, units)
+        hand = dict(HAND_OUT=True, hw_ptr=args["hw_ptr"], u_ptr=args["u_ptr"],
+                    stride_u=args["stride_um"], sq_ptr=args["sq_ptr"],
+                    stride_sq=args["stride_sq"])  # fmt: skip
     launched = launch.pdl(x, multiply=True, programs=programs)
     _w12_tokens_kernel[(programs,)](
         low, codes, xd, xp, weight.base, weight.row_ptr, weight.esc_col, weight.esc_bits, y, res,
@@ -332,13 +395,30 @@ def w12_tokens_linear(
         num_warps=MMA_WARPS.value, launch_pdl=launched["launch_pdl"],
         **trace.arguments(x, "w12_tokens", programs, bytes=weight.nbytes_bound(), rows=m, n=n,
                           k=weight.columns),
+        **hand,
     )  # fmt: skip
     return y
 
 
+def route(x: torch.Tensor, weight, swiglu: bool, residual: torch.Tensor | None,
+          hand: dict) -> bool:  # fmt: skip
+    """Whether VERIFY takes formats/w12_engine.linear's pair-order call (`hand`: its x_order,
+    y_order, handed_norm) here: 2-16 rows, a W12 weight of group size 128 whose K fits
+    (`max_k`), the residual in the epilogue, no SwiGLU, no handed norm in, on a Hopper GPU (or
+    the emulator)."""
+    if not VERIFY or not isinstance(weight, W12Weight) or residual is None or swiglu:
+        return False
+    if hand.get("handed_norm") is not None or (hand.get("y_order") or "natural") != "natural":
+        return False
+    if not 2 <= x.shape[0] <= TOKENS.value or weight.group_size != BLOCK // 2:
+        return False
+    return weight.columns <= max_k() and launch.gluon_routes(x)
+
+
 def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False,
-                 pdl: bool = False):  # fmt: skip
-    """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel), for K."""
+                 pdl: bool = False, hand_out: bool = False, traced: bool = False):  # fmt: skip
+    """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel), for K;
+    hand_out: with the next norm handed on (HAND_OUT); traced: with the timeline's marks."""
     from specpilot.kernels import aot
 
     cfg = TILE | (tile or {})
@@ -351,7 +431,11 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False
         base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16", y_ptr="*bf16",
         res_ptr="*bf16",
     )  # fmt: skip
+    if hand_out:
+        types |= dict(hw_ptr="*bf16", u_ptr="*bf16", sq_ptr="*fp32")
+    if traced:
+        types |= dict(trace_ptr="*i64", clock_ptr="*i64")
     consts = dict(STAGES=cfg["STAGES"], XB=geo["XB"], GROUPS=geo["GROUPS"], SLOTS=cfg["SLOTS"],
-                  ESC_BATCH=cfg["ESC_BATCH"], PDL=pdl, RESIDUAL=residual,
-                  num_warps=MMA_WARPS.value)  # fmt: skip
+                  ESC_BATCH=cfg["ESC_BATCH"], PDL=pdl, RESIDUAL=residual, HAND_OUT=hand_out,
+                  TRACE=int(traced), num_warps=MMA_WARPS.value)  # fmt: skip
     return aot.compile_kernel(_w12_tokens_kernel, types, consts)
