@@ -307,21 +307,25 @@ def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr, norm,
     then the next kernel let launch); NORM: the norm weight's too (norm: its descriptor and
     buffer), on the same barrier, unless NW_EARLY (`_norm_weight_copies` asked for them and
     for x's bytes at the program's start). TOKENS (kernels/w12_tokens): x is [M, Kp] in pair
-    order, block t a box [16 tokens, 256] into rows 16 (t % 4) .. of x_buf's stage t // 4."""
+    order, block t a box [16 tokens, 256] into rows 16 (t % 4) .. of x_buf's stage t // 4, each
+    stage of 4 blocks on its own barrier of x_ready ([XB / 4, 1]: the first stage's products
+    wait for its 32 kB, not for all of x)."""
     _grid_wait(PDL)
     if PDL:
         _let_next_launch()
     WITH_NW: gl.constexpr = NORM and not NW_EARLY
     copies: gl.constexpr = 2 if WITH_NW else 1
-    if not (NORM and NW_EARLY):
-        mbarrier.expect(x_ready, copies * XB * x_desc.block_type.nbytes)
     if TOKENS:
         TB: gl.constexpr = x_desc.block_type.shape[0]
-        for t in gl.static_range(XB):
-            tma.async_copy_global_to_shared(
-                x_desc, [0, WBLOCK * t], x_ready, x_buf.index(t // 4).slice(TB * (t % 4), TB)
-            )
+        for st in gl.static_range(XB // 4):
+            bar = x_ready.index(st)
+            mbarrier.expect(bar, 4 * x_desc.block_type.nbytes)
+            for b in gl.static_range(4):
+                tma.async_copy_global_to_shared(x_desc, [0, WBLOCK * (4 * st + b)], bar,
+                                                x_buf.index(st).slice(TB * b, TB))  # fmt: skip
     else:
+        if not (NORM and NW_EARLY):
+            mbarrier.expect(x_ready, copies * XB * x_desc.block_type.nbytes)
         for t in range(XB):
             tma.async_copy_global_to_shared(x_desc, [8 * t, 0], x_ready, x_buf.index(t))
             if WITH_NW:

@@ -199,7 +199,6 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
     _trace_mark(marks, 0, TRACE)
     _grid_wait(PDL)  # (before its stores)
     _trace_mark(marks, 1, TRACE)
-    mbarrier.wait(x_ready, 0)
     c = 0
     j = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
@@ -212,6 +211,7 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
         acc = (zero, zero, zero, zero, zero, zero, zero, zero)
         for st in range(n_stages):
             s = c % STAGES
+            mbarrier.wait(x_ready.index(st), 0)  # (x's stage st: once landed, free)
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
             g8 = slot * GROUPS // 8 + st
             acc = _token_stage(acc, (low_buf, code_buf, scale_buf, x_buf), s, st, g8)
@@ -273,12 +273,12 @@ def _w12_tokens_kernel(
     esc_buf = gl.allocate_shared_memory(gl.float32, [SLOTS, ROWS, TOKENS], plain)
     red_buf = gl.allocate_shared_memory(gl.float32, [MMA_WARPS, 8, 32],
                                         gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))  # fmt: skip
-    ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(1)
+    ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(XB // 4)
     scale_ready, esc_ready, meta_empty = _barriers(SLOTS), _barriers(SLOTS), _barriers(SLOTS)
     gl.warp_specialize(
         [
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf, red_buf),
-                           (ready, empty, x_ready.index(0), scale_ready, esc_ready, meta_empty),
+                           (ready, empty, x_ready, scale_ready, esc_ready, meta_empty),
                            work, n, m, (y_ptr, stride_y, res_ptr, stride_r),
                            (hw_ptr, u_ptr, stride_u, sq_ptr, stride_sq), PDL, RESIDUAL,
                            HAND_OUT, (trace_ptr, clock_ptr), TRACE)),
@@ -286,7 +286,7 @@ def _w12_tokens_kernel(
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, k, PDL, ESC_BATCH)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
-                       (ready, empty, x_ready.index(0)), work, XB, SB, 0, 0, PDL,
+                       (ready, empty, x_ready), work, XB, SB, 0, 0, PDL,
                        (x_desc, x_buf), False, False, False, 0, True)),
         ],
         [1, 1],
