@@ -148,7 +148,9 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # instructions a weight in the stage loop against 7's 5.53 (bench/sass_one_row.py --row:
 # bench/results/2026-12-06-sass-one-row-mma). 14 / 15: 12 / 13 with MMA 2 (the scale deferred to
 # each half block's sum: no bf16x2 multiply a pair, and two chains of 8 mmas a stage, not one of
-# 16).
+# 16). All four lose (run 343, H100, the W12 decode graph back to back: 12 4.664 ms, 14 4.723,
+# 13 4.785, 15 4.842 against 7's 4.284 / 4.276; the down +6.1 us a layer on 12, o +2.1): not
+# bound by issue. Kept as knobs; kernels/w12_tokens.py builds on their decode.
 # BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
              TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15),
