@@ -37,6 +37,24 @@ def test_the_kernel_compiles_for_sm90_without_spills() -> None:
         assert usage["programs_per_sm"] == 1
 
 
+def test_the_words_are_read_without_bank_conflicts() -> None:
+    """The multiplying warps read each half block's plane words and each pair slot of x's
+    words [64 rows, 32 positions] at once (WORDS16: a lane's 8 positions of two rows), through
+    the 128-byte swizzle TMA wrote them with: no excess passes (Triton's count); unswizzled
+    the same reads take 1 (w12_row's MMA tiles read one word a lane a k-step there, 8 rows on
+    each of 4 banks: docs/LOG.md session 71)."""
+    from triton.experimental.gluon import language as gl
+
+    from specpilot.kernels import aot
+
+    def planes(swizzle: int):
+        return gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=32, rank=2)
+
+    words = w12_tokens.WORDS16.value
+    assert aot.bank_conflicts(words, planes(w12_tokens.SWIZZLE.value), [64, 32]) == 0
+    assert aot.bank_conflicts(words, planes(0), [64, 32]) == 1
+
+
 def test_every_arrive_follows_its_partitions_barrier() -> None:
     """Gluon's mbarrier.arrive is one thread's: a ring stage (or a meta slot) freed while
     another warp of the partition still reads it would be overwritten under that warp. Triton

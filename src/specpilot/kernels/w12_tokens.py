@@ -12,22 +12,29 @@ registers takes tokens 8-15: the decode (the work a weight) is the one-row tile'
 costs two mmas' share more.
 
 The program (one an SM, persistent over tiles of 16 rows and all of K):
-- the loader warp (`w12_row._loader` with TOKENS): x, all M tokens of it in kernels/w12_ws's
-  pair order, into shared memory once (XB boxes [16 tokens, 256 columns], rows past M zeros:
-  16 x K x 2 bytes, 128 kB at K 4096: so K is at most MAX_K), then each tile's stages of 4
-  blocks of its two W12 planes into a ring of STAGES stages;
+- the loader warp (`_loader`): x, all M tokens of it in kernels/w12_ws's pair order, into
+  shared memory once (`_x_copies`: boxes [16 tokens, 64 columns], a pair slot of a block each,
+  rows past M zeros; 16 x K x 2 bytes, 128 kB at K 4096, so K is at most `max_k`), then each
+  tile's stages of 4 blocks of its two W12 planes into a ring of STAGES stages, the 4 blocks'
+  boxes one under the other so that the 4 warps read them as one [64, 32] word view;
 - the meta warp: each tile's scale words (`w12_row._scale_words`) and its escapes' sums [16
   rows, 16 tokens] (kernels/w12_ws's, x read in pair order from global memory);
 - 4 multiplying warps, a block of each stage a warp (`_token_stage`: w12_row's MMA 1 decode, B
   from x's pairs of 8 tokens, two mmas), their sums added over the warps in shared memory at the
-  tile's end (`_token_sums`), the escapes added, and the store (plain or plus the residual:
-  kernels/w12_ws._store).
+  tile's end (`_token_sums`), the escapes added, and the store (plain, or plus the residual, and
+  the next norm handed on: `_store_tile`).
+Shared memory: the planes and x are written with TMA's 128-byte swizzle and each lane reads its
+8 words of two rows of a half block at once (WORDS16: two 16-byte loads a row, no bank
+conflicts), then picks a k-step's word from its registers. w12_row's MMA tiles read one word a
+lane a k-step from unswizzled rows 128 bytes apart: 8 rows on each of 4 banks, ~0.13 passes a
+weight, which fits their times in run 343 (docs/LOG.md session 71).
 Products are of the exact weights (zeros and escapes as +-0), so the sums differ from
 w12_linear_reference's only in order.
 
 CUDA sm_90 only; tests/test_w12_tokens.py runs the kernel's own code on kernels/emulate.py (the
 CPU) and on a Hopper GPU against w12_linear_reference, and compiles it for sm_90a.
-bench/w12_join.py --tokens times it beside w12_tc's split o and its split sum.
+bench/w12_tokens_speed.py times it beside w12_tc's split o and its split sum. Run 344 (H100, the
+first form, unswizzled): one tile of 256 off at 16 tokens, cause not found.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 from specpilot.formats.w12 import BLOCK, W12Weight, padded
 from specpilot.kernels import launch, trace
@@ -50,15 +57,20 @@ from specpilot.kernels.w12_row import (
     _bf16_pair,
     _high_bytes,
     _lanes,
-    _loader,
     _mma_sync,
-    _plane_descriptors,
     _scale_words,
     _times,
-    layouts,
 )
 from specpilot.kernels.w12_tc import hand_out
-from specpilot.kernels.w12_ws import _escapes, _grid_wait, _tile_rows, _trace_mark, pair_order
+from specpilot.kernels.w12_tc import layouts as tc_layouts
+from specpilot.kernels.w12_ws import (
+    _escapes,
+    _grid_wait,
+    _let_next_launch,
+    _tile_rows,
+    _trace_mark,
+    pair_order,
+)
 
 TOKENS = gl.constexpr(16)  # the mma's 8 columns, twice
 ROWS = gl.constexpr(16)  # weight rows a tile: the mma's M
@@ -72,20 +84,50 @@ TILE = dict(STAGES=2, SLOTS=2, ESC_BATCH=4)
 # the forward asks for it, instead of w12_tc's K split and its split-sum launch.
 VERIFY = False
 SHARED_LIMIT = 220 * 1024
-# [warps, 8 tokens, 4 c, 1]: lane 4 g + c's word of token g (B's operand, `_token_lanes`)
-LANES5 = gl.constexpr(gl.BlockedLayout([1, 1, 1, 1, 1], [1, 8, 1, 4, 1], [4, 1, 1, 1, 1],
-                                       [4, 3, 2, 1, 0]))  # fmt: skip
-# a tile's sums [16 rows, 16 tokens] on the meta warp and in the epilogue
+# a [64, 32] word view (the 4 warps' 16 rows, 32 positions) as the multiplying warps read it
+# at once: lane 4 g + c holds rows g and g + 8 of its warp's 16 at positions 8 c .. 8 c + 7 (16
+# registers: two 16-byte loads a row, through the 128-byte swizzle: no bank conflicts)
+WORDS16 = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[0, 1], [0, 2], [0, 4], [8, 0]],
+    lane_bases=[[0, 8], [0, 16], [1, 0], [2, 0], [4, 0]],
+    warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 32],
+))  # fmt: skip
+# a sum tile [16 rows, 16 tokens] on the meta warp and in the epilogue
 SUMS1 = gl.constexpr(gl.BlockedLayout([1, 8], [16, 2], [1, 1], [1, 0]))
 SUMS4 = gl.constexpr(gl.BlockedLayout([1, 2], [4, 8], [4, 1], [1, 0]))
+SWIZZLE = gl.constexpr(128)  # the planes' and x's boxes in shared memory: TMA's 128-byte swizzle
 
 
 @gluon.jit
-def _token_lanes(view):
-    """A [warps, 8, 1, 4, 1] shared view (token g's word at c) as the mma's [warps, 32] operand:
-    lane 4 g + c's element."""
-    v = view.load(LANES5)
+def _lane_words(v):
+    """[warps, 8 g, 4 c] -> the mma's [warps, 32] operand, lane 4 g + c's element (no data
+    moved: the lanes already hold them)."""
     return gl.convert_layout(gl.reshape(v, [MMA_WARPS, 32]), LANES2)
+
+
+@gluon.jit
+def _positions(v):
+    """[warps, 8 g, 4 c, 2, 2, 2] (position 8 c + 4 b2 + 2 b1 + b0, registers) -> the 8
+    operands of positions 8 c + p, p = 0 .. 7 (register picks)."""
+    e, o = gl.split(v)  # b0
+    ee, eo = gl.split(e)  # b1
+    oe, oo = gl.split(o)
+    p0, p4 = gl.split(ee)  # b2
+    p2, p6 = gl.split(eo)
+    p1, p5 = gl.split(oe)
+    p3, p7 = gl.split(oo)
+    return (_lane_words(p0), _lane_words(p1), _lane_words(p2), _lane_words(p3),
+            _lane_words(p4), _lane_words(p5), _lane_words(p6), _lane_words(p7))  # fmt: skip
+
+
+@gluon.jit
+def _words(view):
+    """A swizzled [64, 32] int32 view (warp w's rows 16 w ..: a block's plane words, or 16
+    tokens' x words of one pair slot) read at once (WORDS16) -> its operands: rows g (tokens
+    0-7), then rows g + 8 (tokens 8-15), each 8 by position 8 c + p."""
+    v = gl.reshape(view.load(WORDS16), [MMA_WARPS, 2, 8, 4, 2, 2, 2])  # w, rh, g, c, b2, b1, b0
+    lo, hi = gl.split(gl.permute(v, (0, 2, 3, 4, 5, 6, 1)))  # (rh last)
+    return _positions(lo), _positions(hi)
 
 
 @gluon.jit
@@ -93,41 +135,97 @@ def _token_stage(acc, bufs, s, st, g8):
     """acc (two sets of the mma's c0..c3, [warps, 32]: tokens 0-7 and 8-15) plus ring stage s's
     products: warp w's block w of the stage (x's block 4 st + w), both halves, 8 mma k-steps
     each, two mmas a step on the same A (w12_row._mma_stage's decode, MMA 1: the pairs made
-    exact by the scale words); g8: the stage's first scale word group over 8."""
+    exact by the scale words; in k-step p lane 4 g + c takes position 8 c + p of rows g and
+    g + 8, and of tokens g and g + 8); g8: the stage's first scale word group over 8. Each
+    plane's words and each pair slot of x are read once a half block (`_words`)."""
     low_buf, code_buf, scale_buf, x_buf = bufs
-    STAGES: gl.constexpr = code_buf.type.shape[0] // MMA_WARPS
     SLOTS_GROUPS: gl.constexpr = scale_buf.type.shape[0]
-    plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [4, 3, 2, 1, 0])
     plain4: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [3, 2, 1, 0])
-    low = low_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 32, 4, 8], plain4).index(s)
-    code = code_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 16, 4, 8], plain4).index(s)
+    planes: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=SWIZZLE, element_bitwidth=32,
+                                                rank=2)  # fmt: skip
     scales = scale_buf._reinterpret(gl.int32, [SLOTS_GROUPS // 8, MMA_WARPS, 32, 1, 1], plain4)
     scale = scales.index(g8)
-    # x's blocks 4 st .. 4 st + 3 as words [warp, token, pair slot m, c, p] (pair order: word
-    # (m, 8 c + p) holds slices 2 m and 2 m + 1 at position 8 c + p)
-    xw = x_buf.index(st)._reinterpret(gl.int32, [MMA_WARPS, 16, 4, 4, 8], plain)
+    codes = _words(code_buf.index(s)._reinterpret(gl.int32, [64, 32], planes))
     c0, c1, c2, c3, e0, e1, e2, e3 = acc
     for h in gl.static_range(2):
         s0 = _lanes(scale.slice(16 * h, 8, dim=1))
         s1 = _lanes(scale.slice(16 * h + 8, 8, dim=1))
+        lows = _words(low_buf.index(2 * s + h)._reinterpret(gl.int32, [64, 32], planes))
+        # x's pair slots 2 h (slices 4 h, + 1) and 2 h + 1 (4 h + 2, + 3): B's b0 and b1
+        xa = _words(x_buf.index(4 * st + 2 * h)._reinterpret(gl.int32, [64, 32], planes))
+        xb = _words(x_buf.index(4 * st + 2 * h + 1)._reinterpret(gl.int32, [64, 32], planes))
         for p in gl.static_range(8):
-            lw0 = _lanes(low.slice(16 * h, 8, dim=1).slice(p, 1, dim=3))
-            lw1 = _lanes(low.slice(16 * h + 8, 8, dim=1).slice(p, 1, dim=3))
-            hb0 = _high_bytes(_lanes(code.slice(0, 8, dim=1).slice(p, 1, dim=3)), h)
-            hb1 = _high_bytes(_lanes(code.slice(8, 8, dim=1).slice(p, 1, dim=3)), h)
-            a0 = _times(_bf16_pair(lw0, hb0, 0), s0)
-            a1 = _times(_bf16_pair(lw1, hb1, 0), s1)
-            a2 = _times(_bf16_pair(lw0, hb0, 2), s0)
-            a3 = _times(_bf16_pair(lw1, hb1, 2), s1)
-            for t in gl.static_range(2):  # tokens 8 t .. 8 t + 7
-                half = xw.slice(8 * t, 8, dim=1)
-                b0 = _token_lanes(half.slice(2 * h, 1, dim=2).slice(p, 1, dim=4))
-                b1 = _token_lanes(half.slice(2 * h + 1, 1, dim=2).slice(p, 1, dim=4))
-                if t == 0:
-                    c0, c1, c2, c3 = _mma_sync(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
-                else:
-                    e0, e1, e2, e3 = _mma_sync(a0, a1, a2, a3, b0, b1, e0, e1, e2, e3)
+            hb0 = _high_bytes(codes[0][p], h)
+            hb1 = _high_bytes(codes[1][p], h)
+            a0 = _times(_bf16_pair(lows[0][p], hb0, 0), s0)
+            a1 = _times(_bf16_pair(lows[1][p], hb1, 0), s1)
+            a2 = _times(_bf16_pair(lows[0][p], hb0, 2), s0)
+            a3 = _times(_bf16_pair(lows[1][p], hb1, 2), s1)
+            c0, c1, c2, c3 = _mma_sync(a0, a1, a2, a3, xa[0][p], xb[0][p], c0, c1, c2, c3)
+            e0, e1, e2, e3 = _mma_sync(a0, a1, a2, a3, xa[1][p], xb[1][p], e0, e1, e2, e3)
     return c0, c1, c2, c3, e0, e1, e2, e3
+
+
+@gluon.jit
+def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr):
+    """x's XB blocks into shared memory after the kernel before has written it (PDL's wait,
+    then the next kernel let launch): block t = 4 st + w's pair slot m, a box [16 tokens, 64],
+    into rows 16 w .. of x_buf's [64, 64] buffer 4 st + m; each stage's 16 boxes on its own
+    barrier of x_ready, so that the first stage's products wait for its 32 kB alone."""
+    _grid_wait(PDL)
+    if PDL:
+        _let_next_launch()
+    for st in gl.static_range(XB // 4):
+        bar = x_ready.index(st)
+        mbarrier.expect(bar, 16 * x_desc.block_type.nbytes)
+        for w in gl.static_range(4):
+            for m in gl.static_range(4):
+                col = WBLOCK * (4 * st + w) + 64 * m
+                tma.async_copy_global_to_shared(
+                    x_desc, [0, col], bar, x_buf.index(4 * st + m).slice(16 * w, 16)
+                )
+
+
+@gluon.jit
+def _loader(descs, bufs, bars, work, XB: gl.constexpr, PDL: gl.constexpr):
+    """x once (`_x_copies`: before the first stage, or with PDL after the first STAGES stages'
+    weights, constants asked for before the wait), then each tile's stages of 4 blocks: block
+    b's low plane halves into rows 16 b .. of buffers 2 s and 2 s + 1, its codes into buffer
+    s (each [64, 128] bytes, swizzled: `_words` reads the 4 warps' blocks as one view)."""
+    low_desc, code_desc, x_desc = descs
+    low_buf, code_buf, x_buf = bufs
+    ready, empty, x_ready = bars
+    units, tiles_rows, n_stages, half_n = work
+    STAGES: gl.constexpr = code_buf.type.shape[0]
+    nbytes: gl.constexpr = SB * ROWS * (WBLOCK + WBLOCK // 2)
+    if not PDL:
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+    c = 0
+    for u in range(gl.program_id(0), units, gl.num_programs(0)):
+        row0 = u * tiles_rows
+        for st in range(n_stages):
+            s = c % STAGES
+            if PDL and c == STAGES:  # (the ring full: x before the first stage is reused)
+                _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+            mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
+            bar = ready.index(s)
+            mbarrier.expect(bar, nbytes)
+            for b in gl.static_range(SB):
+                col = (st * SB + b) * WBLOCK
+                tma.async_copy_global_to_shared(
+                    low_desc, [row0, col], bar, low_buf.index(2 * s).slice(ROWS * b, ROWS)
+                )
+                tma.async_copy_global_to_shared(
+                    low_desc,
+                    [row0, col + WBLOCK // 2],
+                    bar,
+                    low_buf.index(2 * s + 1).slice(ROWS * b, ROWS),
+                )
+                codes = code_buf.index(s).slice(ROWS * b, ROWS)
+                tma.async_copy_global_to_shared(code_desc, [row0, col // 2], bar, codes)
+            c += 1
+    if PDL and c <= STAGES:  # a program of at most STAGES stages: x after all of them
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
 
 
 @gluon.jit
@@ -193,7 +291,7 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
     low_buf, code_buf, x_buf, scale_buf, esc_buf, red_buf = bufs
     ready, empty, x_ready, scale_ready, esc_ready, meta_empty = bars
     units, tiles_rows, n_stages, half_n = work
-    STAGES: gl.constexpr = code_buf.type.shape[0] // MMA_WARPS
+    STAGES: gl.constexpr = code_buf.type.shape[0]
     SLOTS: gl.constexpr = esc_buf.type.shape[0]
     GROUPS: gl.constexpr = scale_buf.type.shape[0] // SLOTS
     _trace_mark(marks, 0, TRACE)
@@ -264,10 +362,12 @@ def _w12_tokens_kernel(
     HAND_OUT: the next norm handed on (its weight hw, u in pair order, squares [M, tiles])."""
     work = (units, ROWS, n_stages, n // 2)
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
-    low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES * SB, ROWS, half], low_desc.layout)
-    code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES * SB, ROWS, half], code_desc.layout)
-    # x's stage st: its 4 blocks' [16 tokens, 256] boxes, one under the other
-    x_buf = gl.allocate_shared_memory(gl.bfloat16, [XB // 4, 4 * TOKENS, WBLOCK], x_desc.layout)
+    # stage s: the 4 blocks' low plane halves (buffers 2 s, 2 s + 1) and codes (buffer s), each
+    # block's 16 rows under the one before (`_loader`)
+    low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, SB * ROWS, half], low_desc.layout)
+    code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES, SB * ROWS, half], code_desc.layout)
+    # x: buffer 4 st + m holds pair slot m of blocks 4 st .. 4 st + 3, 16 tokens each (`_x_copies`)
+    x_buf = gl.allocate_shared_memory(gl.bfloat16, [XB, 4 * TOKENS, WBLOCK // 4], x_desc.layout)
     plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     scale_buf = gl.allocate_shared_memory(gl.int32, [SLOTS * GROUPS, ROWS, 1], plain)
     esc_buf = gl.allocate_shared_memory(gl.float32, [SLOTS, ROWS, TOKENS], plain)
@@ -286,8 +386,7 @@ def _w12_tokens_kernel(
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, k, PDL, ESC_BATCH)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
-                       (ready, empty, x_ready), work, XB, SB, 0, 0, PDL,
-                       (x_desc, x_buf), False, False, False, 0, True)),
+                       (ready, empty, x_ready), work, XB, PDL)),
         ],
         [1, 1],
         [80, 24],
@@ -373,8 +472,10 @@ def w12_tokens_linear(
     xp = pair_order(x) if x_order == "natural" else x
     if xp.data_ptr() % 16 or not xp.is_contiguous():  # TMA reads 16-byte aligned rows
         xp = xp.clone(memory_format=torch.contiguous_format)
-    xd = TensorDescriptor.from_tensor(xp, [TOKENS.value, BLOCK], layouts()[1])
-    low, codes = _plane_descriptors(weight, ROWS.value)
+    planes, x_layout = tc_layouts(SWIZZLE.value)
+    xd = TensorDescriptor.from_tensor(xp, [TOKENS.value, BLOCK // 4], x_layout)
+    low = TensorDescriptor.from_tensor(weight.low, [ROWS.value, BLOCK // 2], planes)
+    codes = TensorDescriptor.from_tensor(weight.codes, [ROWS.value, BLOCK // 2], planes)
     units = triton.cdiv(n, ROWS.value)
     programs = min(units, launch._sm_count(x.device.index or 0))
     y = torch.empty(m, n, device=x.device, dtype=torch.bfloat16)
@@ -423,11 +524,11 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False
 
     cfg = TILE | (tile or {})
     geo = geometry(cfg, k)
-    planes, x_layout = layouts()
+    planes, x_layout = tc_layouts(SWIZZLE.value)
     types = dict(
         low_desc=f"tensordesc<u8[{ROWS.value}, {BLOCK // 2}],{planes!r}>",
         code_desc=f"tensordesc<u8[{ROWS.value}, {BLOCK // 2}],{planes!r}>",
-        x_desc=f"tensordesc<bf16[{TOKENS.value}, {BLOCK}],{x_layout!r}>", x_ptr="*bf16",
+        x_desc=f"tensordesc<bf16[{TOKENS.value}, {BLOCK // 4}],{x_layout!r}>", x_ptr="*bf16",
         base_ptr="*u8", row_ptr="*i32", esc_col_ptr="*i32", esc_bits_ptr="*i16", y_ptr="*bf16",
         res_ptr="*bf16",
     )  # fmt: skip
