@@ -306,35 +306,22 @@ def _barriers(COUNT: gl.constexpr):
 
 @gluon.jit
 def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr, norm,
-              NORM: gl.constexpr, NW_EARLY: gl.constexpr = False,
-              TOKENS: gl.constexpr = False):  # fmt: skip
+              NORM: gl.constexpr, NW_EARLY: gl.constexpr = False):  # fmt: skip
     """x's XB blocks into shared memory (after the kernel before has written it: PDL's wait,
     then the next kernel let launch); NORM: the norm weight's too (norm: its descriptor and
     buffer), on the same barrier, unless NW_EARLY (`_norm_weight_copies` asked for them and
-    for x's bytes at the program's start). TOKENS (kernels/w12_tokens): x is [M, Kp] in pair
-    order, block t a box [16 tokens, 256] into rows 16 (t % 4) .. of x_buf's stage t // 4, each
-    stage of 4 blocks on its own barrier of x_ready ([XB / 4, 1]: the first stage's products
-    wait for its 32 kB, not for all of x)."""
+    for x's bytes at the program's start)."""
     _grid_wait(PDL)
     if PDL:
         _let_next_launch()
     WITH_NW: gl.constexpr = NORM and not NW_EARLY
     copies: gl.constexpr = 2 if WITH_NW else 1
-    if TOKENS:
-        TB: gl.constexpr = x_desc.block_type.shape[0]
-        for st in gl.static_range(XB // 4):
-            bar = x_ready.index(st)
-            mbarrier.expect(bar, 4 * x_desc.block_type.nbytes)
-            for b in gl.static_range(4):
-                tma.async_copy_global_to_shared(x_desc, [0, WBLOCK * (4 * st + b)], bar,
-                                                x_buf.index(st).slice(TB * b, TB))  # fmt: skip
-    else:
-        if not (NORM and NW_EARLY):
-            mbarrier.expect(x_ready, copies * XB * x_desc.block_type.nbytes)
-        for t in range(XB):
-            tma.async_copy_global_to_shared(x_desc, [8 * t, 0], x_ready, x_buf.index(t))
-            if WITH_NW:
-                tma.async_copy_global_to_shared(norm[0], [8 * t, 0], x_ready, norm[1].index(t))
+    if not (NORM and NW_EARLY):
+        mbarrier.expect(x_ready, copies * XB * x_desc.block_type.nbytes)
+    for t in range(XB):
+        tma.async_copy_global_to_shared(x_desc, [8 * t, 0], x_ready, x_buf.index(t))
+        if WITH_NW:
+            tma.async_copy_global_to_shared(norm[0], [8 * t, 0], x_ready, norm[1].index(t))
 
 
 @gluon.jit
@@ -350,14 +337,13 @@ def _norm_weight_copies(x_desc, x_ready, XB: gl.constexpr, norm):
 @gluon.jit
 def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU: gl.constexpr,
             BOUND: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr,
-            BF16: gl.constexpr, NW_EARLY: gl.constexpr = False, PRE: gl.constexpr = 0,
-            TOKENS: gl.constexpr = False):  # fmt: skip
+            BF16: gl.constexpr, NW_EARLY: gl.constexpr = False, PRE: gl.constexpr = 0):  # fmt: skip
     """x once (XB blocks of it), then each tile's stages of SB blocks: of its two W12 planes
     (descs and bufs: the low plane's, the codes', x's), or with BF16 of its bf16 weights as 4
     boxes of 64 columns a block (the weight's, x's). PDL: the weights' first STAGES stages
     (constants) before the wait for the kernel before (PRE of them where PRE is set), x after
     it. NORM: the norm weight's too (norm: its descriptor and buffer; `_x_copies`), with NW_EARLY
-    first of all. TOKENS: x's tokens (`_x_copies`; kernels/w12_tokens)."""
+    first of all."""
     ready, empty, x_ready = bars
     units, tiles_rows, n_stages, half_n = work
     x_desc, x_buf = descs[-1], bufs[-1]
@@ -367,7 +353,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
     if NORM and NW_EARLY:
         _norm_weight_copies(x_desc, x_ready, XB, norm)
     if not PDL:
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY, TOKENS)
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY)
     nbytes: gl.constexpr = SB * BN * (2 * WBLOCK if BF16 else WBLOCK + WBLOCK // 2)
     c = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
@@ -375,7 +361,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
         for st in range(n_stages):
             s = c % STAGES
             if PDL and c == WAIT_AT:  # (the ring full: x before the first stage is reused)
-                _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY, TOKENS)
+                _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY)
             if (BOUND & 8) != 0:  # the copies alone: a stage's copies landed frees it
                 mbarrier.wait(ready.index(s), ((c // STAGES) & 1) ^ 1, pred=c >= STAGES)
             else:
@@ -394,7 +380,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
                                  half_n, SWIGLU)  # fmt: skip
             c += 1
     if PDL and c <= WAIT_AT:  # a program of at most WAIT_AT stages: x after all of them
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY, TOKENS)
+        _x_copies(x_desc, x_buf, x_ready, XB, PDL, norm, NORM, NW_EARLY)
     if (BOUND & 8) != 0:  # the last copies landed before the program ends
         for s in gl.static_range(STAGES):
             uses = (c - s + STAGES - 1) // STAGES
