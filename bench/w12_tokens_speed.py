@@ -1,15 +1,18 @@
 """kernels/w12_tokens.py (16-row mma.sync tiles, the tokens in B's columns, no K split) beside
 kernels/w12_tc.py (the verify's W12 kernel: 64-row wgmma units, o and the down split in K with a
-split-sum launch after) at a target's K-4096 shapes, 2-16 tokens, on the GPU.
+split-sum launch after) at a target's K-4096 shapes, 1-16 tokens, on the GPU; at one token
+beside kernels/w12_row.py's one-row tile too (ONE_ROW_TILE's: the decode's multiply).
 
 Why: run 339's verify graph (H200) spent 9.44 + 2.51 us a layer on o and its split sum against
 a 5.96 bound, where the one-row o takes 7.81. Each kernel is checked against the reference
 (w12_speed.check), then timed in CUDA graphs with the weights cycled from HBM (cold L2): o with
 the residual as the verify runs it, q|k|v and gate|up plain (their norm and SwiGLU left out on
-both sides). The bound: the W12 bytes at the copy bandwidth measured in the same process. Prints
-a table (us, and the bound over the time); the last line is one JSON object.
+both sides). At one token w12_tokens reads its planes conflict-free where w12_row's MMA tiles
+(run 343) did not: whether the mma decode beats the FFMA tile there. The bound: the W12 bytes at
+the copy bandwidth measured in the same process. Prints a table (us, and the bound over the
+time); the last line is one JSON object.
 
-    python bench/w12_tokens_speed.py --model qwen3-8b --tokens 16,8 --out tokens.json
+    python bench/w12_tokens_speed.py --model qwen3-8b --tokens 16,8,1 --out tokens.json
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from report import finish, save
 from w12_speed import check
 
 from specpilot.formats import w12
-from specpilot.kernels import w12_tc, w12_tokens
+from specpilot.kernels import w12_row, w12_tc, w12_tokens
 from specpilot.kernels.w12_linear import w12_linear_reference
 from specpilot.kernels.w12_ws import pair_order
 
@@ -48,6 +51,9 @@ def bench_shape(name: str, n: int, k: int, m: int, bandwidth: float) -> dict:
                epilogue="residual" if kw else "plain", kernels={})  # fmt: skip
     row["kernels"]["cublas_bf16"] = graph_time(lambda: F.linear(x, ws())) * 1e6
     calls = {"w12_tc": lambda g: w12_tc.w12_tc_linear(xp, g, x_order="pair", **kw)}
+    if m == 1:  # the one-row decode's kernel (w12_row, ONE_ROW_TILE's tile), x as it is
+        one_row = w12_row.ROW_TILES[w12_row.ONE_ROW_TILE]
+        calls["w12_row"] = lambda g: w12_row.w12_row_linear(x, g, one_row, **kw)
     for label, tile in TILES.items():
         calls[label] = lambda g, t=tile: w12_tokens.w12_tokens_linear(xp, g, t, x_order="pair",
                                                                       **kw)  # fmt: skip
@@ -65,7 +71,11 @@ def line(row: dict, labels: list[str]) -> str:
     for label in labels:
         us = row["kernels"].get(label)
         ok = isinstance(us, float)
-        cells.append(f"{us:7.2f} {row['bound_us'] / us:4.0%}" if ok else f"{'error':>12}")
+        cells.append(
+            f"{us:7.2f} {row['bound_us'] / us:4.0%}"
+            if ok
+            else f"{'-' if us is None else 'error':>12}"
+        )
     return f"{row['shape']:<8} {row['m']:>3} {row['bound_us']:6.2f} " + " ".join(cells)
 
 
@@ -73,7 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="qwen3-8b", choices=("qwen3-8b", "llama3.1-8b"))
     parser.add_argument("--shapes", default="o,qkv,gate_up", help="comma-separated, K <= max_k")
-    parser.add_argument("--tokens", default="16,8", help="comma-separated token counts, 1-16")
+    parser.add_argument("--tokens", default="16,8,1", help="comma-separated token counts, 1-16")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -84,7 +94,7 @@ def main() -> None:
     if bad:
         raise SystemExit(f"--shapes: {bad} unknown or K above {w12_tokens.max_k()}")
     bandwidth = copy_bandwidth()
-    labels = ["cublas_bf16", "w12_tc", *TILES]
+    labels = ["cublas_bf16", "w12_tc", "w12_row", *TILES]
     print(f"copy bandwidth {bandwidth / 1e12:.3f} TB/s; us, and the W12 bytes' bound over it")
     print(f"{'shape':<8} {'m':>3} {'bound':>6} " + " ".join(f"{lb:>12}" for lb in labels))
     rows = []

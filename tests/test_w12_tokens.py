@@ -27,9 +27,10 @@ from tests.test_w12_kernels import close_columns, weight_with_escapes
 
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
     """At o's K 4096 with the residual, PDL, the norm handed on and the timeline's marks, and
-    plain on 4 stages of the ring where they fit: no spills, one program an SM, its shared memory
-    within the SM's."""
-    cases = [(dict(STAGES=2), 4096, True, True, True, True), (dict(STAGES=4), 1024, False, False)]
+    plain on 4 stages of the ring for at most 8 tokens (HALVES 1): no spills, one program an
+    SM, its shared memory within the SM's."""
+    cases = [(dict(STAGES=2), 4096, True, True, True, True),
+             (dict(STAGES=4), 1024, False, False, False, False, 1)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tokens; "
     code += f"print(json.dumps([aot.usage(w12_tokens.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -76,6 +77,7 @@ def test_every_arrive_follows_its_partitions_barrier() -> None:
 @pytest.mark.parametrize(
     "where, n, k, m",
     [("cuda", 4096, 4096, 16), ("cuda", 4096, 4096, 5), ("cuda", 1000, 2304, 9),
+     ("cuda", 4096, 4096, 1),
      ("emulated", 48, 1152, 16), ("emulated", 40, 2048, 3)],
 )  # fmt: skip
 def test_w12_tokens_matches_the_reference(where: str, n: int, k: int, m: int) -> None:

@@ -131,13 +131,14 @@ def _words(view):
 
 
 @gluon.jit
-def _token_stage(acc, bufs, s, st, g8):
+def _token_stage(acc, bufs, s, st, g8, HALVES: gl.constexpr = 2):
     """acc (two sets of the mma's c0..c3, [warps, 32]: tokens 0-7 and 8-15) plus ring stage s's
     products: warp w's block w of the stage (x's block 4 st + w), both halves, 8 mma k-steps
     each, two mmas a step on the same A (w12_row._mma_stage's decode, MMA 1: the pairs made
     exact by the scale words; in k-step p lane 4 g + c takes position 8 c + p of rows g and
     g + 8, and of tokens g and g + 8); g8: the stage's first scale word group over 8. Each
-    plane's words and each pair slot of x are read once a half block (`_words`)."""
+    plane's words and each pair slot of x are read once a half block (`_words`). HALVES 1 (at
+    most 8 tokens): the first mma alone (the second set stays zero)."""
     low_buf, code_buf, scale_buf, x_buf = bufs
     SLOTS_GROUPS: gl.constexpr = scale_buf.type.shape[0]
     plain4: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [3, 2, 1, 0])
@@ -162,7 +163,8 @@ def _token_stage(acc, bufs, s, st, g8):
             a2 = _times(_bf16_pair(lows[0][p], hb0, 2), s0)
             a3 = _times(_bf16_pair(lows[1][p], hb1, 2), s1)
             c0, c1, c2, c3 = _mma_sync(a0, a1, a2, a3, xa[0][p], xb[0][p], c0, c1, c2, c3)
-            e0, e1, e2, e3 = _mma_sync(a0, a1, a2, a3, xa[1][p], xb[1][p], e0, e1, e2, e3)
+            if HALVES == 2:
+                e0, e1, e2, e3 = _mma_sync(a0, a1, a2, a3, xa[1][p], xb[1][p], e0, e1, e2, e3)
     return c0, c1, c2, c3, e0, e1, e2, e3
 
 
@@ -284,7 +286,8 @@ def _store_tile(sums, rows, in_rows, tile, m, output, hand, res, hw, RESIDUAL: g
 
 @gluon.jit
 def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUAL: gl.constexpr,
-                HAND_OUT: gl.constexpr, marks, TRACE: gl.constexpr):  # fmt: skip
+                HAND_OUT: gl.constexpr, marks, TRACE: gl.constexpr,
+                HALVES: gl.constexpr = 2):  # fmt: skip
     """The multiplying warps: each tile's stages (`_token_stage`), its sums (`_token_sums`) plus
     the meta warp's escape sums, stored (`_store_tile`: plain, or plus the residual, and the
     next norm handed on). marks, TRACE: the kernel timeline's (w12_ws._trace_mark)."""
@@ -312,7 +315,7 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
             mbarrier.wait(x_ready.index(st), 0)  # (x's stage st: once landed, free)
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
             g8 = slot * GROUPS // 8 + st
-            acc = _token_stage(acc, (low_buf, code_buf, scale_buf, x_buf), s, st, g8)
+            acc = _token_stage(acc, (low_buf, code_buf, scale_buf, x_buf), s, st, g8, HALVES)
             mbarrier.arrive(empty.index(s), count=1)  # (Triton syncs the 4 warps before it)
             c += 1
         sums = _token_sums(acc, red_buf)
@@ -357,9 +360,11 @@ def _w12_tokens_kernel(
     ESC_BATCH: gl.constexpr, PDL: gl.constexpr, RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
     HAND_OUT: gl.constexpr = False, hw_ptr=None, u_ptr=None, stride_u=0, sq_ptr=None,
     stride_sq=0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
+    HALVES: gl.constexpr = 2,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
-    HAND_OUT: the next norm handed on (its weight hw, u in pair order, squares [M, tiles])."""
+    HAND_OUT: the next norm handed on (its weight hw, u in pair order, squares [M, tiles]).
+    HALVES 1: at most 8 tokens (one mma a k-step)."""
     work = (units, ROWS, n_stages, n // 2)
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
     # stage s: the 4 blocks' low plane halves (buffers 2 s, 2 s + 1) and codes (buffer s), each
@@ -381,7 +386,7 @@ def _w12_tokens_kernel(
                            (ready, empty, x_ready, scale_ready, esc_ready, meta_empty),
                            work, n, m, (y_ptr, stride_y, res_ptr, stride_r),
                            (hw_ptr, u_ptr, stride_u, sq_ptr, stride_sq), PDL, RESIDUAL,
-                           HAND_OUT, (trace_ptr, clock_ptr), TRACE)),
+                           HAND_OUT, (trace_ptr, clock_ptr), TRACE, HALVES)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, k, PDL, ESC_BATCH)),
@@ -493,6 +498,7 @@ def w12_tokens_linear(
         weight.base.shape[1], xp.stride(0), y.stride(0), res.stride(0),
         STAGES=cfg["STAGES"], XB=geo["XB"], GROUPS=geo["GROUPS"], SLOTS=cfg["SLOTS"],
         ESC_BATCH=cfg["ESC_BATCH"], PDL=launched["PDL"], RESIDUAL=residual is not None,
+        HALVES=1 if m <= 8 else 2,
         num_warps=MMA_WARPS.value, launch_pdl=launched["launch_pdl"],
         **trace.arguments(x, "w12_tokens", programs, bytes=weight.nbytes_bound(), rows=m, n=n,
                           k=weight.columns),
@@ -517,9 +523,11 @@ def route(x: torch.Tensor, weight, swiglu: bool, residual: torch.Tensor | None,
 
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False,
-                 pdl: bool = False, hand_out: bool = False, traced: bool = False):  # fmt: skip
+                 pdl: bool = False, hand_out: bool = False, traced: bool = False,
+                 halves: int = 2):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel), for K;
-    hand_out: with the next norm handed on (HAND_OUT); traced: with the timeline's marks."""
+    hand_out: with the next norm handed on (HAND_OUT); traced: with the timeline's marks;
+    halves 1: for at most 8 tokens (HALVES)."""
     from specpilot.kernels import aot
 
     cfg = TILE | (tile or {})
@@ -538,5 +546,5 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False
         types |= dict(trace_ptr="*i64", clock_ptr="*i64")
     consts = dict(STAGES=cfg["STAGES"], XB=geo["XB"], GROUPS=geo["GROUPS"], SLOTS=cfg["SLOTS"],
                   ESC_BATCH=cfg["ESC_BATCH"], PDL=pdl, RESIDUAL=residual, HAND_OUT=hand_out,
-                  TRACE=int(traced), num_warps=MMA_WARPS.value)  # fmt: skip
+                  TRACE=int(traced), HALVES=halves, num_warps=MMA_WARPS.value)  # fmt: skip
     return aot.compile_kernel(_w12_tokens_kernel, types, consts)
