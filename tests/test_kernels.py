@@ -2329,9 +2329,24 @@ def test_split_sum_hand_forward(tmp_path, monkeypatch, where: str) -> None:
     two norm kernels (the first layer's and the final one) where it launched five, and gives the
     same tokens (or near-ties) and hidden states to 16 half-ulps (the hand-off's rounding
     points, carried through two layers, as test_norm_handoff_forward's)."""
+    from specpilot.kernels import w12_tc
+    from specpilot.models import fused
+
+    counts = split_verify_forwards(tmp_path, monkeypatch, where, (fused, "SPLIT_SUM_HAND"),
+                                   (w12_tc, "w12_tc_linear"), "handed_norm")  # fmt: skip
+    assert (counts[False][0], counts[False][2]) == (5, 0)
+    assert (counts[True][0], counts[True][2]) == (2, 3)
+
+
+def split_verify_forwards(tmp_path, monkeypatch, where: str, switch: tuple, spied: tuple,
+                          key: str) -> dict:  # fmt: skip
+    """The tiny pair in W12 (every matrix; o's K 256), a verify forward of 5 tokens on w12_tc
+    with o and the down split 2 ways (UNIT_SPLIT 2), with switch (module, name) off, then on:
+    the same tokens (or near-ties) and hidden states to 16 half-ulps (a norm hand-off's rounding
+    points carried through two layers) -> {on: (norm kernels launched, calls of spied (module,
+    function), of them with keyword `key` given)}."""
     from specpilot.formats.w12_engine import convert_model
     from specpilot.kernels import w12_row, w12_tc
-    from specpilot.models import fused
 
     monkeypatch.setattr(w12_row, "ONE_ROW", False)
     monkeypatch.setattr(w12_tc, "VERIFY", True)
@@ -2340,24 +2355,24 @@ def test_split_sum_hand_forward(tmp_path, monkeypatch, where: str) -> None:
     target, drafter, reference = _tiny_pair(tmp_path, tied=False, **shape)
     convert_model(target)
     convert_model(drafter)
-    handed: list = []
-    plain = w12_tc.w12_tc_linear
-    monkeypatch.setattr(w12_tc, "w12_tc_linear", lambda *a, **kw: handed.append(
-        kw.get("handed_norm") is not None) or plain(*a, **kw))  # fmt: skip
+    calls: list = []
+    plain = getattr(*spied)
+    monkeypatch.setattr(*spied, lambda *a, **kw: calls.append(kw.get(key) is not None)
+                        or plain(*a, **kw))  # fmt: skip
     with gluon_on(where):
         gen, ids, pos = _verify_inputs(target, drafter, 5)
         norms = _counted_norms(monkeypatch)
         outs, counts = {}, {}
         for on in (False, True):
-            monkeypatch.setattr(fused, "SPLIT_SUM_HAND", on)
+            monkeypatch.setattr(*switch, on)
             norms.clear()
-            handed.clear()
+            calls.clear()
             outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
-            counts[on] = len(norms), sum(handed)
-    assert counts == {False: (5, 0), True: (2, 3)}
+            counts[on] = len(norms), len(calls), sum(calls)
     differ = (outs[True].tokens != outs[False].tokens)[0].nonzero().flatten().tolist()
     _near_ties(reference, ids[0], differ, [outs[on].tokens[0] for on in (False, True)])
     close(outs[True].hidden.float(), outs[False].hidden.float(), 16)
+    return counts
 
 
 @pytest.mark.prototype

@@ -13,15 +13,7 @@ from specpilot.kernels import w12_tokens
 from specpilot.kernels.w12_linear import w12_linear_reference
 from specpilot.kernels.w12_ws import pair_order
 from tests.conftest import compiled_json, gluon_on, traced_rows
-from tests.test_kernels import (
-    GLUON_WHERE,
-    _counted_norms,
-    _near_ties,
-    _tiny_pair,
-    _verify_inputs,
-    close,
-    order_floor,
-)
+from tests.test_kernels import GLUON_WHERE, order_floor, split_verify_forwards
 from tests.test_w12_kernels import close_columns, weight_with_escapes
 
 
@@ -185,36 +177,12 @@ def test_verify_forward_takes_o_here(tmp_path, monkeypatch, where: str) -> None:
     256; UNIT_SPLIT 2, so that without it o splits and its split sum hands the next norm on):
     on, o of both layers runs here and hands that norm on itself (as many norm kernels as
     without), the same tokens (or near-ties) and the hidden states to 16 half-ulps."""
-    from specpilot.formats.w12_engine import convert_model
-    from specpilot.kernels import w12_row, w12_tc
     from specpilot.models import fused
 
-    monkeypatch.setattr(w12_row, "ONE_ROW", False)
-    monkeypatch.setattr(w12_tc, "VERIFY", True)
-    monkeypatch.setattr(w12_tc, "UNIT_SPLIT", 2)
     monkeypatch.setattr(fused, "SPLIT_SUM_HAND", True)
-    shape = dict(hidden_size=256, intermediate_size=512, num_attention_heads=32)
-    target, drafter, reference = _tiny_pair(tmp_path, tied=False, **shape)
-    convert_model(target)
-    convert_model(drafter)
-    calls: list = []
-    plain = w12_tokens.w12_tokens_linear
-    monkeypatch.setattr(w12_tokens, "w12_tokens_linear", lambda *a, **kw: calls.append(
-        kw.get("norm_after") is not None) or plain(*a, **kw))  # fmt: skip
-    with gluon_on(where):
-        gen, ids, pos = _verify_inputs(target, drafter, 5)
-        norms = _counted_norms(monkeypatch)
-        outs, counts = {}, {}
-        for on in (False, True):
-            monkeypatch.setattr(w12_tokens, "VERIFY", on)
-            norms.clear()
-            calls.clear()
-            outs[on] = gen._verify_fn(ids, pos, 5, (0, 1))
-            counts[on] = len(norms), len(calls), sum(calls)
+    counts = split_verify_forwards(tmp_path, monkeypatch, where, (w12_tokens, "VERIFY"),
+                                   (w12_tokens, "w12_tokens_linear"), "norm_after")  # fmt: skip
     assert counts[True] == (counts[False][0], 2, 2) and counts[False][1] == 0
-    differ = (outs[True].tokens != outs[False].tokens)[0].nonzero().flatten().tolist()
-    _near_ties(reference, ids[0], differ, [outs[on].tokens[0] for on in (False, True)])
-    close(outs[True].hidden.float(), outs[False].hidden.float(), 16)
 
 
 @pytest.mark.parametrize("where", ["cuda", "emulated"])
