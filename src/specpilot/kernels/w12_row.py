@@ -151,9 +151,9 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # 16). All four lose (run 343, H100, the W12 decode graph back to back: 12 4.664 ms, 14 4.723,
 # 13 4.785, 15 4.842 against 7's 4.284 / 4.276; the down +6.1 us a layer on 12, o +2.1): not
 # bound by issue but by shared memory: a k-step's 4 word loads (lane 4 g + c: row g's position
-# 8 c + p) hit 4 banks 8 ways in the unswizzled 128-byte rows, ~0.13 passes a weight, ~10 us
-# for o at one pass a clock (docs/LOG.md session 71). Kept as knobs; kernels/w12_tokens.py
-# builds on their decode.
+# 8 c + p) hit 4 banks 8 ways in the unswizzled 128-byte rows, ~0.13 passes a weight, 8.5-10
+# us for o at one pass a clock (docs/LOG.md session 71; a count that fits, not a measurement).
+# Kept as knobs; kernels/w12_tokens.py builds on their decode.
 # BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
              TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15),
