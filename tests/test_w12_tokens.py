@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from specpilot.formats import w12
-from specpilot.kernels import w12_tokens
+from specpilot.kernels import w12_row, w12_tokens
 from specpilot.kernels.w12_linear import w12_linear_reference
 from specpilot.kernels.w12_ws import pair_order
 from tests.conftest import compiled_json, gluon_on, traced_rows
@@ -34,8 +34,8 @@ def test_the_words_are_read_without_bank_conflicts() -> None:
     """The multiplying warps read each half block's plane words and each pair slot of x's
     words [64 rows, 32 positions] at once (WORDS16: a lane's 8 positions of two rows), through
     the 128-byte swizzle TMA wrote them with: no excess passes (Triton's count); unswizzled
-    the same reads take 1 (w12_row's MMA tiles read one word a lane a k-step there, 8 rows on
-    each of 4 banks: docs/LOG.md session 71)."""
+    the same reads take 1. w12_row's MMA tiles read the same way since session 71 (before, one
+    word a lane a k-step from unswizzled rows: 8 rows on each of 4 banks, docs/LOG.md)."""
     from triton.experimental.gluon import language as gl
 
     from specpilot.kernels import aot
@@ -43,8 +43,8 @@ def test_the_words_are_read_without_bank_conflicts() -> None:
     def planes(swizzle: int):
         return gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=32, rank=2)
 
-    words = w12_tokens.WORDS16.value
-    assert aot.bank_conflicts(words, planes(w12_tokens.SWIZZLE.value), [64, 32]) == 0
+    words = w12_row.WORDS16.value
+    assert aot.bank_conflicts(words, planes(w12_row.SWIZZLE.value), [64, 32]) == 0
     assert aot.bank_conflicts(words, planes(0), [64, 32]) == 1
 
 

@@ -9,28 +9,37 @@
 # hand-off, the timeline marks, the fused verify forward taking o, the sm_90a compile), then,
 # if they pass, bench/w12_tokens_speed.py at Qwen3-8B's K-4096 shapes at 16, 8 and 1 tokens
 # beside w12_tc (the verify's kernel: o split in K with its split-sum launch), w12_row at one
-# token (the decode's FFMA tile) and cuBLAS bf16, cold L2; then the W12 verify graph back to
-# back (every matrix W12): base, tok (w12_tokens.VERIFY 1: the verify's o here), base2.
+# token (the decode's FFMA tile) and cuBLAS bf16, cold L2; then the W12 decode and verify
+# graphs back to back (every matrix W12): base, tok (w12_tokens.VERIFY 1: the verify's o here),
+# mma4 / mma4d (w12_row.ONE_ROW_TILE 12 / 14: the MMA tiles, since session 71 reading their
+# planes swizzled and conflict-free; their GPU tests gate this call too), base2.
 # Prediction: o at 16 tokens 7-9 us standalone against w12_tc's ~11-12 with its split sum, at
 # one token level with w12_row or better (the MMA decode's 2.6 instructions a weight, now
-# without run 343's 8-way conflicted reads); the verify -0.1 to -0.15 ms. If o at one token
-# still loses to w12_row, the MMA decode is not the way for the decode either.
-# SPEED_S / VAR_S: the table's and the verify graph's seconds (0: skipped).
+# without run 343's 8-way conflicted reads); the verify -0.1 to -0.15 ms; mma4 level with base
+# or better (run 343: +0.38 ms with the conflicts). If o at one token and mma4 still lose to
+# w12_row's FFMA tile, the MMA decode is not the way for the decode.
+# SPEED_S / VAR_S: the table's and the graphs' seconds (0: skipped). ~6 min + cold start in all.
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-TESTS_K="cuda or compiles" TESTS_S=${TESTS_S:-200} gpu_tests_gate tests/test_w12_tokens.py || exit 0
+TESTS_K="(cuda or compiles) and (w12_tokens or mma or tile16 or tile17 or tile18 or tile19"
+TESTS_K="$TESTS_K or tile20 or tile21)" TESTS_S=${TESTS_S:-200} \
+    gpu_tests_gate tests/test_w12_tokens.py tests/test_w12_row.py tests/test_emulate.py || exit 0
 if [ "${SPEED_S:-150}" != 0 ]; then
     timeout "${SPEED_S:-150}" python3 bench/w12_tokens_speed.py --tokens "${TOKENS:-16,8,1}" \
         --out "$OUT/tokens-speed.json" 2>&1 | tee "$OUT/tokens-speed.log" | grep -v '^{'
     pack
 fi
-if [ "${VAR_S:-150}" != 0 ]; then
+if [ "${VAR_S:-200}" != 0 ]; then
     MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" \
-        "base|;tok|$(sw w12_tokens.VERIFY=1);base2|" "${VAR_S:-150}"
+        "base|;tok|$(sw w12_tokens.VERIFY=1);mma4|$(sw w12_row.ONE_ROW_TILE=12);mma4d|\
+$(sw w12_row.ONE_ROW_TILE=14);base2|" "${VAR_S:-200}"
     back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
     spacing verify-tok 30
+    python3 bench/exit_spacing.py --forward decode "$OUT/timeline-variants-1024-qwen3-8b.json" \
+        >"$OUT/spacing-decode-tok.log"
+    head -13 "$OUT/spacing-decode-tok.log" | cut -c1-175
     pack
 fi
 archive_only

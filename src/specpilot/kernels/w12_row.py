@@ -337,19 +337,24 @@ def _norm_weight_copies(x_desc, x_ready, XB: gl.constexpr, norm):
 @gluon.jit
 def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU: gl.constexpr,
             BOUND: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr,
-            BF16: gl.constexpr, NW_EARLY: gl.constexpr = False, PRE: gl.constexpr = 0):  # fmt: skip
+            BF16: gl.constexpr, NW_EARLY: gl.constexpr = False, PRE: gl.constexpr = 0,
+            MMA: gl.constexpr = 0):  # fmt: skip
     """x once (XB blocks of it), then each tile's stages of SB blocks: of its two W12 planes
     (descs and bufs: the low plane's, the codes', x's), or with BF16 of its bf16 weights as 4
     boxes of 64 columns a block (the weight's, x's). PDL: the weights' first STAGES stages
     (constants) before the wait for the kernel before (PRE of them where PRE is set), x after
     it. NORM: the norm weight's too (norm: its descriptor and buffer; `_x_copies`), with NW_EARLY
-    first of all."""
+    first of all. MMA: a stage's SB blocks one under the other: block b's low plane halves into
+    rows BN b .. of buffers 2 s and 2 s + 1, its codes into buffer s (`_mma_stage` reads the
+    warps' blocks as one view)."""
     ready, empty, x_ready = bars
     units, tiles_rows, n_stages, half_n = work
     x_desc, x_buf = descs[-1], bufs[-1]
-    STAGES: gl.constexpr = bufs[0].type.shape[0] // (4 * SB if BF16 else 2 * SB)
+    # (BF16: 4 boxes a block; W12: the low plane's 2 halves a block, [2 STAGES SB, BN, 128]; MMA:
+    # a stage's blocks one under the other, [2 STAGES, SB BN, 128])
+    STAGES: gl.constexpr = bufs[0].type.shape[0] // (2 if MMA else (4 * SB if BF16 else 2 * SB))
+    BN: gl.constexpr = bufs[0].type.shape[1] // (SB if MMA else 1)
     WAIT_AT: gl.constexpr = STAGES if PRE == 0 else PRE  # stages asked for before PDL's wait
-    BN: gl.constexpr = bufs[0].type.shape[1]
     if NORM and NW_EARLY:
         _norm_weight_copies(x_desc, x_ready, XB, norm)
     if not PDL:
@@ -375,6 +380,20 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
                     for p in gl.static_range(4):
                         _copy_rows(descs[0], row0, col + 64 * p, bar, bufs[0].index(4 * i + p),
                                    half_n, SWIGLU)  # fmt: skip
+                elif MMA:
+                    _copy_rows(descs[0], row0, col, bar, bufs[0].index(2 * s).slice(BN * b, BN),
+                               half_n, SWIGLU)  # fmt: skip
+                    _copy_rows(
+                        descs[0],
+                        row0,
+                        col + WBLOCK // 2,
+                        bar,
+                        bufs[0].index(2 * s + 1).slice(BN * b, BN),
+                        half_n,
+                        SWIGLU,
+                    )
+                    _copy_rows(descs[1], row0, col // 2, bar, bufs[1].index(s).slice(BN * b, BN),
+                               half_n, SWIGLU)  # fmt: skip
                 else:
                     _copy_planes((descs[0], descs[1]), (bufs[0], bufs[1]), i, row0, col, bar,
                                  half_n, SWIGLU)  # fmt: skip
@@ -694,6 +713,20 @@ LANES2 = gl.constexpr(gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0]))  # [war
 # view to be indexed)
 PLAIN4 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [3, 2, 1, 0]))
 PLAIN2 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+# MMA tiles' planes (and kernels/w12_tokens' x boxes) in shared memory: TMA's 128-byte swizzle,
+# so that a lane's 8 words of a row read at once hit no bank twice (`_words`). Why: one word a
+# lane a k-step from unswizzled 128-byte rows (the MMA tiles as run 343 timed them) put the 8
+# rows of a fragment on each of 4 banks: ~0.13 shared-memory passes a weight (docs/LOG.md
+# session 71).
+SWIZZLE = gl.constexpr(128)
+# a [64, 32] word view (the 4 warps' 16 rows, 32 positions) as the multiplying warps read it
+# at once: lane 4 g + c holds rows g and g + 8 of its warp's 16 at positions 8 c .. 8 c + 7 (16
+# registers: two 16-byte loads a row, through the 128-byte swizzle: no bank conflicts)
+WORDS16 = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=[[0, 1], [0, 2], [0, 4], [8, 0]],
+    lane_bases=[[0, 8], [0, 16], [1, 0], [2, 0], [4, 0]],
+    warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 32],
+))  # fmt: skip
 
 
 @gluon.jit
@@ -715,6 +748,38 @@ def _mma_sync(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
         "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", [a0, a1, a2, a3, b0, b1, c0, c1, c2, c3],
         dtype=(gl.float32, gl.float32, gl.float32, gl.float32), is_pure=True, pack=1,
     )  # fmt: skip
+
+
+@gluon.jit
+def _lane_words(v):
+    """[warps, 8 g, 4 c] -> the mma's [warps, 32] operand, lane 4 g + c's element (no data
+    moved: the lanes already hold them)."""
+    return gl.convert_layout(gl.reshape(v, [MMA_WARPS, 32]), LANES2)
+
+
+@gluon.jit
+def _positions(v):
+    """[warps, 8 g, 4 c, 2, 2, 2] (position 8 c + 4 b2 + 2 b1 + b0, registers) -> the 8
+    operands of positions 8 c + p, p = 0 .. 7 (register picks)."""
+    e, o = gl.split(v)  # b0
+    ee, eo = gl.split(e)  # b1
+    oe, oo = gl.split(o)
+    p0, p4 = gl.split(ee)  # b2
+    p2, p6 = gl.split(eo)
+    p1, p5 = gl.split(oe)
+    p3, p7 = gl.split(oo)
+    return (_lane_words(p0), _lane_words(p1), _lane_words(p2), _lane_words(p3),
+            _lane_words(p4), _lane_words(p5), _lane_words(p6), _lane_words(p7))  # fmt: skip
+
+
+@gluon.jit
+def _words(view):
+    """A swizzled [64, 32] int32 view (warp w's rows 16 w ..: a block's plane words, or 16
+    tokens' x words of one pair slot) read at once (WORDS16) -> its operands: rows g (tokens
+    0-7), then rows g + 8 (tokens 8-15), each 8 by position 8 c + p."""
+    v = gl.reshape(view.load(WORDS16), [MMA_WARPS, 2, 8, 4, 2, 2, 2])  # w, rh, g, c, b2, b1, b0
+    lo, hi = gl.split(gl.permute(v, (0, 2, 3, 4, 5, 6, 1)))  # (rh last)
+    return _positions(lo), _positions(hi)
 
 
 @gluon.jit
@@ -755,15 +820,16 @@ def _deferred_scale(scale_word):
 def _mma_stage(acc, bufs, s, st, g8, DEFER: gl.constexpr = False):
     """acc (the mma's c0..c3, [warps, 32]) plus ring stage s's products: warp w's block w of the
     stage (x's block st x 4 + w), both halves, 8 mmas each (`MMA`); g8: the stage's first scale
-    word group over 8 (its tile's slot's first, plus 8 st). STAGES a power of 2 (views).
+    word group over 8 (its tile's slot's first, plus 8 st). The planes' words of the 4 warps'
+    blocks read as one swizzled [64, 32] view a half (`_words`: each lane's 8 words of rows g
+    and g + 8 at once, no bank conflicts), k-step p taking position 8 c + p.
     DEFER (MMA 2): each half's mmas on the pairs as decoded, from zero, its sums scaled then
     (rows g in c0, g + 8 in c2; c1, c3 left as they were)."""
     low_buf, code_buf, scale_buf, pairs = bufs
-    STAGES: gl.constexpr = code_buf.type.shape[0] // MMA_WARPS
     SLOTS_GROUPS: gl.constexpr = scale_buf.type.shape[0]
-    # rows of a stage's block: h x 16 + rh x 8 + g (low), rh x 8 + g (codes); word position 8c + p
-    low = low_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 32, 4, 8], PLAIN4).index(s)
-    code = code_buf._reinterpret(gl.int32, [STAGES, MMA_WARPS, 16, 4, 8], PLAIN4).index(s)
+    planes: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=SWIZZLE, element_bitwidth=32,
+                                                rank=2)  # fmt: skip
+    codes = _words(code_buf.index(s)._reinterpret(gl.int32, [64, 32], planes))
     # the scale words of x's blocks st x 4 .. + 3, rows h x 16 + rh x 8 + g
     scales = scale_buf._reinterpret(gl.int32, [SLOTS_GROUPS // 8, MMA_WARPS, 32, 1, 1], PLAIN4)
     scale = scales.index(g8)
@@ -772,19 +838,18 @@ def _mma_stage(acc, bufs, s, st, g8, DEFER: gl.constexpr = False):
     for h in gl.static_range(2):
         s0 = _lanes(scale.slice(16 * h, 8, dim=1))
         s1 = _lanes(scale.slice(16 * h + 8, 8, dim=1))
+        lows = _words(low_buf.index(2 * s + h)._reinterpret(gl.int32, [64, 32], planes))
         d0, d1, d2, d3 = c0, c1, c2, c3
         if DEFER:
             d0 = gl.zeros_like(c0)
             d1, d2, d3 = d0, d0, d0
         for p in gl.static_range(8):
-            lw0 = _lanes(low.slice(16 * h, 8, dim=1).slice(p, 1, dim=3))
-            lw1 = _lanes(low.slice(16 * h + 8, 8, dim=1).slice(p, 1, dim=3))
-            hb0 = _high_bytes(_lanes(code.slice(0, 8, dim=1).slice(p, 1, dim=3)), h)
-            hb1 = _high_bytes(_lanes(code.slice(8, 8, dim=1).slice(p, 1, dim=3)), h)
-            a0 = _bf16_pair(lw0, hb0, 0)
-            a1 = _bf16_pair(lw1, hb1, 0)
-            a2 = _bf16_pair(lw0, hb0, 2)
-            a3 = _bf16_pair(lw1, hb1, 2)
+            hb0 = _high_bytes(codes[0][p], h)
+            hb1 = _high_bytes(codes[1][p], h)
+            a0 = _bf16_pair(lows[0][p], hb0, 0)
+            a1 = _bf16_pair(lows[1][p], hb1, 0)
+            a2 = _bf16_pair(lows[0][p], hb0, 2)
+            a3 = _bf16_pair(lows[1][p], hb1, 2)
             if not DEFER:
                 a0, a1, a2, a3 = _times(a0, s0), _times(a1, s1), _times(a2, s0), _times(a3, s1)
             b0 = _lanes(xp.slice(2 * h, 1, dim=1).slice(p, 1, dim=3))
@@ -828,9 +893,9 @@ def _multiplier(bufs, bars, work, n, output, SB: gl.constexpr, BOUND: gl.constex
     TRACE: the kernel timeline's (kernels/trace.py; `_trace_mark`), for the whole program."""
     ready, empty, x_ready = bars[:3]
     units, tiles_rows, n_stages, half_n = work
-    ring = bufs[0]  # (BF16: 4 boxes a block; W12: the low plane's 2 halves a block)
-    STAGES: gl.constexpr = ring.type.shape[0] // (4 * SB if BF16 else 2 * SB)
-    BN: gl.constexpr = ring.type.shape[1]
+    ring = bufs[0]  # (the loader's shapes: `_loader`)
+    STAGES: gl.constexpr = ring.type.shape[0] // (2 if MMA else (4 * SB if BF16 else 2 * SB))
+    BN: gl.constexpr = ring.type.shape[1] // (SB if MMA else 1)
     SWIGLU: gl.constexpr = EPILOGUE[0]
     words: gl.constexpr = gl.BlockedLayout([BN // num_warps, 1], [1, 32], [num_warps, 1], [1, 0])
     rows_layout: gl.constexpr = gl.SliceLayout(1, words)
@@ -949,8 +1014,11 @@ def _w12_row_kernel(
     META: gl.constexpr = (BOUND & 16) == 0
     meta_work = (units * META, tiles_rows, n_stages, n // 2)
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
-    low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES * SB, BN, half], low_desc.layout)
-    code_buf = gl.allocate_shared_memory(gl.uint8, [STAGES * SB, BN, half], code_desc.layout)
+    # (MMA: a stage's blocks one under the other, swizzled: `_loader`, `_mma_stage`)
+    RING: gl.constexpr = [2 * STAGES, SB * BN, half] if MMA else [2 * STAGES * SB, BN, half]
+    CODES: gl.constexpr = [STAGES, SB * BN, half] if MMA else [STAGES * SB, BN, half]
+    low_buf = gl.allocate_shared_memory(gl.uint8, RING, low_desc.layout)
+    code_buf = gl.allocate_shared_memory(gl.uint8, CODES, code_desc.layout)
     x_buf = gl.allocate_shared_memory(gl.bfloat16, [XB, 8, 32], x_desc.layout)
     plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     scale_buf = gl.allocate_shared_memory(gl.int32, [SLOTS * GROUPS, BN, 1], plain)
@@ -984,7 +1052,7 @@ def _w12_row_kernel(
                      ESC_EARLY * META)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
                        (ready, empty, x_ready.index(0)), work, XB, SB, SWIGLU, BOUND, PDL,
-                       norm_loader, NORM, False, NW_EARLY, PRE)),
+                       norm_loader, NORM, False, NW_EARLY, PRE, MMA)),
         ],
         [1, 1],
         [80, 24],
@@ -1113,12 +1181,12 @@ def bf16_route(x: torch.Tensor, weight: torch.Tensor) -> bool:
     return aligned and weight.stride(1) == 1 and launch.gluon_routes(x)
 
 
-def _plane_descriptors(weight: W12Weight, box_rows: int) -> tuple:
-    """TMA descriptors of the planes, unswizzled: [box_rows, 128] bytes, the low plane's block in
-    two boxes, the codes' in one."""
+def _plane_descriptors(weight: W12Weight, box_rows: int, swizzle: int = 0) -> tuple:
+    """TMA descriptors of the planes: [box_rows, 128] bytes, the low plane's block in two boxes,
+    the codes' in one; unswizzled, or (the MMA tiles) with `swizzle` bytes."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    planes, _ = layouts()
+    planes, _ = layouts(swizzle)
     low = TensorDescriptor.from_tensor(weight.low, [box_rows, BLOCK // 2], planes)
     codes = TensorDescriptor.from_tensor(weight.codes, [box_rows, BLOCK // 2], planes)
     return low, codes
@@ -1132,9 +1200,10 @@ def _blocks_descriptor(v: torch.Tensor):
     return TensorDescriptor.from_tensor(v, [8, SLICE], layouts()[1])
 
 
-def layouts() -> tuple:
-    """The shared layouts TMA writes, unswizzled: the planes' bytes and x's bf16."""
-    planes = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+def layouts(swizzle: int = 0) -> tuple:
+    """The shared layouts TMA writes: the planes' bytes (unswizzled, or with `swizzle` bytes: the
+    MMA tiles') and x's bf16 (unswizzled)."""
+    planes = gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=8, rank=2)
     return planes, gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
 
 
@@ -1254,7 +1323,8 @@ def w12_row_linear(
         raise ValueError(f"w12_row_linear: weight on {weight.low.device}, x on {x.device}")
     plan = _launch_plan("w12_row_linear", x, n, k, tile, swiglu, residual, False, norm_weight)
     geo, launched = plan["geo"], plan["launched"]
-    low, codes = _plane_descriptors(weight, plan["rows"])
+    swizzle = SWIZZLE.value if plan["cfg"]["MMA"] else 0
+    low, codes = _plane_descriptors(weight, plan["rows"], swizzle)
     nw = x if norm_weight is None else norm_weight.contiguous()  # (x: unread without a norm)
     _w12_row_kernel[(plan["programs"],)](
         low, codes, plan["xd"], plan["nwd"], x, nw, weight.base, weight.row_ptr, weight.esc_col,
@@ -1339,7 +1409,7 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, swiglu: bool = False,
     cfg = TILE | (tile or {})
     geo = geometry(cfg, k, bf16)
     rows = geo["BN"] // (2 if swiglu else 1)
-    planes, x_layout = layouts()
+    planes, x_layout = layouts(SWIZZLE.value if cfg["MMA"] and not bf16 else 0)
     x_desc = f"tensordesc<bf16[8, {SLICE}],{x_layout!r}>"
     epilogue = dict(SWIGLU=int(swiglu), RESIDUAL=residual, PDL=pdl)
     consts = kernel_constants(cfg, geo, bf16) | epilogue | dict(NORM=norm, TRACE=int(traced),

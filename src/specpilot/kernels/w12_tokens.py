@@ -52,6 +52,7 @@ from specpilot.kernels.w12_row import (
     GROUP_CHUNK,
     LANES2,
     MMA_WARPS,
+    SWIZZLE,
     WBLOCK,
     _barriers,
     _bf16_pair,
@@ -60,6 +61,7 @@ from specpilot.kernels.w12_row import (
     _mma_sync,
     _scale_words,
     _times,
+    _words,
 )
 from specpilot.kernels.w12_tc import hand_out
 from specpilot.kernels.w12_tc import layouts as tc_layouts
@@ -84,50 +86,9 @@ TILE = dict(STAGES=2, SLOTS=2, ESC_BATCH=4)
 # the forward asks for it, instead of w12_tc's K split and its split-sum launch.
 VERIFY = False
 SHARED_LIMIT = 220 * 1024
-# a [64, 32] word view (the 4 warps' 16 rows, 32 positions) as the multiplying warps read it
-# at once: lane 4 g + c holds rows g and g + 8 of its warp's 16 at positions 8 c .. 8 c + 7 (16
-# registers: two 16-byte loads a row, through the 128-byte swizzle: no bank conflicts)
-WORDS16 = gl.constexpr(gl.DistributedLinearLayout(
-    reg_bases=[[0, 1], [0, 2], [0, 4], [8, 0]],
-    lane_bases=[[0, 8], [0, 16], [1, 0], [2, 0], [4, 0]],
-    warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 32],
-))  # fmt: skip
 # a sum tile [16 rows, 16 tokens] on the meta warp and in the epilogue
 SUMS1 = gl.constexpr(gl.BlockedLayout([1, 8], [16, 2], [1, 1], [1, 0]))
 SUMS4 = gl.constexpr(gl.BlockedLayout([1, 2], [4, 8], [4, 1], [1, 0]))
-SWIZZLE = gl.constexpr(128)  # the planes' and x's boxes in shared memory: TMA's 128-byte swizzle
-
-
-@gluon.jit
-def _lane_words(v):
-    """[warps, 8 g, 4 c] -> the mma's [warps, 32] operand, lane 4 g + c's element (no data
-    moved: the lanes already hold them)."""
-    return gl.convert_layout(gl.reshape(v, [MMA_WARPS, 32]), LANES2)
-
-
-@gluon.jit
-def _positions(v):
-    """[warps, 8 g, 4 c, 2, 2, 2] (position 8 c + 4 b2 + 2 b1 + b0, registers) -> the 8
-    operands of positions 8 c + p, p = 0 .. 7 (register picks)."""
-    e, o = gl.split(v)  # b0
-    ee, eo = gl.split(e)  # b1
-    oe, oo = gl.split(o)
-    p0, p4 = gl.split(ee)  # b2
-    p2, p6 = gl.split(eo)
-    p1, p5 = gl.split(oe)
-    p3, p7 = gl.split(oo)
-    return (_lane_words(p0), _lane_words(p1), _lane_words(p2), _lane_words(p3),
-            _lane_words(p4), _lane_words(p5), _lane_words(p6), _lane_words(p7))  # fmt: skip
-
-
-@gluon.jit
-def _words(view):
-    """A swizzled [64, 32] int32 view (warp w's rows 16 w ..: a block's plane words, or 16
-    tokens' x words of one pair slot) read at once (WORDS16) -> its operands: rows g (tokens
-    0-7), then rows g + 8 (tokens 8-15), each 8 by position 8 c + p."""
-    v = gl.reshape(view.load(WORDS16), [MMA_WARPS, 2, 8, 4, 2, 2, 2])  # w, rh, g, c, b2, b1, b0
-    lo, hi = gl.split(gl.permute(v, (0, 2, 3, 4, 5, 6, 1)))  # (rh last)
-    return _positions(lo), _positions(hi)
 
 
 @gluon.jit
