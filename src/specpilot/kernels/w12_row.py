@@ -22,7 +22,9 @@ BLOCK_N = ROWS x WARPS rows and all of K) splits its work over partitions (`gl.w
   adds the escapes and stores (plain, residual, or SwiGLU's silu(gate) * up). With the tile key
   MMA (ROW_TILES 12, 13) 4 warps instead, a block of each stage a warp, multiply on mma.sync
   with the exact weights decoded into its A registers (`_mma_stage`; with MMA 2, ROW_TILES 14,
-  15, the scale deferred to each half block's sum instead; off, not yet measured).
+  15, the scale deferred to each half block's sum instead; off: they lost as run 343 timed them,
+  their plane reads 8-way bank-conflicted; since session 71 the planes are swizzled and each
+  lane's words read at once, not yet timed).
 Products are of the exact weights (zeros and escapes as +-0; MMA 2: of their pairs and x by
 powers of two that its half block sums undo exactly), so the sums differ from w12_linear's only
 in order. PDL: the loader asks for the weights' first stages before waiting
@@ -153,7 +155,8 @@ TILE = dict(ROWS=2, WARPS=8, STAGES=6, SB=2, PERSISTENT=1, BOUND=0, ESC_BATCH=4,
 # bound by issue but by shared memory: a k-step's 4 word loads (lane 4 g + c: row g's position
 # 8 c + p) hit 4 banks 8 ways in the unswizzled 128-byte rows, ~0.13 passes a weight, 8.5-10
 # us for o at one pass a clock (docs/LOG.md session 71; a count that fits, not a measurement).
-# Kept as knobs; kernels/w12_tokens.py builds on their decode.
+# Since then they read swizzled planes conflict-free (`_words`), not yet timed; knobs for now.
+# kernels/w12_tokens.py builds on their decode.
 # BF16_ONE_ROW_TILE: the bf16 route's (X32 does not apply to bf16 weights)
 ROW_TILES = (TILE, TILE | dict(ROWS=4, STAGES=3, X32=1), TILE | dict(STAGES=4),
              TILE | dict(STAGES=10), TILE | dict(ROWS=1), TILE | dict(STAGES=15),
@@ -697,6 +700,8 @@ def _bf16_block(acc, bufs, i, t, words: gl.constexpr):
 # 2c + 1 and 2c + 8, 2c + 9 are slices 4h .. 4h + 3 at word position 8c + p of rows g and g + 8;
 # B's the same columns of x, paired once a program in shared memory), made exact by the scale
 # words as `_pair_sums` makes them; the warps' row sums added in shared memory at the tile's end.
+# Their planes: a stage's 4 blocks one under the other, TMA's 128-byte swizzle, each lane's 8
+# words of its two rows of a half block read at once (`_words`: no bank conflicts).
 # Why: run 339 (H200) put most of what W12 loses at one row in the multiplying warps' work a
 # weight (5.0-5.5 SASS instructions a weight on the FFMA tiles; w12_mma's decode ~2.6).
 # [warps, 8 g, 4 c, 1]: one element a thread, lane 4 g + c (the mma's operands, `_lanes`)
