@@ -25,9 +25,10 @@ The program (one an SM, persistent over tiles of 16 rows and all of K):
   the next norm handed on: `_store_tile`).
 Shared memory: the planes and x are written with TMA's 128-byte swizzle and each lane reads its
 8 words of two rows of a half block at once (WORDS16: two 16-byte loads a row, no bank
-conflicts), then picks a k-step's word from its registers. w12_row's MMA tiles read one word a
-lane a k-step from unswizzled rows 128 bytes apart: 8 rows on each of 4 banks, ~0.13 passes a
-weight, which fits their times in run 343 (docs/LOG.md session 71).
+conflicts), then picks a k-step's word from its registers (w12_row's `_words`, which its MMA
+tiles use too since session 71; as run 343 timed them they read one word a lane a k-step from
+unswizzled rows 128 bytes apart: 8 rows on each of 4 banks, ~0.13 passes a weight, which fits
+their times: docs/LOG.md session 71).
 Products are of the exact weights (zeros and escapes as +-0), so the sums differ from
 w12_linear_reference's only in order.
 
