@@ -22,8 +22,9 @@ import argparse
 import torch
 import torch.nn.functional as F
 from engine_speed import copy_bandwidth  # bench/ is on sys.path as a script
-from kernel_sweep import cycled, graph_time, layer_shapes
+from kernel_sweep import cycled, layer_shapes
 from report import finish, save
+from w12_join import micros, timed_entry
 from w12_speed import check
 
 from specpilot.formats import w12
@@ -49,7 +50,7 @@ def bench_shape(name: str, n: int, k: int, m: int, bandwidth: float) -> dict:
     nbytes = packed.nbytes_bound()
     row = dict(shape=name, m=m, n=n, k=k, w12_bytes=nbytes, bound_us=nbytes / bandwidth * 1e6,
                epilogue="residual" if kw else "plain", kernels={})  # fmt: skip
-    row["kernels"]["cublas_bf16"] = graph_time(lambda: F.linear(x, ws())) * 1e6
+    row["kernels"]["cublas_bf16"] = {"us": micros(lambda: F.linear(x, ws()))}
     calls = {"w12_tc": lambda g: w12_tc.w12_tc_linear(xp, g, x_order="pair", **kw)}
     if m == 1:  # the one-row decode's kernel (w12_row, ONE_ROW_TILE's tile), x as it is
         one_row = w12_row.ROW_TILES[w12_row.ONE_ROW_TILE]
@@ -57,25 +58,23 @@ def bench_shape(name: str, n: int, k: int, m: int, bandwidth: float) -> dict:
     for label, tile in TILES.items():
         calls[label] = lambda g, t=tile: w12_tokens.w12_tokens_linear(xp, g, t, x_order="pair",
                                                                       **kw)  # fmt: skip
-    for label, call in calls.items():
-        try:
-            check(call(packed), ref, f"{name} m{m} {label}")
-            row["kernels"][label] = graph_time(lambda c=call: c(ps())) * 1e6
-        except Exception as exc:  # noqa: BLE001 - a tile that does not compile, fit or check
-            row["kernels"][label] = f"{type(exc).__name__}: {str(exc)[:160]}"
+    for label, call in calls.items():  # (w12_join.timed_entry: us and TB/s, or the error)
+
+        def checked(c=call, what=f"{name} m{m} {label}"):
+            check(c(packed), ref, what)
+
+        row["kernels"][label] = timed_entry({}, checked, lambda c=call: c(ps()), nbytes)
     return row
 
 
 def line(row: dict, labels: list[str]) -> str:
     cells = []
     for label in labels:
-        us = row["kernels"].get(label)
-        ok = isinstance(us, float)
-        cells.append(
-            f"{us:7.2f} {row['bound_us'] / us:4.0%}"
-            if ok
-            else f"{'-' if us is None else 'error':>12}"
-        )
+        entry = row["kernels"].get(label)  # (none: not run at this m)
+        if entry is None or "us" not in entry:
+            cells.append(f"{'-' if entry is None else 'error':>12}")
+        else:
+            cells.append(f"{entry['us']:7.2f} {row['bound_us'] / entry['us']:4.0%}")
     return f"{row['shape']:<8} {row['m']:>3} {row['bound_us']:6.2f} " + " ".join(cells)
 
 

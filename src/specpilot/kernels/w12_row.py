@@ -338,6 +338,21 @@ def _norm_weight_copies(x_desc, x_ready, XB: gl.constexpr, norm):
 
 
 @gluon.jit
+def stacked_planes(descs, bufs, s, b, row0, col, bar, half_n, BN: gl.constexpr,
+                   SWIGLU: gl.constexpr):  # fmt: skip
+    """Block b of ring stage s (columns col.., the tile's BN rows from row0) under the stage's
+    blocks before it (the MMA tiles' ring, and kernels/w12_tokens'): its low plane halves into
+    rows BN b .. of buffers 2 s and 2 s + 1, its codes into rows BN b .. of buffer s, so that
+    the warps read the stage's blocks as one view (`_words`). descs, bufs: the low plane's and
+    the codes'."""
+    low = bufs[0].index(2 * s).slice(BN * b, BN)
+    high = bufs[0].index(2 * s + 1).slice(BN * b, BN)
+    _copy_rows(descs[0], row0, col, bar, low, half_n, SWIGLU)
+    _copy_rows(descs[0], row0, col + WBLOCK // 2, bar, high, half_n, SWIGLU)
+    _copy_rows(descs[1], row0, col // 2, bar, bufs[1].index(s).slice(BN * b, BN), half_n, SWIGLU)
+
+
+@gluon.jit
 def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU: gl.constexpr,
             BOUND: gl.constexpr, PDL: gl.constexpr, norm, NORM: gl.constexpr,
             BF16: gl.constexpr, NW_EARLY: gl.constexpr = False, PRE: gl.constexpr = 0,
@@ -384,19 +399,7 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, SB: gl.constexpr, SWIGLU:
                         _copy_rows(descs[0], row0, col + 64 * p, bar, bufs[0].index(4 * i + p),
                                    half_n, SWIGLU)  # fmt: skip
                 elif MMA:
-                    _copy_rows(descs[0], row0, col, bar, bufs[0].index(2 * s).slice(BN * b, BN),
-                               half_n, SWIGLU)  # fmt: skip
-                    _copy_rows(
-                        descs[0],
-                        row0,
-                        col + WBLOCK // 2,
-                        bar,
-                        bufs[0].index(2 * s + 1).slice(BN * b, BN),
-                        half_n,
-                        SWIGLU,
-                    )
-                    _copy_rows(descs[1], row0, col // 2, bar, bufs[1].index(s).slice(BN * b, BN),
-                               half_n, SWIGLU)  # fmt: skip
+                    stacked_planes(descs, bufs, s, b, row0, col, bar, half_n, BN, SWIGLU)
                 else:
                     _copy_planes((descs[0], descs[1]), (bufs[0], bufs[1]), i, row0, col, bar,
                                  half_n, SWIGLU)  # fmt: skip
@@ -724,6 +727,9 @@ PLAIN2 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
 # rows of a fragment on each of 4 banks: ~0.13 shared-memory passes a weight (docs/LOG.md
 # session 71).
 SWIZZLE = gl.constexpr(128)
+# such a buffer's [64 rows, 128 bytes] as [64, 32] int32 words, through the swizzle (`_words`)
+SWIZZLED_WORDS = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=SWIZZLE.value,
+                                                   element_bitwidth=32, rank=2))  # fmt: skip
 # a [64, 32] word view (the 4 warps' 16 rows, 32 positions) as the multiplying warps read it
 # at once: lane 4 g + c holds rows g and g + 8 of its warp's 16 at positions 8 c .. 8 c + 7 (16
 # registers: two 16-byte loads a row, through the 128-byte swizzle: no bank conflicts)
@@ -788,6 +794,20 @@ def _words(view):
 
 
 @gluon.jit
+def a_operand(lows, codes, P: gl.constexpr, H: gl.constexpr):
+    """k-step P of half H: the mma's A registers a0..a3 (rows g, g + 8 at slices 4 H, + 1 and
+    4 H + 2, + 3) as bf16 pairs with their exponents taken down, from `_words`' operands of the
+    half's low words and of the stage's code words (rows g: [0], rows g + 8: [1])."""
+    hb0 = _high_bytes(codes[0][P], H)
+    hb1 = _high_bytes(codes[1][P], H)
+    a0 = _bf16_pair(lows[0][P], hb0, 0)
+    a1 = _bf16_pair(lows[1][P], hb1, 0)
+    a2 = _bf16_pair(lows[0][P], hb0, 2)
+    a3 = _bf16_pair(lows[1][P], hb1, 2)
+    return a0, a1, a2, a3
+
+
+@gluon.jit
 def _shifted(x, SHIFT: gl.constexpr):
     """bf16 x's bits as int16, times 2^X_SHIFT where SHIFT (exact: a power of two)."""
     if SHIFT:
@@ -832,9 +852,7 @@ def _mma_stage(acc, bufs, s, st, g8, DEFER: gl.constexpr = False):
     (rows g in c0, g + 8 in c2; c1, c3 left as they were)."""
     low_buf, code_buf, scale_buf, pairs = bufs
     SLOTS_GROUPS: gl.constexpr = scale_buf.type.shape[0]
-    planes: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=SWIZZLE, element_bitwidth=32,
-                                                rank=2)  # fmt: skip
-    codes = _words(code_buf.index(s)._reinterpret(gl.int32, [64, 32], planes))
+    codes = _words(code_buf.index(s)._reinterpret(gl.int32, [64, 32], SWIZZLED_WORDS))
     # the scale words of x's blocks st x 4 .. + 3, rows h x 16 + rh x 8 + g
     scales = scale_buf._reinterpret(gl.int32, [SLOTS_GROUPS // 8, MMA_WARPS, 32, 1, 1], PLAIN4)
     scale = scales.index(g8)
@@ -843,18 +861,13 @@ def _mma_stage(acc, bufs, s, st, g8, DEFER: gl.constexpr = False):
     for h in gl.static_range(2):
         s0 = _lanes(scale.slice(16 * h, 8, dim=1))
         s1 = _lanes(scale.slice(16 * h + 8, 8, dim=1))
-        lows = _words(low_buf.index(2 * s + h)._reinterpret(gl.int32, [64, 32], planes))
+        lows = _words(low_buf.index(2 * s + h)._reinterpret(gl.int32, [64, 32], SWIZZLED_WORDS))
         d0, d1, d2, d3 = c0, c1, c2, c3
         if DEFER:
             d0 = gl.zeros_like(c0)
             d1, d2, d3 = d0, d0, d0
         for p in gl.static_range(8):
-            hb0 = _high_bytes(codes[0][p], h)
-            hb1 = _high_bytes(codes[1][p], h)
-            a0 = _bf16_pair(lows[0][p], hb0, 0)
-            a1 = _bf16_pair(lows[1][p], hb1, 0)
-            a2 = _bf16_pair(lows[0][p], hb0, 2)
-            a3 = _bf16_pair(lows[1][p], hb1, 2)
+            a0, a1, a2, a3 = a_operand(lows, codes, p, h)
             if not DEFER:
                 a0, a1, a2, a3 = _times(a0, s0), _times(a1, s1), _times(a2, s0), _times(a3, s1)
             b0 = _lanes(xp.slice(2 * h, 1, dim=1).slice(p, 1, dim=3))

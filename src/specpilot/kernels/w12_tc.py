@@ -157,7 +157,7 @@ EARLY_ESCAPES = 0
 # back to back): 4.753 ms against 4.720 / 4.722: the launches went (5.1 and 4.3 us exit to exit)
 # but o took 10.75 -> 14.91 us and the down 26.08 -> 31.06: each tile's last unit reads its
 # slices back and stores after all the others, the kernel's tail ~4-5 us longer. Run 329 (every
-# unit reading the residual and the norm weight before its count, `_sum_inputs`): 4.757 ms
+# unit reading the residual and the norm weight before its count, `epilogue_inputs`): 4.757 ms
 # against 4.675 / 4.675 (the split sums now 2.9 / 2.75 us with SPLIT_SUM_EARLY_WEIGHT; o 10.58
 # -> 14.96, the down 25.87 -> 30.43): the loads were not the cost; every unit's fence and
 # count at its end, and the last one's slices and stores, are. Off.
@@ -395,20 +395,22 @@ def _counted_last(count_ptr, any_tensor, SPLITS: gl.constexpr, FENCE: gl.constex
 
 
 @gluon.jit
-def _sum_inputs(rows, in_rows, m, output, summed, layout: gl.constexpr, RESIDUAL: gl.constexpr,
-                HAND_OUT: gl.constexpr):  # fmt: skip
-    """What a tile's last unit adds besides the slices, read by every unit before it stores and
-    counts (so that the last one's sum waits on no load of them): the residual [64, 16] (fp32;
-    zeros without one) and the next norm's weight at the rows (fp32; zeros without HAND_OUT)."""
-    _, _, _, res_ptr, stride_r = output
-    hw_ptr = summed[3]
+def epilogue_inputs(rows, in_rows, m, residual, hw_ptr, layout: gl.constexpr,
+                    RESIDUAL: gl.constexpr, HAND_OUT: gl.constexpr):  # fmt: skip
+    """What a tile's epilogue adds besides its sums, read before they are ready (so that the
+    store waits on no load of them): the residual [rows, 16 tokens] (residual: its pointer and
+    row stride; fp32, zeros without one) and the next norm's weight at the rows (fp32; zeros
+    without HAND_OUT). SUM_IN's units read them before they store and count; kernels/
+    w12_tokens' tiles before their stages."""
+    res_ptr, stride_r = residual
+    N_ROWS: gl.constexpr = rows.type.shape[0]
     tokens = gl.arange(0, 16, layout=gl.SliceLayout(0, layout))
     mask = in_rows[:, None] & (tokens[None, :] < m)
-    res = gl.zeros([RW, 16], gl.float32, layout)
+    res = gl.zeros([N_ROWS, 16], gl.float32, layout)
     if RESIDUAL:
         res = gl.load(res_ptr + tokens[None, :] * stride_r + rows[:, None], mask=mask,
                       other=0.0).to(gl.float32)  # fmt: skip
-    hw = gl.zeros([RW], gl.float32, gl.SliceLayout(1, layout))
+    hw = gl.zeros([N_ROWS], gl.float32, gl.SliceLayout(1, layout))
     if HAND_OUT:
         hw = gl.load(hw_ptr + rows, mask=in_rows, other=0.0).to(gl.float32)
     return res, hw
@@ -420,7 +422,7 @@ def _sum_tile(rows, in_rows, tile, m, output, summed, res, hw, layout: gl.conste
     """The tile's last unit (SUM_IN): y = its SPLITS fp32 slices added in split order (read
     through L2), rounded, plus the residual (kernels/w12_linear.sum_splits's bits); HAND_OUT: the
     next norm handed on as that launch's (kernels/common.store_handoff_with, u in pair order),
-    the tile's sums of squares in slot `tile`. res, hw: `_sum_inputs`'. Then the tile's counter
+    the tile's sums of squares in slot `tile`. res, hw: `epilogue_inputs`'. Then the tile's counter
     back to 0."""
     part_ptr, stride_y, stride_split, _, _ = output
     y_ptr, count_ptr, u_ptr, _, sq_ptr, stride_u, stride_sq = summed
@@ -503,8 +505,8 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
         rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, acc.type.layout))
         _grid_wait(PDL)  # (the residual, and y's memory, the kernel before's to finish with)
         if SUM_IN[0]:
-            res, hw = _sum_inputs(rows, in_rows, m, output, summed, acc_layout, EPILOGUE[1],
-                                  SUM_IN[2])  # fmt: skip
+            res, hw = epilogue_inputs(rows, in_rows, m, (output[3], output[4]), summed[3],
+                                      acc_layout, EPILOGUE[1], SUM_IN[2])  # fmt: skip
         _store(acc, rows, in_rows, row0, split, m, work[4], output, OUT_F32, EPILOGUE)
         if SUM_IN[0]:
             tile = u % work[1]

@@ -53,18 +53,20 @@ from specpilot.kernels.w12_row import (
     GROUP_CHUNK,
     LANES2,
     MMA_WARPS,
+    PLAIN4,
     SWIZZLE,
+    SWIZZLED_WORDS,
     WBLOCK,
     _barriers,
-    _bf16_pair,
-    _high_bytes,
     _lanes,
     _mma_sync,
     _scale_words,
     _times,
     _words,
+    a_operand,
+    stacked_planes,
 )
-from specpilot.kernels.w12_tc import hand_out
+from specpilot.kernels.w12_tc import epilogue_inputs, hand_out
 from specpilot.kernels.w12_tc import layouts as tc_layouts
 from specpilot.kernels.w12_ws import (
     _escapes,
@@ -103,27 +105,22 @@ def _token_stage(acc, bufs, s, st, g8, HALVES: gl.constexpr = 2):
     most 8 tokens): the first mma alone (the second set stays zero)."""
     low_buf, code_buf, scale_buf, x_buf = bufs
     SLOTS_GROUPS: gl.constexpr = scale_buf.type.shape[0]
-    plain4: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [3, 2, 1, 0])
-    planes: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=SWIZZLE, element_bitwidth=32,
-                                                rank=2)  # fmt: skip
-    scales = scale_buf._reinterpret(gl.int32, [SLOTS_GROUPS // 8, MMA_WARPS, 32, 1, 1], plain4)
+    scales = scale_buf._reinterpret(gl.int32, [SLOTS_GROUPS // 8, MMA_WARPS, 32, 1, 1], PLAIN4)
     scale = scales.index(g8)
-    codes = _words(code_buf.index(s)._reinterpret(gl.int32, [64, 32], planes))
+    codes = _words(code_buf.index(s)._reinterpret(gl.int32, [64, 32], SWIZZLED_WORDS))
     c0, c1, c2, c3, e0, e1, e2, e3 = acc
     for h in gl.static_range(2):
         s0 = _lanes(scale.slice(16 * h, 8, dim=1))
         s1 = _lanes(scale.slice(16 * h + 8, 8, dim=1))
-        lows = _words(low_buf.index(2 * s + h)._reinterpret(gl.int32, [64, 32], planes))
+        lows = _words(low_buf.index(2 * s + h)._reinterpret(gl.int32, [64, 32], SWIZZLED_WORDS))
         # x's pair slots 2 h (slices 4 h, + 1) and 2 h + 1 (4 h + 2, + 3): B's b0 and b1
-        xa = _words(x_buf.index(4 * st + 2 * h)._reinterpret(gl.int32, [64, 32], planes))
-        xb = _words(x_buf.index(4 * st + 2 * h + 1)._reinterpret(gl.int32, [64, 32], planes))
+        xa = _words(x_buf.index(4 * st + 2 * h)._reinterpret(gl.int32, [64, 32], SWIZZLED_WORDS))
+        xb = _words(
+            x_buf.index(4 * st + 2 * h + 1)._reinterpret(gl.int32, [64, 32], SWIZZLED_WORDS)
+        )
         for p in gl.static_range(8):
-            hb0 = _high_bytes(codes[0][p], h)
-            hb1 = _high_bytes(codes[1][p], h)
-            a0 = _times(_bf16_pair(lows[0][p], hb0, 0), s0)
-            a1 = _times(_bf16_pair(lows[1][p], hb1, 0), s1)
-            a2 = _times(_bf16_pair(lows[0][p], hb0, 2), s0)
-            a3 = _times(_bf16_pair(lows[1][p], hb1, 2), s1)
+            a0, a1, a2, a3 = a_operand(lows, codes, p, h)
+            a0, a1, a2, a3 = _times(a0, s0), _times(a1, s1), _times(a2, s0), _times(a3, s1)
             c0, c1, c2, c3 = _mma_sync(a0, a1, a2, a3, xa[0][p], xb[0][p], c0, c1, c2, c3)
             if HALVES == 2:
                 e0, e1, e2, e3 = _mma_sync(a0, a1, a2, a3, xa[1][p], xb[1][p], e0, e1, e2, e3)
@@ -153,9 +150,8 @@ def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr):
 @gluon.jit
 def _loader(descs, bufs, bars, work, XB: gl.constexpr, PDL: gl.constexpr):
     """x once (`_x_copies`: before the first stage, or with PDL after the first STAGES stages'
-    weights, constants asked for before the wait), then each tile's stages of 4 blocks: block
-    b's low plane halves into rows 16 b .. of buffers 2 s and 2 s + 1, its codes into buffer
-    s (each [64, 128] bytes, swizzled: `_words` reads the 4 warps' blocks as one view)."""
+    weights, constants asked for before the wait), then each tile's stages of 4 blocks, one
+    under the other (w12_row.stacked_planes: `_words` reads the 4 warps' blocks as one view)."""
     low_desc, code_desc, x_desc = descs
     low_buf, code_buf, x_buf = bufs
     ready, empty, x_ready = bars
@@ -176,17 +172,8 @@ def _loader(descs, bufs, bars, work, XB: gl.constexpr, PDL: gl.constexpr):
             mbarrier.expect(bar, nbytes)
             for b in gl.static_range(SB):
                 col = (st * SB + b) * WBLOCK
-                tma.async_copy_global_to_shared(
-                    low_desc, [row0, col], bar, low_buf.index(2 * s).slice(ROWS * b, ROWS)
-                )
-                tma.async_copy_global_to_shared(
-                    low_desc,
-                    [row0, col + WBLOCK // 2],
-                    bar,
-                    low_buf.index(2 * s + 1).slice(ROWS * b, ROWS),
-                )
-                codes = code_buf.index(s).slice(ROWS * b, ROWS)
-                tma.async_copy_global_to_shared(code_desc, [row0, col // 2], bar, codes)
+                stacked_planes((low_desc, code_desc), (low_buf, code_buf), s, b, row0, col, bar,
+                               half_n, ROWS, 0)  # fmt: skip
             c += 1
     if PDL and c <= STAGES:  # a program of at most STAGES stages: x after all of them
         _x_copies(x_desc, x_buf, x_ready, XB, PDL)
@@ -207,26 +194,6 @@ def _token_sums(acc, red):
     # [t, rh, cj, g, c] -> [rh, g, t, c, cj]: row 8 rh + g, token 8 t + 2 c + cj
     v = gl.permute(gl.reshape(total, [2, 2, 2, 8, 4]), (1, 3, 0, 4, 2))
     return gl.convert_layout(gl.reshape(v, [ROWS, TOKENS]), SUMS4)
-
-
-@gluon.jit
-def _tile_inputs(rows, in_rows, m, output, hand, RESIDUAL: gl.constexpr,
-                 HAND_OUT: gl.constexpr):  # fmt: skip
-    """What a tile's epilogue adds besides its sums, asked for before its stages (after PDL's
-    wait: the residual is the kernel before's), so that the store waits on no load: the
-    residual [16, 16] (fp32, zeros without one) and the next norm's weight at the rows (fp32,
-    zeros without HAND_OUT)."""
-    res_ptr, stride_r = output[2], output[3]
-    tokens = gl.arange(0, TOKENS, layout=gl.SliceLayout(0, SUMS4))
-    mask = in_rows[:, None] & (tokens[None, :] < m)
-    res = gl.zeros([ROWS, TOKENS], gl.float32, SUMS4)
-    if RESIDUAL:
-        res = gl.load(res_ptr + tokens[None, :] * stride_r + rows[:, None], mask=mask,
-                      other=0.0).to(gl.float32)  # fmt: skip
-    hw = gl.zeros([ROWS], gl.float32, gl.SliceLayout(1, SUMS4))
-    if HAND_OUT:
-        hw = gl.load(hand[0] + rows, mask=in_rows, other=0.0).to(gl.float32)
-    return res, hw
 
 
 @gluon.jit
@@ -268,7 +235,9 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
         slot = j % SLOTS
         rows, in_rows = _tile_rows(u * tiles_rows, (0, 0, 0, 0, half_n), n, ROWS, 0,
                                    gl.SliceLayout(1, SUMS4))  # fmt: skip
-        res, hw = _tile_inputs(rows, in_rows, m, output, hand, RESIDUAL, HAND_OUT)
+        # (the residual and the next norm's weight, asked for before the stages)
+        res, hw = epilogue_inputs(rows, in_rows, m, (output[2], output[3]), hand[0], SUMS4,
+                                  RESIDUAL, HAND_OUT)  # fmt: skip
         mbarrier.wait(scale_ready.index(slot), (j // SLOTS) & 1)
         zero = gl.zeros([MMA_WARPS, 32], gl.float32, LANES2)
         acc = (zero, zero, zero, zero, zero, zero, zero, zero)
