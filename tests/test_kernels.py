@@ -2340,7 +2340,7 @@ def test_split_sum_hand_forward(tmp_path, monkeypatch, where: str) -> None:
 
 def split_verify_forwards(tmp_path, monkeypatch, where: str, switch: tuple, spied: tuple,
                           key: str) -> dict:  # fmt: skip
-    """The tiny pair in W12 (every matrix; o's K 256), a verify forward of 5 tokens on w12_tc
+    """The tiny pair in W12 (every matrix; o's K 512), a verify forward of 5 tokens on w12_tc
     with o and the down split 2 ways (UNIT_SPLIT 2), with switch (module, name) off, then on:
     the same tokens (or near-ties) and hidden states to 16 half-ulps (a norm hand-off's rounding
     points carried through two layers) -> {on: (norm kernels launched, calls of spied (module,

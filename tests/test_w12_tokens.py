@@ -174,7 +174,7 @@ def test_the_next_norm_is_handed_on(where: str) -> None:
 @pytest.mark.parametrize("where", GLUON_WHERE)
 def test_verify_forward_takes_o_here(tmp_path, monkeypatch, where: str) -> None:
     """w12_tokens.VERIFY in a W12 verify forward of 5 tokens on w12_tc (every matrix W12, o's K
-    256; UNIT_SPLIT 2, so that without it o splits and its split sum hands the next norm on):
+    512; UNIT_SPLIT 2, so that without it o splits and its split sum hands the next norm on):
     on, o of both layers runs here and hands that norm on itself (as many norm kernels as
     without), the same tokens (or near-ties) and the hidden states to 16 half-ulps."""
     from specpilot.models import fused
