@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Device call (~2 min + cold start; no carry): run 346, issue 7. Where w12_tokens' outputs go
+# wrong at 16 tokens (run 345, H100: 2 of 30 runs at N 4096, each the first run on its data,
+# one output column of a tile off; the gate_up check at N 24576 off in both tiles).
+# bench/w12_tokens_probe.py alternates two problems' runs, so that each run's shared memory was
+# last written on other data (a read before its write has landed then shows), and fits each
+# column off to one weight, one scale group of its row, one block, and its escape sums.
+# Prediction: many more columns off than run 345's first-run-only pair; if the fits say one
+# scale group (left ~0, a a power of 2 less 1), the meta warp's scale words are read before
+# they are written; the escape fit, its escape sums; neither, the planes.
+set -u
+export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
+source "$(dirname "$0")/lib.sh"
+card
+timeout "${PROBE_S:-150}" python3 bench/w12_tokens_probe.py --shapes 4096x4096,24576x4096 \
+    --tokens 16 --out "$OUT/tokens-probe-16.json" 2>&1 | tee "$OUT/tokens-probe-16.log" |
+    grep -v '^{' | head -60
+timeout 60 python3 bench/w12_tokens_probe.py --shapes 4096x4096 --tokens 9,8 --seeds 1 \
+    --out "$OUT/tokens-probe-9.json" 2>&1 | tee "$OUT/tokens-probe-9.log" | grep -v '^{' |
+    head -30
+pack
+archive_only
