@@ -45,7 +45,7 @@ if [ "${VAR_S:-200}" != 0 ]; then
         "base|;tok|$(sw w12_tokens.VERIFY=1);mma4|$(sw w12_row.ONE_ROW_TILE=12);mma4d|\
 $(sw w12_row.ONE_ROW_TILE=14);base2|" "${VAR_S:-200}"
     back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
-    spacing verify-tok 30
+    MODEL=qwen3-8b spacing verify-tok 30
     python3 bench/exit_spacing.py --forward decode "$OUT/timeline-variants-1024-qwen3-8b.json" \
         >"$OUT/spacing-decode-tok.log"
     head -13 "$OUT/spacing-decode-tok.log" | cut -c1-175
