@@ -97,30 +97,35 @@ def explain(err: torch.Tensor, p: dict, row: int) -> dict:
                 escapes=len(escapes), esc_a=ea, esc_left=el)  # fmt: skip
 
 
-def probe(seed: int, n: int, k: int, m: int, pairs: int, pdl_off: bool) -> list[dict]:
-    """2 pairs runs of the kernel, alternating between the problems of seed and seed + 500 (so
+def probe(probs: list[dict], pairs: int, pdl_off: bool, fence: bool = False) -> list[dict]:
+    """2 pairs runs of the kernel, alternating between two problems (seeds s and s + 500: so
     that each run's shared memory was last written by a run on other data: a read before a
     write lands then reads the other problem's values, where in back-to-back runs of one
-    problem it would read its own and pass); each output column off, explained."""
-    probs = [problem(seed, n, k, m), problem(seed + 500, n, k, m)]
+    problem it would read its own and pass); each output column off, explained. fence:
+    w12_tokens.FENCE's (a fence at every hand-off between the partitions)."""
+    n, m = probs[0]["w"].shape[0], probs[0]["x"].shape[0]
     found = []
     no_pdl = dict(PDL=False, launch_pdl=False)
     settings = mock.patch.object(launch, "pdl", lambda *a, **kw: no_pdl)
+    w12_tokens.FENCE = fence
     with settings if pdl_off else contextlib.nullcontext():
         ys = [w12_tokens.w12_tokens_linear(probs[r % 2]["x"], probs[r % 2]["packed"])
               for r in range(2 * pairs)]  # fmt: skip
+    w12_tokens.FENCE = False
     for r, y in enumerate(ys):
         p = probs[r % 2]
         y, ref = y.float(), p["ref"]
         bad = (y - ref).abs() > ref.abs() * 2**-5 + p["floor"]
         for col in bad.any(0).nonzero().flatten().tolist():
             err = (y - ref)[:, col].cpu()
-            found.append(dict(seed=p["seed"], n=n, m=m, pdl_off=pdl_off, run=r, row=col,
+            found.append(dict(seed=p["seed"], n=n, m=m, pdl_off=pdl_off, fence=fence, run=r,
+                              row=col,
                               tile16=col // 16, lane_row=col % 16,
                               tokens_off=int(bad[:, col].sum()),
                               max_err=float(err.abs().max()),
                               **explain(err, p, col)))  # fmt: skip
-    return [dict(seed=seed, n=n, m=m, pdl_off=pdl_off, runs=2 * pairs, columns_off=len(found),
+    return [dict(seed=probs[0]["seed"], n=n, m=m, pdl_off=pdl_off, fence=fence, runs=2 * pairs,
+                 columns_off=len(found),
                  runs_off=len({f["run"] for f in found}))] + found  # fmt: skip
 
 
@@ -130,6 +135,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=6, help="runs: twice this, alternating")
     ap.add_argument("--shapes", default="4096x4096,24576x4096", help="N x K, comma separated")
     ap.add_argument("--tokens", default="16")
+    ap.add_argument("--fence", default="0,1", help="w12_tokens.FENCE's values to run")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     results = []
@@ -137,20 +143,25 @@ def main() -> None:
         n, k = (int(v) for v in shape.split("x"))
         for m in (int(t) for t in args.tokens.split(",")):
             for s in range(args.seeds):
+                seed = k + m + 1000 * s
+                probs = [problem(seed, n, k, m), problem(seed + 500, n, k, m)]
                 for pdl_off in (False, True):
-                    results += probe(k + m + 1000 * s, n, k, m, args.pairs, pdl_off)
-    print(f"{'N':>6} {'m':>3} {'seed':>6} {'pdl':>4} {'run':>3} {'row':>6} {'tile':>5} {'lr':>3} "
-          f"{'off':>3} {'err':>6} | one weight: {'col':>5} {'left':>5} | group: {'g':>3} "
-          f"{'a':>7} {'left':>5} st/w/h | block: {'b':>3} {'left':>5} | escapes: n {'a':>6} "
-          f"{'left':>5}")  # fmt: skip
+                    for fence in (bool(int(f)) for f in args.fence.split(",")):
+                        results += probe(probs, args.pairs, pdl_off, fence)
+    print(f"{'N':>6} {'m':>3} {'seed':>6} {'pdl':>4} {'fen':>3} {'run':>3} {'row':>6} "
+          f"{'tile':>5} {'lr':>3} {'off':>3} {'err':>6} | one weight: {'col':>5} {'left':>5} "
+          f"| group: {'g':>3} {'a':>7} {'left':>5} st/w/h | block: {'b':>3} {'left':>5} "
+          f"| escapes: n {'a':>6} {'left':>5}")  # fmt: skip
     for f in results:
         pdl = "off" if f["pdl_off"] else "on"
         if "runs" in f:
-            print(f"{f['n']:>6} {f['m']:>3} {f['seed']:>6} {pdl:>4}  {f['runs']} runs: "
+            print(f"{f['n']:>6} {f['m']:>3} {f['seed']:>6} {pdl:>4} {int(f['fence']):>3}  "
+                  f"{f['runs']} runs: "
                   f"{f['runs_off']} with outputs off, {f['columns_off']} columns")  # fmt: skip
             continue
         gp = f["group_place"]
-        print(f"{f['n']:>6} {f['m']:>3} {f['seed']:>6} {pdl:>4} {f['run']:>3} {f['row']:>6} "
+        print(f"{f['n']:>6} {f['m']:>3} {f['seed']:>6} {pdl:>4} {int(f['fence']):>3} "
+              f"{f['run']:>3} {f['row']:>6} "
               f"{f['tile16']:>5} {f['lane_row']:>3} {f['tokens_off']:>3} {f['max_err']:>6.3f} | "
               f"{f['column']:>17} {f['left']:>5.3f} | {f['group']:>10} {f['group_a']:>7.3f} "
               f"{f['group_left']:>5.3f} {gp['stage']}/{gp['warp']}/{gp['half']} | "

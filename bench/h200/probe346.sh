@@ -4,10 +4,13 @@
 # one output column of a tile off; the gate_up check at N 24576 off in both tiles).
 # bench/w12_tokens_probe.py alternates two problems' runs, so that each run's shared memory was
 # last written on other data (a read before its write has landed then shows), and fits each
-# column off to one weight, one scale group of its row, one block, and its escape sums.
+# column off to one weight, one scale group of its row, one block, and its escape sums; each
+# configuration with w12_tokens.FENCE off and on (a fence.acq_rel.cta at every hand-off between
+# the partitions).
 # Prediction: many more columns off than run 345's first-run-only pair; if the fits say one
 # scale group (left ~0, a a power of 2 less 1), the meta warp's scale words are read before
-# they are written; the escape fit, its escape sums; neither, the planes.
+# they are written; the escape fit, its escape sums; neither, the planes. If FENCE on is clean
+# where off is not, the partitions' shared-memory hand-offs need the fence.
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"

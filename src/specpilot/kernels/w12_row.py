@@ -519,9 +519,20 @@ def _meta_ahead(slots, bars, esc_buf, work, n, weights, escapes, x_ptr, k, SWIGL
 
 
 @gluon.jit
-def _scale_words(slots, j, u, bars, work, n, weights, SWIGLU: gl.constexpr, grid: gl.constexpr):
+def fence_cta(ON: gl.constexpr):
+    """With ON, a fence.acq_rel.cta: this thread's shared and global accesses before it ordered
+    before those after it for the whole CTA (kernels/w12_tokens.FENCE's hand-offs)."""
+    if ON:
+        gl.inline_asm_elementwise("fence.acq_rel.cta; // $0", "=r", [], dtype=gl.int32,
+                                  is_pure=False, pack=1)  # fmt: skip
+
+
+@gluon.jit
+def _scale_words(slots, j, u, bars, work, n, weights, SWIGLU: gl.constexpr, grid: gl.constexpr,
+                 FENCE: gl.constexpr = False):  # fmt: skip
     """Tile u's scale words (the program's tile j) into slot j % SLOTS, once the multiplying warps
-    have freed it: `_meta`'s, for `_meta_ahead`."""
+    have freed it: `_meta`'s, for `_meta_ahead`. FENCE: `fence_cta` before the slot is handed
+    on (kernels/w12_tokens.FENCE)."""
     scale_ready, meta_empty = bars[0], bars[2]
     units, tiles_rows, n_stages, half_n = work
     base_ptr, base_stride, groups = weights
@@ -539,6 +550,7 @@ def _scale_words(slots, j, u, bars, work, n, weights, SWIGLU: gl.constexpr, grid
         b = gl.load(base_rows[None, :] + g[:, None], mask=live, other=0).to(gl.int32)
         v = (2 * b + 127) << 7  # bf16 2^(2b)
         slots.index(slot).slice(ch * GROUP_CHUNK, GROUP_CHUNK).store(v | (v << 16))
+    fence_cta(FENCE)
     mbarrier.arrive(scale_ready.index(slot), count=1)
 
 

@@ -64,6 +64,7 @@ from specpilot.kernels.w12_row import (
     _times,
     _words,
     a_operand,
+    fence_cta,
     stacked_planes,
 )
 from specpilot.kernels.w12_tc import epilogue_inputs, hand_out
@@ -88,6 +89,11 @@ TILE = dict(STAGES=2, SLOTS=2, ESC_BATCH=4)
 # norm handed on from its epilogue (NormAfter.handed: u and a slot of squares a tile) where
 # the forward asks for it, instead of w12_tc's K split and its split-sum launch.
 VERIFY = False
+# FENCE (off; a probe): a fence.acq_rel.cta (w12_row.fence_cta) at every hand-off between the
+# partitions (after each wait, before each arrive of the meta warp and the multiplying warps),
+# to tell whether run 345's race (one row of a tile off, rarely, at 16 tokens) is an ordering of
+# their shared-memory accesses that the barriers alone leave open.
+FENCE = False
 SHARED_LIMIT = 220 * 1024
 # a sum tile [16 rows, 16 tokens] on the meta warp and in the epilogue
 SUMS1 = gl.constexpr(gl.BlockedLayout([1, 8], [16, 2], [1, 1], [1, 0]))
@@ -216,7 +222,7 @@ def _store_tile(sums, rows, in_rows, tile, m, output, hand, res, hw, RESIDUAL: g
 @gluon.jit
 def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUAL: gl.constexpr,
                 HAND_OUT: gl.constexpr, marks, TRACE: gl.constexpr,
-                HALVES: gl.constexpr = 2):  # fmt: skip
+                HALVES: gl.constexpr = 2, FENCE: gl.constexpr = False):  # fmt: skip
     """The multiplying warps: each tile's stages (`_token_stage`), its sums (`_token_sums`) plus
     the meta warp's escape sums, stored (`_store_tile`: plain, or plus the residual, and the
     next norm handed on). marks, TRACE: the kernel timeline's (w12_ws._trace_mark)."""
@@ -239,19 +245,24 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
         res, hw = epilogue_inputs(rows, in_rows, m, (output[2], output[3]), hand[0], SUMS4,
                                   RESIDUAL, HAND_OUT)  # fmt: skip
         mbarrier.wait(scale_ready.index(slot), (j // SLOTS) & 1)
+        fence_cta(FENCE)
         zero = gl.zeros([MMA_WARPS, 32], gl.float32, LANES2)
         acc = (zero, zero, zero, zero, zero, zero, zero, zero)
         for st in range(n_stages):
             s = c % STAGES
             mbarrier.wait(x_ready.index(st), 0)  # (x's stage st: once landed, free)
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
+            fence_cta(FENCE)
             g8 = slot * GROUPS // 8 + st
             acc = _token_stage(acc, (low_buf, code_buf, scale_buf, x_buf), s, st, g8, HALVES)
+            fence_cta(FENCE)
             mbarrier.arrive(empty.index(s), count=1)  # (Triton syncs the 4 warps before it)
             c += 1
         sums = _token_sums(acc, red_buf)
         mbarrier.wait(esc_ready.index(slot), (j // SLOTS) & 1)
+        fence_cta(FENCE)
         sums = sums + esc_buf.index(slot).load(SUMS4)
+        fence_cta(FENCE)
         mbarrier.arrive(meta_empty.index(slot), count=1)
         _store_tile(sums, rows, in_rows, u, m, output, hand, res, hw, RESIDUAL, HAND_OUT)
         j += 1
@@ -260,7 +271,7 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
 
 @gluon.jit
 def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, k, PDL: gl.constexpr,
-          ESC_BATCH: gl.constexpr):  # fmt: skip
+          ESC_BATCH: gl.constexpr, FENCE: gl.constexpr = False):  # fmt: skip
     """Each tile's scale words (`w12_row._scale_words`) and its rows' escape sums [16, 16] (x
     in pair order: kernels/w12_ws._escapes), into slot tile % SLOTS."""
     scale_buf, esc_buf = bufs
@@ -272,13 +283,14 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, k, PDL: gl.
     grid: gl.constexpr = gl.BlockedLayout([1, 1], [32 // ROWS, ROWS], [1, 1], [1, 0])
     j = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
-        _scale_words(slots, j, u, bars, work, n, weights, 0, grid)
+        _scale_words(slots, j, u, bars, work, n, weights, 0, grid, FENCE)
         rows, in_rows = _tile_rows(u * tiles_rows, (0, 0, 0, 0, half_n), n, ROWS, 0,
                                    gl.SliceLayout(1, SUMS1))  # fmt: skip
         _grid_wait(PDL)  # the escapes read x (a wait once done is free)
         zero = gl.zeros([ROWS, TOKENS], gl.float32, SUMS1)
         sums = _escapes(zero, rows, in_rows, escapes, x_ptr, stride_x, m, 0, k, ESC_BATCH)
         esc_buf.index(j % SLOTS).store(sums)
+        fence_cta(FENCE)
         mbarrier.arrive(esc_ready.index(j % SLOTS), count=1)
         j += 1
 
@@ -291,7 +303,7 @@ def _w12_tokens_kernel(
     ESC_BATCH: gl.constexpr, PDL: gl.constexpr, RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
     HAND_OUT: gl.constexpr = False, hw_ptr=None, u_ptr=None, stride_u=0, sq_ptr=None,
     stride_sq=0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
-    HALVES: gl.constexpr = 2,
+    HALVES: gl.constexpr = 2, FENCE: gl.constexpr = False,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     HAND_OUT: the next norm handed on (its weight hw, u in pair order, squares [M, tiles]).
@@ -317,10 +329,10 @@ def _w12_tokens_kernel(
                            (ready, empty, x_ready, scale_ready, esc_ready, meta_empty),
                            work, n, m, (y_ptr, stride_y, res_ptr, stride_r),
                            (hw_ptr, u_ptr, stride_u, sq_ptr, stride_sq), PDL, RESIDUAL,
-                           HAND_OUT, (trace_ptr, clock_ptr), TRACE, HALVES)),
+                           HAND_OUT, (trace_ptr, clock_ptr), TRACE, HALVES, FENCE)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
-                     x_ptr, stride_x, m, k, PDL, ESC_BATCH)),
+                     x_ptr, stride_x, m, k, PDL, ESC_BATCH, FENCE)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
                        (ready, empty, x_ready), work, XB, PDL)),
         ],
@@ -429,7 +441,7 @@ def w12_tokens_linear(
         weight.base.shape[1], xp.stride(0), y.stride(0), res.stride(0),
         STAGES=cfg["STAGES"], XB=geo["XB"], GROUPS=geo["GROUPS"], SLOTS=cfg["SLOTS"],
         ESC_BATCH=cfg["ESC_BATCH"], PDL=launched["PDL"], RESIDUAL=residual is not None,
-        HALVES=1 if m <= 8 else 2,
+        HALVES=1 if m <= 8 else 2, FENCE=FENCE,
         num_warps=MMA_WARPS.value, launch_pdl=launched["launch_pdl"],
         **trace.arguments(x, "w12_tokens", programs, bytes=weight.nbytes_bound(), rows=m, n=n,
                           k=weight.columns),
@@ -455,10 +467,10 @@ def route(x: torch.Tensor, weight, swiglu: bool, residual: torch.Tensor | None,
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False,
                  pdl: bool = False, hand_out: bool = False, traced: bool = False,
-                 halves: int = 2):  # fmt: skip
+                 halves: int = 2, fence: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel), for K;
     hand_out: with the next norm handed on (HAND_OUT); traced: with the timeline's marks;
-    halves 1: for at most 8 tokens (HALVES)."""
+    halves 1: for at most 8 tokens (HALVES); fence: FENCE's."""
     from specpilot.kernels import aot
 
     cfg = TILE | (tile or {})
@@ -477,5 +489,6 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False
         types |= dict(trace_ptr="*i64", clock_ptr="*i64")
     consts = dict(STAGES=cfg["STAGES"], XB=geo["XB"], GROUPS=geo["GROUPS"], SLOTS=cfg["SLOTS"],
                   ESC_BATCH=cfg["ESC_BATCH"], PDL=pdl, RESIDUAL=residual, HAND_OUT=hand_out,
-                  TRACE=int(traced), HALVES=halves, num_warps=MMA_WARPS.value)  # fmt: skip
+                  TRACE=int(traced), HALVES=halves, FENCE=fence,
+                  num_warps=MMA_WARPS.value)  # fmt: skip
     return aot.compile_kernel(_w12_tokens_kernel, types, consts)
