@@ -136,6 +136,7 @@ def main() -> None:
     ap.add_argument("--shapes", default="4096x4096,24576x4096", help="N x K, comma separated")
     ap.add_argument("--tokens", default="16")
     ap.add_argument("--fence", default="0,1", help="w12_tokens.FENCE's values to run")
+    ap.add_argument("--show", type=int, default=24, help="columns off printed at most")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     results = []
@@ -152,13 +153,9 @@ def main() -> None:
           f"{'tile':>5} {'lr':>3} {'off':>3} {'err':>6} | one weight: {'col':>5} {'left':>5} "
           f"| group: {'g':>3} {'a':>7} {'left':>5} st/w/h | block: {'b':>3} {'left':>5} "
           f"| escapes: n {'a':>6} {'left':>5}")  # fmt: skip
-    for f in results:
+    columns = [f for f in results if "runs" not in f]
+    for f in columns[: args.show]:
         pdl = "off" if f["pdl_off"] else "on"
-        if "runs" in f:
-            print(f"{f['n']:>6} {f['m']:>3} {f['seed']:>6} {pdl:>4} {int(f['fence']):>3}  "
-                  f"{f['runs']} runs: "
-                  f"{f['runs_off']} with outputs off, {f['columns_off']} columns")  # fmt: skip
-            continue
         gp = f["group_place"]
         print(f"{f['n']:>6} {f['m']:>3} {f['seed']:>6} {pdl:>4} {int(f['fence']):>3} "
               f"{f['run']:>3} {f['row']:>6} "
@@ -167,6 +164,13 @@ def main() -> None:
               f"{f['group_left']:>5.3f} {gp['stage']}/{gp['warp']}/{gp['half']} | "
               f"{f['block']:>10} {f['block_left']:>5.3f} | {f['escapes']:>11} "
               f"{f['esc_a']:>6.2f} {f['esc_left']:>5.3f}")  # fmt: skip
+    if len(columns) > args.show:
+        print(f"... {len(columns) - args.show} more columns off (the JSON has them all)")
+    for f in (f for f in results if "runs" in f):  # the configurations last
+        pdl = "off" if f["pdl_off"] else "on"
+        print(f"{f['n']:>6} {f['m']:>3} {f['seed']:>6} {pdl:>4} {int(f['fence']):>3}  "
+              f"{f['runs']} runs: {f['runs_off']} with outputs off, {f['columns_off']} "
+              "columns")  # fmt: skip
     card = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
     off = sum(f["columns_off"] for f in results if "runs" in f)
     finish(dict(bench="w12_tokens_probe", device=card, results=results, columns_off=off),
