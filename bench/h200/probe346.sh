@@ -16,9 +16,9 @@ export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
 timeout "${PROBE_S:-150}" python3 bench/w12_tokens_probe.py --shapes 4096x4096,24576x4096 \
-    --tokens 16 --out "$OUT/tokens-probe-16.json" 2>&1 | tee "$OUT/tokens-probe-16.log" |
+    --tokens 16 --seeds "${SEEDS:-2}" --pairs "${PAIRS:-6}" --out "$OUT/tokens-probe-16.json" 2>&1 | tee "$OUT/tokens-probe-16.log" |
     grep -v "^{"
-timeout 60 python3 bench/w12_tokens_probe.py --shapes 4096x4096 --tokens 9,8 --seeds 1 --show 8 \
+[ "${NINE_S:-60}" = 0 ] || timeout "${NINE_S:-60}" python3 bench/w12_tokens_probe.py --shapes 4096x4096 --tokens 9,8 --seeds 1 --show 8 \
     --out "$OUT/tokens-probe-9.json" 2>&1 | tee "$OUT/tokens-probe-9.log" | grep -v "^{"
 # the table at 16 tokens with FENCE off and on (its cost, and gate|up's check at N 24576)
 for f in 0 1; do
