@@ -5,6 +5,8 @@ against w12_linear_reference, to summation order (test_kernels.order_floor)."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 import torch
 
@@ -64,6 +66,27 @@ def test_every_arrive_follows_its_partitions_barrier() -> None:
         assert any(ln.startswith(("bar.sync", "bar.warp.sync")) for ln in before), before
         last = max(j for j, ln in enumerate(before) if ln.startswith("bar."))
         assert all(ln.startswith(("add.", "mov.", "cvt.")) for ln in before[last + 1 :]), before
+
+
+def test_fence_puts_its_fences_in_and_changes_no_output() -> None:
+    """FENCE (run 345's race probe): 1 a fence.acq_rel.cta at each of the 7 hand-offs, 2 one
+    fence.mbarrier_init after the barriers' init, 4 a fence.proxy.async before a stage is
+    freed; none without it. On the emulator the output is FENCE 0's, bit for bit."""
+    code = "import json; from specpilot.kernels import w12_tokens; "
+    code += "ptx = {f: w12_tokens.compile_sm90(fence=f).asm['ptx'] for f in (0, 7)}; "
+    code += "print(json.dumps({f: [p.count('fence.' + k) for k in ('acq_rel.cta', "
+    code += "'mbarrier_init', 'proxy.async')] for f, p in ptx.items()}))"
+    assert compiled_json(code) == {"0": [0, 0, 0], "7": [7, 1, 1]}
+    gen = torch.Generator().manual_seed(7)
+    w = weight_with_escapes(40, 1024, gen)
+    x = (3 * torch.randn(16, 1024, generator=gen)).to(torch.bfloat16)
+    with gluon_on("emulated"):
+        packed = w12.encode(w)
+        ys = []
+        for fence in (0, 7):
+            with mock.patch.object(w12_tokens, "FENCE", fence):
+                ys.append(w12_tokens.w12_tokens_linear(x, packed))
+    assert torch.equal(ys[0], ys[1])
 
 
 @pytest.mark.parametrize(

@@ -528,6 +528,25 @@ def fence_cta(ON: gl.constexpr):
 
 
 @gluon.jit
+def fence_proxy(ON: gl.constexpr):
+    """With ON, a fence.proxy.async.shared::cta: this thread's generic-proxy shared-memory
+    accesses before it ordered against async-proxy (TMA) ones after it (w12_tokens.FENCE 4:
+    before a ring stage is freed for the next copy)."""
+    if ON:
+        gl.inline_asm_elementwise("fence.proxy.async.shared::cta; // $0", "=r", [],
+                                  dtype=gl.int32, is_pure=False, pack=1)  # fmt: skip
+
+
+@gluon.jit
+def fence_init(ON: gl.constexpr):
+    """With ON, a fence.mbarrier_init.release.cluster: the mbarrier.inits before it visible to
+    the async proxy (TMA's complete-tx) and the other threads (w12_tokens.FENCE 2)."""
+    if ON:
+        gl.inline_asm_elementwise("fence.mbarrier_init.release.cluster; // $0", "=r", [],
+                                  dtype=gl.int32, is_pure=False, pack=1)  # fmt: skip
+
+
+@gluon.jit
 def _scale_words(slots, j, u, bars, work, n, weights, SWIGLU: gl.constexpr, grid: gl.constexpr,
                  FENCE: gl.constexpr = False):  # fmt: skip
     """Tile u's scale words (the program's tile j) into slot j % SLOTS, once the multiplying warps

@@ -65,6 +65,8 @@ from specpilot.kernels.w12_row import (
     _words,
     a_operand,
     fence_cta,
+    fence_init,
+    fence_proxy,
     stacked_planes,
 )
 from specpilot.kernels.w12_tc import epilogue_inputs, hand_out
@@ -89,11 +91,13 @@ TILE = dict(STAGES=2, SLOTS=2, ESC_BATCH=4)
 # norm handed on from its epilogue (NormAfter.handed: u and a slot of squares a tile) where
 # the forward asks for it, instead of w12_tc's K split and its split-sum launch.
 VERIFY = False
-# FENCE (off; a probe): a fence.acq_rel.cta (w12_row.fence_cta) at every hand-off between the
-# partitions (after each wait, before each arrive of the meta warp and the multiplying warps),
-# to tell whether run 345's race (one row of a tile off, rarely, at 16 tokens) is an ordering of
-# their shared-memory accesses that the barriers alone leave open.
-FENCE = False
+# FENCE (0: off; a probe of run 345's race, one row of a tile off, rarely, at 16 tokens), the
+# sum of: 1, a fence.acq_rel.cta (w12_row.fence_cta) at every hand-off between the partitions
+# (after each wait, before each arrive of the meta warp and the multiplying warps); 2, a
+# fence.mbarrier_init after the barriers' init (w12_row.fence_init: Triton puts none there); 4,
+# a fence.proxy.async before a ring stage is freed (w12_row.fence_proxy: the generic reads of a
+# stage ordered before the next TMA copy into it).
+FENCE = 0
 SHARED_LIMIT = 220 * 1024
 # a sum tile [16 rows, 16 tokens] on the meta warp and in the epilogue
 SUMS1 = gl.constexpr(gl.BlockedLayout([1, 8], [16, 2], [1, 1], [1, 0]))
@@ -222,7 +226,7 @@ def _store_tile(sums, rows, in_rows, tile, m, output, hand, res, hw, RESIDUAL: g
 @gluon.jit
 def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUAL: gl.constexpr,
                 HAND_OUT: gl.constexpr, marks, TRACE: gl.constexpr,
-                HALVES: gl.constexpr = 2, FENCE: gl.constexpr = False):  # fmt: skip
+                HALVES: gl.constexpr = 2, FENCE: gl.constexpr = 0):  # fmt: skip
     """The multiplying warps: each tile's stages (`_token_stage`), its sums (`_token_sums`) plus
     the meta warp's escape sums, stored (`_store_tile`: plain, or plus the residual, and the
     next norm handed on). marks, TRACE: the kernel timeline's (w12_ws._trace_mark)."""
@@ -245,24 +249,25 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
         res, hw = epilogue_inputs(rows, in_rows, m, (output[2], output[3]), hand[0], SUMS4,
                                   RESIDUAL, HAND_OUT)  # fmt: skip
         mbarrier.wait(scale_ready.index(slot), (j // SLOTS) & 1)
-        fence_cta(FENCE)
+        fence_cta(FENCE & 1)
         zero = gl.zeros([MMA_WARPS, 32], gl.float32, LANES2)
         acc = (zero, zero, zero, zero, zero, zero, zero, zero)
         for st in range(n_stages):
             s = c % STAGES
             mbarrier.wait(x_ready.index(st), 0)  # (x's stage st: once landed, free)
             mbarrier.wait(ready.index(s), (c // STAGES) & 1)
-            fence_cta(FENCE)
+            fence_cta(FENCE & 1)
             g8 = slot * GROUPS // 8 + st
             acc = _token_stage(acc, (low_buf, code_buf, scale_buf, x_buf), s, st, g8, HALVES)
-            fence_cta(FENCE)
+            fence_cta(FENCE & 1)
+            fence_proxy(FENCE & 4)
             mbarrier.arrive(empty.index(s), count=1)  # (Triton syncs the 4 warps before it)
             c += 1
         sums = _token_sums(acc, red_buf)
         mbarrier.wait(esc_ready.index(slot), (j // SLOTS) & 1)
-        fence_cta(FENCE)
+        fence_cta(FENCE & 1)
         sums = sums + esc_buf.index(slot).load(SUMS4)
-        fence_cta(FENCE)
+        fence_cta(FENCE & 1)
         mbarrier.arrive(meta_empty.index(slot), count=1)
         _store_tile(sums, rows, in_rows, u, m, output, hand, res, hw, RESIDUAL, HAND_OUT)
         j += 1
@@ -271,7 +276,7 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
 
 @gluon.jit
 def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, k, PDL: gl.constexpr,
-          ESC_BATCH: gl.constexpr, FENCE: gl.constexpr = False):  # fmt: skip
+          ESC_BATCH: gl.constexpr, FENCE: gl.constexpr = 0):  # fmt: skip
     """Each tile's scale words (`w12_row._scale_words`) and its rows' escape sums [16, 16] (x
     in pair order: kernels/w12_ws._escapes), into slot tile % SLOTS."""
     scale_buf, esc_buf = bufs
@@ -283,14 +288,14 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, k, PDL: gl.
     grid: gl.constexpr = gl.BlockedLayout([1, 1], [32 // ROWS, ROWS], [1, 1], [1, 0])
     j = 0
     for u in range(gl.program_id(0), units, gl.num_programs(0)):
-        _scale_words(slots, j, u, bars, work, n, weights, 0, grid, FENCE)
+        _scale_words(slots, j, u, bars, work, n, weights, 0, grid, FENCE & 1)
         rows, in_rows = _tile_rows(u * tiles_rows, (0, 0, 0, 0, half_n), n, ROWS, 0,
                                    gl.SliceLayout(1, SUMS1))  # fmt: skip
         _grid_wait(PDL)  # the escapes read x (a wait once done is free)
         zero = gl.zeros([ROWS, TOKENS], gl.float32, SUMS1)
         sums = _escapes(zero, rows, in_rows, escapes, x_ptr, stride_x, m, 0, k, ESC_BATCH)
         esc_buf.index(j % SLOTS).store(sums)
-        fence_cta(FENCE)
+        fence_cta(FENCE & 1)
         mbarrier.arrive(esc_ready.index(j % SLOTS), count=1)
         j += 1
 
@@ -303,7 +308,7 @@ def _w12_tokens_kernel(
     ESC_BATCH: gl.constexpr, PDL: gl.constexpr, RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
     HAND_OUT: gl.constexpr = False, hw_ptr=None, u_ptr=None, stride_u=0, sq_ptr=None,
     stride_sq=0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
-    HALVES: gl.constexpr = 2, FENCE: gl.constexpr = False,
+    HALVES: gl.constexpr = 2, FENCE: gl.constexpr = 0,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     HAND_OUT: the next norm handed on (its weight hw, u in pair order, squares [M, tiles]).
@@ -323,6 +328,7 @@ def _w12_tokens_kernel(
                                         gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))  # fmt: skip
     ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(XB // 4)
     scale_ready, esc_ready, meta_empty = _barriers(SLOTS), _barriers(SLOTS), _barriers(SLOTS)
+    fence_init(FENCE & 2)
     gl.warp_specialize(
         [
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf, red_buf),
@@ -467,7 +473,7 @@ def route(x: torch.Tensor, weight, swiglu: bool, residual: torch.Tensor | None,
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False,
                  pdl: bool = False, hand_out: bool = False, traced: bool = False,
-                 halves: int = 2, fence: bool = False):  # fmt: skip
+                 halves: int = 2, fence: int = 0):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel), for K;
     hand_out: with the next norm handed on (HAND_OUT); traced: with the timeline's marks;
     halves 1: for at most 8 tokens (HALVES); fence: FENCE's."""
