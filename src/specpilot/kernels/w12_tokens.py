@@ -1,5 +1,5 @@
 """W12 multiplies of 2-16 token rows on 16-row tiles (Gluon, sm_90): kernels/w12_row.py's MMA
-tiles with the tokens in the mma's B columns. A prototype, not yet measured.
+tiles with the tokens in the mma's B columns. A prototype: it races at 16 tokens (below).
 
 Why: issue 7's speculative target needs the verify's 16-row W12 multiplies near their bytes'
 floor. kernels/w12_tc.py multiplies 64 weight rows a unit on wgmma, so o and the down (N 4096)
@@ -34,8 +34,12 @@ w12_linear_reference's only in order.
 
 CUDA sm_90 only; tests/test_w12_tokens.py runs the kernel's own code on kernels/emulate.py (the
 CPU) and on a Hopper GPU against w12_linear_reference, and compiles it for sm_90a.
-bench/w12_tokens_speed.py times it beside w12_tc's split o and its split sum. Run 344 (H100, the
-first form, unswizzled): one tile of 256 off at 16 tokens, cause not found.
+bench/w12_tokens_speed.py times it beside w12_tc's split o and its split sum: run 345 (H100,
+cold L2) o at 16 tokens 12.39 us against w12_tc's 14.31, the verify graph -0.06 ms with VERIFY
+on; at one token it loses to w12_row's FFMA tile (o 14.19 against 12.82). Run 344's fault is a
+race: at 16 tokens, rarely, one row of a tile off in most tokens (2 of 30 runs at N 4096, each
+the first on its data; gate|up's check at N 24576), on the GPU only (the emulator's random
+schedules find no fault). FENCE and bench/w12_tokens_probe.py look for the missing order.
 """
 
 from __future__ import annotations
