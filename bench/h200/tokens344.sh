@@ -18,7 +18,8 @@
 # without run 343's 8-way conflicted reads); the verify -0.1 to -0.15 ms; mma4 level with base
 # or better (run 343: +0.38 ms with the conflicts). If o at one token and mma4 still lose to
 # w12_row's FFMA tile, the MMA decode is not the way for the decode.
-# Session 72: bench/w12_tokens_probe.py after the tests (PROBE_S), pass or fail.
+# Session 72: bench/w12_tokens_probe.py after the tests (PROBE_S seconds, FENCES: w12_tokens.FENCE
+# values), pass or fail.
 # SPEED_S / VAR_S: the table's and the graphs' seconds (0: skipped). ~6 min + cold start in all.
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
@@ -27,10 +28,11 @@ card
 TESTS_K="(cuda or compiles) and (w12_tokens or mma or tile16 or tile17 or tile18 or tile19"
 TESTS_K="$TESTS_K or tile20 or tile21)" TESTS_S=${TESTS_S:-200} \
     gpu_tests tests/test_w12_tokens.py tests/test_w12_row.py tests/test_emulate.py
-# where w12_tokens' outputs go wrong, if they do: 3 seeds at 16 and 9 tokens, PDL on and off, 5
-# runs each, every column off fitted to the one weight that explains it (run 344's failure)
-timeout "${PROBE_S:-90}" python3 bench/w12_tokens_probe.py --out "$OUT/tokens-probe.json" 2>&1 |
-    tee "$OUT/tokens-probe.log" | grep -v '^{' | head -40
+# where w12_tokens' outputs go wrong, if they do: 16 tokens at N 4096 and 24576, PDL on and off,
+# runs alternating two problems, each column off explained (runs 344-345's race)
+timeout $((${PROBE_S:-90} + 40)) python3 bench/w12_tokens_probe.py --fence "${FENCES:-0}" \
+    --seconds "${PROBE_S:-90}" --out "$OUT/tokens-probe.json" 2>&1 | tee "$OUT/tokens-probe.log" |
+    grep -v '^{' | cut -c1-200 | tail -30
 if ! tests_passed; then
     grep -E "Error|assert|FAILED" "$OUT/gpu-tests.log" | head -20 | cut -c1-250
     pack; archive_only; exit 0
