@@ -36,15 +36,21 @@ from specpilot.kernels.w12_linear import w12_linear_reference
 DEVICE = "cuda"  # (kernels/emulate.py's runs on the CPU set "cpu")
 
 
+def best_fit(cols: torch.Tensor, err: torch.Tensor) -> tuple[int, float, float]:
+    """The column i of cols [M, C] that best explains err [M] as a * cols[:, i] (least squares):
+    i, a and the share of err's energy left over (0: that column explains it all)."""
+    cols, e = cols.double(), err.double()
+    a = (cols * e[:, None]).sum(0) / (cols * cols).sum(0).clamp_min(1e-30)
+    left = ((e[:, None] - a * cols) ** 2).sum(0) / (e * e).sum().clamp_min(1e-30)
+    i = int(left.argmin())
+    return i, float(a[i]), float(left[i])
+
+
 def single_weight_fit(err: torch.Tensor, x: torch.Tensor) -> dict:
-    """The input column c whose x[:, c] best explains err [M] as dw * x[:, c] (least squares):
-    c, dw and the share of err's energy left over (0: one weight explains it all)."""
-    xx = x.double()
-    e = err.double()
-    dw = (xx * e[:, None]).sum(0) / (xx * xx).sum(0).clamp_min(1e-30)
-    left = ((e[:, None] - dw * xx) ** 2).sum(0) / (e * e).sum().clamp_min(1e-30)
-    c = int(left.argmin())
-    return dict(column=c, dw=float(dw[c]), left=float(left[c]))
+    """The input column c whose x[:, c] best explains err [M] as dw * x[:, c]: c, dw and the
+    share of err's energy left over (0: one weight explains it all)."""
+    c, dw, left = best_fit(x, err)
+    return dict(column=c, dw=dw, left=left)
 
 
 def escapes_of(packed, row: int) -> list[int]:
@@ -53,8 +59,8 @@ def escapes_of(packed, row: int) -> list[int]:
 
 
 def place(c: int) -> dict:
-    """Column c's place in w12_tokens' k-steps: its stage of 4 blocks, the block (the warp), the
-    half block and position in it (pair order is ignored: c is x's natural column)."""
+    """Column c's place in w12_tokens' k-steps: its stage of 4 blocks, the block (the warp) and
+    the half block (pair order is ignored: c is x's natural column)."""
     block = c // BLOCK
     return dict(stage=block // 4, warp=block % 4, half=(c % BLOCK) // (BLOCK // 2))
 
@@ -83,18 +89,9 @@ def explain(err: torch.Tensor, p: dict, row: int) -> dict:
     esc_total = (x[:, escapes] * w_row[escapes]).sum(1)
     w_row[escapes] = 0.0
     parts = x * w_row
-    e = err.double()
-
-    def best(cols: torch.Tensor) -> tuple[int, float, float]:
-        cols = cols.double()
-        a = (cols * e[:, None]).sum(0) / (cols * cols).sum(0).clamp_min(1e-30)
-        left = ((e[:, None] - a * cols) ** 2).sum(0) / (e * e).sum().clamp_min(1e-30)
-        i = int(left.argmin())
-        return i, float(a[i]), float(left[i])
-
-    g, ga, gl_ = best(parts.reshape(x.shape[0], -1, BLOCK // 2).sum(-1))
-    b, ba, bl = best(parts.reshape(x.shape[0], -1, BLOCK).sum(-1))
-    _, ea, el = best(esc_total[:, None]) if escapes else (0, 0.0, 1.0)
+    g, ga, gl_ = best_fit(parts.reshape(x.shape[0], -1, BLOCK // 2).sum(-1), err)
+    b, ba, bl = best_fit(parts.reshape(x.shape[0], -1, BLOCK).sum(-1), err)
+    _, ea, el = best_fit(esc_total[:, None], err) if escapes else (0, 0.0, 1.0)
     return dict(**single_weight_fit(err, x), group=g, group_a=ga, group_left=gl_,
                 group_place=place(g * BLOCK // 2), block=b, block_a=ba, block_left=bl,
                 escapes=len(escapes), esc_a=ea, esc_left=el)  # fmt: skip
@@ -111,11 +108,12 @@ def probe(probs: list[dict], pairs: int, pdl_off: bool, fence: int = 0) -> list[
     found = []
     no_pdl = dict(PDL=False, launch_pdl=False)
     settings = mock.patch.object(launch, "pdl", lambda *a, **kw: no_pdl)
-    w12_tokens.FENCE = fence
-    with settings if pdl_off else contextlib.nullcontext():
+    with (
+        mock.patch.object(w12_tokens, "FENCE", fence),
+        settings if pdl_off else contextlib.nullcontext(),
+    ):
         ys = [w12_tokens.w12_tokens_linear(probs[r % 2]["x"], probs[r % 2]["packed"])
               for r in range(2 * pairs)]  # fmt: skip
-    w12_tokens.FENCE = 0
     for r, y in enumerate(ys):
         p = probs[r % 2]
         y, ref = y.float(), p["ref"]
@@ -146,6 +144,10 @@ def main() -> None:
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     start = time.monotonic()
+
+    def out_of_time() -> bool:
+        return bool(args.seconds) and time.monotonic() - start > args.seconds
+
     probs, results = {}, []
     for fence in (int(f) for f in args.fence.split(",")):
         for shape in args.shapes.split(","):
@@ -153,12 +155,12 @@ def main() -> None:
             for m in (int(t) for t in args.tokens.split(",")):
                 for s in range(args.seeds):
                     seed = k + m + 1000 * s
-                    if args.seconds and time.monotonic() - start > args.seconds:
+                    if out_of_time():
                         continue
                     if (seed, n) not in probs:
                         probs[seed, n] = [problem(seed, n, k, m), problem(seed + 500, n, k, m)]
                     for pdl_off in (False, True):
-                        if args.seconds and time.monotonic() - start > args.seconds:
+                        if out_of_time():
                             break
                         got = probe(probs[seed, n], args.pairs, pdl_off, fence)
                         results += got
