@@ -83,10 +83,13 @@ def main() -> None:
     parser.add_argument("--model", default="qwen3-8b", choices=("qwen3-8b", "llama3.1-8b"))
     parser.add_argument("--shapes", default="o,qkv,gate_up", help="comma-separated, K <= max_k")
     parser.add_argument("--tokens", default="16,8,1", help="comma-separated token counts, 1-16")
+    parser.add_argument("--fence", type=int, default=0, choices=range(8),
+                        help="w12_tokens.FENCE (its fences' bits, 0-7) for every run")  # fmt: skip
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("w12_tokens_speed needs CUDA")
+    w12_tokens.FENCE = args.fence
     shapes = layer_shapes(args.model)
     names = args.shapes.split(",")
     bad = [s for s in names if s not in shapes or shapes[s][1] > w12_tokens.max_k()]
@@ -103,7 +106,8 @@ def main() -> None:
             print(line(rows[-1], labels), flush=True)
             save(dict(model=args.model, rows=rows, partial=True), args.out)
     finish(dict(bench="w12_tokens_speed", model=args.model, gpu=torch.cuda.get_device_name(),
-                copy_bandwidth_tb_s=bandwidth / 1e12, rows=rows), args.out)  # fmt: skip
+                fence=args.fence, copy_bandwidth_tb_s=bandwidth / 1e12, rows=rows),
+           args.out)  # fmt: skip
 
 
 if __name__ == "__main__":

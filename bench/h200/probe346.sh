@@ -25,11 +25,8 @@ timeout $((${PROBE_S:-200} + 60)) python3 bench/w12_tokens_probe.py \
     2>&1 | tee "$OUT/tokens-probe-16.log" | grep -v "^{" | cut -c1-200
 for f in ${SPEED_FENCES:-0 7}; do
     [ "${SPEED_S:-60}" = 0 ] && break
-    timeout "${SPEED_S:-60}" python3 -c "import runpy, sys
-from specpilot.kernels import w12_tokens
-w12_tokens.FENCE = $f
-sys.argv = ['w12_tokens_speed.py', '--tokens', '16', '--out', '$OUT/tokens-speed-fence$f.json']
-runpy.run_path('bench/w12_tokens_speed.py', run_name='__main__')" 2>&1 |
+    timeout "${SPEED_S:-60}" python3 bench/w12_tokens_speed.py --tokens 16 --fence "$f" \
+        --out "$OUT/tokens-speed-fence$f.json" 2>&1 |
         tee "$OUT/tokens-speed-fence$f.log" | grep -v '^{' | sed "s/^/FENCE $f: /"
 done
 pack
