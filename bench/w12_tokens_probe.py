@@ -1,5 +1,5 @@
-"""Where kernels/w12_tokens.py's outputs go wrong on a GPU (runs 344-345, H100: at 16 tokens,
-rarely, one output column of a tile off in 13-16 tokens; the emulator, which interleaves the
+"""Where kernels/w12_tokens.py's outputs go wrong on a GPU (runs 344-346, H100: at 16 tokens,
+one output column of a tile off in 13-16 tokens; the emulator, which interleaves the
 partitions at random, gives every output exact on the same data).
 
 For each shape (N x K), seed and PDL on and off: runs of the default tile alternating between
@@ -10,10 +10,14 @@ explained by fits of its error over the tokens: one weight (dw * x[:, c]), one s
 the row (a * its partial sum: a scale word read wrong gives a power of 2 less 1), one block of
 256 columns, the row's escape sums (-1: lost). Each configuration runs for each w12_tokens.FENCE
 value asked (its bits: fences at the partitions' hand-offs, after the barriers' init, before a
-ring stage is freed): a value clean where 0 is not names the ordering that was missing. Prints
-the columns off, then a line a configuration; the last line is one JSON object.
+ring stage is freed): a value clean where 0 is not names the ordering that was missing (run
+346: 4, the proxy fence before a stage is freed, now the default). --kernel tc / row: the same
+runs of w12_tc (the verify's) or w12_row's decode tile (at --tokens 1), the engine's other
+kernels that free TMA-fed ring stages. Prints the columns off, then a line a configuration; the
+last line is one JSON object.
 
-    python bench/w12_tokens_probe.py --fence 0,7 --pairs 6 --seconds 120 --out probe.json
+    python bench/w12_tokens_probe.py --fence 4,0 --pairs 6 --seconds 120 --out probe.json
+    python bench/w12_tokens_probe.py --kernel row --tokens 1 --out probe-row.json
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from tests.test_w12_kernels import weight_with_escapes
 
 from specpilot.formats import w12
 from specpilot.formats.w12 import BLOCK
-from specpilot.kernels import launch, w12_tokens
+from specpilot.kernels import launch, w12_row, w12_tc, w12_tokens
 from specpilot.kernels.w12_linear import w12_linear_reference
 
 DEVICE = "cuda"  # (kernels/emulate.py's runs on the CPU set "cpu")
@@ -97,36 +101,51 @@ def explain(err: torch.Tensor, p: dict, row: int) -> dict:
                 escapes=len(escapes), esc_a=ea, esc_left=el)  # fmt: skip
 
 
-def probe(probs: list[dict], pairs: int, pdl_off: bool, fence: int = 0) -> list[dict]:
-    """2 pairs runs of the kernel, alternating between two problems (seeds s and s + 500: so
-    that each run's shared memory was last written by a run on other data: a read before a
-    write lands then reads the other problem's values, where in back-to-back runs of one
-    problem it would read its own and pass); each output column off, explained. fence:
+def _runs(kernel: str, probs: list[dict], pairs: int, fence: int) -> list[torch.Tensor]:
+    """2 pairs runs of a kernel alternating between two problems: w12_tokens with FENCE fence,
+    or the engine's other warp-specialized W12 kernels as they run (w12_tc at 2-16 tokens, the
+    verify's; w12_row at one, the decode's tile)."""
+    if kernel == "tokens":
+        with mock.patch.object(w12_tokens, "FENCE", fence):
+            return [w12_tokens.w12_tokens_linear(probs[r % 2]["x"], probs[r % 2]["packed"])
+                    for r in range(2 * pairs)]  # fmt: skip
+    if kernel == "tc":
+        return [w12_tc.w12_tc_linear(probs[r % 2]["x"], probs[r % 2]["packed"])
+                for r in range(2 * pairs)]  # fmt: skip
+    tile = w12_row.ROW_TILES[w12_row.ONE_ROW_TILE]
+    return [w12_row.w12_row_linear(probs[r % 2]["x"], probs[r % 2]["packed"], tile)
+            for r in range(2 * pairs)]  # fmt: skip
+
+
+def probe(probs: list[dict], pairs: int, pdl_off: bool, fence: int = 0,
+          kernel: str = "tokens") -> list[dict]:  # fmt: skip
+    """2 pairs runs of the kernel (`_runs`), alternating between two problems (seeds s and
+    s + 500: so that each run's shared memory was last written by a run on other data: a read
+    before a write lands then reads the other problem's values, where in back-to-back runs of
+    one problem it would read its own and pass); each output column off, explained. fence:
     w12_tokens.FENCE's value (its bits: fences at the partitions' hand-offs, after the
     barriers' init, before a ring stage is freed)."""
     n, m = probs[0]["w"].shape[0], probs[0]["x"].shape[0]
     found = []
     no_pdl = dict(PDL=False, launch_pdl=False)
     settings = mock.patch.object(launch, "pdl", lambda *a, **kw: no_pdl)
-    with (
-        mock.patch.object(w12_tokens, "FENCE", fence),
-        settings if pdl_off else contextlib.nullcontext(),
-    ):
-        ys = [w12_tokens.w12_tokens_linear(probs[r % 2]["x"], probs[r % 2]["packed"])
-              for r in range(2 * pairs)]  # fmt: skip
+    with settings if pdl_off else contextlib.nullcontext():
+        ys = _runs(kernel, probs, pairs, fence)
     for r, y in enumerate(ys):
         p = probs[r % 2]
         y, ref = y.float(), p["ref"]
         bad = (y - ref).abs() > ref.abs() * 2**-5 + p["floor"]
         for col in bad.any(0).nonzero().flatten().tolist():
             err = (y - ref)[:, col].cpu()
-            found.append(dict(seed=p["seed"], n=n, m=m, pdl_off=pdl_off, fence=fence, run=r,
+            found.append(dict(kernel=kernel, seed=p["seed"], n=n, m=m, pdl_off=pdl_off,
+                              fence=fence, run=r,
                               row=col,
                               tile16=col // 16, lane_row=col % 16,
                               tokens_off=int(bad[:, col].sum()),
                               max_err=float(err.abs().max()),
                               **explain(err, p, col)))  # fmt: skip
-    return [dict(seed=probs[0]["seed"], n=n, m=m, pdl_off=pdl_off, fence=fence, runs=2 * pairs,
+    return [dict(kernel=kernel, seed=probs[0]["seed"], n=n, m=m, pdl_off=pdl_off, fence=fence,
+                 runs=2 * pairs,
                  columns_off=len(found),
                  runs_off=len({f["run"] for f in found}))] + found  # fmt: skip
 
@@ -137,19 +156,25 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=6, help="runs: twice this, alternating")
     ap.add_argument("--shapes", default="4096x4096,24576x4096", help="N x K, comma separated")
     ap.add_argument("--tokens", default="16")
-    ap.add_argument("--fence", default="0,7,1,2,4",
+    ap.add_argument("--fence", default="4,0",
                     help="w12_tokens.FENCE's values to run, in turn")  # fmt: skip
+    ap.add_argument("--kernel", default="tokens", choices=("tokens", "tc", "row"),
+                    help="w12_tokens; w12_tc (2-16 tokens) or w12_row (1) as the engine runs "
+                    "them (--fence then ignored)")  # fmt: skip
     ap.add_argument("--seconds", type=float, default=0, help="no configuration started after")
     ap.add_argument("--show", type=int, default=24, help="columns off printed at most")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    if args.kernel == "row" and args.tokens != "1":
+        ap.error("--kernel row runs one token: --tokens 1")
     start = time.monotonic()
 
     def out_of_time() -> bool:
         return bool(args.seconds) and time.monotonic() - start > args.seconds
 
     probs, results = {}, []
-    for fence in (int(f) for f in args.fence.split(",")):
+    fences = args.fence.split(",") if args.kernel == "tokens" else ["0"]
+    for fence in (int(f) for f in fences):
         for shape in args.shapes.split(","):
             n, k = (int(v) for v in shape.split("x"))
             for m in (int(t) for t in args.tokens.split(",")):
@@ -162,9 +187,10 @@ def main() -> None:
                     for pdl_off in (False, True):
                         if out_of_time():
                             break
-                        got = probe(probs[seed, n], args.pairs, pdl_off, fence)
+                        got = probe(probs[seed, n], args.pairs, pdl_off, fence, args.kernel)
                         results += got
-                        print(f"(N {n} seed {seed} PDL {'off' if pdl_off else 'on'} FENCE {fence}: "
+                        pdl = "off" if pdl_off else "on"
+                        print(f"({args.kernel} N {n} m {m} seed {seed} PDL {pdl} FENCE {fence}: "
                               f"{got[0]['columns_off']} columns off)", flush=True)  # fmt: skip
     print(f"{'N':>6} {'m':>3} {'seed':>6} {'pdl':>4} {'fen':>3} {'run':>3} {'row':>6} "
           f"{'tile':>5} {'lr':>3} {'off':>3} {'err':>6} | one weight: {'col':>5} {'left':>5} "

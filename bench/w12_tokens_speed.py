@@ -83,8 +83,9 @@ def main() -> None:
     parser.add_argument("--model", default="qwen3-8b", choices=("qwen3-8b", "llama3.1-8b"))
     parser.add_argument("--shapes", default="o,qkv,gate_up", help="comma-separated, K <= max_k")
     parser.add_argument("--tokens", default="16,8,1", help="comma-separated token counts, 1-16")
-    parser.add_argument("--fence", type=int, default=0, choices=range(8),
-                        help="w12_tokens.FENCE (its fences' bits, 0-7) for every run")  # fmt: skip
+    parser.add_argument("--fence", type=int, default=w12_tokens.FENCE, choices=range(8),
+                        help="w12_tokens.FENCE (its fences' bits, 0-7; without 4 outputs "
+                        "may be wrong) for every run")  # fmt: skip
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not torch.cuda.is_available():

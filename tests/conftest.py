@@ -183,7 +183,8 @@ def compiled_json(code: str):
     """The JSON that `code` prints last, run in a process without the interpreter (so that
     Triton compiles for sm_90a there, kernels/aot.py) with the tests' imports (bench/ too)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    bench = str(Path(__file__).resolve().parents[1] / "bench")
+    env["PYTHONPATH"] = os.pathsep.join([*sys.path, bench])
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

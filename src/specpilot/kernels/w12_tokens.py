@@ -37,9 +37,9 @@ CPU) and on a Hopper GPU against w12_linear_reference, and compiles it for sm_90
 bench/w12_tokens_speed.py times it beside w12_tc's split o and its split sum: run 345 (H100,
 cold L2) o at 16 tokens 12.39 us against w12_tc's 14.31, the verify graph -0.06 ms with VERIFY
 on; at one token it loses to w12_row's FFMA tile (o 14.19 against 12.82). Run 344's fault is a
-race: at 16 tokens, rarely, one row of a tile off in most tokens (2 of 30 runs at N 4096, each
-the first on its data; gate|up's check at N 24576), on the GPU only (the emulator's random
-schedules find no fault). FENCE and bench/w12_tokens_probe.py look for the missing order.
+race, found by bench/w12_tokens_probe.py (run 346) and mended by FENCE's proxy fence: a ring
+stage was freed with its last loads still in flight, on the GPU only (the emulator's partitions
+read at once; its random schedules found no fault).
 """
 
 from __future__ import annotations
@@ -95,13 +95,16 @@ TILE = dict(STAGES=2, SLOTS=2, ESC_BATCH=4)
 # norm handed on from its epilogue (NormAfter.handed: u and a slot of squares a tile) where
 # the forward asks for it, instead of w12_tc's K split and its split-sum launch.
 VERIFY = False
-# FENCE (0: off; a probe of run 345's race, one row of a tile off, rarely, at 16 tokens), the
-# sum of: 1, a fence.acq_rel.cta (w12_row.fence_cta) at every hand-off between the partitions
-# (after each wait, before each arrive of the meta warp and the multiplying warps); 2, a
-# fence.mbarrier_init after the barriers' init (w12_row.fence_init: Triton puts none there); 4,
-# a fence.proxy.async before a ring stage is freed (w12_row.fence_proxy: the generic reads of a
-# stage ordered before the next TMA copy into it).
-FENCE = 0
+# FENCE: the sum of: 4 (on, and needed), a fence.proxy.async before a ring stage is freed
+# (w12_row.fence_proxy). Without it ptxas leaves the stage's last shared-memory loads in flight
+# across the warps' bar.sync and the arrive that frees the stage (their registers read only
+# after it: bench/sass_inflight.py), and the TMA copy into the stage, in the async proxy, may
+# land before they read: run 346 (H100, runs alternating two problems) had FENCE 0 off in 25
+# of 40 runs at 16 tokens and FENCE 4 in none of 40. 1 (a probe), a fence.acq_rel.cta at every
+# hand-off between the partitions (w12_row.fence_cta: also clean in run 346, as it makes the
+# loads complete); 2 (a probe), a fence.mbarrier_init after the barriers' init (w12_row
+# .fence_init: off in run 346 as 0). Not a tuning knob: a value without 4 gives wrong outputs.
+FENCE = 4
 SHARED_LIMIT = 220 * 1024
 # a sum tile [16 rows, 16 tokens] on the meta warp and in the epilogue
 SUMS1 = gl.constexpr(gl.BlockedLayout([1, 8], [16, 2], [1, 1], [1, 0]))
@@ -477,10 +480,10 @@ def route(x: torch.Tensor, weight, swiglu: bool, residual: torch.Tensor | None,
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False,
                  pdl: bool = False, hand_out: bool = False, traced: bool = False,
-                 halves: int = 2, fence: int = 0):  # fmt: skip
+                 halves: int = 2, fence: int | None = None):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel), for K;
     hand_out: with the next norm handed on (HAND_OUT); traced: with the timeline's marks;
-    halves 1: for at most 8 tokens (HALVES); fence: FENCE's."""
+    halves 1: for at most 8 tokens (HALVES); fence: FENCE's value (None: FENCE)."""
     from specpilot.kernels import aot
 
     cfg = TILE | (tile or {})
@@ -499,6 +502,7 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False
         types |= dict(trace_ptr="*i64", clock_ptr="*i64")
     consts = dict(STAGES=cfg["STAGES"], XB=geo["XB"], GROUPS=geo["GROUPS"], SLOTS=cfg["SLOTS"],
                   ESC_BATCH=cfg["ESC_BATCH"], PDL=pdl, RESIDUAL=residual, HAND_OUT=hand_out,
-                  TRACE=int(traced), HALVES=halves, FENCE=fence,
+                  TRACE=int(traced), HALVES=halves,
+                  FENCE=FENCE if fence is None else fence,
                   num_warps=MMA_WARPS.value)  # fmt: skip
     return aot.compile_kernel(_w12_tokens_kernel, types, consts)
