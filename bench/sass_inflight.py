@@ -12,8 +12,8 @@ For each arrive, the loads since the last barrier wait (or branch) whose registe
 instruction has read before the arrive, a FENCE.VIEW.ASYNC or MEMBAR clearing them. Compiles
 the engine's warp-specialized W12 kernels for sm_90a (w12_tokens with its FENCE and without the
 proxy fence, w12_row's decode tile with each epilogue, w12_tc's verify kernel) and prints each
-arrive with loads in flight; which buffer a load reads is for the reader to tell (a bf16 x
-read, LDS.U16, or a meta warp's slot, is written by no TMA copy after the kernel's start).
+arrive with loads in flight, those that may read a ring stage marked (`ring_suspects`: a bf16
+x read, LDS.U16, or a meta warp's slot is written by no TMA copy after the kernel's start).
 The last line is one JSON object.
 
     python bench/sass_inflight.py --out bench/results/DATE-sass-inflight.json
@@ -90,6 +90,15 @@ def inflight(sass: str) -> list[Arrive]:
     return found
 
 
+def ring_suspects(arrive: Arrive) -> list[str]:
+    """The loads in flight at an arrive that may read a TMA-fed ring stage: wider than 16 bits
+    and addressed from the shared window's base in a uniform register ([R + UR + offset]), as
+    every stage read in these kernels' SASS is. A heuristic read off this Triton's SASS: a bf16
+    x element (LDS.U16) is resident, and the meta warp's slots are addressed as [R + offset]."""
+    return [load for load in arrive.loads
+            if not load.startswith("LDS.U16") and re.search(r"\+UR\d+", load)]  # fmt: skip
+
+
 def _kernels() -> dict:
     """The compiled kernels to read, by name (sm_90a, no GPU)."""
     from specpilot.kernels import w12_row, w12_tc, w12_tokens
@@ -115,12 +124,14 @@ def main() -> None:
     results = {}
     for name, build in _kernels().items():
         arrives = inflight(disassemble(build())[0])
-        results[name] = [asdict(a) for a in arrives]
-        print(f"{name}: {len(arrives)} arrive(s) with loads in flight")
+        results[name] = [asdict(a) | dict(ring_suspects=ring_suspects(a)) for a in arrives]
+        suspects = sum(len(ring_suspects(a)) for a in arrives)
+        print(f"{name}: {len(arrives)} arrive(s) with loads in flight, {suspects} of them "
+              "perhaps of a ring stage")  # fmt: skip
         for a in arrives:
             print(f"  {a.address:#06x} {a.text}")
             for load in a.loads:
-                print(f"      {load}")
+                print(f"      {load}{'  <- ring?' if load in ring_suspects(a) else ''}")
     finish(dict(bench="sass_inflight", kernels=results), args.out)
 
 

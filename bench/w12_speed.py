@@ -437,9 +437,10 @@ W12_ARMS = {
         "models.fused.SPLIT_SUM_NORM": True,
     },
     # the verify's o on kernels/w12_tokens.py (16-row mma.sync tiles, the tokens in B's columns,
-    # no K split and no split sum: run 345, H100, the verify graph -0.06 ms; it races at 16
-    # tokens there, so only with FENCE's order found)
+    # no K split and no split sum: run 345, H100, the verify graph -0.06 ms; on by default since
+    # run 349, with run 346's proxy fence), and off: o on w12_tc's K split and its split sum
     "tokens_verify": {"w12_tokens.VERIFY": True},
+    "tc_verify_o": {"w12_tokens.VERIFY": False},
     # the same on w12_linear's 16-row tiles (W12 "auto")
     "ssn": {"models.fused.SPLIT_SUM_NORM": True},
     # ... and each warp's own mma.sync (w12_tc.MMA_VERSION 2)

@@ -2346,10 +2346,11 @@ def split_verify_forwards(tmp_path, monkeypatch, where: str, switch: tuple, spie
     points carried through two layers) -> {on: (norm kernels launched, calls of spied (module,
     function), of them with keyword `key` given)}."""
     from specpilot.formats.w12_engine import convert_model
-    from specpilot.kernels import w12_row, w12_tc
+    from specpilot.kernels import w12_row, w12_tc, w12_tokens
 
     monkeypatch.setattr(w12_row, "ONE_ROW", False)
     monkeypatch.setattr(w12_tc, "VERIFY", True)
+    monkeypatch.setattr(w12_tokens, "VERIFY", False)  # (o on w12_tc, split, unless switched)
     monkeypatch.setattr(w12_tc, "UNIT_SPLIT", 2)
     shape = dict(hidden_size=256, intermediate_size=512, num_attention_heads=32)
     target, drafter, reference = _tiny_pair(tmp_path, tied=False, **shape)
