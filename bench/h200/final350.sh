@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Device call (~6 min on an H200, ~2 on an H100, + cold start; no carry): run 350, issue 7.
+# On an H200 (issue 7's card): its numbers with session 73's defaults (w12_tokens.VERIFY on,
+# its proxy fence), Qwen3-8B then Llama-3.1-8B end to end at 1k, every matrix W12, paired 3
+# over bf16 with the control and token forcing; arm tc_verify_o (VERIFY off, the defaults of
+# session 68's runs 338 / 340 otherwise) beside. Prediction: AR as run 338 / 340 (1.172x /
+# 1.175x; VERIFY takes no one-row multiply), spec +1% over tc_verify_o (1.10x -> ~1.11x).
+# On another card: the race probe at 3 seeds (w12_tokens with its fence and without, w12_tc at
+# 16 and 8 tokens, w12_row's decode tile), runs alternating two problems. Prediction: w12_tokens
+# FENCE 4, w12_tc and w12_row clean; FENCE 0 off.
+set -u
+export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
+source "$(dirname "$0")/lib.sh"
+card
+if grep -q H200 "$OUT/gpu.log"; then
+    w12_e2e e2e-1024 qwen3-8b tc_verify_o 3 "${E2E_S:-200}"
+    pack
+    w12_e2e e2e-1024-llama llama3.1-8b tc_verify_o 3 "${E2E_S:-200}"
+else
+    probe() {  # probe NAME ARGS...: bench/w12_tokens_probe.py, its summary lines
+        timeout 100 python3 bench/w12_tokens_probe.py --seeds 3 --pairs 5 --seconds 70 \
+            --out "$OUT/$1.json" "${@:2}" 2>&1 | tee "$OUT/$1.log" | grep -E "runs:|Error" |
+            cut -c1-160
+    }
+    probe probe-tokens --fence 4,0
+    probe probe-tc --kernel tc --tokens 16,8
+    probe probe-row --kernel row --tokens 1
+fi
+pack
+archive_only
