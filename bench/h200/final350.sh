@@ -7,7 +7,7 @@
 # 1.175x; VERIFY takes no one-row multiply), spec +1% over tc_verify_o (1.10x -> ~1.11x).
 # On another card: the race probe at 3 seeds (w12_tokens with its fence and without, w12_tc at
 # 16 and 8 tokens, w12_row's decode tile), runs alternating two problems. Prediction: w12_tokens
-# FENCE 4, w12_tc and w12_row clean; FENCE 0 off.
+# FENCE 4, w12_tc and w12_row clean; FENCE 0 off. OTHER=none: on another card, nothing.
 set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
@@ -16,7 +16,7 @@ if grep -q H200 "$OUT/gpu.log"; then
     w12_e2e e2e-1024 qwen3-8b tc_verify_o 3 "${E2E_S:-200}"
     pack
     w12_e2e e2e-1024-llama llama3.1-8b tc_verify_o 3 "${E2E_S:-200}"
-else
+elif [ "${OTHER:-probe}" = probe ]; then
     probe() {  # probe NAME ARGS...: bench/w12_tokens_probe.py, its summary lines
         timeout 100 python3 bench/w12_tokens_probe.py --seeds 3 --pairs 5 --seconds 70 \
             --out "$OUT/$1.json" "${@:2}" 2>&1 | tee "$OUT/$1.log" | grep -E "runs:|Error" |
