@@ -2211,11 +2211,13 @@ def _switched_w12_forwards(
     off and on (keys False, True), how many of those took the norm prologue (("prologues", ...))
     and how many norm kernels the forward launched (keys ("norms", False / True))."""
     from specpilot.formats.w12_engine import convert_model
-    from specpilot.kernels import w12_row, w12_tc, w12_ws
+    from specpilot.kernels import w12_row, w12_tc, w12_tokens, w12_ws
 
-    # the other Gluon routes off (w12_row's are on by default): the off arm is the Triton path
+    # the other Gluon routes off (w12_row's and w12_tokens' are on by default): the off arm is
+    # the Triton path
     for other, name in ((w12_row, "ONE_ROW"), (w12_row, "BF16_ONE_ROW"), (w12_tc, "ONE_ROW"),
-                        (w12_tc, "VERIFY"), (w12_ws, "VERIFY")):  # fmt: skip
+                        (w12_tc, "VERIFY"), (w12_ws, "VERIFY"),
+                        (w12_tokens, "VERIFY")):  # fmt: skip
         monkeypatch.setattr(other, name, type(getattr(other, name))(0))
     shape = dict(hidden_size=256, intermediate_size=512) | shape
     target, drafter, reference = _tiny_pair(tmp_path, tied=False, **shape)
@@ -2284,7 +2286,10 @@ def test_w12_tc_verify_gives_the_same_tokens(tmp_path, monkeypatch, where: str) 
     that head. The hidden states to 8 half-ulps: four multiplies a layer summed in wgmma's
     chunk order carry 5.7 half-ulps through two layers (emulated; 4 for one reordered kernel)."""
     from specpilot.kernels import w12_tc
+    from specpilot.models import fused
 
+    # (no split sum handing a norm on: on a GPU's SMs the tiny o splits; test_split_sum_hand_*)
+    monkeypatch.setattr(fused, "SPLIT_SUM_HAND", False)
     with gluon_on(where):
         counts = _switched_w12_forwards(tmp_path, monkeypatch, w12_tc, "w12_tc_linear", "VERIFY",
                                         5, ulps=8, num_attention_heads=16)  # fmt: skip
