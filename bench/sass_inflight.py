@@ -10,8 +10,9 @@ before the arrive, SASS FENCE.VIEW.ASYNC.S, which waits for the loads; in none o
 
 For each arrive, the loads since the last barrier wait (or branch) whose registers no
 instruction has read before the arrive, a FENCE.VIEW.ASYNC or MEMBAR clearing them. Compiles
-the engine's warp-specialized W12 kernels for sm_90a (w12_tokens with its FENCE and without the
-proxy fence, w12_row's decode tile with each epilogue, w12_tc's verify kernel) and prints each
+the engine's warp-specialized kernels for sm_90a (w12_tokens with its FENCE and without the
+proxy fence, w12_row's W12 and bf16 decode tiles with their epilogues, bf16's also without its
+fence, w12_tc's verify kernel) and prints each
 arrive with loads in flight, those that may read a ring stage marked (`ring_suspects`: a bf16
 x read, LDS.U16, or a meta warp's slot is written by no TMA copy after the kernel's start).
 The last line is one JSON object.
@@ -107,11 +108,23 @@ def _kernels() -> dict:
     return {
         f"w12_tokens (FENCE {w12_tokens.FENCE})": lambda: w12_tokens.compile_sm90(),
         "w12_tokens (FENCE 0: no proxy fence)": lambda: w12_tokens.compile_sm90(fence=0),
+        "w12_tokens verify's o (residual, norm handed on)": lambda: w12_tokens.compile_sm90(
+            residual=True, pdl=True, hand_out=True),
+        "w12_tokens at 8 tokens (HALVES 1)": lambda: w12_tokens.compile_sm90(halves=1),
         "w12_row decode tile, residual (o, down)": lambda: w12_row.compile_sm90(
             tile=row, residual=True, pdl=True),
         "w12_row decode tile, norm (q|k|v)": lambda: w12_row.compile_sm90(tile=row, norm=True),
         "w12_row decode tile, norm + SwiGLU (gate|up)": lambda: w12_row.compile_sm90(
             tile=row, norm=True, swiglu=True),
+        "bf16_row decode tile, norm + SwiGLU": lambda: w12_row.compile_sm90(
+            tile=w12_row.ROW_TILES[w12_row.BF16_ONE_ROW_TILE], norm=True, swiglu=True,
+            bf16=True),
+        "bf16_row decode tile, residual": lambda: w12_row.compile_sm90(
+            tile=w12_row.ROW_TILES[w12_row.BF16_ONE_ROW_TILE], residual=True, pdl=True,
+            bf16=True),
+        "bf16_row decode tile, residual (FENCE 0: no proxy fence)": lambda: w12_row.compile_sm90(
+            tile=w12_row.ROW_TILES[w12_row.BF16_ONE_ROW_TILE] | dict(FENCE=0), residual=True,
+            pdl=True, bf16=True),
         "w12_tc verify, residual": lambda: w12_tc.compile_sm90(residual=True, pdl=True),
         "w12_tc verify, SwiGLU": lambda: w12_tc.compile_sm90(swiglu=True),
     }  # fmt: skip

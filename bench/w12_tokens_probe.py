@@ -13,8 +13,10 @@ value asked (its bits: fences at the partitions' hand-offs, after the barriers' 
 ring stage is freed): a value clean where 0 is not names the ordering that was missing (run
 346: 4, the proxy fence before a stage is freed, now the default). --kernel tc / row: the same
 runs of w12_tc (the verify's) or w12_row's decode tile (at --tokens 1), the engine's other
-kernels that free TMA-fed ring stages. Prints the columns off, then a line a configuration; the
-last line is one JSON object.
+kernels that free TMA-fed ring stages; --kernel bf16row: bf16_row's residual decode tile on
+the bf16 weight (a zero residual), --fence its tile's FENCE (bench/sass_inflight.py finds its
+ldmatrix loads in flight at a stage's free without it). Prints the columns off, then a line a
+configuration; the last line is one JSON object.
 
     python bench/w12_tokens_probe.py --fence 4,0 --pairs 6 --seconds 120 --out probe.json
     python bench/w12_tokens_probe.py --kernel row --tokens 1 --out probe-row.json
@@ -112,6 +114,13 @@ def _runs(kernel: str, probs: list[dict], pairs: int, fence: int) -> list[torch.
     if kernel == "tc":
         return [w12_tc.w12_tc_linear(probs[r % 2]["x"], probs[r % 2]["packed"])
                 for r in range(2 * pairs)]  # fmt: skip
+    if kernel == "bf16row":  # fence: the tile's FENCE (-1: bf16's default, on)
+        tile = w12_row.ROW_TILES[w12_row.BF16_ONE_ROW_TILE] | dict(X32=0, FENCE=fence)
+        weights = [p["w"].to(DEVICE, torch.bfloat16) for p in probs]
+        # (a zero residual: the residual tile, whose SASS has the loads in flight; y unchanged)
+        zero = torch.zeros(1, weights[0].shape[0], device=DEVICE, dtype=torch.bfloat16)
+        return [w12_row.bf16_row_linear(probs[r % 2]["x"], weights[r % 2], tile, residual=zero)
+                for r in range(2 * pairs)]  # fmt: skip
     tile = w12_row.ROW_TILES[w12_row.ONE_ROW_TILE]
     return [w12_row.w12_row_linear(probs[r % 2]["x"], probs[r % 2]["packed"], tile)
             for r in range(2 * pairs)]  # fmt: skip
@@ -158,22 +167,23 @@ def main() -> None:
     ap.add_argument("--tokens", default="16")
     ap.add_argument("--fence", default="4,0",
                     help="w12_tokens.FENCE's values to run, in turn")  # fmt: skip
-    ap.add_argument("--kernel", default="tokens", choices=("tokens", "tc", "row"),
+    ap.add_argument("--kernel", default="tokens", choices=("tokens", "tc", "row", "bf16row"),
                     help="w12_tokens; w12_tc (2-16 tokens) or w12_row (1) as the engine runs "
-                    "them (--fence then ignored)")  # fmt: skip
+                    "them (--fence then ignored); bf16row: bf16_row's decode tile on the bf16 "
+                    "weight (1 token; --fence its tile's FENCE: -1, 0, 1)")  # fmt: skip
     ap.add_argument("--seconds", type=float, default=0, help="no configuration started after")
     ap.add_argument("--show", type=int, default=24, help="columns off printed at most")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    if args.kernel == "row" and args.tokens != "1":
-        ap.error("--kernel row runs one token: --tokens 1")
+    if args.kernel in ("row", "bf16row") and args.tokens != "1":
+        ap.error(f"--kernel {args.kernel} runs one token: --tokens 1")
     start = time.monotonic()
 
     def out_of_time() -> bool:
         return bool(args.seconds) and time.monotonic() - start > args.seconds
 
     probs, results = {}, []
-    fences = args.fence.split(",") if args.kernel == "tokens" else ["0"]
+    fences = args.fence.split(",") if args.kernel in ("tokens", "bf16row") else ["0"]
     for fence in (int(f) for f in fences):
         for shape in args.shapes.split(","):
             n, k = (int(v) for v in shape.split("x"))

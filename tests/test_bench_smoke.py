@@ -721,20 +721,21 @@ def test_tma_probe_kernels_compile_for_sm90() -> None:
 
 
 def test_no_gluon_kernel_frees_a_ring_stage_with_a_load_of_it_in_flight() -> None:
-    """bench/sass_inflight.py on the engine's warp-specialized W12 kernels (sm_90a SASS): at no
+    """bench/sass_inflight.py on the engine's warp-specialized kernels (sm_90a SASS): at no
     mbarrier arrive is a load that may read a TMA-fed ring stage still in flight (run 346's
     race: the copy into the freed stage may land before the load reads), except in w12_tokens
-    built without its proxy fence, where the check finds the stage's 16-byte loads (so that it
-    can fail)."""
+    and bf16_row's residual tile built without their proxy fences, where the check finds the
+    stage's loads (16-byte LDS, ldmatrix: so that it can fail)."""
     code = "import json, sass_inflight as s; from sass_pair_layout import disassemble; "
     code += "print(json.dumps({name: [load for a in s.inflight(disassemble(build())[0]) "
     code += "for load in s.ring_suspects(a)] for name, build in s._kernels().items()}))"
     suspects = compiled_json(code)
-    unfenced = [name for name in suspects if "no proxy fence" in name]
-    assert len(unfenced) == 1 and len(suspects) == 7
-    loads = suspects.pop(unfenced[0])
-    assert loads and all(load.startswith("LDS.128") for load in loads)
-    assert suspects == {name: [] for name in suspects}
+    unfenced = sorted(name for name in suspects if "no proxy fence" in name)
+    assert [name.split()[0] for name in unfenced] == ["bf16_row", "w12_tokens"]
+    bf16, tokens = (suspects.pop(name) for name in unfenced)
+    assert tokens and all(load.startswith("LDS.128") for load in tokens)
+    assert bf16 and all(load.startswith("LDSM") for load in bf16)
+    assert len(suspects) == 10 and suspects == {name: [] for name in suspects}
 
 
 def test_wgmma_ra_probe_decodes_into_the_operand_without_moving_data() -> None:

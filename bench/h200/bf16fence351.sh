@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Device call (~4 min + cold start; no carry): run 351, issues 7 and 3 (the bf16 baseline).
+# Session 73 (CPU): bench/sass_inflight.py finds bf16_row's residual decode tile (the bf16 o and
+# down) freeing a ring stage with 4 ldmatrix loads of it still in flight, the order whose lack
+# made w12_tokens race (run 346); w12_row's FENCE is now on for bf16 tiles (-1), untimed. This
+# call: the probe on bf16_row's residual tile (N 4096 at K 4096 and 12288, one token, 3 seeds,
+# PDL on and off, runs alternating two problems) with the fence (-1) and without (0); then the
+# bf16 decode graph back to back with it (base, base2) and without (BF16_ONE_ROW_TILE 16: nof,
+# nof2), Qwen3-8B; then, on an H200 only, issue 7's end to end (final350.sh's).
+# Prediction: with the fence 0 runs off; without, a few or none (the w12_tokens race showed at
+# 16 tokens, where a stage's last mmas read after the free; bf16_row's FMAs read the ldmatrix
+# registers soon after); the fence's cost under 0.02 ms a decode (36 x 2 launches, a stage's
+# wait for loads the FMAs need next anyway).
+set -u
+export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
+source "$(dirname "$0")/lib.sh"
+card
+timeout 110 python3 bench/w12_tokens_probe.py --kernel bf16row --tokens 1 --fence=-1,0 \
+    --shapes 4096x4096,4096x12288 --seeds 3 --pairs 5 --seconds 80 \
+    --out "$OUT/probe-bf16row.json" 2>&1 | tee "$OUT/probe-bf16row.log" |
+    grep -E "runs:|Error" | cut -c1-160
+pack
+MODEL=qwen3-8b variants "bf16" "base|;nof|$(sw w12_row.BF16_ONE_ROW_TILE=16);base2|;nof2|\
+$(sw w12_row.BF16_ONE_ROW_TILE=16)" "${VAR_S:-150}" | grep decode
+back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
+pack
+if grep -q H200 "$OUT/gpu.log" && [ "${E2E_S:-200}" != 0 ]; then
+    w12_e2e e2e-1024 qwen3-8b tc_verify_o 3 "${E2E_S:-200}"
+fi
+pack
+archive_only
