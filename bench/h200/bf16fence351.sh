@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call (~4 min + cold start; no carry): run 351, issues 7 and 3 (the bf16 baseline).
 # Session 73 (CPU): bench/sass_inflight.py finds bf16_row's residual decode tile (the bf16 o and
-# down) freeing a ring stage with 4 ldmatrix loads of it still in flight, the order whose lack
+# down) freeing a ring stage with 2 ldmatrix loads of it still in flight, the order whose lack
 # made w12_tokens race (run 346); w12_row's FENCE is now on for bf16 tiles (-1), untimed. This
 # call: the probe on bf16_row's residual tile (N 4096 at K 4096 and 12288, one token, 3 seeds,
 # PDL on and off, runs alternating two problems) with the fence (-1) and without (0); then the
