@@ -95,7 +95,8 @@ def ring_suspects(arrive: Arrive) -> list[str]:
     """The loads in flight at an arrive that may read a TMA-fed ring stage: wider than 16 bits
     and addressed from the shared window's base in a uniform register ([R + UR + offset]), as
     every stage read in these kernels' SASS is. A heuristic read off this Triton's SASS: a bf16
-    x element (LDS.U16) is resident, and the meta warp's slots are addressed as [R + offset]."""
+    x element (LDS.U16) is resident, and the meta warp's slots are addressed as [R + offset];
+    it marks too much rather than too little (bf16_row's ldmatrix reads of x, resident, too)."""
     return [load for load in arrive.loads
             if not load.startswith("LDS.U16") and re.search(r"\+UR\d+", load)]  # fmt: skip
 
