@@ -205,13 +205,15 @@ def test_w12_tc_matches_the_reference(where: str, m: int, n: int, k: int, tile: 
 @pytest.mark.parametrize("where, m, swiglu, split", [
     ("cuda", 16, False, 1), ("cuda", 16, True, 1), ("cuda", 5, False, 2),
     ("emulated", 5, False, 1), ("emulated", 16, True, 1), ("emulated", 7, False, 2)])  # fmt: skip
-def test_w12_tc_takes_a_handed_norm(where: str, m: int, swiglu: bool, split: int) -> None:
+def test_w12_tc_takes_a_handed_norm(where: str, m: int, swiglu: bool, split: int,
+                                    monkeypatch) -> None:  # fmt: skip
     """A split sum hands the norm on (NormAfter.handed, models/fused.SPLIT_SUM_HAND): its y is
     the plain split sum's, bit for bit; u = y times the norm weight, rounded, in pair order, and
     its programs' sums of squares add up to y's; w12_tc (unsplit, SwiGLU or split: each
     partial scaled) on u with handed_norm gives RMSNorm(y) @ W^T scaled as the bf16 hand-off:
-    (u @ W^T) / RMS(y), to summation order. A handed norm in another order, or a multiply
-    given u that is not its x, is refused."""
+    (u @ W^T) / RMS(y), to summation order, and with HANDED_RSTD_LATE (1 / RMS summed at each
+    unit's end) the same bits. A handed norm in another order, or a multiply given u that is
+    not its x, is refused."""
     from specpilot.kernels import w12_linear
     from specpilot.kernels.elementwise import NormAfter
     from specpilot.kernels.w12_ws import pair_order
@@ -236,6 +238,14 @@ def test_w12_tc_takes_a_handed_norm(where: str, m: int, swiglu: bool, split: int
         torch.testing.assert_close(norm.squares.double().sum(1), squares, rtol=1e-5, atol=0)
         out = w12_tc.w12_tc_linear(norm.u, packed, dict(SPLIT_K=split), x_order="pair",
                                    swiglu=swiglu, handed_norm=norm)  # fmt: skip
+        monkeypatch.setattr(w12_tc, "HANDED_RSTD_LATE", 1)
+        late = w12_tc.w12_tc_linear(norm.u, packed, dict(SPLIT_K=split), x_order="pair",
+                                    swiglu=swiglu, handed_norm=norm)  # fmt: skip
+        monkeypatch.setattr(w12_tc, "HANDED_RSTD_LATE", 2)
+        with pytest.raises(ValueError, match="HANDED_RSTD_LATE"):
+            w12_tc.w12_tc_linear(norm.u, packed, x_order="pair", handed_norm=norm)
+        monkeypatch.setattr(w12_tc, "HANDED_RSTD_LATE", 0)
+        assert torch.equal(late, out)
         rstd = torch.rsqrt(squares / k + eps)
         sums = u.double() @ w.double().T * rstd[:, None]
         if swiglu:
@@ -251,6 +261,22 @@ def test_w12_tc_takes_a_handed_norm(where: str, m: int, swiglu: bool, split: int
             w12_tc.w12_tc_linear(norm.u.clone(), packed, x_order="pair", handed_norm=norm)
     with pytest.raises(ValueError, match="pair"):
         NormAfter(g.cpu(), eps, (), "join", handed=True)
+
+
+def test_handed_rstd_late_sums_it_after_the_first_products() -> None:
+    """HANDED_RSTD_LATE in the sm_90a SASS (gate|up on a handed norm of 8 slots): without it the
+    1 / RMS's rsqrt (MUFU.RSQ) comes before the first wgmma (HGMMA), the multiplying warps held
+    on the squares' loads; with it, after (their latency hidden behind the first unit)."""
+    code = "import json, re; from specpilot.kernels import w12_tc; "
+    code += "from sass_pair_layout import disassemble; out = {}\n"
+    code += "for late in (False, True):\n"
+    code += "    k = w12_tc.compile_sm90(swiglu=True, pdl=True, hand_in=8, hand_late=late)\n"
+    code += "    ops = re.findall(r'/\\*[0-9a-f]{4}\\*/\\s+(?:@!?U?P\\w+\\s+)?([A-Z0-9.]+)', "
+    code += "disassemble(k)[0])\n"
+    code += "    first = lambda op: next(i for i, o in enumerate(ops) if o.startswith(op))\n"
+    code += "    out[late] = first('MUFU.RSQ') < first('HGMMA')\n"
+    code += "print(json.dumps(out))"
+    assert compiled_json(code) == {"false": True, "true": False}
 
 
 @pytest.mark.parametrize("where", BOTH)

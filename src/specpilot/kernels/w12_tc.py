@@ -162,11 +162,20 @@ EARLY_ESCAPES = 0
 # -> 14.96, the down 25.87 -> 30.43): the loads were not the cost; every unit's fence and
 # count at its end, and the last one's slices and stores, are. Off.
 SUM_IN_KERNEL = 0
+# HANDED_RSTD_LATE: a multiply on a handed norm's u (HAND_IN) asks for the squares right after
+# PDL's wait, as now, but sums them into 1 / RMS at each unit's end, where it scales the sums,
+# so that their loads are in flight over the first unit's stages instead of holding the
+# multiplying warps before their first stage (the Triton kernels' order: common.handed_rstd).
+# Why: run 349's verify timeline (H100) has gate|up and q|k|v, the multiplies on a handed norm,
+# 2.5-3.2 / 1.9-2.9 us from the kernel before's exit to their first stage, the down 1.4-2.3.
+# Off until timed (the same bits either way: tests/test_w12_tc.py).
+HANDED_RSTD_LATE = 0
 SWITCH_RULES = {
     "SUM_IN_KERNEL": (lambda n: n in (0, 1), "0 or 1"),
     "MAX_UNIT_BLOCKS": (lambda n: n in (4, 8, 16, 32), "4, 8, 16 or 32"),
     "PRE_STAGES": (lambda n: 0 <= n <= 8, "0 (all) to 8"),
     "EARLY_ESCAPES": (lambda n: n in (0, 1), "0 or 1"),
+    "HANDED_RSTD_LATE": (lambda n: n in (0, 1), "0 or 1"),
 }
 ROWS = 64  # weight rows a unit: one warpgroup's wgmma M
 # MAX_BLOCKS (-1: the switch MAX_UNIT_BLOCKS's): blocks of K a unit at most; each slot of its
@@ -367,19 +376,23 @@ def _block_products(acc, low_buf, code_buf, x_buf, scale_buf, s, g0, MMA: gl.con
 
 
 @gluon.jit
-def _handed_rstd(hand, m, k, PDL: gl.constexpr, SLOTS: gl.constexpr, layout: gl.constexpr):
-    """The tokens' 1 / RMS [16] (in `layout`) from the squares a split sum handed on
-    (hand: their pointer, row stride, slots and the norm's eps; kernels/common.handed_rstd's
-    sum): read after PDL's wait."""
+def _handed_squares(hand, m, PDL: gl.constexpr, SLOTS: gl.constexpr):
+    """The squares a split sum handed on, [16 tokens, SLOTS] (hand: their pointer, row stride,
+    slots and the norm's eps), asked for after PDL's wait."""
     sq_ptr, stride_sq, slots, eps = hand
     grid: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [gl.num_warps(), 1], [1, 0])
     tokens = gl.arange(0, 16, layout=gl.SliceLayout(1, grid))
     rs = gl.arange(0, SLOTS, layout=gl.SliceLayout(0, grid))
     mask = (tokens < m)[:, None] & (rs < slots)[None, :]
     _grid_wait(PDL)  # (the squares: the kernel before's)
-    sq = gl.load(sq_ptr + tokens[:, None] * stride_sq + rs[None, :], mask=mask, other=0.0)
-    rstd = gl.rsqrt(gl.sum(sq, axis=1) / k + eps)
-    return gl.convert_layout(rstd, layout)
+    return gl.load(sq_ptr + tokens[:, None] * stride_sq + rs[None, :], mask=mask, other=0.0)
+
+
+@gluon.jit
+def _rstd_of(sq, k, eps, layout: gl.constexpr):
+    """The tokens' 1 / RMS [16] (in `layout`) from their handed squares (kernels/common
+    .handed_rstd's sum)."""
+    return gl.convert_layout(gl.rsqrt(gl.sum(sq, axis=1) / k + eps), layout)
 
 
 @gluon.jit
@@ -461,13 +474,15 @@ def hand_out(y, hw, rows, tokens, mask, m, slot, hand):
 def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE: gl.constexpr,
                 PDL: gl.constexpr, MMA: gl.constexpr, BOUND: gl.constexpr, marks,
                 TRACE: gl.constexpr, hand, k, HAND_IN: gl.constexpr = 0, summed=None,
-                SUM_IN: gl.constexpr = (0, 1, False, False)):  # fmt: skip
+                SUM_IN: gl.constexpr = (0, 1, False, False),
+                HAND_LATE: gl.constexpr = False):  # fmt: skip
     """The default partition (one warpgroup): each unit's blocks (`_block_products`), its
     escapes, the store (w12_ws's `_store`). marks, TRACE: the kernel timeline's
     (kernels/trace.py, w12_ws._trace_mark): the program's entry, its first stage landed (its
     input copied after PDL's wait), its exit. HAND_IN (the squares' slots, a power of 2; 0:
     none): the input is a handed norm's u, each unit's sums scaled by the tokens' 1 / RMS
-    (`_handed_rstd`, read once a program) before the store. SUM_IN (on, splits, HAND_OUT,
+    (`_rstd_of` its squares, read once a program; HAND_LATE: summed at each unit's end, their
+    loads in flight over the first unit's stages) before the store. SUM_IN (on, splits, HAND_OUT,
     FENCE): a split tile's last unit adds its slices (`_sum_tile`; summed: y, the counters and
     the hand-off's u, norm weight, squares and strides)."""
     _trace_mark(marks, 0, TRACE)
@@ -478,7 +493,9 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
     SWIGLU: gl.constexpr = EPILOGUE[0]
     acc_layout: gl.constexpr = ACC2 if MMA == 2 else ACC
     if HAND_IN > 0:
-        rstd = _handed_rstd(hand, m, k, PDL, HAND_IN, gl.SliceLayout(0, acc_layout))
+        sq = _handed_squares(hand, m, PDL, HAND_IN)
+        if not HAND_LATE:
+            rstd = _rstd_of(sq, k, hand[3], gl.SliceLayout(0, acc_layout))
     c = 0
     j = 0
     for u in range(gl.program_id(0), work[0], gl.num_programs(0)):
@@ -501,6 +518,8 @@ def _multiplier(bufs, bars, work, n, m, output, OUT_F32: gl.constexpr, EPILOGUE:
         acc = acc + esc_buf.index(slot).load(acc.type.layout)
         mbarrier.arrive(meta_empty.index(slot), count=1)
         if HAND_IN > 0:
+            if HAND_LATE:
+                rstd = _rstd_of(sq, k, hand[3], gl.SliceLayout(0, acc_layout))
             acc = acc * rstd[None, :]
         rows, in_rows = _tile_rows(row0, work, n, RW, SWIGLU, gl.SliceLayout(1, acc.type.layout))
         _grid_wait(PDL)  # (the residual, and y's memory, the kernel before's to finish with)
@@ -528,13 +547,14 @@ def _w12_tc_kernel(
     BOUND: gl.constexpr = 0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
     PRE: gl.constexpr = 0, MAX_BLOCKS: gl.constexpr = 16, ESC_EARLY: gl.constexpr = False,
     HAND_IN: gl.constexpr = 0, sq_ptr=None, stride_sq=0, slots=0, eps=0.0,
-    SUM_IN: gl.constexpr = False, HAND_OUT: gl.constexpr = False, FENCE: gl.constexpr = False,
+    HAND_LATE: gl.constexpr = False, SUM_IN: gl.constexpr = False,
+    HAND_OUT: gl.constexpr = False, FENCE: gl.constexpr = False,
     sum_ptr=None, count_ptr=None, u_ptr=None, hw_ptr=None, sq_out_ptr=None, stride_um=0,
     stride_sq_out=0,
 ):  # fmt: skip
     """Each program takes units pid, pid + programs, ...; the partitions run on across them.
-    HAND_IN: the multiplier's (a handed norm's squares); SUM_IN, HAND_OUT, FENCE: its in-kernel
-    split sum's (y at sum_ptr, the tiles' counters, the next norm handed on)."""
+    HAND_IN, HAND_LATE: the multiplier's (a handed norm's squares); SUM_IN, HAND_OUT, FENCE:
+    its in-kernel split sum's (y at sum_ptr, the tiles' counters, the next norm handed on)."""
     work = (units, tiles, blocks_per_split, gl.cdiv(k, WBLOCK), n // 2)
     half: gl.constexpr = WBLOCK // 2
     low_buf = gl.allocate_shared_memory(gl.uint8, [2 * STAGES, RW, half], low_desc.layout)
@@ -555,7 +575,7 @@ def _w12_tc_kernel(
                            (SWIGLU, RESIDUAL, Y_PAIR), PDL, MMA, BOUND, (trace_ptr, clock_ptr),
                            TRACE, (sq_ptr, stride_sq, slots, eps), k, HAND_IN,
                            (sum_ptr, count_ptr, u_ptr, hw_ptr, sq_out_ptr, stride_um,
-                            stride_sq_out), (SUM_IN, SPLIT_K, HAND_OUT, FENCE))),
+                            stride_sq_out), (SUM_IN, SPLIT_K, HAND_OUT, FENCE), HAND_LATE)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
                      x_ptr, stride_x, m, SWIGLU, ESC_BATCH, PDL, ESC_EARLY)),
@@ -723,7 +743,7 @@ def _summed_arguments(
 
 
 def _handed_arguments(x: torch.Tensor, x_order: str, handed: NormAfter | None) -> dict:
-    """The launch's keywords for a handed norm (`_handed_rstd`'s), checked: a filled, handed
+    """The launch's keywords for a handed norm (`_handed_squares`'), checked: a filled, handed
     NormAfter whose u is x, in pair order."""
     if handed is None:
         return {}
@@ -733,8 +753,11 @@ def _handed_arguments(x: torch.Tensor, x_order: str, handed: NormAfter | None) -
     sq = handed.squares
     if sq is None or sq.shape[0] != x.shape[0] or sq.dtype != torch.float32:
         raise ValueError("w12_tc_linear: a handed norm's squares are [M, slots] fp32")
+    late = HANDED_RSTD_LATE
+    if not SWITCH_RULES["HANDED_RSTD_LATE"][0](late):
+        raise ValueError(f"w12_tc: HANDED_RSTD_LATE is 0 or 1, not {late}")
     return dict(HAND_IN=triton.next_power_of_2(sq.shape[1]), sq_ptr=sq, stride_sq=sq.stride(0),
-                slots=sq.shape[1], eps=float(handed.eps))  # fmt: skip
+                slots=sq.shape[1], eps=float(handed.eps), HAND_LATE=bool(late))  # fmt: skip
 
 
 def _resolved(cfg: dict) -> dict:
@@ -761,11 +784,13 @@ def _resolved(cfg: dict) -> dict:
 
 def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool = False,
                  split: int = 1, y_pair: bool = False, pdl: bool = False,
-                 traced: bool = False, hand_in: int = 0, sum_in: int = 0):  # fmt: skip
+                 traced: bool = False, hand_in: int = 0, sum_in: int = 0,
+                 hand_late: bool = False):  # fmt: skip
     """The kernel compiled for sm_90a without a GPU (kernels/aot.compile_kernel); pdl: with
     programmatic dependent launch's waits; traced: with the kernel timeline's marks; hand_in: a
-    handed norm's squares of that many slots (a power of 2); sum_in (with a split): 1 the split
-    added up in the kernel, 2 and the next norm handed on from there."""
+    handed norm's squares of that many slots (a power of 2; hand_late: HANDED_RSTD_LATE's
+    order); sum_in (with a split): 1 the split added up in the kernel, 2 and the next norm
+    handed on from there."""
     from specpilot.kernels import aot
 
     cfg = _resolved(TILE | (tile or {}))
@@ -788,6 +813,6 @@ def compile_sm90(tile: dict | None = None, swiglu: bool = False, residual: bool 
                   BOUND=cfg["BOUND"], PRE=cfg["PRE"], MAX_BLOCKS=cfg["MAX_BLOCKS"],
                   ESC_EARLY=bool(cfg["ESC_EARLY"]),
                   SWIGLU=int(swiglu), RESIDUAL=residual, Y_PAIR=y_pair, PDL=pdl,
-                  TRACE=int(traced), HAND_IN=hand_in, SUM_IN=bool(sum_in),
+                  TRACE=int(traced), HAND_IN=hand_in, HAND_LATE=hand_late, SUM_IN=bool(sum_in),
                   HAND_OUT=sum_in == 2, FENCE=bool(sum_in), num_warps=4)  # fmt: skip
     return aot.compile_kernel(_w12_tc_kernel, types, consts)
