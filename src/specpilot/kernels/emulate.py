@@ -858,7 +858,7 @@ _ASM = [
     (r"\{ \.reg \.b32 one; mov\.b32 one, 65537; min\.u16x2 \$0, \$1, one; \}", _min_u16x2_one),
     (r"griddepcontrol\.(wait|launch_dependents); // \$0", lambda _m: torch.tensor(0)),
     (
-        r"fence\.(acq_rel\.cta|proxy\.async\.shared::cta|mbarrier_init\.release\.cluster); "
+        r"fence\.(acq_rel\.cta|mbarrier_init\.release\.cluster); "
         r"// \$0",
         lambda _m: torch.tensor(0),
     ),  # (one partition runs at a time)

@@ -537,12 +537,11 @@ def fence_cta(ON: gl.constexpr):
 
 @gluon.jit
 def fence_proxy(ON: gl.constexpr):
-    """With ON, a fence.proxy.async.shared::cta: this thread's generic-proxy shared-memory
-    accesses before it ordered against async-proxy (TMA) ones after it (w12_tokens.FENCE 4:
-    before a ring stage is freed for the next copy)."""
+    """With ON, `fence_async_shared` (fence.proxy.async.shared::cta): this thread's
+    generic-proxy shared-memory accesses before it ordered against async-proxy (TMA) ones after
+    it (w12_tokens.FENCE 4: before a ring stage is freed for the next copy)."""
     if ON:
-        gl.inline_asm_elementwise("fence.proxy.async.shared::cta; // $0", "=r", [],
-                                  dtype=gl.int32, is_pure=False, pack=1)  # fmt: skip
+        fence_async_shared()
 
 
 @gluon.jit

@@ -1,5 +1,5 @@
 """W12 multiplies of 2-16 token rows on 16-row tiles (Gluon, sm_90): kernels/w12_row.py's MMA
-tiles with the tokens in the mma's B columns. A prototype: it races at 16 tokens (below).
+tiles with the tokens in the mma's B columns; the verify's o runs here (VERIFY).
 
 Why: issue 7's speculative target needs the verify's 16-row W12 multiplies near their bytes'
 floor. kernels/w12_tc.py multiplies 64 weight rows a unit on wgmma, so o and the down (N 4096)
