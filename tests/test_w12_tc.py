@@ -267,12 +267,11 @@ def test_handed_rstd_late_sums_it_after_the_first_products() -> None:
     """HANDED_RSTD_LATE in the sm_90a SASS (gate|up on a handed norm of 8 slots): without it the
     1 / RMS's rsqrt (MUFU.RSQ) comes before the first wgmma (HGMMA), the multiplying warps held
     on the squares' loads; with it, after (their latency hidden behind the first unit)."""
-    code = "import json, re; from specpilot.kernels import w12_tc; "
+    code = "import json, sass_inflight as s; from specpilot.kernels import w12_tc; "
     code += "from sass_pair_layout import disassemble; out = {}\n"
     code += "for late in (False, True):\n"
     code += "    k = w12_tc.compile_sm90(swiglu=True, pdl=True, hand_in=8, hand_late=late)\n"
-    code += "    ops = re.findall(r'/\\*[0-9a-f]{4}\\*/\\s+(?:@!?U?P\\w+\\s+)?([A-Z0-9.]+)', "
-    code += "disassemble(k)[0])\n"
+    code += "    ops = [s.PREDICATE.sub('', t) for _, t in s._instructions(disassemble(k)[0])]\n"
     code += "    first = lambda op: next(i for i, o in enumerate(ops) if o.startswith(op))\n"
     code += "    out[late] = first('MUFU.RSQ') < first('HGMMA')\n"
     code += "print(json.dumps(out))"

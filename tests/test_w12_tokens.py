@@ -102,9 +102,9 @@ def test_w12_tokens_matches_the_reference(where: str, n: int, k: int, m: int) ->
     zeros, tiny and huge weights included; N not a multiple of the tile's 16 rows; K past a
     stage's 4 blocks), plain and with the residual, from a natural or a pair-ordered x; three
     runs give the same bits. On the GPU a run on other data comes before each run, so that a
-    read before its data has landed reads other values (runs 344-345, H100: at 16 tokens, rarely,
-    one row of a tile off; in back-to-back runs on one problem such a read finds the run
-    before's values, the same, and passes)."""
+    read of shared memory at the wrong time finds other values rather than the run before's,
+    the same (runs 344-346, H100: at 16 tokens one row of a tile off, a ring stage freed with
+    its loads in flight, mended by FENCE's proxy fence)."""
     gen = torch.Generator().manual_seed(k + m)
     w = weight_with_escapes(n, k, gen)
     x = (3 * torch.randn(m, k, generator=gen)).to(torch.bfloat16)
