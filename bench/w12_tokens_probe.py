@@ -106,24 +106,25 @@ def explain(err: torch.Tensor, p: dict, row: int) -> dict:
 def _runs(kernel: str, probs: list[dict], pairs: int, fence: int) -> list[torch.Tensor]:
     """2 pairs runs of a kernel alternating between two problems: w12_tokens with FENCE fence,
     or the engine's other warp-specialized W12 kernels as they run (w12_tc at 2-16 tokens, the
-    verify's; w12_row at one, the decode's tile)."""
+    verify's; w12_row at one, the decode's tile; bf16row: bf16_row's with its tile's FENCE
+    fence, -1 bf16's default, on)."""
     if kernel == "tokens":
-        with mock.patch.object(w12_tokens, "FENCE", fence):
-            return [w12_tokens.w12_tokens_linear(probs[r % 2]["x"], probs[r % 2]["packed"])
-                    for r in range(2 * pairs)]  # fmt: skip
-    if kernel == "tc":
-        return [w12_tc.w12_tc_linear(probs[r % 2]["x"], probs[r % 2]["packed"])
-                for r in range(2 * pairs)]  # fmt: skip
-    if kernel == "bf16row":  # fence: the tile's FENCE (-1: bf16's default, on)
+        calls = [lambda p=p: w12_tokens.w12_tokens_linear(p["x"], p["packed"]) for p in probs]
+    elif kernel == "tc":
+        calls = [lambda p=p: w12_tc.w12_tc_linear(p["x"], p["packed"]) for p in probs]
+    elif kernel == "bf16row":
         tile = w12_row.ROW_TILES[w12_row.BF16_ONE_ROW_TILE] | dict(X32=0, FENCE=fence)
-        weights = [p["w"].to(DEVICE, torch.bfloat16) for p in probs]
         # (a zero residual: the residual tile, whose SASS has the loads in flight; y unchanged)
-        zero = torch.zeros(1, weights[0].shape[0], device=DEVICE, dtype=torch.bfloat16)
-        return [w12_row.bf16_row_linear(probs[r % 2]["x"], weights[r % 2], tile, residual=zero)
-                for r in range(2 * pairs)]  # fmt: skip
-    tile = w12_row.ROW_TILES[w12_row.ONE_ROW_TILE]
-    return [w12_row.w12_row_linear(probs[r % 2]["x"], probs[r % 2]["packed"], tile)
-            for r in range(2 * pairs)]  # fmt: skip
+        zero = torch.zeros(1, probs[0]["w"].shape[0], device=DEVICE, dtype=torch.bfloat16)
+        weights = [p["w"].to(DEVICE, torch.bfloat16) for p in probs]
+        calls = [lambda p=p, w=w: w12_row.bf16_row_linear(p["x"], w, tile, residual=zero)
+                 for p, w in zip(probs, weights, strict=True)]  # fmt: skip
+    else:
+        tile = w12_row.ROW_TILES[w12_row.ONE_ROW_TILE]
+        calls = [lambda p=p: w12_row.w12_row_linear(p["x"], p["packed"], tile) for p in probs]
+    fenced = mock.patch.object(w12_tokens, "FENCE", fence)
+    with fenced if kernel == "tokens" else contextlib.nullcontext():
+        return [calls[r % 2]() for r in range(2 * pairs)]
 
 
 def probe(probs: list[dict], pairs: int, pdl_off: bool, fence: int = 0,
