@@ -20,11 +20,7 @@ source "$(dirname "$0")/lib.sh"
 card
 TESTS_K="(cuda or compiles) and w12_tokens" TESTS_S=${TESTS_S:-150} \
     gpu_tests tests/test_w12_tokens.py
-probe() {  # probe NAME ARGS...: bench/w12_tokens_probe.py, its summary lines
-    timeout "${PROBE_S:-60}" python3 bench/w12_tokens_probe.py --seeds 1 --pairs 5 \
-        --seconds $((${PROBE_S:-60} - 20)) --out "$OUT/$1.json" "${@:2}" 2>&1 |
-        tee "$OUT/$1.log" | grep -E "runs:|Error" | cut -c1-160
-}
+PROBE_SEEDS=1 PROBE_S=${PROBE_S:-60}
 probe probe-tokens --fence 4,0
 probe probe-tc --kernel tc --tokens 16,8
 probe probe-row --kernel row --tokens 1

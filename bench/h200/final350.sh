@@ -17,11 +17,6 @@ if grep -q H200 "$OUT/gpu.log"; then
     pack
     w12_e2e e2e-1024-llama llama3.1-8b tc_verify_o 3 "${E2E_S:-200}"
 elif [ "${OTHER:-probe}" = probe ]; then
-    probe() {  # probe NAME ARGS...: bench/w12_tokens_probe.py, its summary lines
-        timeout 100 python3 bench/w12_tokens_probe.py --seeds 3 --pairs 5 --seconds 70 \
-            --out "$OUT/$1.json" "${@:2}" 2>&1 | tee "$OUT/$1.log" | grep -E "runs:|Error" |
-            cut -c1-160
-    }
     probe probe-tokens --fence 4,0
     probe probe-tc --kernel tc --tokens 16,8
     probe probe-row --kernel row --tokens 1

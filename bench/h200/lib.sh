@@ -219,3 +219,12 @@ w12_e2e() {
         --out "$OUT/$1.json" >"$OUT/$1.log" 2>&1
     echo "$1 rc=$?"; grep -E "^e2e" "$OUT/$1.log" | cut -c1-300 | tail -20
 }
+# probe NAME ARGS...: bench/w12_tokens_probe.py with ARGS (kernel, tokens, fences) over
+# PROBE_SEEDS seeds (3) within PROBE_S seconds (100; the probe itself stops 30 s before) into
+# $OUT/NAME.{json,log}; prints its summary lines.
+probe() {
+    local s=${PROBE_S:-100}
+    timeout "$s" python3 bench/w12_tokens_probe.py --seeds "${PROBE_SEEDS:-3}" --pairs 5 \
+        --seconds $((s - 30)) --out "$OUT/$1.json" "${@:2}" 2>&1 | tee "$OUT/$1.log" |
+        grep -E "runs:|Error" | cut -c1-160
+}

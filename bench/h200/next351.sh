@@ -19,10 +19,8 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-timeout 110 python3 bench/w12_tokens_probe.py --kernel bf16row --tokens 1 --fence=-1,0 \
-    --shapes 4096x4096,4096x12288 --seeds 3 --pairs 5 --seconds 80 \
-    --out "$OUT/probe-bf16row.json" 2>&1 | tee "$OUT/probe-bf16row.log" |
-    grep -E "runs:|Error" | cut -c1-160
+PROBE_S=110 probe probe-bf16row --kernel bf16row --tokens 1 --fence=-1,0 \
+    --shapes 4096x4096,4096x12288
 pack
 MODEL=qwen3-8b variants "bf16" "base|;nof|$(sw w12_row.BF16_ONE_ROW_TILE=16);base2|;nof2|\
 $(sw w12_row.BF16_ONE_ROW_TILE=16)" "${VAR_S:-150}" | grep decode
