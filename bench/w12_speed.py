@@ -441,6 +441,9 @@ W12_ARMS = {
     # run 349, with run 346's proxy fence), and off: o on w12_tc's K split and its split sum
     "tokens_verify": {"w12_tokens.VERIFY": True},
     "tc_verify_o": {"w12_tokens.VERIFY": False},
+    # a handed norm's 1 / RMS summed at each w12_tc unit's end, its squares' loads in flight over
+    # the first unit (kernels/w12_tc.HANDED_RSTD_LATE; off, timed first by run 351)
+    "rstd_late": {"w12_tc.HANDED_RSTD_LATE": 1},
     # the same on w12_linear's 16-row tiles (W12 "auto")
     "ssn": {"models.fused.SPLIT_SUM_NORM": True},
     # ... and each warp's own mma.sync (w12_tc.MMA_VERSION 2)

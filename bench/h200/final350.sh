@@ -5,6 +5,7 @@
 # over bf16 with the control and token forcing; arm tc_verify_o (VERIFY off, the defaults of
 # session 68's runs 338 / 340 otherwise) beside. Prediction: AR as run 338 / 340 (1.172x /
 # 1.175x; VERIFY takes no one-row multiply), spec +1% over tc_verify_o (1.10x -> ~1.11x).
+# ARMS: w12_speed's arms beside w12 (tc_verify_o; e.g. tc_verify_o,rstd_late).
 # On another card: the race probe at 3 seeds (w12_tokens with its fence and without, w12_tc at
 # 16 and 8 tokens, w12_row's decode tile), runs alternating two problems. Prediction: w12_tokens
 # FENCE 4, w12_tc and w12_row clean; FENCE 0 off. OTHER=none: on another card, nothing.
@@ -13,9 +14,9 @@ export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
 if grep -q H200 "$OUT/gpu.log"; then
-    w12_e2e e2e-1024 qwen3-8b tc_verify_o 3 "${E2E_S:-200}"
+    w12_e2e e2e-1024 qwen3-8b "${ARMS:-tc_verify_o}" 3 "${E2E_S:-200}"
     pack
-    w12_e2e e2e-1024-llama llama3.1-8b tc_verify_o 3 "${E2E_S:-200}"
+    w12_e2e e2e-1024-llama llama3.1-8b "${ARMS:-tc_verify_o}" 3 "${E2E_S:-200}"
 elif [ "${OTHER:-probe}" = probe ]; then
     probe probe-tokens --fence 4,0
     probe probe-tc --kernel tc --tokens 16,8
