@@ -20,11 +20,13 @@ from tests.test_w12_kernels import close_columns, weight_with_escapes
 
 
 def test_the_kernel_compiles_for_sm90_without_spills() -> None:
-    """At o's K 4096 with the residual, PDL, the norm handed on and the timeline's marks, and
-    plain on 4 stages of the ring for at most 8 tokens (HALVES 1): no spills, one program an
-    SM, its shared memory within the SM's."""
+    """At o's K 4096 with the residual, PDL, the norm handed on and the timeline's marks, plain
+    on 4 stages of the ring for at most 8 tokens (HALVES 1), and the down's K 12288 with x
+    streamed (STREAM_TILE) as the first: no spills, one program an SM, its shared memory within
+    the SM's."""
     cases = [(dict(STAGES=2), 4096, True, True, True, True),
-             (dict(STAGES=4), 1024, False, False, False, False, 1)]  # fmt: skip
+             (dict(STAGES=4), 1024, False, False, False, False, 1),
+             (w12_tokens.STREAM_TILE, 12288, True, True, True, True)]  # fmt: skip
     code = "import json; from specpilot.kernels import aot, w12_tokens; "
     code += f"print(json.dumps([aot.usage(w12_tokens.compile_sm90(*c)) for c in {cases!r}]))"
     for usage in compiled_json(code):
@@ -91,17 +93,24 @@ def test_fence_puts_its_fences_in_and_changes_no_output() -> None:
     assert torch.equal(ys[0], ys[1])
 
 
+# x resident (2 and 4 stages), x streamed (2 stages of x, rounds of 2 tiles; 3 stages of x,
+# one tile a round, SLOTS 4)
+TILES = (dict(STAGES=2), dict(STAGES=4, SLOTS=4, ESC_BATCH=0), dict(XS=2, TILES=2),
+         dict(STAGES=4, SLOTS=4, XS=3, TILES=1))  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "where, n, k, m",
     [("cuda", 4096, 4096, 16), ("cuda", 4096, 4096, 5), ("cuda", 1000, 2304, 9),
-     ("cuda", 4096, 4096, 1),
-     ("emulated", 48, 1152, 16), ("emulated", 40, 2048, 3)],
+     ("cuda", 4096, 4096, 1), ("cuda", 4096, 12288, 16), ("cuda", 4000, 12288, 7),
+     ("emulated", 48, 1152, 16), ("emulated", 40, 2048, 3), ("emulated", 112, 3328, 16)],
 )  # fmt: skip
 def test_w12_tokens_matches_the_reference(where: str, n: int, k: int, m: int) -> None:
     """Every token's row as the reference gives it to summation order (the weight's escapes,
     zeros, tiny and huge weights included; N not a multiple of the tile's 16 rows; K past a
-    stage's 4 blocks), plain and with the residual, from a natural or a pair-ordered x; three
-    runs give the same bits. On the GPU a run on other data comes before each run, so that a
+    stage's 4 blocks), plain and with the residual, from a natural or a pair-ordered x, on
+    `TILES` (x resident where K fits, and x streamed: rounds of 2 tiles with a phantom past N,
+    more rounds than programs, x's ring turning over); three runs give the same bits. On the GPU a run on other data comes before each run, so that a
     read of shared memory at the wrong time finds other values rather than the run before's,
     the same (runs 344-346, H100: at 16 tokens one row of a tile off, a ring stage freed with
     its loads in flight, mended by FENCE's proxy fence)."""
@@ -118,7 +127,7 @@ def test_w12_tokens_matches_the_reference(where: str, n: int, k: int, m: int) ->
             other_w = torch.randn(n, k, generator=gen).to(device, torch.bfloat16)
             other = (torch.randn(m, k, generator=gen).to(device, torch.bfloat16),
                      w12.encode(other_w))  # fmt: skip
-        for tile in (dict(STAGES=2), dict(STAGES=4, SLOTS=4, ESC_BATCH=0)):
+        for tile in TILES:
             if w12_tokens.geometry(w12_tokens.TILE | tile, k)["shared"] > w12_tokens.SHARED_LIMIT:
                 continue
             runs = []
@@ -152,8 +161,8 @@ def _where_off(y: torch.Tensor, ref: torch.Tensor, floor: torch.Tensor) -> None:
 
 
 def test_bad_input_is_refused() -> None:
-    """Clear errors: too many tokens, a K whose x does not fit, wrong dtypes and shapes, unknown
-    tile keys (on the emulator's CPU tensors: the checks come before any launch)."""
+    """Clear errors: too many tokens, a K whose x does not fit (x resident asked for; without
+    a tile such a K streams x), wrong dtypes and shapes, unknown or bad tile keys (on the emulator's CPU tensors: the checks come before any launch)."""
     w = weight_with_escapes(32, 512, torch.Generator().manual_seed(0))
     packed = w12.encode(w)
     x = torch.zeros(2, 512, dtype=torch.bfloat16)
@@ -170,9 +179,12 @@ def test_bad_input_is_refused() -> None:
             w12_tokens.w12_tokens_linear(x, packed, x_order="joined")
         with pytest.raises(ValueError, match="STAGES"):
             w12_tokens.w12_tokens_linear(x, packed, dict(STAGES=3))
+        for bad in (dict(XS=1), dict(XS=5), dict(TILES=2), dict(XS=2, TILES=3)):
+            with pytest.raises(ValueError, match="XS"):
+                w12_tokens.w12_tokens_linear(x, packed, bad)
         long = w12.encode(weight_with_escapes(16, 12288, torch.Generator().manual_seed(1)))
-        with pytest.raises(ValueError, match="shared memory"):
-            w12_tokens.w12_tokens_linear(torch.zeros(1, 12288, dtype=torch.bfloat16), long)
+        with pytest.raises(ValueError, match="shared memory"):  # (x resident asked for)
+            w12_tokens.w12_tokens_linear(torch.zeros(1, 12288, dtype=torch.bfloat16), long, {})
     assert 4096 <= w12_tokens.max_k() < 12288
 
 
@@ -218,6 +230,24 @@ def test_verify_forward_takes_o_here(tmp_path, monkeypatch, where: str) -> None:
     counts = split_verify_forwards(tmp_path, monkeypatch, where, (w12_tokens, "VERIFY"),
                                    (w12_tokens, "w12_tokens_linear"), "norm_after")  # fmt: skip
     assert counts[True] == (counts[False][0], 2, 2) and counts[False][1] == 0
+
+
+@pytest.mark.prototype
+@pytest.mark.parametrize("where", GLUON_WHERE)
+def test_verify_forward_streams_the_down_here(tmp_path, monkeypatch, where: str) -> None:
+    """w12_tokens.STREAM: with x's room made 256 columns (max_k), o (K 256) runs here with x
+    resident and the down (K 512) with x streamed (models/fused: `down_route`), each handing the
+    next norm on where there is one, instead of w12_tc's split and its split sums: the same tokens (or near-ties), hidden states to 16
+    half-ulps."""
+    from specpilot.models import fused
+
+    monkeypatch.setattr(fused, "SPLIT_SUM_HAND", True)
+    monkeypatch.setattr(w12_tokens, "STREAM", True)
+    monkeypatch.setattr(w12_tokens, "max_k", lambda tile=None: 256)
+    counts = split_verify_forwards(tmp_path, monkeypatch, where, (w12_tokens, "VERIFY"),
+                                   (w12_tokens, "w12_tokens_linear"), "norm_after")  # fmt: skip
+    # (o twice and the first down hand a norm on; the last down has none after it here)
+    assert counts[True] == (counts[False][0], 4, 3) and counts[False][1] == 0
 
 
 @pytest.mark.parametrize("where", ["cuda", "emulated"])

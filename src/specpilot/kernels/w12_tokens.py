@@ -89,7 +89,14 @@ ROWS = gl.constexpr(16)  # weight rows a tile: the mma's M
 SB = gl.constexpr(4)  # blocks a stage: one a multiplying warp
 # the tile: STAGES (2 or 4: the views take powers of 2), the meta warp's SLOTS, ESC_BATCH as
 # w12_row's
-TILE = dict(STAGES=2, SLOTS=2, ESC_BATCH=4)
+TILE = dict(STAGES=2, SLOTS=2, ESC_BATCH=4, XS=0, TILES=1)
+# XS, TILES (x streamed): XS 0, x resident (all of K in shared memory, loaded once a program);
+# 2-4, x through a ring of XS stages of 4 blocks beside the planes' ring, loaded once a round
+# of TILES tiles (1 or 2, with SLOTS at least TILES) whose stages alternate (stage-major: the
+# round's accumulators all live), so that a K past `max_k` fits: the verify's down (K 12288:
+# x would take 384 kB). A round reads x's 16 tokens (32 kB a stage) from L2 for its tiles'
+# planes (24 kB a stage each): at TILES 2 x's L2 reads are 0.67 of the HBM bytes.
+STREAM_TILE = dict(XS=2, TILES=2)
 # VERIFY (on): the engine's 2-16-row W12 multiplies whose input is in pair order and that end
 # in the residual add (the verify's o: `route`) on this kernel, the next norm handed on from
 # its epilogue (NormAfter.handed: u and a slot of squares a tile) where the forward asks for
@@ -108,6 +115,10 @@ VERIFY = True
 # loads complete); 2 (a probe), a fence.mbarrier_init after the barriers' init (w12_row
 # .fence_init: off in run 346 as 0). Not a tuning knob: a value without 4 gives wrong outputs.
 FENCE = 4
+# STREAM (off, untimed): the same route for a multiply whose K is past `max_k` (the verify's
+# down), on STREAM_TILE, instead of w12_tc's K split and its split-sum launch (run 339, H200:
+# the down 21.28 us a layer plus its split sum's 2.50 against a 17.88 bound).
+STREAM = False
 SHARED_LIMIT = 220 * 1024
 # a sum tile [16 rows, 16 tokens] on the meta warp and in the epilogue
 SUMS1 = gl.constexpr(gl.BlockedLayout([1, 8], [16, 2], [1, 1], [1, 0]))
@@ -157,46 +168,98 @@ def _x_copies(x_desc, x_buf, x_ready, XB: gl.constexpr, PDL: gl.constexpr):
     if PDL:
         _let_next_launch()
     for st in gl.static_range(XB // 4):
-        bar = x_ready.index(st)
-        mbarrier.expect(bar, 16 * x_desc.block_type.nbytes)
-        for w in gl.static_range(4):
-            for m in gl.static_range(4):
-                col = WBLOCK * (4 * st + w) + 64 * m
-                tma.async_copy_global_to_shared(
-                    x_desc, [0, col], bar, x_buf.index(4 * st + m).slice(16 * w, 16)
-                )
+        _x_stage(x_desc, x_buf, x_ready.index(st), st, st)
 
 
 @gluon.jit
-def _loader(descs, bufs, bars, work, XB: gl.constexpr, PDL: gl.constexpr):
-    """x once (`_x_copies`: before the first stage, or with PDL after the first STAGES stages'
-    weights, constants asked for before the wait), then each tile's stages of 4 blocks, one
-    under the other (w12_row.stacked_planes: `_words` reads the 4 warps' blocks as one view)."""
-    low_desc, code_desc, x_desc = descs
-    low_buf, code_buf, x_buf = bufs
-    ready, empty, x_ready = bars
+def _x_stage(x_desc, x_buf, bar, st, xs):
+    """x's stage st (blocks 4 st .. 4 st + 3, 16 boxes [16 tokens, 64]) into x's stage xs of
+    shared memory, on barrier bar: block 4 st + w's pair slot m into rows 16 w .. of buffer
+    4 xs + m."""
+    mbarrier.expect(bar, 16 * x_desc.block_type.nbytes)
+    for w in gl.static_range(4):
+        for m in gl.static_range(4):
+            col = WBLOCK * (4 * st + w) + 64 * m
+            tma.async_copy_global_to_shared(
+                x_desc, [0, col], bar, x_buf.index(4 * xs + m).slice(16 * w, 16)
+            )
+
+
+@gluon.jit
+def _ring_stage(descs, bufs, ready, empty, c, row0, st, half_n):
+    """The planes of a tile's stage st (4 blocks from row0) into ring stage c % STAGES, once the
+    multiplying warps have freed it."""
+    STAGES: gl.constexpr = bufs[1].type.shape[0]
+    s = c % STAGES
+    mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
+    bar = ready.index(s)
+    mbarrier.expect(bar, SB * ROWS * (WBLOCK + WBLOCK // 2))
+    for b in gl.static_range(SB):
+        stacked_planes(descs, bufs, s, b, row0, (st * SB + b) * WBLOCK, bar, half_n, ROWS, 0)
+
+
+@gluon.jit
+def _loader(descs, bufs, bars, work, XB: gl.constexpr, PDL: gl.constexpr, XS: gl.constexpr,
+            T: gl.constexpr):  # fmt: skip
+    """x resident (XS 0): x once (`_x_copies`: before the first stage, or with PDL after the
+    first STAGES stages' weights, constants asked for before the wait), then each tile's stages
+    of 4 blocks, one under the other (w12_row.stacked_planes: `_words` reads the 4 warps'
+    blocks as one view). x streamed: `_stream_loader`."""
+    if XS > 0:
+        _stream_loader(descs, bufs, bars, work, PDL, T)
+    else:
+        x_desc, x_buf = descs[2], bufs[2]
+        ready, empty, x_ready = bars[0], bars[1], bars[2]
+        units, tiles_rows, n_stages, half_n = work
+        STAGES: gl.constexpr = bufs[1].type.shape[0]
+        if not PDL:
+            _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+        c = 0
+        for u in range(gl.program_id(0), units, gl.num_programs(0)):
+            for st in range(n_stages):
+                if PDL and c == STAGES:  # (the ring full: x before the first stage is reused)
+                    _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+                _ring_stage(descs[:2], bufs[:2], ready, empty, c, u * tiles_rows, st, half_n)
+                c += 1
+        if PDL and c <= STAGES:  # a program of at most STAGES stages: x after all of them
+            _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+
+
+@gluon.jit
+def _stream_loader(descs, bufs, bars, work, PDL: gl.constexpr, T: gl.constexpr):
+    """x streamed: each round of T tiles (tiles T r .. T r + T - 1; one past N is a phantom,
+    its rows out of bounds: zeros) stage by stage, x's stage into its ring (once the round's
+    tiles have multiplied the stage XS before) and then each tile's planes of the stage. With
+    PDL the program's first STAGES plane stages (constants) come before the wait, x after."""
+    x_desc, x_buf = descs[2], bufs[2]
+    ready, empty, x_ready, x_empty = bars
     units, tiles_rows, n_stages, half_n = work
-    STAGES: gl.constexpr = code_buf.type.shape[0]
-    nbytes: gl.constexpr = SB * ROWS * (WBLOCK + WBLOCK // 2)
-    if not PDL:
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+    STAGES: gl.constexpr = bufs[1].type.shape[0]
+    XS: gl.constexpr = x_buf.type.shape[0] // 4
+    rounds = gl.cdiv(units, T)
+    pre = 0
+    if PDL:
+        r = gl.program_id(0)
+        for i in gl.static_range(STAGES):
+            if i < n_stages * T:
+                _ring_stage(descs[:2], bufs[:2], ready, empty, i, (r * T + i % T) * tiles_rows,
+                            i // T, half_n)  # fmt: skip
+                pre += 1
+        _grid_wait(PDL)
+        _let_next_launch()
     c = 0
-    for u in range(gl.program_id(0), units, gl.num_programs(0)):
-        row0 = u * tiles_rows
+    xc = 0
+    for r in range(gl.program_id(0), rounds, gl.num_programs(0)):
         for st in range(n_stages):
-            s = c % STAGES
-            if PDL and c == STAGES:  # (the ring full: x before the first stage is reused)
-                _x_copies(x_desc, x_buf, x_ready, XB, PDL)
-            mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
-            bar = ready.index(s)
-            mbarrier.expect(bar, nbytes)
-            for b in gl.static_range(SB):
-                col = (st * SB + b) * WBLOCK
-                stacked_planes((low_desc, code_desc), (low_buf, code_buf), s, b, row0, col, bar,
-                               half_n, ROWS, 0)  # fmt: skip
-            c += 1
-    if PDL and c <= STAGES:  # a program of at most STAGES stages: x after all of them
-        _x_copies(x_desc, x_buf, x_ready, XB, PDL)
+            xs = xc % XS
+            mbarrier.wait(x_empty.index(xs), ((xc // XS) & 1) ^ 1)
+            _x_stage(x_desc, x_buf, x_ready.index(xs), st, xs)
+            xc += 1
+            for t in gl.static_range(T):
+                if c >= pre:
+                    _ring_stage(descs[:2], bufs[:2], ready, empty, c, (r * T + t) * tiles_rows,
+                                st, half_n)  # fmt: skip
+                c += 1
 
 
 @gluon.jit
@@ -236,12 +299,15 @@ def _store_tile(sums, rows, in_rows, tile, m, output, hand, res, hw, RESIDUAL: g
 @gluon.jit
 def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUAL: gl.constexpr,
                 HAND_OUT: gl.constexpr, marks, TRACE: gl.constexpr,
-                HALVES: gl.constexpr = 2, FENCE: gl.constexpr = 0):  # fmt: skip
+                HALVES: gl.constexpr = 2, FENCE: gl.constexpr = 0, XS: gl.constexpr = 0,
+                T: gl.constexpr = 1):  # fmt: skip
     """The multiplying warps: each tile's stages (`_token_stage`), its sums (`_token_sums`) plus
     the meta warp's escape sums, stored (`_store_tile`: plain, or plus the residual, and the
-    next norm handed on). marks, TRACE: the kernel timeline's (w12_ws._trace_mark)."""
+    next norm handed on). marks, TRACE: the kernel timeline's (w12_ws._trace_mark). x
+    streamed (XS > 0): `_stream_multiplier`."""
     low_buf, code_buf, x_buf, scale_buf, esc_buf, red_buf = bufs
-    ready, empty, x_ready, scale_ready, esc_ready, meta_empty = bars
+    ready, empty, x_ready = bars[0], bars[1], bars[2]
+    scale_ready = bars[4]
     units, tiles_rows, n_stages, half_n = work
     STAGES: gl.constexpr = code_buf.type.shape[0]
     SLOTS: gl.constexpr = esc_buf.type.shape[0]
@@ -249,46 +315,140 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
     _trace_mark(marks, 0, TRACE)
     _grid_wait(PDL)  # (before its stores)
     _trace_mark(marks, 1, TRACE)
-    c = 0
-    j = 0
-    for u in range(gl.program_id(0), units, gl.num_programs(0)):
-        slot = j % SLOTS
-        rows, in_rows = _tile_rows(u * tiles_rows, (0, 0, 0, 0, half_n), n, ROWS, 0,
-                                   gl.SliceLayout(1, SUMS4))  # fmt: skip
-        # (the residual and the next norm's weight, asked for before the stages)
-        res, hw = epilogue_inputs(rows, in_rows, m, (output[2], output[3]), hand[0], SUMS4,
-                                  RESIDUAL, HAND_OUT)  # fmt: skip
-        mbarrier.wait(scale_ready.index(slot), (j // SLOTS) & 1)
-        fence_cta(FENCE & 1)
-        zero = gl.zeros([MMA_WARPS, 32], gl.float32, LANES2)
-        acc = (zero, zero, zero, zero, zero, zero, zero, zero)
-        for st in range(n_stages):
-            s = c % STAGES
-            mbarrier.wait(x_ready.index(st), 0)  # (x's stage st: once landed, free)
-            mbarrier.wait(ready.index(s), (c // STAGES) & 1)
+    if XS > 0:
+        _stream_multiplier(bufs, bars, work, n, m, output, hand, RESIDUAL, HAND_OUT, HALVES,
+                           FENCE, T)  # fmt: skip
+    else:
+        c = 0
+        j = 0
+        for u in range(gl.program_id(0), units, gl.num_programs(0)):
+            slot = j % SLOTS
+            rows, in_rows, res, hw = _tile_inputs(u, work, n, m, output, hand, RESIDUAL,
+                                                  HAND_OUT)  # fmt: skip
+            mbarrier.wait(scale_ready.index(slot), (j // SLOTS) & 1)
             fence_cta(FENCE & 1)
-            g8 = slot * GROUPS // 8 + st
-            acc = _token_stage(acc, (low_buf, code_buf, scale_buf, x_buf), s, st, g8, HALVES)
-            fence_cta(FENCE & 1)
-            fence_proxy(FENCE & 4)
-            mbarrier.arrive(empty.index(s), count=1)  # (Triton syncs the 4 warps before it)
-            c += 1
-        sums = _token_sums(acc, red_buf)
-        mbarrier.wait(esc_ready.index(slot), (j // SLOTS) & 1)
-        fence_cta(FENCE & 1)
-        sums = sums + esc_buf.index(slot).load(SUMS4)
-        fence_cta(FENCE & 1)
-        mbarrier.arrive(meta_empty.index(slot), count=1)
-        _store_tile(sums, rows, in_rows, u, m, output, hand, res, hw, RESIDUAL, HAND_OUT)
-        j += 1
+            zero = gl.zeros([MMA_WARPS, 32], gl.float32, LANES2)
+            acc = (zero, zero, zero, zero, zero, zero, zero, zero)
+            for st in range(n_stages):
+                mbarrier.wait(x_ready.index(st), 0)  # (x's stage st: once landed, free)
+                acc = _ring_products(acc, _stage_bufs(bufs), ready, empty, c, st,
+                                     slot * GROUPS // 8 + st, HALVES, FENCE)  # fmt: skip
+                c += 1
+            _finish_tile(acc, bufs, bars, j, u, rows, in_rows, m, output, hand, res, hw,
+                         RESIDUAL, HAND_OUT, FENCE)  # fmt: skip
+            j += 1
     _trace_mark(marks, 2, TRACE)
 
 
 @gluon.jit
+def _tile_inputs(u, work, n, m, output, hand, RESIDUAL: gl.constexpr, HAND_OUT: gl.constexpr):
+    """Tile u's rows, which of them exist, and its epilogue's inputs (the residual and the next
+    norm's weight, asked for before its stages: w12_tc.epilogue_inputs)."""
+    rows, in_rows = _tile_rows(u * work[1], (0, 0, 0, 0, work[3]), n, ROWS, 0,
+                               gl.SliceLayout(1, SUMS4))  # fmt: skip
+    res, hw = epilogue_inputs(rows, in_rows, m, (output[2], output[3]), hand[0], SUMS4,
+                              RESIDUAL, HAND_OUT)  # fmt: skip
+    return rows, in_rows, res, hw
+
+
+@gluon.jit
+def _stage_bufs(bufs):
+    """The multiplying warps' buffers as `_token_stage` takes them: planes, scale words, x."""
+    return bufs[0], bufs[1], bufs[3], bufs[2]
+
+
+@gluon.jit
+def _ring_products(acc, bufs, ready, empty, c, xs, g8, HALVES: gl.constexpr, FENCE: gl.constexpr):
+    """acc plus the products of ring stage c % STAGES (x's stage xs in shared memory, the scale
+    words' group g8), then the stage freed: after the proxy fence (FENCE 4) that makes its
+    loads complete before the next copy into it may land."""
+    STAGES: gl.constexpr = bufs[1].type.shape[0]
+    s = c % STAGES
+    mbarrier.wait(ready.index(s), (c // STAGES) & 1)
+    fence_cta(FENCE & 1)
+    acc = _token_stage(acc, bufs, s, xs, g8, HALVES)
+    fence_cta(FENCE & 1)
+    fence_proxy(FENCE & 4)
+    mbarrier.arrive(empty.index(s), count=1)  # (Triton syncs the 4 warps before it)
+    return acc
+
+
+@gluon.jit
+def _finish_tile(acc, bufs, bars, j, u, rows, in_rows, m, output, hand, res, hw,
+                 RESIDUAL: gl.constexpr, HAND_OUT: gl.constexpr, FENCE: gl.constexpr):  # fmt: skip
+    """The program's tile j (tile u): its sums over the warps, plus its escape sums from meta
+    slot j % SLOTS (then freed), stored (`_store_tile`)."""
+    esc_buf, red_buf = bufs[4], bufs[5]
+    esc_ready, meta_empty = bars[5], bars[6]
+    SLOTS: gl.constexpr = esc_buf.type.shape[0]
+    slot = j % SLOTS
+    sums = _token_sums(acc, red_buf)
+    mbarrier.wait(esc_ready.index(slot), (j // SLOTS) & 1)
+    fence_cta(FENCE & 1)
+    sums = sums + esc_buf.index(slot).load(SUMS4)
+    fence_cta(FENCE & 1)
+    mbarrier.arrive(meta_empty.index(slot), count=1)
+    _store_tile(sums, rows, in_rows, u, m, output, hand, res, hw, RESIDUAL, HAND_OUT)
+
+
+@gluon.jit
+def _stream_multiplier(bufs, bars, work, n, m, output, hand, RESIDUAL: gl.constexpr,
+                       HAND_OUT: gl.constexpr, HALVES: gl.constexpr, FENCE: gl.constexpr,
+                       T: gl.constexpr):  # fmt: skip
+    """x streamed: each round's T tiles (1 or 2) multiplied stage by stage, their sums kept
+    apart (acc, acc1), x's stage freed after the last tile's products of it; a phantom tile
+    (one past N) is multiplied (its planes zeros) but not stored."""
+    x_buf, scale_buf, esc_buf = bufs[2], bufs[3], bufs[4]
+    x_ready, x_empty, scale_ready = bars[2], bars[3], bars[4]
+    units, tiles_rows, n_stages, half_n = work
+    XS: gl.constexpr = x_buf.type.shape[0] // 4
+    SLOTS: gl.constexpr = esc_buf.type.shape[0]
+    GROUPS: gl.constexpr = scale_buf.type.shape[0] // SLOTS
+    done = 0  # (the program's rounds so far: its tiles j = T done.., x's stages n_stages done..)
+    for r in range(gl.program_id(0), gl.cdiv(units, T), gl.num_programs(0)):
+        u = r * T
+        j = T * done
+        rows, in_rows, res, hw = _tile_inputs(u, work, n, m, output, hand, RESIDUAL, HAND_OUT)
+        for t in gl.static_range(T):
+            mbarrier.wait(scale_ready.index((j + t) % SLOTS), ((j + t) // SLOTS) & 1)
+        fence_cta(FENCE & 1)
+        zero = gl.zeros([MMA_WARPS, 32], gl.float32, LANES2)
+        acc = (zero, zero, zero, zero, zero, zero, zero, zero)
+        acc1 = acc
+        for st in range(n_stages):
+            xc = n_stages * done + st
+            xs = xc % XS
+            mbarrier.wait(x_ready.index(xs), (xc // XS) & 1)
+            acc = _ring_products(acc, _stage_bufs(bufs), bars[0], bars[1], T * xc, xs,
+                                 (j % SLOTS) * GROUPS // 8 + st, HALVES, FENCE)  # fmt: skip
+            if T == 2:
+                acc1 = _ring_products(acc1, _stage_bufs(bufs), bars[0], bars[1], T * xc + 1, xs,
+                                      ((j + 1) % SLOTS) * GROUPS // 8 + st, HALVES,
+                                      FENCE)  # fmt: skip
+            fence_proxy(FENCE & 4)
+            mbarrier.arrive(x_empty.index(xs), count=1)
+        if T == 2:  # (the second tile's epilogue inputs asked for before the first's store)
+            rows1, in_rows1, res1, hw1 = _tile_inputs(u + 1, work, n, m, output, hand, RESIDUAL,
+                                                      HAND_OUT)  # fmt: skip
+        _finish_tile(acc, bufs, bars, j, u, rows, in_rows, m, output, hand, res, hw, RESIDUAL,
+                     HAND_OUT, FENCE)  # fmt: skip
+        if T == 2:
+            if u + 1 < units:
+                _finish_tile(acc1, bufs, bars, j + 1, u + 1, rows1, in_rows1, m, output, hand,
+                             res1, hw1, RESIDUAL, HAND_OUT, FENCE)  # fmt: skip
+            else:  # (a phantom: its meta slot freed all the same)
+                slot = (j + 1) % SLOTS
+                mbarrier.wait(bars[5].index(slot), ((j + 1) // SLOTS) & 1)
+                mbarrier.arrive(bars[6].index(slot), count=1)
+        done += 1
+
+
+@gluon.jit
 def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, k, PDL: gl.constexpr,
-          ESC_BATCH: gl.constexpr, FENCE: gl.constexpr = 0):  # fmt: skip
+          ESC_BATCH: gl.constexpr, FENCE: gl.constexpr = 0, T: gl.constexpr = 1):  # fmt: skip
     """Each tile's scale words (`w12_row._scale_words`) and its rows' escape sums [16, 16] (x
-    in pair order: kernels/w12_ws._escapes), into slot tile % SLOTS."""
+    in pair order: kernels/w12_ws._escapes), into slot j % SLOTS for the program's tile j, in
+    the multiplying warps' order (rounds of T tiles; a phantom's rows masked)."""
     scale_buf, esc_buf = bufs
     esc_ready = bars[1]
     units, tiles_rows, n_stages, half_n = work
@@ -297,17 +457,19 @@ def _meta(bufs, bars, work, n, weights, escapes, x_ptr, stride_x, m, k, PDL: gl.
     slots = scale_buf._reinterpret(gl.int32, [SLOTS, GROUPS, ROWS], scale_buf.type.layout)
     grid: gl.constexpr = gl.BlockedLayout([1, 1], [32 // ROWS, ROWS], [1, 1], [1, 0])
     j = 0
-    for u in range(gl.program_id(0), units, gl.num_programs(0)):
-        _scale_words(slots, j, u, bars, work, n, weights, 0, grid, FENCE & 1)
-        rows, in_rows = _tile_rows(u * tiles_rows, (0, 0, 0, 0, half_n), n, ROWS, 0,
-                                   gl.SliceLayout(1, SUMS1))  # fmt: skip
-        _grid_wait(PDL)  # the escapes read x (a wait once done is free)
-        zero = gl.zeros([ROWS, TOKENS], gl.float32, SUMS1)
-        sums = _escapes(zero, rows, in_rows, escapes, x_ptr, stride_x, m, 0, k, ESC_BATCH)
-        esc_buf.index(j % SLOTS).store(sums)
-        fence_cta(FENCE & 1)
-        mbarrier.arrive(esc_ready.index(j % SLOTS), count=1)
-        j += 1
+    for r in range(gl.program_id(0), gl.cdiv(units, T), gl.num_programs(0)):
+        for t in gl.static_range(T):
+            u = r * T + t
+            _scale_words(slots, j, u, bars, work, n, weights, 0, grid, FENCE & 1)
+            rows, in_rows = _tile_rows(u * tiles_rows, (0, 0, 0, 0, half_n), n, ROWS, 0,
+                                       gl.SliceLayout(1, SUMS1))  # fmt: skip
+            _grid_wait(PDL)  # the escapes read x (a wait once done is free)
+            zero = gl.zeros([ROWS, TOKENS], gl.float32, SUMS1)
+            sums = _escapes(zero, rows, in_rows, escapes, x_ptr, stride_x, m, 0, k, ESC_BATCH)
+            esc_buf.index(j % SLOTS).store(sums)
+            fence_cta(FENCE & 1)
+            mbarrier.arrive(esc_ready.index(j % SLOTS), count=1)
+            j += 1
 
 
 @gluon.jit
@@ -318,11 +480,13 @@ def _w12_tokens_kernel(
     ESC_BATCH: gl.constexpr, PDL: gl.constexpr, RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
     HAND_OUT: gl.constexpr = False, hw_ptr=None, u_ptr=None, stride_u=0, sq_ptr=None,
     stride_sq=0, TRACE: gl.constexpr = 0, trace_ptr=None, clock_ptr=None,
-    HALVES: gl.constexpr = 2, FENCE: gl.constexpr = 0,
+    HALVES: gl.constexpr = 2, FENCE: gl.constexpr = 0, XS: gl.constexpr = 0,
+    T: gl.constexpr = 1,
 ):  # fmt: skip
     """Each program takes tiles pid, pid + programs, ...; the partitions run on across them.
     HAND_OUT: the next norm handed on (its weight hw, u in pair order, squares [M, tiles]).
-    HALVES 1: at most 8 tokens (one mma a k-step)."""
+    HALVES 1: at most 8 tokens (one mma a k-step). XS > 0: x streamed through XS stages (XB
+    = 4 XS), rounds of T tiles (TILE's XS, TILES)."""
     work = (units, ROWS, n_stages, n // 2)
     half: gl.constexpr = WBLOCK // 2  # a plane's row in a buffer: 128 bytes
     # stage s: the 4 blocks' low plane halves (buffers 2 s, 2 s + 1) and codes (buffer s), each
@@ -337,34 +501,40 @@ def _w12_tokens_kernel(
     red_buf = gl.allocate_shared_memory(gl.float32, [MMA_WARPS, 8, 32],
                                         gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))  # fmt: skip
     ready, empty, x_ready = _barriers(STAGES), _barriers(STAGES), _barriers(XB // 4)
+    XE: gl.constexpr = XS if XS > 0 else 1
+    # (the meta warp's registers: its scale words' 128 groups a tile at K past 8192, x streamed,
+    # spill on 80 or 104 (sm_90a compile); 128 none)
+    META_REGS: gl.constexpr = 80 if GROUPS <= 64 else 128
+    x_empty = _barriers(XE)  # (x streamed: its stages freed)
     scale_ready, esc_ready, meta_empty = _barriers(SLOTS), _barriers(SLOTS), _barriers(SLOTS)
     fence_init(FENCE & 2)
     gl.warp_specialize(
         [
             (_multiplier, ((low_buf, code_buf, x_buf, scale_buf, esc_buf, red_buf),
-                           (ready, empty, x_ready, scale_ready, esc_ready, meta_empty),
+                           (ready, empty, x_ready, x_empty, scale_ready, esc_ready,
+                            meta_empty),
                            work, n, m, (y_ptr, stride_y, res_ptr, stride_r),
                            (hw_ptr, u_ptr, stride_u, sq_ptr, stride_sq), PDL, RESIDUAL,
-                           HAND_OUT, (trace_ptr, clock_ptr), TRACE, HALVES, FENCE)),
+                           HAND_OUT, (trace_ptr, clock_ptr), TRACE, HALVES, FENCE, XS, T)),
             (_meta, ((scale_buf, esc_buf), (scale_ready, esc_ready, meta_empty), work, n,
                      (base_ptr, base_stride, groups), (row_ptr, esc_col_ptr, esc_bits_ptr),
-                     x_ptr, stride_x, m, k, PDL, ESC_BATCH, FENCE)),
+                     x_ptr, stride_x, m, k, PDL, ESC_BATCH, FENCE, T)),
             (_loader, ((low_desc, code_desc, x_desc), (low_buf, code_buf, x_buf),
-                       (ready, empty, x_ready), work, XB, PDL)),
+                       (ready, empty, x_ready, x_empty), work, XB, PDL, XS, T)),
         ],
         [1, 1],
-        [80, 24],
+        [META_REGS, 24],
     )  # fmt: skip
 
 
 def geometry(cfg: dict, k: int) -> dict:
     """A tile's sizes for K columns: stages of 4 blocks (n_stages), x's blocks in shared memory
-    (XB: every stage's, zeros past K), the scale words' groups a slot (GROUPS: a power of 2, at
-    least GROUP_CHUNK) and the shared memory they take."""
+    (XB: every stage's, zeros past K; x streamed, XS stages'), the scale words' groups a slot
+    (GROUPS: a power of 2, at least GROUP_CHUNK) and the shared memory they take."""
     sb, rows, tokens = SB.value, ROWS.value, TOKENS.value
     n_stages = triton.cdiv(padded(k) // BLOCK, sb)
-    xb = n_stages * sb
-    groups = max(GROUP_CHUNK.value, triton.next_power_of_2(2 * xb))
+    xb = sb * (cfg["XS"] or n_stages)
+    groups = max(GROUP_CHUNK.value, triton.next_power_of_2(2 * sb * n_stages))
     ring = cfg["STAGES"] * sb * rows * (BLOCK + BLOCK // 2)
     meta = cfg["SLOTS"] * (groups * rows * 4 + rows * tokens * 4)
     shared = ring + xb * tokens * BLOCK * 2 + meta + MMA_WARPS.value * 8 * 32 * 4
@@ -389,6 +559,11 @@ def _checked(x: torch.Tensor, weight: W12Weight, tile: dict | None,
         raise ValueError(f"w12_tokens_linear: unknown tile keys {sorted(unknown)}")
     if cfg["STAGES"] not in (2, 4) or cfg["SLOTS"] not in (2, 4) or cfg["ESC_BATCH"] not in (0, 4):
         raise ValueError(f"w12_tokens_linear: STAGES and SLOTS 2 or 4, ESC_BATCH 0 or 4: {cfg}")
+    if cfg["XS"] not in (0, 2, 3, 4) or cfg["TILES"] not in (1, 2) or (
+        cfg["TILES"] == 2 and not cfg["XS"]
+    ):
+        raise ValueError(f"w12_tokens_linear: XS 0 (x resident) or 2-4, TILES 1 or 2 (2 with x "
+                         f"streamed): {cfg}")  # fmt: skip
     k, n = weight.columns, weight.shape[0]
     kp = padded(k)
     if weight.group_size != BLOCK // 2:
@@ -428,6 +603,8 @@ def w12_tokens_linear(
     engine's producers write it); "natural": permuted here. norm_after (with the residual): the
     next RMSNorm, handed on from the epilogue where it is handed (NormAfter.handed: u = y times
     its weight in pair order, squares [M, tiles]); one that is not is left for the caller."""
+    if tile is None and weight.columns > max_k():  # (past x's room: x streamed)
+        tile = STREAM_TILE
     plan = _checked(x, weight, tile, residual, x_order)
     cfg, geo = plan["cfg"], plan["geo"]
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -441,7 +618,8 @@ def w12_tokens_linear(
     low = TensorDescriptor.from_tensor(weight.low, [ROWS.value, BLOCK // 2], planes)
     codes = TensorDescriptor.from_tensor(weight.codes, [ROWS.value, BLOCK // 2], planes)
     units = triton.cdiv(n, ROWS.value)
-    programs = min(units, launch._sm_count(x.device.index or 0))
+    rounds = triton.cdiv(units, cfg["TILES"])
+    programs = min(rounds, launch._sm_count(x.device.index or 0))
     y = torch.empty(m, n, device=x.device, dtype=torch.bfloat16)
     res = residual.contiguous() if residual is not None else y
     hand = {}
@@ -457,7 +635,7 @@ def w12_tokens_linear(
         weight.base.shape[1], xp.stride(0), y.stride(0), res.stride(0),
         STAGES=cfg["STAGES"], XB=geo["XB"], GROUPS=geo["GROUPS"], SLOTS=cfg["SLOTS"],
         ESC_BATCH=cfg["ESC_BATCH"], PDL=launched["PDL"], RESIDUAL=residual is not None,
-        HALVES=1 if m <= 8 else 2, FENCE=FENCE,
+        HALVES=1 if m <= 8 else 2, FENCE=FENCE, XS=cfg["XS"], T=cfg["TILES"],
         num_warps=MMA_WARPS.value, launch_pdl=launched["launch_pdl"],
         **trace.arguments(x, "w12_tokens", programs, bytes=weight.nbytes_bound(), rows=m, n=n,
                           k=weight.columns),
@@ -470,15 +648,21 @@ def route(x: torch.Tensor, weight, swiglu: bool, residual: torch.Tensor | None,
           hand: dict) -> bool:  # fmt: skip
     """Whether VERIFY takes formats/w12_engine.linear's pair-order call (`hand`: its x_order,
     y_order, handed_norm) here: 2-16 rows, a W12 weight of group size 128 whose K fits
-    (`max_k`), the residual in the epilogue, no SwiGLU, no handed norm in, on a Hopper GPU (or
-    the emulator)."""
+    (`max_k`; any K with STREAM), the residual in the epilogue, no SwiGLU, no handed norm in,
+    on a Hopper GPU (or the emulator)."""
     if not VERIFY or not isinstance(weight, W12Weight) or residual is None or swiglu:
         return False
     if hand.get("handed_norm") is not None or (hand.get("y_order") or "natural") != "natural":
         return False
     if not 2 <= x.shape[0] <= TOKENS.value or weight.group_size != BLOCK // 2:
         return False
-    return weight.columns <= max_k() and launch.gluon_routes(x)
+    return (STREAM or weight.columns <= max_k()) and launch.gluon_routes(x)
+
+
+def down_route(x: torch.Tensor, weight, residual: torch.Tensor) -> bool:
+    """Whether a fused forward's down (x the SwiGLU's output in pair order, the residual in the
+    epilogue) runs here rather than on its gate|up's kernel: STREAM and `route`'s rules."""
+    return STREAM and route(x, weight, False, residual, dict(x_order="pair"))
 
 
 def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False,
@@ -506,6 +690,6 @@ def compile_sm90(tile: dict | None = None, k: int = 4096, residual: bool = False
     consts = dict(STAGES=cfg["STAGES"], XB=geo["XB"], GROUPS=geo["GROUPS"], SLOTS=cfg["SLOTS"],
                   ESC_BATCH=cfg["ESC_BATCH"], PDL=pdl, RESIDUAL=residual, HAND_OUT=hand_out,
                   TRACE=int(traced), HALVES=halves,
-                  FENCE=FENCE if fence is None else fence,
+                  FENCE=FENCE if fence is None else fence, XS=cfg["XS"], T=cfg["TILES"],
                   num_warps=MMA_WARPS.value)  # fmt: skip
     return aot.compile_kernel(_w12_tokens_kernel, types, consts)

@@ -33,7 +33,7 @@ from specpilot.formats.certified import KERNEL_DTYPES, CertifiedHead, certify
 from specpilot.formats.fp8 import Fp8Weight
 from specpilot.formats.w12 import W12Weight
 from specpilot.formats.w12_engine import W12Linear, concat_rows, linear, stack_rows
-from specpilot.kernels import launch, tokens, w12_row, w12_tc, w12_ws
+from specpilot.kernels import launch, tokens, w12_row, w12_tc, w12_tokens, w12_ws
 from specpilot.kernels import rope as rope_kernels
 from specpilot.kernels import w12_linear as w12_kernels
 from specpilot.kernels.attention import decode_attention, num_splits_for
@@ -465,7 +465,10 @@ class _FusedBlock:
                 xp = rmsnorm(x, self.post_norm, self.eps, ahead("head", self.gate_up), pair=True)
                 kw = dict(x_order="pair")
             act = pair_mlp(xp, self.gate_up, swiglu=True, y_order="pair", **kw)
-            x = pair_mlp(act, self.down, x_order="pair", residual=x, norm_after=nxt_norm)
+            down = pair_mlp
+            if w12_tokens.down_route(act, self.down, x):  # (w12_tokens.STREAM)
+                down = w12_tokens.w12_tokens_linear
+            x = down(act, self.down, x_order="pair", residual=x, norm_after=nxt_norm)
         elif 0 < SWIGLU_EPILOGUE_MIN_ROWS <= rows:
             # W12 gate|up and down where the down's tile reads join_order (w12_linear)
             order = "join" if w12_kernels.join_between(self.gate_up, self.down, rows) else None
