@@ -110,10 +110,11 @@ def test_w12_tokens_matches_the_reference(where: str, n: int, k: int, m: int) ->
     zeros, tiny and huge weights included; N not a multiple of the tile's 16 rows; K past a
     stage's 4 blocks), plain and with the residual, from a natural or a pair-ordered x, on
     `TILES` (x resident where K fits, and x streamed: rounds of 2 tiles with a phantom past N,
-    more rounds than programs, x's ring turning over); three runs give the same bits. On the GPU a run on other data comes before each run, so that a
-    read of shared memory at the wrong time finds other values rather than the run before's,
-    the same (runs 344-346, H100: at 16 tokens one row of a tile off, a ring stage freed with
-    its loads in flight, mended by FENCE's proxy fence)."""
+    more rounds than programs, x's ring turning over); three runs give the same bits. On the
+    GPU a run on other data comes before each run, so that a read of shared memory at the
+    wrong time finds other values rather than the run before's, the same (runs 344-346, H100:
+    at 16 tokens one row of a tile off, a ring stage freed with its loads in flight, mended by
+    FENCE's proxy fence)."""
     gen = torch.Generator().manual_seed(k + m)
     w = weight_with_escapes(n, k, gen)
     x = (3 * torch.randn(m, k, generator=gen)).to(torch.bfloat16)
@@ -162,7 +163,8 @@ def _where_off(y: torch.Tensor, ref: torch.Tensor, floor: torch.Tensor) -> None:
 
 def test_bad_input_is_refused() -> None:
     """Clear errors: too many tokens, a K whose x does not fit (x resident asked for; without
-    a tile such a K streams x), wrong dtypes and shapes, unknown or bad tile keys (on the emulator's CPU tensors: the checks come before any launch)."""
+    a tile such a K streams x), wrong dtypes and shapes, unknown or bad tile keys (on the
+    emulator's CPU tensors: the checks come before any launch)."""
     w = weight_with_escapes(32, 512, torch.Generator().manual_seed(0))
     packed = w12.encode(w)
     x = torch.zeros(2, 512, dtype=torch.bfloat16)
@@ -237,8 +239,8 @@ def test_verify_forward_takes_o_here(tmp_path, monkeypatch, where: str) -> None:
 def test_verify_forward_streams_the_down_here(tmp_path, monkeypatch, where: str) -> None:
     """w12_tokens.STREAM: with x's room made 256 columns (max_k), o (K 256) runs here with x
     resident and the down (K 512) with x streamed (models/fused: `down_route`), each handing the
-    next norm on where there is one, instead of w12_tc's split and its split sums: the same tokens (or near-ties), hidden states to 16
-    half-ulps."""
+    next norm on where there is one, instead of w12_tc's split and its split sums: the same
+    tokens (or near-ties), hidden states to 16 half-ulps."""
     from specpilot.models import fused
 
     monkeypatch.setattr(fused, "SPLIT_SUM_HAND", True)

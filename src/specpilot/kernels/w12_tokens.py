@@ -309,7 +309,6 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
     ready, empty, x_ready = bars[0], bars[1], bars[2]
     scale_ready = bars[4]
     units, tiles_rows, n_stages, half_n = work
-    STAGES: gl.constexpr = code_buf.type.shape[0]
     SLOTS: gl.constexpr = esc_buf.type.shape[0]
     GROUPS: gl.constexpr = scale_buf.type.shape[0] // SLOTS
     _trace_mark(marks, 0, TRACE)
@@ -559,8 +558,10 @@ def _checked(x: torch.Tensor, weight: W12Weight, tile: dict | None,
         raise ValueError(f"w12_tokens_linear: unknown tile keys {sorted(unknown)}")
     if cfg["STAGES"] not in (2, 4) or cfg["SLOTS"] not in (2, 4) or cfg["ESC_BATCH"] not in (0, 4):
         raise ValueError(f"w12_tokens_linear: STAGES and SLOTS 2 or 4, ESC_BATCH 0 or 4: {cfg}")
-    if cfg["XS"] not in (0, 2, 3, 4) or cfg["TILES"] not in (1, 2) or (
-        cfg["TILES"] == 2 and not cfg["XS"]
+    if (
+        cfg["XS"] not in (0, 2, 3, 4)
+        or cfg["TILES"] not in (1, 2)
+        or (cfg["TILES"] == 2 and not cfg["XS"])
     ):
         raise ValueError(f"w12_tokens_linear: XS 0 (x resident) or 2-4, TILES 1 or 2 (2 with x "
                          f"streamed): {cfg}")  # fmt: skip
