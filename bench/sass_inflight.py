@@ -112,6 +112,8 @@ def _kernels() -> dict:
         "w12_tokens verify's o (residual, norm handed on)": lambda: w12_tokens.compile_sm90(
             residual=True, pdl=True, hand_out=True),
         "w12_tokens at 8 tokens (HALVES 1)": lambda: w12_tokens.compile_sm90(halves=1),
+        "w12_tokens verify's down (x streamed)": lambda: w12_tokens.compile_sm90(
+            w12_tokens.STREAM_TILE, k=12288, residual=True, pdl=True, hand_out=True),
         "w12_row decode tile, residual (o, down)": lambda: w12_row.compile_sm90(
             tile=row, residual=True, pdl=True),
         "w12_row decode tile, norm (q|k|v)": lambda: w12_row.compile_sm90(tile=row, norm=True),
