@@ -445,8 +445,10 @@ W12_ARMS = {
     # the first unit (kernels/w12_tc.HANDED_RSTD_LATE; off, timed first by run 351)
     "rstd_late": {"w12_tc.HANDED_RSTD_LATE": 1},
     # the verify's down on kernels/w12_tokens.py too, x streamed through its own ring (no K
-    # split, no split sum: w12_tokens.STREAM; off, timed first by run 352)
+    # split, no split sum: w12_tokens.STREAM, on since run 357), and off: on w12_tc's K split
+    # and its split sum, as before
     "stream_down": {"w12_tokens.STREAM": True},
+    "tc_down": {"w12_tokens.STREAM": False},
     # the same on w12_linear's 16-row tiles (W12 "auto")
     "ssn": {"models.fused.SPLIT_SUM_NORM": True},
     # ... and each warp's own mma.sync (w12_tc.MMA_VERSION 2)

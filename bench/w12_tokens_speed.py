@@ -9,7 +9,8 @@ a 5.96 bound, where the one-row o takes 7.81. Each kernel is checked against the
 the residual as the verify runs it, q|k|v and gate|up plain (their norm and SwiGLU left out on
 both sides). At one token w12_tokens reads its planes conflict-free where w12_row's MMA tiles
 (run 343) did not: whether the mma decode beats the FFMA tile there. The bound: the W12 bytes at
-the copy bandwidth measured in the same process. Prints a table (us, and the bound over the
+the copy bandwidth measured in the same process. The down (K past max_k) runs with x streamed
+(STREAM_TILES: x's ring and round sizes). Prints a table (us, and the bound over the
 time); the last line is one JSON object.
 
     python bench/w12_tokens_speed.py --model qwen3-8b --tokens 16,8,1 --out tokens.json
@@ -33,6 +34,15 @@ from specpilot.kernels.w12_linear import w12_linear_reference
 from specpilot.kernels.w12_ws import pair_order
 
 TILES = {"t2": dict(STAGES=2), "t2s4": dict(STAGES=2, SLOTS=4)}
+# past max_k (the down): x streamed (w12_tokens' TILE keys XS, TILES)
+STREAM_TILES = {"x2t2": dict(XS=2, TILES=2), "s4x2t2": dict(STAGES=4, XS=2, TILES=2),
+                "s4x3t2": dict(STAGES=4, XS=3, TILES=2), "x2t1": dict(XS=2, TILES=1),
+                "s4x3t1": dict(STAGES=4, XS=3, TILES=1)}  # fmt: skip
+
+
+def tiles_for(k: int) -> dict:
+    """The w12_tokens tiles timed at K: TILES where x fits, else STREAM_TILES."""
+    return TILES if k <= w12_tokens.max_k() else STREAM_TILES
 
 
 def bench_shape(name: str, n: int, k: int, m: int, bandwidth: float) -> dict:
@@ -43,7 +53,7 @@ def bench_shape(name: str, n: int, k: int, m: int, bandwidth: float) -> dict:
     packed = w12.encode(w)
     xp = pair_order(x)
     kw = {}
-    if name == "o":  # as the verify runs it
+    if name in ("o", "down"):  # as the verify runs them
         kw["residual"] = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
     ref = w12_linear_reference(x, packed, **kw)
     ws, ps = cycled(w, True), cycled(packed, True)
@@ -55,7 +65,7 @@ def bench_shape(name: str, n: int, k: int, m: int, bandwidth: float) -> dict:
     if m == 1:  # the one-row decode's kernel (w12_row, ONE_ROW_TILE's tile), x as it is
         one_row = w12_row.ROW_TILES[w12_row.ONE_ROW_TILE]
         calls["w12_row"] = lambda g: w12_row.w12_row_linear(x, g, one_row, **kw)
-    for label, tile in TILES.items():
+    for label, tile in tiles_for(k).items():
         calls[label] = lambda g, t=tile: w12_tokens.w12_tokens_linear(xp, g, t, x_order="pair",
                                                                       **kw)  # fmt: skip
     for label, call in calls.items():  # (w12_join.timed_entry: us and TB/s, or the error)
@@ -81,7 +91,8 @@ def line(row: dict, labels: list[str]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="qwen3-8b", choices=("qwen3-8b", "llama3.1-8b"))
-    parser.add_argument("--shapes", default="o,qkv,gate_up", help="comma-separated, K <= max_k")
+    parser.add_argument("--shapes", default="o,qkv,gate_up",
+                        help="comma-separated (down: x streamed, STREAM_TILES)")  # fmt: skip
     parser.add_argument("--tokens", default="16,8,1", help="comma-separated token counts, 1-16")
     parser.add_argument("--fence", type=int, default=w12_tokens.FENCE, choices=range(8),
                         help="w12_tokens.FENCE (its fences' bits, 0-7; without 4 outputs "
@@ -93,11 +104,12 @@ def main() -> None:
     w12_tokens.FENCE = args.fence
     shapes = layer_shapes(args.model)
     names = args.shapes.split(",")
-    bad = [s for s in names if s not in shapes or shapes[s][1] > w12_tokens.max_k()]
+    bad = [s for s in names if s not in shapes or s == "lm_head"]
     if bad:
-        raise SystemExit(f"--shapes: {bad} unknown or K above {w12_tokens.max_k()}")
+        raise SystemExit(f"--shapes: {bad} unknown (qkv, o, gate_up, down)")
     bandwidth = copy_bandwidth()
-    labels = ["cublas_bf16", "w12_tc", "w12_row", *TILES]
+    labels = ["cublas_bf16", "w12_tc", "w12_row"]
+    labels += list(dict.fromkeys(t for s in names for t in tiles_for(shapes[s][1])))
     print(f"copy bandwidth {bandwidth / 1e12:.3f} TB/s; us, and the W12 bytes' bound over it")
     print(f"{'shape':<8} {'m':>3} {'bound':>6} " + " ".join(f"{lb:>12}" for lb in labels))
     rows = []

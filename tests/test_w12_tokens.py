@@ -229,6 +229,7 @@ def test_verify_forward_takes_o_here(tmp_path, monkeypatch, where: str) -> None:
     from specpilot.models import fused
 
     monkeypatch.setattr(fused, "SPLIT_SUM_HAND", True)
+    monkeypatch.setattr(w12_tokens, "STREAM", False)  # (o alone: the down's is the next test)
     counts = split_verify_forwards(tmp_path, monkeypatch, where, (w12_tokens, "VERIFY"),
                                    (w12_tokens, "w12_tokens_linear"), "norm_after")  # fmt: skip
     assert counts[True] == (counts[False][0], 2, 2) and counts[False][1] == 0

@@ -95,8 +95,12 @@ TILE = dict(STAGES=2, SLOTS=2, ESC_BATCH=4, XS=0, TILES=1)
 # of TILES tiles (1 or 2, with SLOTS at least TILES) whose stages alternate (stage-major: the
 # round's accumulators all live), so that a K past `max_k` fits: the verify's down (K 12288:
 # x would take 384 kB). A round reads x's 16 tokens (32 kB a stage) from L2 for its tiles'
-# planes (24 kB a stage each): at TILES 2 x's L2 reads are 0.67 of the HBM bytes.
-STREAM_TILE = dict(XS=2, TILES=2)
+# planes (24 kB a stage each): at TILES 2 x's L2 reads are 0.67 of the HBM bytes. Run 353
+# (H100, the down at 16 tokens alone, cold L2, the residual; 25.43 us bound): rounds of 2
+# tiles lose (XS 2: 34.47 us; STAGES 4 36.60; and XS 3 37.50) where one tile a round (x read
+# again for each tile) wins: XS 2 31.07, **STAGES 4, XS 3 30.73** (83%), against w12_tc's
+# split and its split sum 33.06 and cuBLAS's 44.41.
+STREAM_TILE = dict(STAGES=4, XS=3, TILES=1)
 # VERIFY (on): the engine's 2-16-row W12 multiplies whose input is in pair order and that end
 # in the residual add (the verify's o: `route`) on this kernel, the next norm handed on from
 # its epilogue (NormAfter.handed: u and a slot of squares a tile) where the forward asks for
@@ -115,10 +119,16 @@ VERIFY = True
 # loads complete); 2 (a probe), a fence.mbarrier_init after the barriers' init (w12_row
 # .fence_init: off in run 346 as 0). Not a tuning knob: a value without 4 gives wrong outputs.
 FENCE = 4
-# STREAM (off, untimed): the same route for a multiply whose K is past `max_k` (the verify's
-# down), on STREAM_TILE, instead of w12_tc's K split and its split-sum launch (run 339, H200:
-# the down 21.28 us a layer plus its split sum's 2.50 against a 17.88 bound).
-STREAM = False
+# STREAM (on): the fused verify's down here too (`down_route`), x streamed on STREAM_TILE where
+# its K is past `max_k` (every real target's: 12288, 14336), instead of w12_tc's K split and
+# its split-sum launch (run 339, H200: the down 21.28 us a layer plus its split sum's 2.50
+# against a 17.88 bound). Run 354 (H100, the W12 verify graph back to back): Qwen3-8B 4.557 /
+# 4.560 ms against 4.623 / 4.621 (the down 27.66 us exit to exit against 26.74 plus its split
+# sum's 3.52; q|k|v after it +1.3, its norm's squares in 256 tile slots); run 357, Llama-3.1-8B
+# 4.556 / 4.549 against 4.609 / 4.610. End to end at 1k (paired 3, tokens forced; w12_speed
+# arm stream_down): Qwen3-8B spec 1.180x over bf16 against 1.139x off (run 355), Llama-3.1-8B
+# 1.162x against 1.148x (run 356), AR level. On since run 357; arm tc_down turns it off.
+STREAM = True
 SHARED_LIMIT = 220 * 1024
 # a sum tile [16 rows, 16 tokens] on the meta warp and in the epilogue
 SUMS1 = gl.constexpr(gl.BlockedLayout([1, 8], [16, 2], [1, 1], [1, 0]))
