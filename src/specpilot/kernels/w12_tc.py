@@ -168,7 +168,9 @@ SUM_IN_KERNEL = 0
 # multiplying warps before their first stage (the Triton kernels' order: common.handed_rstd).
 # Why: run 349's verify timeline (H100) has gate|up and q|k|v, the multiplies on a handed norm,
 # 2.5-3.2 / 1.9-2.9 us from the kernel before's exit to their first stage, the down 1.4-2.3.
-# Off until timed (the same bits either way: tests/test_w12_tc.py).
+# The same bits either way (tests/test_w12_tc.py). Run 352 (H100, the W12 verify graph back to
+# back, Qwen3-8B): 4.619 / 4.626 ms against base's 4.619 / 4.622: no gain (gate|up 56.86 / 56.64
+# us exit to exit against 56.34 / 56.32). Off; w12_speed arm rstd_late.
 HANDED_RSTD_LATE = 0
 SWITCH_RULES = {
     "SUM_IN_KERNEL": (lambda n: n in (0, 1), "0 or 1"),
