@@ -5,7 +5,8 @@
 # but its down takes 34.98 us a layer in the verify against w12_tc's 26.94 plus its split
 # sum's 3.42 (x2t2: 2 plane stages, 2 x stages, rounds of 2 tiles). This call: the down alone
 # at 16 tokens (cold L2, residual) on STREAM_TILES (deeper plane ring, a third x stage, one tile
-# a round) beside w12_tc and cuBLAS; then next351's bf16 half: bf16_row's residual tile probed
+# a round) beside w12_tc and cuBLAS; then session 73's planned bf16 half (next351.sh, folded in
+# here): bf16_row's residual tile probed
 # with its fence and without, and the bf16 decode graph with it (base, base2) and without (nof,
 # nof2: BF16_ONE_ROW_TILE 16).
 # Prediction: x2t2 ~33 us standalone, s4x3t2 better by 2-4 us if the rings' depth is what holds
