@@ -16,7 +16,9 @@ The program (one an SM, persistent over tiles of 16 rows and all of K):
   shared memory once (`_x_copies`: boxes [16 tokens, 64 columns], a pair slot of a block each,
   rows past M zeros; 16 x K x 2 bytes, 128 kB at K 4096, so K is at most `max_k`), then each
   tile's stages of 4 blocks of its two W12 planes into a ring of STAGES stages, the 4 blocks'
-  boxes one under the other so that the 4 warps read them as one [64, 32] word view;
+  boxes one under the other so that the 4 warps read them as one [64, 32] word view; past
+  `max_k` (the verify's down: STREAM) x comes stage by stage through a second ring instead
+  (TILE's XS, TILES: `_stream_loader`, `_stream_multiplier`);
 - the meta warp: each tile's scale words (`w12_row._scale_words`) and its escapes' sums [16
   rows, 16 tokens] (kernels/w12_ws's, x read in pair order from global memory);
 - 4 multiplying warps, a block of each stage a warp (`_token_stage`: w12_row's MMA 1 decode, B
