@@ -103,6 +103,7 @@ TILES = (dict(STAGES=2), dict(STAGES=4, SLOTS=4, ESC_BATCH=0), dict(XS=2, TILES=
     "where, n, k, m",
     [("cuda", 4096, 4096, 16), ("cuda", 4096, 4096, 5), ("cuda", 1000, 2304, 9),
      ("cuda", 4096, 4096, 1), ("cuda", 4096, 12288, 16), ("cuda", 4000, 12288, 7),
+     ("cuda", 4096, 14336, 16),
      ("emulated", 48, 1152, 16), ("emulated", 40, 2048, 3), ("emulated", 112, 3328, 16)],
 )  # fmt: skip
 def test_w12_tokens_matches_the_reference(where: str, n: int, k: int, m: int) -> None:
