@@ -14,10 +14,7 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "base|;late|$(sw w12_tc.HANDED_RSTD_LATE=1);\
-base2|;late2|$(sw w12_tc.HANDED_RSTD_LATE=1)" "${VAR_S:-120}" | grep verify
-back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
-MODEL=qwen3-8b spacing verify-358 16
+verify_table qwen3-8b verify-358 "$(paired late w12_tc.HANDED_RSTD_LATE=1)" "${VAR_S:-120}"
 pack
 if grep -q H200 "$OUT/gpu.log"; then
     w12_e2e e2e-1024 qwen3-8b "${ARMS:-tc_verify_o}" 3 "${E2E_S:-220}"

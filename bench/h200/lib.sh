@@ -228,3 +228,18 @@ probe() {
         --seconds $((s - 30)) --out "$OUT/$1.json" "${@:2}" 2>&1 | tee "$OUT/$1.log" |
         grep -E "runs:|Error" | cut -c1-160
 }
+# paired NAME SWITCH...: timeline variants base, NAME (the sw SWITCHes), base2, NAME2: an arm
+# and the baseline twice each, so that the arm's gain reads against base / base2's spread.
+paired() {
+    local name=$1 on="" s; shift
+    for s in "$@"; do on="$on$(sw "$s") "; done
+    echo "base|;$name|${on% };base2|;${name}2|${on% }"
+}
+# verify_table MODEL NAME VARIANTS SECONDS: the W12 verify graph of MODEL (every matrix W12) at
+# 1k on VARIANTS within SECONDS: its verify lines, back to back, and the exit spacing into
+# $OUT/spacing-NAME.log (its first 16 lines printed).
+verify_table() {
+    MODEL=$1 variants "w12:qkv,o,gate_up,down" "$3" "$4" | grep verify
+    back_to_back "$OUT/timeline-variants-1024-$1.json"
+    MODEL=$1 spacing "$2" 16
+}

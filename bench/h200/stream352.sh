@@ -25,9 +25,7 @@ else
     stream="" stream2=""
 fi
 pack
-MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "base|;late|$(sw w12_tc.HANDED_RSTD_LATE=1);\
-${stream}base2|;${stream2}late2|$(sw w12_tc.HANDED_RSTD_LATE=1)" "${VAR_S:-200}" | grep verify
-back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
-MODEL=qwen3-8b spacing verify-352 16
+verify_table qwen3-8b verify-352 "base|;late|$(sw w12_tc.HANDED_RSTD_LATE=1);\
+${stream}base2|;${stream2}late2|$(sw w12_tc.HANDED_RSTD_LATE=1)" "${VAR_S:-200}"
 pack
 archive_only

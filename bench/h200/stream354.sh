@@ -10,9 +10,6 @@ set -u
 export PYTHONPATH=$PWD/src:$PWD:$PWD/bench
 source "$(dirname "$0")/lib.sh"
 card
-MODEL=qwen3-8b variants "w12:qkv,o,gate_up,down" "base|;stream|$(sw w12_tokens.STREAM=1);\
-base2|;stream2|$(sw w12_tokens.STREAM=1)" "${VAR_S:-150}" | grep verify
-back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
-MODEL=qwen3-8b spacing verify-354 16
+verify_table qwen3-8b verify-354 "$(paired stream w12_tokens.STREAM=1)" "${VAR_S:-150}"
 pack
 archive_only

@@ -14,11 +14,7 @@ case "${PART:-qwen}" in
 qwen) w12_e2e e2e-1024 qwen3-8b stream_down 3 260 ;;
 llama) w12_e2e e2e-1024-llama llama3.1-8b stream_down 3 250 ;;
 llama_verify)
-    MODEL=llama3.1-8b variants "w12:qkv,o,gate_up,down" "base|;stream|$(sw w12_tokens.STREAM=1);\
-base2|;stream2|$(sw w12_tokens.STREAM=1)" 150 | grep verify
-    back_to_back "$OUT/timeline-variants-1024-llama3.1-8b.json"
-    MODEL=llama3.1-8b spacing verify-llama 16
-    ;;
+    verify_table llama3.1-8b verify-llama "$(paired stream w12_tokens.STREAM=1)" 150 ;;
 esac
 pack
 archive_only

@@ -317,12 +317,10 @@ def _multiplier(bufs, bars, work, n, m, output, hand, PDL: gl.constexpr, RESIDUA
     the meta warp's escape sums, stored (`_store_tile`: plain, or plus the residual, and the
     next norm handed on). marks, TRACE: the kernel timeline's (w12_ws._trace_mark). x
     streamed (XS > 0): `_stream_multiplier`."""
-    low_buf, code_buf, x_buf, scale_buf, esc_buf, red_buf = bufs
-    ready, empty, x_ready = bars[0], bars[1], bars[2]
-    scale_ready = bars[4]
-    units, tiles_rows, n_stages, half_n = work
-    SLOTS: gl.constexpr = esc_buf.type.shape[0]
-    GROUPS: gl.constexpr = scale_buf.type.shape[0] // SLOTS
+    ready, empty, x_ready, scale_ready = bars[0], bars[1], bars[2], bars[4]
+    units, n_stages = work[0], work[2]
+    SLOTS: gl.constexpr = bufs[4].type.shape[0]
+    GROUPS: gl.constexpr = bufs[3].type.shape[0] // SLOTS
     _trace_mark(marks, 0, TRACE)
     _grid_wait(PDL)  # (before its stores)
     _trace_mark(marks, 1, TRACE)
@@ -387,19 +385,25 @@ def _ring_products(acc, bufs, ready, empty, c, xs, g8, HALVES: gl.constexpr, FEN
 @gluon.jit
 def _finish_tile(acc, bufs, bars, j, u, rows, in_rows, m, output, hand, res, hw,
                  RESIDUAL: gl.constexpr, HAND_OUT: gl.constexpr, FENCE: gl.constexpr):  # fmt: skip
-    """The program's tile j (tile u): its sums over the warps, plus its escape sums from meta
-    slot j % SLOTS (then freed), stored (`_store_tile`)."""
-    esc_buf, red_buf = bufs[4], bufs[5]
-    esc_ready, meta_empty = bars[5], bars[6]
+    """The program's tile j (tile u): its sums over the warps, plus its escape sums
+    (`_slot_escapes`), stored (`_store_tile`)."""
+    sums = _token_sums(acc, bufs[5]) + _slot_escapes(bufs, bars, j, FENCE)
+    _store_tile(sums, rows, in_rows, u, m, output, hand, res, hw, RESIDUAL, HAND_OUT)
+
+
+@gluon.jit
+def _slot_escapes(bufs, bars, j, FENCE: gl.constexpr):
+    """The program's tile j's escape sums [16 rows, 16 tokens] from meta slot j % SLOTS, once the
+    meta warp has written them; the slot then freed."""
+    esc_buf, esc_ready, meta_empty = bufs[4], bars[5], bars[6]
     SLOTS: gl.constexpr = esc_buf.type.shape[0]
     slot = j % SLOTS
-    sums = _token_sums(acc, red_buf)
     mbarrier.wait(esc_ready.index(slot), (j // SLOTS) & 1)
     fence_cta(FENCE & 1)
-    sums = sums + esc_buf.index(slot).load(SUMS4)
+    escapes = esc_buf.index(slot).load(SUMS4)
     fence_cta(FENCE & 1)
     mbarrier.arrive(meta_empty.index(slot), count=1)
-    _store_tile(sums, rows, in_rows, u, m, output, hand, res, hw, RESIDUAL, HAND_OUT)
+    return escapes
 
 
 @gluon.jit
@@ -409,12 +413,11 @@ def _stream_multiplier(bufs, bars, work, n, m, output, hand, RESIDUAL: gl.conste
     """x streamed: each round's T tiles (1 or 2) multiplied stage by stage, their sums kept
     apart (acc, acc1), x's stage freed after the last tile's products of it; a phantom tile
     (one past N) is multiplied (its planes zeros) but not stored."""
-    x_buf, scale_buf, esc_buf = bufs[2], bufs[3], bufs[4]
     x_ready, x_empty, scale_ready = bars[2], bars[3], bars[4]
-    units, tiles_rows, n_stages, half_n = work
-    XS: gl.constexpr = x_buf.type.shape[0] // 4
-    SLOTS: gl.constexpr = esc_buf.type.shape[0]
-    GROUPS: gl.constexpr = scale_buf.type.shape[0] // SLOTS
+    units, n_stages = work[0], work[2]
+    XS: gl.constexpr = bufs[2].type.shape[0] // 4
+    SLOTS: gl.constexpr = bufs[4].type.shape[0]
+    GROUPS: gl.constexpr = bufs[3].type.shape[0] // SLOTS
     done = 0  # (the program's rounds so far: its tiles j = T done.., x's stages n_stages done..)
     for r in range(gl.program_id(0), gl.cdiv(units, T), gl.num_programs(0)):
         u = r * T
@@ -447,10 +450,8 @@ def _stream_multiplier(bufs, bars, work, n, m, output, hand, RESIDUAL: gl.conste
             if u + 1 < units:
                 _finish_tile(acc1, bufs, bars, j + 1, u + 1, rows1, in_rows1, m, output, hand,
                              res1, hw1, RESIDUAL, HAND_OUT, FENCE)  # fmt: skip
-            else:  # (a phantom: its meta slot freed all the same)
-                slot = (j + 1) % SLOTS
-                mbarrier.wait(bars[5].index(slot), ((j + 1) // SLOTS) & 1)
-                mbarrier.arrive(bars[6].index(slot), count=1)
+            else:  # (a phantom: its meta slot freed all the same, nothing stored)
+                _slot_escapes(bufs, bars, j + 1, FENCE)
         done += 1
 
 
