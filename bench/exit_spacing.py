@@ -17,6 +17,8 @@ import json
 import statistics
 from pathlib import Path
 
+from cost_model import read_report
+
 
 def spacing(launches: list[dict]) -> dict[str, dict]:
     """{kernel or "kernel NxK": {"launches", "median_us", "sum_us"}} in first-launch order:
@@ -43,10 +45,10 @@ def spacing(launches: list[dict]) -> dict[str, dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("timeline", type=Path, help="bench/timeline.py's JSON")
+    parser.add_argument("timeline", type=Path, help="bench/timeline.py's JSON (or .json.gz)")
     parser.add_argument("--forward", default="verify", choices=["decode", "verify", "draft"])
     args = parser.parse_args(argv)
-    arms = json.loads(args.timeline.read_text())["arms"]
+    arms = read_report(str(args.timeline))["arms"]
     table = {arm: spacing(forwards[args.forward]["launches"]) for arm, forwards in arms.items()}
     keys = list(dict.fromkeys(k for rows in table.values() for k in rows))
     names = [arm.split()[-1] for arm in table]
