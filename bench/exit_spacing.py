@@ -51,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     arms = read_report(str(args.timeline))["arms"]
     table = {arm: spacing(forwards[args.forward]["launches"]) for arm, forwards in arms.items()}
     keys = list(dict.fromkeys(k for rows in table.values() for k in rows))
-    names = [arm.split()[-1] for arm in table]
+    several = len({arm.split()[0] for arm in table}) > 1  # weights: each name keeps its own
+    names = [
+        f"{arm.split()[0].split(':')[0]} {arm.split()[-1]}" if several else arm.split()[-1]
+        for arm in table
+    ]
     print(f"{args.forward}: median us from the last exit (sum over the forward, us)")
     print(f"{'kernel':30s}" + "".join(f"{n:>18s}" for n in names))
     for key in keys:

@@ -184,8 +184,10 @@ back_to_back() {
     python3 - "$1" <<'PY'
 import json, sys
 arms = json.load(open(sys.argv[1]))["arms"]
+weights = {k.split()[0] for k in arms}  # (several: each name keeps its weights, bf16 or w12)
+name = (lambda k: k.split()[1]) if len(weights) == 1 else (lambda k: k.split()[0].split(":")[0] + " " + k.split()[-1])
 for fwd in ("decode", "verify"):
-    ms = {k.split()[1]: v[fwd]["untraced_back_to_back_ms"] for k, v in arms.items()}
+    ms = {name(k): v[fwd]["untraced_back_to_back_ms"] for k, v in arms.items()}
     print(fwd, "back to back, ms:", {k: round(v, 3) for k, v in ms.items()})
 PY
 }
