@@ -23,10 +23,25 @@ if ! grep -q H200 "$OUT/gpu.log" && [ "${ANY:-0}" != 1 ]; then
     echo "not an H200: nothing run"
     exit 0
 fi
+# ratios FILE: the decode graph's bf16 time over W12's, back to back, for each W12 variant (the
+# bf16 base's over W12 base / rb2 / base2): the AR ratio the graphs allow before host time
+# (which both arms add alike, taking the end to end's ratio nearer 1).
+ratios() {
+    python3 - "$1" <<'PY'
+import json, sys
+arms = json.load(open(sys.argv[1]))["arms"]
+ms = {k: v["decode"]["untraced_back_to_back_ms"] for k, v in arms.items()}
+bf16 = min(v for k, v in ms.items() if k.startswith("bf16 ") and k.split()[1] != "rb2")
+for k, v in ms.items():
+    if k.startswith("w12"):
+        print(f"decode graph bf16 base over {k.split()[-1]}: {bf16 / v:.3f}x ({bf16:.3f} / {v:.3f} ms)")
+PY
+}
 if [ "${PART:-bounds}" = bounds ]; then
     arms="base|;rb2|$(sw w12_row.ROW_BOUND=2);base2|"
     MODEL=qwen3-8b variants "bf16;w12:qkv,o,gate_up,down" "$arms" 300
     back_to_back "$OUT/timeline-variants-1024-qwen3-8b.json"
+    ratios "$OUT/timeline-variants-1024-qwen3-8b.json" | tee "$OUT/ratios-359.log"
     python3 bench/exit_spacing.py --forward decode "$OUT/timeline-variants-1024-qwen3-8b.json" \
         >"$OUT/spacing-decode-359.log"
     head -16 "$OUT/spacing-decode-359.log" | cut -c1-200
