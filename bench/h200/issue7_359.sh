@@ -9,7 +9,8 @@
 # could reach on this ring if the multiplying warps' work cost nothing (run 339: W12 rb2 3.102
 # ms against 3.363 on ONE_ROW_TILE 0; not yet measured on 7, nor for bf16_row).
 # PART=e2e (~7 min): issue 7's end to end on both models, every matrix W12, 3 paired rounds
-# over bf16 with the control, token forcing on every arm (E2E_S seconds a model, 200).
+# over bf16 with the control, token forcing on every arm (E2E_S seconds a model, 200; LLAMA=0:
+# Qwen3-8B alone, the issue's shape).
 # Prediction: rb2 ~3.10 ms (W12), so AR's bound on this ring (bf16's step over W12's with the
 # decode at rb2) ~1.24x, under the 1.25x target; bf16 rb2 within 2% of its base (run 330: its
 # multiplies at their bounds on the H100); end to end AR 1.17-1.18x (as runs 338 / 340: no
@@ -49,7 +50,7 @@ if [ "${PART:-bounds}" = bounds ]; then
 else
     w12_e2e e2e-1024 qwen3-8b "" 3 "${E2E_S:-200}"
     pack
-    w12_e2e e2e-1024-llama llama3.1-8b "" 3 "${E2E_S:-200}"
+    [ "${LLAMA:-1}" = 0 ] || w12_e2e e2e-1024-llama llama3.1-8b "" 3 "${E2E_S:-200}"
 fi
 pack
 archive_only
