@@ -43,6 +43,14 @@ def spacing(launches: list[dict]) -> dict[str, dict]:
     }
 
 
+def arm_names(arms) -> list[str]:
+    """Short names of a timeline's arms ("<weights> <variant>"): the variant alone, or, where the
+    run has several weights (bf16 and W12), the weights' kind before it ("w12 rb2")."""
+    several = len({arm.split()[0] for arm in arms}) > 1
+    return [f"{arm.split()[0].split(':')[0]} {arm.split()[-1]}" if several else arm.split()[-1]
+            for arm in arms]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("timeline", type=Path, help="bench/timeline.py's JSON (or .json.gz)")
@@ -51,11 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     arms = read_report(str(args.timeline))["arms"]
     table = {arm: spacing(forwards[args.forward]["launches"]) for arm, forwards in arms.items()}
     keys = list(dict.fromkeys(k for rows in table.values() for k in rows))
-    several = len({arm.split()[0] for arm in table}) > 1  # weights: each name keeps its own
-    names = [
-        f"{arm.split()[0].split(':')[0]} {arm.split()[-1]}" if several else arm.split()[-1]
-        for arm in table
-    ]
+    names = arm_names(table)
     print(f"{args.forward}: median us from the last exit (sum over the forward, us)")
     print(f"{'kernel':30s}" + "".join(f"{n:>18s}" for n in names))
     for key in keys:

@@ -25,7 +25,7 @@ if ! grep -q H200 "$OUT/gpu.log" && [ "${ANY:-0}" != 1 ]; then
     exit 0
 fi
 # ratios FILE: the decode graph's bf16 time over W12's, back to back, for each W12 variant (the
-# bf16 base's over W12 base / rb2 / base2): the AR ratio the graphs allow before host time
+# faster of bf16's base and base2 over W12 base / rb2 / base2): the AR ratio the graphs allow before host time
 # (which both arms add alike, taking the end to end's ratio nearer 1).
 ratios() {
     python3 - "$1" <<'PY'
@@ -35,7 +35,7 @@ ms = {k: v["decode"]["untraced_back_to_back_ms"] for k, v in arms.items()}
 bf16 = min(v for k, v in ms.items() if k.startswith("bf16 ") and k.split()[1] != "rb2")
 for k, v in ms.items():
     if k.startswith("w12"):
-        print(f"decode graph bf16 base over {k.split()[-1]}: {bf16 / v:.3f}x ({bf16:.3f} / {v:.3f} ms)")
+        print(f"decode graph bf16 (faster base) over {k.split()[-1]}: {bf16 / v:.3f}x ({bf16:.3f} / {v:.3f} ms)")
 PY
 }
 if [ "${PART:-bounds}" = bounds ]; then

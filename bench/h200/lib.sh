@@ -181,13 +181,13 @@ PY
 # back_to_back FILE: a timeline variants JSON's decode and verify forwards back to back (ms), a
 # line each, every variant.
 back_to_back() {
-    python3 - "$1" <<'PY'
+    python3 - "$1" "$(dirname "${BASH_SOURCE[0]}")/.." <<'PY'
 import json, sys
+sys.path.insert(0, sys.argv[2])  # bench/
+from exit_spacing import arm_names
 arms = json.load(open(sys.argv[1]))["arms"]
-weights = {k.split()[0] for k in arms}  # (several: each name keeps its weights, bf16 or w12)
-name = (lambda k: k.split()[1]) if len(weights) == 1 else (lambda k: k.split()[0].split(":")[0] + " " + k.split()[-1])
 for fwd in ("decode", "verify"):
-    ms = {name(k): v[fwd]["untraced_back_to_back_ms"] for k, v in arms.items()}
+    ms = {n: v[fwd]["untraced_back_to_back_ms"] for n, v in zip(arm_names(arms), arms.values())}
     print(fwd, "back to back, ms:", {k: round(v, 3) for k, v in ms.items()})
 PY
 }
